@@ -1,0 +1,141 @@
+#!/usr/bin/env node
+/**
+ * `polly` — the command-line entry point.
+ *
+ * Dispatches `polly <command> [args]` to a command module (see {@link COMMANDS}); each module is
+ * imported lazily so that a command only pays for what it uses. Exit codes: 0 ok, 1 a refused or
+ * failed outcome, 2 bad input. Errors are printed to stderr as `polly: <message>`; with `--json`
+ * they are also printed on stdout as `{"error": {"code", "message", ...details}}`.
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Command, CommandIO } from './command.js';
+import { PollyError, exitCodeFor, isPollyError } from './errors.js';
+
+/** Command name → module path (relative to this file) exporting `command: Command`. */
+export const COMMANDS: Record<string, { module: string; summary: string }> = {
+  init: { module: './init-command.js', summary: 'set up Polly in this git repository (.polly/config.yaml)' },
+  status: { module: './status-command.js', summary: 'show goals, plans, tasks, workers and PRs' },
+  check: { module: '../workflows/check-command.js', summary: 'model-check a workflow: admitted or REFUSED' },
+  gate: { module: '../gate/gate-command.js', summary: 'decide tool calls with the gate; show the decision log' },
+  mcp: { module: './mcp-command.js', summary: 'run the MCP workflow server on stdio' },
+  install: { module: '../scripts/install-command.js', summary: 'register the MCP server with an agent host' },
+  goal: { module: './goal-command.js', summary: 'state a goal: the Brain investigates and proposes a plan' },
+  brain: { module: './brain-command.js', summary: 'run the Brain process for this repository' },
+  plan: { module: './plan-command.js', summary: 'show, approve or reject a proposed plan' },
+  run: { module: './run-command.js', summary: 'admit and execute a human-written plan file' },
+  pr: { module: './pr-command.js', summary: 'list, show or diff pull requests on the local forge' },
+};
+
+/** The package version, read from package.json next to the build. */
+export function pollyVersion(): string {
+  for (const rel of ['../../package.json', '../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(fileURLToPath(new URL(rel, import.meta.url)), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'polly' && pkg.version) return pkg.version;
+    } catch {
+      // try the next location
+    }
+  }
+  return '0.0.0-unknown';
+}
+
+async function loadCommand(name: string): Promise<Command> {
+  const entry = COMMANDS[name];
+  if (!entry) {
+    throw new PollyError(
+      'unknown_command',
+      `unknown command ${JSON.stringify(name)}. Run "polly help" to list the commands.`,
+      { details: { command: name } },
+    );
+  }
+  let mod: { command?: Command };
+  try {
+    mod = (await import(entry.module)) as { command?: Command };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(entry.module.replace(/^\.\.?\//, ''))) {
+      throw new PollyError('not_built', `"polly ${name}" is not built yet in this version of Polly (placeholder). See the open issues.`, { cause: error });
+    }
+    throw error;
+  }
+  if (!mod.command) throw new PollyError('internal', `command module ${entry.module} exports no "command"`);
+  return mod.command;
+}
+
+function helpText(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length));
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return [
+    'polly — a git-native orchestrator for coding agents. Polly never merges.',
+    '',
+    'Usage: polly <command> [options]',
+    '',
+    'Commands:',
+    ...lines,
+    '',
+    '  help [command]  show this help, or a command\'s usage',
+    '  --version       print the version',
+    '',
+    'Every command that prints data takes --json. Exit codes: 0 ok, 1 refused or failed, 2 bad input.',
+  ].join('\n');
+}
+
+/**
+ * Run the CLI with `argv` (words after `polly`). Returns the exit code; never calls process.exit.
+ */
+export async function main(argv: string[], io: CommandIO): Promise<number> {
+  const wantsJson = argv.includes('--json');
+  try {
+    const [first, ...rest] = argv;
+    if (first === undefined || first === 'help' || first === '--help' || first === '-h') {
+      const topic = first === 'help' ? rest[0] : undefined;
+      if (topic) {
+        const cmd = await loadCommand(topic);
+        io.stdout.write(`${cmd.usage.trimEnd()}\n`);
+      } else {
+        io.stdout.write(`${helpText()}\n`);
+      }
+      return first === undefined ? 2 : 0;
+    }
+    if (first === '--version' || first === '-V' || first === 'version') {
+      io.stdout.write(wantsJson ? `${JSON.stringify({ version: pollyVersion() })}\n` : `polly ${pollyVersion()}\n`);
+      return 0;
+    }
+    if (first.startsWith('-')) {
+      throw new PollyError('bad_input', `unknown option ${JSON.stringify(first)} before the command. Run "polly help".`, { details: { flag: first } });
+    }
+    const cmd = await loadCommand(first);
+    if (rest.includes('--help') || rest.includes('-h')) {
+      io.stdout.write(`${cmd.usage.trimEnd()}\n`);
+      return 0;
+    }
+    return await cmd.run(rest, io);
+  } catch (error) {
+    return reportError(error, io, wantsJson);
+  }
+}
+
+/** Print an error (stderr always; stdout JSON with --json) and return its exit code. */
+export function reportError(error: unknown, io: Pick<CommandIO, 'stdout' | 'stderr'>, json: boolean): number {
+  const code = isPollyError(error) ? error.code : 'internal';
+  const message = error instanceof Error ? error.message : String(error);
+  io.stderr.write(`polly: ${message}\n`);
+  if (!isPollyError(error) && error instanceof Error && error.stack) io.stderr.write(`${error.stack}\n`);
+  if (json) {
+    const details = isPollyError(error) ? error.details : undefined;
+    io.stdout.write(`${JSON.stringify({ error: { code, message, ...(details ?? {}) } })}\n`);
+  }
+  return exitCodeFor(error);
+}
+
+const invokedDirectly = process.argv[1] !== undefined && fileURLToPath(import.meta.url) === (await import('node:fs')).realpathSync(process.argv[1]);
+if (invokedDirectly) {
+  const code = await main(process.argv.slice(2), {
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    cwd: process.cwd(),
+    env: process.env,
+  });
+  process.exitCode = code;
+}

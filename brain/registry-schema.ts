@@ -1,0 +1,250 @@
+/**
+ * The shape of `.polly/registry.json`, Polly's single source of truth, and of the journal lines
+ * in `.polly/journal.jsonl`.
+ *
+ * Versioned: {@link REGISTRY_SCHEMA_VERSION} is written into every file; older files are migrated
+ * step by step on read (see `registry-migrations.ts`). All maps are keyed by id. Times are ISO-8601
+ * strings (UTC); durations are in seconds unless a field name says otherwise.
+ */
+
+/** Bump when the shape changes, and add a migration step from the previous version. */
+export const REGISTRY_SCHEMA_VERSION = 1;
+
+export type Purpose = 'implement' | 'review' | 'explore' | 'search';
+export type Harness = 'claude-code' | 'codex' | 'pi';
+
+export interface GoalRecord {
+  id: string;
+  text: string;
+  createdAt: string;
+  status: 'open' | 'planning' | 'waiting_approval' | 'running' | 'done' | 'failed' | 'cancelled';
+  planIds: string[];
+}
+
+export interface AdmissionRecord {
+  admitted: boolean;
+  /** The checker's one-line verdict, e.g. `admitted: NAME — paths explored: …`. */
+  line: string;
+  /** Violated invariant names when refused. */
+  violations: string[];
+  pathsExplored: number;
+  statesSeen: number;
+}
+
+export interface PlanRecord {
+  id: string;
+  goalId: string | null;
+  createdAt: string;
+  /** The plan as proposed (tasks with purpose, worker, acceptance, dependencies). */
+  tasks: PlanTaskSpec[];
+  admission: AdmissionRecord | null;
+  /** The plan gate: a human approves or rejects; an ask expires after ask_timeout seconds. */
+  gate: 'pending' | 'approved' | 'rejected' | 'expired' | 'refused';
+  askedAt: string | null;
+  decidedAt: string | null;
+  decidedBy: string | null;
+}
+
+export interface PlanTaskSpec {
+  /** Short stable id inside the plan, e.g. `t1`. */
+  key: string;
+  title: string;
+  purpose: Purpose;
+  worker: Harness;
+  model: string | null;
+  reviewer: Harness | null;
+  /** What the worker is asked to do. */
+  prompt: string;
+  acceptance: AcceptanceContract;
+  dependsOn: string[];
+}
+
+export interface AcceptanceContract {
+  /** Shell commands Polly runs in the worktree; all must exit 0. */
+  commands: string[];
+  /** Human-readable criteria shown to the implementer and the reviewer. */
+  criteria: string[];
+}
+
+export type TaskStatus =
+  | 'queued'
+  | 'dispatched'
+  | 'running'
+  | 'checking'
+  | 'fixing'
+  | 'green'
+  | 'pr_open'
+  | 'reviewing'
+  | 'ready'
+  | 'merged'
+  | 'done'
+  | 'failed'
+  | 'cancelled'
+  | 'agent_missing'
+  | 'agent_exited'
+  | 'blocked_on_prompt';
+
+export interface CheckResult {
+  command: string;
+  exitCode: number | null;
+  timedOut: boolean;
+  durationMs: number;
+  /** Tail of combined output (bounded). */
+  output: string;
+}
+
+export interface ReviewFinding {
+  file: string;
+  line: number;
+  message: string;
+}
+
+export interface ReviewRecord {
+  reviewer: Harness;
+  round: number;
+  blocking: ReviewFinding[];
+  nonBlocking: ReviewFinding[];
+  at: string;
+}
+
+export interface PullRequestRef {
+  /** Forge kind: `local` (registry) or `github`. */
+  forge: 'local' | 'github';
+  number: number;
+  url: string;
+  state: 'draft' | 'open' | 'ready' | 'merged' | 'closed';
+}
+
+export interface TaskRecord {
+  id: string;
+  planId: string | null;
+  title: string;
+  purpose: Purpose;
+  worker: Harness;
+  model: string | null;
+  reviewer: Harness | null;
+  prompt: string;
+  acceptance: AcceptanceContract;
+  dependsOn: string[];
+  status: TaskStatus;
+  /** Why the task is in its status, when it is a failure or a stop (e.g. the agent's stderr). */
+  statusReason: string | null;
+  attempts: number;
+  reviewRounds: number;
+  branch: string | null;
+  worktree: string | null;
+  /** Base branch name and the commit the worktree was created from. */
+  baseBranch: string | null;
+  baseCommit: string | null;
+  headCommit: string | null;
+  checks: CheckResult[];
+  reviews: ReviewRecord[];
+  pr: PullRequestRef | null;
+  /** Backup refs under refs/polly/ made before any teardown. */
+  backupRefs: string[];
+  sessionId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A durable workflow run (runtime). */
+export interface RunRecord {
+  id: string;
+  agentArea: string;
+  instanceArea: string;
+  workflow: string;
+  key: string;
+  input: Record<string, unknown>;
+  /** Current values of the workflow's variables, including its control state. */
+  state: Record<string, unknown>;
+  /** Step counter: bumped by every applied action. */
+  seq: number;
+  status: 'running' | 'finished';
+  /** The single open work order, if any. */
+  openOrder: WorkOrderRecord | null;
+  /** Ids of work orders whose completions were applied (de-duplication). */
+  completedOrders: string[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface WorkOrderRecord {
+  id: string;
+  kind: string;
+  tool: string;
+  args: Record<string, unknown>;
+  ordinal: number;
+  attempt: number;
+  leaseExpiresAt: string | null;
+  leasedBy: string | null;
+}
+
+/** A live (or recently live) worker process. */
+export interface WorkerRecord {
+  id: string;
+  taskId: string;
+  harness: Harness;
+  pid: number;
+  /** Process group id (workers are spawned detached as group leaders). */
+  pgid: number;
+  sessionId: string | null;
+  startedAt: string;
+  heartbeatAt: string;
+  /** The Brain (by pid) that supervises it. */
+  supervisor: number | null;
+}
+
+/** A pull request recorded by the local forge. */
+export interface LocalPullRequest {
+  number: number;
+  taskId: string | null;
+  title: string;
+  body: string;
+  head: string;
+  base: string;
+  headCommit: string;
+  state: 'draft' | 'open' | 'ready' | 'merged' | 'closed';
+  reviews: Array<{ event: 'COMMENT' | 'APPROVE' | 'REQUEST_CHANGES'; body: string; comments: ReviewFinding[]; at: string }>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Registry {
+  schemaVersion: number;
+  goals: Record<string, GoalRecord>;
+  plans: Record<string, PlanRecord>;
+  tasks: Record<string, TaskRecord>;
+  runs: Record<string, RunRecord>;
+  workers: Record<string, WorkerRecord>;
+  pullRequests: Record<string, LocalPullRequest>;
+  /** Monotonic counters: next journal seq, next local PR number, id sequences. */
+  counters: { journalSeq: number; pullRequest: number; task: number; plan: number; goal: number };
+  /** The Brain currently owning this registry, if any. */
+  brain: { pid: number; startedAt: string; heartbeatAt: string } | null;
+}
+
+/** One line of `.polly/journal.jsonl`. `seq` is strictly increasing from 1. */
+export interface JournalEntry {
+  seq: number;
+  /** ISO-8601 time the entry was written. */
+  at: string;
+  /** Event kind, dotted: `task.dispatched`, `gate.decision`, `worker.event`, `pr.opened`, … */
+  kind: string;
+  /** Kind-specific fields (never secrets). */
+  data: Record<string, unknown>;
+}
+
+/** A fresh, empty registry at the current schema version. */
+export function emptyRegistry(): Registry {
+  return {
+    schemaVersion: REGISTRY_SCHEMA_VERSION,
+    goals: {},
+    plans: {},
+    tasks: {},
+    runs: {},
+    workers: {},
+    pullRequests: {},
+    counters: { journalSeq: 0, pullRequest: 0, task: 0, plan: 0, goal: 0 },
+    brain: null,
+  };
+}

@@ -1,0 +1,4 @@
+// After tsc: make the bin executable (tsc keeps the shebang but not the mode).
+import { chmodSync, existsSync } from 'node:fs';
+const bin = new URL('../dist/brain/cli.js', import.meta.url);
+if (existsSync(bin)) chmodSync(bin, 0o755);
