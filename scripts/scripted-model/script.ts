@@ -1,0 +1,153 @@
+/**
+ * Model scripts: what the scripted model server answers, as data.
+ *
+ * A script (YAML) lists sessions. A session is matched against the conversation's system prompt
+ * and first user message (Polly's prompts carry a marker `[polly task=<id> role=<purpose>]`).
+ * A session has turns: turn i answers the i-th human message of the conversation (the first
+ * prompt, then each follow-up such as red-check feedback or review findings). A turn is a list
+ * of harness-neutral steps that the server renders, one per model response, as the tool calls of
+ * whichever harness is asking (it reads the tool names the CLI declares), and then a final text.
+ *
+ * Progress is derived from the request itself (how many human messages, how many tool results
+ * since the last one), so the server keeps no per-session state and survives restarts.
+ *
+ * ```yaml
+ * sessions:
+ *   - name: implement-t1
+ *     match: {task: t1, role: implement}     # or contains: ["some text", …]
+ *     turns:
+ *       - steps:
+ *           - read: src/sum.js
+ *           - edit: {path: src/sum.js, old: "a - b", new: "a + b"}
+ *           - write: {path: NOTES.md, content: "hi\n"}
+ *           - run: npm test
+ *           - finish: "Fixed sum; tests pass."
+ *       - steps:
+ *           - finish: "Nothing more to do."
+ * ```
+ */
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+
+export type Step =
+  | { write: { path: string; content: string } }
+  | { edit: { path: string; old: string; new: string } }
+  | { run: string }
+  | { read: string }
+  | { finish: string }
+  /** Call a tool by its exact name with this input (e.g. an MCP tool such as `mcp__polly__workflow_list`). */
+  | { call: { tool: string; input: Record<string, unknown> } };
+
+export interface Turn {
+  steps: Step[];
+  /** Final text when the turn's steps hold no `finish`. */
+  text?: string;
+}
+
+export interface SessionMatch {
+  /** Matches the token `role=<role>` in the system prompt or first user message. */
+  role?: string;
+  /** Matches the token `task=<id>`. */
+  task?: string;
+  /** Every string must occur in the system prompt or first user message. */
+  contains?: string[];
+}
+
+export interface ScriptSession {
+  name: string;
+  match: SessionMatch;
+  turns: Turn[];
+}
+
+export interface ModelScript {
+  sessions: ScriptSession[];
+}
+
+/** What the server knows about one request's conversation, harness-neutral. */
+export interface ConversationView {
+  /** The system prompt text (all system blocks joined). */
+  system: string;
+  /** The text of the first user message. */
+  firstUserText: string;
+  /** Count of human messages: user messages with text and no tool results. */
+  humanTurns: number;
+  /** Tool results after the last human message. */
+  toolResultsSinceHuman: number;
+  /** Text of the most recent tool result, if the last message is one. */
+  lastToolResult: { text: string; isError: boolean } | null;
+  /** Tool names the client declared in this request. */
+  tools: string[];
+}
+
+export type Reply =
+  | { kind: 'tool'; step: Exclude<Step, { finish: string }>; stepIndex: number }
+  | { kind: 'text'; text: string };
+
+export interface ReplyPlan {
+  session: ScriptSession | null;
+  turnIndex: number;
+  reply: Reply;
+}
+
+/** Parse a script from YAML text. Throws an Error naming `source` and the problem. */
+export function parseModelScript(text: string, source = '<script>'): ModelScript {
+  const doc = parse(text) as unknown;
+  if (!doc || typeof doc !== 'object' || !Array.isArray((doc as ModelScript).sessions)) {
+    throw new Error(`${source}: a model script needs a top-level "sessions:" list`);
+  }
+  const sessions = (doc as ModelScript).sessions;
+  sessions.forEach((s, i) => {
+    if (!s || typeof s !== 'object' || !Array.isArray(s.turns)) throw new Error(`${source}: sessions[${i}] needs "turns:" (a list)`);
+    s.name ??= `session-${i}`;
+    s.match ??= {};
+    s.turns.forEach((t, j) => {
+      if (!Array.isArray(t.steps)) throw new Error(`${source}: sessions[${i}].turns[${j}] needs "steps:" (a list)`);
+    });
+  });
+  return { sessions };
+}
+
+/** Read and parse a script file. */
+export function loadModelScript(path: string): ModelScript {
+  return parseModelScript(readFileSync(path, 'utf8'), path);
+}
+
+function hasToken(haystack: string, key: string, value: string): boolean {
+  const escaped = value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(^|[^\\w-])${key}=${escaped}(?![\\w-])`).test(haystack);
+}
+
+/** The first session whose match holds for this conversation, or null. */
+export function matchSession(script: ModelScript, view: Pick<ConversationView, 'system' | 'firstUserText'>): ScriptSession | null {
+  const haystack = `${view.system}\n${view.firstUserText}`;
+  for (const s of script.sessions) {
+    const m = s.match;
+    if (m.role !== undefined && !hasToken(haystack, 'role', m.role)) continue;
+    if (m.task !== undefined && !hasToken(haystack, 'task', m.task)) continue;
+    if (m.contains && !m.contains.every((c) => haystack.includes(c))) continue;
+    return s;
+  }
+  return null;
+}
+
+/**
+ * Decide the next reply for a conversation: the next step of the current turn as a tool call, or
+ * the turn's final text once its steps are done. Unmatched conversations (title generation, …)
+ * get a short neutral text.
+ */
+export function planReply(script: ModelScript, view: ConversationView): ReplyPlan {
+  const session = matchSession(script, view);
+  const turnIndex = Math.max(0, view.humanTurns - 1);
+  if (!session) return { session: null, turnIndex, reply: { kind: 'text', text: 'OK.' } };
+  const turn = session.turns[turnIndex];
+  if (!turn) {
+    return { session, turnIndex, reply: { kind: 'text', text: `(scripted session "${session.name}" has no turn ${turnIndex + 1}; stopping)` } };
+  }
+  let index = 0;
+  for (const step of turn.steps) {
+    if ('finish' in step) return { session, turnIndex, reply: { kind: 'text', text: step.finish } };
+    if (index === view.toolResultsSinceHuman) return { session, turnIndex, reply: { kind: 'tool', step, stepIndex: index } };
+    index += 1;
+  }
+  return { session, turnIndex, reply: { kind: 'text', text: turn.text ?? 'Done.' } };
+}
