@@ -52,6 +52,8 @@ export interface AgentRunOptions {
 
 export interface AgentRunResult {
   status: AgentRunStatus;
+  /** For a status other than `ok`: what happened and what to do next (empty when ok). */
+  message?: string;
   exitCode: number | null;
   signal: string | null;
   sessionId: string | null;
