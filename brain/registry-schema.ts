@@ -221,6 +221,13 @@ export interface Registry {
   counters: { journalSeq: number; pullRequest: number; task: number; plan: number; goal: number };
   /** The Brain currently owning this registry, if any. */
   brain: { pid: number; startedAt: string; heartbeatAt: string } | null;
+  /**
+   * Store-internal: the journal entries of the last committed transaction, written atomically with
+   * the registry so that a crash between the registry rename and the journal append cannot lose
+   * them (the store appends any missing ones before its next read or update). Never set by callers;
+   * absent from what `RegistryStore.read()` returns.
+   */
+  pendingJournal?: JournalEntry[];
 }
 
 /** One line of `.polly/journal.jsonl`. `seq` is strictly increasing from 1. */
