@@ -130,12 +130,20 @@ export function matchSession(script: ModelScript, view: Pick<ConversationView, '
   return null;
 }
 
+export interface PlanOptions {
+  /**
+   * A harness's view of a turn's steps, e.g. Claude Code needs a `read` before an `edit`. Must be
+   * deterministic: progress is counted in tool results against the expanded list.
+   */
+  expandSteps?: (steps: Step[]) => Step[];
+}
+
 /**
  * Decide the next reply for a conversation: the next step of the current turn as a tool call, or
  * the turn's final text once its steps are done. Unmatched conversations (title generation, …)
  * get a short neutral text.
  */
-export function planReply(script: ModelScript, view: ConversationView): ReplyPlan {
+export function planReply(script: ModelScript, view: ConversationView, options: PlanOptions = {}): ReplyPlan {
   const session = matchSession(script, view);
   const turnIndex = Math.max(0, view.humanTurns - 1);
   if (!session) return { session: null, turnIndex, reply: { kind: 'text', text: 'OK.' } };
@@ -144,7 +152,7 @@ export function planReply(script: ModelScript, view: ConversationView): ReplyPla
     return { session, turnIndex, reply: { kind: 'text', text: `(scripted session "${session.name}" has no turn ${turnIndex + 1}; stopping)` } };
   }
   let index = 0;
-  for (const step of turn.steps) {
+  for (const step of options.expandSteps ? options.expandSteps(turn.steps) : turn.steps) {
     if ('finish' in step) return { session, turnIndex, reply: { kind: 'text', text: step.finish } };
     if (index === view.toolResultsSinceHuman) return { session, turnIndex, reply: { kind: 'tool', step, stepIndex: index } };
     index += 1;

@@ -52,6 +52,8 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
       const path = new URL(req.url ?? '/', 'http://localhost').pathname;
       const method = req.method ?? 'GET';
       if (method === 'GET' && path === '/_polly/requests') return sendJson(res, 200, requests);
+      // Connectivity probes (claude sends `HEAD /` before its first call).
+      if ((method === 'HEAD' || method === 'GET') && path === '/') return sendJson(res, 200, { ok: true, server: 'polly-scripted-model' });
       const raw = method === 'GET' ? '' : await readBody(req);
       let body: unknown;
       try {
