@@ -26,6 +26,12 @@ sessions:
       - steps:
           - run: "echo second-turn > second.txt"
           - finish: "Second turn done."
+  - name: mcp
+    match: {task: mcp1, role: implement}
+    turns:
+      - steps:
+          - call: {tool: mcp__fixture__echo, input: {text: "ping from the script"}}
+          - finish: "MCP answered."
   - name: readonly
     match: {task: ro1, role: review}
     turns:
@@ -118,6 +124,33 @@ describe('Claude Code adapter (real claude)', () => {
     const req = server.requests.filter((q) => q.session === 'readonly').at(-1);
     expect(req?.view?.tools).not.toContain('Write');
     expect(req?.view?.tools).toContain('Read');
+  }, 30_000);
+
+  it('talks to MCP servers given with mcpConfig; `call` steps name the tool verbatim', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'polly-claude-mcp-'));
+    const serverFile = join(dir, 'echo-mcp.mjs');
+    const sdk = join(process.cwd(), 'node_modules/@modelcontextprotocol/sdk/dist/esm/server');
+    writeFileSync(
+      serverFile,
+      [
+        `import { McpServer } from ${JSON.stringify(join(sdk, 'mcp.js'))};`,
+        `import { StdioServerTransport } from ${JSON.stringify(join(sdk, 'stdio.js'))};`,
+        `import { z } from ${JSON.stringify(join(process.cwd(), 'node_modules/zod/index.js'))};`,
+        `const server = new McpServer({ name: 'fixture', version: '1.0.0' });`,
+        `server.registerTool('echo', { description: 'Echo text', inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: 'text', text: 'echo: ' + text }] }));`,
+        `await server.connect(new StdioServerTransport());`,
+      ].join('\n'),
+    );
+    const mcpConfig = join(dir, 'mcp.json');
+    writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [serverFile] } } }));
+    const withMcp = createClaudeCodeAdapter({ command: 'claude', model: null, allow_root_sandbox: true, mcpConfig });
+    const r = await withMcp.start(baseOptions(dir, '[polly task=mcp1 role=implement] Use the tool.')).result;
+    expect(r.status, r.message + r.stderr).toBe('ok');
+    expect(r.finalText).toBe('MCP answered.');
+    expect(r.events.find((e) => e.type === 'tool_call')).toMatchObject({ tool: 'mcp__fixture__echo', input: { text: 'ping from the script' } });
+    expect(r.events.find((e) => e.type === 'tool_result')).toMatchObject({ isError: false, output: 'echo: ping from the script' });
+    const first = server.requests.find((q) => q.session === 'mcp');
+    expect(first?.view?.tools).toContain('mcp__fixture__echo');
   }, 30_000);
 
   it('orchestration case 1: a missing CLI is agent_missing, a CLI that exits at once is agent_exited with stderr', async () => {
