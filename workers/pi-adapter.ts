@@ -225,6 +225,19 @@ function classifyPi(outcome: AgentOutcome, agentDir: string): { status: 'ok' | '
   };
 }
 
+/**
+ * Keys of a project `.pi/settings.json` (read by pi from `<cwd>/.pi/settings.json`, project over
+ * global: pi docs/settings.md) that change what runs for every bash call outside the gate's view:
+ * the gate extension sees the model's command, not a prefix or another shell.
+ */
+export const PI_UNSAFE_PROJECT_SETTINGS = ['shellPath', 'shellCommandPrefix', 'npmCommand'] as const;
+
+/** The unsafe keys `<cwd>/.pi/settings.json` sets (empty when there is no such file or it is not JSON). */
+export function unsafePiProjectSettings(cwd: string): string[] {
+  const settings = readJsonObject(join(cwd, '.pi', 'settings.json'));
+  return PI_UNSAFE_PROJECT_SETTINGS.filter((k) => settings[k] !== undefined);
+}
+
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|AUTH/i;
 
 /**
@@ -235,7 +248,9 @@ const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|AUTH/i;
  * `options.resumeSessionId` → `--session <that session's file>`. The model is `options.model`,
  * else `config.model`, else the custom provider's first model; the provider is `config.provider`
  * (default `polly` when a custom provider is configured). Resuming a session this worker's state
- * dir does not hold ends at once as `agent_exited` with a message naming the session and the dir.
+ * dir does not hold ends at once as `agent_exited` with a message naming the session and the dir;
+ * a worktree whose `.pi/settings.json` sets a key of {@link PI_UNSAFE_PROJECT_SETTINGS} ends at
+ * once as `agent_refused`.
  */
 export function createPiAdapter(config: PiAdapterConfig): AgentAdapter {
   return {
@@ -249,6 +264,16 @@ export function createPiAdapter(config: PiAdapterConfig): AgentAdapter {
       const model = options.model ?? config.model ?? custom?.models[0] ?? null;
 
       const args = ['--mode', 'json', '--no-extensions', ...options.gate.args, '--session-dir', sessionsDir];
+      const unsafe = unsafePiProjectSettings(options.cwd);
+      if (unsafe.length > 0) {
+        return refusedRun(
+          'agent_refused',
+          `${join(options.cwd, '.pi', 'settings.json')} sets ${unsafe.join(', ')}, which pi applies to every bash command outside the gate's view: ` +
+            'remove those keys from the project settings (commit the change), then dispatch again.',
+          [binary, ...args],
+          options.onEvent,
+        );
+      }
       if (options.resumeSessionId) {
         const file = findPiSessionFile(sessionsDir, options.resumeSessionId);
         if (!file) {
