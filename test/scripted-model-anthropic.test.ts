@@ -149,6 +149,15 @@ describe('Anthropic Messages API (real SDK client)', () => {
       messages: [prompt],
     });
     expect(title.content[0]).toEqual({ type: 'text', text: '{"title":"Scripted session"}' });
+    // Claude Code 2.1.197's title request: structured output with a JSON schema.
+    const structured = await client.messages.create({
+      model: 'claude-haiku',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: '<session>\n[polly task=t1 role=implement] fix sum\n</session>' }],
+      output_config: { format: { type: 'json_schema', schema: { type: 'object', properties: { title: { type: 'string' }, n: { type: 'integer' }, tags: { type: 'array' } }, required: ['title'] } } },
+    } as never);
+    expect(JSON.parse((structured.content[0] as { text: string }).text)).toEqual({ title: 'Scripted session', n: 0, tags: [] });
+    expect(server.requests.at(-1)?.session).toBeNull();
     const quota = await client.messages.create({ model: 'claude-haiku', max_tokens: 1, messages: [{ role: 'user', content: 'quota' }] });
     expect(quota.content).toEqual([{ type: 'text', text: 'OK.' }]);
     expect(server.requests.at(-1)?.session).toBeNull();

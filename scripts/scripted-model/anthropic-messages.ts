@@ -18,7 +18,9 @@
  * read: a script that overwrites an existing file must `read` it first (new files need nothing).
  *
  * Side requests (no tools declared: title generation, topic detection, quota probes…) and
- * conversations no session matches get a short text answer and never a tool call.
+ * conversations no session matches get a short text answer and never a tool call; a request for
+ * structured output (`output_config.format` json_schema, as Claude Code's title generation sends)
+ * gets a small JSON value that satisfies the schema. They are recorded with `session: null`.
  */
 import { randomBytes } from 'node:crypto';
 import { isAbsolute, posix } from 'node:path';
@@ -47,6 +49,8 @@ export interface MessagesRequest {
   tools?: { name?: string }[];
   stream?: boolean;
   max_tokens?: number;
+  /** Structured output (Claude Code's title generation asks for `{title}` this way). */
+  output_config?: { format?: { type?: string; schema?: unknown } };
 }
 
 /** A response content block, as the Messages API returns it. */
@@ -165,7 +169,25 @@ export function estimateTokens(text: string): number {
   return Math.max(1, Math.ceil(text.length / 4));
 }
 
-function sideRequestText(view: ConversationView): string {
+/** A small value that satisfies a JSON schema (structured-output side requests). */
+export function sampleForSchema(schema: unknown, key = ''): unknown {
+  const s = (schema ?? {}) as { type?: string | string[]; properties?: Record<string, unknown>; items?: unknown; enum?: unknown[]; const?: unknown };
+  if (s.const !== undefined) return s.const;
+  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0];
+  const type = Array.isArray(s.type) ? s.type[0] : s.type;
+  if (type === 'object' || s.properties) {
+    return Object.fromEntries(Object.entries(s.properties ?? {}).map(([k, v]) => [k, sampleForSchema(v, k)]));
+  }
+  if (type === 'array') return [];
+  if (type === 'number' || type === 'integer') return 0;
+  if (type === 'boolean') return false;
+  if (type === 'null') return null;
+  return key === 'title' ? 'Scripted session' : 'scripted';
+}
+
+function sideRequestText(view: ConversationView, body: MessagesRequest): string {
+  const format = body.output_config?.format;
+  if (format?.type === 'json_schema') return JSON.stringify(sampleForSchema(format.schema));
   const ask = `${view.system}\n${view.firstUserText}`.toLowerCase();
   if (/title/.test(ask) && /json/.test(ask)) return JSON.stringify({ title: 'Scripted session' });
   if (/title/.test(ask)) return 'Scripted session';
@@ -184,12 +206,18 @@ export function answerMessages(body: MessagesRequest, ctx: Pick<ApiContext, 'scr
 } {
   const view = anthropicConversationView(body);
   const plan = planReply(ctx.script, view, { expandSteps: expandStepsForClaude });
-  let reply: Reply = plan.reply;
-  if (!plan.session || view.tools.length === 0) reply = { kind: 'text', text: plan.session && reply.kind === 'text' ? reply.text : sideRequestText(view) };
-  if (reply.kind === 'tool') {
-    return { view, plan: { ...plan, reply }, content: [renderClaudeToolUse(reply.step, statedWorkingDirectory(view))], stopReason: 'tool_use' };
+  const structured = body.output_config?.format?.type === 'json_schema';
+  if (!plan.session || (view.tools.length === 0 && (structured || plan.reply.kind === 'tool'))) {
+    // A side request (title, topic, quota…) or an unmatched conversation: text, never a tool call,
+    // and recorded without a session so it does not count as the scripted agent's progress.
+    const reply: Reply = { kind: 'text', text: sideRequestText(view, body) };
+    return { view, plan: { session: null, turnIndex: plan.turnIndex, reply }, content: [{ type: 'text', text: reply.text }], stopReason: 'end_turn' };
   }
-  return { view, plan: { ...plan, reply }, content: [{ type: 'text', text: reply.text }], stopReason: 'end_turn' };
+  const reply = plan.reply;
+  if (reply.kind === 'tool') {
+    return { view, plan, content: [renderClaudeToolUse(reply.step, statedWorkingDirectory(view))], stopReason: 'tool_use' };
+  }
+  return { view, plan, content: [{ type: 'text', text: reply.text }], stopReason: 'end_turn' };
 }
 
 function messageId(): string {
