@@ -1,0 +1,122 @@
+/**
+ * The gate's one pure function: `decide(request, policy, context) → {decision, rule, reason}`.
+ *
+ * Rules are named `<seed policy>.<sub-rule>`:
+ * - `blast_radius.*` — force_push, push_default_branch, delete_remote_branch, gate_pushes (ask),
+ *   reset_hard, clean, branch_delete, discard, history, worktree, rm, merge, repo, git_config,
+ *   protected_path, outside_worktree, unresolved_path, unresolved_command, hidden_command,
+ *   interpreter, parse_error;
+ * - `spawn_bounds.max_dispatches_per_turn`;
+ * - `purpose_guard.*` — unknown_purpose, read_only, brain, unknown_role, unknown_tool;
+ * - `ask_timeout.expired` (see {@link resolveAsk});
+ * - `allow` when nothing fired, `internal_error` when the gate itself failed (always a deny).
+ * Fail closed: anything the gate cannot resolve, and any exception, is a deny.
+ */
+import { resolvePath } from './paths.js';
+import { checkWrite } from './policy.js';
+import { analyzeShell } from './shell-analysis.js';
+import type { DispatchRequest, ForgeRequest, GateContext, GateDecision, GatePolicy, GateRequest, ToolRequest } from './types.js';
+
+export type { GateContext, GateDecision, GatePolicy, GateRequest } from './types.js';
+
+const ROLES = new Set(['brain', 'implement', 'review', 'explore', 'search']);
+const TOOLS = new Set(['bash', 'write', 'edit', 'read']);
+
+/**
+ * Decide one request. Total: never throws; an internal failure is `{decision:'deny', rule:'internal_error'}`.
+ * @param request  a dispatch, a tool call or a forge call (see types.ts)
+ * @param policy   the `policies` section of `.polly/config.yaml` (brain/config-schema.ts)
+ * @param context  repo root, worktree, branch, default branch, home (absolute paths)
+ */
+export function decide(request: GateRequest, policy: GatePolicy, context: GateContext): GateDecision {
+  try {
+    return decideUnsafe(request, policy, context);
+  } catch (error) {
+    return { decision: 'deny', rule: 'internal_error', reason: `the gate failed and denies by default: ${error instanceof Error ? error.message : String(error)}` };
+  }
+}
+
+function decideUnsafe(request: GateRequest, policy: GatePolicy, context: GateContext): GateDecision {
+  if (request === null || typeof request !== 'object') throw new Error('request is not an object');
+  for (const k of ['repoRoot', 'worktree', 'branch', 'defaultBranch', 'home'] as const) {
+    if (typeof context?.[k] !== 'string' || context[k] === '') throw new Error(`context.${k} is missing`);
+  }
+  switch (request.type) {
+    case 'dispatch':
+      return decideDispatch(request, policy);
+    case 'tool':
+      return decideTool(request, policy, context);
+    case 'forge':
+      return decideForge(request);
+    default:
+      return { decision: 'deny', rule: 'purpose_guard.unknown_request', reason: `unknown request type ${JSON.stringify((request as { type?: unknown }).type)}` };
+  }
+}
+
+function decideDispatch(r: DispatchRequest, policy: GatePolicy): GateDecision {
+  const allowed = policy.purpose_guard.allowed as string[];
+  if (!allowed.includes(r.purpose)) {
+    return { decision: 'deny', rule: 'purpose_guard.unknown_purpose', reason: `purpose ${JSON.stringify(r.purpose)} is not one of ${allowed.join(', ')}` };
+  }
+  const max = policy.spawn_bounds.max_dispatches_per_turn;
+  if (!Number.isInteger(r.dispatchesThisTurn) || r.dispatchesThisTurn < 0) throw new Error(`dispatchesThisTurn must be a non-negative integer, got ${JSON.stringify(r.dispatchesThisTurn)}`);
+  if (r.dispatchesThisTurn >= max) {
+    return { decision: 'deny', rule: 'spawn_bounds.max_dispatches_per_turn', reason: `${r.dispatchesThisTurn} dispatches already this turn; at most ${max} per turn` };
+  }
+  return { decision: 'allow', rule: 'allow', reason: `dispatch ${r.purpose}${r.model ? ` on ${r.model}` : ''} (${r.dispatchesThisTurn + 1} of ${max} this turn)` };
+}
+
+const FORGE_ALLOWED = new Set(['open_pr', 'open_draft_pr', 'mark_ready', 'comment', 'post_review', 'review', 'read_pr', 'get_pr', 'list_prs', 'update_pr']);
+
+function decideForge(r: ForgeRequest): GateDecision {
+  const op = String(r.operation ?? '');
+  if (/merge/i.test(op)) return { decision: 'deny', rule: 'blast_radius.merge', reason: `forge operation ${op}: Polly never merges; a human merges` };
+  if (!FORGE_ALLOWED.has(op)) return { decision: 'deny', rule: 'purpose_guard.unknown_forge_operation', reason: `unknown forge operation ${JSON.stringify(op)}` };
+  const ro = r.role !== undefined && r.role !== 'implement' && r.role !== 'brain';
+  if (ro && op !== 'read_pr' && op !== 'get_pr' && op !== 'list_prs' && op !== 'post_review' && op !== 'review' && op !== 'comment') {
+    return { decision: 'deny', rule: 'purpose_guard.read_only', reason: `the ${r.role} role may not ${op}` };
+  }
+  return { decision: 'allow', rule: 'allow', reason: `forge ${op}` };
+}
+
+function decideTool(r: ToolRequest, policy: GatePolicy, context: GateContext): GateDecision {
+  if (!ROLES.has(r.role)) return { decision: 'deny', rule: 'purpose_guard.unknown_role', reason: `unknown role ${JSON.stringify(r.role)}` };
+  if (!TOOLS.has(r.tool)) return { decision: 'deny', rule: 'purpose_guard.unknown_tool', reason: `unknown tool ${JSON.stringify(r.tool)}` };
+  if (typeof r.input !== 'string') throw new Error('input must be a string');
+  const cwd = typeof r.cwd === 'string' && r.cwd.startsWith('/') ? r.cwd : context.worktree;
+  if (r.tool === 'read') return { decision: 'allow', rule: 'allow', reason: 'reads are allowed' };
+  if (r.tool === 'write' || r.tool === 'edit') {
+    const path = resolvePath(r.input, cwd, context.home);
+    const f = checkWrite(path, r.input, r.role, context, policy);
+    return f ?? { decision: 'allow', rule: 'allow', reason: `${r.tool} ${path}` };
+  }
+  const report = analyzeShell(r.input, cwd, r.role, context, policy);
+  const firstDeny = report.findings.find((f) => f.decision === 'deny');
+  if (firstDeny) return { decision: 'deny', rule: firstDeny.rule, reason: firstDeny.reason };
+  for (const w of report.writes) {
+    const f = checkWrite(w.path, w.raw, r.role, context, policy);
+    if (f) return { decision: f.decision, rule: f.rule, reason: f.reason };
+  }
+  if (report.mutations.length > 0 && r.role !== 'implement') {
+    const what = report.mutations[0] as string;
+    return r.role === 'brain'
+      ? { decision: 'deny', rule: 'purpose_guard.brain', reason: `the Brain does not run commands that change things (${what}); dispatch a worker` }
+      : { decision: 'deny', rule: 'purpose_guard.read_only', reason: `the ${r.role} role is read-only: ${what} changes things` };
+  }
+  const ask = report.findings.find((f) => f.decision === 'ask');
+  if (ask) return { decision: 'ask', rule: ask.rule, reason: ask.reason };
+  return { decision: 'allow', rule: 'allow', reason: 'no rule denies this command' };
+}
+
+/**
+ * Apply `ask_timeout` to an ask: once `askedAt + ask_timeout` has passed, the ask is a deny.
+ * @param askedAt  ISO time of the ask; @param now ISO time (passed in: the gate reads no clock)
+ */
+export function resolveAsk(decision: GateDecision, askedAt: string, now: string, policy: GatePolicy): GateDecision {
+  if (decision.decision !== 'ask') return decision;
+  const elapsed = (Date.parse(now) - Date.parse(askedAt)) / 1000;
+  if (!Number.isFinite(elapsed) || elapsed > policy.ask_timeout) {
+    return { decision: 'deny', rule: 'ask_timeout.expired', reason: `the ask (${decision.rule}) expired after ${policy.ask_timeout} s without an answer` };
+  }
+  return decision;
+}

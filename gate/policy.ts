@@ -1,0 +1,64 @@
+/**
+ * Role policy: who may write where. Pure.
+ *
+ * - read-only roles (`purpose_guard.read_only`, seed: review, explore, search) write nowhere;
+ * - the Brain writes only docs (`docs/`, `doc/`, `*.md`, `*.mdx`, `*.rst`), skills (a `skills/`
+ *   directory) and plans (`.polly/plans/`) inside the repository, plus scratch files in temp dirs;
+ * - an implementer writes inside its worktree and temp dirs;
+ * - nobody writes protected locations (`.git/`, hook dirs, `.claude/`, `.codex/`, `.pi/`, `.polly/`,
+ *   the gate's state dir) — rule `blast_radius.protected_path`.
+ */
+import { isHarmlessDevice, isTempPath, isUnder, protectedReason } from './paths.js';
+import type { GateContext, GatePolicy, GateRole } from './types.js';
+
+export interface Finding {
+  decision: 'deny' | 'ask';
+  rule: string;
+  reason: string;
+}
+
+/** True when the role may not change anything (from the policy's `purpose_guard.read_only`). */
+export function isReadOnlyRole(role: GateRole, policy: GatePolicy): boolean {
+  if (role === 'brain' || role === 'implement') return (policy.purpose_guard.read_only as string[]).includes(role);
+  return true; // review, explore, search — and any unknown role, failing closed
+}
+
+function isBrainWritable(path: string, context: GateContext): boolean {
+  const roots = [context.repoRoot, context.worktree];
+  const root = roots.find((r) => isUnder(path, r));
+  if (root === undefined) return false;
+  const rel = path.slice(root.length).replace(/^\//, '');
+  if (rel.startsWith('.polly/plans/')) return true;
+  if (protectedReason(path, context) !== null) return false;
+  const segs = rel.split('/');
+  if (segs.slice(0, -1).some((s) => s === 'docs' || s === 'doc' || s === 'skills')) return true;
+  return /\.(md|mdx|markdown|rst)$/i.test(rel);
+}
+
+/**
+ * Decide a write (or deletion) of `path` by `role`.
+ * @param path  absolute normalised path, or null when the target could not be resolved statically.
+ * @param raw   the target as written (for messages and for segment checks when unresolved).
+ * @returns a deny finding, or null when the write is allowed.
+ */
+export function checkWrite(path: string | null, raw: string, role: GateRole, context: GateContext, policy: GatePolicy): Finding | null {
+  const shown = JSON.stringify(raw.replace(/\u0000/g, '…'));
+  if (path !== null && isHarmlessDevice(path)) return null;
+  if (isReadOnlyRole(role, policy)) {
+    return { decision: 'deny', rule: 'purpose_guard.read_only', reason: `the ${role} role is read-only: it may not write ${shown}` };
+  }
+  if (path === null) {
+    const p = protectedReason(raw, context);
+    if (p) return { decision: 'deny', rule: 'blast_radius.protected_path', reason: p };
+    return { decision: 'deny', rule: 'blast_radius.unresolved_path', reason: `write target ${shown} cannot be resolved before it runs (an expansion or unknown directory); write to a literal path inside the worktree` };
+  }
+  if (role === 'brain') {
+    if (path.startsWith('/') && isBrainWritable(path, context)) return null;
+    if (isTempPath(path, context) && protectedReason(path, context) === null) return null;
+    return { decision: 'deny', rule: 'purpose_guard.brain', reason: `the Brain writes only docs, skills and .polly/plans, never source: ${path}` };
+  }
+  const prot = protectedReason(path, context);
+  if (prot) return { decision: 'deny', rule: 'blast_radius.protected_path', reason: prot };
+  if (isUnder(path, context.worktree) || isTempPath(path, context)) return null;
+  return { decision: 'deny', rule: 'blast_radius.outside_worktree', reason: `${path} is outside the worktree ${context.worktree}: a worker writes only inside its own worktree (or a temp dir)` };
+}
