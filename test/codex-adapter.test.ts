@@ -182,6 +182,27 @@ describe('codex adapter with the real codex CLI', () => {
     expect(Date.now() - t0).toBeLessThan(10_000);
   }, 30_000);
 
+  it('an unreachable model endpoint ends agent_exited within seconds; missing credentials end agent_refused before starting', async () => {
+    const repo = createTestRepo();
+    const t0 = Date.now();
+    const down = await createCodexAdapter(
+      config({ provider: { id: 'down', base_url: 'http://127.0.0.1:9/v1', env_key: 'POLLY_SCRIPTED_KEY' }, maxRetries: 0 }),
+    ).start(runOptions(repo.dir, repo.root)).result;
+    expect(down.status).toBe('agent_exited');
+    expect(down.message).toMatch(/Connection failed/);
+    expect(Date.now() - t0).toBeLessThan(15_000);
+
+    const noKey = await createCodexAdapter(config()).start(runOptions(repo.dir, repo.root, { env: gitTestEnv() as Record<string, string> })).result;
+    expect(noKey.status).toBe('agent_refused');
+    expect(noKey.message).toContain('POLLY_SCRIPTED_KEY');
+    const env = { ...(gitTestEnv() as Record<string, string>) };
+    delete env.OPENAI_API_KEY;
+    delete env.CODEX_API_KEY;
+    const noAuth = await createCodexAdapter(config({ provider: null })).start(runOptions(repo.dir, repo.root, { env })).result;
+    expect(noAuth.status).toBe('agent_refused');
+    expect(noAuth.message).toMatch(/codex has no credentials.*codex login/);
+  }, 30_000);
+
   it('refuses a provider codex cannot take, naming the field', () => {
     expect(() => createCodexAdapter(config({ provider: { id: 'bad id', base_url: 'http://x/v1', env_key: 'K' } }))).toThrow(PollyError);
     expect(() => createCodexAdapter(config({ provider: { id: 'p', base_url: 'ftp://x', env_key: 'K' } }))).toThrow(/base_url "ftp:\/\/x"/);
@@ -192,7 +213,7 @@ describe('codex argv', () => {
   const opts = { cwd: '/w', model: null, readOnly: false, resumeSessionId: null, gate: { args: ['-c', 'hooks.x=1'], env: {} } };
   it('starts a new session with the sandbox, the provider and the gate, prompt on stdin', () => {
     expect(codexArgs(opts, { command: 'codex', model: 'gpt-5.5', provider: { id: 'p1', base_url: 'http://h/v1', env_key: 'K' } })).toEqual([
-      'exec', '--json', '--skip-git-repo-check', '--sandbox', 'workspace-write', '-C', '/w', '-c', 'approval_policy="never"', '-m', 'gpt-5.5',
+      'exec', '--json', '--skip-git-repo-check', '--sandbox', 'workspace-write', '-C', '/w', '-c', 'approval_policy="never"', '--disable', 'unbounded_connection_retries', '-m', 'gpt-5.5',
       '-c', 'model_providers.p1={name="p1", base_url="http://h/v1", wire_api="responses", env_key="K"}', '-c', 'model_provider="p1"',
       '-c', 'hooks.x=1', '-',
     ]);

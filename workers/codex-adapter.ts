@@ -23,7 +23,7 @@
  * with a bubblewrap/landlock error; the adapter then ends the run `agent_refused` with a message
  * saying so (see {@link sandboxFailure}) instead of reporting a puzzling red run.
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CodexWorkerConfig } from '../brain/config-schema.js';
 import { PollyError } from '../brain/errors.js';
@@ -35,6 +35,11 @@ import { refusedRun, scrubbedProcessEnv, spawnAgentProcess, type AgentOutcome } 
 export type CodexAdapterConfig = CodexWorkerConfig & {
   /** The executable to run; default {@link resolveAgentBinary}`('codex', config)`. */
   binary?: string;
+  /**
+   * Retries of a failed model request/stream for the custom provider (codex's `request_max_retries`
+   * and `stream_max_retries`; codex's default, about 25 s of retries, when absent).
+   */
+  maxRetries?: number;
 };
 
 const TOML_BARE_KEY = /^[A-Za-z0-9_-]+$/;
@@ -69,16 +74,23 @@ export function validateCodexConfig(config: CodexWorkerConfig): void {
  * The argv (after the binary) for one codex turn. Pure. `options.gate.args` go before the prompt
  * (and before `resume`), so they may be any `codex exec` flags (`-c hooks…`, `--dangerously-…`).
  */
-export function codexArgs(options: Pick<AgentRunOptions, 'cwd' | 'model' | 'readOnly' | 'resumeSessionId' | 'gate'>, config: CodexWorkerConfig): string[] {
+export function codexArgs(
+  options: Pick<AgentRunOptions, 'cwd' | 'model' | 'readOnly' | 'resumeSessionId' | 'gate'>,
+  config: CodexWorkerConfig & { maxRetries?: number },
+): string[] {
   const args = ['exec', '--json', '--skip-git-repo-check', '--sandbox', options.readOnly ? 'read-only' : 'workspace-write', '-C', options.cwd];
-  args.push('-c', 'approval_policy="never"');
+  // Never ask for approval (there is nobody to ask), and never wait forever for an unreachable
+  // model endpoint: without this codex 0.171 retries "waiting for network" without end.
+  args.push('-c', 'approval_policy="never"', '--disable', 'unbounded_connection_retries');
   const model = options.model ?? config.model;
   if (model) args.push('-m', model);
   const p = config.provider;
   if (p) {
+    const n = config.maxRetries;
+    const retries = n !== undefined && Number.isInteger(n) && n >= 0 ? `, request_max_retries=${n}, stream_max_retries=${n}` : '';
     args.push(
       '-c',
-      `model_providers.${p.id}={name=${tomlString(p.id)}, base_url=${tomlString(p.base_url)}, wire_api="responses", env_key=${tomlString(p.env_key)}}`,
+      `model_providers.${p.id}={name=${tomlString(p.id)}, base_url=${tomlString(p.base_url)}, wire_api="responses", env_key=${tomlString(p.env_key)}${retries}}`,
       '-c',
       `model_provider=${tomlString(p.id)}`,
     );
@@ -236,6 +248,24 @@ export function sandboxFailure(events: readonly AgentEvent[]): string | null {
   );
 }
 
+/**
+ * Why codex would have no credentials for its model, or null. Without credentials codex 0.171 does
+ * not stop: it keeps sending unauthenticated requests, so the adapter refuses up front.
+ */
+export function credentialsProblem(config: CodexWorkerConfig, env: Record<string, string>, codexHome: string): string | null {
+  const p = config.provider;
+  if (p) {
+    return env[p.env_key]
+      ? null
+      : `codex's provider "${p.id}" reads its API key from $${p.env_key}, which is not set for the worker: set ${p.env_key} in Polly's environment (a dummy value for a local server)`;
+  }
+  if (env.OPENAI_API_KEY || env.CODEX_API_KEY || existsSync(join(codexHome, 'auth.json'))) return null;
+  return (
+    `codex has no credentials: the worker's CODEX_HOME (${codexHome}) has no auth.json and neither OPENAI_API_KEY nor CODEX_API_KEY is set. ` +
+    `Set one of them in Polly's environment, run \`CODEX_HOME=${codexHome} codex login\` once, or configure workers.codex.provider in .polly/config.yaml`
+  );
+}
+
 /** Env var names whose values are secrets, redacted from everything a run reports. */
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|AUTH/i;
 
@@ -264,6 +294,8 @@ export function createCodexAdapter(config: CodexAdapterConfig): AgentAdapter {
         return refusedRun('agent_exited', `cannot create the codex state directory ${codexHome}: ${(error as Error).message}`, [command, ...args], options.onEvent);
       }
       env.CODEX_HOME = codexHome;
+      const missingCredentials = credentialsProblem(config, env, codexHome);
+      if (missingCredentials) return refusedRun('agent_refused', missingCredentials, [command, ...args], options.onEvent);
       const redact = Object.entries({ ...options.gate.env, ...options.env })
         .filter(([k, v]) => SECRET_NAME.test(k) && v.length >= 4)
         .map(([, v]) => v);
