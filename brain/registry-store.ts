@@ -17,7 +17,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { copyFile, link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import lockfile from 'proper-lockfile';
 import { PollyError, isPollyError } from './errors.js';
 import { appendJournal, readJournalFrom, readJournalTail, type JournalCursor } from './journal.js';
@@ -47,7 +47,8 @@ export interface RegistryStore {
    * Read-modify-write under the lock: `fn` gets a draft to mutate in place and a tx to emit journal
    * events; its result is returned after the commit. If `fn` throws (or rejects), nothing is
    * written and the error propagates. If the draft is unchanged and nothing was emitted, the file
-   * is not rewritten.
+   * is not rewritten. Do not call `update` (or `journal`) from inside `fn`: updates are serialised,
+   * so a nested one waits for the outer one forever.
    * @throws PollyError `lock_timeout` (names the lock file), `registry_corrupt`, `registry_newer`,
    *         `internal` when `fn` leaves the registry in an invalid shape (nothing is written).
    */
@@ -213,7 +214,8 @@ async function corruptError(file: string, backup: string, problem: string): Prom
  * write in progress), `registry.json.lock/` (the lock), `registry.json.v<N>.bak` (the original of a
  * file migrated from schema v<N>, kept once), `journal.jsonl`.
  */
-export function createFileRegistryStore(dir: string, options: RegistryStoreOptions = {}): FileRegistryStore {
+export function createFileRegistryStore(pollyDir: string, options: RegistryStoreOptions = {}): FileRegistryStore {
+  const dir = resolve(pollyDir);
   const now = options.now ?? (() => new Date());
   const lockTimeoutMs = options.lockTimeoutMs ?? 10_000;
   const lockStaleMs = Math.max(options.lockStaleMs ?? 10_000, 2000);
