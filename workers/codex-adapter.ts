@@ -275,7 +275,7 @@ const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|AUTH/i;
  *
  * `start(options)` runs one turn (a new session, or `resume` of `options.resumeSessionId`) in
  * `options.cwd` with `CODEX_HOME=<options.stateDir>/codex`, `options.gate.args` on the command line
- * and `options.gate.env` + `options.env` over the scrubbed process env. The run ends `ok` when codex
+ * and `options.env` then `options.gate.env` (the gate wins) over the scrubbed process env. The run ends `ok` when codex
  * completed its turn and exited 0; see {@link AgentRunStatus} for the rest.
  */
 export function createCodexAdapter(config: CodexAdapterConfig): AgentAdapter {
@@ -284,7 +284,8 @@ export function createCodexAdapter(config: CodexAdapterConfig): AgentAdapter {
     harness: 'codex',
     vendor: 'openai',
     start(options: AgentRunOptions): AgentRun {
-      const env = scrubbedProcessEnv({ ...options.gate.env, ...options.env });
+      // The gate's env (e.g. PATH with the git/gh shims first) wins over the caller's.
+      const env = scrubbedProcessEnv({ ...options.env, ...options.gate.env });
       const command = config.binary ?? resolveAgentBinary('codex', config, env);
       const args = codexArgs(options, config);
       const codexHome = join(options.stateDir, 'codex');
@@ -296,7 +297,7 @@ export function createCodexAdapter(config: CodexAdapterConfig): AgentAdapter {
       env.CODEX_HOME = codexHome;
       const missingCredentials = credentialsProblem(config, env, codexHome);
       if (missingCredentials) return refusedRun('agent_refused', missingCredentials, [command, ...args], options.onEvent);
-      const redact = Object.entries({ ...options.gate.env, ...options.env })
+      const redact = Object.entries({ ...options.env, ...options.gate.env })
         .filter(([k, v]) => SECRET_NAME.test(k) && v.length >= 4)
         .map(([, v]) => v);
       const parse = createCodexEventParser();
