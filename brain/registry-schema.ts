@@ -204,6 +204,10 @@ export interface LocalPullRequest {
   base: string;
   headCommit: string;
   state: 'draft' | 'open' | 'ready' | 'merged' | 'closed';
+  /** The base branch's commit when the PR was opened (the diff of a merged PR is taken from it). */
+  baseCommit?: string | null;
+  /** Once merged: the commit on the base that carries the work (merge, fast-forward or squash commit), when found. */
+  mergeCommit?: string | null;
   reviews: Array<{ event: 'COMMENT' | 'APPROVE' | 'REQUEST_CHANGES'; body: string; comments: ReviewFinding[]; at: string }>;
   createdAt: string;
   updatedAt: string;
