@@ -419,8 +419,14 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
         const text = `${JSON.stringify(draft, null, 2)}\n`;
         if (text === loaded.text) return result; // nothing changed, nothing emitted
         await writeRegistry(text, loaded.text !== null, loaded.fileVersion, lost);
-        if (entries.length > 0) await appendJournal(paths.journal, entries, await readJournalTail(paths.journal));
-        flushedSignature = await signature();
+        // The rename was the commit point. If the append fails now (e.g. a full disk), the events are
+        // safe in the registry's pendingJournal and the next read, update or journal read appends them.
+        try {
+          if (entries.length > 0) await appendJournal(paths.journal, entries, await readJournalTail(paths.journal));
+          flushedSignature = await signature();
+        } catch {
+          flushedSignature = null;
+        }
         return result;
       });
     },
