@@ -10,7 +10,7 @@ import { PollyError } from '../brain/errors.js';
 import { parseModelScript } from '../scripts/scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../scripts/scripted-model/server.js';
 import type { AgentEvent, AgentRunOptions } from '../workers/agent-adapter.js';
-import { codexArgs, createCodexAdapter, createCodexEventParser, sandboxFailure, type CodexAdapterConfig } from '../workers/codex-adapter.js';
+import { CODEX_PROMPT_PATTERNS, codexArgs, createCodexAdapter, createCodexEventParser, sandboxFailure, type CodexAdapterConfig } from '../workers/codex-adapter.js';
 import { createTestRepo, gitTestEnv } from './helpers/git-repo.js';
 
 const SCRIPT = `
@@ -159,9 +159,14 @@ describe('codex adapter with the real codex CLI', () => {
 
   it('read-only purposes run in the read-only sandbox: writes fail, nothing lands on disk', async () => {
     const repo = createTestRepo();
-    const r = await createCodexAdapter(config()).start(runOptions(repo.dir, repo.root, { prompt: '[polly task=ro role=review] review', readOnly: true })).result;
+    // The gate's args set sandbox_mode="workspace-write" as a default; the explicit --sandbox wins.
+    const gate = { args: ['-c', 'sandbox_mode="workspace-write"'], env: {} };
+    const before = server.requests.length;
+    const r = await createCodexAdapter(config()).start(runOptions(repo.dir, repo.root, { prompt: '[polly task=ro role=review] review', readOnly: true, gate })).result;
     expect(r.status, r.message ?? r.stderr).toBe('ok');
     expect(r.command).toContain('read-only');
+    const sent = server.requests.slice(before).find((q) => q.session === 'readonly')!.body as { client_metadata: Record<string, string> };
+    expect(JSON.parse(sent.client_metadata['x-codex-turn-metadata']!).sandbox_mode).toBe('read-only');
     const [res] = ofType(r.events, 'tool_result');
     expect(res!.isError).toBe(true);
     expect(existsSync(join(repo.dir, 'nope.txt'))).toBe(false);
@@ -269,6 +274,16 @@ describe('codex --json event parser', () => {
     ]);
     expect(parse({ type: 'thread.archived', x: 1 })).toEqual([{ type: 'unknown', raw: { type: 'thread.archived', x: 1 } }]);
     expect(parse('text')).toEqual([{ type: 'unknown', raw: 'text' }]);
+  });
+});
+
+describe('prompt detection', () => {
+  const hits = (text: string) => CODEX_PROMPT_PATTERNS.some((p) => p.test(text));
+  it('ignores codex log lines quoting a blocked command, still sees a real prompt', () => {
+    expect(hits('2026-11-29T23:46:47.301921Z ERROR codex_core::tools::router: error=Command blocked by PreToolUse hook: no. Command: echo "Do you want to go? [y/N]"\n')).toBe(false);
+    expect(hits('Reading additional input from stdin...\n')).toBe(false);
+    expect(hits('Do you want to continue? [y/N] ')).toBe(true);
+    expect(hits('some warning\nPlease log in to continue')).toBe(true);
   });
 });
 

@@ -29,7 +29,7 @@ import type { CodexWorkerConfig } from '../brain/config-schema.js';
 import { PollyError } from '../brain/errors.js';
 import type { AgentAdapter, AgentEvent, AgentRun, AgentRunOptions } from './agent-adapter.js';
 import { resolveAgentBinary } from './agent-binary.js';
-import { refusedRun, scrubbedProcessEnv, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
+import { DEFAULT_PROMPT_PATTERNS, refusedRun, scrubbedProcessEnv, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
 
 /** Options of {@link createCodexAdapter}: the worker config plus an explicit binary (tests). */
 export type CodexAdapterConfig = CodexWorkerConfig & {
@@ -266,6 +266,15 @@ export function credentialsProblem(config: CodexWorkerConfig, env: Record<string
   );
 }
 
+/**
+ * The runner's prompt patterns, except on codex's own log lines (`2026-…Z ERROR codex_core…`):
+ * codex logs every command a hook blocked to stderr, and a command text such as "Do you want to"
+ * must not make a busy run look like one waiting on a prompt.
+ */
+export const CODEX_PROMPT_PATTERNS: readonly RegExp[] = DEFAULT_PROMPT_PATTERNS.map(
+  (p) => new RegExp(`^(?!\\d{4}-\\d\\d-\\d\\dT\\S+\\s+(?:ERROR|WARN|INFO|DEBUG|TRACE)\\b)[^\\n]*?(?:${p.source})`, p.flags.includes('m') ? p.flags : `${p.flags}m`),
+);
+
 /** Env var names whose values are secrets, redacted from everything a run reports. */
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|AUTH/i;
 
@@ -312,6 +321,7 @@ export function createCodexAdapter(config: CodexAdapterConfig): AgentAdapter {
         ...(options.onEvent ? { onEvent: options.onEvent } : {}),
         parseLine: (json) => parse(json),
         redact,
+        promptPatterns: CODEX_PROMPT_PATTERNS,
         classify: (outcome: AgentOutcome) => {
           if (outcome.status !== 'ok') return null;
           const sandbox = sandboxFailure(outcome.events);
