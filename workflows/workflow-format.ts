@@ -371,7 +371,8 @@ export function validateWorkflow(raw: unknown, src: SourceInfo): Workflow {
         end: strList(t.end, 'polly.turn.end').map((a) => actionIn(a, 'polly.turn.end')),
       };
     }
-    if (!Array.isArray(o.tasks) || o.tasks.length === 0) fail('polly.tasks', 'list at least one task binding');
+    // An empty list is allowed: a plan's schedule workflow binds turns but no task vendors.
+    if (!Array.isArray(o.tasks)) fail('polly.tasks', 'expected a list of task bindings (empty for a workflow that only schedules tasks)');
     const tasks = (o.tasks as unknown[]).map((tv, i) => {
       const p = `polly.tasks[${i}]`;
       const t = obj(tv, p);
