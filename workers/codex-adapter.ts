@@ -17,11 +17,19 @@
  * developer's own `~/.codex` untouched (sessions, config and logs of the worker live there).
  *
  * Sandbox: `workspace-write` lets codex's commands write the workspace (and /tmp) only; codex
- * mounts every `.git` read-only, so the agent cannot commit (orchestration case 8: Polly commits
- * afterwards) nor write `.git/hooks`. On Linux codex runs commands in its bundled bubblewrap with a
- * seccomp filter and no network. If the sandbox cannot start on a machine, every command fails
- * with a bubblewrap/landlock error; the adapter then ends the run `agent_refused` with a message
- * saying so (see {@link sandboxFailure}) instead of reporting a puzzling red run.
+ * mounts the workspace's `.git` (and a linked worktree's git dirs) read-only, so the agent cannot
+ * commit (orchestration case 8: Polly commits afterwards) nor write `.git/hooks`; its apply_patch
+ * refuses paths outside the writable roots ("patch rejected: writing outside of the project").
+ * On Linux codex runs each command in its bundled bubblewrap (`codex-resources/bwrap`) under a
+ * seccomp filter, with no network. Observed here, as root in a Firecracker VM (kernel 6.18): the
+ * sandbox works — `/` read-only ("Read-only file system"), CapEff 0, NoNewPrivs 1, Seccomp 2,
+ * loopback HTTP refused, /tmp writable. Where it cannot start, every command fails with a
+ * bubblewrap error; the adapter then ends the run `agent_refused` with a message saying so (see
+ * {@link sandboxFailure}) instead of reporting a puzzling red run.
+ *
+ * A tool call denied by a PreToolUse hook (the gate) produces no `item.*` event in codex's stream:
+ * the model gets "Command blocked by PreToolUse hook: <reason>. Command: …" and the gate's journal
+ * has the decision, but the adapter sees no `tool_call` for it.
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
