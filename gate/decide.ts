@@ -41,6 +41,12 @@ function decideUnsafe(request: GateRequest, policy: GatePolicy, context: GateCon
   for (const k of ['repoRoot', 'worktree', 'branch', 'defaultBranch', 'home'] as const) {
     if (typeof context?.[k] !== 'string' || context[k] === '') throw new Error(`context.${k} is missing`);
   }
+  if (
+    typeof policy?.blast_radius?.gate_pushes !== 'boolean' || !Number.isInteger(policy.spawn_bounds?.max_dispatches_per_turn) ||
+    !Array.isArray(policy.purpose_guard?.allowed) || !Array.isArray(policy.purpose_guard?.read_only) || typeof policy.ask_timeout !== 'number'
+  ) {
+    throw new Error('the policy is not a valid `policies` section (blast_radius, spawn_bounds, purpose_guard, ask_timeout)');
+  }
   switch (request.type) {
     case 'dispatch':
       return decideDispatch(request, policy);

@@ -131,11 +131,11 @@ async function runLog(argv: string[], io: CommandIO): Promise<number> {
   const { values } = parseCommandArgs('gate log', argv, { json: { type: 'boolean' }, limit: { type: 'string' } }, 0);
   const defaults = repoDefaults(io.cwd, io.env);
   if (!defaults.repoRoot) throw new PollyError('not_a_git_repo', `${io.cwd} is not inside a git repository. Run "polly gate log" in the repository whose decisions you want.`);
-  const limit = values.limit === undefined ? Number.POSITIVE_INFINITY : Number(values.limit);
-  if (!Number.isInteger(limit) || limit < 0) throw new PollyError('bad_input', `polly gate log: --limit ${JSON.stringify(values.limit)} is not a non-negative integer.`, { details: { flag: '--limit' } });
+  const limit = values.limit === undefined ? null : Number(values.limit);
+  if (limit !== null && (!Number.isInteger(limit) || limit < 0)) throw new PollyError('bad_input', `polly gate log: --limit ${JSON.stringify(values.limit)} is not a non-negative integer.`, { details: { flag: '--limit' } });
   const entries = [...readLines(join(defaults.repoRoot, GATE_DECISIONS_FILE), true), ...readLines(join(defaults.repoRoot, '.polly', 'journal.jsonl'), true)]
     .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))
-    .slice(Number.isFinite(limit) ? -limit || Number.POSITIVE_INFINITY : 0);
+    .slice(limit === null ? 0 : limit === 0 ? Number.POSITIVE_INFINITY : -limit);
   if (values.json) {
     io.stdout.write(`${JSON.stringify(entries)}\n`);
     return 0;

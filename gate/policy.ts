@@ -54,11 +54,13 @@ export function checkWrite(path: string | null, raw: string, role: GateRole, con
   }
   if (role === 'brain') {
     if (path.startsWith('/') && isBrainWritable(path, context)) return null;
-    if (isTempPath(path, context) && protectedReason(path, context) === null) return null;
+    if (isTempPath(path, context) && !isUnder(path, context.repoRoot) && protectedReason(path, context) === null) return null;
     return { decision: 'deny', rule: 'purpose_guard.brain', reason: `the Brain writes only docs, skills and .polly/plans, never source: ${path}` };
   }
   const prot = protectedReason(path, context);
   if (prot) return { decision: 'deny', rule: 'blast_radius.protected_path', reason: prot };
-  if (isUnder(path, context.worktree) || isTempPath(path, context)) return null;
+  if (isUnder(path, context.worktree)) return null;
+  // a temp dir is scratch space, unless the repository itself lives there (tests, CI)
+  if (isTempPath(path, context) && !isUnder(path, context.repoRoot)) return null;
   return { decision: 'deny', rule: 'blast_radius.outside_worktree', reason: `${path} is outside the worktree ${context.worktree}: a worker writes only inside its own worktree (or a temp dir)` };
 }
