@@ -73,6 +73,12 @@ describe('spawnAgentProcess', () => {
     expect(r.durationMs).toBeLessThan(3000);
   });
 
+  it('a missing working directory is agent_exited naming it, not agent_missing', async () => {
+    const r = await spawnAgentProcess({ command: node, args: ['-e', '0'], cwd: join(tmp, 'no-such-dir'), env: scrubbedProcessEnv(), parseLine, redact: [] }).result;
+    expect(r.status).toBe('agent_exited');
+    expect(r.message).toContain('no-such-dir');
+  });
+
   it('exit 127 is agent_missing; a non-executable file is agent_missing', async () => {
     const script = join(tmp, 'wrapper-127.sh');
     writeFileSync(script, '#!/bin/sh\necho "wrapper: real-cli: not found" >&2\nexit 127\n');
@@ -122,20 +128,30 @@ describe('spawnAgentProcess', () => {
     expect(r.status).toBe('ok');
   });
 
-  it('a timeout is timed_out, and the whole process group dies (grandchildren too)', async () => {
-    const pidFile = join(tmp, 'grandchild.pid');
+  it('a timeout is timed_out', async () => {
+    const t0 = Date.now();
+    const r = await runNode(`setInterval(() => {}, 1000)`, { timeoutMs: 300 }).result;
+    expect(r.status).toBe('timed_out');
+    expect(r.message).toContain('300 ms');
+    expect(Date.now() - t0).toBeLessThan(5000);
+  });
+
+  it('cancel kills the whole process group, escalating to SIGKILL when TERM is ignored (grandchildren too)', async () => {
     const code = `
       const { spawn } = require('node:child_process');
-      const g = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
-      require('node:fs').writeFileSync(${JSON.stringify(pidFile)}, String(g.pid));
       process.on('SIGTERM', () => {}); // ignore TERM: the runner must escalate to KILL
+      const g = spawn(process.execPath, ['-e', 'process.on("SIGTERM", () => {}); setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+      console.log(JSON.stringify({ t: 'session', id: String(g.pid) }));
       setInterval(() => {}, 1000);`;
-    const t0 = Date.now();
-    const r = await runNode(code, { timeoutMs: 800 }).result;
-    expect(r.status).toBe('timed_out');
-    expect(Date.now() - t0).toBeLessThan(8000);
-    const { readFileSync } = await import('node:fs');
-    const gpid = Number(readFileSync(pidFile, 'utf8'));
+    let ready: (pid: number) => void = () => {};
+    const grandchild = new Promise<number>((res) => (ready = res));
+    const run = runNode(code, { onEvent: (e) => e.type === 'session' && ready(Number(e.sessionId)) });
+    const gpid = await grandchild;
+    expect(alive(gpid)).toBe(true);
+    await run.cancel();
+    const r = await run.result;
+    expect(r.status).toBe('cancelled');
+    expect(r.signal).toBe('SIGKILL');
     await new Promise((res) => setTimeout(res, 200));
     expect(alive(gpid)).toBe(false);
   });

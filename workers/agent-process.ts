@@ -16,6 +16,7 @@
  *   in stderr, stdout lines and the reported command line.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { statSync } from 'node:fs';
 import type { AgentEvent, AgentRun, AgentRunResult, AgentRunStatus } from './agent-adapter.js';
 
 /** Output that means the CLI waits for a human (trust dialog, login, first-run questions). */
@@ -92,6 +93,14 @@ export function redactText(text: string, secrets: readonly string[]): string {
   return out;
 }
 
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 function killGroup(child: ChildProcess, sig: NodeJS.Signals): void {
   if (child.pid === undefined) return;
   try {
@@ -142,6 +151,10 @@ export function spawnAgentProcess(options: SpawnAgentProcessOptions): AgentRun {
   let timeoutTimer: NodeJS.Timeout | null = null;
   let exited = false;
 
+  if (!isDirectory(options.cwd)) {
+    // spawn would report ENOENT, indistinguishable from a missing CLI: say what is really wrong.
+    return refusedRun('agent_exited', `the working directory ${JSON.stringify(options.cwd)} does not exist or is not a directory; create the worktree first`, command, options.onEvent);
+  }
   let child: ChildProcess;
   try {
     child = spawn(options.command, options.args, {
@@ -293,6 +306,7 @@ export function spawnAgentProcess(options: SpawnAgentProcessOptions): AgentRun {
     child.on('exit', (code, sig) => {
       // Reap whatever the CLI left in its group, then give stdout a moment to drain.
       killGroup(child, 'SIGTERM');
+      setTimeout(() => killGroup(child, 'SIGKILL'), KILL_GRACE_MS).unref();
       const drain = setTimeout(() => finish(code, sig), DRAIN_AFTER_EXIT_MS);
       drain.unref();
       child.on('close', () => {
