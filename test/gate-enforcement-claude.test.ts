@@ -29,6 +29,14 @@ sessions:
           - run: git ls-remote origin
           - run: git push origin polly/g1
           - finish: "Tried the forbidden things; pushed my branch."
+  - name: gate-claude-review
+    match: {task: g2, role: review}
+    turns:
+      - steps:
+          - run: cat src/a.js
+          - run: echo tampered > src/a.js
+          - write: {path: REVIEW.md, content: "notes\\n"}
+          - finish: "Review done."
 `;
 
 let server: ScriptedModelServer;
@@ -109,5 +117,35 @@ describe('gate enforcement inside the real Claude Code', () => {
     expect(text).toContain('git push --force origin polly/g1');
     expect(text).toContain('deny');
     expect(text).toContain('allow');
+  }, 60_000);
+
+  it('a read-only role (review) may read through Bash but not write, by Bash or by a write tool', async () => {
+    const repo = createTestRepo({ 'src/a.js': 'export const a = 1;\n' });
+    const gateDir = mkdtempSync(join(tmpdir(), 'polly-gate-'));
+    const gate = await prepareGate('claude-code', {
+      role: 'review',
+      context: { repoRoot: repo.dir, worktree: repo.dir, branch: 'polly/g2', defaultBranch: 'main', home: mkdtempSync(join(tmpdir(), 'polly-home-')) },
+      stateDir: join(gateDir, 'state'),
+      journalPath: null,
+    });
+    const r = await createClaudeCodeAdapter({ command: 'claude', model: null, allow_root_sandbox: true }).start({
+      cwd: repo.dir,
+      prompt: '[polly task=g2 role=review] Review the change.',
+      resumeSessionId: null,
+      model: null,
+      readOnly: true,
+      gate: { args: gate.args, env: gate.env },
+      env: { ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'sk-scripted-dummy-key' },
+      stateDir: mkdtempSync(join(tmpdir(), 'polly-claude-state-')),
+      timeoutMs: 40_000,
+    }).result;
+    expect(r.status, `${r.message}\n${r.stderr}`).toBe('ok');
+    const results = r.events.filter((e): e is Extract<AgentEvent, { type: 'tool_result' }> => e.type === 'tool_result');
+    expect(results.map((e) => e.isError)).toEqual([false, true, true]);
+    expect(results[0]!.output).toContain('export const a = 1;');
+    expect(results[1]!.output).toMatch(/^Polly gate: denied \(/);
+    expect(results[2]!.output).toMatch(/Write/);
+    expect(readFileSync(join(repo.dir, 'src/a.js'), 'utf8')).toBe('export const a = 1;\n');
+    expect(existsSync(join(repo.dir, 'REVIEW.md'))).toBe(false);
   }, 60_000);
 });
