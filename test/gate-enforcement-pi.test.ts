@@ -30,6 +30,14 @@ sessions:
           - run: git ls-remote origin
           - run: git push origin polly/gp1
           - finish: "Tried the forbidden things; pushed my branch."
+  - name: review-pi
+    match: {task: gp2, role: review}
+    turns:
+      - steps:
+          - read: src/a.js
+          - call: {tool: ls, input: {path: src}}
+          - write: {path: src/a.js, content: "hijacked\\n"}
+          - finish: "Review: LGTM."
 `;
 
 let server: ScriptedModelServer;
@@ -124,5 +132,43 @@ describe('gate enforcement inside the real pi', () => {
     expect(text).toContain('git push --force origin polly/gp1');
     expect(text).toContain('deny');
     expect(text).toContain('allow');
+  }, 60_000);
+
+  it('as the reviewer (gate role review, read-only tools) pi reads through the gate and cannot write', async () => {
+    const repo = createTestRepo({ 'src/a.js': 'export const a = 1;\n' });
+    const tmp = mkdtempSync(join(tmpdir(), 'polly-gate-pi-review-'));
+    const gate = await prepareGate('pi', {
+      role: 'review',
+      context: { repoRoot: repo.dir, worktree: repo.dir, branch: 'main', defaultBranch: 'main', home: tmp },
+      stateDir: join(tmp, 'gate'),
+      journalPath: null,
+    });
+    const adapter = createPiAdapter({
+      command: 'pi',
+      model: null,
+      provider: null,
+      customProvider: { baseUrl: `${server.url}/v1`, apiKeyEnv: 'POLLY_SCRIPTED_API_KEY', models: ['scripted'] },
+    });
+    const r = await adapter.start({
+      cwd: repo.dir,
+      prompt: '[polly task=gp2 role=review] Review the change.',
+      resumeSessionId: null,
+      model: null,
+      readOnly: true,
+      gate: { args: gate.args, env: gate.env },
+      env: { POLLY_SCRIPTED_API_KEY: 'scripted-dummy-key', HOME: tmp },
+      stateDir: join(tmp, 'worker'),
+      timeoutMs: 40_000,
+    }).result;
+    expect(r.status, `${r.message}\n${r.stderr}`).toBe('ok');
+    const results = r.events.filter((e): e is Extract<AgentEvent, { type: 'tool_result' }> => e.type === 'tool_result');
+    expect(results.map((e) => [e.isError, e.output])).toEqual([
+      [false, 'export const a = 1;\n'],
+      [false, 'a.js'],
+      [true, 'Tool write not found'],
+    ]);
+    expect(readFileSync(join(repo.dir, 'src/a.js'), 'utf8')).toBe('export const a = 1;\n');
+    expect(repo.git(['status', '--porcelain'])).toBe('');
+    expect(r.finalText).toBe('Review: LGTM.');
   }, 60_000);
 });

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { startScriptedModelServer, type ScriptedModelServer } from '../scripts/scripted-model/server.js';
 import { parseModelScript } from '../scripts/scripted-model/script.js';
 import type { AgentEvent, AgentRunOptions } from '../workers/agent-adapter.js';
-import { createPiAdapter, findPiSessionFile, parsePiEvent, piWorkerPaths, type PiAdapterConfig } from '../workers/pi-adapter.js';
+import { createPiAdapter, findPiSessionFile, parsePiEvent, piReadOnlyTools, piWorkerPaths, type PiAdapterConfig } from '../workers/pi-adapter.js';
 import { createTestRepo } from './helpers/git-repo.js';
 
 const KEY_ENV = 'POLLY_SCRIPTED_API_KEY';
@@ -133,7 +133,9 @@ describe('pi adapter with the real pi CLI', () => {
     ).result;
     expect(result.status, result.message).toBe('ok');
     const declared = server.requests.slice(before).find((r) => r.api === 'openai-chat')!.view!.tools;
-    expect([...declared].sort()).toEqual(['find', 'grep', 'ls', 'read']);
+    expect([...declared].sort()).toEqual([...piReadOnlyTools(piWorkerPaths(join(tmp, 'state-review')).agentDir, process.env.PATH)].sort());
+    expect(declared).toEqual(expect.arrayContaining(['read', 'ls']));
+    expect(declared.filter((t) => !['read', 'ls', 'grep', 'find'].includes(t))).toEqual([]);
     const results = ofType(result.events, 'tool_result');
     expect(results.map((r) => [r.isError, r.output])).toEqual([
       [true, 'Tool write not found'],
@@ -220,6 +222,25 @@ describe('pi adapter: runs that cannot work end as named states within seconds (
     expect(result.message).toContain('models.json');
     // The adapter kept the settings it did not own.
     expect(JSON.parse(readFileSync(join(stateDir, 'pi', 'settings.json'), 'utf8'))).toMatchObject({ retry: { enabled: false }, quietStartup: true });
+  });
+});
+
+describe('piReadOnlyTools', () => {
+  it('offers grep only with ripgrep and find only with fd/fdfind (pi-managed bin dir or PATH): offline pi cannot fetch them', () => {
+    const root = mkdtempSync(join(tmpdir(), 'polly-pi-tools-'));
+    const agentDir = join(root, 'agent');
+    const emptyPath = join(root, 'empty');
+    const pathDir = join(root, 'path');
+    for (const d of [join(agentDir, 'bin'), emptyPath, pathDir]) mkdirSync(d, { recursive: true });
+    const exe = (file: string) => {
+      writeFileSync(file, '#!/bin/sh\nexit 0\n');
+      chmodSync(file, 0o755);
+    };
+    expect(piReadOnlyTools(agentDir, emptyPath)).toEqual(['read', 'ls']);
+    exe(join(pathDir, 'fdfind'));
+    expect(piReadOnlyTools(agentDir, `${emptyPath}:${pathDir}`)).toEqual(['read', 'find', 'ls']);
+    exe(join(agentDir, 'bin', 'rg'));
+    expect(piReadOnlyTools(agentDir, `${emptyPath}:${pathDir}`)).toEqual(['read', 'grep', 'find', 'ls']);
   });
 });
 

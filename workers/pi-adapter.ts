@@ -6,7 +6,7 @@
  *
  *   pi --mode json --no-extensions <gate args: -e <gate extension>> --session-dir <state>/pi/sessions
  *      [--session <state>/pi/sessions/<ts>_<id>.jsonl] [--provider <p>] [--model <m>]
- *      [--tools read,grep,find,ls]            # read-only purposes
+ *      [--tools read,ls(,grep,find)]         # read-only purposes (grep/find when rg/fd exist)
  *   stdin: the prompt                       # never argv: a prompt starting with "@" or "-" would be
  *                                           # read by pi as a file argument or a flag
  *
@@ -27,11 +27,22 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFile
 import { join } from 'node:path';
 import type { PiWorkerConfig } from '../brain/config-schema.js';
 import type { AgentAdapter, AgentEvent, AgentRun, AgentRunOptions } from './agent-adapter.js';
-import { resolveAgentBinary } from './agent-binary.js';
+import { findOnPath, resolveAgentBinary } from './agent-binary.js';
 import { refusedRun, scrubbedProcessEnv, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
 
 /** pi's built-in read-only tools (`pi --help`: "Read-only mode … --tools read,grep,find,ls"). */
 export const PI_READ_ONLY_TOOLS = ['read', 'grep', 'find', 'ls'] as const;
+
+/**
+ * The read-only tools that work here. pi's `grep` runs ripgrep (`rg`) and `find` runs `fd`
+ * (`fd`/`fdfind`), looked up in `<agentDir>/bin` then on PATH (dist/utils/tools-manager.js); with
+ * `PI_OFFLINE=1` pi does not download them, so a tool whose binary is missing would only ever
+ * answer "not available": it is left out and the model is offered `read` and `ls` instead.
+ */
+export function piReadOnlyTools(agentDir: string, pathVar: string | undefined): string[] {
+  const has = (...names: string[]) => names.some((n) => existsSync(join(agentDir, 'bin', n)) || findOnPath(n, pathVar) !== null);
+  return PI_READ_ONLY_TOOLS.filter((t) => (t === 'grep' ? has('rg') : t === 'find' ? has('fd', 'fdfind') : true));
+}
 
 /**
  * A custom model provider written to `<PI_CODING_AGENT_DIR>/models.json` as
@@ -244,7 +255,7 @@ const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|AUTH/i;
  * Create the pi adapter.
  *
  * `start(options)` runs one turn: the prompt on stdin, `options.gate.args` (e.g. `-e <gate
- * extension>`) and `options.gate.env` added, `options.readOnly` → `--tools read,grep,find,ls`,
+ * extension>`) and `options.gate.env` added, `options.readOnly` → `--tools` {@link piReadOnlyTools},
  * `options.resumeSessionId` → `--session <that session's file>`. The model is `options.model`,
  * else `config.model`, else the custom provider's first model; the provider is `config.provider`
  * (default `polly` when a custom provider is configured). Resuming a session this worker's state
@@ -289,7 +300,6 @@ export function createPiAdapter(config: PiAdapterConfig): AgentAdapter {
       }
       if (provider) args.push('--provider', provider);
       if (model) args.push('--model', model);
-      if (options.readOnly) args.push('--tools', PI_READ_ONLY_TOOLS.join(','));
 
       try {
         mkdirSync(sessionsDir, { recursive: true });
@@ -307,6 +317,7 @@ export function createPiAdapter(config: PiAdapterConfig): AgentAdapter {
         PI_TELEMETRY: '0',
       });
       delete env.PI_CODING_AGENT_SESSION_DIR;
+      if (options.readOnly) args.push('--tools', piReadOnlyTools(agentDir, env.PATH).join(','));
       const redact = Object.entries(extra)
         .filter(([k, v]) => SECRET_NAME.test(k) && v.length >= 4)
         .map(([, v]) => v);
