@@ -216,6 +216,12 @@ describe('POST /v1/responses over HTTP', () => {
     expect(recorded[1]!.session).toBe('s');
   });
 
+  it('answers a compaction request with the history unchanged', async () => {
+    const input = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hello' }] }];
+    const res = await fetch(`${server.url}/v1/responses/compact`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', input, instructions: 'summarise' }) });
+    expect(await res.json()).toEqual({ output: input });
+  });
+
   it('answers stream:false with one response object, and unmatched conversations with a neutral text', async () => {
     const res = await fetch(`${server.url}/v1/responses`, {
       method: 'POST',

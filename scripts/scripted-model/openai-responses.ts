@@ -366,8 +366,10 @@ export const responsesRoutes: ApiRoute[] = [
     },
   },
   {
-    // Remote compaction (codex asks the provider to summarise a long history): answer with the
-    // history unchanged, so scripted conversations never lose turns.
+    // Remote compaction (codex asks the provider to summarise a long history; codex-api's
+    // compaction endpoint takes {model, input, instructions} and returns {output: [items]}):
+    // answer with the history unchanged, so scripted conversations never lose turns. Scripted
+    // conversations are far too short for codex to compact, so codex has not been seen calling it.
     api: 'openai-responses',
     method: 'POST',
     path: /^(\/v1)?\/responses\/compact\/?$/,
