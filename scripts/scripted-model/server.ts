@@ -122,7 +122,14 @@ if (isMain) {
     process.stderr.write('usage: server.js --script FILE [--port N]\n');
     process.exit(2);
   }
-  const srv = await startScriptedModelServer({ script: loadModelScript(values.script), port: Number(values.port) });
+  let script: ModelScript;
+  try {
+    script = loadModelScript(values.script);
+  } catch (error) {
+    process.stderr.write(`scripted model server: cannot load the script: ${(error as Error).message}\n`);
+    process.exit(2);
+  }
+  const srv = await startScriptedModelServer({ script, port: Number(values.port) });
   process.stdout.write(`${JSON.stringify({ url: srv.url })}\n`);
   const stop = () => void srv.close().then(() => process.exit(0));
   process.on('SIGTERM', stop);
