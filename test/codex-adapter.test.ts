@@ -3,6 +3,7 @@
  * server, in real git repositories: smoke, resume, orchestration cases 1 and 8, the read-only
  * sandbox; plus the pure parts (argv, event parser) on lines captured from codex 0.171.0.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,6 +42,12 @@ sessions:
           - write: {path: feature.txt, content: "feature\\n"}
           - run: "git add -A && git commit -m 'agent commit'"
           - finish: "Left the change uncommitted: git commit failed in the sandbox."
+  - name: cancel
+    match: {task: cancel}
+    turns:
+      - steps:
+          - run: "sleep 47.25"
+          - finish: "never reached"
   - name: readonly
     match: {task: ro, role: review}
     turns:
@@ -170,6 +177,24 @@ describe('codex adapter with the real codex CLI', () => {
     const [res] = ofType(r.events, 'tool_result');
     expect(res!.isError).toBe(true);
     expect(existsSync(join(repo.dir, 'nope.txt'))).toBe(false);
+  }, 30_000);
+
+  it('cancel stops codex and the sandboxed command it started in its own session: nothing outlives the run', async () => {
+    const repo = createTestRepo();
+    const sleeping = () => execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).split('\n').filter((l) => /\bsleep 47\.25$/.test(l.trim()));
+    let started!: () => void;
+    const toolStarted = new Promise<void>((resolve) => (started = resolve));
+    const run = createCodexAdapter(config()).start(
+      runOptions(repo.dir, repo.root, { prompt: '[polly task=cancel] wait', onEvent: (e) => e.type === 'tool_call' && started() }),
+    );
+    await toolStarted;
+    for (let i = 0; i < 50 && sleeping().length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(sleeping().length).toBeGreaterThan(0);
+    await run.cancel();
+    const r = await run.result;
+    expect(r.status).toBe('cancelled');
+    for (let i = 0; i < 30 && sleeping().length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(sleeping()).toEqual([]);
   }, 30_000);
 
   it('orchestration case 1: a missing binary ends agent_missing, an instant exit agent_exited with stderr, within seconds', async () => {
