@@ -61,6 +61,13 @@ describe('model scripts', () => {
     expect(() => parseModelScript('foo: 1', 'x.yaml')).toThrow(/x\.yaml: .*sessions/);
     expect(() => parseModelScript('sessions: [{name: a}]', 'x.yaml')).toThrow(/sessions\[0\] needs "turns:"/);
     expect(() => parseModelScript('sessions: [{turns: [{}]}]', 'x.yaml')).toThrow(/turns\[0\] needs "steps:"/);
+    expect(() => parseModelScript('sessions: [{turns: [{steps: [{wirte: {path: a, content: b}}]}]}]', 'x.yaml')).toThrow(
+      /x\.yaml: sessions\[0\]\.turns\[0\]\.steps\[0\]: a step has exactly one of write, edit/,
+    );
+    expect(() => parseModelScript('sessions: [{turns: [{steps: [{edit: {path: a, old: b}}]}]}]', 'x.yaml')).toThrow(/"edit" needs \{path, old, new\}/);
+    expect(() => parseModelScript('sessions: [{turns: [{steps: [{run: [ls]}]}]}]', 'x.yaml')).toThrow(/"run" needs a command string/);
+    const call = parseModelScript('sessions: [{turns: [{steps: [{call: {tool: mcp__x__y}}]}]}]');
+    expect(call.sessions[0]!.turns[0]!.steps[0]).toEqual({ call: { tool: 'mcp__x__y', input: {} } });
   });
 
   it('matches on task/role tokens exactly, not on prefixes', () => {

@@ -89,7 +89,11 @@ export interface ReplyPlan {
   reply: Reply;
 }
 
-/** Parse a script from YAML text. Throws an Error naming `source` and the problem. */
+/**
+ * Parse a script from YAML text. Throws an Error naming `source`, the step's place
+ * (`sessions[i].turns[j].steps[k]`) and the problem: every step has exactly one known kind with
+ * its shape (a `call` without `input` gets `{}`).
+ */
 export function parseModelScript(text: string, source = '<script>'): ModelScript {
   const doc = parse(text) as unknown;
   if (!doc || typeof doc !== 'object' || !Array.isArray((doc as ModelScript).sessions)) {
@@ -101,10 +105,38 @@ export function parseModelScript(text: string, source = '<script>'): ModelScript
     s.name ??= `session-${i}`;
     s.match ??= {};
     s.turns.forEach((t, j) => {
-      if (!Array.isArray(t.steps)) throw new Error(`${source}: sessions[${i}].turns[${j}] needs "steps:" (a list)`);
+      if (!t || !Array.isArray(t.steps)) throw new Error(`${source}: sessions[${i}].turns[${j}] needs "steps:" (a list)`);
+      t.steps.forEach((step, k) => checkStep(step, `${source}: sessions[${i}].turns[${j}].steps[${k}]`));
     });
   });
   return { sessions };
+}
+
+const STEP_SHAPES: Record<string, string> = {
+  write: '{path, content}',
+  edit: '{path, old, new}',
+  run: 'a command string',
+  read: 'a path string',
+  finish: 'the report text',
+  call: '{tool, input}',
+};
+
+function checkStep(step: unknown, where: string): void {
+  const keys = step && typeof step === 'object' ? Object.keys(step) : [];
+  const kind = keys[0];
+  if (keys.length !== 1 || kind === undefined || !(kind in STEP_SHAPES)) {
+    throw new Error(`${where}: a step has exactly one of ${Object.keys(STEP_SHAPES).join(', ')}; got ${JSON.stringify(step)}`);
+  }
+  const v = (step as Record<string, unknown>)[kind];
+  const isStr = (x: unknown): boolean => typeof x === 'string';
+  const o = (v ?? {}) as Record<string, unknown>;
+  const ok =
+    kind === 'write' ? isStr(o.path) && isStr(o.content)
+    : kind === 'edit' ? isStr(o.path) && isStr(o.old) && isStr(o.new)
+    : kind === 'call' ? isStr(o.tool) && (o.input === undefined || (typeof o.input === 'object' && o.input !== null))
+    : isStr(v);
+  if (!ok) throw new Error(`${where}: "${kind}" needs ${STEP_SHAPES[kind]}; got ${JSON.stringify(v)}`);
+  if (kind === 'call') o.input ??= {};
 }
 
 /** Read and parse a script file. */
