@@ -3,7 +3,7 @@
  * OpenAI chat completions, in real temp git repos.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +28,12 @@ sessions:
           - finish: "Report: wrote hello.txt, edited README.md, ran a command."
       - steps:
           - finish: "Fixed after feedback."
+  - name: pi-cancel
+    match: {task: pi3, role: implement}
+    turns:
+      - steps:
+          - run: "sleep 41.2573; echo never"
+          - finish: "unreachable"
   - name: pi-review
     match: {task: pi2, role: review}
     turns:
@@ -125,7 +131,7 @@ describe('pi adapter with the real pi CLI', () => {
     expect(calls[calls.length - 1]!.view!.firstUserText).toContain('[polly task=pi1 role=implement]');
   });
 
-  it('read-only: only read/grep/find/ls are declared; writes and commands come back as errors and leave nothing', async () => {
+  it('read-only: only read-only tools are declared (read, ls; grep/find with rg/fd); writes and commands come back as errors and leave nothing', async () => {
     const review = createTestRepo({ 'README.md': '# review me\n' });
     const before = server.requests.length;
     const result = await createPiAdapter(config()).start(
@@ -202,6 +208,35 @@ describe('pi adapter: runs that cannot work end as named states within seconds (
     expect(result.message).toContain('shellCommandPrefix');
     expect(result.message).toContain(join(risky.dir, '.pi', 'settings.json'));
     expect(result.exitCode).toBeNull();
+  });
+
+  it('cancel during a long command stops pi and the command it started: nothing outlives the run', async () => {
+    const marker = 'sleep 41.2573';
+    const running = () =>
+      readdirSync('/proc')
+        .filter((d) => /^\d+$/.test(d))
+        .filter((d) => {
+          try {
+            return readFileSync(`/proc/${d}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(marker);
+          } catch {
+            return false;
+          }
+        });
+    let sawCall!: () => void;
+    const called = new Promise<void>((resolve) => (sawCall = resolve));
+    const run = createPiAdapter(config()).start(
+      runOptions(repo.dir, join(tmp, 's8'), { prompt: '[polly task=pi3 role=implement]', onEvent: (e) => e.type === 'tool_call' && sawCall() }),
+    );
+    await called;
+    // The command is running (pi's bash tool spawns it right after the tool_call event).
+    for (let i = 0; i < 50 && running().length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(running().length).toBeGreaterThan(0);
+    const t = Date.now();
+    await run.cancel();
+    const result = await run.result;
+    expect(result.status).toBe('cancelled');
+    expect(Date.now() - t).toBeLessThan(5000);
+    expect(running()).toEqual([]);
   });
 
   it('a model endpoint that is down → agent_exited with pi\'s error, although pi itself exits 0', async () => {
