@@ -239,6 +239,13 @@ describe('pi adapter: runs that cannot work end as named states within seconds (
     expect(running()).toEqual([]);
   });
 
+  it('a custom provider whose API key variable is not set → agent_refused naming the variable', async () => {
+    const result = await createPiAdapter(config()).start(runOptions(repo.dir, join(tmp, 's9'), { env: {} })).result;
+    expect(result.status).toBe('agent_refused');
+    expect(result.message).toContain(KEY_ENV);
+    expect(result.exitCode).toBeNull();
+  });
+
   it('a model endpoint that is down → agent_exited with pi\'s error, although pi itself exits 0', async () => {
     const port = await new Promise<number>((resolve) => {
       const s = createServer().listen(0, '127.0.0.1', () => {

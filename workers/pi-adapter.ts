@@ -261,7 +261,8 @@ const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|AUTH/i;
  * (default `polly` when a custom provider is configured). Resuming a session this worker's state
  * dir does not hold ends at once as `agent_exited` with a message naming the session and the dir;
  * a worktree whose `.pi/settings.json` sets a key of {@link PI_UNSAFE_PROJECT_SETTINGS} ends at
- * once as `agent_refused`.
+ * once as `agent_refused`, and so does a custom provider whose `apiKeyEnv` is not in the
+ * worker's environment.
  */
 export function createPiAdapter(config: PiAdapterConfig): AgentAdapter {
   return {
@@ -318,6 +319,15 @@ export function createPiAdapter(config: PiAdapterConfig): AgentAdapter {
       });
       delete env.PI_CODING_AGENT_SESSION_DIR;
       if (options.readOnly) args.push('--tools', piReadOnlyTools(agentDir, env.PATH).join(','));
+      if (custom && !env[custom.apiKeyEnv]) {
+        // pi would send the variable's NAME as the key (models.json falls back to the literal).
+        return refusedRun(
+          'agent_refused',
+          `the worker environment has no ${custom.apiKeyEnv}, the API key of pi's provider "${provider}" (${custom.baseUrl}): set it in the worker's env, then dispatch again.`,
+          [binary, ...args],
+          options.onEvent,
+        );
+      }
       const redact = Object.entries(extra)
         .filter(([k, v]) => SECRET_NAME.test(k) && v.length >= 4)
         .map(([, v]) => v);
