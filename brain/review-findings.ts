@@ -164,3 +164,76 @@ export function parseFindings(text: string): ReviewFindings {
     `the reviewer's JSON has neither "blocking" nor "non_blocking": ${JSON.stringify(excerpt)}. Expected {"blocking": [...], "non_blocking": [...]}.`,
   );
 }
+
+/**
+ * New-side line numbers that a review comment may target, per file, from a unified diff
+ * (`git diff base...head`): the added and context lines inside hunks. GitHub refuses a whole
+ * review (422 "pull_request_review_thread.line must be part of the diff") when one comment targets
+ * any other line, so findings outside these lines go into the review body instead. Pure.
+ */
+export function commentableLines(diff: string): Map<string, Set<number>> {
+  const out = new Map<string, Set<number>>();
+  let file: string | null = null;
+  let line = 0;
+  let inHunk = false;
+  for (const raw of diff.split('\n')) {
+    if (raw.startsWith('diff --git ')) {
+      file = null;
+      inHunk = false;
+    } else if (raw.startsWith('+++ ')) {
+      const p = raw.slice(4).trim();
+      file = p === '/dev/null' ? null : p.replace(/^b\//, '');
+      inHunk = false;
+    } else if (raw.startsWith('@@')) {
+      const m = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(raw);
+      inHunk = m !== null && file !== null;
+      line = m ? Number(m[1]) : 0;
+    } else if (inHunk && file !== null) {
+      if (raw.startsWith('+') || raw.startsWith(' ')) {
+        if (!out.has(file)) out.set(file, new Set());
+        out.get(file)!.add(line);
+        line += 1;
+      } else if (!raw.startsWith('-') && !raw.startsWith('\\')) {
+        inHunk = false;
+      }
+    }
+  }
+  return out;
+}
+
+export interface ReviewFromFindingsOptions {
+  /** The reviewing worker, e.g. `codex`. */
+  reviewer: string;
+  round: number;
+  /** From {@link commentableLines}; when given, findings on other lines go into the body. */
+  commentable?: Map<string, Set<number>>;
+}
+
+/**
+ * Turn validated findings into a forge review (`ReviewInput` of forge.ts): one line comment per
+ * finding, marked **blocking** or non-blocking, and a body with the verdict. The event is always
+ * `COMMENT`: Polly's own token opened the PR, and GitHub refuses APPROVE and REQUEST_CHANGES from a
+ * PR's author (422); whether the PR may go ready is Polly's decision (zero blocking findings).
+ */
+export function reviewFromFindings(
+  findings: ReviewFindings,
+  options: ReviewFromFindingsOptions,
+): { event: 'COMMENT'; body: string; comments: Array<{ path: string; line: number; body: string }> } {
+  const all = [
+    ...findings.blocking.map((f) => ({ ...f, blocking: true })),
+    ...findings.nonBlocking.map((f) => ({ ...f, blocking: false })),
+  ];
+  const text = (f: { message: string; blocking: boolean }) => `${f.blocking ? '**Blocking**' : 'Non-blocking'} (${options.reviewer}, round ${options.round}): ${f.message}`;
+  const inDiff = (f: ReviewFinding) => !options.commentable || (options.commentable.get(f.file)?.has(f.line) ?? false);
+  const comments = all.filter(inDiff).map((f) => ({ path: f.file, line: f.line, body: text(f) }));
+  const outside = all.filter((f) => !inDiff(f));
+  const verdict =
+    findings.blocking.length === 0
+      ? `no blocking findings${findings.nonBlocking.length ? `, ${findings.nonBlocking.length} non-blocking` : ''}`
+      : `${findings.blocking.length} blocking finding${findings.blocking.length === 1 ? '' : 's'}${findings.nonBlocking.length ? `, ${findings.nonBlocking.length} non-blocking` : ''}`;
+  const body = [
+    `Cross-review by \`${options.reviewer}\`, round ${options.round}: ${verdict}.`,
+    ...(outside.length ? ['', 'Findings outside the diff:', ...outside.map((f) => `- \`${f.file}:${f.line}\` — ${text(f)}`)] : []),
+  ].join('\n');
+  return { event: 'COMMENT', body, comments };
+}

@@ -16,7 +16,7 @@ import { redactToken, resolveGitHubToken } from '../brain/github-token.js';
 import { createLocalForge } from '../brain/local-forge.js';
 import { renderPrBody } from '../brain/pr-body.js';
 import { createMemoryRegistryStore } from '../brain/registry-store.js';
-import { REVIEW_FINDINGS_JSON_SCHEMA, parseFindings, validateFindings } from '../brain/review-findings.js';
+import { REVIEW_FINDINGS_JSON_SCHEMA, commentableLines, parseFindings, reviewFromFindings, validateFindings } from '../brain/review-findings.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -141,6 +141,52 @@ describe('review findings', () => {
     );
     expect(() => validateFindings({ blocking: [{ file: 'a', line: 1.5, message: 'm', extra: 1 }], non_blocking: [] })).toThrow(/line must be an integer.*extra/s);
     expect(REVIEW_FINDINGS_JSON_SCHEMA.required).toEqual(['blocking', 'non_blocking']);
+  });
+});
+
+describe('findings → review', () => {
+  test('commentableLines: added and context lines of each hunk, new-side numbering; deleted files have none', () => {
+    const diff = [
+      'diff --git a/src/a.ts b/src/a.ts',
+      'index 1..2 100644',
+      '--- a/src/a.ts',
+      '+++ b/src/a.ts',
+      '@@ -10,3 +10,4 @@ function x() {',
+      ' keep',
+      '-old',
+      '+new1',
+      '+new2',
+      ' keep2',
+      'diff --git a/gone.txt b/gone.txt',
+      'deleted file mode 100644',
+      '--- a/gone.txt',
+      '+++ /dev/null',
+      '@@ -1 +0,0 @@',
+      '-bye',
+      'diff --git a/n.txt b/n.txt',
+      '--- /dev/null',
+      '+++ b/n.txt',
+      '@@ -0,0 +1,2 @@',
+      '+a',
+      '+b',
+      '\\ No newline at end of file',
+    ].join('\n');
+    const lines = commentableLines(diff);
+    expect([...lines.keys()]).toEqual(['src/a.ts', 'n.txt']);
+    expect([...lines.get('src/a.ts')!]).toEqual([10, 11, 12, 13]);
+    expect([...lines.get('n.txt')!]).toEqual([1, 2]);
+  });
+
+  test('reviewFromFindings: always COMMENT (the PR author cannot request changes), blocking marked, verdict in the body', () => {
+    const r = reviewFromFindings({ blocking: [], nonBlocking: [{ file: 'a', line: 1, message: 'nit' }] }, { reviewer: 'pi', round: 2 });
+    expect(r).toEqual({
+      event: 'COMMENT',
+      body: 'Cross-review by `pi`, round 2: no blocking findings, 1 non-blocking.',
+      comments: [{ path: 'a', line: 1, body: 'Non-blocking (pi, round 2): nit' }],
+    });
+    expect(reviewFromFindings({ blocking: [{ file: 'a', line: 3, message: 'bug' }], nonBlocking: [] }, { reviewer: 'codex', round: 1 }).comments[0]!.body).toBe(
+      '**Blocking** (codex, round 1): bug',
+    );
   });
 });
 

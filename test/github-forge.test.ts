@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createGitHubForge, parseGitHubRemote, rateLimitWaitMs } from '../brain/github-forge.js';
 import { isPollyError } from '../brain/errors.js';
+import { commentableLines, reviewFromFindings } from '../brain/review-findings.js';
 import { createFakeClock, startGitHubSimulator, type GitHubSimulator } from './helpers/github-simulator.js';
 
 const TOKEN = 'ghp_FAKEtokenForTheSimulator0123456789ab';
@@ -85,6 +86,24 @@ describe('GitHub forge against the simulator', () => {
     expect((err as Error).message).not.toContain(TOKEN);
     await expect(forge.getPullRequest(999)).rejects.toMatchObject({ code: 'not_found' });
     expect(() => createGitHubForge({ owner: 'o', repo: 'r' })).toThrow(/no token/);
+  });
+
+  test('findings become one COMMENT review with line comments; GitHub refuses REQUEST_CHANGES from the PR author', async () => {
+    const forge = forgeFor(sim);
+    sim.setBranch('polly/t4', sha('f'));
+    const pr = await forge.openDraftPullRequest({ head: 'polly/t4', base: 'main', title: 't4', body: '' });
+    const own = await forge.postReview(pr.number, { event: 'REQUEST_CHANGES', body: 'no', comments: [] }).catch((e: unknown) => e);
+    expect(own).toMatchObject({ code: 'forge_failed', message: expect.stringMatching(/422.*Can not request changes on your own pull request/) });
+    const review = reviewFromFindings(
+      { blocking: [{ file: 'src/a.ts', line: 2, message: 'crashes on empty input' }], nonBlocking: [{ file: 'src/a.ts', line: 99, message: 'outside the diff' }] },
+      { reviewer: 'codex', round: 1, commentable: commentableLines('diff --git a/src/a.ts b/src/a.ts\n--- a/src/a.ts\n+++ b/src/a.ts\n@@ -1,2 +1,3 @@\n one\n+two\n three\n') },
+    );
+    await forge.postReview(pr.number, review);
+    const posted = sim.pulls.get(pr.number)!.reviews.at(-1)!;
+    expect(posted.state).toBe('COMMENTED');
+    expect(posted.comments).toEqual([{ path: 'src/a.ts', line: 2, side: 'RIGHT', body: '**Blocking** (codex, round 1): crashes on empty input' }]);
+    expect(posted.body).toContain('1 blocking finding, 1 non-blocking');
+    expect(posted.body).toContain('`src/a.ts:99` — Non-blocking (codex, round 1): outside the diff');
   });
 
   test('the simulator refuses a request that breaks the OpenAPI description (so the forge\'s requests are checked)', async () => {

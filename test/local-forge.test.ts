@@ -11,6 +11,7 @@ import { detectMerge, watchForMerges } from '../brain/merge-detection.js';
 import { createFileRegistryStore } from '../brain/registry-store.js';
 import { createGitRunner } from '../workers/git.js';
 import { createTestRepo, git, type TestRepo } from './helpers/git-repo.js';
+import { humanMerge } from './helpers/human-merge.js';
 
 const testGit = () => createGitRunner({ env: { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' } });
 
@@ -82,9 +83,7 @@ describe('local forge', () => {
     expect(s.remoteSha('refs/heads/main')).toBe(mainBefore); // Polly never commits to the default branch
 
     // The human merges with a merge commit in their checkout and pushes.
-    s.repo.git(['merge', '--no-ff', '-q', '-m', 'Merge PR #1', 'polly/t1']);
-    const mergeCommit = s.repo.git(['rev-parse', 'HEAD']);
-    s.repo.git(['push', '-q', 'origin', 'main']);
+    const mergeCommit = humanMerge(s.repo, 'polly/t1', 'merge');
     expect(await s.forge.getPullRequest(1)).toMatchObject({ state: 'merged', merged: true, mergeCommitSha: mergeCommit });
     expect(await s.forge.listPullRequests()).toEqual([]);
     expect((await s.forge.listPullRequests({ state: 'closed' })).map((p) => p.number)).toEqual([1]);
@@ -114,9 +113,7 @@ describe('local forge', () => {
     // main moves on with an unrelated change, then the human squashes the PR onto it.
     s.repo.write('README.md', '# demo, moved on\n');
     s.repo.commitAll('unrelated');
-    s.repo.git(['merge', '--squash', '-q', 'polly/sq']);
-    s.repo.git(['commit', '-q', '-m', 'Squashed PR #1']);
-    const squash = s.repo.git(['rev-parse', 'HEAD']);
+    const squash = humanMerge(s.repo, 'polly/sq', 'squash', { push: false });
     s.repo.write('src/a.txt', 'one\ntwo\nthree\nfour\n');
     s.repo.commitAll('later work');
     s.repo.git(['push', '-q', 'origin', 'main']);
@@ -132,8 +129,7 @@ describe('local forge', () => {
     await s.forge.openDraftPullRequest({ head: 'polly/open', base: 'main', title: 'open', body: '' });
     s.repo.write('README.md', '# moved\n');
     s.repo.commitAll('unrelated');
-    s.repo.git(['cherry-pick', 'polly/rb']);
-    const picked = s.repo.git(['rev-parse', 'HEAD']);
+    const picked = humanMerge(s.repo, 'polly/rb', 'rebase', { push: false });
     s.repo.write('src/rb.txt', 'rb changed again later\n');
     s.repo.commitAll('rb changed again'); // tree equality no longer holds; the patch-id still does
     s.repo.git(['push', '-q', 'origin', 'main']);
@@ -160,8 +156,7 @@ describe('local forge', () => {
       async sleep(ms: number) {
         t += ms;
         if (++round === 2) {
-          s.repo.git(['merge', '-q', '--ff-only', 'polly/fx']);
-          s.repo.git(['push', '-q', 'origin', 'main']);
+          humanMerge(s.repo, 'polly/fx', 'ff');
         }
       },
     };

@@ -92,6 +92,8 @@ export interface SimPull {
   closedAt: string | null;
   createdAt: string;
   updatedAt: string;
+  /** Who opened it: a hash of the Authorization header (never the token). */
+  author: string;
   reviews: SimReview[];
   comments: Array<{ id: number; body: string }>;
 }
@@ -292,6 +294,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     return t;
   };
 
+  const authorOf = (req: ExpressReq) => sha(String(req.headers.authorization ?? 'anonymous'));
   type Ctx = { api: Api; request: { params: Record<string, string>; query: Record<string, string | string[]>; requestBody: Record<string, unknown> } };
   const notFound = { status: 404, json: { message: 'Not Found', documentation_url: 'https://docs.github.com/rest', status: '404' } };
   const unprocessable = (message: string, field: string, code = 'invalid') => ({
@@ -302,7 +305,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
   const pullOf = (c: Ctx) => (isOurRepo(c) ? pulls.get(Number(c.request.params.pull_number ?? c.request.params.issue_number)) : undefined);
 
   const openapiHandlers = () => ({
-    'pulls/create': async (c: Ctx) => {
+    'pulls/create': async (c: Ctx, req: ExpressReq) => {
       if (!isOurRepo(c)) return notFound;
       const b = c.request.requestBody;
       const head = String(b.head ?? '').replace(/^[^:]+:/, '');
@@ -333,6 +336,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
         closedAt: null,
         createdAt: now,
         updatedAt: now,
+        author: authorOf(req),
         reviews: [],
         comments: [],
       };
@@ -358,11 +362,21 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
         .sort((a, b) => b.number - a.number);
       return { status: 200, json: all.slice((page - 1) * perPage, page * perPage).map((p) => prJson(c.api, p, true)) };
     },
-    'pulls/create-review': async (c: Ctx) => {
+    'pulls/create-review': async (c: Ctx, req: ExpressReq) => {
       const p = pullOf(c);
       if (!p) return notFound;
       const b = c.request.requestBody;
       const event = b.event === undefined ? 'PENDING' : String(b.event);
+      // As on GitHub: a PR's author may comment on it but not approve it or request changes.
+      if (p.author === authorOf(req) && (event === 'APPROVE' || event === 'REQUEST_CHANGES')) {
+        return {
+          status: 422,
+          json: {
+            message: `Unprocessable Entity: ${event === 'APPROVE' ? 'Can not approve your own pull request' : 'Can not request changes on your own pull request'}`,
+            documentation_url: 'https://docs.github.com/rest/pulls/reviews#create-a-review-for-a-pull-request',
+          },
+        };
+      }
       if ((event === 'REQUEST_CHANGES' || event === 'COMMENT') && !b.body) {
         return unprocessable(`body is required for ${event}`, 'body', 'missing_field');
       }
@@ -472,7 +486,13 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       extendRouter: ((router: {
         use: (fn: (req: ExpressReq, res: ExpressRes, next: () => void) => void) => void;
         post: (path: string, fn: (req: ExpressReq, res: ExpressRes) => void) => void;
+        router?: { stack?: Array<{ handle?: { toString(): string } }> };
       }) => {
+        // The foundation's own per-request log (a state-store dispatch per request, for its
+        // /simulation page) costs more than the rest of a request; this simulator keeps its own log.
+        const stack = router.router?.stack ?? [];
+        const own = stack.findIndex((l) => String(l.handle ?? '').includes('simulationLog'));
+        if (own >= 0) stack.splice(own, 1);
         router.use((req, res, next) => {
           const entry: SimRequest = {
             method: req.method,
