@@ -176,6 +176,23 @@ describe('Claude Code adapter (real claude)', () => {
     expect(Date.now() - t0).toBeLessThan(15_000);
   }, 30_000);
 
+  it('no credentials at all: agent_refused saying to set ANTHROPIC_API_KEY', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'polly-claude-nokey-'));
+    const opts = baseOptions(dir, 'hi', { env: {} });
+    const saved = { key: process.env.ANTHROPIC_API_KEY, token: process.env.ANTHROPIC_AUTH_TOKEN, url: process.env.ANTHROPIC_BASE_URL };
+    delete process.env.ANTHROPIC_API_KEY;
+    delete process.env.ANTHROPIC_AUTH_TOKEN;
+    delete process.env.ANTHROPIC_BASE_URL;
+    try {
+      const r = await adapter.start(opts).result;
+      expect(r.status).toBe('agent_refused');
+      expect(r.message).toContain('ANTHROPIC_API_KEY');
+      expect(r.message).toMatch(/Not logged in/);
+    } finally {
+      for (const [k, v] of [['ANTHROPIC_API_KEY', saved.key], ['ANTHROPIC_AUTH_TOKEN', saved.token], ['ANTHROPIC_BASE_URL', saved.url]] as const) if (v !== undefined) process.env[k] = v;
+    }
+  });
+
   it.runIf(isRoot)('as root without allow_root_sandbox: agent_refused before spawning, saying how to enable it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'polly-claude-root-'));
     const r = await createClaudeCodeAdapter({ command: 'claude', model: null, allow_root_sandbox: false }).start(baseOptions(dir, 'hi')).result;

@@ -21,9 +21,9 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClaudeCodeWorkerConfig } from '../brain/config-schema.js';
-import type { AgentAdapter, AgentEvent, AgentRun, AgentRunOptions } from './agent-adapter.js';
+import type { AgentAdapter, AgentEvent, AgentRun, AgentRunOptions, AgentRunStatus } from './agent-adapter.js';
 import { resolveAgentBinary } from './agent-binary.js';
-import { refusedRun, scrubbedProcessEnv, spawnAgentProcess } from './agent-process.js';
+import { refusedRun, scrubbedProcessEnv, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
 
 export interface ClaudeCodeAdapterConfig extends ClaudeCodeWorkerConfig {
   /** The executable to run; overrides `command` resolution (tests point it at fakes). */
@@ -38,6 +38,7 @@ export const CLAUDE_READ_ONLY_TOOLS = ['Read', 'Grep', 'Glob', 'Bash'] as const;
 export const CLAUDE_WRITE_TOOLS = ['Write', 'Edit', 'MultiEdit', 'NotebookEdit'] as const;
 
 const ROOT_REFUSAL = /cannot be used with root\/sudo privileges/i;
+const NOT_LOGGED_IN = /not logged in|please run \/login|invalid api key/i;
 
 /** The message of a root run without `allow_root_sandbox`. */
 export function rootRefusalMessage(): string {
@@ -150,6 +151,27 @@ export function prepareClaudeConfigDir(stateDir: string): { configDir: string; e
   return { configDir, emptyMcpConfig };
 }
 
+/**
+ * Claude-specific end states: its root refusal on stderr, and "Not logged in" (a result with
+ * `is_error`), both `agent_refused` with what to do next.
+ */
+export function classifyClaudeOutcome(outcome: AgentOutcome): { status: AgentRunStatus; message: string } | null {
+  if (outcome.status !== 'agent_exited') return null;
+  if (ROOT_REFUSAL.test(outcome.stderr)) {
+    return { status: 'agent_refused', message: `${rootRefusalMessage()} (claude said: ${outcome.stderr.trim().split('\n').at(-1)})` };
+  }
+  const result = outcome.events.find((e): e is Extract<AgentEvent, { type: 'result' }> => e.type === 'result');
+  if (result && !result.ok && NOT_LOGGED_IN.test(result.text)) {
+    return {
+      status: 'agent_refused',
+      message:
+        `claude has no credentials ("${result.text}"). Workers use a private CLAUDE_CONFIG_DIR, so your own \`claude\` login is not visible to them: ` +
+        'set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN / ANTHROPIC_BASE_URL for a gateway) in the environment Polly runs in.',
+    };
+  }
+  return null;
+}
+
 function secretsIn(env: Record<string, string>): string[] {
   return Object.entries(env)
     .filter(([k]) => /KEY|TOKEN|SECRET|PASSWORD|AUTH/i.test(k))
@@ -194,10 +216,7 @@ export function createClaudeCodeAdapter(config: ClaudeCodeAdapterConfig): AgentA
         parseLine: parseClaudeStreamLine,
         redact: [...secretsIn(options.env), ...secretsIn(options.gate.env)],
         onEvent: options.onEvent,
-        classify: (outcome) =>
-          outcome.status === 'agent_exited' && ROOT_REFUSAL.test(outcome.stderr)
-            ? { status: 'agent_refused', message: `${rootRefusalMessage()} (claude said: ${outcome.stderr.trim().split('\n').at(-1)})` }
-            : null,
+        classify: classifyClaudeOutcome,
       });
     },
   };
