@@ -16,7 +16,7 @@
  *   request, so the request log shows only what the code under test sent.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -200,8 +200,14 @@ function trimmedGitHubDescription(): string {
     components[kind] = {};
     for (const n of names) components[kind][n] = full.components[kind]![n];
   }
-  const file = join(mkdtempSync(join(tmpdir(), 'polly-ghsim-')), 'api.github.com.trimmed.json');
-  writeFileSync(file, JSON.stringify({ ...full, paths, components }));
+  const text = JSON.stringify({ ...full, paths, components });
+  // One file per content (shared by test processes, never growing): written to a temp name, then renamed.
+  const file = join(tmpdir(), `polly-ghsim-${sha(text).slice(0, 16)}.json`);
+  if (!existsSync(file)) {
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, text);
+    renameSync(tmp, file);
+  }
   trimmedSchemaPath = file;
   return file;
 }
@@ -586,7 +592,9 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       }) as never,
     },
   });
-  const server = (await app.listen(0, '127.0.0.1')) as { port: number; ensureClose(): Promise<void> };
+  // Loopback only, at a free port (the typings of listen() omit the host argument express accepts).
+  const listen = app.listen as unknown as (port: number, host: string) => Promise<{ port: number; ensureClose(): Promise<void> }>;
+  const server = await listen.call(app, 0, '127.0.0.1');
   const baseUrl = `http://127.0.0.1:${server.port}`;
 
   return {
