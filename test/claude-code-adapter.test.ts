@@ -25,6 +25,7 @@ sessions:
           - finish: "Fixed sum; 2+3 prints 5."
       - steps:
           - run: "echo second-turn > second.txt"
+          - write: {path: config.json, content: "{\\"fixed\\": true}\\n"}
           - finish: "Second turn done."
   - name: mcp
     match: {task: mcp1, role: implement}
@@ -74,7 +75,7 @@ describe('Claude Code adapter (real claude)', () => {
   });
 
   it('smoke: writes, edits (Read inserted), runs, reports; then resumes the same session', async () => {
-    const repo = createTestRepo({ 'src/sum.js': 'module.exports = (a, b) => a - b;\n' });
+    const repo = createTestRepo({ 'src/sum.js': 'module.exports = (a, b) => a - b;\n', 'config.json': '{"fixed": false}\n' });
     const seen: AgentEvent[] = [];
     const first = baseOptions(repo.dir, '[polly task=smoke1 role=implement] Fix src/sum.js.', { onEvent: (e) => seen.push(e) });
     const r = await adapter.start(first).result;
@@ -106,6 +107,10 @@ describe('Claude Code adapter (real claude)', () => {
     expect(r2.sessionId).toBe(r.sessionId);
     expect(r2.finalText).toBe('Second turn done.');
     expect(readFileSync(join(repo.dir, 'second.txt'), 'utf8')).toBe('second-turn\n');
+    // Overwriting a file this session never read: Claude Code refuses, the server reads it, retries.
+    expect(r2.events.filter((e) => e.type === 'tool_call').map((e) => (e as { tool: string }).tool)).toEqual(['Bash', 'Write', 'Read', 'Write']);
+    expect(r2.events.filter((e) => e.type === 'tool_result').map((e) => (e as { isError: boolean }).isError)).toEqual([false, true, false, false]);
+    expect(readFileSync(join(repo.dir, 'config.json'), 'utf8')).toBe('{"fixed": true}\n');
     const later = server.requests.slice(before).filter((q) => q.session === 'smoke');
     expect(later.length).toBeGreaterThan(0);
     expect(later.every((q) => q.view?.humanTurns === 2 && q.turnIndex === 1)).toBe(true);

@@ -140,6 +140,21 @@ describe('Anthropic Messages API (real SDK client)', () => {
     expect(recorded.map((r) => r.view?.toolResultsSinceHuman)).toEqual([0, 1, 2, 3, 4, 5]);
   });
 
+  it('answers "File has not been read yet" with a Read of the file, then repeats the Write, and goes on', async () => {
+    const ask = async (messages: Msg[]) => (await client.messages.create({ model: 'm', max_tokens: 100, system: SYSTEM, messages, tools: TOOLS })).content[0]!;
+    const notRead = '<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>';
+    const write = { file_path: '/work/repo/src/new.js', content: 'export const x = 1;\n' };
+    let messages: Msg[] = [prompt, ...toolRound('a1', 'Write', write, notRead, true)];
+    expect(await ask(messages)).toMatchObject({ type: 'tool_use', name: 'Read', input: { file_path: '/work/repo/src/new.js' } });
+    messages = [...messages, ...toolRound('a2', 'Read', {}, '1\told')];
+    expect(await ask(messages)).toMatchObject({ type: 'tool_use', name: 'Write', input: write });
+    messages = [...messages, ...toolRound('a3', 'Write', write, 'ok')];
+    // Progress resumes at the next scripted step (the Read inserted before the edit of src/sum.js).
+    expect(await ask(messages)).toMatchObject({ type: 'tool_use', name: 'Read', input: { file_path: '/work/repo/src/sum.js' } });
+    messages = [...messages, ...toolRound('a4', 'Read', {}, 'a - b')];
+    expect(await ask(messages)).toMatchObject({ type: 'tool_use', name: 'Edit' });
+  });
+
   it('answers the second human turn from the second scripted turn (non-streaming)', async () => {
     const messages: Msg[] = [prompt, { role: 'assistant', content: 'Fixed sum; tests pass.' }, { role: 'user', content: 'tests are red: fix again' }];
     const final = await client.messages.create({ model: 'claude-test', max_tokens: 100, system: SYSTEM, messages, tools: TOOLS });

@@ -15,7 +15,8 @@
  * Code states in its system prompt ("Working directory: …"). Claude Code refuses to Edit a file it
  * has not Read in the session, so an `edit` whose file was not read or written earlier in the same
  * turn gets a `Read` of it inserted first. It also refuses to Write over an existing file it has not
- * read: a script that overwrites an existing file must `read` it first (new files need nothing).
+ * read ("File has not been read yet"); the server cannot see the disk, so it answers that error
+ * with a `Read` of the file and repeats the `Write` (a script may also `read` the file first).
  *
  * Side requests (no tools declared: title generation, topic detection, quota probes…) and
  * conversations no session matches get a short text answer and never a tool call; a request for
@@ -26,7 +27,7 @@ import { randomBytes } from 'node:crypto';
 import { isAbsolute, posix } from 'node:path';
 import type { ServerResponse } from 'node:http';
 import { sendJson, startSse, writeSse, type ApiContext, type ApiRoute } from './api-route.js';
-import { planReply, type ConversationView, type Reply, type Step } from './script.js';
+import { planReply, type ConversationView, type ModelScript, type Reply, type ReplyPlan, type Step } from './script.js';
 
 /** One content block of a request message (only the fields the server reads). */
 interface RequestBlock {
@@ -164,6 +165,58 @@ export function renderClaudeToolUse(step: Exclude<Step, { finish: string }>, cwd
   return { type: 'tool_use', id, name: 'Bash', input: { command, description: `Run: ${command.slice(0, 60)}` } };
 }
 
+/** Claude Code's answer to a Write over an existing file it has not read in this session. */
+const NOT_READ_YET = /^(<tool_use_error>)?File has not been read yet/;
+
+/** The tool results after the last human message, in order. */
+function toolResultsSinceHuman(body: MessagesRequest): { isError: boolean; text: string }[] {
+  const messages = body.messages ?? [];
+  let lastHuman = -1;
+  messages.forEach((m, i) => {
+    if (isHuman(m)) lastHuman = i;
+  });
+  const out: { isError: boolean; text: string }[] = [];
+  for (const m of messages.slice(lastHuman + 1)) {
+    if (m.role !== 'user') continue;
+    for (const b of blocksOf(m.content)) if (b.type === 'tool_result') out.push({ isError: b.is_error === true, text: textOf(b.content) });
+  }
+  return out;
+}
+
+/**
+ * {@link planReply} for Claude Code, recovering from "File has not been read yet" (a scripted
+ * `write` over an existing file the session has not read): the server answers that error with a
+ * `Read` of the file and then repeats the write. Still stateless: each recovery costs exactly two
+ * extra tool results (the error and the Read), which are discounted from the progress count.
+ */
+export function planWithReadRecovery(script: ModelScript, view: ConversationView, results: { isError: boolean; text: string }[]): ReplyPlan {
+  const recoveries = results.filter((r) => r.isError && NOT_READ_YET.test(r.text)).length;
+  const base = planReply(script, { ...view, toolResultsSinceHuman: results.length - 2 * recoveries }, { expandSteps: expandStepsForClaude });
+  if (recoveries === 0 || !base.session) return base;
+  const turn = base.session.turns[base.turnIndex];
+  if (!turn) return base;
+  const toolSteps: Exclude<Step, { finish: string }>[] = [];
+  for (const step of expandStepsForClaude(turn.steps)) {
+    if ('finish' in step) break;
+    toolSteps.push(step);
+  }
+  const n = results.length;
+  const failedAt = (pos: number): number => pos - 2 * (recoveries - 1);
+  const last = results[n - 1];
+  const beforeLast = results[n - 2];
+  if (last?.isError && NOT_READ_YET.test(last.text)) {
+    const k = failedAt(n - 1);
+    const step = toolSteps[k];
+    const path = step ? stepPath(step) : null;
+    if (path !== null) return { session: base.session, turnIndex: base.turnIndex, reply: { kind: 'tool', step: { read: path }, stepIndex: k } };
+  } else if (beforeLast?.isError && NOT_READ_YET.test(beforeLast.text)) {
+    const k = failedAt(n - 2);
+    const step = toolSteps[k];
+    if (step) return { session: base.session, turnIndex: base.turnIndex, reply: { kind: 'tool', step, stepIndex: k } };
+  }
+  return base;
+}
+
 /** Rough token estimate (characters / 4, at least 1). */
 export function estimateTokens(text: string): number {
   return Math.max(1, Math.ceil(text.length / 4));
@@ -205,7 +258,7 @@ export function answerMessages(body: MessagesRequest, ctx: Pick<ApiContext, 'scr
   stopReason: 'tool_use' | 'end_turn';
 } {
   const view = anthropicConversationView(body);
-  const plan = planReply(ctx.script, view, { expandSteps: expandStepsForClaude });
+  const plan = planWithReadRecovery(ctx.script, view, toolResultsSinceHuman(body));
   const structured = body.output_config?.format?.type === 'json_schema';
   if (!plan.session || (view.tools.length === 0 && (structured || plan.reply.kind === 'tool'))) {
     // A side request (title, topic, quota…) or an unmatched conversation: text, never a tool call,
