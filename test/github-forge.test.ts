@@ -106,6 +106,25 @@ describe('GitHub forge against the simulator', () => {
     expect(posted.body).toContain('`src/a.ts:99` — Non-blocking (codex, round 1): outside the diff');
   });
 
+  test('the request log does catch merges: REST PUT …/merge and GraphQL mergePullRequest / enablePullRequestAutoMerge (a separate client, not the forge)', async () => {
+    const other = await startGitHubSimulator({ clock, branches: { main: sha('a'), 'polly/m': sha('b') } });
+    try {
+      const { Octokit } = await import('@octokit/rest');
+      const raw = new Octokit({ baseUrl: other.baseUrl, auth: TOKEN, log: { debug() {}, info() {}, warn() {}, error() {} } });
+      const pr = await raw.rest.pulls.create({ owner: other.owner, repo: other.repo, head: 'polly/m', base: 'main', title: 'm' });
+      expect(other.mergeRequests()).toEqual([]);
+      await raw.rest.pulls.merge({ owner: other.owner, repo: other.repo, pull_number: pr.data.number });
+      expect(other.pulls.get(pr.data.number)!.merged).toBe(true); // served faithfully: it merged
+      await raw.graphql('mutation($id: ID!) { enablePullRequestAutoMerge(input: {pullRequestId: $id}) { clientMutationId } }', { id: pr.data.node_id }).catch(() => undefined);
+      expect(other.mergeRequests().map((r) => `${r.method} ${r.path} ${r.graphqlFields.join(',')}`.trim())).toEqual([
+        `PUT /repos/${other.owner}/${other.repo}/pulls/${pr.data.number}/merge`,
+        'POST /graphql enablePullRequestAutoMerge',
+      ]);
+    } finally {
+      await other.close();
+    }
+  });
+
   test('the simulator refuses a request that breaks the OpenAPI description (so the forge\'s requests are checked)', async () => {
     const res = await fetch(`${sim.baseUrl}/repos/${sim.owner}/${sim.repo}/pulls`, {
       method: 'POST',

@@ -478,6 +478,14 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     title: p.title,
   });
 
+  // Quiet two known, harmless warnings of the simulator's libraries while it runs: handlers it
+  // registers for endpoints outside the trimmed description, and ajv's unknown `repo.nwo` format.
+  const warn = console.warn;
+  const quiet = (...args: unknown[]) => {
+    if (/^(Unknown operationId |unknown format "repo\.nwo")/.test(String(args[0]))) return;
+    warn.apply(console, args);
+  };
+  console.warn = quiet;
   const app = simulation({
     apiSchema: trimmedGitHubDescription(),
     initialState: {
@@ -635,7 +643,10 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       refreshWindow();
       return { limit, remaining: window.remaining, reset: window.reset };
     },
-    close: () => server.ensureClose(),
+    close: async () => {
+      await server.ensureClose();
+      if (console.warn === quiet) console.warn = warn;
+    },
   };
 }
 
