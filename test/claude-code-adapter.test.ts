@@ -237,6 +237,9 @@ describe('parseClaudeStreamLine', () => {
       { type: 'usage', inputTokens: 15, outputTokens: 2, costUsd: 0.5 },
       { type: 'result', ok: false, text: 'max turns' },
     ]);
+    expect(parseClaudeStreamLine({ type: 'system', subtype: 'api_retry', attempt: 3, max_retries: 10, error_status: 529, error: 'overloaded' })).toEqual([
+      { type: 'error', message: 'model API error status 529 (overloaded); claude retries: attempt 3 of 10' },
+    ]);
     expect(parseClaudeStreamLine({ type: 'system', subtype: 'hook_started' })).toEqual([{ type: 'unknown', raw: { type: 'system', subtype: 'hook_started' } }]);
     expect(parseClaudeStreamLine({ type: 'stream_event_v9' })).toEqual([{ type: 'unknown', raw: { type: 'stream_event_v9' } }]);
   });

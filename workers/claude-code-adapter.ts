@@ -69,7 +69,8 @@ function blockText(content: string | ClaudeBlock[] | undefined): string {
 
 /**
  * Normalise one line of `claude -p --output-format stream-json --verbose`:
- * `system/init` → session; `assistant` text → text, tool_use → tool_call; `user` tool_result →
+ * `system/init` → session; `system/api_retry` → error (the run goes on); `assistant` text → text,
+ * tool_use → tool_call; `user` tool_result →
  * tool_result; `result` → usage (tokens incl. cache, `total_cost_usd`) and result (ok unless
  * `is_error` or a non-success subtype). Anything else → `unknown`.
  */
@@ -78,6 +79,11 @@ export function parseClaudeStreamLine(json: unknown): AgentEvent[] {
   if (!j || typeof j !== 'object') return [{ type: 'unknown', raw: json }];
   if (j.type === 'system' && j.subtype === 'init' && typeof j.session_id === 'string') {
     return [{ type: 'session', sessionId: j.session_id }];
+  }
+  if (j.type === 'system' && j.subtype === 'api_retry') {
+    // The model API failed and claude retries with backoff (up to CLAUDE_CODE_MAX_RETRIES, default 10).
+    const status = j.error_status === null || j.error_status === undefined ? '' : ` status ${String(j.error_status)}`;
+    return [{ type: 'error', message: `model API error${status} (${String(j.error ?? 'unknown')}); claude retries: attempt ${String(j.attempt)} of ${String(j.max_retries)}` }];
   }
   if (j.type === 'assistant' || j.type === 'user') {
     const message = j.message as { content?: string | ClaudeBlock[] } | undefined;
