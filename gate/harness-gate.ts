@@ -48,6 +48,20 @@ function distScript(name: string): string {
   throw new PollyError('not_built', `the gate's ${name}.js is not built next to ${here}. Run "npm run build" first.`);
 }
 
+/**
+ * The shell words that run a gate entry point: the bundled CJS file through the code-cache loader
+ * when `npm run build` produced them (fast start), else the ESM entry point.
+ */
+export function gateEntryCommand(name: 'claude-code-hook' | 'codex-hook' | 'shim'): string[] {
+  const here = fileURLToPath(new URL('.', import.meta.url));
+  for (const dir of [join(here, 'bundle'), join(here, '..', 'dist', 'gate', 'bundle')]) {
+    const loader = join(dir, 'run-cached.cjs');
+    const bundle = join(dir, `${name}.cjs`);
+    if (existsSync(loader) && existsSync(bundle)) return [process.execPath, resolve(loader), resolve(bundle)];
+  }
+  return [process.execPath, distScript(name)];
+}
+
 function sq(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
@@ -58,7 +72,8 @@ function sq(s: string): string {
  * Files (all in `stateDir`): `gate-config.json` (role, context, policy, journal path, shim dir),
  * `bin/git` and `bin/gh` (shims), plus per harness:
  * - `claude-code`: `claude-settings.json` with a `PreToolUse` command hook (matcher `*`) running
- *   `node dist/gate/claude-code-hook.js <gate-config.json>`, and `disableAllHooks: false`;
+ *   `node dist/gate/bundle/run-cached.cjs dist/gate/bundle/claude-code-hook.cjs <gate-config.json>`
+ *   (or `node dist/gate/claude-code-hook.js <gate-config.json>` when unbundled), and `disableAllHooks: false`;
  *   args `['--settings', <file>]`.
  * - `codex`: `codex-hooks.toml` (the same hook as TOML, for reference); args
  *   `['--dangerously-bypass-hook-trust', '-c', 'hooks.PreToolUse=[…]', '-c', 'sandbox_mode="workspace-write"']`
@@ -84,23 +99,22 @@ export async function prepareGate(harness: GateHarnessName, options: PrepareGate
   const config: GateRuntimeConfig = { version: 1, harness, role: options.role, context, policy: options.policy ?? DEFAULT_CONFIG.policies, journalPath, shimDir };
   writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
   const files = [configPath];
-  const node = process.execPath;
-  const shim = distScript('shim');
+  const shim = gateEntryCommand('shim').map(sq).join(' ');
   for (const prog of ['git', 'gh']) {
     const file = join(shimDir, prog);
-    writeFileSync(file, `#!/bin/sh\n# Polly gate shim: decides "${prog} $*" before running the real ${prog}.\nexec ${sq(node)} ${sq(shim)} ${sq(configPath)} ${prog} "$@"\n`);
+    writeFileSync(file, `#!/bin/sh\n# Polly gate shim: decides "${prog} $*" before running the real ${prog}.\nexec ${shim} ${sq(configPath)} ${prog} "$@"\n`);
     chmodSync(file, 0o755);
     files.push(file);
   }
   const args: string[] = [];
   if (harness === 'claude-code') {
-    const hook = `${sq(node)} ${sq(distScript('claude-code-hook'))} ${sq(configPath)}`;
+    const hook = [...gateEntryCommand('claude-code-hook'), configPath].map(sq).join(' ');
     const file = join(stateDir, 'claude-settings.json');
     writeFileSync(file, `${JSON.stringify({ disableAllHooks: false, hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command: hook, timeout: 30 }] }] } }, null, 2)}\n`);
     files.push(file);
     args.push('--settings', file);
   } else if (harness === 'codex') {
-    const hook = `${sq(node)} ${sq(distScript('codex-hook'))} ${sq(configPath)}`;
+    const hook = [...gateEntryCommand('codex-hook'), configPath].map(sq).join(' ');
     const inline = `hooks.PreToolUse=[{hooks=[{type="command",command=${JSON.stringify(hook)},timeout=30}]}]`;
     const file = join(stateDir, 'codex-hooks.toml');
     writeFileSync(file, `# Polly gate: passed to codex as -c overrides (see prepareGate)\n[[hooks.PreToolUse]]\n[[hooks.PreToolUse.hooks]]\ntype = "command"\ncommand = ${JSON.stringify(hook)}\ntimeout = 30\n`);
