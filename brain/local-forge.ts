@@ -8,7 +8,8 @@
  * notices on the next read (see `merge-detection.ts`). Like every forge it has no merge method.
  *
  * Journal events (emitted with the registry update): `pr.opened`, `pr.ready`, `pr.review`,
- * `pr.comment`, `pr.merged`, `pr.head_moved`.
+ * `pr.comment`, `pr.merged`, `pr.closed` (the head branch was deleted from the remote unmerged, as
+ * GitHub closes such a PR), `pr.head_moved`.
  */
 import { PollyError } from './errors.js';
 import type {
@@ -94,6 +95,17 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
     return m?.[1] ?? null;
   };
 
+  /** Branch name → sha of every branch on the remote (`git ls-remote --heads`). */
+  const remoteHeads = async (): Promise<Map<string, string>> => {
+    const r = await git.run(['ls-remote', '--heads', remote], { cwd });
+    const out = new Map<string, string>();
+    for (const line of r.stdout.split('\n')) {
+      const m = /^([0-9a-f]{40,64})\trefs\/heads\/(.+)$/.exec(line.trim());
+      if (m) out.set(m[2]!, m[1]!);
+    }
+    return out;
+  };
+
   /** Update the remote-tracking refs of `remote` (a plain fetch; only refs/remotes/<remote>/* move). */
   const fetch = async () => {
     await git.run(['fetch', '--quiet', '--no-tags', remote, `+refs/heads/*:refs/remotes/${remote}/*`], { cwd });
@@ -107,19 +119,28 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
 
   /**
    * Re-read the remote and update open PRs: a head branch pushed again moves `headCommit`; a head
-   * found merged into its base (remote or local) becomes `merged`. Persists only changes.
+   * found merged into its base (remote or local) becomes `merged`; an unmerged PR whose head branch
+   * is gone from the remote becomes `closed`. Persists only changes.
    */
   const refresh = async (prs: LocalPullRequest[]): Promise<void> => {
     const open = prs.filter((p) => OPEN_STATES.has(p.state));
     if (open.length === 0) return;
     await fetch();
-    const changes: Array<{ number: number; headCommit?: string; merged?: { commit: string | null; how: string } }> = [];
+    const heads = await remoteHeads();
+    const changes: Array<{ number: number; headCommit?: string; merged?: { commit: string | null; how: string }; closed?: boolean }> = [];
     for (const pr of open) {
-      const pushed = await revParse(`refs/remotes/${remote}/${pr.head}`);
+      const pushed = heads.get(pr.head) ?? null;
       const head = pushed ?? pr.headCommit;
       const m = await detectMerge(git, cwd, { head, baseRefs: [`refs/remotes/${remote}/${pr.base}`, `refs/heads/${pr.base}`] });
-      if (head !== pr.headCommit || m.merged) {
-        changes.push({ number: pr.number, ...(head !== pr.headCommit ? { headCommit: head } : {}), ...(m.merged ? { merged: { commit: m.mergeCommitSha, how: m.how ?? '' } } : {}) });
+      // As on GitHub: deleting an unmerged PR's head branch closes the PR.
+      const closed = !m.merged && pushed === null;
+      if (head !== pr.headCommit || m.merged || closed) {
+        changes.push({
+          number: pr.number,
+          ...(head !== pr.headCommit ? { headCommit: head } : {}),
+          ...(m.merged ? { merged: { commit: m.mergeCommitSha, how: m.how ?? '' } } : {}),
+          ...(closed ? { closed } : {}),
+        });
       }
     }
     if (changes.length === 0) return;
@@ -135,6 +156,9 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
           pr.state = 'merged';
           pr.mergeCommit = c.merged.commit;
           tx.emit('pr.merged', { forge: 'local', number: pr.number, taskId: pr.taskId, mergeCommit: c.merged.commit, how: c.merged.how });
+        } else if (c.closed) {
+          pr.state = 'closed';
+          tx.emit('pr.closed', { forge: 'local', number: pr.number, taskId: pr.taskId, reason: `branch ${pr.head} was deleted from ${remote} unmerged` });
         }
         pr.updatedAt = now();
       }

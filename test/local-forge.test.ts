@@ -121,7 +121,7 @@ describe('local forge', () => {
     expect(await s.forge.getPullRequest(1)).toMatchObject({ state: 'merged', merged: true, mergeCommitSha: squash });
   });
 
-  test('a rebase merge is recognised patch by patch; an unmerged branch stays open', async () => {
+  test('a rebase merge is recognised patch by patch; an unmerged branch stays open until its branch is deleted (closed)', async () => {
     const s = setup();
     s.task('rb', { 'src/rb.txt': 'rb\n' });
     s.task('open', { 'src/open.txt': 'still open\n' });
@@ -135,6 +135,9 @@ describe('local forge', () => {
     s.repo.git(['push', '-q', 'origin', 'main']);
     expect(await s.forge.getPullRequest(1)).toMatchObject({ state: 'merged', mergeCommitSha: picked });
     expect(await s.forge.getPullRequest(2)).toMatchObject({ state: 'draft', merged: false });
+    git(s.repo.remote, ['branch', '-D', 'polly/open']); // the human deletes an unmerged branch: closed, as on GitHub
+    expect(await s.forge.getPullRequest(2)).toMatchObject({ state: 'closed', merged: false });
+    expect((await s.store.journal()).map((e) => e.kind).slice(-1)).toEqual(['pr.closed']);
     const d = await detectMerge(testGit(), s.repo.dir, { head: 'polly/open', baseRefs: ['refs/heads/main', 'refs/heads/nope'] });
     expect(d).toEqual({ merged: false, how: null, baseRef: null, mergeCommitSha: null });
   });
