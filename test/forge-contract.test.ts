@@ -10,12 +10,14 @@ import ts from 'typescript';
 import { describe, expect, test } from 'vitest';
 import { DEFAULT_CONFIG, type PollyConfig } from '../brain/config-schema.js';
 import { mergeLikeMethodNames } from '../brain/forge.js';
-import { githubEndpoint, selectForge } from '../brain/forge-select.js';
+import { githubEndpoint, openForge, selectForge } from '../brain/forge-select.js';
 import { createGitHubForge } from '../brain/github-forge.js';
 import { redactToken, resolveGitHubToken } from '../brain/github-token.js';
 import { createLocalForge } from '../brain/local-forge.js';
 import { renderPrBody } from '../brain/pr-body.js';
 import { createMemoryRegistryStore } from '../brain/registry-store.js';
+import { createGitRunner } from '../workers/git.js';
+import { createTestRepo } from './helpers/git-repo.js';
 import { REVIEW_FINDINGS_JSON_SCHEMA, commentableLines, parseFindings, reviewFromFindings, validateFindings } from '../brain/review-findings.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -93,6 +95,23 @@ describe('forge selection', () => {
     });
     expect(() => selectForge(cfg('github'), '/srv/origin.git')).toThrow(expect.objectContaining({ code: 'config_invalid' }));
     expect(() => githubEndpoint('not a url')).toThrow(expect.objectContaining({ code: 'config_invalid' }));
+  });
+});
+
+describe('openForge on a real repository', () => {
+  test('a bare-repo origin gives the local forge; a github.com origin with GITHUB_TOKEN gives the GitHub forge', async () => {
+    const repo = createTestRepo();
+    const store = createMemoryRegistryStore();
+    const git = createGitRunner({ env: { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' } });
+    const local = await openForge({ repoRoot: repo.dir, config: DEFAULT_CONFIG, store, git, env: {} });
+    expect(local.forge.kind).toBe('local');
+    expect(local.selection.reason).toContain('is not on github.com');
+    repo.git(['remote', 'set-url', 'origin', 'https://github.com/octo-org/demo.git']);
+    const gh = await openForge({ repoRoot: repo.dir, config: DEFAULT_CONFIG, store, git, env: { GITHUB_TOKEN: 'ghp_test' } });
+    expect(gh.forge.kind).toBe('github');
+    expect(gh.selection).toMatchObject({ kind: 'github', owner: 'octo-org', repo: 'demo', reason: 'origin is on github.com' });
+    repo.git(['remote', 'remove', 'origin']);
+    expect((await openForge({ repoRoot: repo.dir, config: DEFAULT_CONFIG, store, git, env: {} })).selection.reason).toBe('no origin remote');
   });
 });
 
