@@ -40,6 +40,10 @@ export interface PlanRecord {
   admission: AdmissionRecord | null;
   /** The plan gate: a human approves or rejects; an ask expires after ask_timeout seconds. */
   gate: 'pending' | 'approved' | 'rejected' | 'expired' | 'refused';
+  /** Task key → the batch (turn) the plan pins it to (optional). */
+  batches?: Record<string, number>;
+  /** When refused: each violated invariant with its shortest counterexample, as text. */
+  counterexamples?: string[];
   askedAt: string | null;
   decidedAt: string | null;
   decidedBy: string | null;
@@ -143,6 +147,12 @@ export interface TaskRecord {
   /** Backup refs under refs/polly/ made before any teardown. */
   backupRefs: string[];
   sessionId: string | null;
+  /**
+   * The follow-up the implementer gets next (red-check output, blocking review findings), written
+   * by the tool that produced it and sent by `send_followup`; null once the checks are green.
+   * Optional for records written before it existed.
+   */
+  feedback?: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -164,6 +174,15 @@ export interface RunRecord {
   openOrder: WorkOrderRecord | null;
   /** Ids of work orders whose completions were applied (de-duplication). */
   completedOrders: string[];
+  /**
+   * Orders emitted but not yet offered: a step may emit several effects, and only one order is
+   * open at a time; the next is opened when the open one completes (runtime; optional for older runs).
+   */
+  outbox?: WorkOrderRecord[];
+  /** Ids of orders superseded before completion (a signal moved the run, or it ended): reports on them are stale. */
+  droppedOrders?: string[];
+  /** The terminal control state once `status` is `finished`. */
+  outcome?: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -177,6 +196,12 @@ export interface WorkOrderRecord {
   attempt: number;
   leaseExpiresAt: string | null;
   leasedBy: string | null;
+  /** The run's step (seq) that emitted the order (runtime; optional for older records). */
+  seq?: number;
+  /** Attempts allowed by the effect's retry policy. */
+  maxAttempts?: number;
+  /** Not offered before this time (retry backoff); null = now. */
+  availableAt?: string | null;
 }
 
 /** A live (or recently live) worker process. */
@@ -192,6 +217,20 @@ export interface WorkerRecord {
   heartbeatAt: string;
   /** The Brain (by pid) that supervises it. */
   supervisor: number | null;
+  /** The work order this worker performs (workers/worker-supervisor.ts; optional for older rows). */
+  orderId?: string;
+  purpose?: Purpose;
+  /** `<stateRoot>/<id>`: spec.json, events.jsonl, heartbeat, result.json, runner.log. */
+  stateDir?: string;
+  /** `running` while its runner process lives; `exited` with a result; `dead` when it died without one. */
+  state?: 'starting' | 'running' | 'exited' | 'dead';
+  /** The agent CLI's pid (its own process group leader), once started. */
+  agentPid?: number | null;
+  endedAt?: string | null;
+  /** How the turn ended (an AgentRunStatus), once ended. */
+  outcome?: string | null;
+  /** Why it ended, in one line (the agent's message, or the death cause). */
+  cause?: string | null;
 }
 
 /** A pull request recorded by the local forge. */
@@ -223,6 +262,14 @@ export interface Registry {
   pullRequests: Record<string, LocalPullRequest>;
   /** Monotonic counters: next journal seq, next local PR number, id sequences. */
   counters: { journalSeq: number; pullRequest: number; task: number; plan: number; goal: number };
+  /**
+   * The Brain's current turn (one model turn: from the message that woke it to its result):
+   * dispatches in it are counted against spawn_bounds.max_dispatches_per_turn. Optional for
+   * registries written before it existed.
+   */
+  turn?: { seq: number; startedAt: string; dispatches: number };
+  /** The journal seq up to which the Brain has read its inbox (sys_read_inbox's default cursor). */
+  inboxCursor?: number;
   /** The Brain currently owning this registry, if any. */
   brain: { pid: number; startedAt: string; heartbeatAt: string } | null;
   /**

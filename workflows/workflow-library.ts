@@ -1,0 +1,170 @@
+/**
+ * A workflow library: the workflows one agent area may run, each admitted or refused at load time.
+ *
+ * Loading checks every workflow exhaustively (`checker.ts`); a workflow with a `polly:` block is
+ * checked with Polly's guarantees added (`guarantees.ts`). A refused workflow stays listed — with
+ * the violated invariants as its reasons — but the runtime will not start it. A file that does not
+ * parse is listed as refused with the parse error (file:line:column), so one bad edit does not take
+ * the other workflows down.
+ */
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DEFAULT_CONFIG } from '../brain/config-schema.js';
+import { PollyError, isPollyError } from '../brain/errors.js';
+import { checkWorkflow, type CheckResult } from './checker.js';
+import { withPollyGuarantees, type GuaranteePolicy } from './guarantees.js';
+import { WORKFLOW_FILE, loadWorkflow } from './load-workflow.js';
+import type { EventRef, InvariantDecl, Workflow } from './workflow-schema.js';
+
+/** One guarantee a workflow was admitted under: an invariant's name and what it says. */
+export interface Guarantee {
+  name: string;
+  /** The pattern in words, e.g. `post_brief requires_before APPROVED`. */
+  says: string;
+}
+
+/** A workflow of the library, admitted or refused. */
+export interface LibraryEntry {
+  name: string;
+  /** The workflow file (or directory, when it did not load). */
+  file: string;
+  admitted: boolean;
+  /** The checked workflow (with Polly's guarantees when it has a `polly:` block); null when it did not load. */
+  workflow: Workflow | null;
+  /** The checker's verdict; null when the file did not load. */
+  check: CheckResult | null;
+  /** The checker's one-line verdict (`admitted: NAME — …` / `REFUSED: NAME`). */
+  line: string;
+  /** Refused: the violated invariant names, or the load error. Admitted: []. */
+  reasons: string[];
+  guarantees: Guarantee[];
+  /** Effect kind → the agent tool that performs it. */
+  tools: Record<string, string>;
+  /** The run key template, e.g. `brief:{channel}:{day}`. */
+  key: string | null;
+  description: string;
+}
+
+export interface WorkflowLibrary {
+  /** Every workflow, in load order. */
+  entries(): LibraryEntry[];
+  /** The entry named `name`, or undefined. */
+  get(name: string): LibraryEntry | undefined;
+}
+
+export interface WorkflowLibraryOptions {
+  /** Policy for Polly's guarantees (default: config defaults, 5 dispatches per turn). */
+  policy?: GuaranteePolicy;
+}
+
+/** The Polly package root (holds package.json and the built-in `workflows/`), from this module's location. */
+export function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg)) {
+      try {
+        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'polly') return dir;
+      } catch {
+        // keep walking
+      }
+    }
+    const up = dirname(dir);
+    if (up === dir) throw new PollyError('internal', `cannot find the polly package root above ${fileURLToPath(import.meta.url)}`);
+    dir = up;
+  }
+}
+
+/** The built-in workflow directories: `workflows/customer-brief` and `workflows/polly-task`. */
+export function builtinWorkflowDirs(): string[] {
+  const root = packageRoot();
+  return ['customer-brief', 'polly-task'].map((n) => join(root, 'workflows', n));
+}
+
+/**
+ * Expand sources into workflow files: a directory holding `workflow.yaml` is one workflow; any
+ * other directory contributes each `<sub>/workflow.yaml` (sorted); a file is itself.
+ * @throws PollyError `bad_input` when a source does not exist.
+ */
+export function workflowFiles(sources: string[]): string[] {
+  const out: string[] = [];
+  for (const src of sources) {
+    const path = resolve(src);
+    if (!existsSync(path)) throw new PollyError('bad_input', `workflow source ${JSON.stringify(src)} does not exist. Pass a directory holding ${WORKFLOW_FILE}, or a directory of such directories.`, { details: { path: src } });
+    if (!statSync(path).isDirectory()) {
+      out.push(path);
+    } else if (existsSync(join(path, WORKFLOW_FILE))) {
+      out.push(join(path, WORKFLOW_FILE));
+    } else {
+      for (const sub of readdirSync(path).sort()) {
+        const f = join(path, sub, WORKFLOW_FILE);
+        if (existsSync(f)) out.push(f);
+      }
+    }
+  }
+  return out;
+}
+
+function refText(r: EventRef): string {
+  const parts = [...r.names, ...r.tools.map((t) => `tool:${t}`)];
+  const what = parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
+  return r.when ? `${what} when ${r.when}` : what;
+}
+
+/** An invariant in words (pattern and events), for `workflow_list`. */
+export function describeInvariant(inv: InvariantDecl): string {
+  switch (inv.pattern) {
+    case 'never': return `never ${refText(inv.event)}`;
+    case 'requires_before': return `${refText(inv.event)} only after ${inv.requires.map(refText).join(' and ')}${inv.reset_by ? ` (again after ${refText(inv.reset_by)})` : ''}`;
+    case 'at_most': return `at most ${inv.count} × ${refText(inv.event)}`;
+    case 'eventually_after': return `every ${refText(inv.event)} is followed by ${refText(inv.then)}`;
+    case 'terminates': return 'every path terminates';
+  }
+}
+
+/** Load and check one workflow file into a library entry (never throws for a bad workflow). */
+export function loadLibraryEntry(file: string, policy: GuaranteePolicy): LibraryEntry {
+  let wf: Workflow;
+  try {
+    const loaded = loadWorkflow(file);
+    wf = loaded.polly ? withPollyGuarantees(loaded, policy) : loaded;
+  } catch (error) {
+    if (!isPollyError(error)) throw error;
+    const name = basename(dirname(file));
+    return { name, file, admitted: false, workflow: null, check: null, line: `REFUSED: ${name}`, reasons: [error.message], guarantees: [], tools: {}, key: null, description: '' };
+  }
+  const check = checkWorkflow(wf);
+  return {
+    name: wf.name,
+    file,
+    admitted: check.admitted,
+    workflow: wf,
+    check,
+    line: check.line,
+    reasons: check.admitted ? [] : check.violations.map((v) => v.invariant),
+    guarantees: wf.invariants.map((inv) => ({ name: inv.name, says: describeInvariant(inv) })),
+    tools: Object.fromEntries(wf.effects.map((e) => [e.kind, e.tool])),
+    key: wf.key,
+    description: wf.description,
+  };
+}
+
+/**
+ * Build a library from workflow sources (see {@link workflowFiles}), checking each workflow.
+ * @throws PollyError `bad_input` for a missing source or two workflows with the same name (names both files).
+ */
+export function createWorkflowLibrary(sources: string[], options: WorkflowLibraryOptions = {}): WorkflowLibrary {
+  const policy = options.policy ?? { maxDispatchesPerTurn: DEFAULT_CONFIG.policies.spawn_bounds.max_dispatches_per_turn };
+  const byName = new Map<string, LibraryEntry>();
+  for (const file of workflowFiles(sources)) {
+    const entry = loadLibraryEntry(file, policy);
+    const other = byName.get(entry.name);
+    if (other) {
+      throw new PollyError('bad_input', `two workflows are named ${JSON.stringify(entry.name)}: ${other.file} and ${file}. Rename one (the name is part of every run's identity).`, { details: { name: entry.name, files: [other.file, file] } });
+    }
+    byName.set(entry.name, entry);
+  }
+  const list = [...byName.values()];
+  return { entries: () => list, get: (name) => byName.get(name) };
+}
