@@ -52,6 +52,8 @@ export interface CheckResult {
   line: string;
   pathsExplored: number;
   statesSeen: number;
+  /** How many of the states seen are terminal. */
+  terminalStates: number;
   violations: Violation[];
   /** False when the state cap stopped the search (then `admitted` is false). */
   exhaustive: boolean;
@@ -125,12 +127,16 @@ export function checkWorkflow(wf: Workflow, options: CheckOptions = {}): CheckRe
   let paths = 0;
   let capped = false;
   let expanded = 0;
+  let terminals = 0;
   const terminalMask = model.terminalMask;
   for (let i = 0; i < space.count; i++) {
     expanded = i + 1;
     space.decode(i, cur);
     space.beginEdges(i);
-    if (terminalMask[cur[0]!] === 1) continue;
+    if (terminalMask[cur[0]!] === 1) {
+      terminals++;
+      continue;
+    }
     let enabled = 0;
     for (let mv = 0; mv < nmoves; mv++) {
       const d = moveData[mv]!;
@@ -243,6 +249,7 @@ export function checkWorkflow(wf: Workflow, options: CheckOptions = {}): CheckRe
     line: admitted ? `admitted: ${name} — paths explored: ${paths} · states seen: ${space.count} · exhaustive within declared domains` : `REFUSED: ${name}`,
     pathsExplored: paths,
     statesSeen: space.count,
+    terminalStates: terminals,
     violations,
     exhaustive: !capped,
     elapsedMs: performance.now() - started,

@@ -332,7 +332,7 @@ function checkBinary(n: Extract<Node, { k: 'bin' }>, resolve: (name: string) => 
   if (n.op === '&&' || n.op === '||') {
     const a = coerce(check(n.a, resolve), bool);
     const b = coerce(check(n.b, resolve), bool);
-    return { type: bool, fn: n.op === '&&' ? (v, d) => (a(v, d) && b(v, d) ? 1 : 0) : (v, d) => (a(v, d) || b(v, d) ? 1 : 0), at: n.at };
+    return { type: bool, fn: n.op === '&&' ? (v, d) => (a(v, d) === 0 ? 0 : b(v, d)) : (v, d) => (a(v, d) !== 0 ? 1 : b(v, d)), at: n.at };
   }
   if (n.op === '+' || n.op === '-') {
     const a = coerce(check(n.a, resolve), int);
@@ -343,9 +343,11 @@ function checkBinary(n: Extract<Node, { k: 'bin' }>, resolve: (name: string) => 
   const tb = check(n.b, resolve);
   let a: Compiled;
   let b: Compiled;
+  let lhsRaw = ta.type !== 'str';
   if (n.op === '==' || n.op === '!=') {
     if (ta.type === 'str' && tb.type === 'str') throw new ExpressionError('comparing two string literals is always constant', n.at);
     const t = unify(ta.type, tb.type);
+    if (ta.type !== 'str' && ta.type.kind === 'enum' && t.kind === 'enum' && !sameValues(ta.type.values, t.values)) lhsRaw = false;
     a = coerce(ta, t);
     b = coerce(tb, t);
   } else {
@@ -356,6 +358,20 @@ function checkBinary(n: Extract<Node, { k: 'bin' }>, resolve: (name: string) => 
   const probe = new Int32Array(0);
   const rhsConst = n.b.k === 'int' || n.b.k === 'str' || n.b.k === 'bool' ? b(probe, probe) : null;
   let fn: Compiled;
+  // `variable OP constant`, the commonest guard atom, reads the slot directly (no nested closure).
+  const lhsSym = n.a.k === 'id' && lhsRaw ? resolve(n.a.name) : null;
+  if (rhsConst !== null && lhsSym && lhsSym.where === 'v') {
+    const c = rhsConst;
+    const i = lhsSym.index;
+    switch (n.op) {
+      case '==': return { type: bool, fn: (v) => (v[i] === c ? 1 : 0), at: n.at };
+      case '!=': return { type: bool, fn: (v) => (v[i] !== c ? 1 : 0), at: n.at };
+      case '<': return { type: bool, fn: (v) => (v[i]! < c ? 1 : 0), at: n.at };
+      case '<=': return { type: bool, fn: (v) => (v[i]! <= c ? 1 : 0), at: n.at };
+      case '>': return { type: bool, fn: (v) => (v[i]! > c ? 1 : 0), at: n.at };
+      default: return { type: bool, fn: (v) => (v[i]! >= c ? 1 : 0), at: n.at };
+    }
+  }
   if (rhsConst !== null) {
     const c = rhsConst;
     switch (n.op) {

@@ -51,7 +51,10 @@ export function parseWorkflow(text: string, file: string): Workflow {
         const k = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
         const childPath = path ? `${path}.${k}` : k;
         const kOff = isScalar(pair.key) ? pair.key.range?.[0] ?? null : null;
-        if (kOff !== null) positions[childPath] = at(kOff);
+        if (kOff !== null) {
+          positions[childPath] = at(kOff);
+          positions[`${childPath}@key`] = at(kOff);
+        }
         walk(pair.value as YamlNode | null, childPath, kOff);
       }
     } else if (isSeq(node)) {

@@ -62,8 +62,8 @@ const IDENT_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const RESERVED = new Set(['state', 'data', 'true', 'false', 'in']);
 
 /** Build the `workflow_invalid` error for `path`, with the nearest known position. */
-export function workflowError(src: SourceInfo, path: string, message: string, column = 0): PollyError {
-  const pos = lookup(src.positions ?? {}, path);
+export function workflowError(src: SourceInfo, path: string, message: string, column = 0, atKey = false): PollyError {
+  const pos = (atKey ? src.positions?.[`${path}@key`] : undefined) ?? lookup(src.positions ?? {}, path);
   const where = pos ? `${src.file}:${pos.line}:${pos.column + column}` : src.file;
   return new PollyError('workflow_invalid', `${where}: ${path || '(top level)'}: ${message}`, {
     details: { file: src.file, path, line: pos?.line ?? null, column: pos ? pos.column + column : null },
@@ -99,7 +99,7 @@ export function validateWorkflow(raw: unknown, src: SourceInfo): Workflow {
   };
   const only = (o: Record<string, unknown>, path: string, keys: string[]): void => {
     for (const k of Object.keys(o)) {
-      if (!keys.includes(k)) fail(join(path, k), `unknown field "${k}"; allowed here: ${keys.join(', ')}`);
+      if (!keys.includes(k)) throw workflowError(src, join(path, k), `unknown field "${k}"; allowed here: ${keys.join(', ')}`, 0, true);
     }
   };
   const str = (v: unknown, path: string): string => {
