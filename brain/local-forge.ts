@@ -45,6 +45,8 @@ export interface LocalForge extends Forge {
   readonly kind: 'local';
   /** The registry record of PR `number`, refreshed (merge detection) first. */
   record(number: number): Promise<LocalPullRequest>;
+  /** The registry records, refreshed once, newest first, filtered like {@link Forge.listPullRequests}. */
+  records(options?: ListPullRequestsOptions): Promise<LocalPullRequest[]>;
   /** `git diff base...head` of the PR (what a reviewer sees), as text. */
   diff(number: number): Promise<string>;
 }
@@ -281,15 +283,18 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
     },
 
     async listPullRequests(opts: ListPullRequestsOptions = {}): Promise<PullRequestInfo[]> {
+      return (await forge.records(opts)).map(toInfo);
+    },
+
+    record: refreshed,
+
+    async records(opts: ListPullRequestsOptions = {}): Promise<LocalPullRequest[]> {
       await refresh(Object.values((await options.store.read()).pullRequests));
       const want = opts.state ?? 'open';
       return Object.values((await options.store.read()).pullRequests)
         .filter((p) => want === 'all' || (want === 'open') === OPEN_STATES.has(p.state))
-        .sort((a, b) => b.number - a.number)
-        .map(toInfo);
+        .sort((a, b) => b.number - a.number);
     },
-
-    record: refreshed,
 
     async diff(number: number): Promise<string> {
       const pr = await refreshed(number);

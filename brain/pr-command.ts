@@ -79,8 +79,7 @@ export const command: Command = {
     if (sub === 'list') {
       const args = parseCommandArgs('pr list', rest, { json: { type: 'boolean' }, all: { type: 'boolean' } }, 0);
       const forge = await openLocalForge(io.cwd, io.env);
-      const infos = await forge.listPullRequests({ state: args.values.all ? 'all' : 'open' });
-      const records = await Promise.all(infos.map((i) => forge.record(i.number)));
+      const records = await forge.records({ state: args.values.all ? 'all' : 'open' });
       if (args.values.json) {
         writeJson(
           io.stdout,
