@@ -73,8 +73,8 @@ export async function proposePlan(
       decidedAt: admission.admitted ? null : now,
       decidedBy: admission.admitted ? null : 'checker',
     };
-    (record as PlanRecord & { batches?: Record<string, number>; counterexamples?: string[] }).batches = plan.batches;
-    if (!admission.admitted) (record as PlanRecord & { counterexamples?: string[] }).counterexamples = counterexamples;
+    record.batches = plan.batches;
+    if (!admission.admitted) record.counterexamples = counterexamples;
     draft.plans[planId] = record;
     const goal = goalId ? draft.goals[goalId] : undefined;
     if (goal) {
