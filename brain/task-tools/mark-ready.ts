@@ -1,0 +1,54 @@
+/**
+ * Tool `mark_ready` (effect `mark_pr_ready` of polly-task): the checks are green and the last review
+ * has no blocking finding, so the task's draft PR is marked ready for a human's review.
+ *
+ * Idempotent: `Forge.markReady` is a no-op on a PR that is already ready; the task's `pr.state` and
+ * status become `ready`. A PR a human already merged is reported `ok` (it is recorded as merged and
+ * the after-merge pass finishes the task); a PR closed without merging is a permanent failure.
+ * Polly never merges.
+ */
+import { isPollyError } from '../errors.js';
+import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
+
+/** Create the `mark_ready` tool. */
+export function createMarkReadyTool(): TaskTool {
+  return async (ctx: TaskToolContext): Promise<TaskToolOutcome> => {
+    const { task } = ctx;
+    if (!task.pr) return { outcome: 'failure', permanent: true, note: `task ${task.id} has no pull request to mark ready; open_draft_pr must run first.` };
+    const number = task.pr.number;
+    try {
+      const info = await ctx.forge.getPullRequest(number);
+      if (info.state === 'merged' || info.state === 'closed') {
+        await ctx.store.update((draft, tx) => {
+          const t = draft.tasks[task.id];
+          if (!t?.pr || t.pr.state === info.state) return;
+          t.pr.state = info.state;
+          t.updatedAt = new Date().toISOString();
+          tx.emit('task.pr_state', { taskId: t.id, number, state: info.state });
+        });
+        if (info.state === 'merged') return { outcome: 'ok', note: `PR #${number} was already merged by a human; nothing to mark ready` };
+        return { outcome: 'failure', permanent: true, note: `PR #${number} was closed without merging; it cannot be marked ready. Reopen it on the forge or cancel the task.` };
+      }
+      if (info.state !== 'ready') await ctx.forge.markReady(number);
+    } catch (error) {
+      const permanent = isPollyError(error) && error.code === 'not_found';
+      return { outcome: 'failure', ...(permanent ? { permanent } : {}), note: `marking PR #${number} ready failed: ${isPollyError(error) ? error.message : String(error)}` };
+    }
+    await ctx.store.update((draft, tx) => {
+      const t = draft.tasks[task.id];
+      if (!t?.pr) return;
+      if (t.pr.state === 'ready' && t.status === 'ready') return;
+      t.pr.state = 'ready';
+      t.status = 'ready';
+      t.statusReason = null;
+      t.feedback = null;
+      t.updatedAt = new Date().toISOString();
+      tx.emit('task.pr_ready', { taskId: t.id, number, url: t.pr.url, orderId: ctx.order.id });
+    });
+    ctx.progress(`${task.id}: PR #${number} ready for review (${task.pr.url})`);
+    return { outcome: 'ok', note: `PR #${number} is ready for a human's review` };
+  };
+}
+
+/** The `mark_ready` tool. */
+export const markReadyTool: TaskTool = createMarkReadyTool();
