@@ -11,8 +11,10 @@
  * - any internal failure → exit 2 with the reason on stderr (exit 2 blocks the call; other non-zero
  *   codes would fail open).
  */
+import { createFileJournal, decisionEntry } from './decision-log.js';
 import { decideAll, readGateConfig, readStdin } from './hook-runtime.js';
-import { mapClaudeTool } from './harness-tools.js';
+import { mapClaudeTool, pollyMcpDecision } from './harness-tools.js';
+import type { GateRequest } from './types.js';
 
 async function main(): Promise<void> {
   const cfg = readGateConfig(process.argv[2]);
@@ -25,6 +27,13 @@ async function main(): Promise<void> {
   }
   if (payload === null || typeof payload !== 'object') throw new Error('hook input is not a JSON object');
   const cwd = typeof payload.cwd === 'string' ? payload.cwd : process.cwd();
+  // The Brain's calls to Polly's own MCP server (workers get null here and are denied below).
+  const mcp = pollyMcpDecision(cfg.role, payload.tool_name);
+  if (mcp) {
+    const request = { type: 'tool', harness: 'claude-code', role: cfg.role, tool: 'mcp', input: String(payload.tool_name), cwd } as unknown as GateRequest;
+    if (cfg.journalPath) createFileJournal(cfg.journalPath).appendJournal('gate.decision', decisionEntry(request, mcp, { session: payload.session_id ?? null }));
+    return;
+  }
   const mapped = mapClaudeTool(payload.tool_name, payload.tool_input);
   const d = mapped.ok
     ? decideAll(cfg, mapped.calls.map((c) => ({ ...c, cwd, harness: 'claude-code' as const })), { session: payload.session_id ?? null })

@@ -104,7 +104,12 @@ export function matchLong(arg: string, known: readonly string[]): { names: strin
 interface GitState {
   cwd: string | null;
   configs: Map<string, string>;
+  /** Dangerous `-c` settings seen (decided once the subcommand is known). */
+  risky?: Array<{ name: string; value: string }>;
 }
+
+/** Values that switch a program-running setting off (`core.hooksPath=/dev/null`, `core.fsmonitor=false`). */
+const DISABLING = new Set(['', 'false', '0', 'no', 'off', '/dev/null', 'cat']);
 
 const deny = (a: Analyzer, rule: string, reason: string): void => a.finding({ decision: 'deny', rule, reason });
 
@@ -139,10 +144,8 @@ export function analyzeGit(args: string[], cwd: string | null, depth: number, a:
         const name = eq < 0 ? kv : kv.slice(0, eq);
         const value = eq < 0 ? 'true' : kv.slice(eq + 1);
         if (/^alias\./i.test(name)) st.configs.set(`alias.${name.slice(6)}`, value);
-        else if (dangerousConfig(name)) {
-          deny(a, 'blast_radius.git_config', `git -c ${name}=… changes what git runs or where it pushes (hooks, programs, push refspecs); not allowed`);
-          return;
-        } else st.configs.set(configKey(name), value);
+        else if (dangerousConfig(name)) (st.risky ??= []).push({ name, value });
+        else st.configs.set(configKey(name), value);
         break;
       }
       case '--config-env': {
@@ -216,7 +219,17 @@ export function analyzeGit(args: string[], cwd: string | null, depth: number, a:
     deny(a, 'blast_radius.unresolved_command', `"git ${sub}" is not a git command the gate knows: it may be an alias or an external helper whose effect cannot be checked`);
     return;
   }
-  analyzeSubcommand(sub, rest, st, a);
+  if (!st.risky || st.risky.length === 0) return analyzeSubcommand(sub, rest, st, a);
+  // Switching hooks/fsmonitor/pagers off for a command that changes nothing is harmless (tools probe
+  // repositories that way); any other use changes what git runs or where it pushes.
+  let mutated = false;
+  const probe: Analyzer = { ...a, finding: (f) => a.finding(f), write: (r, p) => a.write(r, p), mutate: (w) => ((mutated = true), a.mutate(w)), script: a.script, exec: a.exec };
+  analyzeSubcommand(sub, rest, st, probe);
+  const off = st.risky.every((r) => DISABLING.has(r.value.toLowerCase()) && !/^(alias|include|includeif|remote|push|url|branch)\./i.test(r.name));
+  if (mutated || !off) {
+    const r = st.risky[0] as { name: string; value: string };
+    deny(a, 'blast_radius.git_config', `git -c ${r.name}=${r.value} ${sub} changes what git runs or where it pushes (hooks, programs, push refspecs); not allowed`);
+  }
 }
 
 /** Long options per subcommand, for unique-prefix matching. */

@@ -85,6 +85,11 @@ function sq(s: string): string {
  * @throws PollyError `not_built` when dist/gate is missing; `bad_input` for a relative path.
  */
 export async function prepareGate(harness: GateHarnessName, options: PrepareGateOptions): Promise<PreparedGate> {
+  return prepareGateSync(harness, options);
+}
+
+/** {@link prepareGate}, synchronously (it only writes small files): for callers that must spawn at once. */
+export function prepareGateSync(harness: GateHarnessName, options: PrepareGateOptions): PreparedGate {
   const stateDir = resolve(options.stateDir);
   for (const [k, v] of Object.entries({ repoRoot: options.context.repoRoot, worktree: options.context.worktree, home: options.context.home })) {
     if (!v || !v.startsWith('/')) throw new PollyError('bad_input', `prepareGate: context.${k} must be an absolute path, got ${JSON.stringify(v)}`);

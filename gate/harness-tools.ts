@@ -7,7 +7,7 @@
  * raw patch in `tool_input.command`); pi extensions (pi-coding-agent docs/extensions.md, `tool_call`
  * event: `toolName` bash/read/write/edit/grep/find/ls, `input.command` / `input.path`).
  */
-import type { GateTool } from './types.js';
+import type { GateDecision, GateRole, GateTool } from './types.js';
 
 /** One gate check derived from a harness tool call. */
 export interface MappedCall {
@@ -36,6 +36,23 @@ export function mapClaudeTool(toolName: unknown, input: unknown): MappedResult {
   }
   if (CLAUDE_READ_TOOLS.has(name)) return { ok: true, calls: [{ tool: 'read', input: str(i.file_path) ?? str(i.path) ?? '' }] };
   return { ok: false, reason: `tool ${name} is not one the gate knows how to check (MCP and unknown tools are denied for workers)` };
+}
+
+/** Prefix of the tools of Polly's own MCP server as Claude Code names them (`mcp__<server>__<tool>`, server `polly`). */
+export const POLLY_MCP_PREFIX = 'mcp__polly__';
+
+/**
+ * Claude Code MCP calls to Polly's own server (`mcp__polly__<tool>`): allowed for the `brain` role
+ * (rule `allow.polly_mcp`; the dispatch tools behind them pass the gate themselves:
+ * `spawn_bounds`, `purpose_guard`, the plan gate). Returns null for every other call, including
+ * any MCP call by a worker role, so {@link mapClaudeTool} decides it (MCP tools stay denied for workers).
+ * Tool name format: Claude Code docs, "MCP tools appear as mcp__<server>__<tool>" (code.claude.com/docs/en/mcp).
+ */
+export function pollyMcpDecision(role: GateRole, toolName: unknown): GateDecision | null {
+  const name = String(toolName);
+  if (role !== 'brain' || !name.startsWith(POLLY_MCP_PREFIX)) return null;
+  if (!/^[A-Za-z0-9_-]+$/.test(name.slice(POLLY_MCP_PREFIX.length))) return null;
+  return { decision: 'allow', rule: 'allow.polly_mcp', reason: `the Brain calls Polly's own MCP tool ${name.slice(POLLY_MCP_PREFIX.length)}` };
 }
 
 /** Paths a Codex `apply_patch` body touches (`*** Add File:`, `*** Update File:`, `*** Delete File:`, `*** Move to:`). */

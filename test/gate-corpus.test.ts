@@ -185,6 +185,11 @@ const EXTRA: Case[] = [
   A('x-ok-gitignore', 'echo dist >> .gitignore'),
   A('x-ok-github-workflow', '.github/workflows/ci.yml', 'implement', 'write'),
   A('x-ok-test-expr', '[[ -f package.json ]] && echo yes'),
+  A('x-ok-codex-probe', 'git -c safe.bareRepository=explicit -c core.hooksPath=/dev/null -c core.fsmonitor=false status --porcelain=v2 --branch'),
+  A('x-ok-probe-config', 'git -c core.hooksPath=/dev/null config --null --get-regexp "^(remote\\.|url\\.)"'),
+  D('x-hookspath-devnull-commit', 'git -c core.hooksPath=/dev/null commit -m x', 'blast_radius.git_config'),
+  D('x-fsmonitor-prog-status', 'git -c core.fsmonitor=/tmp/evil.sh status', 'blast_radius.git_config'),
+  D('x-pager-prog-log', "git -c core.pager='sh -c \"rm -rf ~\"' log", 'blast_radius.git_config'),
 ];
 
 const rows: Case[] = [...corpus.cases, ...EXTRA];
