@@ -45,8 +45,10 @@ sessions:
 
 let server: ScriptedModelServer;
 let sim: GitHubSimulator;
+const clock = createFakeClock();
 beforeAll(async () => {
-  server = await startScriptedModelServer({ script: parseModelScript(SCRIPT) });
+  // One simulator for the file (starting one parses GitHub's OpenAPI description: seconds).
+  [server, sim] = await Promise.all([startScriptedModelServer({ script: parseModelScript(SCRIPT) }), startGitHubSimulator({ clock })]);
 });
 afterAll(async () => {
   await server?.close();
@@ -60,9 +62,7 @@ const markReady = createMarkReadyTool();
 
 async function setup() {
   const s = createPrStepSetting({ 'README.md': '# calc\n', 'src/add.js': 'export function add(a, b) {\n  return 0;\n}\n' });
-  await sim?.close();
-  const clock = createFakeClock();
-  sim = await startGitHubSimulator({ clock, branches: { main: s.repo.git(['rev-parse', 'main']) } });
+  sim.setBranch('main', s.repo.git(['rev-parse', 'main']));
   const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl, clock });
   const config = testConfig(server.url);
   const supervisor = createDirectSupervisor({ config, stateRoot: join(s.outside, 'workers') });
@@ -85,10 +85,11 @@ describe('PR step against the GitHub simulator (Octokit forge, real pi reviewer,
     await s.store.update((d) => {
       d.tasks.g1!.reviewer = 'pi';
     });
-    const pull = sim.pulls.get(1)!;
+    const number = (await s.store.read()).tasks.g1!.pr!.number;
+    const pull = sim.pulls.get(number)!;
     expect(pull).toMatchObject({ head: 'polly/g1', base: 'main', draft: true, headSha: task.headCommit, title: 'g1: Change for g1' });
     expect(pull.body).toContain('## Acceptance contract');
-    expect((await s.store.read()).tasks.g1!.pr).toEqual({ forge: 'github', number: 1, url: `https://github.com/${sim.owner}/${sim.repo}/pull/1`, state: 'draft' });
+    expect((await s.store.read()).tasks.g1!.pr).toEqual({ forge: 'github', number, url: `https://github.com/${sim.owner}/${sim.repo}/pull/${number}`, state: 'draft' });
     // Idempotent: a second attempt of the order returns the same PR, no second POST.
     const before = sim.requests.length;
     expect((await runner.run(openPr, 'g1', 'o2')).outcome).toBe('ok');
@@ -109,6 +110,7 @@ describe('PR step against the GitHub simulator (Octokit forge, real pi reviewer,
     expect(sim.mergeRequests()).toEqual([]);
     expect(sim.requests.some((q) => /merge/i.test(q.path) || q.graphqlFields.some((f) => /merge/i.test(f)))).toBe(false);
     expect(pull).toMatchObject({ state: 'open', merged: false });
+    expect(sim.requests.length).toBeGreaterThan(5);
   }, 90_000);
 
   test('a blocking review goes back to the implementer; after the fix the second round is clean and the PR is ready; no merge request ever', async () => {
@@ -120,7 +122,7 @@ describe('PR step against the GitHub simulator (Octokit forge, real pi reviewer,
 
     const r1 = await runner.run(review, 'g2', 'o3');
     expect(r1).toMatchObject({ outcome: 'failure', permanent: true });
-    const pull = sim.pulls.get(1)!;
+    const pull = sim.pulls.get((await s.store.read()).tasks.g2!.pr!.number)!;
     // GitHub refuses REQUEST_CHANGES from the PR's author (Polly's token): a COMMENT review whose
     // line comment is marked blocking; the finding outside the diff goes into the body.
     expect(pull.reviews).toHaveLength(1);
