@@ -5,8 +5,9 @@
  *
  * Built on @modelcontextprotocol/sdk 1.32 `McpServer.registerTool` with zod input and output
  * schemas. Every result carries `structuredContent` (validated by the SDK against the output
- * schema) and one text block: the instruction first (hosts show text to the model), then the
- * JSON. Outcomes an agent can cause — a refused workflow, a stale or duplicate report, an action
+ * schema) and one text block: the instruction first, then the JSON. The instruction is also a
+ * field of the structured result: claude 2.1 shows the model `structuredContent` (not the text)
+ * when a tool returns it. Outcomes an agent can cause — a refused workflow, a stale or duplicate report, an action
  * that does not apply — are ordinary results with an instruction; only faults (an unknown run id,
  * a broken registry) come back as `isError: true` (the SDK turns a thrown error into that).
  */
@@ -79,7 +80,7 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary): Polly
       'the tools its work orders will ask you to run, and its key template (the run identity, derived from the input). Refused workflows are listed with the violated invariants and cannot be started. ' +
       'Next: pick the admitted workflow that covers the user\'s task and call workflow_start with its input.',
     inputSchema: {},
-    outputSchema: { workflows: z.array(anyObject), agentArea: z.string(), instanceArea: z.string() },
+    outputSchema: { workflows: z.array(anyObject), agentArea: z.string(), instanceArea: z.string(), instruction: z.string().optional() },
     annotations: { readOnlyHint: true },
     async handler() {
       const workflows = library.entries().map((e) => ({
@@ -170,7 +171,7 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary): Polly
     title: 'Read a run\'s journal',
     description: 'The run\'s journal: every step, order, report and reject, in order (seq). Pass after_seq to read only newer lines.',
     inputSchema: { run_id: z.string(), after_seq: z.number().int().min(0).optional() },
-    outputSchema: { entries: z.array(anyObject) },
+    outputSchema: { entries: z.array(anyObject), instruction: z.string().optional() },
     annotations: { readOnlyHint: true },
     async handler({ run_id, after_seq }) {
       const entries = await runtime.journal(run_id, after_seq ?? 0);
@@ -198,6 +199,8 @@ export function createPollyMcpServer(deps: PollyMcpServerDeps): McpServer {
       (async (args: Record<string, unknown>) => {
         const r = await tool.handler(args as never);
         const structured = JSON.parse(JSON.stringify(r.structured)) as Record<string, unknown>;
+        // Hosts may show the model structuredContent instead of the text (claude 2.1 does): carry the instruction in both.
+        if (r.instruction !== undefined && structured.instruction === undefined) structured.instruction = r.instruction;
         const text = `${r.instruction ? `${r.instruction}\n` : ''}${JSON.stringify(structured)}`;
         return { content: [{ type: 'text' as const, text }], structuredContent: structured, ...(r.isError ? { isError: true } : {}) };
       }) as never,
