@@ -54,6 +54,26 @@ describe('orchestration git cases', () => {
     expect(repo.git(['status', '--porcelain'])).toBe('');
   });
 
+  it('case 2: a worktree add interrupted by a crash (git left it locked "initializing") is backed up and replaced', async () => {
+    const repo = createTestRepo({ 'README.md': '# test\n', 'b.txt': 'b\n' });
+    const { manager, kinds } = setup(repo);
+    const first = await manager.create({ id: 't2c' });
+    // What a crash mid-checkout leaves: git's lock marker, files half written, something new.
+    writeFileSync(join(repo.dir, '.git', 'worktrees', 't2c', 'locked'), 'initializing');
+    rmSync(join(first.path, 'b.txt'));
+    writeFileSync(join(first.path, 'partial.txt'), 'half\n');
+    expect((await manager.list()).find((w) => w.taskId === 't2c')?.locked).toBe('initializing');
+
+    const again = await manager.create({ id: 't2c' });
+    expect(again.path).toBe(first.path);
+    expect(again.recovered.interrupted?.path).toBe(first.path);
+    const ref = again.recovered.interrupted!.backupRef!;
+    expect(repo.git(['show', `${ref}:partial.txt`])).toBe('half');
+    expect(readFileSync(join(again.path, 'b.txt'), 'utf8')).toBe('b\n');
+    expect(existsSync(join(again.path, 'partial.txt'))).toBe(false);
+    expect(kinds()).toContain('worktree.interrupted_recovered');
+  });
+
   it('case 2: when every candidate path is in the way it fails with a clear conflict and deletes nothing', async () => {
     const repo = createTestRepo();
     const { manager } = setup(repo);

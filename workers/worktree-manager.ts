@@ -61,6 +61,11 @@ export interface CreateRecovery {
   prunedEntries: string[];
   /** Non-empty directories found at the preferred path(s), left untouched. */
   pathsInTheWay: string[];
+  /**
+   * A worktree of this task whose `git worktree add` never finished (git's `locked initializing`
+   * marker left by a crash): backed up (when its directory exists) and removed.
+   */
+  interrupted: null | { path: string; backupRef: string | null };
   /** A `polly/<id>` branch from an earlier run, and what was done with it. */
   staleBranch: null | {
     oldCommit: string;
@@ -433,7 +438,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       const base = await resolveBase(info, input.baseBranch, input.baseCommit);
       const branch = `polly/${id}`;
       const branchRef = `refs/heads/${branch}`;
-      const recovered: CreateRecovery = { prunedEntries: [], pathsInTheWay: [], staleBranch: null };
+      const recovered: CreateRecovery = { prunedEntries: [], pathsInTheWay: [], interrupted: null, staleBranch: null };
       const port = await ports.allocate(id);
       try {
         const path = await info.lock.withLock(async () => {
@@ -446,7 +451,19 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
             journal('worktree.pruned', { id, entries: recovered.prunedEntries, why: 'registered worktree directories were missing' });
             entries = await listEntries(info);
           }
-          const holder = entries.find((e) => e.branch === branchRef);
+          let holder = entries.find((e) => e.branch === branchRef);
+          if (holder && holder.locked === 'initializing') {
+            // git's own marker of a `worktree add` that never finished (a crash): no Polly add is in
+            // flight while we hold the admin lock, so it is ours and dead. Keep what it has, then clear it.
+            await git.run(['worktree', 'unlock', holder.path], { cwd: info.root });
+            const saved = existsSync(holder.path) ? await backup({ id, reason: 'interrupted worktree creation' }) : null;
+            if (existsSync(holder.path)) await git.run(['worktree', 'remove', '--force', '--force', holder.path], { cwd: info.root });
+            else await git.run(['worktree', 'prune'], { cwd: info.root });
+            recovered.interrupted = { path: holder.path, backupRef: saved?.ref ?? null };
+            journal('worktree.interrupted_recovered', { id, path: holder.path, backupRef: saved?.ref ?? null });
+            entries = await listEntries(info);
+            holder = entries.find((e) => e.branch === branchRef);
+          }
           if (holder) {
             throw new PollyError(
               'conflict',
