@@ -56,6 +56,16 @@ export interface CodexWorkerConfig extends WorkerConfig {
 export interface PiWorkerConfig extends WorkerConfig {
   /** Provider name in pi's models.json (e.g. `anthropic`, or a custom gateway). */
   provider: string | null;
+  /**
+   * A custom endpoint: when set, Polly writes a provider (named `provider`, default `polly`) with
+   * this `baseUrl` into the worker's own models.json (e.g. `http://127.0.0.1:8080/v1`). Optional
+   * for configs written before it existed; null: pi's built-in providers.
+   */
+  base_url?: string | null;
+  /** The custom endpoint's API (pi's `api` type). Default `openai-completions`. */
+  api?: 'openai-completions' | 'openai-responses' | 'anthropic-messages';
+  /** NAME of the environment variable holding the custom endpoint's API key. Default `OPENAI_API_KEY`. */
+  api_key_env?: string;
 }
 
 export interface PollyConfig {
@@ -106,7 +116,7 @@ export const DEFAULT_CONFIG: PollyConfig = {
   workers: {
     'claude-code': { command: 'claude', model: 'claude-sonnet-4-5', allow_root_sandbox: false },
     codex: { command: 'codex', model: 'gpt-5-codex', provider: null },
-    pi: { command: 'pi', model: null, provider: null },
+    pi: { command: 'pi', model: null, provider: null, base_url: null, api: 'openai-completions', api_key_env: 'OPENAI_API_KEY' },
   },
   review: {
     pairs: {

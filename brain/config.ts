@@ -63,7 +63,17 @@ const CONFIG_SPEC: Spec = {
             provider: { t: 'nullable', of: { t: 'object', complete: true, fields: { id: str, base_url: str, env_key: str } } },
           },
         },
-        pi: { t: 'object', fields: { command: str, model: nullableStr, provider: nullableStr } },
+        pi: {
+          t: 'object',
+          fields: {
+            command: str,
+            model: nullableStr,
+            provider: nullableStr,
+            base_url: nullableStr,
+            api: { t: 'enum', values: ['openai-completions', 'openai-responses', 'anthropic-messages'] },
+            api_key_env: str,
+          },
+        },
       },
     },
     review: {
@@ -110,6 +120,9 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'workers.pi.command': 'The CLI to run: a name on PATH or an absolute path.',
   'workers.pi.model': 'Model passed to the CLI; null lets the CLI choose.',
   'workers.pi.provider': 'Provider name in pi\'s models.json (e.g. anthropic); null for pi\'s default.',
+  'workers.pi.base_url': 'null, or a custom endpoint (e.g. http://127.0.0.1:8080/v1) written as a provider into the worker\'s own models.json.',
+  'workers.pi.api': 'API of that endpoint: openai-completions, openai-responses or anthropic-messages.',
+  'workers.pi.api_key_env': 'Name of the environment variable holding that endpoint\'s API key (never the key itself).',
   review: 'Cross-vendor review: a reviewer sees only the diff and the acceptance contract, and never edits.',
   'review.pairs': 'Implementer -> reviewers that may review it (never the same vendor).',
   'review.max_rounds': 'Rounds of blocking findings sent back to the implementer before the task fails (0-20).',

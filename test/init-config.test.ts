@@ -60,7 +60,7 @@ describe('parseConfig', () => {
     expect(cfg.policies.spawn_bounds.max_dispatches_per_turn).toBe(5);
     expect(cfg.acceptance.commands).toEqual(['make check']);
     expect(cfg.acceptance.timeout).toBe(600);
-    expect(cfg.workers.pi).toEqual({ command: 'pi', model: 'some-model', provider: null });
+    expect(cfg.workers.pi).toEqual({ command: 'pi', model: 'some-model', provider: null, base_url: null, api: 'openai-completions', api_key_env: 'OPENAI_API_KEY' });
     expect(parseConfig('', 'x')).toEqual(DEFAULT_CONFIG);
     expect(parseConfig('# only a comment\n', 'x')).toEqual(DEFAULT_CONFIG);
   });

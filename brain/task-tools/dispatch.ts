@@ -1,0 +1,146 @@
+/**
+ * Tool `dispatch` (effect `dispatch_implementer` of polly-task): give the task its worktree and
+ * run the implementer's first turn.
+ *
+ * Idempotent per order id: the worktree is created only when the task has none (a registered
+ * `polly/<id>` worktree left by a Brain that died before recording it is adopted), and the turn
+ * goes through the supervisor, which adopts a worker already started for this order.
+ */
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import type { AgentRunResult } from '../../workers/agent-adapter.js';
+import type { GateRole } from '../../gate/types.js';
+import type { TaskRecord, TaskStatus } from '../registry-schema.js';
+import type { TaskTool, TaskToolContext, TaskToolOutcome, WorkerTurnRequest, WorkerTurnResult } from './types.js';
+
+/** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
+export const PERMANENT_AGENT_STATUSES: ReadonlySet<string> = new Set(['agent_missing', 'agent_refused', 'blocked_on_prompt']);
+
+/** The first line of every prompt Polly gives an agent (the scripted model matches on it). */
+export function promptMarker(task: Pick<TaskRecord, 'id' | 'purpose'>): string {
+  return `[polly task=${task.id} role=${task.purpose}]`;
+}
+
+/** The implementer's first prompt: marker, title, the plan's prompt, the acceptance contract. */
+export function implementPrompt(task: TaskRecord, defaultCommands: readonly string[]): string {
+  const commands = task.acceptance.commands.length > 0 ? task.acceptance.commands : defaultCommands;
+  return [
+    `${promptMarker(task)} ${task.title}`,
+    '',
+    task.prompt.trim(),
+    '',
+    'Acceptance: when you are done, Polly runs these commands in this worktree; all must exit 0:',
+    ...commands.map((c) => `  $ ${c}`),
+    ...(task.acceptance.criteria.length > 0 ? ['Criteria:', ...task.acceptance.criteria.map((c) => `  - ${c}`)] : []),
+    '',
+    'Work only in this directory. Do not commit, push or open a pull request: Polly does that.',
+  ].join('\n');
+}
+
+/** The turn request for the task's implementer in its worktree. */
+export function implementTurn(ctx: TaskToolContext, task: TaskRecord, prompt: string, resumeSessionId: string | null, extraEnv: Record<string, string> = {}): WorkerTurnRequest {
+  const worktree = task.worktree!;
+  return {
+    taskId: task.id,
+    orderId: ctx.order.id,
+    harness: task.worker,
+    purpose: task.purpose,
+    role: task.purpose as GateRole,
+    cwd: worktree,
+    prompt,
+    resumeSessionId,
+    model: task.model ?? ctx.config.workers[task.worker].model,
+    gateContext: {
+      repoRoot: ctx.repoRoot,
+      worktree,
+      branch: task.branch ?? `polly/${task.id}`,
+      defaultBranch: task.baseBranch ?? 'main',
+      home: homedir(),
+    },
+    env: { ...ctx.agentEnv, ...extraEnv },
+  };
+}
+
+/** The task status that names how a failed turn ended (orchestration case 1). */
+export function failedTurnStatus(status: AgentRunResult['status']): TaskStatus {
+  if (status === 'agent_missing' || status === 'agent_exited' || status === 'blocked_on_prompt') return status;
+  if (status === 'cancelled') return 'cancelled';
+  return 'failed';
+}
+
+/**
+ * Record a finished implementer turn on the task (session, status, reason, attempts = implement
+ * turns started for it) and turn it into the tool's outcome: ok when the agent ended `ok`;
+ * otherwise a failure, permanent for agent_missing / agent_refused / blocked_on_prompt.
+ */
+export async function recordTurn(ctx: TaskToolContext, result: WorkerTurnResult, verb: string): Promise<TaskToolOutcome> {
+  const ok = result.status === 'ok';
+  const reason = ok ? null : `${result.status}: ${result.message ?? ''}`.trim();
+  await ctx.store.update((draft, tx) => {
+    const t = draft.tasks[ctx.task.id];
+    if (!t) return;
+    if (result.sessionId) t.sessionId = result.sessionId;
+    t.attempts = Object.values(draft.workers).filter((w) => w.taskId === t.id && (w.purpose ?? 'implement') === 'implement').length;
+    t.status = ok ? 'checking' : failedTurnStatus(result.status);
+    t.statusReason = reason;
+    t.updatedAt = new Date().toISOString();
+    tx.emit('task.turn_ended', { taskId: t.id, orderId: ctx.order.id, workerId: result.workerId, status: result.status, adopted: result.adopted, reason });
+  });
+  if (ok) return { outcome: 'ok', note: `${verb}: ${ctx.task.worker} finished its turn (${result.workerId}${result.adopted ? ', adopted' : ''}): ${oneLine(result.finalText)}` };
+  return { outcome: 'failure', permanent: PERMANENT_AGENT_STATUSES.has(result.status), note: `${verb}: ${oneLine(reason ?? result.status)}` };
+}
+
+function oneLine(text: string, max = 300): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line || '(no text)';
+}
+
+/**
+ * Give the task a worktree (once) and record it: `worktree`, `branch`, `baseBranch`, `baseCommit`.
+ * @returns the fresh task and the worker's PORT when the worktree was created now.
+ */
+export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: TaskRecord; env: Record<string, string> }> {
+  const task = ctx.task;
+  if (task.worktree && existsSync(task.worktree) && task.branch && task.baseCommit) return { task, env: {} };
+  const registered = (await ctx.worktrees.list()).find((w) => w.taskId === task.id && w.prunable === null && existsSync(w.path));
+  let record: Pick<TaskRecord, 'worktree' | 'branch' | 'baseBranch' | 'baseCommit'>;
+  const env: Record<string, string> = {};
+  if (registered) {
+    record = {
+      worktree: registered.path,
+      branch: registered.branch?.replace(/^refs\/heads\//, '') ?? `polly/${task.id}`,
+      baseBranch: task.baseBranch,
+      baseCommit: task.baseCommit ?? registered.head,
+    };
+  } else {
+    ctx.progress(`${task.id}: creating worktree`);
+    const created = await ctx.worktrees.create({ id: task.id, ...(task.baseBranch ? { baseBranch: task.baseBranch } : {}), ...(task.baseCommit ? { baseCommit: task.baseCommit } : {}) });
+    record = { worktree: created.path, branch: created.branch, baseBranch: created.baseBranch ?? task.baseBranch, baseCommit: created.baseCommit };
+    env.PORT = String(created.port);
+  }
+  const fresh = await ctx.store.update((draft, tx) => {
+    const t = draft.tasks[task.id];
+    if (!t) return null;
+    Object.assign(t, record, { updatedAt: new Date().toISOString() });
+    tx.emit('task.worktree', { taskId: t.id, orderId: ctx.order.id, ...record, adopted: Boolean(registered) });
+    return structuredClone(t);
+  });
+  return { task: fresh ?? { ...task, ...record }, env };
+}
+
+/** The `dispatch` tool (see the module doc). */
+export const dispatch: TaskTool = async (ctx) => {
+  const { task, env } = await ensureWorktree(ctx);
+  await ctx.store.update((draft) => {
+    const t = draft.tasks[task.id];
+    if (t && t.status !== 'running') {
+      t.status = 'running';
+      t.statusReason = null;
+      t.updatedAt = new Date().toISOString();
+    }
+  });
+  ctx.progress(`${task.id}: ${task.worker} starts in ${task.worktree}`);
+  const request = implementTurn(ctx, task, implementPrompt(task, ctx.config.acceptance.commands), null, env);
+  const result = await ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) });
+  return recordTurn(ctx, result, 'dispatch');
+};

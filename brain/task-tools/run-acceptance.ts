@@ -1,0 +1,78 @@
+/**
+ * Tool `run_acceptance` (effect `run_acceptance` of polly-task): Polly itself runs the task's
+ * acceptance commands (or `acceptance.commands` of the config) in the worktree, each with the
+ * configured timeout.
+ *
+ * - green → `worktrees.commitAll` with the message `<title>\n\nPolly-Task: <id>` (everything the
+ *   agent left, including when its own `git commit` failed in a sandbox: orchestration case 8),
+ *   record `headCommit`, `checks`, clear `feedback` → ok;
+ * - red → store {@link formatCheckFeedback} as the task's `feedback` for `send_followup`, record
+ *   `checks` → failure (retried by the workflow up to its attempts).
+ *
+ * Idempotent: a re-run after a crash finds nothing left to commit and records the branch tip.
+ */
+import { existsSync } from 'node:fs';
+import { formatCheckFeedback, runAcceptance } from '../../workers/acceptance.js';
+import { scrubbedProcessEnv } from '../../workers/agent-process.js';
+import { createGitRunner } from '../../workers/git.js';
+import type { TaskTool } from './types.js';
+
+/** The commit message Polly writes for a task's work. */
+export function taskCommitMessage(task: { id: string; title: string }): string {
+  return `${task.title.trim() || `Task ${task.id}`}\n\nPolly-Task: ${task.id}\n`;
+}
+
+/** The `run_acceptance` tool (see the module doc). */
+export const runAcceptanceTool: TaskTool = async (ctx) => {
+  const task = ctx.task;
+  if (!task.worktree || !existsSync(task.worktree)) {
+    return { outcome: 'failure', permanent: true, note: `run_acceptance: the worktree of task ${task.id} (${task.worktree ?? 'none recorded'}) is gone; dispatch it again` };
+  }
+  const commands = task.acceptance.commands.length > 0 ? task.acceptance.commands : ctx.config.acceptance.commands;
+  ctx.progress(`${task.id}: running ${commands.length} acceptance command(s)`);
+  await ctx.store.update((draft) => {
+    const t = draft.tasks[task.id];
+    if (t && t.status !== 'checking') {
+      t.status = 'checking';
+      t.updatedAt = new Date().toISOString();
+    }
+  });
+  const outcome = await runAcceptance({
+    cwd: task.worktree,
+    commands,
+    timeoutSeconds: ctx.config.acceptance.timeout,
+    env: scrubbedProcessEnv(),
+    signal: ctx.signal,
+  });
+  if (!outcome.green) {
+    const feedback = formatCheckFeedback(outcome.results);
+    const failed = outcome.results.find((r) => r.exitCode !== 0);
+    const why = failed ? `${failed.command} ${failed.timedOut ? 'timed out' : `exited ${failed.exitCode ?? 'without starting'}`}` : 'not every command ran';
+    await ctx.store.update((draft, tx) => {
+      const t = draft.tasks[task.id];
+      if (!t) return;
+      t.checks = outcome.results;
+      t.feedback = feedback;
+      t.status = 'fixing';
+      t.statusReason = `acceptance red: ${why}`;
+      t.updatedAt = new Date().toISOString();
+      tx.emit('task.checks', { taskId: t.id, orderId: ctx.order.id, green: false, failed: why });
+    });
+    return { outcome: 'failure', note: `run_acceptance: red (${why})` };
+  }
+  const commit =
+    (await ctx.worktrees.commitAll({ id: task.id, message: taskCommitMessage(task) })) ??
+    (await createGitRunner().run(['rev-parse', 'HEAD'], { cwd: task.worktree })).stdout.trim();
+  await ctx.store.update((draft, tx) => {
+    const t = draft.tasks[task.id];
+    if (!t) return;
+    t.checks = outcome.results;
+    t.feedback = null;
+    t.headCommit = commit;
+    t.status = 'green';
+    t.statusReason = null;
+    t.updatedAt = new Date().toISOString();
+    tx.emit('task.checks', { taskId: t.id, orderId: ctx.order.id, green: true, headCommit: commit });
+  });
+  return { outcome: 'ok', note: `run_acceptance: green (${commands.length} command(s)); committed ${commit.slice(0, 12)} on ${task.branch ?? `polly/${task.id}`}` };
+};

@@ -1,0 +1,42 @@
+/**
+ * Tool `send_followup` (effect `send_followup` of polly-task): send the task's stored `feedback`
+ * (red-check output, blocking review findings) to the implementer's SAME session
+ * (`resumeSessionId = task.sessionId`), in its worktree.
+ *
+ * Idempotent per order id through the supervisor (a worker already started for this order is
+ * adopted). The feedback is kept on the task (run_acceptance clears it when the checks are green).
+ */
+import { existsSync } from 'node:fs';
+import { implementTurn, promptMarker, recordTurn } from './dispatch.js';
+import type { TaskTool } from './types.js';
+
+/** The follow-up prompt: the marker line, then the feedback verbatim. */
+export function followupPrompt(task: { id: string; purpose: string; attempts: number }, feedback: string): string {
+  return `${promptMarker(task as { id: string; purpose: 'implement' })} follow-up after attempt ${task.attempts}\n\n${feedback.trim()}\n`;
+}
+
+/** The `send_followup` tool (see the module doc). */
+export const sendFollowup: TaskTool = async (ctx) => {
+  const task = ctx.task;
+  const feedback = task.feedback ?? null;
+  if (!feedback) {
+    return { outcome: 'failure', permanent: true, note: `send_followup: task ${task.id} has no feedback to send (run_acceptance or a review stores it first)` };
+  }
+  if (!task.sessionId) {
+    return { outcome: 'failure', permanent: true, note: `send_followup: task ${task.id} has no agent session to resume (dispatch it first)` };
+  }
+  if (!task.worktree || !existsSync(task.worktree)) {
+    return { outcome: 'failure', permanent: true, note: `send_followup: the worktree of task ${task.id} (${task.worktree ?? 'none recorded'}) is gone; dispatch it again` };
+  }
+  await ctx.store.update((draft) => {
+    const t = draft.tasks[task.id];
+    if (t && t.status !== 'running') {
+      t.status = 'running';
+      t.updatedAt = new Date().toISOString();
+    }
+  });
+  ctx.progress(`${task.id}: feedback to ${task.worker} (session ${task.sessionId})`);
+  const request = implementTurn(ctx, task, followupPrompt(task, feedback), task.sessionId);
+  const result = await ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) });
+  return recordTurn(ctx, result, 'send_followup');
+};
