@@ -112,7 +112,29 @@ export function checkWorkflow(wf: Workflow, options: CheckOptions = {}): CheckRe
       moveData.push(d);
     }
   }
-  const nmoves = moveAction.length;
+  // Per state only the moves whose action's selector admits the state are tried (see Model.selectors).
+  const always: number[] = [];
+  const selSlots: number[] = [];
+  const selMin: number[] = [];
+  const buckets: number[][][] = [];
+  moveAction.forEach((a, mv) => {
+    const sel = model.selectors[a];
+    if (!sel) {
+      always.push(mv);
+      return;
+    }
+    let k = selSlots.indexOf(sel.slot);
+    if (k < 0) {
+      k = selSlots.length;
+      selSlots.push(sel.slot);
+      selMin.push(model.slots[sel.slot]!.min);
+      buckets.push(Array.from({ length: sel.allowed.length }, () => []));
+    }
+    sel.allowed.forEach((ok, v) => { if (ok) buckets[k]![v]!.push(mv); });
+  });
+  const bucketArrays = buckets.map((b) => b.map((list) => Int32Array.from(list)));
+  const alwaysArr = Int32Array.from(always);
+  const todo = new Int32Array(moveAction.length);
   const incomplete = new Set(model.incompleteEffects);
   const incompleteIdx = new Set(model.wf.effects.map((e, i) => (incomplete.has(e.kind) ? i : -1)).filter((i) => i >= 0));
   const eventuallyMonitors = monitors.filter((m) => m.invariant.pattern === 'eventually_after');
@@ -138,7 +160,14 @@ export function checkWorkflow(wf: Workflow, options: CheckOptions = {}): CheckRe
       continue;
     }
     let enabled = 0;
-    for (let mv = 0; mv < nmoves; mv++) {
+    let ntodo = 0;
+    for (let k = 0; k < alwaysArr.length; k++) todo[ntodo++] = alwaysArr[k]!;
+    for (let k = 0; k < selSlots.length; k++) {
+      const list = bucketArrays[k]![cur[selSlots[k]!]! - selMin[k]!]!;
+      for (let q = 0; q < list.length; q++) todo[ntodo++] = list[q]!;
+    }
+    for (let q = 0; q < ntodo; q++) {
+      const mv = todo[q]!;
       const d = moveData[mv]!;
       const t = fire(model, cur, moveAction[mv]!, d, next);
       if (t === NOT_ENABLED) continue;
@@ -384,6 +413,7 @@ function createStateSpace(model: Model): StateSpace {
   let parentMove = new Int32Array(cap);
   let edgeStart = new Int32Array(cap + 1);
   let edgeTo = new Int32Array(1 << 14);
+  let edgeMoves = new Int32Array(1 << 14);
   let edgeCount = 0;
   let tableBits = 14;
   let table = new Int32Array(1 << tableBits);
@@ -486,7 +516,11 @@ function createStateSpace(model: Model): StateSpace {
         const e2 = new Int32Array(edgeTo.length * 2);
         e2.set(edgeTo);
         edgeTo = e2;
+        const m2 = new Int32Array(edgeMoves.length * 2);
+        m2.set(edgeMoves);
+        edgeMoves = m2;
       }
+      edgeMoves[edgeCount] = move;
       edgeTo[edgeCount++] = to;
     },
     endEdges(expanded) {
@@ -545,29 +579,10 @@ function createStateSpace(model: Model): StateSpace {
     },
     moveBetween(from, to) {
       for (let e = edgeStart[from]!; e < edgeStart[from + 1]!; e++) {
-        if (edgeTo[e] === to) return edgeMove(from, e - edgeStart[from]!);
+        if (edgeTo[e] === to) return edgeMoves[e]!;
       }
       throw new Error(`internal: no edge ${from} → ${to}`);
     },
-  };
-  // The k-th edge of a state is its k-th enabled move, re-derived by firing.
-  const edgeMove = (from: number, k: number): number => {
-    const vec = new Int32Array(width);
-    const out = new Int32Array(width);
-    space.decode(from, vec);
-    let seen = 0;
-    let mv = 0;
-    for (const a of model.actions) {
-      for (const d of a.valuations) {
-        const t = fire(model, vec, a.index, d, out);
-        if (t >= 0) {
-          if (seen === k) return mv;
-          seen++;
-        }
-        mv++;
-      }
-    }
-    throw new Error('internal: edge without a move');
   };
   return space;
 }

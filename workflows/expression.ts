@@ -456,3 +456,35 @@ export class ExpressionInFieldError extends Error {
   }
 }
 
+
+/**
+ * The top-level conjuncts of a guard that pin a state slot to a set of values (`x == 'v'`,
+ * `x == 3`, `x in ['a', 'b']`, in any `&&` chain). Each is a necessary condition for the guard,
+ * which lets the checker skip actions that cannot fire in a state without evaluating them.
+ * @throws ExpressionError as {@link compileExpression}.
+ */
+export function guardAtoms(src: string, resolve: (name: string) => Symbol | null): Array<{ slot: number; values: number[] }> {
+  const tree = parse(src);
+  const out: Array<{ slot: number; values: number[] }> = [];
+  const none = new Int32Array(0);
+  const visit = (n: Node): void => {
+    if (n.k === 'bin' && n.op === '&&') {
+      visit(n.a);
+      visit(n.b);
+      return;
+    }
+    const lhs = n.k === 'bin' && n.op === '==' ? n.a : n.k === 'in' ? n.e : null;
+    if (!lhs || lhs.k !== 'id') return;
+    const sym = resolve(lhs.name);
+    if (!sym || sym.where !== 'v') return;
+    const lits = n.k === 'in' ? n.list : n.k === 'bin' ? [n.b] : [];
+    const values: number[] = [];
+    for (const lit of lits) {
+      if (lit.k !== 'int' && lit.k !== 'str' && lit.k !== 'bool') return;
+      values.push(coerce(check(lit, resolve), sym.type)(none, none));
+    }
+    out.push({ slot: sym.index, values });
+  };
+  visit(tree);
+  return out;
+}

@@ -7,7 +7,7 @@
  * Action data is an Int32Array in the action's field order. The checker appends one slot per
  * monitor automaton after the workflow slots (see `monitors.ts`).
  */
-import { ExpressionInFieldError, compileExpression, type Compiled, type ExprType, type Symbol } from './expression.js';
+import { ExpressionInFieldError, compileExpression, guardAtoms, type Compiled, type ExprType, type Symbol } from './expression.js';
 import { compileMonitors, type MonitorModel, type MonitorOp } from './monitors.js';
 import type { Domain, Value, Workflow } from './workflow-schema.js';
 
@@ -58,6 +58,12 @@ export interface Model {
   monitors: MonitorModel[];
   /** Effect kinds lacking a completion (`on_ok` and `on_failure` must both be declared). */
   incompleteEffects: string[];
+  /**
+   * Per action, a necessary condition for any of its transitions to fire: the slot must hold one
+   * of `allowed` (from `from` lists and top-level `x == v` / `x in [..]` guard conjuncts); null
+   * when nothing narrows it. The checker uses it to skip actions; `fire` stays the semantics.
+   */
+  selectors: Array<{ slot: number; allowed: Uint8Array } | null>;
 }
 
 const cache = new WeakMap<Workflow, Model>();
@@ -196,8 +202,40 @@ export function compileModel(wf: Workflow): Model {
     terminalMask,
     initial,
     monitors: [],
+    selectors: [],
     incompleteEffects: wf.effects.filter((e) => e.on_ok === null || e.on_failure === null).map((e) => e.kind),
   };
+  model.selectors = actions.map((a) => {
+    let best: { slot: number; allowed: Uint8Array } | null = null;
+    let bestCount = Infinity;
+    const perTransition = a.transitions.map((ti) => {
+      const t = transitions[ti]!;
+      const m = new Map<number, Set<number>>();
+      m.set(0, new Set(Array.from(t.fromMask).flatMap((x, i) => (x ? [i] : []))));
+      const src = wf.transitions[ti]!.when;
+      if (src !== null) {
+        for (const atom of guardAtoms(src, resolverFor(a))) {
+          const prev = m.get(atom.slot);
+          const vals = new Set(atom.values);
+          m.set(atom.slot, prev ? new Set([...prev].filter((x) => vals.has(x))) : vals);
+        }
+      }
+      return m;
+    });
+    if (perTransition.length === 0) return { slot: 0, allowed: new Uint8Array(wf.states.length) };
+    for (const slot of perTransition[0]!.keys()) {
+      if (!perTransition.every((m) => m.has(slot))) continue;
+      const info = slots[slot]!;
+      const allowed = new Uint8Array(info.max - info.min + 1);
+      for (const m of perTransition) for (const v of m.get(slot)!) allowed[v - info.min] = 1;
+      const count = allowed.reduce((x, y) => x + y, 0);
+      if (count < bestCount && count < allowed.length) {
+        best = { slot, allowed };
+        bestCount = count;
+      }
+    }
+    return best;
+  });
   model.monitors = compileMonitors(model, (path, src, action) => compileAt(path, src, resolverFor(action === null ? null : actions[action]!), { kind: 'bool' }));
   cache.set(wf, model);
   return model;

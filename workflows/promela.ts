@@ -7,7 +7,8 @@
  * `fire`). Data values are substituted as constants. Monitors are global bytes updated exactly as
  * `monitorStep` does, and a violation is an `assert`. Reaching a terminal state asserts that no
  * `eventually_after` obligation is open, sets `wf_done` and ends the process; a non-terminal state
- * with nothing enabled is an invalid end state (spin's deadlock). A `terminates` invariant
+ * with nothing enabled takes the loop's `else` and fails an assertion (a deadlock; an assertion
+ * rather than pan's invalid-end-state check, which pan disables under a never claim). A `terminates` invariant
  * becomes `ltl terminates { <> wf_done }` (checked with `pan -a`). Emissions on identity steps,
  * undeclared or completion-less effects and out-of-domain assignments are assertions too.
  * Spin cannot express "a terminal state stays reachable" (a CTL property); the `terminates`
@@ -60,6 +61,7 @@ export function toPromela(wf: Workflow, options: PromelaOptions = {}): string {
   const term = wf.terminal.map((s) => `ctl == ${wf.states.indexOf(s)}`).join(' || ');
   const pending = model.monitors.filter((m) => m.invariant.pattern === 'eventually_after').map((m) => `assert(mon${m.index} != ${m.scoped ? m.patSize + 1 : 1}); `).join('');
   put(`  :: d_step { (${term}) -> ${pending}wf_done = 1 }; break`);
+  put('  :: else -> assert(0) /* deadlock: a non-terminal state with no enabled action */');
   put('  od');
   put('}');
   if (withLtl) put('ltl terminates { <> wf_done }');

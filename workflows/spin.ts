@@ -1,10 +1,6 @@
 /**
  * Run Debian's `spin` on a workflow's Promela export: `spin -a`, compile `pan.c` with `cc`, run
  * `pan`, and read its verdict and figures. Used by the cross-check test and the benchmark.
- *
- * Two passes, because pan disables invalid-end-state (deadlock) checking under a never claim:
- * a safety pass (assertions + invalid end states, `-DSAFETY`) and, when the workflow declares
- * `terminates`, a liveness pass (`ltl terminates { <> done }`, `pan -a`).
  * pan's output format: https://spinroot.com/spin/Man/Pan.html
  */
 import { spawnSync } from 'node:child_process';
@@ -26,20 +22,23 @@ export interface PanRun {
   /** Wall time of compiling pan.c (ms) and of running pan (ms). */
   compileMs: number;
   runMs: number;
+  /** CPU time (user + system) pan used, in seconds (from the shell's `times`). */
+  cpuSeconds: number | null;
   output: string;
 }
 
 export interface SpinVerdict {
   admitted: boolean;
-  safety: PanRun;
-  liveness: PanRun | null;
+  /** `liveness`: the model includes `ltl terminates { <> wf_done }` and pan ran with `-a`. */
+  mode: 'safety' | 'liveness';
+  pan: PanRun;
 }
 
 export interface SpinOptions {
   /** Extra cc flags (default `-O2`). */
   ccFlags?: string[];
-  /** Use pan's breadth-first search for the safety pass (`-DBFS`). */
-  bfs?: boolean;
+  /** Check `terminates` as LTL (default: when the workflow declares it). False = safety only (`-DSAFETY`). */
+  liveness?: boolean;
   /** pan's search depth bound (`-m`), default 10,000,000. */
   maxDepth?: number;
   /** pan's hash table size as a power of two (`-w`), default 24. */
@@ -52,27 +51,30 @@ export function spinAvailable(): boolean {
 }
 
 /**
- * Verify `wf` with spin and return its verdict.
+ * Verify `wf` with spin (one compile, one pan run) and return its verdict. Assertions cover the
+ * safety invariants and deadlocks; with `liveness`, pan's acceptance-cycle search checks
+ * `<> wf_done` (every path terminates) in the same run.
  * @throws PollyError `internal` when spin or cc fails to run (the message includes their output).
  */
 export function spinVerify(wf: Workflow, options: SpinOptions = {}): SpinVerdict {
   const dir = mkdtempSync(join(tmpdir(), 'polly-spin-'));
   try {
-    const safety = runPass(dir, 'safety', toPromela(wf, { ltl: false }), [...(options.ccFlags ?? ['-O2']), '-DSAFETY', ...(options.bfs ? ['-DBFS'] : [])], [], options);
-    const liveness = wf.invariants.some((i) => i.pattern === 'terminates') ? runPass(dir, 'liveness', toPromela(wf, { ltl: true }), options.ccFlags ?? ['-O2'], ['-a'], options) : null;
-    return { admitted: safety.errors === 0 && (liveness === null || liveness.errors === 0), safety, liveness };
+    const liveness = options.liveness ?? wf.invariants.some((i) => i.pattern === 'terminates');
+    const cc = options.ccFlags ?? ['-O2'];
+    const pan = liveness
+      ? runPass(dir, toPromela(wf, { ltl: true }), cc, ['-a'], options)
+      : runPass(dir, toPromela(wf, { ltl: false }), [...cc, '-DSAFETY'], [], options);
+    return { admitted: pan.errors === 0, mode: liveness ? 'liveness' : 'safety', pan };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-function runPass(root: string, name: string, source: string, ccFlags: string[], panFlags: string[], options: SpinOptions): PanRun {
-  const dir = join(root, name);
-  spawnSync('mkdir', ['-p', dir]);
+function runPass(dir: string, source: string, ccFlags: string[], panFlags: string[], options: SpinOptions): PanRun {
   writeFileSync(join(dir, 'model.pml'), source);
   const run = (cmd: string, args: string[]): string => {
     const r = spawnSync(cmd, args, { cwd: dir, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-    if (r.error || (r.status !== 0 && cmd !== './pan')) {
+    if (r.error || r.status !== 0) {
       throw new PollyError('internal', `${cmd} ${args.join(' ')} failed (${r.error?.message ?? `exit ${r.status}`}): ${(r.stderr || r.stdout || '').slice(0, 2000)}`);
     }
     return `${r.stdout}${r.stderr}`;
@@ -81,8 +83,11 @@ function runPass(root: string, name: string, source: string, ccFlags: string[], 
   const c0 = performance.now();
   run('cc', [...ccFlags, '-DVECTORSZ=4096', '-o', 'pan', 'pan.c']);
   const c1 = performance.now();
-  const output = run('./pan', [...panFlags, `-m${options.maxDepth ?? 10_000_000}`, `-w${options.hashBits ?? 24}`]);
+  const panArgs = [...panFlags, `-m${options.maxDepth ?? 10_000_000}`, `-w${options.hashBits ?? 24}`];
+  const output = run('bash', ['-c', `./pan ${panArgs.join(' ')}; echo "pan-times:"; times`]);
   const runMs = performance.now() - c1;
+  const times = /pan-times:\n[^\n]*\n(\d+)m([\d.]+)s (\d+)m([\d.]+)s/.exec(output);
+  const cpuSeconds = times ? Number(times[1]) * 60 + Number(times[2]) + Number(times[3]) * 60 + Number(times[4]) : null;
   const num = (re: RegExp): number | null => {
     const m = re.exec(output);
     return m ? Number(m[1]) : null;
@@ -97,6 +102,7 @@ function runPass(root: string, name: string, source: string, ccFlags: string[], 
     rate: num(/pan: rate\s+([\d.e+-]+) states\/second/),
     compileMs: c1 - c0,
     runMs,
+    cpuSeconds,
     output,
   };
 }
