@@ -56,7 +56,12 @@ const INTERPRETERS: Record<string, { flags: string[]; lang: string }> = {
 const RUNS_COMMANDS =
   /\b(system|exec[a-z]*|spawn[a-z]*|popen[0-9]?|subprocess|child_process|execSync|execFile|fork|pty|os\.exec|Popen|call|check_call|check_output|run|eval|compile|__import__|import_module|importlib|Function|shell_exec|passthru|proc_open|backticks|IO\.popen|Open3|Kernel|Deno\.Command|Deno\.run|Bun\.spawn|\$\.spawn|do shell script|getattr|globals|builtins|require\s*\(\s*[^'"\s])\b|`|%x\{|%x\(|qx[{(/|]/;
 /** Code constructs that change files. */
-const CHANGES_FILES = /\b(open|write[A-Za-z]*|unlink[A-Za-z]*|rm[A-Za-z]*|rmtree|remove|rename[A-Za-z]*|mkdir[A-Za-z]*|copy[A-Za-z]*|move|truncate[A-Za-z]*|chmod[A-Za-z]*|chown[A-Za-z]*|symlink[A-Za-z]*|link[A-Za-z]*|File\.|FileUtils|shutil|Path|fs\.|fopen|file_put_contents|touch|utime[s]?|append[A-Za-z]*)\b|>/;
+const CHANGES_FILES =
+  /\b(write\w*|unlink\w*|rmtree|rmSync|rmdir\w*|remove|rename\w*|mkdir\w*|copy\w*|cpSync|move|truncate\w*|chmod\w*|chown\w*|symlink\w*|link\w*|FileUtils|shutil|fopen|file_put_contents|touch|utime[s]?|append\w*|syswrite|print\s*\{?\s*\$?[A-Z]+)\b|open\s*\([^)]*,\s*(mode\s*=\s*)?['"][^'"]*[wax+]|open\s*\(\s*[A-Z]*\s*,\s*['"]?[>+]/;
+/** Ways to build a path the gate cannot read in the code (string building, decoding). */
+const OBFUSCATED = /\bchr\s*\(|fromCharCode|\\x[0-9a-f]{2}|\\u00|\\[0-7]{3}|atob|b64decode|base64|unhexlify|codecs|rot13|decode\s*\(|Buffer\.from|\[\s*::\s*-1\s*\]|reverse\s*\(|getattr|join\s*\(|['"]\s*\+\s*['"]|\+\s*['"]\.|%\s*\(|\.format\s*\(|\$\{|`/;
+/** Absolute paths written as string literals. */
+const ABS_LITERAL = /['"](\/[^'"\s]*)['"]/g;
 const PROTECTED_MENTION = /(^|[^\w])\.(git|claude|codex|pi|polly|husky|githooks)([^\w]|$)|hooksPath|core\.hooks/i;
 
 function interpreterName(base: string): string | null {
@@ -66,28 +71,48 @@ function interpreterName(base: string): string | null {
   return null;
 }
 
-/** Judge inline interpreter code (python -c, node -e, perl -e …). */
-function analyzeCode(code: string, what: string, a: Analyzer): void {
+/**
+ * Judge inline interpreter code (python -c, node -e, perl -e …). A heuristic layer over code the
+ * gate cannot execute: it denies code that runs programs or evaluates generated code, calls merge
+ * endpoints, or mentions protected names; code that changes files is allowed (for implementers)
+ * only when every path it could touch is visible: no string building or decoding, and absolute
+ * path literals only inside the worktree or temp dirs.
+ */
+function analyzeCode(code: string, what: string, cwd: string | null, a: Analyzer): void {
   if (code.includes(UNKNOWN)) return deny(a, 'blast_radius.interpreter', `${what} code is produced at run time and cannot be checked`);
   if (RUNS_COMMANDS.test(code)) return deny(a, 'blast_radius.interpreter', `${what} one-liner runs other programs or evaluates generated code; run the command directly so the gate can check it`);
   if (mentionsMerge(code)) return deny(a, 'blast_radius.merge', `${what} one-liner calls a merge endpoint or mutation: Polly never merges`);
   if (PROTECTED_MENTION.test(code)) return deny(a, 'blast_radius.protected_path', `${what} one-liner touches git metadata or agent/gate settings`);
-  if (CHANGES_FILES.test(code)) a.mutate(`${what} one-liner that changes files`);
+  if (!CHANGES_FILES.test(code)) return;
+  a.mutate(`${what} one-liner that changes files`);
+  if (OBFUSCATED.test(code)) {
+    return deny(a, 'blast_radius.interpreter', `${what} one-liner changes files at paths it builds at run time; write files with the edit tools or a script file`);
+  }
+  for (const m of code.matchAll(ABS_LITERAL)) {
+    const raw = m[1] as string;
+    if (raw === '/' || raw.length > 1) a.write(raw, resolvePath(raw, cwd, a.context.home));
+  }
 }
 
-function analyzeInterpreter(lang: string, argv: string[], flags: ExecFlags, a: Analyzer): void {
+function analyzeInterpreter(lang: string, argv: string[], cwd: string | null, flags: ExecFlags, a: Analyzer): void {
   const spec = INTERPRETERS[lang] as { flags: string[] };
   const base = argv[0] as string;
+  let inPlace = false;
   for (let i = 1; i < argv.length; i++) {
     const x = argv[i] as string;
     if (x === '--') break;
-    const bundled = lang === 'perl' && /^-[a-zA-Z]*[eE]$/.test(x) ? '-e' : lang === 'python' && /^-[a-zA-Z]*c$/.test(x) ? '-c' : null;
+    if ((lang === 'perl' || lang === 'ruby') && /^-[a-zA-Z]*i/.test(x)) {
+      inPlace = true;
+      a.mutate(`${base} -i edits files in place`);
+    }
+    const bundled = (lang === 'perl' || lang === 'ruby') && /^-[a-zA-Z]*[eE]$/.test(x) ? '-e' : lang === 'python' && /^-[a-zA-Z]*c$/.test(x) ? '-c' : null;
     if (spec.flags.includes(x) || bundled) {
-      return analyzeCode(argv[i + 1] ?? '', `${base} ${x}`, a);
+      analyzeCode(argv[i + 1] ?? '', `${base} ${x}`, cwd, a);
+      if (inPlace) for (const f of argv.slice(i + 2).filter((y) => !y.startsWith('-'))) a.write(f, resolvePath(f, cwd, a.context.home));
+      return;
     }
     const eq = spec.flags.find((f) => f.startsWith('--') && x.startsWith(`${f}=`));
-    if (eq) return analyzeCode(x.slice(eq.length + 1), `${base} ${eq}`, a);
-    if (lang === 'perl' && /^-[a-zA-Z]*i/.test(x)) a.mutate(`${base} -i edits files in place`);
+    if (eq) return analyzeCode(x.slice(eq.length + 1), `${base} ${eq}`, cwd, a);
     if (lang === 'python' && (x === '-m')) {
       a.mutate(`${base} -m ${argv[i + 1] ?? ''}`);
       return;
@@ -97,14 +122,14 @@ function analyzeInterpreter(lang: string, argv: string[], flags: ExecFlags, a: A
       return;
     }
   }
-  if (flags.stdinText != null) return analyzeCode(flags.stdinText, `${base} reading a here-document`, a);
+  if (flags.stdinText != null) return analyzeCode(flags.stdinText, `${base} reading a here-document`, cwd, a);
   if (flags.stdinFromPipe) return deny(a, 'blast_radius.hidden_command', `${base} reads its program from a pipe; the gate cannot check code it does not see`);
   a.mutate(base);
 }
 
 /** rm and friends: what is deleted, and whether recursively. */
 function analyzeRm(argv: string[], cwd: string | null, flags: ExecFlags, a: Analyzer): void {
-  let recursive = argv[0] === 'rmdir' ? false : false;
+  let recursive = false;
   const targets: string[] = [];
   let endOpts = false;
   for (const x of argv.slice(1)) {
@@ -306,9 +331,36 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
       for (const p of hasScriptOpt ? ps : ps.slice(1)) w(p);
       return true;
     }
+    case 'tar': {
+      a.mutate('tar');
+      const extract = argv.slice(1).some((x) => x === '--extract' || x === '--get' || /^-?[a-zA-Z]*x/.test(x) && !x.startsWith('--'));
+      const create = argv.slice(1).find((x, k) => x === '-f' || x === '--file' || (/^-?[a-zA-Z]*f$/.test(x) && !x.startsWith('--') && k === 0));
+      let dir: string | null = null;
+      for (let i = 1; i < argv.length; i++) {
+        const x = argv[i] as string;
+        if (x === '-C' || x === '--directory') dir = argv[i + 1] ?? '';
+        else if (x.startsWith('--directory=')) dir = x.slice(12);
+      }
+      if (extract) {
+        const d = dir ?? '.';
+        const p = resolvePath(d, cwd, home);
+        a.write(`${d}/…`, p === null ? null : `${p}/extracted`);
+      } else if (create) {
+        const i = argv.indexOf(create);
+        const f = argv[i + 1];
+        if (f !== undefined && f !== '-') w(f);
+      }
+      return true;
+    }
+    case 'unzip': {
+      a.mutate('unzip');
+      const i = argv.indexOf('-d');
+      const d = i > 0 ? argv[i + 1] ?? '' : '.';
+      const p = resolvePath(d, cwd, home);
+      a.write(`${d}/…`, p === null ? null : `${p}/extracted`);
+      return true;
+    }
     case 'patch':
-    case 'tar':
-    case 'unzip':
     case 'zip':
     case 'gzip':
     case 'gunzip':
@@ -408,14 +460,14 @@ export function analyzeCommand(base: string, argv: string[], cwd: string | null,
   if (base === 'git') return analyzeGit(args, cwd, depth, a);
   if (base.startsWith('git-') && base.length > 4) return analyzeGit([base.slice(4), ...args], cwd, depth, a);
   if (base === 'gh') return analyzeGh(args, a);
-  if (base === 'rm' || base === 'rmdir' && false) return analyzeRm(argv, cwd, flags, a);
   if (base === 'find') return analyzeFind(argv, cwd, depth, flags, a);
   if (base === 'curl' || base === 'wget' || base === 'http' || base === 'https' || base === 'xh' || base === 'httpie') return analyzeHttp(base, args, cwd, a);
-  if (base === 'npm' || base === 'pnpm' || base === 'yarn' || base === 'bun' && !args.some((x) => x === '-e' || x === '--eval' || x === '-p' || x === '--print')) {
-    if (base !== 'bun') return analyzeNpmLike(base, args, a);
+  if (base === 'npm' || base === 'pnpm' || base === 'yarn') return analyzeNpmLike(base, args, a);
+  if ((base === 'hub' || base === 'glab' || base === 'tea' || base === 'bb') && (args.includes('merge') || mentionsMerge(args.join(' ')))) {
+    return deny(a, 'blast_radius.merge', `${base} ${args.join(' ')}: Polly never merges; a human merges`);
   }
   const interp = interpreterName(base);
-  if (interp) return analyzeInterpreter(interp, argv, flags, a);
+  if (interp) return analyzeInterpreter(interp, argv, cwd, flags, a);
   if (base === 'awk' || base === 'gawk' || base === 'mawk' || base === 'nawk') {
     const prog = args.find((x) => !x.startsWith('-')) ?? '';
     if (/\bsystem\s*\(|\|\s*getline|"\s*\|\s*|\|&/.test(prog)) return deny(a, 'blast_radius.interpreter', `${base} program runs other programs (system, pipes)`);

@@ -291,6 +291,10 @@ function analyzeSubcommand(sub: string, args: string[], st: GitState, a: Analyze
   switch (sub) {
     case 'push':
       return analyzePush(args, st, a);
+    case 'send-pack':
+    case 'http-push':
+      // plumbing pushes: same refspec grammar and force/mirror/all options as push
+      return analyzePush(args.filter((x) => !x.startsWith('--receive-pack') && !x.startsWith('--remote')), st, a);
     case 'reset': {
       const o = parseOptions(args, RESET_LONG, '', new Set(['pathspec-from-file']));
       if (o.seen.has('hard')) deny(a, 'blast_radius.reset_hard', `git reset --hard discards uncommitted work (${args.join(' ')})`);
