@@ -147,6 +147,9 @@ describe('PR step against the GitHub simulator (Octokit forge, real pi reviewer,
       expect.stringMatching(/round 2: no blocking findings/),
     ]);
     expect((await s.store.read()).tasks.g2).toMatchObject({ status: 'ready', feedback: null });
+    // The PR shows the final state: a comment with both rounds (the body still has the draft's "pending").
+    expect(pull.comments).toHaveLength(1);
+    expect(pull.comments[0]!.body).toMatch(/^\*\*Final state: ready for review\.\*\*[\s\S]*### Round 1 by `pi`: 2 blocking[\s\S]*### Round 2 by `pi`: no blocking findings/);
     expect(sim.mergeRequests()).toEqual([]);
     expect(sim.requests.some((q) => /merge/i.test(q.path) || q.graphqlFields.some((f) => /merge/i.test(f)))).toBe(false);
   }, 90_000);

@@ -154,6 +154,11 @@ describe('PR step on the local forge (real git, real pi reviewer)', () => {
     reg = await s.store.read();
     expect(reg.pullRequests['1']!.state).toBe('ready');
     expect(reg.tasks.l1).toMatchObject({ status: 'ready', pr: { state: 'ready' } });
+    // One final-state comment (the local forge keeps it as a COMMENT review without line comments), not one per attempt.
+    const finals = reg.pullRequests['1']!.reviews.filter((r) => r.body.startsWith('**Final state'));
+    expect(finals).toHaveLength(1);
+    expect(finals[0]!.body).toMatch(/### Round 1 by `pi`: no blocking findings/);
+    expect(finals[0]!.body).toContain('✅ passed');
     expect((await forge.getPullRequest(1)).merged).toBe(false);
     expect(s.repo.git(['rev-parse', 'origin/main'])).toBe(task.baseCommit);
   }, 90_000);
@@ -189,7 +194,11 @@ describe('PR step on the local forge (real git, real pi reviewer)', () => {
     reg = await s.store.read();
     expect(reg.tasks.l2).toMatchObject({ status: 'ready', feedback: null, reviewRounds: 2 });
     expect(reg.pullRequests['1']).toMatchObject({ state: 'ready', headCommit: fix });
-    expect(reg.pullRequests['1']!.reviews.map((r) => r.event)).toEqual(['REQUEST_CHANGES', 'COMMENT']);
+    expect(reg.pullRequests['1']!.reviews.map((r) => [r.event, r.body.split('\n')[0]])).toEqual([
+      ['REQUEST_CHANGES', expect.stringMatching(/round 1: 1 blocking finding\.$/)],
+      ['COMMENT', expect.stringMatching(/round 2: no blocking findings/)],
+      ['COMMENT', '**Final state: ready for review.**'],
+    ]);
     expect(sessionBodies('review-l2')).not.toContain(task.worktree!);
   }, 90_000);
 

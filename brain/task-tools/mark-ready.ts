@@ -2,12 +2,17 @@
  * Tool `mark_ready` (effect `mark_pr_ready` of polly-task): the checks are green and the last review
  * has no blocking finding, so the task's draft PR is marked ready for a human's review.
  *
+ * Before marking it ready, the PR gets one comment with its final state (the PR body of
+ * brain/pr-body.ts rendered again: the last check results and every review round), since the body
+ * written when the draft was opened still says the review is pending.
+ *
  * Idempotent: `Forge.markReady` is a no-op on a PR that is already ready; the task's `pr.state` and
  * status become `ready`. A PR a human already merged is reported `ok` (it is recorded as merged and
  * the after-merge pass finishes the task); a PR closed without merging is a permanent failure.
  * Polly never merges.
  */
 import { isPollyError } from '../errors.js';
+import { renderPrBody } from '../pr-body.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 
 /** Create the `mark_ready` tool. */
@@ -29,7 +34,12 @@ export function createMarkReadyTool(): TaskTool {
         if (info.state === 'merged') return { outcome: 'ok', note: `PR #${number} was already merged by a human; nothing to mark ready` };
         return { outcome: 'failure', permanent: true, note: `PR #${number} was closed without merging; it cannot be marked ready. Reopen it on the forge or cancel the task.` };
       }
-      if (info.state !== 'ready') await ctx.forge.markReady(number);
+      if (info.state !== 'ready') {
+        const t = (await ctx.store.read()).tasks[task.id] ?? task;
+        const body = renderPrBody({ taskId: t.id, title: t.title, prompt: t.prompt, acceptance: t.acceptance, checks: t.checks, reviews: t.reviews, worker: t.worker });
+        await ctx.forge.comment(number, `**Final state: ready for review.**\n\n${body}`);
+        await ctx.forge.markReady(number);
+      }
     } catch (error) {
       const permanent = isPollyError(error) && error.code === 'not_found';
       return { outcome: 'failure', ...(permanent ? { permanent } : {}), note: `marking PR #${number} ready failed: ${isPollyError(error) ? error.message : String(error)}` };
