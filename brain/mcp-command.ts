@@ -9,6 +9,11 @@
  * `--workflows DIR`. Every workflow is checked at startup; stderr gets one line per workflow
  * (`[polly] admitted: NAME — paths explored: …` or `[polly] REFUSED: NAME` and the invariants).
  *
+ * `--brain` adds the Brain's dispatch tools (sys_session_send, sys_read_inbox, sys_cancel_task,
+ * plan_propose, polly_status; brain/brain-tools.ts) over the repository's registry, config and gate
+ * context; it needs a git repository (the working directory, or `--repo DIR`). The LLM brain's
+ * `claude` starts the server this way (brain/llm-brain.ts).
+ *
  * Registry (the directory holding `registry.json` and `journal.jsonl`): `--registry DIR`, else
  * `$POLLY_HOME`, else `<repo>/.polly` inside a git repository, else `~/.polly`. Point several
  * workspaces at one directory to share a store, or at different ones to keep them apart.
@@ -21,8 +26,8 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { parseCommandArgs } from './cli-args.js';
 import type { Command, CommandIO } from './command.js';
 import { PollyError, isPollyError } from './errors.js';
-import { admissionLines, createPollyMcpServer } from './mcp-server.js';
-import { createFileRegistryStore } from './registry-store.js';
+import { admissionLines, createPollyMcpServer, type PollyToolDefinition } from './mcp-server.js';
+import { createFileRegistryStore, type RegistryStore } from './registry-store.js';
 import { findRepo } from './repo.js';
 import { createRuntime, type Runtime } from '../workflows/runtime.js';
 import { builtinWorkflowDirs, createWorkflowLibrary, packageRoot } from '../workflows/workflow-library.js';
@@ -120,9 +125,19 @@ function trackInFlight(inner: Runtime): { runtime: Runtime; drained(): Promise<v
   };
 }
 
+/**
+ * The Brain's tools for `--brain`: over `store`, with the repository's config and the gate context
+ * of its main checkout. @throws PollyError `not_a_git_repo` outside a repository; `config_invalid`.
+ */
+async function brainExtraTools(store: RegistryStore, io: Pick<CommandIO, 'cwd' | 'env'>): Promise<PollyToolDefinition[]> {
+  const repo = await findRepo(io.cwd, io.env);
+  const [{ createBrainTools }, { loadConfig }, { brainGateContext }] = await Promise.all([import('./brain-tools.js'), import('./config.js'), import('./llm-brain.js')]);
+  return createBrainTools({ store, config: await loadConfig(repo.root), gateContext: brainGateContext(repo.root, io.env) });
+}
+
 export const command: Command = {
   summary: 'run the MCP workflow server on stdio',
-  usage: `Usage: polly mcp [--agent AREA] [--workspace AREA] [--registry DIR] [--workflows DIR]...
+  usage: `Usage: polly mcp [--agent AREA] [--workspace AREA] [--registry DIR] [--workflows DIR]... [--brain] [--repo DIR]
 
 Serve Polly's workflows to an MCP host over stdio (tools workflow_list, workflow_start,
 workflow_report, workflow_state, workflow_signal, workflow_journal).
@@ -131,6 +146,9 @@ workflow_report, workflow_state, workflow_signal, workflow_journal).
   --workspace AREA  instance area: whose runs (default "default"); part of every run id
   --registry DIR    registry directory (default: $POLLY_HOME, else <repo>/.polly, else ~/.polly)
   --workflows DIR   more workflows (a directory with workflow.yaml, or of such directories); repeatable
+  --brain           add the Brain's tools (sys_session_send, sys_read_inbox, sys_cancel_task,
+                    plan_propose, polly_status) for the repository's registry and config
+  --repo DIR        the repository to serve (default: the working directory)
 
 Every workflow is model-checked at startup; stderr shows "[polly] admitted: …" or
 "[polly] REFUSED: …" per workflow. A refused workflow cannot be started.
@@ -141,13 +159,17 @@ Register the server with a host: polly install --host claude-code|kiro|openworke
       workspace: { type: 'string' },
       registry: { type: 'string' },
       workflows: { type: 'string', multiple: true },
+      brain: { type: 'boolean' },
+      repo: { type: 'string' },
     }, 0);
-    const setup = await resolveMcpSetup(values, io);
+    const where = values.repo ? { ...io, cwd: resolve(io.cwd, values.repo) } : io;
+    const setup = await resolveMcpSetup(values, where);
     const library = createWorkflowLibrary(setup.sources);
     for (const line of admissionLines(library)) io.stderr.write(`${line}\n`);
     const store = createFileRegistryStore(setup.registryDir);
     const tracked = trackInFlight(createRuntime({ store, library, agentArea: setup.agentArea, instanceArea: setup.instanceArea }));
-    const server = createPollyMcpServer({ runtime: tracked.runtime, library, version: packageVersion() });
+    const extraTools = values.brain ? await brainExtraTools(store, where) : [];
+    const server = createPollyMcpServer({ runtime: tracked.runtime, library, extraTools, version: packageVersion() });
     io.stderr.write(`[polly] serving agent area ${setup.agentArea}, workspace ${setup.instanceArea}, registry ${setup.registryDir}\n`);
     const transport = new StdioServerTransport(io.stdin as Readable, io.stdout as Writable);
     const closed = new Promise<void>((resolveClosed) => {
