@@ -4,7 +4,7 @@
  * endpoints, interpreter one-liners, and the read-only command set. Pure; reports to an Analyzer.
  */
 import { analyzeGit } from './git-grammar.js';
-import { UNKNOWN, globPrefix, isUnder, resolvePath } from './paths.js';
+import { UNKNOWN, globPrefix, isTempPath, isUnder, protectedReason, resolvePath } from './paths.js';
 import type { Analyzer, ExecFlags } from './types.js';
 
 const deny = (a: Analyzer, rule: string, reason: string): void => a.finding({ decision: 'deny', rule, reason });
@@ -312,6 +312,9 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
         const linkPath = resolvePath(link, cwd, home);
         const linkDir = linkPath === null ? cwd : linkPath.replace(/\/[^/]*$/, '') || '/';
         const tgt = resolvePath(target, target.startsWith('/') || target.startsWith('~') ? cwd : linkDir, home);
+        if (tgt !== null && protectedReason(tgt, a.context) === null && !isUnder(tgt, a.context.worktree) && !isTempPath(tgt, a.context)) {
+          deny(a, 'blast_radius.outside_worktree', `ln ${show(target)}: a symlink to ${tgt}, outside the worktree, would let later writes escape it`);
+        }
         a.write(target, tgt);
       }
       w(link);
