@@ -221,25 +221,32 @@ export function checkWorkflow(wf: Workflow, options: CheckOptions = {}): CheckRe
   space.endEdges(expanded);
 
   if (!capped) {
-    // AG EF terminal: reverse reachability from every terminal state.
-    const back = space.reverse();
+    // Topological order (Kahn). When the reachable graph is acyclic (every Polly workflow must
+    // be), "a terminal state is reachable" is computed backwards along that order with the
+    // forward edges; otherwise by breadth-first search over the reversed edges.
+    const topo = space.topologicalOrder();
     const reach = new Uint8Array(space.count);
-    const queue = new Int32Array(space.count);
-    let qh = 0;
-    let qt = 0;
-    for (let i = 0; i < space.count; i++) {
-      if (terminalMask[space.control(i)] === 1) {
-        reach[i] = 1;
-        queue[qt++] = i;
+    for (let i = 0; i < space.count; i++) if (terminalMask[space.control(i)] === 1) reach[i] = 1;
+    let back: { start: Int32Array; to: Int32Array } | null = null;
+    if (topo.complete) {
+      for (let k = space.count - 1; k >= 0; k--) {
+        const st = topo.order[k]!;
+        if (reach[st] === 0 && space.anySuccessor(st, reach)) reach[st] = 1;
       }
-    }
-    while (qh < qt) {
-      const s = queue[qh++]!;
-      for (let e = back.start[s]!; e < back.start[s + 1]!; e++) {
-        const p = back.to[e]!;
-        if (reach[p] === 0) {
-          reach[p] = 1;
-          queue[qt++] = p;
+    } else {
+      back = space.reverse();
+      const queue = new Int32Array(space.count);
+      let qh = 0;
+      let qt = 0;
+      for (let i = 0; i < space.count; i++) if (reach[i] === 1) queue[qt++] = i;
+      while (qh < qt) {
+        const st = queue[qh++]!;
+        for (let e = back.start[st]!; e < back.start[st + 1]!; e++) {
+          const p = back.to[e]!;
+          if (reach[p] === 0) {
+            reach[p] = 1;
+            queue[qt++] = p;
+          }
         }
       }
     }
@@ -250,9 +257,9 @@ export function checkWorkflow(wf: Workflow, options: CheckOptions = {}): CheckRe
       }
     }
     const term = model.wf.invariants.find((x) => x.pattern === 'terminates');
-    if (term) {
-      const cycle = space.findCycle(back);
-      if (cycle) record({ invariant: term.name, kind: 'terminates', state: cycle[0]!, move: -1, cycle, detail: 'a cycle: this run can go on forever' });
+    if (term && !topo.complete) {
+      const cycle = space.findCycle(back!, topo.indeg);
+      record({ invariant: term.name, kind: 'terminates', state: cycle[0]!, move: -1, cycle, detail: 'a cycle: this run can go on forever' });
     }
   }
   // Static rules also refuse what no reachable step showed.
@@ -376,7 +383,10 @@ interface StateSpace {
   addEdge(to: number, from: number, move: number): void;
   endEdges(expanded: number): void;
   reverse(): { start: Int32Array; to: Int32Array };
-  findCycle(back: { start: Int32Array; to: Int32Array }): number[] | null;
+  /** Kahn's algorithm: `order` holds the peeled states; `complete` when the graph is acyclic; `indeg` > 0 marks states on or after a cycle. */
+  topologicalOrder(): { order: Int32Array; complete: boolean; indeg: Int32Array };
+  anySuccessor(state: number, mark: Uint8Array): boolean;
+  findCycle(back: { start: Int32Array; to: Int32Array }, indeg: Int32Array): number[];
   moveBetween(from: number, to: number): number;
 }
 
@@ -415,8 +425,11 @@ function createStateSpace(model: Model): StateSpace {
   let edgeTo = new Int32Array(1 << 14);
   let edgeMoves = new Int32Array(1 << 14);
   let edgeCount = 0;
+  // Open addressing; each entry is [state index + 1, packed key words...] so that a probe reads
+  // one place in memory.
+  const stride = kw + 1;
   let tableBits = 14;
-  let table = new Int32Array(1 << tableBits);
+  let table = new Int32Array((1 << tableBits) * stride);
   let tableMask = (1 << tableBits) - 1;
   const packed = new Int32Array(kw);
   let count = 0;
@@ -432,12 +445,14 @@ function createStateSpace(model: Model): StateSpace {
   };
   const growTable = (): void => {
     tableBits++;
-    table = new Int32Array(1 << tableBits);
+    table = new Int32Array((1 << tableBits) * stride);
     tableMask = (1 << tableBits) - 1;
     for (let i = 0; i < count; i++) {
       let h = hashOf(keys, i * kw) & tableMask;
-      while (table[h] !== 0) h = (h + 1) & tableMask;
-      table[h] = i + 1;
+      while (table[h * stride] !== 0) h = (h + 1) & tableMask;
+      const at = h * stride;
+      table[at] = i + 1;
+      for (let w = 0; w < kw; w++) table[at + 1 + w] = keys[i * kw + w]!;
     }
   };
   const growStates = (): void => {
@@ -472,12 +487,12 @@ function createStateSpace(model: Model): StateSpace {
       }
       let h = hashOf(packed, 0) & tableMask;
       for (;;) {
-        const slot = table[h]!;
+        const at = h * stride;
+        const slot = table[at]!;
         if (slot === 0) break;
-        const base = (slot - 1) * kw;
         let eq = true;
         for (let w = 0; w < kw; w++) {
-          if (keys[base + w] !== packed[w]) {
+          if (table[at + 1 + w] !== packed[w]) {
             eq = false;
             break;
           }
@@ -491,10 +506,12 @@ function createStateSpace(model: Model): StateSpace {
       if (count === cap) growStates();
       const idx = count++;
       keys.set(packed, idx * kw);
-      table[h] = idx + 1;
+      const at = h * stride;
+      table[at] = idx + 1;
+      for (let w = 0; w < kw; w++) table[at + 1 + w] = packed[w]!;
       space.count = count;
       lastInsertNew = true;
-      if (count * 2 > table.length) growTable();
+      if (count * 2 > tableMask + 1) growTable();
       return idx;
     },
     decode(i, out) {
@@ -538,22 +555,27 @@ function createStateSpace(model: Model): StateSpace {
       }
       return { start, to };
     },
-    findCycle(back) {
-      // Kahn: peel states with no remaining predecessor; what remains lies on or after a cycle.
+    topologicalOrder() {
       const indeg = new Int32Array(count);
       for (let e = 0; e < edgeCount; e++) indeg[edgeTo[e]!]!++;
-      const queue = new Int32Array(count);
+      const order = new Int32Array(count);
       let qh = 0;
       let qt = 0;
-      for (let i = 0; i < count; i++) if (indeg[i] === 0) queue[qt++] = i;
+      for (let i = 0; i < count; i++) if (indeg[i] === 0) order[qt++] = i;
       while (qh < qt) {
-        const s = queue[qh++]!;
-        for (let e = edgeStart[s]!; e < edgeStart[s + 1]!; e++) {
+        const st = order[qh++]!;
+        for (let e = edgeStart[st]!; e < edgeStart[st + 1]!; e++) {
           const t = edgeTo[e]!;
-          if (--indeg[t]! === 0) queue[qt++] = t;
+          if (--indeg[t]! === 0) order[qt++] = t;
         }
       }
-      if (qt === count) return null;
+      return { order, complete: qt === count, indeg };
+    },
+    anySuccessor(st, mark) {
+      for (let e = edgeStart[st]!; e < edgeStart[st + 1]!; e++) if (mark[edgeTo[e]!] === 1) return true;
+      return false;
+    },
+    findCycle(back, indeg) {
       // Walk backwards through remaining states until one repeats: that is a cycle.
       let s = 0;
       while (indeg[s] === 0) s++;
