@@ -196,7 +196,7 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
         if (['done', 'merged', 'cancelled', 'failed'].includes(task.status)) {
           return { structured: { cancelled: false, reason: `task ${task.id} already ${task.status}` }, instruction: `Task ${task.id} is already ${task.status}; nothing to cancel.` };
         }
-        (task as TaskRecord & { cancelRequested?: boolean }).cancelRequested = true;
+        task.cancelRequested = true;
         task.updatedAt = now().toISOString();
         tx.emit('task.cancel_requested', { taskId: task.id });
         return { structured: { cancelled: true, task_id: task.id }, instruction: `Cancelling ${task.id}: Polly stops its worker and keeps its work in a backup ref. The confirmation arrives in your inbox.` };

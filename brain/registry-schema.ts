@@ -19,6 +19,12 @@ export interface GoalRecord {
   createdAt: string;
   status: 'open' | 'planning' | 'waiting_approval' | 'running' | 'done' | 'failed' | 'cancelled';
   planIds: string[];
+  /** `llm`: the Brain's LLM plans it (polly goal); `plan`: a human-written plan (polly run). Default llm. */
+  mode?: 'llm' | 'plan';
+  /** The LLM brain's session (resumed after a Brain restart), its process and its last report. */
+  brainSessionId?: string | null;
+  brainPid?: number;
+  brainReport?: string;
 }
 
 export interface AdmissionRecord {
@@ -153,6 +159,13 @@ export interface TaskRecord {
    * Optional for records written before it existed.
    */
   feedback?: string | null;
+  /** Set by sys_cancel_task; the Brain process stops the worker, backs up the work and cancels the run. */
+  cancelRequested?: boolean;
+  /** The agent's final report, for read-only tasks (explore, search). */
+  report?: string | null;
+  /** When the first worker of the task started and when the task reached a final state. */
+  startedAt?: string | null;
+  finishedAt?: string | null;
   createdAt: string;
   updatedAt: string;
 }
