@@ -74,6 +74,34 @@ describe('orchestration git cases', () => {
     expect(kinds()).toContain('worktree.interrupted_recovered');
   });
 
+  it('case 2: a create that died mid-checkout (Polly\'s lock marker, its pid gone) is recovered; a live creator is a conflict', async () => {
+    const repo = createTestRepo({ 'README.md': '# test\n', 'b.txt': 'b\n' });
+    const { manager } = setup(repo);
+    const first = await manager.create({ id: 't2d' });
+    expect((await manager.list()).find((w) => w.taskId === 't2d')?.locked).toBeNull(); // unlocked once set up
+    const dead = spawnSync(process.execPath, ['-e', 'process.exit(0)']).pid; // a pid that has exited
+    repo.git(['worktree', 'lock', '--reason', `polly creating, pid ${dead}`, first.path]);
+    rmSync(join(first.path, 'b.txt'));
+    const again = await manager.create({ id: 't2d' });
+    expect(again.recovered.interrupted?.path).toBe(first.path);
+    expect(readFileSync(join(again.path, 'b.txt'), 'utf8')).toBe('b\n');
+
+    // A creator that is still alive (here: a sleeping process standing in for another Polly) is left alone.
+    const alive = spawn('sleep', ['30'], { stdio: 'ignore' });
+    try {
+      repo.git(['worktree', 'lock', '--reason', `polly creating, pid ${alive.pid}`, again.path]);
+      const error = await manager.create({ id: 't2d' }).catch((e: unknown) => e);
+      expect(isPollyError(error, 'conflict')).toBe(true);
+      expect((error as Error).message).toContain(`being created by pid ${alive.pid}`);
+      expect(existsSync(join(again.path, 'b.txt'))).toBe(true);
+    } finally {
+      alive.kill('SIGKILL');
+    }
+    // Two creates of one id at once in this process: the second is refused, the first succeeds.
+    const results = await Promise.allSettled([manager.create({ id: 't2e' }), manager.create({ id: 't2e' })]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+  });
+
   it('case 2: when every candidate path is in the way it fails with a clear conflict and deletes nothing', async () => {
     const repo = createTestRepo();
     const { manager } = setup(repo);
@@ -280,6 +308,19 @@ describe('orchestration git cases', () => {
     expect(wt.setup).toMatchObject({ exitCode: 3, timedOut: false });
     expect(wt.setup?.output).toContain('broken');
     expect(kinds()).toContain('worktree.setup');
+  });
+
+  it('case 10: a setup command that outlives its timeout is killed with everything it started', async () => {
+    const repo = createTestRepo();
+    const marker = `polly-setup-${process.pid}-${Date.now()}`;
+    const { manager } = setup(repo, { setupCommand: `echo started; sh -c 'sleep 30; echo ${marker}' & wait`, setupTimeoutMs: 500 });
+    const started = Date.now();
+    const wt = await manager.create({ id: 't10c' });
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(wt.setup).toMatchObject({ timedOut: true, exitCode: null });
+    expect(wt.setup?.output).toContain('started');
+    const left = spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' });
+    expect(left.stdout.trim()).toBe('');
   });
 
   it('case 12: a submodule is initialised in the new worktree (and removal still works)', async () => {

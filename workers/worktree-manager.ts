@@ -209,6 +209,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
   const clock = options.clock ?? { now: () => new Date() };
   const journal: WorktreeJournal = options.journal ?? (() => undefined);
   const portsById = new Map<string, number>();
+  const creating = new Set<string>();
   let infoPromise: Promise<RepoInfo> | null = null;
   let excludeChecked = false;
 
@@ -430,106 +431,127 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     }
   }
 
+
+  /** The body of create(); `creating` guards against the same id twice at once in this process. */
+  async function createWorktree(input: { id: string; baseBranch?: string; baseCommit?: string }): Promise<CreatedWorktree> {
+    const { id } = input;
+    const info = await repo();
+    const base = await resolveBase(info, input.baseBranch, input.baseCommit);
+    const branch = `polly/${id}`;
+    const branchRef = `refs/heads/${branch}`;
+    const recovered: CreateRecovery = { prunedEntries: [], pathsInTheWay: [], interrupted: null, staleBranch: null };
+    const port = await ports.allocate(id);
+    try {
+      const path = await info.lock.withLock(async () => {
+        await ensureWorktreesDirIgnored(info);
+        let entries = await listEntries(info);
+        const stale = entries.filter((e) => e.prunable !== null);
+        if (stale.length > 0) {
+          await git.run(['worktree', 'prune'], { cwd: info.root });
+          recovered.prunedEntries = stale.map((e) => e.path);
+          journal('worktree.pruned', { id, entries: recovered.prunedEntries, why: 'registered worktree directories were missing' });
+          entries = await listEntries(info);
+        }
+        let holder = entries.find((e) => e.branch === branchRef);
+        if (holder && isInterruptedCreation(holder)) {
+          // A creation that never finished (a crash): git's own `initializing` marker (no add is
+          // in flight while we hold the admin lock) or Polly's, whose process is gone. Keep what
+          // it has, then clear it.
+          await git.run(['worktree', 'unlock', holder.path], { cwd: info.root });
+          const saved = existsSync(holder.path) ? await backup({ id, reason: 'interrupted worktree creation' }) : null;
+          if (existsSync(holder.path)) await git.run(['worktree', 'remove', '--force', '--force', holder.path], { cwd: info.root });
+          else await git.run(['worktree', 'prune'], { cwd: info.root });
+          recovered.interrupted = { path: holder.path, backupRef: saved?.ref ?? null };
+          journal('worktree.interrupted_recovered', { id, path: holder.path, backupRef: saved?.ref ?? null });
+          entries = await listEntries(info);
+          holder = entries.find((e) => e.branch === branchRef);
+        }
+        if (holder) {
+          const creating = holder.locked?.startsWith(CREATING_PREFIX) ? ` (being created by pid ${holder.locked.slice(CREATING_PREFIX.length)})` : '';
+          throw new PollyError(
+            'conflict',
+            `task ${id} already has a worktree at ${holder.path} on ${branch}${creating}; remove it first (remove() backs it up) or use another task id`,
+            { details: { id, path: holder.path } },
+          );
+        }
+        const old = await revParse(info.root, branchRef);
+        if (old !== null && old !== base.commit) {
+          if (await isAncestor(info.root, old, base.commit)) {
+            recovered.staleBranch = { oldCommit: old, containedInBase: true, backupRef: null };
+            journal('worktree.branch_reset', { id, branch, oldCommit: old, baseCommit: base.commit, why: 'old branch contained in the base' });
+          } else {
+            const backupRef = await createBackupRef(info, id, old, `stale ${branch} from an earlier run`);
+            recovered.staleBranch = { oldCommit: old, containedInBase: false, backupRef };
+            journal('worktree.stale_branch_backed_up', {
+              id,
+              branch,
+              oldCommit: old,
+              backupRef,
+              baseCommit: base.commit,
+              why: 'the branch from an earlier run is not in the current base; the new branch starts from the current base',
+            });
+          }
+        }
+        const path = await choosePath(info, id, new Set(entries.map((e) => resolve(e.path))), recovered);
+        // A commit, not the base branch: never a second checkout of a branch (case 4). No
+        // checkout here: the files are written below, outside the admin lock.
+        // Locked until fully set up: a crash before the unlock leaves a marker naming this
+        // process, and the next create() recovers the worktree instead of tripping over it.
+        await git.run(
+          ['worktree', 'add', '--no-checkout', '--lock', '--reason', `${CREATING_PREFIX}${process.pid}`, old === null ? '-b' : '-B', branch, path, base.commit],
+          { cwd: info.root },
+        );
+        return path;
+      });
+      // The same step `git worktree add` runs for its checkout, on this worktree's own index.
+      await git.run(['reset', '--hard', '--quiet', '--no-recurse-submodules'], { cwd: path });
+      const rel = relative(info.root, info.worktreesDir);
+      const includes = await copyWorktreeIncludes({ git, repoRoot: info.root, worktreePath: path, excludePrefixes: rel.startsWith('..') ? [] : [`${rel}/`] });
+      if (includes.copied.length > 0) journal('worktree.include_copied', { id, files: includes.copied });
+      let submodules: string[] = [];
+      if (existsSync(join(path, '.gitmodules'))) {
+        // `submodule update --init` writes the shared config: admin lock.
+        await info.lock.withLock(() => git.run(['submodule', 'update', '--init', '--recursive'], { cwd: path, timeoutMs: 600_000 }));
+        const listed = await git.run(['submodule', 'status', '--recursive'], { cwd: path });
+        submodules = listed.stdout
+          .split('\n')
+          .map((l) => l.trim().split(/\s+/)[1])
+          .filter((p): p is string => !!p);
+        journal('worktree.submodules', { id, submodules });
+      }
+      const setup = options.setupCommand ? await runSetup(id, path, port, options.setupCommand, info) : null;
+      await git.run(['worktree', 'unlock', path], { cwd: info.root });
+      portsById.set(id, port);
+      const created: CreatedWorktree = {
+        id,
+        path,
+        branch,
+        baseBranch: base.branch,
+        baseCommit: base.commit,
+        port,
+        recovered,
+        included: includes.copied,
+        submodules,
+        setup,
+      };
+      journal('worktree.created', { id, path, branch, baseBranch: base.branch, baseCommit: base.commit, port, recovered });
+      return created;
+    } catch (error) {
+      ports.release(port);
+      throw error;
+    }
+    }
+
   return {
     async create(input) {
       const { id } = input;
       validateId(id);
-      const info = await repo();
-      const base = await resolveBase(info, input.baseBranch, input.baseCommit);
-      const branch = `polly/${id}`;
-      const branchRef = `refs/heads/${branch}`;
-      const recovered: CreateRecovery = { prunedEntries: [], pathsInTheWay: [], interrupted: null, staleBranch: null };
-      const port = await ports.allocate(id);
+      if (creating.has(id)) throw new PollyError('conflict', `task ${id} is already being created by this Polly; wait for it to finish`);
+      creating.add(id);
       try {
-        const path = await info.lock.withLock(async () => {
-          await ensureWorktreesDirIgnored(info);
-          let entries = await listEntries(info);
-          const stale = entries.filter((e) => e.prunable !== null);
-          if (stale.length > 0) {
-            await git.run(['worktree', 'prune'], { cwd: info.root });
-            recovered.prunedEntries = stale.map((e) => e.path);
-            journal('worktree.pruned', { id, entries: recovered.prunedEntries, why: 'registered worktree directories were missing' });
-            entries = await listEntries(info);
-          }
-          let holder = entries.find((e) => e.branch === branchRef);
-          if (holder && holder.locked === 'initializing') {
-            // git's own marker of a `worktree add` that never finished (a crash): no Polly add is in
-            // flight while we hold the admin lock, so it is ours and dead. Keep what it has, then clear it.
-            await git.run(['worktree', 'unlock', holder.path], { cwd: info.root });
-            const saved = existsSync(holder.path) ? await backup({ id, reason: 'interrupted worktree creation' }) : null;
-            if (existsSync(holder.path)) await git.run(['worktree', 'remove', '--force', '--force', holder.path], { cwd: info.root });
-            else await git.run(['worktree', 'prune'], { cwd: info.root });
-            recovered.interrupted = { path: holder.path, backupRef: saved?.ref ?? null };
-            journal('worktree.interrupted_recovered', { id, path: holder.path, backupRef: saved?.ref ?? null });
-            entries = await listEntries(info);
-            holder = entries.find((e) => e.branch === branchRef);
-          }
-          if (holder) {
-            throw new PollyError(
-              'conflict',
-              `task ${id} already has a worktree at ${holder.path} on ${branch}; remove it first (remove() backs it up) or use another task id`,
-              { details: { id, path: holder.path } },
-            );
-          }
-          const old = await revParse(info.root, branchRef);
-          if (old !== null && old !== base.commit) {
-            if (await isAncestor(info.root, old, base.commit)) {
-              recovered.staleBranch = { oldCommit: old, containedInBase: true, backupRef: null };
-              journal('worktree.branch_reset', { id, branch, oldCommit: old, baseCommit: base.commit, why: 'old branch contained in the base' });
-            } else {
-              const backupRef = await createBackupRef(info, id, old, `stale ${branch} from an earlier run`);
-              recovered.staleBranch = { oldCommit: old, containedInBase: false, backupRef };
-              journal('worktree.stale_branch_backed_up', {
-                id,
-                branch,
-                oldCommit: old,
-                backupRef,
-                baseCommit: base.commit,
-                why: 'the branch from an earlier run is not in the current base; the new branch starts from the current base',
-              });
-            }
-          }
-          const path = await choosePath(info, id, new Set(entries.map((e) => resolve(e.path))), recovered);
-          // A commit, not the base branch: never a second checkout of a branch (case 4). No
-          // checkout here: the files are written below, outside the admin lock.
-          await git.run(['worktree', 'add', '--no-checkout', old === null ? '-b' : '-B', branch, path, base.commit], { cwd: info.root });
-          return path;
-        });
-        // The same step `git worktree add` runs for its checkout, on this worktree's own index.
-        await git.run(['reset', '--hard', '--quiet', '--no-recurse-submodules'], { cwd: path });
-        const rel = relative(info.root, info.worktreesDir);
-        const includes = await copyWorktreeIncludes({ git, repoRoot: info.root, worktreePath: path, excludePrefixes: rel.startsWith('..') ? [] : [`${rel}/`] });
-        if (includes.copied.length > 0) journal('worktree.include_copied', { id, files: includes.copied });
-        let submodules: string[] = [];
-        if (existsSync(join(path, '.gitmodules'))) {
-          // `submodule update --init` writes the shared config: admin lock.
-          await info.lock.withLock(() => git.run(['submodule', 'update', '--init', '--recursive'], { cwd: path, timeoutMs: 600_000 }));
-          const listed = await git.run(['submodule', 'status', '--recursive'], { cwd: path });
-          submodules = listed.stdout
-            .split('\n')
-            .map((l) => l.trim().split(/\s+/)[1])
-            .filter((p): p is string => !!p);
-          journal('worktree.submodules', { id, submodules });
-        }
-        const setup = options.setupCommand ? await runSetup(id, path, port, options.setupCommand, info) : null;
-        portsById.set(id, port);
-        const created: CreatedWorktree = {
-          id,
-          path,
-          branch,
-          baseBranch: base.branch,
-          baseCommit: base.commit,
-          port,
-          recovered,
-          included: includes.copied,
-          submodules,
-          setup,
-        };
-        journal('worktree.created', { id, path, branch, baseBranch: base.branch, baseCommit: base.commit, port, recovered });
-        return created;
-      } catch (error) {
-        ports.release(port);
-        throw error;
+        return await createWorktree(input);
+      } finally {
+        creating.delete(id);
       }
     },
 
@@ -629,6 +651,29 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       return lines.length > 0 && lines.every((l) => l.startsWith('-'));
     },
   };
+}
+
+/** Lock reason of a worktree while Polly sets it up; the pid follows. */
+const CREATING_PREFIX = 'polly creating, pid ';
+
+/**
+ * True when `entry` is a creation that can no longer finish: git's `initializing` lock (an add that
+ * died; git holds it only inside `worktree add`, which Polly runs under the admin lock), or Polly's
+ * own marker whose process is gone. A marker of this process counts: a create of the same id in
+ * this process is refused before it gets here (the manager's `creating` set).
+ */
+function isInterruptedCreation(entry: WorktreeEntry): boolean {
+  if (entry.locked === 'initializing') return true;
+  if (!entry.locked?.startsWith(CREATING_PREFIX)) return false;
+  const pid = Number(entry.locked.slice(CREATING_PREFIX.length));
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return false; // alive: another Polly process is setting it up
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
 }
 
 /** @throws PollyError `bad_input` unless `id` is a safe ref/path component. */
