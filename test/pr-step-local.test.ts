@@ -217,6 +217,27 @@ describe('PR step on the local forge (real git, real pi reviewer)', () => {
     expect(supervisor.requests[1]!.prompt).toMatch(/no JSON object/);
   }, 90_000);
 
+  test('dispatch_review after a crash between recording the findings and posting them: the review is posted once, no reviewer runs again', async () => {
+    const { s, config, forge } = setup();
+    const runner = toolRunner(s, { forge, supervisor: noAgents, config, agentEnv: {} });
+    await createGreenTask(s, 'l6', { 'src/add.js': ADD_BUG }, { worker: 'codex', reviewer: 'pi' });
+    await runner.run(push, 'l6', 'o1');
+    await runner.run(openPr, 'l6', 'o2');
+    const finding = { file: 'src/add.js', line: 2, message: 'subtracts' };
+    await s.store.update((d) => {
+      const rec: PollyReviewRecord = { reviewer: 'pi', round: 1, blocking: [finding], nonBlocking: [], at: new Date().toISOString(), orderId: 'o3', forgeReviewId: null };
+      d.tasks.l6!.reviews.push(rec);
+    });
+    for (let i = 0; i < 2; i++) {
+      const r = await runner.run(createDispatchReviewTool(), 'l6', 'o3');
+      expect(r).toMatchObject({ outcome: 'failure', permanent: true });
+    }
+    const reg = await s.store.read();
+    expect(reg.pullRequests['1']!.reviews).toMatchObject([{ event: 'REQUEST_CHANGES', comments: [{ file: 'src/add.js', line: 2 }] }]);
+    expect((reg.tasks.l6!.reviews as PollyReviewRecord[])[0]!.forgeReviewId).toBe(1);
+    expect(reg.tasks.l6!.feedback).toContain('src/add.js:2 — subtracts');
+  }, 30_000);
+
   test('a non-fast-forward push is a permanent failure with git\'s reason, never forced; the remote keeps its commit', async () => {
     const { s, runner } = setup();
     const task = await createGreenTask(s, 'l3', { 'src/add.js': ADD_OK });

@@ -105,7 +105,12 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
     } catch (error) {
       return { outcome: 'failure', note: `cannot produce the diff to review: ${isPollyError(error) ? error.message : String(error)}` };
     }
-    const sandbox = await createReviewSandbox({ task, diff, round, ...(options.sandboxRoot ? { stateRoot: options.sandboxRoot } : {}) });
+    let sandbox: ReviewSandbox;
+    try {
+      sandbox = await createReviewSandbox({ task, diff, round, ...(options.sandboxRoot ? { stateRoot: options.sandboxRoot } : {}) });
+    } catch (error) {
+      return { outcome: 'failure', note: `cannot create the review sandbox: ${isPollyError(error) ? error.message : String(error)}` };
+    }
     options.onSandbox?.(sandbox);
     let findings: ReviewFindings;
     try {

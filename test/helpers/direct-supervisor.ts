@@ -72,3 +72,22 @@ export function createDirectSupervisor(options: { config: PollyConfig; stateRoot
     },
   };
 }
+
+/** Wrap any supervisor (e.g. workers/worker-supervisor.ts) to record its requests and results. */
+export function recordingSupervisor(inner: WorkerSupervisor): DirectSupervisor {
+  const requests: WorkerTurnRequest[] = [];
+  const results: WorkerTurnResult[] = [];
+  return {
+    requests,
+    results,
+    async runTurn(request, opts) {
+      requests.push(request);
+      const r = await inner.runTurn(request, opts);
+      results.push(r);
+      return r;
+    },
+    cancelTask: (id) => inner.cancelTask(id),
+    reconcile: () => inner.reconcile(),
+    live: () => inner.live(),
+  };
+}
