@@ -54,6 +54,7 @@ const SCRIPT = {
             { finish: 'Read the inbox: p1 refused, p2 waits for a human.' },
           ],
         },
+        { steps: [{ call: { tool: 'mcp__polly__polly_status', input: {} } }, { finish: 'Resumed after the restart.' }] },
       ],
     },
   ],
@@ -142,6 +143,10 @@ describe('the LLM brain host (real claude, scripted model, polly mcp --brain)', 
     const system = brainRequests[0]?.view?.system ?? '';
     expect(system).toContain('You never write business code');
     for (const s of BRAIN_SKILLS) expect(system).toContain(`- ${s}: `);
+    // ...and Claude Code loaded them from CLAUDE_CONFIG_DIR/skills: its skill listing reaches the model.
+    const body = JSON.stringify(brainRequests[0]?.body);
+    for (const s of loadBrainSkills()) expect(body).toContain(s.description.slice(0, 60));
+    expect(existsSync(join(repo.dir, '.polly/brain/g1/claude/skills/fanout/SKILL.md'))).toBe(true);
 
     const reg = await createFileRegistryStore(join(repo.dir, '.polly')).read();
     expect(Object.values(reg.plans).map((p) => [p.id, p.gate, p.goalId])).toEqual([
@@ -216,6 +221,30 @@ describe('the LLM brain host (real claude, scripted model, polly mcp --brain)', 
     expect(late.ok).toBe(false);
     expect(late.text).toMatch(/has exited.*resumeSessionId/);
   }, 20_000);
+});
+
+describe('after a Brain restart', () => {
+  it('a new process with resumeSessionId continues the same conversation (third human turn)', async () => {
+    const config = await loadConfig(repo.dir);
+    config.workers['claude-code'].allow_root_sandbox = true;
+    const pollyDir = join(repo.dir, '.polly');
+    const again = startLlmBrain({
+      repoRoot: repo.dir, pollyDir, config, goal: { id: 'g1', text: 'Add an x module.' }, stateDir: join(pollyDir, 'brain', 'g1'),
+      env: { ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'sk-test-brain-key' }, resumeSessionId: turn1.sessionId, cliPath: cli,
+    });
+    try {
+      const t3 = await again.turn(wakeMessage([]));
+      expect(t3.ok, t3.text).toBe(true);
+      expect(t3.text).toBe('Resumed after the restart.');
+      expect(again.sessionId()).toBe(turn1.sessionId);
+      const last = server.requests.filter((r) => r.session === 'brain').at(-1);
+      expect(last?.view?.humanTurns).toBe(3);
+      expect(last?.view?.lastToolResult?.isError).toBe(false); // polly_status answered over MCP at once
+    } finally {
+      await again.close();
+    }
+    expect(processesMentioning(repo.dir)).toEqual([]);
+  }, 30_000);
 });
 
 describe('LLM brain pieces', () => {
