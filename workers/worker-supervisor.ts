@@ -20,7 +20,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PollyConfig } from '../brain/config-schema.js';
@@ -116,6 +116,81 @@ function signalPid(pid: number, sig: NodeJS.Signals): void {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** `pid → ppid` of every process, from /proc (empty where there is no /proc). */
+function parentTable(): Map<number, number> {
+  const table = new Map<number, number>();
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return table;
+  }
+  for (const name of entries) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      table.set(Number(name), Number(fields[1]));
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return table;
+}
+
+/** Every descendant of `pid` (children, grandchildren, …), by parent links in /proc. */
+export function descendantsOf(pid: number): number[] {
+  const table = parentTable();
+  const out: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    const parent = queue.shift()!;
+    for (const [child, ppid] of table) {
+      if (ppid === parent && !out.includes(child)) {
+        out.push(child);
+        queue.push(child);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Stop an agent whose runner is gone: its process group AND every descendant (a CLI may run tool
+ * commands in process groups or sessions of their own, e.g. pi's bash tool), SIGTERM first so the
+ * CLI can clean up, SIGKILL after `graceMs`. Descendants are collected before anything is signalled
+ * (once the CLI dies they are reparented and can no longer be traced to it).
+ */
+export async function killAgentTree(agentPid: number | null, graceMs = 2000): Promise<void> {
+  if (!agentPid || agentPid <= 0) return;
+  const tree = descendantsOf(agentPid);
+  const alive = (): boolean => groupAlive(agentPid) || tree.some((p) => pidAlive(p));
+  if (!alive()) return;
+  signalGroup(agentPid, 'SIGTERM');
+  for (const p of tree) signalPid(p, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline && alive()) await sleep(50);
+  signalGroup(agentPid, 'SIGKILL');
+  for (const p of tree) {
+    signalPid(p, 'SIGKILL');
+    signalGroup(p, 'SIGKILL');
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    try {
+      process.kill(pid, 0);
+      return !existsSync('/proc/self/stat');
+    } catch {
+      return false;
+    }
+  }
+}
 
 function readAgentPid(files: WorkerFiles): number | null {
   try {
@@ -290,8 +365,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
         const late = readWorkerResult(files);
         if (late) continue;
         await drain();
-        const agentPid = readAgentPid(files);
-        signalGroup(agentPid, 'SIGKILL');
+        await killAgentTree(readAgentPid(files));
         const lost = lostResult({ ...row, pid }, files, seen, started);
         await endRow(row, null, lost.message ?? null);
         return { ...lost, workerId: row.id, adopted };
@@ -314,7 +388,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
           signalPid(pid, 'SIGTERM');
         } else if (Date.now() - termAt > cancelGraceMs) {
           signalPid(pid, 'SIGKILL');
-          signalGroup(readAgentPid(files), 'SIGKILL');
+          await killAgentTree(readAgentPid(files), 0);
         }
       }
       await sleep(pollMs);
@@ -468,8 +542,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
             while (Date.now() < deadline && runnerAlive(pid, files.spec)) await sleep(pollMs);
             if (runnerAlive(pid, files.spec)) signalPid(pid, 'SIGKILL');
           }
-          const agentPid = readAgentPid(files);
-          if (groupAlive(agentPid ?? 0)) signalGroup(agentPid, 'SIGKILL');
+          await killAgentTree(readAgentPid(files));
           const result = readWorkerResult(files);
           await endRow({ ...row, pid }, result, result ? null : `cancelled: the worker process (pid ${pid}) was killed before it wrote a result`);
         }),
@@ -489,8 +562,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
           adopted.push(row.id);
           continue;
         }
-        const agentPid = readAgentPid(files);
-        if (groupAlive(agentPid ?? 0)) signalGroup(agentPid, 'SIGKILL');
+        await killAgentTree(readAgentPid(files));
         const result = readWorkerResult(files);
         const cause = result ? null : lostResult({ ...row, pid }, files, createEventTail(files.events).read(), Date.now()).message ?? null;
         await endRow({ ...row, pid }, result, cause);
