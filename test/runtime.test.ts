@@ -11,6 +11,8 @@ import { createFileRegistryStore, createMemoryRegistryStore, type RegistryStore 
 import { orderIdFor, runIdFor } from '../workflows/run-identity.js';
 import { createRuntime, type Runtime } from '../workflows/runtime.js';
 import { builtinWorkflowDirs, createWorkflowLibrary } from '../workflows/workflow-library.js';
+import { compileTaskWorkflow } from '../brain/plan-compiler.js';
+import type { PlanTaskSpec } from '../brain/registry-schema.js';
 
 const library = createWorkflowLibrary(builtinWorkflowDirs());
 const BRIEF = { channel: '#cs', day: '2026-11-30' };
@@ -188,5 +190,27 @@ transitions:
     const j = await createFileRegistryStore(dir).journal();
     expect(j.filter((e) => e.kind === 'run.order' && e.data.kind === 'ask_approval')).toHaveLength(1);
     expect(j.map((e) => e.seq)).toEqual(j.map((_e, i) => i + 1));
+  });
+
+  it('a compiled plan task added to the library starts on its own (single-valued START) and runs to ready, Brain-style', async () => {
+    const task: PlanTaskSpec = { key: 't1', title: 'Fix sum', purpose: 'implement', worker: 'claude-code', model: null, reviewer: 'codex', prompt: 'Fix sum', acceptance: { commands: ['npm test'], criteria: [] }, dependsOn: [] };
+    const lib = createWorkflowLibrary(builtinWorkflowDirs());
+    const entry = lib.add(compileTaskWorkflow('p1', task, 'codex'));
+    expect(entry).toMatchObject({ name: 'plan-p1-t1', admitted: true });
+    expect(lib.add(compileTaskWorkflow('p1', task, 'codex'))).toBe(entry);
+    const rt = createRuntime({ store: createMemoryRegistryStore(), library: lib, agentArea: 'brain', instanceArea: 'repo' });
+    const s = await rt.start('plan-p1-t1', { task: 't1' });
+    expect(s.order).toMatchObject({ kind: 'dispatch_implementer', tool: 'dispatch' });
+    const tools: string[] = [];
+    const data: Record<string, Record<string, unknown>> = { open_draft_pr: { reviewer: 'codex' } };
+    for (;;) {
+      const order = await rt.claim(s.run!.id, { owner: 'brain:42' });
+      if (!order) break;
+      tools.push(order.tool);
+      const r = await rt.report(s.run!.id, order.id, { outcome: 'ok', data: data[order.tool] ?? {} });
+      expect(r.accepted).toBe(true);
+    }
+    expect(tools).toEqual(['dispatch', 'run_acceptance', 'push', 'open_draft_pr', 'dispatch_review', 'mark_ready']);
+    expect((await rt.state(s.run!.id)).run).toMatchObject({ status: 'finished', outcome: 'ready' });
   });
 });

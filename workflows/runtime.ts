@@ -9,10 +9,11 @@
  * Semantics:
  * - Identity: run id = hash(agent area | instance area | workflow | key), the key derived from
  *   validated input by the workflow's key template; `start` on an existing run attaches to it.
- * - Starting: the run begins in the workflow's initial state. If the workflow declares an action
- *   `START` without data that is enabled there, `start` fires it in the same write (so the first
- *   order comes back at once); otherwise the run waits for `signal(START, data)` (e.g. polly-task,
- *   whose START carries the implementer's vendor).
+ * - Starting: the run begins in the workflow's initial state. If exactly one valuation of an action
+ *   named `START` is enabled there (START without data, or with single-valued data such as a
+ *   compiled plan task's fixed vendor), `start` fires it in the same write, so the first order
+ *   comes back at once; otherwise the run waits for `signal(START, data)` (e.g. the generic
+ *   polly-task, whose START carries one of three vendors).
  * - Orders: a step's emitted effects become orders (id = hash(run, seq, kind, ordinal)) queued in
  *   the run's outbox; one is open at a time. `claim` takes (or renews) a lease; an expired lease
  *   makes the same order claimable again (at least once delivery, same id).
@@ -259,10 +260,11 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
         };
         draft.runs[id] = run;
         tx.emit('run.started', { run: id, workflow: wf.name, key, agentArea, instanceArea, input: run.input });
-        const startAction = wf.actions.find((a) => a.name === 'START' && a.data.length === 0);
-        if (startAction) {
-          const step = applyAction(wf, runState(run), 'START', {});
-          if ('state' in step) commitStep(run, wf, 'START', {}, step, tx, 'start', at);
+        const starts = enabledActions(wf, runState(run)).filter((e) => e.action === 'START');
+        if (starts.length === 1) {
+          const only = starts[0]!.data;
+          const step = applyAction(wf, runState(run), 'START', only);
+          if ('state' in step) commitStep(run, wf, 'START', only, step, tx, 'start', at);
         }
         return { status: 'started' as const, run: clone(run), order: run.openOrder ? clone(run.openOrder) : null, instruction: instructionFor(wf, run, at) };
       });

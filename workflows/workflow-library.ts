@@ -51,11 +51,18 @@ export interface WorkflowLibrary {
   entries(): LibraryEntry[];
   /** The entry named `name`, or undefined. */
   get(name: string): LibraryEntry | undefined;
+  /**
+   * Check and add an in-memory workflow (e.g. a compiled plan task); the same workflow again
+   * returns its entry. @throws PollyError `bad_input` when another workflow has the name.
+   */
+  add(workflow: Workflow): LibraryEntry;
 }
 
 export interface WorkflowLibraryOptions {
   /** Policy for Polly's guarantees (default: config defaults, 5 dispatches per turn). */
   policy?: GuaranteePolicy;
+  /** In-memory workflows to add (checked like files). */
+  workflows?: Workflow[];
 }
 
 /** The Polly package root (holds package.json and the built-in `workflows/`), from this module's location. */
@@ -123,16 +130,14 @@ export function describeInvariant(inv: InvariantDecl): string {
   }
 }
 
-/** Load and check one workflow file into a library entry (never throws for a bad workflow). */
-export function loadLibraryEntry(file: string, policy: GuaranteePolicy): LibraryEntry {
+/** Check a workflow (adding Polly's guarantees when it has a `polly:` block) into a library entry. */
+export function checkedEntry(loaded: Workflow, policy: GuaranteePolicy, file = loaded.file): LibraryEntry {
   let wf: Workflow;
   try {
-    const loaded = loadWorkflow(file);
     wf = loaded.polly ? withPollyGuarantees(loaded, policy) : loaded;
   } catch (error) {
     if (!isPollyError(error)) throw error;
-    const name = basename(dirname(file));
-    return { name, file, admitted: false, workflow: null, check: null, line: `REFUSED: ${name}`, reasons: [error.message], guarantees: [], tools: {}, key: null, description: '' };
+    return { name: loaded.name, file, admitted: false, workflow: null, check: null, line: `REFUSED: ${loaded.name}`, reasons: [error.message], guarantees: [], tools: {}, key: null, description: loaded.description };
   }
   const check = checkWorkflow(wf);
   return {
@@ -150,21 +155,46 @@ export function loadLibraryEntry(file: string, policy: GuaranteePolicy): Library
   };
 }
 
+/** Load and check one workflow file into a library entry (never throws for a bad workflow). */
+export function loadLibraryEntry(file: string, policy: GuaranteePolicy): LibraryEntry {
+  let loaded: Workflow;
+  try {
+    loaded = loadWorkflow(file);
+  } catch (error) {
+    if (!isPollyError(error)) throw error;
+    const name = basename(dirname(file));
+    return { name, file, admitted: false, workflow: null, check: null, line: `REFUSED: ${name}`, reasons: [error.message], guarantees: [], tools: {}, key: null, description: '' };
+  }
+  return checkedEntry(loaded, policy, file);
+}
+
+function duplicate(name: string, a: string, b: string): PollyError {
+  return new PollyError('bad_input', `two workflows are named ${JSON.stringify(name)}: ${a} and ${b}. Rename one (the name is part of every run's identity).`, { details: { name, files: [a, b] } });
+}
+
 /**
- * Build a library from workflow sources (see {@link workflowFiles}), checking each workflow.
- * @throws PollyError `bad_input` for a missing source or two workflows with the same name (names both files).
+ * Build a library from workflow sources (see {@link workflowFiles}) and in-memory workflows (e.g.
+ * a plan's compiled task workflows), checking each. More can be added later with `add`.
+ * @throws PollyError `bad_input` for a missing source or two workflows with the same name (names both).
  */
 export function createWorkflowLibrary(sources: string[], options: WorkflowLibraryOptions = {}): WorkflowLibrary {
   const policy = options.policy ?? { maxDispatchesPerTurn: DEFAULT_CONFIG.policies.spawn_bounds.max_dispatches_per_turn };
   const byName = new Map<string, LibraryEntry>();
-  for (const file of workflowFiles(sources)) {
-    const entry = loadLibraryEntry(file, policy);
+  const put = (entry: LibraryEntry): LibraryEntry => {
     const other = byName.get(entry.name);
-    if (other) {
-      throw new PollyError('bad_input', `two workflows are named ${JSON.stringify(entry.name)}: ${other.file} and ${file}. Rename one (the name is part of every run's identity).`, { details: { name: entry.name, files: [other.file, file] } });
-    }
+    if (other) throw duplicate(entry.name, other.file, entry.file);
     byName.set(entry.name, entry);
-  }
-  const list = [...byName.values()];
-  return { entries: () => list, get: (name) => byName.get(name) };
+    return entry;
+  };
+  for (const file of workflowFiles(sources)) put(loadLibraryEntry(file, policy));
+  for (const wf of options.workflows ?? []) put(checkedEntry(wf, policy));
+  return {
+    entries: () => [...byName.values()],
+    get: (name) => byName.get(name),
+    add(wf) {
+      const other = byName.get(wf.name);
+      if (other?.workflow && other.file === wf.file && JSON.stringify(other.workflow.transitions) === JSON.stringify(wf.transitions)) return other;
+      return put(checkedEntry(wf, policy));
+    },
+  };
 }
