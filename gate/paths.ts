@@ -57,7 +57,9 @@ export const PROTECTED_SEGMENTS: ReadonlySet<string> = new Set(['.git', '.claude
  */
 export function protectedReason(path: string, context: GateContext): string | null {
   const segs = path.split('/');
-  for (const seg of segs) {
+  for (const original of segs) {
+    // case-insensitive: on case-insensitive file systems `.GIT` is `.git`
+    const seg = original.toLowerCase();
     if (PROTECTED_SEGMENTS.has(seg)) {
       if (seg === '.git') return `${path} is inside git metadata (.git): hooks, config and refs are not the agent's to change`;
       if (seg === '.polly') return `${path} is Polly's own state or gate configuration (.polly)`;

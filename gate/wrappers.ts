@@ -87,7 +87,7 @@ export function unwrap(argv: string[]): Unwrapped {
     case 'su': {
       for (let i = 1; i < argv.length; i++) {
         const a = argv[i] as string;
-        if (a === '-c' || a === '--command') return { kind: 'script', source: argv[i + 1] ?? '', origin: 'su -c' };
+        if (a === '--command' || /^-[a-zA-Z]*c$/.test(a)) return { kind: 'script', source: argv[i + 1] ?? '', origin: 'su -c' };
         if (a.startsWith('--command=')) return { kind: 'script', source: a.slice(10), origin: 'su -c' };
       }
       return { kind: 'none' };
@@ -128,13 +128,17 @@ export function unwrap(argv: string[]): Unwrapped {
     case 'flock': {
       for (let i = 1; i < argv.length; i++) {
         const a = argv[i] as string;
-        if (a === '-c' || a === '--command') return { kind: 'script', source: argv[i + 1] ?? '', origin: 'flock -c' };
+        if (a === '--command' || /^-[a-zA-Z]*c$/.test(a)) return { kind: 'script', source: argv[i + 1] ?? '', origin: 'flock -c' };
       }
       const i = skipOptions(argv, 1, v('-w', '--timeout', '-E', '--conflict-exit-code'));
       return rest(i + 1); // the lock file
     }
     case 'script': {
-      for (let i = 1; i < argv.length; i++) if (argv[i] === '-c' || argv[i] === '--command') return { kind: 'script', source: argv[i + 1] ?? '', origin: 'script -c' };
+      for (let i = 1; i < argv.length; i++) {
+        const a = argv[i] as string;
+        if (a === '--command' || /^-[a-zA-Z]*c$/.test(a)) return { kind: 'script', source: argv[i + 1] ?? '', origin: 'script -c' };
+        if (a.startsWith('--command=')) return { kind: 'script', source: a.slice(10), origin: 'script -c' };
+      }
       return { kind: 'none' };
     }
     case 'command': {
@@ -186,6 +190,8 @@ export function unwrap(argv: string[]): Unwrapped {
       if (argv.slice(1, i).some((x) => x === '-x' || x === '--exec')) return rest(i);
       return i < argv.length ? { kind: 'script', source: argv.slice(i).join(' '), origin: 'watch' } : { kind: 'none' };
     }
+    case 'eval':
+      return { kind: 'script', source: argv.slice(1).join(' '), origin: 'eval' };
     default:
       break;
   }
