@@ -5,6 +5,7 @@ import { main } from '../brain/cli.js';
 import { checkWorkflow, formatCheckResult, type CheckResult } from '../workflows/checker.js';
 import { parseWorkflow } from '../workflows/load-workflow.js';
 import { TWINS, loadForCheck } from './workflows-twins.js';
+import { withPollyGuarantees } from '../workflows/guarantees.js';
 import { syntheticPlan } from '../workflows/synthetic-plan.js';
 import { applyAction, enabledActions, initialState } from '../workflows/interpreter.js';
 
@@ -161,6 +162,63 @@ transitions:
   it('an event with a "when" condition reads the state after the step', () => {
     const r = checkWorkflow(wf(`${base}invariants:\n  - {name: no-late-ping, never: {name: ping, when: "n >= 2"}}\n`));
     expect(r.violations[0]!.trace.map((s) => s.action)).toEqual(['OPEN', 'PING']);
+  });
+});
+
+describe('Polly guarantees on a plan-shaped workflow (per-task bindings, turns)', () => {
+  /** Three tasks, each dispatched once; `split` ends the turn after the second dispatch. */
+  const plan = (split: boolean, max: number) => {
+    const tasks = [1, 2, 3];
+    const lines = [
+      'name: plan',
+      'states: [turn1, turn2, done]',
+      'initial: turn1',
+      'terminal: [done]',
+      'variables:',
+      ...tasks.flatMap((i) => [
+        `  t${i}: {type: enum, values: [todo, running, green, ready], initial: todo}`,
+        `  t${i}_impl: {type: enum, values: [none, claude-code, codex], initial: none}`,
+        `  t${i}_rev: {type: enum, values: [none, claude-code, codex], initial: none}`,
+      ]),
+      'actions:',
+      '  END_TURN: {}',
+      '  FINISH: {}',
+      ...tasks.flatMap((i) => [`  T${i}_GO: {}`, `  T${i}_GREEN: {}`, `  T${i}_CLEAN: {}`]),
+      'effects:',
+      ...tasks.flatMap((i) => [
+        `  t${i}_dispatch: {tool: dispatch, on_ok: T${i}_GREEN, on_failure: FINISH}`,
+        `  t${i}_review: {tool: dispatch_review, on_ok: T${i}_CLEAN, on_failure: FINISH}`,
+        `  t${i}_ready: {tool: mark_ready, on_ok: FINISH, on_failure: FINISH}`,
+      ]),
+      'transitions:',
+      `  - {action: END_TURN, from: turn1, to: turn2${split ? ", when: \"t1 != 'todo' && t2 != 'todo'\"" : ''}}`,
+      ...tasks.flatMap((i) => [
+        `  - {action: T${i}_GO, from: ${split && i === 3 ? 'turn2' : '[turn1, turn2]'}, when: "t${i} == 'todo'", set: {t${i}: running, t${i}_impl: claude-code}, emit: [t${i}_dispatch]}`,
+        `  - {action: T${i}_GREEN, from: [turn1, turn2], when: "t${i} == 'running'", set: {t${i}: green, t${i}_rev: codex}, emit: [t${i}_review]}`,
+        `  - {action: T${i}_CLEAN, from: [turn1, turn2], when: "t${i} == 'green'", set: {t${i}: ready}, emit: [t${i}_ready]}`,
+      ]),
+      `  - {action: FINISH, from: turn2, to: done, when: "${tasks.map((i) => `t${i} == 'ready'`).join(' && ')}"}`,
+      'polly:',
+      '  turn: {start: [END_TURN], end: [END_TURN]}',
+      '  tasks:',
+      ...tasks.flatMap((i) => [
+        `    - {name: t${i}, implementer_vendor: t${i}_impl, reviewer_vendor: t${i}_rev, tests_green: [T${i}_GREEN], review_clean: [T${i}_CLEAN], effects: [t${i}_dispatch, t${i}_review, t${i}_ready]}`,
+      ]),
+    ];
+    return withPollyGuarantees(parseWorkflow(`${lines.join('\n')}\n`, 'plan.yaml'), { maxDispatchesPerTurn: max });
+  };
+
+  it('names per-task guarantees and counts dispatches per turn (the first turn is open from the start)', () => {
+    const wf = plan(true, 5);
+    expect(wf.invariants.map((i) => i.name)).toEqual(expect.arrayContaining(['t1/ready-only-after-tests-green-and-clean-review', 't3/reviewer-vendor-differs', 'at-most-5-dispatches-per-turn']));
+    // Turn 1 holds at most 2 implementers + 2 reviewers; turn 2 at most t3's implementer + 3 reviewers: 4 each.
+    expect(checkWorkflow(wf).admitted).toBe(true);
+    const tight = checkWorkflow(plan(true, 3));
+    expect(names(tight)).toEqual(['at-most-3-dispatches-per-turn']);
+    // Without the turn split all six dispatches may land in the first turn.
+    const one = checkWorkflow(plan(false, 5));
+    expect(names(one)).toEqual(['at-most-5-dispatches-per-turn']);
+    expect(one.violations[0]!.trace.filter((s) => s.emitted.some((e) => /dispatch|review/.test(e)))).toHaveLength(6);
   });
 });
 

@@ -23,6 +23,8 @@
  * invariants:
  *   - {name: no-post-without-prior-approval, requires_before: {event: post_brief, requires: [APPROVED]}}
  *   - {name: one-post, at_most: {event: post_brief, count: 1}, scope: {between: START, until: DONE}}
+ *     # scope: {between: X, until: Y, initially_open: true} — the first window is open from the start
+ *     # events: a name, a list of names (any of), or {name(s): .., tool(s): .., when: "expr after the step"}
  *   - {name: never-merge, never: {tool: merge}}
  *   - {name: answered, eventually_after: {event: ask_approval, then: [APPROVED, DENIED]}}
  *   - {name: every-path-terminates, terminates: true}
