@@ -22,7 +22,7 @@
  * stateDir), `brain-mcp.json`, `gate/` (the gate's config, hook settings and git/gh shims).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { InboxEvent } from './brain-tools.js';
@@ -175,6 +175,22 @@ export function brainClaudeArgs(o: { mcpConfigPath: string; systemPrompt: string
   return args;
 }
 
+/**
+ * A problem with Polly's MCP server in a `system/init` line of claude's stream-json
+ * (`mcp_servers: [{name, status}]`, status `connected` | `failed` | `pending` | `needs-auth`, seen
+ * in 2.1.197), or null when `polly` is connected or the line is not an init line.
+ */
+export function pollyMcpInitProblem(json: unknown): string | null {
+  const j = json as { type?: unknown; subtype?: unknown; mcp_servers?: unknown } | null;
+  if (!j || j.type !== 'system' || j.subtype !== 'init' || !Array.isArray(j.mcp_servers)) return null;
+  const polly = (j.mcp_servers as Array<{ name?: unknown; status?: unknown }>).find((m) => m?.name === 'polly');
+  if (polly?.status === 'connected') return null;
+  return (
+    `Polly's MCP server is ${polly ? String(polly.status) : 'missing'} in the Brain's claude, so it has none of Polly's tools. ` +
+    'Run "node dist/brain/cli.js mcp --brain" in the repository to see why (a missing build, a broken .polly/config.yaml or registry).'
+  );
+}
+
 function secretsIn(env: Record<string, string>): string[] {
   return Object.entries(env)
     .filter(([k]) => /KEY|TOKEN|SECRET|PASSWORD|AUTH/i.test(k))
@@ -193,14 +209,16 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
 
 /**
  * Start the Brain's claude for a goal (no turn yet: call `turn(firstBrainMessage(goal))`).
+ * A `system/init` line without Polly's MCP server connected becomes an `error` event (once).
  * @throws PollyError `agent_refused` when run as root without `workers.claude-code.allow_root_sandbox`
  *         (Claude Code refuses bypassPermissions as root); `agent_missing` when claude cannot be
- *         spawned; `not_built` when the gate or the skills are missing; `bad_input` for a relative path.
+ *         spawned; `not_built` when cliPath, the gate or the skills are missing; `bad_input` for a relative path.
  */
 export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
   for (const [k, v] of Object.entries({ repoRoot: options.repoRoot, pollyDir: options.pollyDir, stateDir: options.stateDir, cliPath: options.cliPath })) {
     if (!v.startsWith('/')) throw new PollyError('bad_input', `startLlmBrain: ${k} must be an absolute path, got ${JSON.stringify(v)}`);
   }
+  if (!existsSync(options.cliPath)) throw new PollyError('not_built', `the Brain's MCP server command ${options.cliPath} does not exist. Run "npm run build" first.`);
   const claudeConfig = options.config.workers['claude-code'];
   const isRoot = process.getuid?.() === 0;
   if (isRoot && !claudeConfig.allow_root_sandbox) throw new PollyError('agent_refused', `The Brain runs claude: ${rootRefusalMessage()}`);
@@ -266,6 +284,7 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
     }
   };
 
+  let mcpProblemReported = false;
   let buffered = '';
   child.stdout!.setEncoding('utf8');
   child.stdout!.on('data', (chunk: string) => {
@@ -281,6 +300,11 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
       } catch {
         emit({ type: 'unknown', raw: redactText(line, redact) });
         continue;
+      }
+      const problem = pollyMcpInitProblem(json);
+      if (problem && !mcpProblemReported) {
+        mcpProblemReported = true;
+        emit({ type: 'error', message: problem });
       }
       for (const e of parseClaudeStreamLine(json)) emit(e);
     }

@@ -12,7 +12,7 @@ import { toInboxEvents } from '../brain/brain-tools.js';
 import { BRAIN_SKILLS, brainSystemPrompt, loadBrainSkills } from '../brain/brain-prompt.js';
 import { loadConfig } from '../brain/config.js';
 import { DEFAULT_CONFIG } from '../brain/config-schema.js';
-import { brainClaudeArgs, firstBrainMessage, startLlmBrain, wakeMessage, type LlmBrain } from '../brain/llm-brain.js';
+import { brainClaudeArgs, firstBrainMessage, pollyMcpInitProblem, startLlmBrain, wakeMessage, type LlmBrain } from '../brain/llm-brain.js';
 import { createFileRegistryStore } from '../brain/registry-store.js';
 import { mapClaudeTool, pollyMcpDecision } from '../gate/harness-tools.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../scripts/scripted-model/server.js';
@@ -118,6 +118,7 @@ describe('the LLM brain host (real claude, scripted model, polly mcp --brain)', 
   it('turn 1: polly_status, a same-vendor plan refused with its counterexample, the revision admitted', async () => {
     turn1 = await brain.turn(firstBrainMessage({ id: 'g1', text: 'Add an x module.' }));
     expect(turn1.ok, `${turn1.text}\n${JSON.stringify(events.filter((e) => e.type === 'error'))}`).toBe(true);
+    expect(events.filter((e) => e.type === 'error')).toEqual([]); // polly's MCP server was connected at init
     expect(turn1.text).toBe('Plan p2 admitted; waiting for approval.');
     expect(turn1.sessionId).toMatch(/^[0-9a-f-]{36}$/);
     expect(brain.sessionId()).toBe(turn1.sessionId);
@@ -261,6 +262,14 @@ describe('LLM brain pieces', () => {
     expect(wake.trim().split('\n').at(-1)).toMatch(/^Call sys_read_inbox/);
     const many = wakeMessage(Array.from({ length: 25 }, (_, i) => ({ seq: i + 1, at: 'x', kind: 'task.status' })));
     expect(many).toContain('… and 5 more');
+  });
+
+  it('init: a polly MCP server that is not connected is reported', () => {
+    const init = (status: string) => ({ type: 'system', subtype: 'init', mcp_servers: [{ name: 'polly', status }] });
+    expect(pollyMcpInitProblem(init('connected'))).toBeNull();
+    expect(pollyMcpInitProblem(init('failed'))).toMatch(/is failed.*mcp --brain/);
+    expect(pollyMcpInitProblem({ type: 'system', subtype: 'init', mcp_servers: [] })).toMatch(/is missing/);
+    expect(pollyMcpInitProblem({ type: 'assistant' })).toBeNull();
   });
 
   it('argv: stream-json in and out, strict MCP config, the appended prompt, model and resume, the gate last', () => {
