@@ -13,7 +13,8 @@ import { createDispatchReviewTool } from '../brain/task-tools/dispatch-review.js
 import { createMarkReadyTool } from '../brain/task-tools/mark-ready.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../scripts/scripted-model/server.js';
 import { parseModelScript } from '../scripts/scripted-model/script.js';
-import { createDirectSupervisor } from './helpers/direct-supervisor.js';
+import { recordingSupervisor } from './helpers/recording-supervisor.js';
+import { createWorkerSupervisor } from '../workers/worker-supervisor.js';
 import { createFakeClock, startGitHubSimulator, type GitHubSimulator } from './helpers/github-simulator.js';
 import { commitIn, createGreenTask, createPrStepSetting, scriptedAgentEnv, testConfig, toolRunner, type PrStepSetting } from './helpers/pr-step-fixture.js';
 
@@ -65,7 +66,7 @@ async function setup() {
   sim.setBranch('main', s.repo.git(['rev-parse', 'main']));
   const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl, clock });
   const config = testConfig(server.url);
-  const supervisor = createDirectSupervisor({ config, stateRoot: join(s.outside, 'workers') });
+  const supervisor = recordingSupervisor(createWorkerSupervisor({ repoRoot: s.repo.dir, store: s.store, config, stateRoot: join(s.outside, 'workers') }));
   const runner = toolRunner(s, { forge, supervisor, config, agentEnv: scriptedAgentEnv(server.url, join(s.outside, 'home')) });
   /** GitHub receives what is on the bare remote. */
   const mirror = (s2: PrStepSetting, branch: string) => sim.setBranch(branch, s2.repo.git(['ls-remote', 'origin', `refs/heads/${branch}`]).split('\t')[0]!);

@@ -18,7 +18,8 @@ import { DEFAULT_CONFIG } from '../brain/config-schema.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../scripts/scripted-model/server.js';
 import { parseModelScript } from '../scripts/scripted-model/script.js';
 import type { AgentEvent } from '../workers/agent-adapter.js';
-import { createDirectSupervisor } from './helpers/direct-supervisor.js';
+import { recordingSupervisor } from './helpers/recording-supervisor.js';
+import { createWorkerSupervisor } from '../workers/worker-supervisor.js';
 import { git } from './helpers/git-repo.js';
 import { commitIn, createGreenTask, createPrStepSetting, noAgents, scriptedAgentEnv, testConfig, toolRunner } from './helpers/pr-step-fixture.js';
 
@@ -72,7 +73,7 @@ function setup() {
   const s = createPrStepSetting({ 'README.md': '# calc\n', 'src/add.js': 'export function add(a, b) {\n  return 0;\n}\n' });
   const config = testConfig(server.url);
   const forge = createLocalForge({ repoRoot: s.repo.dir, store: s.store });
-  const supervisor = createDirectSupervisor({ config, stateRoot: join(s.outside, 'workers') });
+  const supervisor = recordingSupervisor(createWorkerSupervisor({ repoRoot: s.repo.dir, store: s.store, config, stateRoot: join(s.outside, 'workers') }));
   const runner = toolRunner(s, { forge, supervisor, config, agentEnv: scriptedAgentEnv(server.url, join(s.outside, 'home')) });
   return { s, config, forge, supervisor, runner };
 }

@@ -19,7 +19,8 @@ import { parseModelScript } from '../scripts/scripted-model/script.js';
 import type { AgentEvent } from '../workers/agent-adapter.js';
 import { createGitRunner } from '../workers/git.js';
 import { createReviewSandbox, produceReviewDiff, WORKTREE_PLACEHOLDER } from '../workers/review-sandbox.js';
-import { createDirectSupervisor } from './helpers/direct-supervisor.js';
+import { recordingSupervisor } from './helpers/recording-supervisor.js';
+import { createWorkerSupervisor } from '../workers/worker-supervisor.js';
 import { git } from './helpers/git-repo.js';
 import { createGreenTask, createPrStepSetting, scriptedAgentEnv, testConfig, toolRunner } from './helpers/pr-step-fixture.js';
 
@@ -93,7 +94,7 @@ sessions:
     servers.push(server);
     const config = testConfig(server.url);
     const forge = createLocalForge({ repoRoot: s.repo.dir, store: s.store });
-    const supervisor = createDirectSupervisor({ config, stateRoot: join(s.outside, 'workers') });
+    const supervisor = recordingSupervisor(createWorkerSupervisor({ repoRoot: s.repo.dir, store: s.store, config, stateRoot: join(s.outside, 'workers') }));
     const runner = toolRunner(s, { forge, supervisor, config, agentEnv: scriptedAgentEnv(server.url, join(s.outside, 'home')) });
     let scratch = '';
     const review = createDispatchReviewTool({ keepSandbox: true, onSandbox: (sb) => (scratch = sb.dir) });
