@@ -1,20 +1,30 @@
 /**
- * `npm run bench -- dispatch [--files N] [--rounds R] [--concurrency C] [--dir PATH]`
+ * `npm run bench -- dispatch [--files N] [--rounds R] [--concurrency C] [--dir PATH] [--no-worker]`
  *
  * Time from "dispatch" to a ready worker, against a bare `git worktree add` of the same repository
  * in the same run (target ≤ 1.2×), one at a time and C (default 8) at once. Runs on a generated
  * repository of N (default 20 000) files.
  *
- * Today a dispatch is `WorktreeManager.create()` (worktree, includes, submodules, PORT). Later
- * stages (e.g. starting the worker process) are added as entries of {@link DISPATCH_STAGES}: each
- * runs after `create()` inside the timed region, and its own time is printed.
+ * A dispatch is `WorktreeManager.create()` (worktree, includes, submodules, PORT) followed by the
+ * entries of {@link DISPATCH_STAGES}, each inside the timed region with its own time printed:
+ * `worker runner spawned` (supervisor.runTurn: spec + registry row + detached runner, until the
+ * runner has written runner.pid) and `agent CLI started` (the runner built the adapter, installed
+ * the gate and spawned the real `pi`, until agent.json names its pid). The turn itself runs against
+ * the scripted model server and is awaited untimed. `--no-worker`: the worktree part only.
+ * CPU figures count reaped children only: the detached runners and agents are not in them.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, homedir, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DEFAULT_CONFIG, type PollyConfig } from '../brain/config-schema.js';
+import { createFileRegistryStore } from '../brain/registry-store.js';
+import type { WorkerSupervisor, WorkerTurnResult } from '../brain/task-tools/types.js';
 import { createGitRunner, type GitRunner } from '../workers/git.js';
+import { createWorkerSupervisor, workerIdFor } from '../workers/worker-supervisor.js';
 import { createWorktreeManager, type CreatedWorktree, type WorktreeManager } from '../workers/worktree-manager.js';
+import { parseModelScript } from './scripted-model/script.js';
+import { startScriptedModelServer, type ScriptedModelServer } from './scripted-model/server.js';
 
 /** One step of a dispatch after the worktree exists (timed as part of the dispatch). */
 export interface DispatchStage {
@@ -23,8 +33,66 @@ export interface DispatchStage {
   run(worktree: CreatedWorktree): Promise<(() => Promise<void>) | void>;
 }
 
-/** Stages after `create()`. The worker-process start is to be added here. */
+/** Stages after `create()` (main() adds the worker stages once the repository exists). */
 export const DISPATCH_STAGES: DispatchStage[] = [];
+
+const BENCH_SCRIPT = 'sessions:\n  - name: bench\n    match: {role: implement}\n    turns:\n      - steps:\n          - finish: "Nothing to do."\n';
+const BENCH_KEY_ENV = 'POLLY_BENCH_MODEL_KEY';
+
+async function waitForFile(path: string, what: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!existsSync(path)) {
+    if (Date.now() > deadline) throw new Error(`${what}: ${path} did not appear within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+/**
+ * The worker stages: the implementer's turn through the real supervisor (detached runner, gate,
+ * the real `pi` against the scripted model), timed until the runner runs (runner.pid) and until
+ * the agent CLI has been spawned (agent.json). The turn's end is awaited untimed (cleanup).
+ */
+function workerStages(repo: string, supervisor: WorkerSupervisor, stateRoot: string): DispatchStage[] {
+  const turns = new Map<string, Promise<WorkerTurnResult>>();
+  let failures = 0;
+  const orderOf = (wt: CreatedWorktree) => `bench:${wt.id}:dispatch`;
+  return [
+    {
+      name: 'worker runner spawned',
+      async run(wt) {
+        turns.set(
+          wt.id,
+          supervisor.runTurn({
+            taskId: wt.id,
+            orderId: orderOf(wt),
+            harness: 'pi',
+            purpose: 'implement',
+            role: 'implement',
+            cwd: wt.path,
+            prompt: `[polly task=${wt.id} role=implement] benchmark turn`,
+            resumeSessionId: null,
+            model: null,
+            gateContext: { repoRoot: repo, worktree: wt.path, branch: wt.branch, defaultBranch: 'main', home: homedir() },
+            env: { [BENCH_KEY_ENV]: 'bench-dummy-key', PORT: String(wt.port) },
+          }),
+        );
+        await waitForFile(join(stateRoot, workerIdFor(wt.id, orderOf(wt)), 'runner.pid'), 'worker runner');
+      },
+    },
+    {
+      name: 'agent CLI started',
+      async run(wt) {
+        const id = workerIdFor(wt.id, orderOf(wt));
+        await waitForFile(join(stateRoot, id, 'agent.json'), 'agent CLI');
+        return async () => {
+          const r = await turns.get(wt.id)!;
+          turns.delete(wt.id);
+          if (r.status !== 'ok' && failures++ < 3) process.stderr.write(`bench: worker ${id} ended ${r.status}: ${r.message ?? ''}\n`);
+        };
+      },
+    },
+  ];
+}
 
 interface Args {
   files: number;
@@ -32,17 +100,21 @@ interface Args {
   concurrency: number;
   /** Parent directory of the generated repository. */
   dir: string;
+  /** Include the worker stages (default; `--no-worker`: the worktree only). */
+  worker: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
   // tmpfs by default: on a shared VM disk, writeback from other work swung a bare add of 20 000
   // files between 6 and 19 s within one run; on tmpfs the git work is faster, so Polly's fixed
   // overhead weighs more in the ratio (a stricter test). `--dir /tmp` measures on disk.
-  const args: Args = { files: 20_000, rounds: 7, concurrency: 8, dir: existsSync('/dev/shm') ? '/dev/shm' : tmpdir() };
+  const args: Args = { files: 20_000, rounds: 7, concurrency: 8, dir: existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), worker: true };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = Number(argv[i + 1]);
-    if (flag === '--dir') {
+    if (flag === '--no-worker') {
+      args.worker = false;
+    } else if (flag === '--dir') {
       args.dir = argv[i + 1] ?? '';
       i++;
     } else if (flag === '--files' || flag === '--rounds' || flag === '--concurrency') {
@@ -50,7 +122,7 @@ function parseArgs(argv: string[]): Args {
       args[flag.slice(2) as 'files' | 'rounds' | 'concurrency'] = value;
       i++;
     } else {
-      throw new Error(`unknown flag "${flag}"; use --files N, --rounds R, --concurrency C, --dir PATH`);
+      throw new Error(`unknown flag "${flag}"; use --files N, --rounds R, --concurrency C, --dir PATH, --no-worker`);
     }
   }
   return args;
@@ -159,6 +231,7 @@ function push(m: Map<string, number[]>, k: string, v: number) {
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const root = realpathSync(mkdtempSync(join(args.dir, 'polly-bench-dispatch-')));
+  let model: ScriptedModelServer | null = null;
   try {
     process.stderr.write(`generating a repository of ${args.files} files in ${root} …\n`);
     const gen = await timed(async () => generateRepo(root, args.files));
@@ -167,6 +240,15 @@ async function main(): Promise<void> {
     const commit = (await git.run(['rev-parse', 'main'], { cwd: repo })).stdout.trim();
     const manager = createWorktreeManager({ repoRoot: repo, git });
     const version = (await git.run(['version'], { cwd: repo })).stdout.trim();
+    if (args.worker) {
+      model = await startScriptedModelServer({ script: parseModelScript(BENCH_SCRIPT) });
+      const config: PollyConfig = structuredClone(DEFAULT_CONFIG);
+      config.workers.pi = { command: 'pi', model: 'scripted', provider: null, base_url: `${model.url}/v1`, api: 'openai-completions', api_key_env: BENCH_KEY_ENV };
+      const stateRoot = join(repo, '.polly', 'workers');
+      const store = createFileRegistryStore(join(repo, '.polly'));
+      const supervisor = createWorkerSupervisor({ repoRoot: repo, store, config, stateRoot, pollMs: 20, gateJournalPath: null });
+      DISPATCH_STAGES.push(...workerStages(repo, supervisor, stateRoot));
+    }
 
     const removeBare = async (path: string) => {
       await git.run(['worktree', 'remove', '--force', path], { cwd: repo });
@@ -258,6 +340,7 @@ async function main(): Promise<void> {
     out.push('', `load average (1 min) at start / end: ${load0.toFixed(1)} / ${load1.toFixed(1)} on ${cpus().length} cores — wall-clock ratios are noisy when it exceeds the core count; CPU ratios are not`);
     process.stdout.write(out.join('\n') + '\n');
   } finally {
+    await model?.close();
     rmSync(root, { recursive: true, force: true });
   }
 }
