@@ -10,6 +10,8 @@
  * Cases, in the same run on the same data:
  * - file store: `.polly/registry.json` under the lock, temp file + fsync + rename + `.bak` + journal;
  * - memory store: the in-process baseline (same runtime, no disk);
+ * - file store with no live runs: how much of a step's cost is the registry's size (every update
+ *   parses, clones, validates and rewrites the whole registry);
  * - the seed's claim: polyflow reports about 1,200 steps/s (node:sqlite, WAL), printed for comparison.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -49,7 +51,7 @@ async function liveRuns(): Promise<Record<string, RunRecord>> {
   return runs;
 }
 
-async function measure(name: string, store: RegistryStore, runs: Record<string, RunRecord>): Promise<number> {
+async function measure(name: string, store: RegistryStore, runs: Record<string, RunRecord>, expectLive = LIVE): Promise<number> {
   await store.update((draft) => {
     Object.assign(draft.runs, structuredClone(runs));
   });
@@ -70,7 +72,7 @@ async function measure(name: string, store: RegistryStore, runs: Record<string, 
   const secs = Number(process.hrtime.bigint() - start) / 1e9;
   const steps = (n - loopsBefore) * 3;
   const live = (await rt.list({ allAreas: true, status: 'running' })).length;
-  if (live !== LIVE) throw new Error(`expected ${LIVE} live runs, found ${live}`);
+  if (live !== expectLive) throw new Error(`expected ${expectLive} live runs, found ${live}`);
   const perSec = steps / secs;
   process.stdout.write(`${name.padEnd(46)} ${perSec.toFixed(1).padStart(9)} steps/s  ${((secs / steps) * 1000).toFixed(2).padStart(8)} ms/step  (${steps} steps, ${live} live runs)\n`);
   return perSec;
@@ -82,6 +84,12 @@ const dir = mkdtempSync(join(tmpdir(), 'polly-bench-runtime-'));
 try {
   const file = await measure('file store (.polly/registry.json, lock+fsync)', createFileRegistryStore(dir), runs);
   const memory = await measure('memory store (in-process baseline)', createMemoryRegistryStore(), runs);
+  const empty = mkdtempSync(join(tmpdir(), 'polly-bench-runtime-empty-'));
+  try {
+    await measure('file store, no live runs (size effect)', createFileRegistryStore(empty), {}, 0);
+  } finally {
+    rmSync(empty, { recursive: true, force: true });
+  }
   process.stdout.write(`${"seed's claim (polyflow, node:sqlite)".padEnd(46)} ${`~${SEED_CLAIM.toLocaleString('en')}`.padStart(9)} steps/s\n`);
   process.stdout.write(`file store / seed's claim: ${(file / SEED_CLAIM).toFixed(3)}×   file store / memory store: ${(file / memory).toFixed(3)}×\n`);
 } finally {
