@@ -10,7 +10,7 @@ import type { Command as ShCommand, ParsedScript, Redirection, Word, WordPart } 
 import { analyzeCommand } from './command-rules.js';
 import { UNKNOWN, isHarmlessDevice, resolvePath } from './paths.js';
 import type { Analyzer, ExecFlags, GateContext, GateFinding, GateRole, GatePolicy } from './types.js';
-import { SHELLS, unwrap } from './wrappers.js';
+import { unwrap } from './wrappers.js';
 
 type AnyNode = { type: string; [k: string]: unknown };
 
@@ -77,7 +77,11 @@ function partValue(p: WordPart, scope: Scope, home: string, first: boolean): str
   }
 }
 
-/** Creates the analyzer that collects a report; `visit` runs it over source. */
+/**
+ * Analyse a command line: parse it, walk every nested context, and collect findings (denials and
+ * asks), write targets and changes, in source order. Pure; never throws for bad shell (a parse
+ * error is a `blast_radius.parse_error` finding).
+ */
 export function analyzeShell(source: string, cwd: string, role: GateRole, context: GateContext, policy: GatePolicy): ShellReport {
   const report: ShellReport = { findings: [], writes: [], mutations: [] };
   const analyzer: Analyzer = {
@@ -118,7 +122,7 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
       case 'exec':
         return exec(w.argv, w.cwd ?? cwd, depth + 1, { ...flags, argsFromStdin: flags.argsFromStdin || w.argsFromStdin === true, stdinText: w.argsFromStdin ? null : flags.stdinText });
       case 'script':
-        return runScript(flags.argsFromStdin && w.origin.endsWith('-c') ? w.source : w.source, { cwd, vars: new Map() }, depth + 1, w.origin);
+        return runScript(w.source, { cwd, vars: new Map() }, depth + 1, w.origin);
       case 'stdin-shell':
         if (flags.stdinText != null) return runScript(flags.stdinText, { cwd, vars: new Map() }, depth + 1, `${w.origin} reading a here-document`);
         if (flags.stdinFromPipe) return deny('blast_radius.hidden_command', `a shell (${w.origin}) reads commands from a pipe: anything decoded or downloaded into a shell is denied`);
@@ -256,14 +260,10 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
       case 'Command':
         return simpleCommand(node as unknown as ShCommand, scope, depth, pipeIn);
       case 'Redirected': {
+        // `{ …; } > file`, `while …; done < file`: the redirections, then the compound command
         const { stdinText } = redirects(node.redirects as Redirection[], scope, depth);
-        const inner = node.command as AnyNode;
-        if (stdinText !== null && inner.type !== 'Command') {
-          // `{ bash; } <<EOF` — treat like a pipe of known text: shells inside read it
-          walk(inner, scope, depth, pipeIn);
-          return;
-        }
-        return walk(inner, scope, depth, pipeIn);
+        // a here-document fed to a compound command is read by commands inside it: treat it like a pipe
+        return walk(node.command as AnyNode, scope, depth, pipeIn || stdinText !== null);
       }
       case 'Subshell':
       case 'BraceGroup':
@@ -321,6 +321,5 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
   }
 
   runScript(source, { cwd, vars: new Map() }, 0, 'the command');
-  void SHELLS;
   return report;
 }

@@ -158,7 +158,6 @@ export function unwrap(argv: string[]): Unwrapped {
       return rest(skipOptions(argv, 1, v('-a')));
     case 'xargs': {
       let i = 1;
-      let replace = false;
       while (i < argv.length) {
         const a = argv[i] as string;
         if (!a.startsWith('-')) break;
@@ -167,15 +166,12 @@ export function unwrap(argv: string[]): Unwrapped {
           break;
         }
         if (['-I', '-E', '-L', '-n', '-P', '-s', '-d', '-a', '--arg-file', '--delimiter', '--max-args', '--max-procs', '--max-chars', '--max-lines', '--eof', '--process-slot-var'].includes(a)) {
-          if (a === '-I') replace = true;
           i += 2;
           continue;
         }
-        if (a.startsWith('-I') || a.startsWith('-i') || a.startsWith('--replace')) replace = true;
         i += 1;
       }
       if (i >= argv.length) return { kind: 'exec', argv: ['echo'], argsFromStdin: true };
-      void replace;
       return { kind: 'exec', argv: argv.slice(i), argsFromStdin: true };
     }
     case 'parallel': {
