@@ -70,6 +70,9 @@ describe('review sandbox', () => {
     // A root inside the worktree is refused.
     const inside = await createReviewSandbox({ task, diff: diff.diff, stateRoot: join(wt, 'tmp') }).catch((e: unknown) => e);
     expect(isPollyError(inside) && inside.code).toBe('bad_input');
+    const inRepo = await createReviewSandbox({ task, diff: diff.diff, repoRoot: s.repo.dir, stateRoot: join(s.repo.dir, '.polly') }).catch((e: unknown) => e);
+    expect(isPollyError(inRepo) && inRepo.code).toBe('bad_input');
+    expect((inRepo as Error).message).toMatch(/inside the repository/);
   }, 30_000);
 
   test('the real Claude Code as reviewer: its requests never name the worktree; Bash and Write attempts into the scratch dir and the worktree are denied and leave no trace', async () => {

@@ -36,11 +36,13 @@ export interface ReviewSandboxInput {
   diff: string;
   /**
    * Parent directory of the scratch directory (default: the OS temp dir). Refused when it lies
-   * inside the task's worktree or names it.
+   * inside the task's worktree or inside `repoRoot`.
    */
   stateRoot?: string;
   /** Review round (1-based), shown in the prompt. Default 1. */
   round?: number;
+  /** The repository's main checkout: the scratch dir must not be inside it either. */
+  repoRoot?: string;
 }
 
 export interface ReviewSandbox {
@@ -131,8 +133,8 @@ function isInside(child: string, parent: string): boolean {
 
 /**
  * Create the sandbox for one review round.
- * @throws PollyError `bad_input` when `stateRoot` is inside the worktree (or the worktree inside
- *   it is the scratch path), or when the written texts would still name the worktree (a bug).
+ * @throws PollyError `bad_input` when `stateRoot` is inside the worktree or the repository;
+ *   `internal` when the written texts would still name the worktree (a bug).
  */
 export async function createReviewSandbox(input: ReviewSandboxInput): Promise<ReviewSandbox> {
   const worktree = input.task.worktree;
@@ -141,6 +143,11 @@ export async function createReviewSandbox(input: ReviewSandboxInput): Promise<Re
   for (const form of forms) {
     if (isInside(root, form)) {
       throw new PollyError('bad_input', `the review sandbox root ${root} is inside the task's worktree ${form}; use a directory outside it (default: the OS temp dir).`);
+    }
+  }
+  for (const form of pathForms(input.repoRoot ?? null)) {
+    if (isInside(root, form)) {
+      throw new PollyError('bad_input', `the review sandbox root ${root} is inside the repository ${form}; a reviewer must not work in the repository. Use a directory outside it (default: the OS temp dir; check TMPDIR).`);
     }
   }
   const worktreeName = worktree ? basename(worktree) : null;

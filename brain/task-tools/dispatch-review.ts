@@ -107,7 +107,7 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
     }
     let sandbox: ReviewSandbox;
     try {
-      sandbox = await createReviewSandbox({ task, diff, round, ...(options.sandboxRoot ? { stateRoot: options.sandboxRoot } : {}) });
+      sandbox = await createReviewSandbox({ task, diff, round, repoRoot: ctx.repoRoot, ...(options.sandboxRoot ? { stateRoot: options.sandboxRoot } : {}) });
     } catch (error) {
       return { outcome: 'failure', note: `cannot create the review sandbox: ${isPollyError(error) ? error.message : String(error)}` };
     }
