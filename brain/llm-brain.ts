@@ -330,7 +330,12 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
       }
       resolveExit(exitInfo);
     };
-    child.on('exit', finish);
+    // 'exit' can come before the last stdout lines are read (a result line written just before
+    // exiting): finish once stdout has ended, or after 500 ms if a descendant keeps the pipe open.
+    const stdoutEnded = new Promise<void>((r) => child.stdout!.once('close', () => r()));
+    child.on('exit', (code, signal) => {
+      void Promise.race([stdoutEnded, new Promise((r) => setTimeout(r, 500).unref())]).then(() => finish(code, signal));
+    });
     child.on('error', (error) => {
       stderrTail += `\n${error.message}`;
       finish(null, null);

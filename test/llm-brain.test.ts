@@ -5,7 +5,8 @@
  * Needs `npm run build` (the MCP server and the gate hook run from dist/).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toInboxEvents } from '../brain/brain-tools.js';
@@ -313,6 +314,23 @@ describe('LLM brain pieces', () => {
       }),
     ).toThrow(/allow_root_sandbox/);
     expect(existsSync(dir)).toBe(false);
+  });
+
+  it('claude dying mid-turn resolves the turn with ok: false and what to do (no hang)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'polly-llm-brain-dies-'));
+    const fake = join(dir, 'claude-dies');
+    writeFileSync(fake, '#!/bin/sh\nread line\necho "boom: the model is gone" >&2\nexit 3\n', { mode: 0o755 });
+    const config = await loadConfig(repo.dir);
+    config.workers['claude-code'].allow_root_sandbox = true;
+    const b = startLlmBrain({
+      repoRoot: repo.dir, pollyDir: join(repo.dir, '.polly'), config, goal: { id: 'g9', text: 'x' }, stateDir: join(dir, 'state'),
+      env: {}, resumeSessionId: null, cliPath: cli, binary: fake,
+    });
+    const t = await b.turn(firstBrainMessage({ id: 'g9', text: 'x' }));
+    expect(t.ok).toBe(false);
+    expect(t.text).toMatch(/exited \(code 3.*boom: the model is gone.*resumeSessionId/);
+    expect((await b.exited).code).toBe(3);
+    await b.close();
   });
 
   it('polly mcp --brain serves the brain tools next to the workflow tools (tools/list over stdio)', async () => {
