@@ -130,6 +130,22 @@ describe('case 1: a worker that never starts gets a named task state within seco
   }
 });
 
+describe('case 1 (before the agent): a worktree that cannot be made', () => {
+  it('an unknown base branch fails dispatch permanently, naming the branch, and starts no worker', async () => {
+    const repo = createTestRepo();
+    const rig = rigFor(repo, scriptedConfig(server.url));
+    await rig.store.update((d) => {
+      d.tasks['c1wt'] = makeTask('c1wt', 'pi', { baseBranch: 'no-such-base' });
+    });
+    const out = await runTool(rig, dispatch, 'c1wt', 'c1wt:dispatch');
+    expect(out).toMatchObject({ outcome: 'failure', permanent: true });
+    const reg = await rig.store.read();
+    expect(reg.tasks['c1wt']).toMatchObject({ status: 'failed', worktree: null });
+    expect(reg.tasks['c1wt']!.statusReason).toMatch(/^worktree: base branch "no-such-base" does not exist/);
+    expect(reg.workers).toEqual({});
+  });
+});
+
 /** A node process that runs a supervisor's runTurn (it plays the Brain that gets SIGKILLed). */
 function startBrainProcess(repo: TestRepo, config: PollyConfig, request: WorkerTurnRequest): { pid: number; exited: Promise<void> } {
   const dist = resolve('dist');

@@ -83,6 +83,7 @@ describe('worker supervisor (real pi, detached runner)', () => {
     expect(row).toMatchObject({ taskId: 'sv-basic', orderId: 'order-1', harness: 'pi', state: 'exited', outcome: 'ok', sessionId: r.sessionId, stateDir: dir });
     expect(Date.parse(row.heartbeatAt)).toBeGreaterThan(Date.parse(row.startedAt));
     expect(row.pid).toBeGreaterThan(0);
+    expect(row.agentPid).toBe((JSON.parse(readFileSync(join(dir, 'agent.json'), 'utf8')) as { pid: number }).pid);
     expect(await supervisor.live()).toEqual([]);
 
     // Idempotent per order: the same order returns the first result without starting pi again.

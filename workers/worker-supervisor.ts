@@ -317,7 +317,10 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
   const lostResult = (row: WorkerRecord, files: WorkerFiles, events: AgentEvent[], started: number): AgentRunResult => {
     const pid = row.pid || readRunnerPid(files);
     const tail = logTail(files);
-    const message = `the worker process died (pid ${pid}) without a result${tail.trim() ? `; its log ends: ${tail.trim().split('\n').slice(-5).join(' | ')}` : ''}`;
+    const logEnd = tail.trim() ? `; its log ends: ${tail.trim().split('\n').slice(-5).join(' | ')}` : '';
+    const message = pid
+      ? `the worker process died (pid ${pid}) without a result${logEnd}`
+      : `the worker process never started (the supervisor stopped between recording the worker and spawning it)${logEnd}`;
     const sessionId = [...events].reverse().find((e): e is Extract<AgentEvent, { type: 'session' }> => e.type === 'session')?.sessionId ?? row.sessionId;
     return { ...faultResult('agent_exited', message, started, [...events, { type: 'error', message }], tail), sessionId };
   };
@@ -333,6 +336,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
     const tail = createEventTail(files.events);
     const seen: AgentEvent[] = [];
     let sessionRecorded = row.sessionId;
+    let agentRecorded = row.agentPid ?? null;
     let lastHeartbeatMs = 0;
     let lastRegistryBeat = 0;
     let termAt = 0;
@@ -369,6 +373,13 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
         const lost = lostResult({ ...row, pid }, files, seen, started);
         await endRow(row, null, lost.message ?? null);
         return { ...lost, workerId: row.id, adopted };
+      }
+      if (agentRecorded === null) {
+        const agentPid = readAgentPid(files);
+        if (agentPid) {
+          agentRecorded = agentPid;
+          await patchRow(row.id, { agentPid });
+        }
       }
       try {
         const mtime = statSync(files.heartbeat).mtimeMs;

@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import type { AgentRunResult } from '../../workers/agent-adapter.js';
 import type { GateRole } from '../../gate/types.js';
+import { isPollyError } from '../errors.js';
 import type { TaskRecord, TaskStatus } from '../registry-schema.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome, WorkerTurnRequest, WorkerTurnResult } from './types.js';
 
@@ -128,9 +129,25 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
   return { task: fresh ?? { ...task, ...record }, env };
 }
 
-/** The `dispatch` tool (see the module doc). */
+/** The `dispatch` tool (see the module doc). A worktree that cannot be made is a permanent failure naming why. */
 export const dispatch: TaskTool = async (ctx) => {
-  const { task, env } = await ensureWorktree(ctx);
+  let prepared: Awaited<ReturnType<typeof ensureWorktree>>;
+  try {
+    prepared = await ensureWorktree(ctx);
+  } catch (error) {
+    if (!isPollyError(error) || !['bad_input', 'conflict', 'git_failed', 'not_found'].includes(error.code)) throw error;
+    const reason = `worktree: ${error.message}`;
+    await ctx.store.update((draft, tx) => {
+      const t = draft.tasks[ctx.task.id];
+      if (!t) return;
+      t.status = 'failed';
+      t.statusReason = reason;
+      t.updatedAt = new Date().toISOString();
+      tx.emit('task.worktree_failed', { taskId: t.id, orderId: ctx.order.id, code: error.code, reason });
+    });
+    return { outcome: 'failure', permanent: error.code !== 'git_failed', note: `dispatch: ${reason}` };
+  }
+  const { task, env } = prepared;
   await ctx.store.update((draft) => {
     const t = draft.tasks[task.id];
     if (t && t.status !== 'running') {

@@ -8,11 +8,12 @@
  */
 import { existsSync } from 'node:fs';
 import { implementTurn, promptMarker, recordTurn } from './dispatch.js';
+import type { TaskRecord } from '../registry-schema.js';
 import type { TaskTool } from './types.js';
 
 /** The follow-up prompt: the marker line, then the feedback verbatim. */
-export function followupPrompt(task: { id: string; purpose: string; attempts: number }, feedback: string): string {
-  return `${promptMarker(task as { id: string; purpose: 'implement' })} follow-up after attempt ${task.attempts}\n\n${feedback.trim()}\n`;
+export function followupPrompt(task: Pick<TaskRecord, 'id' | 'purpose' | 'attempts'>, feedback: string): string {
+  return `${promptMarker(task)} follow-up after attempt ${task.attempts}\n\n${feedback.trim()}\n`;
 }
 
 /** The `send_followup` tool (see the module doc). */
