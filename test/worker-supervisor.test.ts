@@ -114,7 +114,18 @@ describe('worker supervisor (real pi, detached runner)', () => {
     expect(await supervisor.live()).toEqual([]);
     expect((await store.read()).workers[r.workerId]).toMatchObject({ state: 'exited', outcome: 'cancelled' });
     expect(await supervisor.cancelTask('sv-cancel')).toEqual({ cancelled: 0 });
-  }, 40_000);
+
+    // Aborting the caller's signal cancels the turn the same way.
+    const controller = new AbortController();
+    const second = supervisor.runTurn(request(repo, 'sv-cancel', 'order-d'), { signal: controller.signal });
+    const until = Date.now() + 20_000;
+    while (processWith('sleep 41.5').length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    controller.abort();
+    const r2 = await second;
+    expect(r2.status).toBe('cancelled');
+    expect(processWith('sleep 41.5')).toEqual([]);
+    expect(await supervisor.live()).toEqual([]);
+  }, 60_000);
 
   it.skipIf(process.getuid?.() !== 0)('Claude as root without allow_root_sandbox: dispatch fails at once, permanently, saying how to enable it', async () => {
     const repo = createTestRepo();
