@@ -412,6 +412,7 @@ async function scheduleTurns(
           const t = draft.tasks[task.id]!;
           t.status = 'failed';
           t.statusReason = `the runtime refused to start ${wf}: ${started.instruction}`;
+          t.finishedAt = now().toISOString();
           tx.emit('task.failed', { taskId: t.id, status: 'failed', reason: t.statusReason });
         });
         continue;
@@ -465,7 +466,7 @@ async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order: WorkO
     supervisor: deps.supervisor,
     forge: deps.forge,
     agentEnv: deps.agentEnv,
-    progress: (line) => log(`[polly] ${taskId}: ${line}`),
+    progress: (line) => log(`[polly] ${line}`),
     signal: deps.signal ?? controller.signal,
   };
   let outcome: Awaited<ReturnType<TaskTool>>;
@@ -493,17 +494,18 @@ async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order: WorkO
 async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => Date): Promise<void> {
   const finished = await deps.runtime.list({ status: 'finished' });
   const reg = await deps.store.read();
+  // A task is finished once: `finishedAt` marks it (a tool may already have set a final status).
   const updates = finished.filter((run) => {
     const t = reg.tasks[String(run.input.task ?? '')];
-    return t && !FINAL_STATUSES.has(t.status);
+    return t && !t.finishedAt;
   });
   if (updates.length === 0) return;
   await deps.store.update((draft, tx) => {
     for (const run of updates) {
       const t = draft.tasks[String(run.input.task)];
-      if (!t || FINAL_STATUSES.has(t.status)) continue;
+      if (!t || t.finishedAt) continue;
       const outcome = run.outcome ?? (run.state as { state?: string }).state ?? 'failed';
-      t.status = outcome === 'ready' ? 'ready' : outcome === 'cancelled' ? 'cancelled' : 'failed';
+      if (!FINAL_STATUSES.has(t.status) || outcome !== 'ready') t.status = outcome === 'ready' ? 'ready' : outcome === 'cancelled' ? 'cancelled' : 'failed';
       if (t.status === 'failed' && !t.statusReason) t.statusReason = `the task's workflow ended in "${outcome}"`;
       t.finishedAt = now().toISOString();
       t.updatedAt = t.finishedAt;
@@ -594,9 +596,10 @@ async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<v
     if (plans.some((p) => p.gate === 'rejected' || p.gate === 'expired') && !plans.some((p) => p.gate === 'approved' || p.gate === 'pending')) return true;
     const approved = plans.filter((p) => p.gate === 'approved');
     if (approved.length === 0) return false;
+    // Settled: a final status and its finish recorded (the task.finished/failed event was journaled).
     return approved.every((p) => p.tasks.every((s) => {
       const t = reg.tasks[`${p.id}-${s.key}`];
-      return t !== undefined && FINAL_STATUSES.has(t.status);
+      return t !== undefined && FINAL_STATUSES.has(t.status) && Boolean(t.finishedAt);
     }));
   });
   if (done.length === 0) return;

@@ -42,7 +42,7 @@ Exit codes: 0 every task ready; 1 refused/rejected/failed; 2 bad input.`,
       return 0;
     }
     const interactive = Boolean((io.stdin as NodeJS.ReadStream).isTTY);
-    const final = await followGoal({ store: ctx.store, config: ctx.config, repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), interactive, io });
+    const final = await followGoal({ store: ctx.store, config: ctx.config, repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), interactive, io, brainPid: brain.pid });
     const reg = await ctx.store.read();
     const rows = goalSummary(reg, goal.id, await ctx.store.journal());
     const plans = final.planIds.map((id) => reg.plans[id]).filter(Boolean);

@@ -150,6 +150,8 @@ export async function ensureBrain(store: RegistryStore, repoRoot: string, pollyD
 }
 
 export interface FollowOptions {
+  /** The pid of a Brain the caller just started (it may not own the registry yet). */
+  brainPid?: number | null;
   store: RegistryStore;
   config: PollyConfig;
   repoRoot: string;
@@ -186,6 +188,8 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
   const { store, io } = options;
   let cursor = options.afterSeq;
   let lastBrainCheck = Date.now();
+  // A Brain we started may take a few seconds to claim the registry: don't start a second one.
+  let startedPid: number | null = options.brainPid ?? null;
   for (;;) {
     const entries = await store.waitForJournal(cursor, 2000, options.signal);
     for (const e of entries) {
@@ -213,9 +217,14 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
     if (options.signal?.aborted) return goal;
     if (options.keepBrainAlive !== false && Date.now() - lastBrainCheck > 3000) {
       lastBrainCheck = Date.now();
-      if (!reg.brain || !pidAlive(reg.brain.pid)) {
+      const brainAlive = reg.brain !== null && pidAlive(reg.brain.pid);
+      const starting = startedPid !== null && pidAlive(startedPid);
+      if (!brainAlive && !starting) {
         const { pid, started } = await ensureBrain(store, options.repoRoot, options.pollyDir, io.env, options.brainArgs);
-        if (started) io.stderr.write(`[polly] the Brain was not running; started it again (pid ${pid})\n`);
+        if (started) {
+          startedPid = pid;
+          io.stderr.write(`[polly] the Brain was not running; started it again (pid ${pid})\n`);
+        }
       }
     }
   }

@@ -54,14 +54,14 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired or a task failed; 2
       else writeLine(io.stdout, proposed.line);
       return 1;
     }
-    await ensureBrain(ctx.store, ctx.repo.root, ctx.repo.pollyDir, io.env);
+    const brain = await ensureBrain(ctx.store, ctx.repo.root, ctx.repo.pollyDir, io.env);
     if (values.detach) {
       if (values.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: goal.id });
       else writeLine(io.stdout, `${proposed.line}\nplan ${proposed.planId} waits for approval (polly plan approve ${proposed.planId}); follow with polly status`);
       return 0;
     }
     const interactive = Boolean((io.stdin as NodeJS.ReadStream).isTTY);
-    const final = await followGoal({ store: ctx.store, config: ctx.config, repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), interactive, io });
+    const final = await followGoal({ store: ctx.store, config: ctx.config, repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), interactive, io, brainPid: brain.pid });
     const reg = await ctx.store.read();
     const rows = goalSummary(reg, goal.id, await ctx.store.journal());
     if (values.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: final.id, status: final.status, tasks: rows });

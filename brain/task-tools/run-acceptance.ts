@@ -7,7 +7,7 @@
  *   agent left, including when its own `git commit` failed in a sandbox: orchestration case 8),
  *   record `headCommit`, `checks`, clear `feedback` → ok;
  * - red → store {@link formatCheckFeedback} as the task's `feedback` for `send_followup`, record
- *   `checks` → failure (retried by the workflow up to its attempts).
+ *   `checks` → a permanent failure: TESTS_RED at once (the workflow bounds the fix attempts).
  *
  * Idempotent: a re-run after a crash finds nothing left to commit and records the branch tip.
  */
@@ -58,7 +58,9 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
       t.updatedAt = new Date().toISOString();
       tx.emit('task.checks', { taskId: t.id, orderId: ctx.order.id, green: false, failed: why });
     });
-    return { outcome: 'failure', note: `run_acceptance: red (${why})` };
+    // Red is a result, not a fault: it goes back to the agent at once (TESTS_RED), instead of
+    // re-running the same code under the effect's retry policy.
+    return { outcome: 'failure', permanent: true, note: `run_acceptance: red (${why})` };
   }
   const commit =
     (await ctx.worktrees.commitAll({ id: task.id, message: taskCommitMessage(task) })) ??
