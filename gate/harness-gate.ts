@@ -7,8 +7,8 @@
  * extension file and shim, not taken from the environment), so there is no switch an agent can set:
  * `POLLY_GATE=off git push -f` is decided like any other command.
  */
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DEFAULT_CONFIG } from '../brain/config-schema.js';
 import { PollyError } from '../brain/errors.js';
@@ -54,12 +54,20 @@ function distScript(name: string): string {
  */
 export function gateEntryCommand(name: 'claude-code-hook' | 'codex-hook' | 'shim'): string[] {
   const here = fileURLToPath(new URL('.', import.meta.url));
-  for (const dir of [join(here, 'bundle'), join(here, '..', 'dist', 'gate', 'bundle')]) {
-    const loader = join(dir, 'run-cached.cjs');
-    const bundle = join(dir, `${name}.cjs`);
-    if (existsSync(loader) && existsSync(bundle)) return [process.execPath, resolve(loader), resolve(bundle)];
-  }
-  return [process.execPath, distScript(name)];
+  const entry = distScript(name);
+  const dir = join(dirname(entry), 'bundle');
+  const loader = join(dir, 'run-cached.cjs');
+  const bundle = join(dir, `${name}.cjs`);
+  // a bundle older than the compiled gate (tsc ran, the bundle step did not) is never used
+  if (existsSync(loader) && existsSync(bundle) && statSync(bundle).mtimeMs >= newestGateModule(dirname(entry))) return [process.execPath, resolve(loader), resolve(bundle)];
+  return [process.execPath, entry];
+}
+
+/** The newest mtime of the compiled gate modules in `dir` (ms). */
+function newestGateModule(dir: string): number {
+  let newest = 0;
+  for (const f of readdirSync(dir)) if (f.endsWith('.js')) newest = Math.max(newest, statSync(join(dir, f)).mtimeMs);
+  return newest;
 }
 
 function sq(s: string): string {
