@@ -294,23 +294,59 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     excludeChecked = true;
   }
 
-  async function resolveBase(info: RepoInfo, baseBranch?: string, baseCommit?: string): Promise<{ branch: string | null; commit: string }> {
+  /**
+   * The base's commit and the current tip of the task branch (null when absent), in one git call
+   * where the base is a local branch (`for-each-ref`), else with `rev-parse`.
+   */
+  async function resolveBase(
+    info: RepoInfo,
+    taskRef: string,
+    baseBranch?: string,
+    baseCommit?: string,
+  ): Promise<{ branch: string | null; commit: string; taskTip: string | null }> {
     let branch = baseBranch ?? null;
-    if (baseCommit !== undefined) {
-      const commit = await revParse(info.root, `${baseCommit}^{commit}`);
-      if (!commit) throw new PollyError('bad_input', `base commit "${baseCommit}" is not a commit in ${info.root}; pass an existing commit id`);
-      return { branch, commit };
-    }
-    if (branch === null) {
+    if (branch === null && baseCommit === undefined) {
       const r = await git.run(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: info.root, okExitCodes: [1] });
       if (r.exitCode !== 0) {
         throw new PollyError('bad_input', `${info.root} has a detached HEAD, so there is no default base branch; pass baseBranch or baseCommit`);
       }
       branch = firstLine(r);
     }
-    const commit = (await revParse(info.root, `refs/heads/${branch}^{commit}`)) ?? (await revParse(info.root, `${branch}^{commit}`));
+    const patterns = [taskRef];
+    if (baseCommit === undefined && branch !== null) patterns.push(`refs/heads/${branch}`);
+    const listed = await git.run(['for-each-ref', '--format=%(objectname) %(refname)', ...patterns], { cwd: info.root });
+    const tips = new Map<string, string>();
+    for (const line of listed.stdout.split('\n')) {
+      const sp = line.indexOf(' ');
+      if (sp > 0) tips.set(line.slice(sp + 1), line.slice(0, sp));
+    }
+    const taskTip = tips.get(taskRef) ?? null;
+    if (baseCommit !== undefined) {
+      const commit = await revParse(info.root, `${baseCommit}^{commit}`);
+      if (!commit) throw new PollyError('bad_input', `base commit "${baseCommit}" is not a commit in ${info.root}; pass an existing commit id`);
+      return { branch, commit, taskTip };
+    }
+    const commit = tips.get(`refs/heads/${branch}`) ?? (await revParse(info.root, `${branch}^{commit}`));
     if (!commit) throw new PollyError('bad_input', `base branch "${branch}" does not exist in ${info.root}; pass an existing branch (e.g. main)`);
-    return { branch, commit };
+    return { branch, commit, taskTip };
+  }
+
+  /**
+   * Drop the worktree's lock: remove `<admin dir>/locked`, the admin dir named by the worktree's
+   * `.git` file (`gitdir: <path>`, gitrepository-layout(5)) — what `git worktree unlock` does, without
+   * a process; falls back to git when the file is not in that form.
+   */
+  async function unlockWorktree(info: RepoInfo, path: string): Promise<void> {
+    const dotGit = await readFile(join(path, '.git'), 'utf8').catch(() => '');
+    const m = /^gitdir: (.+)$/m.exec(dotGit);
+    if (m?.[1]) {
+      const admin = resolve(path, m[1].trim());
+      if (existsSync(join(admin, 'gitdir'))) {
+        await rm(join(admin, 'locked'), { force: true });
+        return;
+      }
+    }
+    await git.run(['worktree', 'unlock', path], { cwd: info.root });
   }
 
   async function choosePath(info: RepoInfo, id: string, registered: Set<string>, recovered: CreateRecovery): Promise<string> {
@@ -436,9 +472,11 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
   async function createWorktree(input: { id: string; baseBranch?: string; baseCommit?: string }): Promise<CreatedWorktree> {
     const { id } = input;
     const info = await repo();
-    const base = await resolveBase(info, input.baseBranch, input.baseCommit);
     const branch = `polly/${id}`;
     const branchRef = `refs/heads/${branch}`;
+    // Read before the admin lock: polly/<id> is only moved by create() of this id, which is
+    // refused while another one runs; a branch made in between makes `-b` fail, never overwrites.
+    const base = await resolveBase(info, branchRef, input.baseBranch, input.baseCommit);
     const recovered: CreateRecovery = { prunedEntries: [], pathsInTheWay: [], interrupted: null, staleBranch: null };
     const port = await ports.allocate(id);
     try {
@@ -474,7 +512,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
             { details: { id, path: holder.path } },
           );
         }
-        const old = await revParse(info.root, branchRef);
+        const old = base.taskTip;
         if (old !== null && old !== base.commit) {
           if (await isAncestor(info.root, old, base.commit)) {
             recovered.staleBranch = { oldCommit: old, containedInBase: true, backupRef: null };
@@ -520,7 +558,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         journal('worktree.submodules', { id, submodules });
       }
       const setup = options.setupCommand ? await runSetup(id, path, port, options.setupCommand, info) : null;
-      await git.run(['worktree', 'unlock', path], { cwd: info.root });
+      await unlockWorktree(info, path);
       portsById.set(id, port);
       const created: CreatedWorktree = {
         id,
