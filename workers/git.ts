@@ -6,7 +6,7 @@
  * - gets `GIT_EDITOR=true`, `GIT_SEQUENCE_EDITOR=true`, `GIT_MERGE_AUTOEDIT=no` (never an editor:
  *   `GIT_EDITOR` wins over `core.editor`, `VISUAL` and `EDITOR`, see git-var(1)),
  * - gets `GIT_TERMINAL_PROMPT=0` and `GCM_INTERACTIVE=never` (never a credential prompt) and no stdin,
- * - gets `LC_ALL=C` (untranslated messages in errors and porcelain markers),
+ * - gets `LC_ALL=C.UTF-8` (untranslated messages in errors and porcelain markers),
  * - runs with every `GIT_*` variable of the parent removed (Polly may run inside a git hook, where
  *   `GIT_DIR`, `GIT_INDEX_FILE`, … would redirect it), then the variables Polly sets added back,
  * - is killed after a timeout (default 120 s).
@@ -78,8 +78,9 @@ export const NON_INTERACTIVE_GIT_ENV: Readonly<Record<string, string>> = Object.
   PAGER: 'cat',
   GIT_TERMINAL_PROMPT: '0',
   GCM_INTERACTIVE: 'never',
-  // Untranslated messages and markers (e.g. the `locked initializing` reason of an unfinished add).
-  LC_ALL: 'C',
+  // Untranslated messages and markers (e.g. the `locked initializing` reason of an unfinished add),
+  // still UTF-8 for what the setup command and hooks print.
+  LC_ALL: 'C.UTF-8',
   LANGUAGE: 'C',
 });
 
