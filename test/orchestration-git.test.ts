@@ -102,6 +102,19 @@ describe('orchestration git cases', () => {
     expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
   });
 
+  it('case 2: a stale registration of the path with no branch left (the direct add is refused) is pruned and the add retried', async () => {
+    const repo = createTestRepo();
+    const { manager, kinds } = setup(repo);
+    const first = await manager.create({ id: 't2f' });
+    rmSync(first.path, { recursive: true, force: true });
+    repo.git(['update-ref', '-d', 'refs/heads/polly/t2f']);
+    const again = await manager.create({ id: 't2f' });
+    expect(again.path).toBe(first.path);
+    expect(again.recovered.prunedEntries).toEqual([first.path]);
+    expect(kinds()).toContain('worktree.add_retry');
+    expect(git(again.path, ['status', '--porcelain'])).toBe('');
+  });
+
   it('case 2: when every candidate path is in the way it fails with a clear conflict and deletes nothing', async () => {
     const repo = createTestRepo();
     const { manager } = setup(repo);

@@ -480,8 +480,24 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     const recovered: CreateRecovery = { prunedEntries: [], pathsInTheWay: [], interrupted: null, staleBranch: null };
     const port = await ports.allocate(id);
     try {
+      // Locked until fully set up: a crash before the unlock leaves a marker naming this process,
+      // and the next create() recovers the worktree instead of tripping over it. A commit, not the
+      // base branch: never a second checkout of a branch (case 4). No checkout here: the files are
+      // written below, outside the admin lock.
+      const addArgs = (mode: '-b' | '-B', path: string) =>
+        ['worktree', 'add', '--no-checkout', '--lock', '--reason', `${CREATING_PREFIX}${process.pid}`, mode, branch, path, base.commit];
       const path = await info.lock.withLock(async () => {
         await ensureWorktreesDirIgnored(info);
+        const preferred = join(info.worktreesDir, id);
+        let old = base.taskTip;
+        if (old === null && !existsSync(preferred)) {
+          // Fresh task (the common case): add directly; any refusal from git (a stale registration
+          // of the path, …) falls through to the careful path below.
+          const r = await git.run(addArgs('-b', preferred), { cwd: info.root, okExitCodes: [128] });
+          if (r.exitCode === 0) return preferred;
+          journal('worktree.add_retry', { id, stderr: r.stderr.trim().slice(0, 500) });
+          old = await revParse(info.root, branchRef);
+        }
         let entries = await listEntries(info);
         const stale = entries.filter((e) => e.prunable !== null);
         if (stale.length > 0) {
@@ -512,7 +528,6 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
             { details: { id, path: holder.path } },
           );
         }
-        const old = base.taskTip;
         if (old !== null && old !== base.commit) {
           if (await isAncestor(info.root, old, base.commit)) {
             recovered.staleBranch = { oldCommit: old, containedInBase: true, backupRef: null };
@@ -531,14 +546,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
           }
         }
         const path = await choosePath(info, id, new Set(entries.map((e) => resolve(e.path))), recovered);
-        // A commit, not the base branch: never a second checkout of a branch (case 4). No
-        // checkout here: the files are written below, outside the admin lock.
-        // Locked until fully set up: a crash before the unlock leaves a marker naming this
-        // process, and the next create() recovers the worktree instead of tripping over it.
-        await git.run(
-          ['worktree', 'add', '--no-checkout', '--lock', '--reason', `${CREATING_PREFIX}${process.pid}`, old === null ? '-b' : '-B', branch, path, base.commit],
-          { cwd: info.root },
-        );
+        await git.run(addArgs(old === null ? '-b' : '-B', path), { cwd: info.root });
         return path;
       });
       // The same step `git worktree add` runs for its checkout, on this worktree's own index.
