@@ -57,14 +57,20 @@ function request(repo: TestRepo, taskId: string, orderId: string): WorkerTurnReq
 }
 
 describe('worker supervisor (real pi, detached runner)', () => {
-  it('runs a turn through files: events in order, heartbeat in the registry, no secret on disk; the same order again is adopted, not re-run', async () => {
+  it('runs a turn through files: events in order, heartbeat in the registry, no secret on disk; the same order (twice at once, then again) runs once', async () => {
     const repo = createTestRepo();
     const store = createFileRegistryStore(join(repo.dir, '.polly'));
     const supervisor = createWorkerSupervisor({ repoRoot: repo.dir, store, config: scriptedConfig(server.url), heartbeatMs: 150, registryHeartbeatMs: 150 });
     const seen: AgentEvent[] = [];
-    const r = await supervisor.runTurn(request(repo, 'sv-basic', 'order-1'), { onEvent: (e) => seen.push(e) });
+    // Two supervisors (e.g. a Brain and its restarted twin) start the same order at once: one worker.
+    const twin = createWorkerSupervisor({ repoRoot: repo.dir, store, config: scriptedConfig(server.url) });
+    const [r, r2] = await Promise.all([
+      supervisor.runTurn(request(repo, 'sv-basic', 'order-1'), { onEvent: (e) => seen.push(e) }),
+      twin.runTurn(request(repo, 'sv-basic', 'order-1')),
+    ]);
     expect(r.status, r.message).toBe('ok');
-    expect(r.adopted).toBe(false);
+    expect([r.adopted, r2.adopted].sort()).toEqual([false, true]);
+    expect(r2).toMatchObject({ status: 'ok', workerId: r.workerId, sessionId: r.sessionId, finalText: r.finalText });
     expect(r.workerId).toBe(workerIdFor('sv-basic', 'order-1'));
     expect(r.finalText).toBe('Wrote notes.txt.');
     expect(readFileSync(join(repo.dir, 'notes.txt'), 'utf8')).toBe('hello\n');

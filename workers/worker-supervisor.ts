@@ -406,7 +406,8 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
     }
   };
 
-  const start = async (request: WorkerTurnRequest, id: string, files: WorkerFiles): Promise<WorkerRecord> => {
+  /** Start the runner; null when another supervisor recorded this worker first (then adopt it). */
+  const start = async (request: WorkerTurnRequest, id: string, files: WorkerFiles): Promise<WorkerRecord | null> => {
     const runnerPath = options.runnerPath ?? defaultRunnerPath();
     mkdirSync(files.dir, { recursive: true });
     const agentStateDir = join(stateRoot, 'agents', request.taskId, request.harness);
@@ -454,10 +455,13 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
       cause: null,
     };
     // The row first: a crash after this line leaves a row (a lost turn), never a second agent.
-    await store.update((draft, tx) => {
+    const inserted = await store.update((draft, tx) => {
+      if (draft.workers[id]) return false;
       draft.workers[id] = row;
       tx.emit('worker.starting', { workerId: id, taskId: request.taskId, orderId: request.orderId, harness: request.harness, purpose: request.purpose });
+      return true;
     });
+    if (!inserted) return null;
     const log = openSync(files.log, 'a', 0o600);
     let pid = 0;
     let spawnError: string | null = null;
@@ -526,6 +530,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
       return follow(row, files, true, opts);
     }
     const row = await start(request, id, files);
+    if (!row) return runTurnOnce(request, id, opts); // lost the race to another supervisor: adopt its worker
     return follow(row, files, false, opts);
   };
 
