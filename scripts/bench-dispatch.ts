@@ -290,7 +290,7 @@ async function main(): Promise<void> {
     }
 
     const conc = { bare: [] as number[], ours: [] as number[], bareCpu: [] as number[], oursCpu: [] as number[] };
-    const concRounds = Math.max(1, Math.min(3, args.rounds));
+    const concRounds = Math.max(1, Math.min(5, args.rounds));
     const manyBare = async () => {
       const b = await timed(() => Promise.all(Array.from({ length: args.concurrency }, () => bareAdd(git, repo, commit))));
       conc.bare.push(b.ms);
