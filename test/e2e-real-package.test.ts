@@ -79,7 +79,7 @@ describe(`polly run on a real package (${PACKAGE}@${VERSION}, fetched with npm p
     const env = gitTestEnv();
 
     // 1. The published tarball, fetched now. No network is a failure, not a skip.
-    const pack = await run('npm', ['pack', `${PACKAGE}@${VERSION}`, '--pack-destination', root, '--json'], root, env, 90_000);
+    const pack = await run('npm', ['pack', `${PACKAGE}@${VERSION}`, '--pack-destination', root, '--json', '--fetch-retries=1', '--fetch-retry-mintimeout=2000', '--fetch-retry-maxtimeout=5000'], root, env, 90_000);
     if (pack.code !== 0) {
       throw new Error(
         `npm pack ${PACKAGE}@${VERSION} failed (exit ${pack.code}): this test needs the npm registry to fetch the real package it changes. ` +
