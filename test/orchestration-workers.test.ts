@@ -199,8 +199,11 @@ describe('case 6: a SIGKILLed Brain leaves no row running for ever', () => {
       const request = turnRequest(repo, 'c6a', 'c6a:dispatch');
       const brain = startBrainProcess(repo, config, request);
       await waitFor('the agent to run its command', () => processWith('sleep 3.25').length > 0);
+      await waitFor('the dead Brain\'s standby runner', () => processWith(`polly-standby-${brain.pid}-`).length > 0);
       process.kill(brain.pid, 'SIGKILL');
       await brain.exited;
+      // Its standby runner (idle, waiting on a pipe from the Brain) exits with it; the worker does not.
+      await waitFor('the standby runner to exit', () => processWith(`polly-standby-${brain.pid}-`).length === 0, 5000);
       const id = workerIdFor('c6a', 'c6a:dispatch');
       const row = (await rig.store.read()).workers[id]!;
       expect(row).toMatchObject({ state: 'running', supervisor: brain.pid });

@@ -129,6 +129,8 @@ describe('worker supervisor (real pi, detached runner)', () => {
     controller.abort();
     const r2 = await second;
     expect(r2.status).toBe('cancelled');
+    // This second turn ran in the standby runner started after the first (no node boot to wait for).
+    expect(readFileSync(join(repo.dir, '.polly', 'workers', r2.workerId, 'runner.tag'), 'utf8')).toMatch(new RegExp(`^polly-standby-${process.pid}-`));
     expect(processWith('sleep 41.5')).toEqual([]);
     expect(await supervisor.live()).toEqual([]);
   }, 60_000);

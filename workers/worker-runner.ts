@@ -194,7 +194,39 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
 }
 
 const isMain = process.argv[1] !== undefined && existsSync(process.argv[1]) && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
-if (isMain) {
+/**
+ * Standby mode (`worker-runner.js --standby <tag>`): a runner started ahead of need, with its
+ * modules loaded, that waits on stdin for ONE claim line `{"specPath", "env"}` from its supervisor;
+ * it then sets `env` in its own environment (never on disk) and runs that turn. EOF without a claim
+ * (the supervisor exited, or died: the kernel closes the pipe) ends it at once: nothing idles on.
+ */
+async function standby(): Promise<void> {
+  let buffer = '';
+  const claim = await new Promise<{ specPath: string; env: Record<string, string> } | null>((resolve) => {
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (chunk: string) => {
+      buffer += chunk;
+      const nl = buffer.indexOf('\n');
+      if (nl < 0) return;
+      try {
+        resolve(JSON.parse(buffer.slice(0, nl)) as { specPath: string; env: Record<string, string> });
+      } catch {
+        resolve(null);
+      }
+    });
+    process.stdin.on('end', () => resolve(null));
+    process.stdin.on('error', () => resolve(null));
+  });
+  process.stdin.destroy();
+  if (!claim || !existsSync(claim.specPath)) process.exit(0);
+  for (const [k, v] of Object.entries(claim.env ?? {})) process.env[k] = v;
+  await runWorker(claim.specPath);
+  process.exit(0);
+}
+
+if (isMain && process.argv[2] === '--standby') {
+  await standby();
+} else if (isMain) {
   const specPath = process.argv[2];
   if (!specPath || !existsSync(specPath)) {
     process.stderr.write(`usage: worker-runner.js <spec.json> (got ${JSON.stringify(specPath ?? null)}, which does not exist)\n`);
