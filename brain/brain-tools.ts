@@ -21,12 +21,10 @@ import { statusReport } from './status-command.js';
 
 /** Journal kinds the Brain's inbox carries (everything a worker, the gate or a human did that the Brain must know). */
 export const INBOX_KINDS: ReadonlySet<string> = new Set([
-  'task.queued',
   'task.started',
   'task.finished',
   'task.failed',
   'task.cancelled',
-  'task.status',
   'plan.proposed',
   'plan.refused',
   'plan.approved',
@@ -35,7 +33,8 @@ export const INBOX_KINDS: ReadonlySet<string> = new Set([
   'pr.opened',
   'pr.ready',
   'pr.merged',
-  'review.posted',
+  'pr.closed',
+  'pr.review',
   'goal.done',
 ]);
 
@@ -60,6 +59,8 @@ export interface BrainToolsDeps {
   now?: () => Date;
   /** Longest sys_read_inbox wait in seconds (default 600). */
   maxWaitSeconds?: number;
+  /** The goal this Brain session serves: plan_propose's default `goal_id`. */
+  goalId?: string | null;
 }
 
 const READ_ONLY = new Set(['review', 'explore', 'search']);
@@ -216,7 +217,7 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
       tasks: z.array(planTaskSchema).min(1),
     },
     async handler(args) {
-      const result = await proposePlan(deps.store, deps.config, { tasks: args.tasks }, { goalId: args.goal_id ?? null, now });
+      const result = await proposePlan(deps.store, deps.config, { tasks: args.tasks }, { goalId: args.goal_id ?? deps.goalId ?? null, now });
       return {
         structured: { plan_id: result.planId, admitted: result.admitted, line: result.line, counterexamples: result.counterexamples },
         instruction: `${result.line}\n${result.counterexamples.join('\n')}${result.counterexamples.length ? '\n' : ''}${result.instruction}`,

@@ -141,11 +141,11 @@ export function wakeMessage(events: InboxEvent[]): string {
 }
 
 /** The MCP config that starts Polly's MCP server with the brain tools. Written to `<stateDir>/brain-mcp.json`. */
-export function writeBrainMcpConfig(stateDir: string, cliPath: string, repoRoot: string, pollyDir: string): string {
+export function writeBrainMcpConfig(stateDir: string, cliPath: string, repoRoot: string, pollyDir: string, goalId: string | null = null): string {
   const file = join(stateDir, 'brain-mcp.json');
   // alwaysLoad: claude -p connects --mcp-config servers in the background and starts the first turn
   // without them ("MCP server 'polly' is still connecting"); an alwaysLoad server is connected first.
-  const config = { mcpServers: { polly: { type: 'stdio', command: process.execPath, args: [cliPath, 'mcp', '--brain', '--repo', repoRoot, '--registry', pollyDir], alwaysLoad: true } } };
+  const config = { mcpServers: { polly: { type: 'stdio', command: process.execPath, args: [cliPath, 'mcp', '--brain', '--repo', repoRoot, '--registry', pollyDir, ...(goalId ? ['--goal', goalId] : [])], alwaysLoad: true } } };
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`);
   return file;
 }
@@ -230,7 +230,7 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
     mkdirSync(join(configDir, 'skills', s.name), { recursive: true });
     writeFileSync(join(configDir, 'skills', s.name, 'SKILL.md'), s.text);
   }
-  const mcpConfigPath = writeBrainMcpConfig(stateDir, options.cliPath, options.repoRoot, options.pollyDir);
+  const mcpConfigPath = writeBrainMcpConfig(stateDir, options.cliPath, options.repoRoot, options.pollyDir, options.goal.id);
   const basePath = options.env.PATH ?? process.env.PATH ?? '/usr/bin:/bin';
   const gate = prepareGateSync('claude-code', {
     role: 'brain',

@@ -129,15 +129,15 @@ function trackInFlight(inner: Runtime): { runtime: Runtime; drained(): Promise<v
  * The Brain's tools for `--brain`: over `store`, with the repository's config and the gate context
  * of its main checkout. @throws PollyError `not_a_git_repo` outside a repository; `config_invalid`.
  */
-async function brainExtraTools(store: RegistryStore, io: Pick<CommandIO, 'cwd' | 'env'>): Promise<PollyToolDefinition[]> {
+async function brainExtraTools(store: RegistryStore, io: Pick<CommandIO, 'cwd' | 'env'>, goalId: string | null): Promise<PollyToolDefinition[]> {
   const repo = await findRepo(io.cwd, io.env);
   const [{ createBrainTools }, { loadConfig }, { brainGateContext }] = await Promise.all([import('./brain-tools.js'), import('./config.js'), import('./llm-brain.js')]);
-  return createBrainTools({ store, config: await loadConfig(repo.root), gateContext: brainGateContext(repo.root, io.env) });
+  return createBrainTools({ store, config: await loadConfig(repo.root), gateContext: brainGateContext(repo.root, io.env), goalId });
 }
 
 export const command: Command = {
   summary: 'run the MCP workflow server on stdio',
-  usage: `Usage: polly mcp [--agent AREA] [--workspace AREA] [--registry DIR] [--workflows DIR]... [--brain] [--repo DIR]
+  usage: `Usage: polly mcp [--agent AREA] [--workspace AREA] [--registry DIR] [--workflows DIR]... [--brain] [--repo DIR] [--goal ID]
 
 Serve Polly's workflows to an MCP host over stdio (tools workflow_list, workflow_start,
 workflow_report, workflow_state, workflow_signal, workflow_journal).
@@ -149,6 +149,7 @@ workflow_report, workflow_state, workflow_signal, workflow_journal).
   --brain           add the Brain's tools (sys_session_send, sys_read_inbox, sys_cancel_task,
                     plan_propose, polly_status) for the repository's registry and config
   --repo DIR        the repository to serve (default: the working directory)
+  --goal ID         with --brain: the goal this Brain session serves (plan_propose's default goal_id)
 
 Every workflow is model-checked at startup; stderr shows "[polly] admitted: …" or
 "[polly] REFUSED: …" per workflow. A refused workflow cannot be started.
@@ -161,6 +162,7 @@ Register the server with a host: polly install --host claude-code|kiro|openworke
       workflows: { type: 'string', multiple: true },
       brain: { type: 'boolean' },
       repo: { type: 'string' },
+      goal: { type: 'string' },
     }, 0);
     const where = values.repo ? { ...io, cwd: resolve(io.cwd, values.repo) } : io;
     const setup = await resolveMcpSetup(values, where);
@@ -168,7 +170,7 @@ Register the server with a host: polly install --host claude-code|kiro|openworke
     for (const line of admissionLines(library)) io.stderr.write(`${line}\n`);
     const store = createFileRegistryStore(setup.registryDir);
     const tracked = trackInFlight(createRuntime({ store, library, agentArea: setup.agentArea, instanceArea: setup.instanceArea }));
-    const extraTools = values.brain ? await brainExtraTools(store, where) : [];
+    const extraTools = values.brain ? await brainExtraTools(store, where, values.goal ?? null) : [];
     const server = createPollyMcpServer({ runtime: tracked.runtime, library, extraTools, version: packageVersion() });
     io.stderr.write(`[polly] serving agent area ${setup.agentArea}, workspace ${setup.instanceArea}, registry ${setup.registryDir}\n`);
     const transport = new StdioServerTransport(io.stdin as Readable, io.stdout as Writable);

@@ -1,8 +1,147 @@
 /**
- * `npm run demo`: the end-to-end demo on the embedded default (scripted model, local forge).
- * PLACEHOLDER: the demo is not built yet — it lands with issue 9. Until then this says so plainly
- * and exits 1, so nobody mistakes it for a passing demo.
+ * `npm run demo [-- --dir PATH] [-- --live]`: the main job, end to end, on a bundled sample project.
+ *
+ * 1. Copies scripts/demo/sample-project (a tiny stats library with a bug in sum() and no median())
+ *    into a fresh git repository with a bare `origin` (a temp dir, or `--dir PATH` to keep it).
+ * 2. `polly init`, then points Polly at the scripted model server (no API key, no network): the
+ *    agents are the real `claude`, `codex` and `pi` CLIs; only the model behind them is scripted
+ *    (scripts/demo/*-script.yaml). With `--live` and ANTHROPIC_API_KEY / OPENAI_API_KEY set, real
+ *    models are used instead.
+ * 3. Runs `polly goal "…" --yes`: the Brain investigates (a read-only explore worker), proposes a
+ *    plan that the model checker REFUSES (Codex reviewing its own work), revises it, the plan is
+ *    admitted and approved (--yes stands in for the human), Claude Code and Codex implement in
+ *    parallel worktrees, Polly runs the project's tests (one task red first, then green), pi and
+ *    Claude cross-review, and Polly opens one PR per task on the local forge.
+ * 4. Checks that the default branch got no commit and no merge (Polly never merges) and prints
+ *    where to look.
+ * Exit code: polly goal's (0 when every task is ready).
  */
-process.stderr.write('polly demo: not built yet (placeholder) — the end-to-end demo lands with issue 9\n');
-process.exitCode = 1;
-export {};
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { initRepository } from '../brain/init-command.js';
+import { packageRoot } from '../workflows/workflow-library.js';
+import { startScriptedModelServer, type ScriptedModelServer } from './scripted-model/server.js';
+import { loadModelScript } from './scripted-model/script.js';
+import { useScriptedModels } from './scripted-model/configure.js';
+
+const GOAL = 'Fix sum() in the stats library and add a median() helper with tests';
+
+function say(line: string): void {
+  process.stderr.write(`[demo] ${line}\n`);
+}
+
+/** Git with a fixed identity, no pager, no editor, no prompts, no global config. */
+function gitEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
+  return {
+    ...env,
+    GIT_AUTHOR_NAME: env.GIT_AUTHOR_NAME ?? 'Polly Demo',
+    GIT_AUTHOR_EMAIL: 'demo@polly.invalid',
+    GIT_COMMITTER_NAME: 'Polly Demo',
+    GIT_COMMITTER_EMAIL: 'demo@polly.invalid',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_EDITOR: 'true',
+    GIT_PAGER: 'cat',
+  };
+}
+
+function git(cwd: string, args: string[]): string {
+  return execFileSync('git', args, { cwd, env: gitEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ options: { dir: { type: 'string' }, live: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, strict: true });
+  if (values.help) {
+    process.stdout.write('Usage: npm run demo [-- --dir PATH] [-- --live]\n  --dir PATH  keep the sample repository there (must not exist or be empty)\n  --live      use real models (needs ANTHROPIC_API_KEY and OPENAI_API_KEY)\n');
+    return 0;
+  }
+  const started = Date.now();
+  const root = values.dir ? resolve(values.dir) : realpathSync(mkdtempSync(join(tmpdir(), 'polly-demo-')));
+  if (values.dir) {
+    if (existsSync(root) && readdirSync(root).length > 0) {
+      say(`--dir ${root} is not empty; give a new or empty directory (nothing there is touched).`);
+      return 2;
+    }
+    mkdirSync(root, { recursive: true });
+  }
+  const repo = join(root, 'stats');
+  const origin = join(root, 'origin.git');
+  say(`sample project → ${repo} (bare origin ${origin})`);
+  cpSync(join(packageRoot(), 'scripts', 'demo', 'sample-project'), repo, { recursive: true });
+  git(root, ['init', '-q', '--bare', '-b', 'main', origin]);
+  git(repo, ['init', '-q', '-b', 'main']);
+  git(repo, ['add', '-A']);
+  git(repo, ['commit', '-q', '-m', 'polly-demo-stats 1.0.0']);
+  git(repo, ['remote', 'add', 'origin', origin]);
+  git(repo, ['push', '-q', '-u', 'origin', 'main']);
+  git(repo, ['remote', 'set-head', 'origin', 'main']);
+  const mainBefore = git(repo, ['rev-parse', 'main']);
+  await initRepository(repo, gitEnv());
+
+  let server: ScriptedModelServer | null = null;
+  let modelEnv: Record<string, string> = {};
+  if (values.live) {
+    if (!process.env.ANTHROPIC_API_KEY || !process.env.OPENAI_API_KEY) {
+      say('--live needs ANTHROPIC_API_KEY (Brain, Claude Code) and OPENAI_API_KEY (Codex; pi uses its default provider). Set them, or run without --live.');
+      return 2;
+    }
+    say('live models: Claude for the Brain and Claude Code, OpenAI for Codex');
+  } else {
+    const demoDir = join(packageRoot(), 'scripts', 'demo');
+    const brain = loadModelScript(join(demoDir, 'brain-script.yaml'));
+    const workers = loadModelScript(join(demoDir, 'workers-script.yaml'));
+    server = await startScriptedModelServer({ script: { sessions: [...brain.sessions, ...workers.sessions] } });
+    modelEnv = useScriptedModels(repo, server.url);
+    say(`scripted model server on ${server.url} (no API key needed; the agents are the real CLIs)`);
+  }
+
+  const cli = join(packageRoot(), 'dist', 'brain', 'cli.js');
+  say(`polly goal "${GOAL}" --yes   (normally a human approves the plan)`);
+  const code = await new Promise<number>((resolveExit) => {
+    const child = spawn(process.execPath, [cli, 'goal', GOAL, '--yes'], { cwd: repo, env: { ...gitEnv(), ...modelEnv }, stdio: ['ignore', 'inherit', 'inherit'] });
+    child.on('exit', (c, signal) => resolveExit(c ?? (signal ? 1 : 0)));
+  });
+
+  // Polly never merges: the default branch is exactly where it was, locally and on the remote.
+  const mainAfter = git(repo, ['rev-parse', 'main']);
+  const originMain = git(origin, ['rev-parse', 'main']);
+  const branches = git(origin, ['branch', '--list', 'polly/*']).split('\n').map((b) => b.replace(/^[* ]+/, '')).filter(Boolean);
+  const merges = git(repo, ['rev-list', '--merges', '--count', 'main']);
+  const untouched = mainAfter === mainBefore && originMain === mainBefore && merges === '0';
+  await server?.close();
+
+  const seconds = Math.round((Date.now() - started) / 1000);
+  process.stdout.write(
+    [
+      '',
+      `Default branch main: ${untouched ? 'unchanged, no merges (Polly never merges: a human does)' : `CHANGED (before ${mainBefore}, after ${mainAfter}, origin ${originMain}, merges ${merges})`}`,
+      `Branches on origin: ${branches.join(', ') || 'none'}`,
+      `Demo wall time: ${seconds}s`,
+      '',
+      'Look around:',
+      `  cd ${repo}`,
+      `  node ${cli} status            # goals, plans, tasks, PRs`,
+      `  node ${cli} pr list           # the PRs on the local forge; pr show N / pr diff N`,
+      `  node ${cli} plan show p1      # the refused plan and its counterexample`,
+      `  git log --oneline --all --graph`,
+      '',
+    ].join('\n'),
+  );
+  return untouched ? code : 1;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`[demo] failed: ${(error as Error)?.stack ?? String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -57,6 +57,11 @@ export interface ScriptSession {
   name: string;
   match: SessionMatch;
   turns: Turn[];
+  /**
+   * Answer human messages beyond `turns` with the last turn again (e.g. a Brain woken by an
+   * unpredictable number of inbox events). Default false: such messages get a "no turn" text.
+   */
+  repeat_last?: boolean;
 }
 
 export interface ModelScript {
@@ -179,7 +184,7 @@ export function planReply(script: ModelScript, view: ConversationView, options: 
   const session = matchSession(script, view);
   const turnIndex = Math.max(0, view.humanTurns - 1);
   if (!session) return { session: null, turnIndex, reply: { kind: 'text', text: 'OK.' } };
-  const turn = session.turns[turnIndex];
+  const turn = session.turns[turnIndex] ?? (session.repeat_last ? session.turns[session.turns.length - 1] : undefined);
   if (!turn) {
     return { session, turnIndex, reply: { kind: 'text', text: `(scripted session "${session.name}" has no turn ${turnIndex + 1}; stopping)` } };
   }
