@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- dispatch [--files N] [--rounds R] [--concurrency C] [--dir PATH] [--no-worker]`
+ * `npm run bench -- dispatch [--files N] [--rounds R] [--concurrency C] [--dir PATH] [--no-worker] [--standby N]`
  *
  * Time from "dispatch" to a ready worker, against a bare `git worktree add` of the same repository
  * in the same run (target ≤ 1.2×), one at a time and C (default 8) at once. Runs on a generated
@@ -11,6 +11,7 @@
  * runner has written runner.pid) and `agent CLI started` (the runner built the adapter, installed
  * the gate and spawned the real `pi`, until agent.json names its pid). The turn itself runs against
  * the scripted model server and is awaited untimed. `--no-worker`: the worktree part only.
+ * `--standby N`: runners the supervisor keeps booted ahead of need (default 1, the supervisor's).
  * CPU figures count reaped children only: the detached runners and agents are not in them.
  */
 import { execFileSync } from 'node:child_process';
@@ -102,13 +103,15 @@ interface Args {
   dir: string;
   /** Include the worker stages (default; `--no-worker`: the worktree only). */
   worker: boolean;
+  /** Standby runners the supervisor keeps booted (its default: 1). */
+  standby: number;
 }
 
 function parseArgs(argv: string[]): Args {
   // tmpfs by default: on a shared VM disk, writeback from other work swung a bare add of 20 000
   // files between 6 and 19 s within one run; on tmpfs the git work is faster, so Polly's fixed
   // overhead weighs more in the ratio (a stricter test). `--dir /tmp` measures on disk.
-  const args: Args = { files: 20_000, rounds: 7, concurrency: 8, dir: existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), worker: true };
+  const args: Args = { files: 20_000, rounds: 7, concurrency: 8, dir: existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), worker: true, standby: 1 };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = Number(argv[i + 1]);
@@ -117,12 +120,16 @@ function parseArgs(argv: string[]): Args {
     } else if (flag === '--dir') {
       args.dir = argv[i + 1] ?? '';
       i++;
+    } else if (flag === '--standby') {
+      if (!Number.isInteger(value) || value < 0) throw new Error(`--standby needs a non-negative integer, got "${argv[i + 1]}"`);
+      args.standby = value;
+      i++;
     } else if (flag === '--files' || flag === '--rounds' || flag === '--concurrency') {
       if (!Number.isInteger(value) || value < 1) throw new Error(`${flag} needs a positive integer, got "${argv[i + 1]}"`);
       args[flag.slice(2) as 'files' | 'rounds' | 'concurrency'] = value;
       i++;
     } else {
-      throw new Error(`unknown flag "${flag}"; use --files N, --rounds R, --concurrency C, --dir PATH, --no-worker`);
+      throw new Error(`unknown flag "${flag}"; use --files N, --rounds R, --concurrency C, --dir PATH, --no-worker, --standby N`);
     }
   }
   return args;
@@ -246,7 +253,7 @@ async function main(): Promise<void> {
       config.workers.pi = { command: 'pi', model: 'scripted', provider: null, base_url: `${model.url}/v1`, api: 'openai-completions', api_key_env: BENCH_KEY_ENV };
       const stateRoot = join(repo, '.polly', 'workers');
       const store = createFileRegistryStore(join(repo, '.polly'));
-      const supervisor = createWorkerSupervisor({ repoRoot: repo, store, config, stateRoot, pollMs: 20, gateJournalPath: null });
+      const supervisor = createWorkerSupervisor({ repoRoot: repo, store, config, stateRoot, pollMs: 20, gateJournalPath: null, standby: args.standby });
       DISPATCH_STAGES.push(...workerStages(repo, supervisor, stateRoot));
     }
 
@@ -321,7 +328,7 @@ async function main(): Promise<void> {
     const f = (ms: number) => `${ms.toFixed(0).padStart(6)} ms`;
     const out = [
       `bench dispatch — ${args.files} files in ${args.dir}, ${version}, ${cpus().length} cores, repo generated in ${(gen.ms / 1000).toFixed(1)} s`,
-      `dispatch = WorktreeManager.create()${DISPATCH_STAGES.map((s) => ` + ${s.name}`).join('')}`,
+      `dispatch = WorktreeManager.create()${DISPATCH_STAGES.map((s) => ` + ${s.name}`).join('')}${args.worker ? ` (standby runners: ${args.standby})` : ''}`,
       '',
       `single (median of ${args.rounds})`,
       `  bare git worktree add       ${f(median(bare))}`,

@@ -239,7 +239,7 @@ describe('case 6: a SIGKILLed Brain leaves no row running for ever', () => {
       process.kill(brain.pid, 'SIGKILL');
       process.kill(row.pid, 'SIGKILL');
       await brain.exited;
-      expect(processWith(join(repo.dir, '.polly', 'workers', id, 'spec.json'))).toEqual([]);
+      await waitFor('the runner to die', () => processWith(join(repo.dir, '.polly', 'workers', id, 'spec.json')).length === 0, 5000);
       expect(processWith('sleep 37.75')).not.toEqual([]); // the agent outlived its runner…
 
       const after = createWorkerSupervisor({ repoRoot: repo.dir, store: rig.store, config });
@@ -248,7 +248,7 @@ describe('case 6: a SIGKILLed Brain leaves no row running for ever', () => {
       expect(dead.state).toBe('dead');
       expect(dead.cause).toMatch(new RegExp(`^the worker process died \\(pid ${row.pid}\\) without a result`));
       await waitFor('the orphaned agent to be killed', () => processWith('sleep 37.75').length === 0, 5000); // …until reconcile
-      expect(processWith(join(repo.dir, '.polly', 'workers', 'agents', 'c6b'))).toEqual([]);
+      await waitFor('pi to be gone', () => processWith(join(repo.dir, '.polly', 'workers', 'agents', 'c6b')).length === 0, 5000);
       expect(await after.live()).toEqual([]);
 
       // The runtime re-offers the order: the tool reports the loss as a task state and starts nothing.

@@ -19,7 +19,7 @@
  * runner it was handed to (`runner.tag`), so a reused pid or a zombie is not mistaken for it; where
  * there is no /proc, when `kill(pid, 0)` succeeds.
  *
- * Standby: after its first turn the supervisor keeps one runner booted ahead of need
+ * Standby: after its first turn the supervisor keeps `standby` runners (default 1) booted ahead of need
  * (`worker-runner.js --standby <tag>`, waiting on a stdin pipe); the next turn hands it the spec and
  * env in one line instead of waiting ~0.1-0.3 s for node to start. It dies with the supervisor.
  */
@@ -59,11 +59,12 @@ export interface WorkerSupervisorOptions {
   /** Gate decision log for the workers (default: prepareGate's `<repoRoot>/.polly/gate-decisions.jsonl`). */
   gateJournalPath?: string | null;
   /**
-   * Keep one runner started ahead of need (modules loaded, waiting on a stdin pipe), so a turn does
-   * not wait for node to boot. It is started after the first turn of this supervisor and replaced
-   * after each use; it exits when this process exits (its pipe closes). Default true.
+   * How many runners to keep started ahead of need (modules loaded, waiting on a stdin pipe), so a
+   * turn does not wait for node to boot: 0 turns this off. They are started after the first turn
+   * of this supervisor and replaced after each use; they exit when this process exits (their pipe
+   * closes). Default 1 (each idle runner holds about 40 MB).
    */
-  standby?: boolean;
+  standby?: number;
 }
 
 /** The worker id of an order: stable, so a repeated order finds its first run. */
@@ -311,13 +312,19 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
   const store = options.store;
   /** Turns followed by this process, by worker id (a second call for the same order joins the first). */
   const following = new Map<string, Promise<WorkerTurnResult>>();
-  const useStandby = options.standby ?? true;
-  let standby: { child: ChildProcess; tag: string } | null = null;
+  const standbyCount = Math.max(0, Math.floor(options.standby ?? 1));
+  const standbys: Array<{ child: ChildProcess; tag: string }> = [];
   let standbySeq = 0;
+  const dropStandby = (child: ChildProcess): void => {
+    const i = standbys.findIndex((x) => x.child === child);
+    if (i >= 0) standbys.splice(i, 1);
+  };
 
-  /** Start the next standby runner (best effort: without one, turns start a runner cold). */
+  /** Top the standby runners up to `standbyCount` (best effort: without one, a turn starts a runner cold). */
   const spawnStandby = (runnerPath: string): void => {
-    if (!useStandby || standby) return;
+    while (standbys.length < standbyCount && spawnOneStandby(runnerPath));
+  };
+  const spawnOneStandby = (runnerPath: string): boolean => {
     try {
       mkdirSync(stateRoot, { recursive: true });
       const tag = `polly-standby-${process.pid}-${++standbySeq}-${createHash('sha1').update(`${Date.now()}${Math.random()}`).digest('hex').slice(0, 8)}`;
@@ -329,28 +336,25 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
           detached: true,
           stdio: ['pipe', log, log],
         });
-        child.on('error', () => {
-          if (standby?.child === child) standby = null;
-        });
-        child.on('exit', () => {
-          if (standby?.child === child) standby = null;
-        });
+        child.on('error', () => dropStandby(child));
+        child.on('exit', () => dropStandby(child));
         child.stdin?.on('error', () => {});
         child.unref();
         (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-        if (child.pid) standby = { child, tag };
+        if (!child.pid) return false;
+        standbys.push({ child, tag });
+        return true;
       } finally {
         closeSync(log);
       }
     } catch {
-      standby = null;
+      return false;
     }
   };
 
   /** Hand `specPath` (and the env) to the standby runner; its pid, or 0 when there is none. */
   const claimStandby = (files: WorkerFiles, env: Record<string, string>): number => {
-    const s = standby;
-    standby = null;
+    const s = standbys.shift();
     if (!s || !s.child.pid || s.child.exitCode !== null || !s.child.stdin?.writable) return 0;
     writeFileSync(join(files.dir, 'runner.tag'), `${s.tag}\n`);
     writeFileSync(files.log, `[polly] this turn runs in standby runner ${s.tag} (pid ${s.child.pid}); its stdout/stderr go to ${join(stateRoot, 'standby.log')}\n`, { flag: 'a' });
