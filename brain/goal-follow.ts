@@ -14,6 +14,7 @@ import { decidePlan } from './plan-gate.js';
 import type { RegistryStore } from './registry-store.js';
 import type { GoalRecord, JournalEntry, Registry, TaskRecord } from './registry-schema.js';
 import { formatTable } from './table.js';
+import { runLiveView } from './live-view.js';
 
 export interface SummaryRow {
   task: string;
@@ -190,12 +191,30 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
   let lastBrainCheck = Date.now();
   // A Brain we started may take a few seconds to claim the registry: don't start a second one.
   let startedPid: number | null = options.brainPid ?? null;
+  // In a terminal, tasks and workers are shown by the live view; plain progress lines otherwise.
+  const tty = Boolean((io.stderr as NodeJS.WriteStream).isTTY);
+  const liveStop = new AbortController();
+  // Started once the plan is approved, so that it never redraws over the approval question.
+  let live: Promise<void> | null = null;
+  const startLive = (): void => {
+    if (!tty || live) return;
+    live = runLiveView({ store, stream: io.stderr as NodeJS.WriteStream, signal: liveStop.signal, until: (reg) => ['done', 'failed', 'cancelled'].includes(reg.goals[options.goalId]?.status ?? '') });
+  };
+  try {
+    return await followLoop();
+  } finally {
+    liveStop.abort();
+    await live?.catch(() => {});
+  }
+
+  async function followLoop(): Promise<GoalRecord> {
   for (;;) {
     const entries = await store.waitForJournal(cursor, 2000, options.signal);
     for (const e of entries) {
       cursor = e.seq;
       const line = progressLine(e);
-      if (line) io.stderr.write(`${line}\n`);
+      if (line && !(live && (e.kind.startsWith('task.') || e.kind.startsWith('pr.')))) io.stderr.write(`${line}\n`);
+      if (e.kind === 'plan.approved' && (e.data as { goalId?: string }).goalId === options.goalId) startLive();
       if (e.kind === 'plan.proposed' && (e.data as { goalId?: string }).goalId === options.goalId) {
         const planId = String((e.data as { planId: string }).planId);
         const approve = options.yes || (options.interactive && (await ask(io, `Approve plan ${planId}? Polly will dispatch its tasks; it never merges. [y/N] `)));
@@ -227,5 +246,6 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
         }
       }
     }
+  }
   }
 }

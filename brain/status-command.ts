@@ -12,6 +12,7 @@ import { findRepo } from './repo.js';
 import type { GoalRecord, PlanRecord, PullRequestRef, Registry, TaskRecord, WorkerRecord } from './registry-schema.js';
 import { createFileRegistryStore } from './registry-store.js';
 import { compareIds, formatTable } from './table.js';
+import { runLiveView } from './live-view.js';
 
 export interface StatusTask {
   id: string;
@@ -155,20 +156,29 @@ export async function loadStatus(cwd: string, env: NodeJS.ProcessEnv): Promise<S
 
 export const command: Command = {
   summary: 'show goals, plans, tasks, workers and PRs',
-  usage: `Usage: polly status [--json]
+  usage: `Usage: polly status [--json] [--watch]
 
 Show the goals, plans (admission and plan-gate state), tasks (id, title, purpose, worker,
 reviewer, status, branch, PR) and live workers recorded in .polly/registry.json.
 
 Options:
+  --watch  keep a live view of tasks and workers (state, current tool call, elapsed time);
+           redraws in a terminal, prints a line per change otherwise; Ctrl-C stops watching
   --json   print {repoRoot, brain, goals, plans, tasks, workers}; each task is
            {id, title, purpose, worker, reviewer, status, branch, worktree, pr}
 
 Exit codes: 0 ok; 1 not initialised (run "polly init") or a corrupt registry;
 2 not in a git repository or a bad flag.`,
   async run(argv, io) {
-    const args = parseCommandArgs('status', argv, { json: { type: 'boolean' } }, 0);
+    const args = parseCommandArgs('status', argv, { json: { type: 'boolean' }, watch: { type: 'boolean' } }, 0);
     const report = await loadStatus(io.cwd, io.env);
+    if (args.values.watch) {
+      const repo = await findRepo(io.cwd, io.env);
+      const controller = new AbortController();
+      process.once('SIGINT', () => controller.abort());
+      await runLiveView({ store: createFileRegistryStore(repo.pollyDir), stream: io.stdout as NodeJS.WriteStream, signal: controller.signal });
+      return 0;
+    }
     if (args.values.json) writeJson(io.stdout, report);
     else for (const line of formatStatus(report)) writeLine(io.stdout, line);
     return 0;
