@@ -204,7 +204,7 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
     return await followLoop();
   } finally {
     liveStop.abort();
-    await live?.catch(() => {});
+    await (live as Promise<void> | null)?.catch(() => {});
   }
 
   async function followLoop(): Promise<GoalRecord> {
