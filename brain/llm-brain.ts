@@ -254,6 +254,9 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
     ...options.env,
     ...gate.env,
   });
+  // IS_SANDBOX is Polly's decision alone: never inherited from the caller's environment.
+  if (isRoot && claudeConfig.allow_root_sandbox) env.IS_SANDBOX = '1';
+  else delete env.IS_SANDBOX;
   const redact = [...secretsIn(options.env)];
   const binary = options.binary ?? resolveAgentBinary('claude-code', claudeConfig, env, options.repoRoot);
   let child: ChildProcess;

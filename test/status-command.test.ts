@@ -83,8 +83,8 @@ describe('polly status', () => {
   it('rejects unknown flags and extra arguments with exit 2', () => {
     const repo = createTestRepo();
     mkdirSync(join(repo.dir, '.polly'));
-    expect(runCli(['status', '--watch'], repo.dir)).toMatchObject({ code: 2 });
-    expect(runCli(['status', '--watch'], repo.dir).stderr).toContain('"--watch"');
+    expect(runCli(['status', '--wacth'], repo.dir)).toMatchObject({ code: 2 });
+    expect(runCli(['status', '--wacth'], repo.dir).stderr).toContain('"--wacth"');
     expect(runCli(['status', 'now'], repo.dir).code).toBe(2);
   });
 });

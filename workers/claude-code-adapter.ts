@@ -211,6 +211,9 @@ export function createClaudeCodeAdapter(config: ClaudeCodeAdapterConfig): AgentA
         ...options.env,
         ...options.gate.env,
       });
+      // IS_SANDBOX is Polly's decision alone: never inherited from the caller's environment.
+      if (isRoot && config.allow_root_sandbox) env.IS_SANDBOX = '1';
+      else delete env.IS_SANDBOX;
       return spawnAgentProcess({
         command: binary,
         args: claudeArgs(config, options, emptyMcpConfig),
