@@ -11,6 +11,7 @@
  * Brain adopts live workers (workers/worker-supervisor.ts), claims the same open orders under the
  * same owner name, and finishes the run: no dispatch is repeated and nothing is merged.
  */
+import { pidAlive } from '../workers/process-liveness.js';
 import { join } from 'node:path';
 import type { AgentEvent } from '../workers/agent-adapter.js';
 import type { WorktreeManager } from '../workers/worktree-manager.js';
@@ -24,6 +25,7 @@ import type { PlanLibrary } from './plan-library.js';
 import type { RegistryStore } from './registry-store.js';
 import type { GoalRecord, PlanRecord, Registry, RunRecord, TaskRecord, TaskStatus, WorkOrderRecord } from './registry-schema.js';
 import { promptMarker } from './task-tools/dispatch.js';
+import { newTaskRecord } from './task-record.js';
 import type { TaskTool, TaskToolContext, WorkerSupervisor } from './task-tools/types.js';
 import { toInboxEvents, type InboxEvent } from './brain-tools.js';
 import type { GateContext } from '../gate/types.js';
@@ -90,14 +92,6 @@ export interface BrainProcessDeps {
   signal?: AbortSignal;
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * Take the repository's Brain row for this process.
@@ -121,34 +115,21 @@ export async function claimBrain(store: RegistryStore, now: () => Date, pid = pr
 
 /** A task record for one task of an approved plan. */
 export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][number], config: PollyConfig, at: string): TaskRecord {
-  return {
-    id: `${plan.id}-${spec.key}`,
-    planId: plan.id,
-    title: spec.title,
-    purpose: spec.purpose,
-    worker: spec.worker,
-    model: spec.model,
-    reviewer: spec.purpose === 'implement' ? spec.reviewer ?? config.review.pairs[spec.worker]?.[0] ?? null : null,
-    prompt: spec.prompt,
-    acceptance: spec.acceptance,
-    dependsOn: spec.dependsOn.map((d) => `${plan.id}-${d}`),
-    status: 'queued',
-    statusReason: null,
-    attempts: 0,
-    reviewRounds: 0,
-    branch: null,
-    worktree: null,
-    baseBranch: null,
-    baseCommit: null,
-    headCommit: null,
-    checks: [],
-    reviews: [],
-    pr: null,
-    backupRefs: [],
-    sessionId: null,
-    createdAt: at,
-    updatedAt: at,
-  };
+  return newTaskRecord(
+    {
+      id: `${plan.id}-${spec.key}`,
+      planId: plan.id,
+      title: spec.title,
+      purpose: spec.purpose,
+      worker: spec.worker,
+      model: spec.model,
+      reviewer: spec.purpose === 'implement' ? spec.reviewer ?? config.review.pairs[spec.worker]?.[0] ?? null : null,
+      prompt: spec.prompt,
+      acceptance: spec.acceptance,
+      dependsOn: spec.dependsOn.map((d) => `${plan.id}-${d}`),
+    },
+    at,
+  );
 }
 
 /** Why nothing more will happen: the registry holds no open goal and no unfinished work. */

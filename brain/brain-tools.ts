@@ -18,6 +18,7 @@ import { planTaskSchema } from './plan-schema.js';
 import type { RegistryStore } from './registry-store.js';
 import type { JournalEntry, TaskRecord } from './registry-schema.js';
 import { statusReport } from './status-command.js';
+import { newTaskRecord } from './task-record.js';
 
 /** Journal kinds the Brain's inbox carries (everything a worker, the gate or a human did that the Brain must know). */
 export const INBOX_KINDS: ReadonlySet<string> = new Set([
@@ -65,37 +66,6 @@ export interface BrainToolsDeps {
 
 const READ_ONLY = new Set(['review', 'explore', 'search']);
 
-/** A new task record for an ad-hoc (read-only) dispatch. */
-function newTask(id: string, fields: { title: string; purpose: TaskRecord['purpose']; worker: TaskRecord['worker']; model: string | null; prompt: string }, now: string): TaskRecord {
-  return {
-    id,
-    planId: null,
-    title: fields.title,
-    purpose: fields.purpose,
-    worker: fields.worker,
-    model: fields.model,
-    reviewer: null,
-    prompt: fields.prompt,
-    acceptance: { commands: [], criteria: [] },
-    dependsOn: [],
-    status: 'queued',
-    statusReason: null,
-    attempts: 0,
-    reviewRounds: 0,
-    branch: null,
-    worktree: null,
-    baseBranch: null,
-    baseCommit: null,
-    headCommit: null,
-    checks: [],
-    reviews: [],
-    pr: null,
-    backupRefs: [],
-    sessionId: null,
-    createdAt: now,
-    updatedAt: now,
-  };
-}
 
 /** Build the Brain's tools over a registry store. */
 export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
@@ -134,7 +104,10 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
         draft.counters.task += 1;
         const id = `x${draft.counters.task}`;
         const worker = args.worker ?? 'pi';
-        draft.tasks[id] = newTask(id, { title: args.title, purpose: args.purpose as TaskRecord['purpose'], worker, model: args.model ?? null, prompt: args.prompt }, at);
+        draft.tasks[id] = newTaskRecord(
+          { id, planId: null, title: args.title, purpose: args.purpose as TaskRecord['purpose'], worker, model: args.model ?? null, reviewer: null, prompt: args.prompt, acceptance: { commands: [], criteria: [] }, dependsOn: [] },
+          at,
+        );
         draft.turn = { seq: draft.turn?.seq ?? 0, startedAt: draft.turn?.startedAt ?? at, dispatches: dispatchesThisTurn + 1 };
         tx.emit('task.queued', { taskId: id, purpose: args.purpose, worker, title: args.title });
         return {

@@ -3,6 +3,7 @@
  * the plan gate's question (answered by `--yes`, an interactive prompt, or `polly plan approve`),
  * and the summary table on stdout once the goal is done.
  */
+import { pidAlive } from '../workers/process-liveness.js';
 import { spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
 import { join } from 'node:path';
@@ -118,14 +119,6 @@ export function progressLine(e: JournalEntry): string | null {
   }
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** The CLI entry file (dist/brain/cli.js) next to this module. */
 export function cliPath(): string {

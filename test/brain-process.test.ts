@@ -161,7 +161,7 @@ describe('the Brain process', () => {
     h.release();
     const reg = await until('all tasks ready', async () => {
       const r = await h.registry();
-      return Object.values(r.tasks).every((t) => t.status === 'ready' && t.finishedAt) ? r : null;
+      return Object.values(r.tasks).every((t) => t.status === 'ready' && t.finishedAt) && r.goals[goal.id]?.status !== 'running' ? r : null;
     });
     expect(reg.goals[goal.id]?.status).toBe('done');
     // Each task's orders ran once each, in the polly-task order.

@@ -35,6 +35,7 @@ import type { WorkerRecord } from '../brain/registry-schema.js';
 import type { WorkerSupervisor, WorkerTurnRequest, WorkerTurnResult } from '../brain/task-tools/types.js';
 import type { AgentEvent, AgentRunResult } from './agent-adapter.js';
 import { scrubbedProcessEnv } from './agent-process.js';
+import { pidAlive } from './process-liveness.js';
 import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerFiles, type WorkerSpec } from './worker-runner.js';
 
 export interface WorkerSupervisorOptions {
@@ -200,19 +201,6 @@ export async function killAgentTree(agentPid: number | null, graceMs = 2000): Pr
   }
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    try {
-      process.kill(pid, 0);
-      return !existsSync('/proc/self/stat');
-    } catch {
-      return false;
-    }
-  }
-}
 
 function readAgentPid(files: WorkerFiles): number | null {
   try {
