@@ -207,12 +207,22 @@ describe('Claude Code adapter (real claude)', () => {
     expect(r.exitCode).toBeNull();
   });
 
-  it.runIf(isRoot)("claude's own root refusal on stderr is agent_refused too", async () => {
+  it("claude's own root refusal on stderr is agent_refused too; a caller's IS_SANDBOX never overrides Polly's decision", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'polly-claude-root2-'));
-    // allow_root_sandbox is true, but IS_SANDBOX is overridden away by the caller's env.
-    const r = await adapter.start(baseOptions(dir, 'hi', { env: { ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'sk-x-dummy', IS_SANDBOX: '' } })).result;
-    expect(r.status).toBe('agent_refused');
-    expect(r.message).toContain('root/sudo');
+    // Stand-ins for claude: one always refuses as claude does; one reports whether IS_SANDBOX=1 reached it.
+    const refuses = join(dir, 'claude-refuses');
+    writeFileSync(refuses, '#!/bin/sh\necho "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons" >&2\nexit 1\n');
+    const probe = join(dir, 'claude-probe');
+    writeFileSync(probe, '#!/bin/sh\nif [ "$IS_SANDBOX" = 1 ]; then echo "IS_SANDBOX leaked into the worker" >&2; exit 3; fi\necho "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons" >&2\nexit 1\n');
+    chmodSync(refuses, 0o755);
+    chmodSync(probe, 0o755);
+    const env = { ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'sk-x-dummy', IS_SANDBOX: '1' };
+    const own = await createClaudeCodeAdapter({ command: 'claude', binary: refuses, model: null, allow_root_sandbox: true }).start(baseOptions(dir, 'hi', { env })).result;
+    expect(own.status).toBe('agent_refused');
+    expect(own.message).toContain('root/sudo');
+    const notAllowed = await createClaudeCodeAdapter({ command: 'claude', binary: probe, model: null, allow_root_sandbox: false }).start(baseOptions(dir, 'hi', { env })).result;
+    expect(notAllowed.status).toBe('agent_refused');
+    expect(notAllowed.stderr).not.toContain('IS_SANDBOX leaked');
   });
 });
 
