@@ -226,7 +226,15 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
           }
           if (!hosted) {
             const resume = goal.brainSessionId ?? null;
-            const brain = deps.startGoalBrain(goal, resume);
+            let brain: GoalBrain;
+            try {
+              brain = deps.startGoalBrain(goal, resume);
+            } catch (error) {
+              // The LLM brain cannot start (root without allow_root_sandbox, a missing CLI…): the goal
+              // fails with the reason instead of the Brain dying and being restarted in a loop.
+              await failGoal(deps, goal.id, isPollyError(error) ? `${error.code}: ${error.message}` : String((error as Error)?.message ?? error));
+              continue;
+            }
             const entry = { brain, busy: false, cursor: reg.inboxCursor ?? cursor };
             goalBrains.set(goal.id, entry);
             await deps.store.update((draft, tx) => {
@@ -286,6 +294,18 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
   }
 }
 
+/** End a goal as failed with a reason the user sees (`polly goal` prints it and exits 1). */
+async function failGoal(deps: BrainProcessDeps, goalId: string, reason: string): Promise<void> {
+  deps.log?.(`[polly] goal ${goalId} failed: ${reason}`);
+  await deps.store.update((draft, tx) => {
+    const goal = draft.goals[goalId];
+    if (!goal || ['done', 'failed', 'cancelled'].includes(goal.status)) return;
+    goal.status = 'failed';
+    goal.brainReport = reason;
+    tx.emit('goal.done', { goalId, status: 'failed', reason });
+  });
+}
+
 /** Kill the process group of an LLM brain a crashed Brain left behind (recorded on its goal). */
 async function reapPreviousGoalBrains(deps: BrainProcessDeps, log: (l: string) => void): Promise<void> {
   const reg = await deps.store.read();
@@ -315,6 +335,12 @@ async function brainTurn(deps: BrainProcessDeps, goalId: string, entry: { brain:
     });
     const result = await entry.brain.turn(text);
     const sessionId = result.sessionId ?? entry.brain.sessionId();
+    const goalNow = (await deps.store.read()).goals[goalId];
+    if (!result.ok && goalNow && goalNow.planIds.length === 0 && !goalNow.brainSessionId) {
+      // The first turn failed before any plan (e.g. no API key: "Not logged in"): say so and stop.
+      await failGoal(deps, goalId, `the Brain's model session failed: ${result.text.slice(0, 1000)}`);
+      return;
+    }
     await deps.store.update((draft, tx) => {
       const goal = draft.goals[goalId];
       if (goal) {

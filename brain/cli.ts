@@ -88,7 +88,7 @@ export async function main(argv: string[], io: CommandIO): Promise<number> {
   try {
     const [first, ...rest] = argv;
     if (first === undefined || first === 'help' || first === '--help' || first === '-h') {
-      const topic = first === 'help' ? rest[0] : undefined;
+      const topic = first === 'help' ? rest.find((a) => !a.startsWith('-')) : undefined;
       if (topic) {
         const cmd = await loadCommand(topic);
         io.stdout.write(`${cmd.usage.trimEnd()}\n`);
@@ -130,6 +130,13 @@ export function reportError(error: unknown, io: Pick<CommandIO, 'stdout' | 'stde
 
 const invokedDirectly = process.argv[1] !== undefined && fileURLToPath(import.meta.url) === (await import('node:fs')).realpathSync(process.argv[1]);
 if (invokedDirectly) {
+  // `polly status | head -1`: a reader that closes early is not an error.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw error;
+    });
+  }
   const code = await main(process.argv.slice(2), {
     stdin: process.stdin,
     stdout: process.stdout,

@@ -5,7 +5,8 @@
  */
 import { pidAlive } from '../workers/process-liveness.js';
 import { spawn } from 'node:child_process';
-import { openSync } from 'node:fs';
+import { openSync, readFileSync } from 'node:fs';
+import { PollyError } from './errors.js';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -113,7 +114,7 @@ export function progressLine(e: JournalEntry): string | null {
     case 'pr.opened':
       return `[polly] PR #${d.number} opened (draft) for ${d.head ?? d.taskId ?? ''}`;
     case 'goal.done':
-      return `[polly] goal ${d.goalId}: ${d.status}`;
+      return `[polly] goal ${d.goalId}: ${d.status}${d.reason ? ` — ${d.reason}` : ''}`;
     default:
       return null;
   }
@@ -184,6 +185,7 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
   let lastBrainCheck = Date.now();
   // A Brain we started may take a few seconds to claim the registry: don't start a second one.
   let startedPid: number | null = options.brainPid ?? null;
+  let restarts = 0;
   // In a terminal, tasks and workers are shown by the live view; plain progress lines otherwise.
   const tty = Boolean((io.stderr as NodeJS.WriteStream).isTTY);
   const liveStop = new AbortController();
@@ -234,6 +236,17 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
       if (!brainAlive && !starting) {
         const { pid, started } = await ensureBrain(store, options.repoRoot, options.pollyDir, io.env, options.brainArgs);
         if (started) {
+          restarts += 1;
+          if (restarts > 3) {
+            const log = join(options.pollyDir, 'brain.log');
+            let tail = '';
+            try {
+              tail = readFileSync(log, 'utf8').trim().split('\n').slice(-5).join('\n');
+            } catch {
+              // no log
+            }
+            throw new PollyError('internal', `the Brain exited ${restarts - 1} times without finishing goal ${options.goalId}; not starting it again. The end of ${log}:\n${tail}`);
+          }
           startedPid = pid;
           io.stderr.write(`[polly] the Brain was not running; started it again (pid ${pid})\n`);
         }

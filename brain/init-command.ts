@@ -28,6 +28,11 @@ export const POLLY_GITIGNORE = [
   'journal.jsonl',
   '*.lock',
   '*.tmp',
+  'brain.log',
+  'gate-decisions.jsonl',
+  'brain/',
+  'workers/',
+  'logs/',
   '',
 ].join('\n');
 

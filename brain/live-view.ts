@@ -99,6 +99,10 @@ export async function runLiveView(options: LiveViewOptions): Promise<void> {
   const update = tty ? createLogUpdate(options.stream as NodeJS.WriteStream) : null;
   const printed = new Map<string, string>();
   let cursor = (await options.store.journal()).at(-1)?.seq ?? 0;
+  if (!tty) {
+    const reg = await options.store.read();
+    options.stream.write(`polly: watching ${Object.keys(reg.tasks).length} task(s); a line per change (Ctrl-C to stop)\n`);
+  }
   for (;;) {
     const reg = await options.store.read();
     const rows = liveRows(reg, new Date());

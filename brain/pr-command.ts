@@ -18,11 +18,14 @@ import { formatTable } from './table.js';
 const USAGE = `Usage: polly pr list [--all] [--json]
        polly pr show <number> [--json]
        polly pr diff <number> [--json]
+       polly pr sync [--json]
 
 Pull requests on the local forge (recorded in .polly/registry.json, branches on origin).
   list   open PRs (draft or ready); --all includes merged and closed ones
   show   one PR: state, branches, commits, body, reviews and their line comments
   diff   what the PR changes: git diff <base>...<head> (after a merge: from the base it was opened on)
+  sync   notice human merges now: merged tasks become done and their worktrees are removed
+         after a backup under refs/polly/backup/ (a running Brain does this every 30 s)
 
 Polly never merges: review the diff, then merge with git (merge, fast-forward, squash or
 rebase) and push; Polly notices and marks the PR merged.
@@ -113,9 +116,28 @@ export const command: Command = {
       }
       return 0;
     }
+    if (sub === 'sync') {
+      // One after-merge pass (the Brain runs one every 30 s while it runs).
+      const args = parseCommandArgs('pr sync', rest, { json: { type: 'boolean' } }, 0);
+      const { openRepoContext } = await import('./repo-context.js');
+      const { openForge } = await import('./forge-select.js');
+      const { watchMerges } = await import('./after-merge.js');
+      const { createWorktreeManager } = await import('../workers/worktree-manager.js');
+      const ctx = await openRepoContext(io.cwd, io.env);
+      const { forge } = await openForge({ repoRoot: ctx.repo.root, config: ctx.config, store: ctx.store, env: io.env });
+      const report = await watchMerges({ store: ctx.store, forge, worktrees: createWorktreeManager({ repoRoot: ctx.repo.root }), progress: (l) => io.stderr.write(`${l}\n`) });
+      if (args.values.json) writeJson(io.stdout, report);
+      else {
+        for (const d of report.done) writeLine(io.stdout, `${d.taskId}: PR #${d.number} merged by a human → done; worktree removed after backup ${d.backupRef ?? '(none needed)'}`);
+        for (const c of report.closed) writeLine(io.stdout, `${c}: PR closed without merging`);
+        for (const e of report.errors) writeLine(io.stdout, `${e.taskId}: ${e.message}`);
+        if (!report.done.length && !report.closed.length && !report.errors.length) writeLine(io.stdout, `no merges since the last check (${report.checked.length} PR(s) checked)`);
+      }
+      return report.errors.length ? 1 : 0;
+    }
     if (sub === 'merge') {
       throw new PollyError('bad_input', 'polly pr has no merge: Polly never merges. Review with "polly pr diff <number>", then merge with git yourself.');
     }
-    throw new PollyError('bad_input', `polly pr: unknown subcommand ${JSON.stringify(sub ?? '')}. Use list, show <number> or diff <number>.`, { details: { argument: sub ?? null } });
+    throw new PollyError('bad_input', `polly pr: unknown subcommand ${JSON.stringify(sub ?? '')}. Use list, show <number>, diff <number> or sync.`, { details: { argument: sub ?? null } });
   },
 };

@@ -13,6 +13,7 @@ import type { GoalRecord, PlanRecord, PullRequestRef, Registry, TaskRecord, Work
 import { createFileRegistryStore } from './registry-store.js';
 import { compareIds, formatTable } from './table.js';
 import { runLiveView } from './live-view.js';
+import { pidAlive } from '../workers/process-liveness.js';
 
 export interface StatusTask {
   id: string;
@@ -39,7 +40,14 @@ function byId<T extends { id: string }>(map: Record<string, T>): T[] {
   return Object.values(map).sort((a, b) => compareIds(a.id, b.id));
 }
 
-/** The status report of a registry (pure). */
+/** A worker row whose process still runs (its recorded state says so and its pid is alive). */
+function workerLive(w: WorkerRecord): boolean {
+  const state = (w as WorkerRecord & { state?: string }).state;
+  if (state === 'exited' || state === 'dead') return false;
+  return pidAlive(w.pid);
+}
+
+/** The status report of a registry (reads only process liveness besides the registry). */
 export function statusReport(repoRoot: string, reg: Registry): StatusReport {
   return {
     repoRoot,
@@ -64,7 +72,8 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
       worktree: t.worktree,
       pr: t.pr,
     })),
-    workers: byId(reg.workers).map((w) => ({
+    // Live workers only: a row whose runner and agent have exited is history (see the journal).
+    workers: byId(reg.workers).filter((w) => workerLive(w)).map((w) => ({
       id: w.id,
       taskId: w.taskId,
       harness: w.harness,
