@@ -49,8 +49,11 @@ Exit codes: 0 every task ready; 1 refused/rejected/failed; 2 bad input.`,
     if (values.json) writeJson(io.stdout, { goal: final.id, status: final.status, plans: plans.map((p) => ({ id: p!.id, gate: p!.gate, line: p!.admission?.line })), tasks: rows, report: final.brainReport ?? null });
     else {
       for (const p of plans) writeLine(io.stdout, `${p!.id}: ${p!.admission?.line ?? ''} [${p!.gate}]`);
-      writeLine(io.stdout);
-      for (const l of formatSummary(rows)) writeLine(io.stdout, l);
+      if (rows.length === 0) writeLine(io.stdout, `goal ${final.id}: ${final.status}${final.brainReport ? ` — ${final.brainReport}` : ''}`);
+      else {
+        writeLine(io.stdout);
+        for (const l of formatSummary(rows)) writeLine(io.stdout, l);
+      }
     }
     return final.status === 'done' ? 0 : 1;
   },
