@@ -222,6 +222,13 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
   const claudeConfig = options.config.workers['claude-code'];
   const isRoot = process.getuid?.() === 0;
   if (isRoot && !claudeConfig.allow_root_sandbox) throw new PollyError('agent_refused', `The Brain runs claude: ${rootRefusalMessage()}`);
+  if (!options.env.ANTHROPIC_API_KEY && !options.env.ANTHROPIC_AUTH_TOKEN) {
+    // claude would start, print "Not logged in" into its session log and wait: say it up front.
+    throw new PollyError(
+      'agent_refused',
+      'The Brain runs claude with a private CLAUDE_CONFIG_DIR, so your own "claude login" is not used: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment of "polly goal". Without a key, try "npm run demo" (a scripted model) or "polly run plan.yaml" (no LLM brain).',
+    );
+  }
   const stateDir = resolve(options.stateDir);
   mkdirSync(stateDir, { recursive: true });
   const { configDir } = prepareClaudeConfigDir(stateDir);

@@ -316,6 +316,17 @@ describe('LLM brain pieces', () => {
     expect(existsSync(dir)).toBe(false);
   });
 
+  it('without ANTHROPIC_API_KEY the Brain refuses at once, naming the variable (claude would wait "Not logged in")', async () => {
+    const config = await loadConfig(repo.dir);
+    config.workers['claude-code'].allow_root_sandbox = true;
+    expect(() =>
+      startLlmBrain({
+        repoRoot: repo.dir, pollyDir: join(repo.dir, '.polly'), config, goal: { id: 'g8', text: 'x' }, stateDir: join(mkdtempSync(join(tmpdir(), 'polly-llm-nokey-')), 'state'),
+        env: { ANTHROPIC_BASE_URL: 'http://127.0.0.1:9' }, resumeSessionId: null, cliPath: cli,
+      }),
+    ).toThrow(/set ANTHROPIC_API_KEY/);
+  });
+
   it('claude dying mid-turn resolves the turn with ok: false and what to do (no hang)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'polly-llm-brain-dies-'));
     const fake = join(dir, 'claude-dies');
@@ -324,7 +335,7 @@ describe('LLM brain pieces', () => {
     config.workers['claude-code'].allow_root_sandbox = true;
     const b = startLlmBrain({
       repoRoot: repo.dir, pollyDir: join(repo.dir, '.polly'), config, goal: { id: 'g9', text: 'x' }, stateDir: join(dir, 'state'),
-      env: {}, resumeSessionId: null, cliPath: cli, binary: fake,
+      env: { ANTHROPIC_API_KEY: 'sk-test-brain-key' }, resumeSessionId: null, cliPath: cli, binary: fake,
     });
     const t = await b.turn(firstBrainMessage({ id: 'g9', text: 'x' }));
     expect(t.ok).toBe(false);
