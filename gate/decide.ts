@@ -5,7 +5,10 @@
  * - `blast_radius.*` — force_push, push_default_branch, delete_remote_branch, gate_pushes (ask),
  *   reset_hard, clean, branch_delete, discard, history, worktree, rm, merge, repo, git_config,
  *   protected_path, outside_worktree, unresolved_path, unresolved_command, hidden_command,
- *   interpreter, parse_error;
+ *   interpreter, parse_error, default_branch (moving or switching to the default branch locally:
+ *   update-ref, branch -f, checkout -B, fetch/pull refspecs, symbolic-ref …), other_repository (a
+ *   git write whose cwd, -C, --git-dir or --work-tree is outside the worktree), push_other_branch
+ *   (a push refspec, or --tags, naming anything but the task's own branch);
  * - `spawn_bounds.max_dispatches_per_turn`;
  * - `purpose_guard.*` — unknown_purpose, read_only, brain, unknown_role, unknown_tool;
  * - `ask_timeout.expired` (see {@link resolveAsk});

@@ -5,7 +5,7 @@
  * `HEAD` resolved to the context's branch). Source of the grammar: git-scm.com/docs/git,
  * git-push, git-reset, git-clean, git-branch, git-config (git 2.4x).
  */
-import { UNKNOWN, resolvePath } from './paths.js';
+import { UNKNOWN, isUnder, resolvePath } from './paths.js';
 import type { Analyzer } from './types.js';
 
 const BUILTINS = new Set(
@@ -103,6 +103,9 @@ export function matchLong(arg: string, known: readonly string[]): { names: strin
 
 interface GitState {
   cwd: string | null;
+  /** `--git-dir` / `--work-tree` as resolved (null inside: given but unresolvable); undefined when not given. */
+  gitDir?: string | null;
+  workTree?: string | null;
   configs: Map<string, string>;
   /** Dangerous `-c` settings seen (decided once the subcommand is known). */
   risky?: Array<{ name: string; value: string }>;
@@ -164,7 +167,13 @@ export function analyzeGit(args: string[], cwd: string | null, depth: number, a:
         }
         break;
       case '--git-dir':
-      case '--work-tree':
+      case '--work-tree': {
+        const dir = takeValue() ?? '';
+        const resolved = resolvePath(dir, st.cwd, a.context.home);
+        if (flag === '--git-dir') st.gitDir = resolved;
+        else st.workTree = resolved;
+        break;
+      }
       case '--namespace':
       case '--super-prefix':
       case '--list-cmds':
@@ -212,25 +221,62 @@ export function analyzeGit(args: string[], cwd: string | null, depth: number, a:
       return;
     }
     const words = splitCmdline(alias);
-    analyzeGit([...words, ...rest], st.cwd, depth + 1, a, { cwd: st.cwd, configs: new Map([...st.configs].filter(([k]) => k !== `alias.${sub}`)) });
+    analyzeGit([...words, ...rest], st.cwd, depth + 1, a, { cwd: st.cwd, gitDir: st.gitDir, workTree: st.workTree, configs: new Map([...st.configs].filter(([k]) => k !== `alias.${sub}`)) });
     return;
   }
   if (!BUILTINS.has(sub)) {
     deny(a, 'blast_radius.unresolved_command', `"git ${sub}" is not a git command the gate knows: it may be an alias or an external helper whose effect cannot be checked`);
     return;
   }
-  if (!st.risky || st.risky.length === 0) return analyzeSubcommand(sub, rest, st, a);
-  // Switching hooks/fsmonitor/pagers off for a command that changes nothing is harmless (tools probe
-  // repositories that way); any other use changes what git runs or where it pushes.
+  // Every subcommand is analysed through a probe that notes whether it changes anything: a change
+  // made in a repository other than the worker's own worktree is denied after the subcommand's
+  // own rules (so their more specific rule names come first).
   let mutated = false;
   const probe: Analyzer = { ...a, finding: (f) => a.finding(f), write: (r, p) => a.write(r, p), mutate: (w) => ((mutated = true), a.mutate(w)), script: a.script, exec: a.exec };
   analyzeSubcommand(sub, rest, st, probe);
+  if (mutated && a.role === 'implement' && sub !== 'clone') checkOwnRepository(sub, st, a);
+  if (!st.risky || st.risky.length === 0) return;
+  // Switching hooks/fsmonitor/pagers off for a command that changes nothing is harmless (tools probe
+  // repositories that way); any other use changes what git runs or where it pushes.
   const off = st.risky.every((r) => DISABLING.has(r.value.toLowerCase()) && !/^(alias|include|includeif|remote|push|url|branch)\./i.test(r.name));
   if (mutated || !off) {
     const r = st.risky[0] as { name: string; value: string };
     deny(a, 'blast_radius.git_config', `git -c ${r.name}=${r.value} ${sub} changes what git runs or where it pushes (hooks, programs, push refspecs); not allowed`);
   }
 }
+
+/**
+ * Deny (`blast_radius.other_repository`) a state-changing git subcommand whose effective repository
+ * is not the worker's own worktree: the cwd after `cd`/`pushd`/`-C`, `--git-dir` and `--work-tree`
+ * must all lie inside `context.worktree` (an unresolvable one fails closed). Worktrees share refs
+ * and objects with the user's repository, so `git -C <repo root> merge …` moves the user's branches.
+ * `git clone` is exempt: its target directory is checked as a write.
+ */
+function checkOwnRepository(sub: string, st: GitState, a: Analyzer): void {
+  const wt = a.context.worktree;
+  const places: Array<[string, string | null | undefined]> = [['working directory', st.cwd], ['--git-dir', st.gitDir], ['--work-tree', st.workTree]];
+  for (const [what, dir] of places) {
+    if (dir === undefined) continue;
+    if (dir === null || !isUnder(dir, wt)) {
+      deny(
+        a,
+        'blast_radius.other_repository',
+        `git ${sub} changes a repository other than this worker's worktree (${what} ${dir === null ? 'cannot be resolved before it runs' : dir}); run git write commands only inside ${wt}`,
+      );
+      return;
+    }
+  }
+}
+
+/** True when a ref as written (`main`, `heads/main`, `refs/heads/main`, `HEAD`/`@` = the current branch) names the default branch. */
+function namesDefaultBranch(ref: string, ctx: { branch: string; defaultBranch: string }): boolean {
+  const r = ref.replace(/^\+/, '');
+  const name = r === 'HEAD' || r === '@' ? ctx.branch : refName(r);
+  return name === ctx.defaultBranch || (name.includes('*') && !r.startsWith('refs/tags/'));
+}
+
+const denyDefault = (a: Analyzer, what: string): void =>
+  deny(a, 'blast_radius.default_branch', `${what} moves or switches to the default branch ${a.context.defaultBranch}, which the worktree shares with the user's repository; work on ${a.context.branch} and open a PR`);
 
 /** Long options per subcommand, for unique-prefix matching. */
 const PUSH_LONG = [
@@ -321,15 +367,62 @@ function analyzeSubcommand(sub: string, args: string[], st: GitState, a: Analyze
       const listOnly = !del && !o.shorts.has('m') && !o.shorts.has('c') && !o.seen.has('move') && !o.seen.has('copy') && !o.seen.has('set-upstream-to') &&
         !o.shorts.has('u') && !o.seen.has('unset-upstream') && !o.seen.has('edit-description') &&
         (o.positionals.length === 0 || o.shorts.has('l') || o.seen.has('list') || o.seen.has('contains') || o.seen.has('merged') || o.seen.has('points-at'));
-      if (!listOnly) a.mutate('git branch');
+      if (!listOnly) {
+        // the branch written: every name for delete/move/copy, else the first (the second is a start point)
+        const moveLike = del || o.shorts.has('m') || o.shorts.has('M') || o.shorts.has('c') || o.shorts.has('C') || o.seen.has('move') || o.seen.has('copy');
+        const targets = moveLike ? o.positionals : o.positionals.slice(0, 1);
+        if (targets.some((x) => namesDefaultBranch(x, a.context))) denyDefault(a, `git branch ${args.join(' ')}`);
+        a.mutate('git branch');
+      }
       return;
     }
     case 'config':
       return analyzeConfig(args, st, a);
-    case 'update-ref':
+    case 'update-ref': {
       if (args.includes('-d') || args.includes('--stdin')) deny(a, 'blast_radius.branch_delete', `git update-ref ${args.join(' ')} deletes or rewrites refs directly`);
+      const pos: string[] = [];
+      for (let k = 0; k < args.length; k++) {
+        const x = args[k] as string;
+        if (x === '-m') k += 1;
+        else if (!x.startsWith('-') || x === '--') pos.push(x);
+      }
+      const ref = pos.filter((x) => x !== '--')[0];
+      if (ref !== undefined && namesDefaultBranch(ref, a.context)) denyDefault(a, `git update-ref ${args.join(' ')}`);
       a.mutate('git update-ref');
       return;
+    }
+    case 'symbolic-ref': {
+      const pos = args.filter((x) => !x.startsWith('-'));
+      if (args.includes('-m')) pos.splice(pos.indexOf(args[args.indexOf('-m') + 1] as string), 1);
+      if (pos.length >= 2) {
+        if (namesDefaultBranch(pos[1] as string, a.context) || (pos[0] !== 'HEAD' && namesDefaultBranch(pos[0] as string, a.context))) denyDefault(a, `git symbolic-ref ${args.join(' ')}`);
+        a.mutate('git symbolic-ref');
+      } else if (args.some((x) => x === '-d' || x === '--delete')) a.mutate('git symbolic-ref');
+      return;
+    }
+    case 'fetch':
+    case 'pull': {
+      // refspecs `src:dst` write the local ref dst (`git fetch . HEAD:main` fast-forwards main)
+      for (let k = 0; k < args.length; k++) {
+        const x = args[k] as string;
+        const refmap = x === '--refmap' ? args[k + 1] ?? '' : x.startsWith('--refmap=') ? x.slice(9) : null;
+        const spec = refmap ?? (x.startsWith('-') ? null : x);
+        if (spec === null) continue;
+        const colon = spec.indexOf(':');
+        if (colon < 0) continue;
+        const dst = spec.slice(colon + 1);
+        if (dst !== '' && namesDefaultBranch(dst, a.context) && !dst.startsWith('refs/remotes/')) denyDefault(a, `git ${sub} ${args.join(' ')}`);
+      }
+      a.mutate(`git ${sub}`);
+      return;
+    }
+    case 'rebase': {
+      // `git rebase <upstream> <branch>` checks <branch> out first and rewrites it
+      const pos = args.filter((x, k) => !x.startsWith('-') && !['--onto', '-s', '--strategy', '-X', '--strategy-option', '-x', '--exec'].includes(args[k - 1] ?? ''));
+      if (pos.length >= 2 && namesDefaultBranch(pos[1] as string, a.context)) denyDefault(a, `git rebase ${args.join(' ')}`);
+      a.mutate('git rebase');
+      return;
+    }
     case 'reflog':
       if (args[0] === 'expire' || args[0] === 'delete') deny(a, 'blast_radius.history', `git reflog ${args[0]} destroys the record needed to recover lost commits`);
       if (args[0] !== undefined && args[0] !== 'show' && args[0] !== 'exists' && !args[0].startsWith('-')) a.mutate('git reflog');
@@ -343,6 +436,22 @@ function analyzeSubcommand(sub: string, args: string[], st: GitState, a: Analyze
       deny(a, 'blast_radius.history', `git ${sub} rewrites history`);
       return;
     case 'worktree':
+      if (args[0] === 'add') {
+        const pos: string[] = [];
+        let named = false;
+        for (let k = 1; k < args.length; k++) {
+          const x = args[k] as string;
+          if (x === '-b' || x === '-B' || x === '--orphan') {
+            named = true;
+            if (namesDefaultBranch(args[k + 1] ?? '', a.context)) denyDefault(a, `git worktree ${args.join(' ')}`);
+            k += 1;
+          } else if (x === '--reason') k += 1;
+          else if (x === '--detach' || x === '-d') named = true;
+          else if (!x.startsWith('-')) pos.push(x);
+        }
+        // `git worktree add <path> <default>` checks the default branch out where commits move it
+        if (!named && pos[1] !== undefined && pos[1] !== 'HEAD' && namesDefaultBranch(pos[1], a.context)) denyDefault(a, `git worktree ${args.join(' ')}`);
+      }
       if (args[0] === 'remove' || args[0] === 'prune' || args[0] === 'move') {
         deny(a, 'blast_radius.worktree', `git worktree ${args[0]} can destroy another worker's worktree; Polly manages worktrees`);
       }
@@ -354,6 +463,7 @@ function analyzeSubcommand(sub: string, args: string[], st: GitState, a: Analyze
       if ((sub === 'checkout' || sub === 'switch') && (args.includes('-f') || args.some((x) => /^--(f|fo|for|forc|force)$/.test(x) || /^-[a-zA-Z]*f/.test(x) && !x.startsWith('--')))) {
         deny(a, 'blast_radius.discard', `git ${sub} --force throws away uncommitted changes (${args.join(' ')})`);
       }
+      if (sub !== 'restore') checkSwitchTarget(sub, args, a);
       a.mutate(`git ${sub}`);
       return;
     case 'clone': {
@@ -381,6 +491,39 @@ function analyzeSubcommand(sub: string, args: string[], st: GitState, a: Analyze
   }
 }
 
+/**
+ * `git checkout`/`git switch` onto the default branch: `-b/-B/-c/-C/--orphan <default>` creates or
+ * resets it, and a lone `<default>` (no pathspec) switches the worktree to it so later commits move it.
+ */
+function checkSwitchTarget(sub: string, args: string[], a: Analyzer): void {
+  const spelled = `git ${sub} ${args.join(' ')}`;
+  const withValue = new Set(['-b', '-B', '-c', '-C', '--orphan', '--create', '--force-create']);
+  const skipValue = new Set(['--conflict', '--pathspec-from-file', '--track', '-t']);
+  const pos: string[] = [];
+  for (let k = 0; k < args.length; k++) {
+    const x = args[k] as string;
+    if (x === '--') {
+      if (pos.length === 0 && sub === 'checkout') return; // `git checkout -- <paths>` restores files
+      break;
+    }
+    const eq = x.indexOf('=');
+    const flag = x.startsWith('--') && eq > 0 ? x.slice(0, eq) : x;
+    if (withValue.has(flag) || /^-[a-zA-Z]*[bBcC]$/.test(x) && !x.startsWith('--')) {
+      const v = eq > 0 && x.startsWith('--') ? x.slice(eq + 1) : args[k + 1] ?? '';
+      if (!(eq > 0 && x.startsWith('--'))) k += 1;
+      if (namesDefaultBranch(v, a.context)) return denyDefault(a, spelled);
+      continue;
+    }
+    if (x.startsWith('--') && eq > 0) continue;
+    if (skipValue.has(x)) continue;
+    if (x.startsWith('-')) continue;
+    pos.push(x);
+  }
+  const detach = args.includes('--detach') || args.includes('-d') && sub === 'switch';
+  const pathspec = args.includes('--') || pos.length > 1;
+  if (!detach && !pathspec && pos.length === 1 && pos[0] !== 'HEAD' && pos[0] !== '@' && namesDefaultBranch(pos[0] as string, a.context)) denyDefault(a, spelled);
+}
+
 function refName(ref: string): string {
   return ref.replace(/^refs\/heads\//, '').replace(/^heads\//, '');
 }
@@ -388,7 +531,7 @@ function refName(ref: string): string {
 function analyzePush(args: string[], st: GitState, a: Analyzer): void {
   a.mutate('git push');
   const ctx = a.context;
-  const o = { force: false, mirror: false, del: false, prune: false, all: false };
+  const o = { force: false, mirror: false, del: false, prune: false, all: false, tags: false };
   const positionals: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
@@ -409,6 +552,7 @@ function analyzePush(args: string[], st: GitState, a: Analyzer): void {
         if (n === 'delete') o.del = true;
         if (n === 'prune') o.prune = true;
         if (n === 'all' || n === 'branches') o.all = true;
+        if (n === 'tags') o.tags = true;
       }
       if (m.names.length === 1 && m.value === null && PUSH_VALUE.has(m.names[0] as string)) i += 1;
     } else if (arg.startsWith('-') && arg.length > 1) {
@@ -429,6 +573,7 @@ function analyzePush(args: string[], st: GitState, a: Analyzer): void {
   if (o.del) return deny(a, 'blast_radius.delete_remote_branch', `${spelled} deletes a remote branch`);
   if (o.prune) return deny(a, 'blast_radius.delete_remote_branch', `${spelled} deletes remote branches that have no local counterpart`);
   if (o.all) return deny(a, 'blast_radius.push_default_branch', `${spelled} pushes every branch, including ${ctx.defaultBranch}`);
+  if (o.tags) return deny(a, 'blast_radius.push_other_branch', `${spelled} pushes every tag; a worker pushes only its own branch ${ctx.branch}`);
   const unresolved = positionals.find((x) => x.includes(UNKNOWN));
   if (unresolved !== undefined) return deny(a, 'blast_radius.unresolved_command', `${spelled}: ${JSON.stringify(unresolved.replace(/\u0000/g, '…'))} is produced at run time; push a literal remote and branch`);
   const refspecs = positionals.slice(1);
@@ -447,6 +592,9 @@ function analyzePush(args: string[], st: GitState, a: Analyzer): void {
     const name = dst === 'HEAD' ? ctx.defaultBranch : refName(dst);
     if (name === ctx.defaultBranch || (name.includes('*') && !dst.startsWith('refs/tags/'))) {
       return deny(a, 'blast_radius.push_default_branch', `refspec ${JSON.stringify(spec)} pushes to the default branch ${ctx.defaultBranch}: nothing is pushed there; push ${ctx.branch} and open a PR`);
+    }
+    if (name !== ctx.branch || dst.startsWith('refs/') && !dst.startsWith('refs/heads/')) {
+      return deny(a, 'blast_radius.push_other_branch', `refspec ${JSON.stringify(spec)} pushes to ${dst}, not this task's branch ${ctx.branch}: a worker pushes only its own branch`);
     }
   }
   if (a.policy.blast_radius.gate_pushes) {

@@ -212,16 +212,21 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
     const { stdinText } = redirects(node.redirects, scope, depth);
     for (const pre of node.prefix) {
       if (pre.type !== 'Assignment') continue;
-      if (/^GIT_(CONFIG|EXEC_PATH|DIR$|WORK_TREE$|SSH|ASKPASS|EDITOR|PAGER|PROXY)|^(BASH_ENV|ENV|PROMPT_COMMAND|LD_PRELOAD|LD_LIBRARY_PATH|NODE_OPTIONS|PYTHONSTARTUP|PERL5OPT|RUBYOPT)$/.test(pre.name)) {
+      if (/^GIT_(CONFIG|EXEC_PATH|DIR$|WORK_TREE$|COMMON_DIR$|INDEX_FILE$|OBJECT_DIRECTORY$|SSH|ASKPASS|EDITOR|PAGER|PROXY)|^(BASH_ENV|ENV|PROMPT_COMMAND|LD_PRELOAD|LD_LIBRARY_PATH|NODE_OPTIONS|PYTHONSTARTUP|PERL5OPT|RUBYOPT)$/.test(pre.name)) {
         if (node.name) return deny('blast_radius.git_config', `setting ${pre.name} for a command changes what it loads or runs`);
+      }
+      if (!node.name && /^GIT_(DIR|WORK_TREE|COMMON_DIR|INDEX_FILE|OBJECT_DIRECTORY)$/.test(pre.name)) {
+        return deny('blast_radius.git_config', `setting ${pre.name} (exported by \`set -a\` or an earlier export) points later git commands at another repository`);
       }
       if (!node.name) scope.vars.set(pre.name, UNKNOWN);
     }
     if (!node.name) return;
     const argv = [node.name, ...node.suffix.filter((s): s is Word => s.type === 'Word')].map((w) => wordValue(w, scope, context.home));
+    // `export GIT_DIR=…` parses as an assignment in the suffix: check its name like a word
+    const assigned = node.suffix.filter((s) => s.type === 'Assignment').map((s) => `${(s as { name: string }).name}=`);
     // env-style NAME=value words after a wrapper are handled by the wrappers; export/declare can hide GIT_CONFIG
     const first = argv[0] as string;
-    if ((first === 'export' || first === 'declare' || first === 'typeset' || first === 'local' || first === 'readonly') && argv.slice(1).some((x) => /^(GIT_CONFIG|GIT_EXEC_PATH|BASH_ENV|ENV=|PROMPT_COMMAND|LD_PRELOAD|NODE_OPTIONS)/.test(x))) {
+    if ((first === 'export' || first === 'declare' || first === 'typeset' || first === 'local' || first === 'readonly') && [...argv.slice(1), ...assigned].some((x) => /^(GIT_CONFIG|GIT_EXEC_PATH|GIT_DIR=|GIT_WORK_TREE=|GIT_COMMON_DIR=|GIT_INDEX_FILE=|GIT_OBJECT_DIRECTORY=|BASH_ENV|ENV=|PROMPT_COMMAND|LD_PRELOAD|NODE_OPTIONS)/.test(x))) {
       return deny('blast_radius.git_config', `${argv.join(' ').replace(/\u0000/g, '…')} sets a variable that changes what later commands load or run`);
     }
     if (first === 'cd' || first === 'pushd') {
@@ -233,7 +238,7 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
       return runScript(argv.slice(1).join(' '), scope, depth + 1, 'eval');
     }
     const envWrap = argv[0] === 'env' || argv[0]?.endsWith('/env');
-    if (envWrap && argv.some((x) => /^GIT_(CONFIG|EXEC_PATH)/.test(x))) return deny('blast_radius.git_config', `env sets GIT_CONFIG*/GIT_EXEC_PATH, changing what git runs`);
+    if (envWrap && argv.some((x) => /^GIT_(CONFIG|EXEC_PATH|DIR=|WORK_TREE=|COMMON_DIR=|INDEX_FILE=|OBJECT_DIRECTORY=)/.test(x))) return deny('blast_radius.git_config', `env sets GIT_CONFIG*/GIT_EXEC_PATH/GIT_DIR/GIT_WORK_TREE, changing what git runs or which repository it changes`);
     exec(argv, scope.cwd, depth, { stdinFromPipe: pipeIn, stdinText, argsFromStdin: false });
   }
 
