@@ -328,7 +328,31 @@ function parseOptions(args: string[], long: readonly string[], shortValue: strin
   return { seen, shorts, positionals, ambiguous, unknown };
 }
 
+/** Subcommands that take a program to run on the other side (`--upload-pack`, `--receive-pack`, `--exec`). */
+const REMOTE_PROGRAM = new Set(['fetch', 'pull', 'clone', 'ls-remote', 'push', 'send-pack', 'fetch-pack', 'archive', 'remote', 'submodule']);
+
+/** The remote-program option an argument spells (by git's unique-prefix rule), or null. */
+function remoteProgramOption(sub: string, arg: string): string | null {
+  if (sub === 'clone' && /^-[a-zA-Z]*u/.test(arg) && !arg.startsWith('--')) return '-u';
+  if (!arg.startsWith('--')) return null;
+  const name = arg.slice(2).split('=')[0] as string;
+  if (name.length >= 3 && name.startsWith('upl') && 'upload-pack'.startsWith(name)) return '--upload-pack';
+  if (name.length >= 4 && name.startsWith('rece') && 'receive-pack'.startsWith(name)) return '--receive-pack';
+  if (name.length >= 1 && 'exec'.startsWith(name) && ['push', 'send-pack', 'fetch-pack', 'archive'].includes(sub)) return '--exec';
+  return null;
+}
+
 function analyzeSubcommand(sub: string, args: string[], st: GitState, a: Analyzer): void {
+  if (REMOTE_PROGRAM.has(sub)) {
+    for (const x of args) {
+      if (x === '--') break;
+      const opt = remoteProgramOption(sub, x);
+      if (opt !== null) {
+        deny(a, 'blast_radius.git_config', `git ${sub} ${opt} names a program git runs (locally, for a path or ssh remote); the gate cannot check it`);
+        return;
+      }
+    }
+  }
   const unknownArg = args.find((x) => x.includes(UNKNOWN));
   if (unknownArg !== undefined && (sub === 'reset' || sub === 'clean' || sub === 'branch' || sub === 'config')) {
     deny(a, 'blast_radius.unresolved_command', `git ${sub} argument ${JSON.stringify(unknownArg.replace(/\u0000/g, '…'))} cannot be resolved before it runs`);

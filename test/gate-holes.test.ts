@@ -131,6 +131,17 @@ const rows: Row[] = [
   A('3-ok-push-follow-tags', 'git push --follow-tags origin polly/t1'),
   A('3-ok-push-bare', 'git push'),
 
+  // a program named for the other side of a transport runs locally for path remotes
+  D('x-fetch-upload-pack', "git fetch --upload-pack='sh -c \"rm -rf ~\"' /srv/origin.git", 'blast_radius.git_config'),
+  D('x-fetch-upload-prefix', 'git fetch --upl=/tmp/evil origin', 'blast_radius.git_config'),
+  D('x-clone-u', 'git clone -u /tmp/evil /srv/origin.git /tmp/c', 'blast_radius.git_config'),
+  D('x-push-receive-pack', 'git push --receive-pack=/tmp/evil origin polly/t1', 'blast_radius.git_config'),
+  D('x-send-pack-receive-pack', 'git send-pack --receive-pack=/tmp/evil /srv/origin.git polly/t1', 'blast_radius.git_config'),
+  D('x-push-exec', 'git push --exec=/tmp/evil origin polly/t1', 'blast_radius.git_config'),
+  D('x-ls-remote-upload-pack', 'git ls-remote --upload-pack /tmp/evil origin', 'blast_radius.git_config'),
+  A('x-ok-fetch-update-head-ok', 'git fetch -u origin polly/t1'),
+  A('x-ok-fetch-unshallow', 'git fetch --unshallow origin'),
+
   // 4. writes into another repository's git dir or refs
   D('4-redirect-bare-ref', 'echo x > /tmp/other.git/refs/heads/main', PROT),
   D('4-redirect-bare-head', 'echo ref: refs/heads/x > /tmp/other.git/HEAD', PROT),
