@@ -45,7 +45,9 @@ describe('polly status', () => {
       for (const id of ['t10', 't2']) d.tasks[id] = sampleTask(id);
       d.tasks.t2!.status = 'pr_open';
       d.tasks.t2!.pr = { forge: 'local', number: 3, url: 'local:3', state: 'draft' };
-      d.workers.w1 = { id: 'w1', taskId: 't10', harness: 'claude-code', pid: 4242, pgid: 4242, sessionId: 's-1', startedAt: '2026-11-29T10:02:00.000Z', heartbeatAt: '2026-11-29T10:03:00.000Z', supervisor: null };
+      d.workers.w1 = { id: 'w1', taskId: 't10', harness: 'claude-code', pid: process.pid, pgid: process.pid, sessionId: 's-1', startedAt: '2026-11-29T10:02:00.000Z', heartbeatAt: '2026-11-29T10:03:00.000Z', supervisor: null };
+      // A worker that has exited is history, not a live worker.
+      d.workers.w0 = { id: 'w0', taskId: 't2', harness: 'pi', pid: 2147483640, pgid: 2147483640, sessionId: null, startedAt: '2026-11-29T10:00:00.000Z', heartbeatAt: '2026-11-29T10:01:00.000Z', supervisor: null };
     });
     const json = JSON.parse(runCli(['status', '--json'], repo.dir).stdout);
     expect(json.tasks.map((t: { id: string }) => t.id)).toEqual(['t2', 't10']);
@@ -55,7 +57,8 @@ describe('polly status', () => {
     });
     expect(json.plans).toEqual([{ id: 'p1', goalId: 'g1', gate: 'approved', admitted: true, tasks: 0, createdAt: '2026-11-29T10:01:00.000Z' }]);
     expect(json.goals[0]).toMatchObject({ id: 'g1', status: 'running', text: 'add a --verbose flag' });
-    expect(json.workers[0]).toMatchObject({ id: 'w1', taskId: 't10', harness: 'claude-code', pid: 4242 });
+    expect(json.workers).toHaveLength(1);
+    expect(json.workers[0]).toMatchObject({ id: 'w1', taskId: 't10', harness: 'claude-code', pid: process.pid });
     const out = runCli(['status'], repo.dir).stdout;
     const taskLines = out.split('\n').filter((l) => /^\s+(ID\s+TITLE|t2\s|t10\s)/.test(l));
     expect(taskLines[0]).toMatch(/ID\s+TITLE\s+PURPOSE\s+WORKER\s+REVIEWER\s+STATUS\s+BRANCH\s+PR/);
