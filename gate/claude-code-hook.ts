@@ -12,21 +12,14 @@
  *   codes would fail open).
  */
 import { createFileJournal, decisionEntry } from './decision-log.js';
-import { decideAll, readGateConfig, readStdin } from './hook-runtime.js';
+import { readGateConfig } from './hook-runtime.js';
 import { mapClaudeTool, pollyMcpDecision } from './harness-tools.js';
+import { answerPreToolUse, readPreToolUsePayload, runPreToolUseHook } from './pre-tool-use.js';
 import type { GateRequest } from './types.js';
 
-async function main(): Promise<void> {
+runPreToolUseHook(async () => {
   const cfg = readGateConfig(process.argv[2]);
-  const raw = await readStdin();
-  let payload: { tool_name?: unknown; tool_input?: unknown; cwd?: unknown; hook_event_name?: unknown; session_id?: unknown };
-  try {
-    payload = JSON.parse(raw) as typeof payload;
-  } catch {
-    throw new Error(`hook input is not JSON: ${JSON.stringify(raw.slice(0, 200))}`);
-  }
-  if (payload === null || typeof payload !== 'object') throw new Error('hook input is not a JSON object');
-  const cwd = typeof payload.cwd === 'string' ? payload.cwd : process.cwd();
+  const { payload, cwd } = await readPreToolUsePayload();
   // The Brain's calls to Polly's own MCP server (workers get null here and are denied below).
   const mcp = pollyMcpDecision(cfg.role, payload.tool_name);
   if (mcp) {
@@ -34,16 +27,5 @@ async function main(): Promise<void> {
     if (cfg.journalPath) createFileJournal(cfg.journalPath).appendJournal('gate.decision', decisionEntry(request, mcp, { session: payload.session_id ?? null }));
     return;
   }
-  const mapped = mapClaudeTool(payload.tool_name, payload.tool_input);
-  const d = mapped.ok
-    ? decideAll(cfg, mapped.calls.map((c) => ({ ...c, cwd, harness: 'claude-code' as const })), { session: payload.session_id ?? null })
-    : { decision: 'deny' as const, rule: 'purpose_guard.unknown_tool', reason: mapped.reason };
-  if (d.decision === 'allow') return;
-  const reason = `Polly gate: ${d.decision === 'ask' ? 'needs human approval, denied in a headless worker' : 'denied'} (${d.rule}): ${d.reason}`;
-  process.stdout.write(`${JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason } })}\n`);
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`Polly gate failed and blocks this call (fail closed): ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 2;
+  answerPreToolUse(cfg, 'claude-code', mapClaudeTool(payload.tool_name, payload.tool_input), payload, cwd);
 });
