@@ -25,26 +25,18 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PollyConfig } from '../brain/config-schema.js';
 import { isPollyError } from '../brain/errors.js';
-import type { Harness, Purpose } from '../brain/registry-schema.js';
 import { prepareGate } from '../gate/harness-gate.js';
-import type { GateContext, GateRole } from '../gate/types.js';
+import type { WorkerTurnRequest } from '../brain/task-tools/types.js';
 import type { AgentEvent, AgentRunResult, AgentRunStatus } from './agent-adapter.js';
 import { createAgentAdapter } from './agent-factory.js';
 
-/** What the supervisor writes to `<dir>/spec.json` for one turn (no secrets: env values are not in it). */
-export interface WorkerSpec {
+/**
+ * What the supervisor writes to `<dir>/spec.json` for one turn: the turn request (brain/task-tools/types.ts)
+ * without its env values (no secrets on disk: only their names) plus where the runner keeps things.
+ */
+export interface WorkerSpec extends Omit<WorkerTurnRequest, 'env' | 'timeoutMs'> {
   version: 1;
   workerId: string;
-  taskId: string;
-  orderId: string;
-  harness: Harness;
-  purpose: Purpose;
-  role: GateRole;
-  cwd: string;
-  prompt: string;
-  resumeSessionId: string | null;
-  model: string | null;
-  gateContext: GateContext;
   /** Names of the environment variables passed to the agent as `AgentRunOptions.env`. */
   envKeys: string[];
   timeoutMs: number | null;
