@@ -9,22 +9,22 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Command, CommandIO } from './command.js';
-import { PollyError, exitCodeFor, isPollyError } from './errors.js';
+import type { Command, CommandIO } from './commands/command.js';
+import { PollyError, exitCodeFor, isPollyError } from './core/errors.js';
 
 /** Command name → module path (relative to this file) exporting `command: Command`. */
 export const COMMANDS: Record<string, { module: string; summary: string }> = {
-  init: { module: './init-command.js', summary: 'set up Polly in this git repository (.polly/config.yaml)' },
-  status: { module: './status-command.js', summary: 'show goals, plans, tasks, workers and PRs' },
-  check: { module: '../workflows/check-command.js', summary: 'model-check a workflow: admitted or REFUSED' },
-  gate: { module: '../gate/gate-command.js', summary: 'decide tool calls with the gate; show the decision log' },
-  mcp: { module: './mcp-command.js', summary: 'run the MCP workflow server on stdio' },
-  install: { module: '../scripts/install-command.js', summary: 'register the MCP server with an agent host' },
-  goal: { module: './goal-command.js', summary: 'state a goal: the Brain investigates and proposes a plan' },
-  brain: { module: './brain-command.js', summary: 'run the Brain process for this repository' },
-  plan: { module: './plan-command.js', summary: 'show, approve or reject a proposed plan' },
-  run: { module: './run-command.js', summary: 'admit and execute a human-written plan file' },
-  pr: { module: './pr-command.js', summary: 'list, show or diff pull requests on the local forge' },
+  init: { module: './commands/init.js', summary: 'set up Polly in this git repository (.polly/config.yaml)' },
+  status: { module: './commands/status.js', summary: 'show goals, plans, tasks, workers and PRs' },
+  check: { module: './commands/check.js', summary: 'model-check a workflow: admitted or REFUSED' },
+  gate: { module: './commands/gate.js', summary: 'decide tool calls with the gate; show the decision log' },
+  mcp: { module: './commands/mcp.js', summary: 'run the MCP workflow server on stdio' },
+  install: { module: './commands/install.js', summary: 'register the MCP server with an agent host' },
+  goal: { module: './commands/goal.js', summary: 'state a goal: the Brain investigates and proposes a plan' },
+  brain: { module: './commands/brain.js', summary: 'run the Brain process for this repository' },
+  plan: { module: './commands/plan.js', summary: 'show, approve or reject a proposed plan' },
+  run: { module: './commands/run.js', summary: 'admit and execute a human-written plan file' },
+  pr: { module: './commands/pr.js', summary: 'list, show or diff pull requests on the local forge' },
 };
 
 /** The package version, read from package.json next to the build. */

@@ -17,7 +17,7 @@
  */
 import { resolvePath } from './paths.js';
 import { checkWrite } from './policy.js';
-import { analyzeShell } from './shell-analysis.js';
+import { analyzeShell } from './shell/shell-analysis.js';
 import type { DispatchRequest, ForgeRequest, GateContext, GateDecision, GatePolicy, GateRequest, ToolRequest } from './types.js';
 
 export type { GateContext, GateDecision, GatePolicy, GateRequest } from './types.js';

@@ -2,7 +2,7 @@
  * The gate's data shapes: requests, context, decisions. Type-only module (no runtime cost), shared
  * by the pure decision function and every enforcement adapter.
  */
-import type { Policies } from '../brain/config-schema.js';
+import type { Policies } from '../brain/config/config-schema.js';
 
 /** Who is asking: the Brain, an implementer, or a read-only worker. */
 export type GateRole = 'brain' | 'implement' | 'review' | 'explore' | 'search';

@@ -7,9 +7,9 @@
  * pan's own rate and wall time; and the ratio. Targets: >= 500k states/s, within 5x of spin.
  */
 import os from 'node:os';
-import { checkWorkflow } from '../workflows/checker.js';
-import { spinAvailable, spinVerify } from '../workflows/spin.js';
-import { syntheticPlan } from '../workflows/synthetic-plan.js';
+import { checkWorkflow } from '../workflows/check/checker.js';
+import { spinAvailable, spinVerify } from '../workflows/check/spin.js';
+import { syntheticPlan } from './synthetic-plan.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);

@@ -18,12 +18,12 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, homedir, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_CONFIG, type PollyConfig } from '../brain/config-schema.js';
-import { createFileRegistryStore } from '../brain/registry-store.js';
+import { DEFAULT_CONFIG, type PollyConfig } from '../brain/config/config-schema.js';
+import { createFileRegistryStore } from '../brain/registry/registry-store.js';
 import type { WorkerSupervisor, WorkerTurnResult } from '../brain/task-tools/types.js';
-import { createGitRunner, type GitRunner } from '../workers/git.js';
-import { createWorkerSupervisor, workerIdFor } from '../workers/worker-supervisor.js';
-import { createWorktreeManager, type CreatedWorktree, type WorktreeManager } from '../workers/worktree-manager.js';
+import { createGitRunner, type GitRunner } from '../workers/git/git.js';
+import { createWorkerSupervisor, workerIdFor } from '../workers/supervisor/worker-supervisor.js';
+import { createWorktreeManager, type CreatedWorktree, type WorktreeManager } from '../workers/git/worktree-manager.js';
 import { parseModelScript } from './scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from './scripted-model/server.js';
 

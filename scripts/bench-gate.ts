@@ -15,9 +15,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import { DEFAULT_CONFIG } from '../brain/config-schema.js';
+import { DEFAULT_CONFIG } from '../brain/config/config-schema.js';
 import { decide } from '../gate/decide.js';
-import { prepareGate } from '../gate/harness-gate.js';
+import { prepareGate } from '../gate/hooks/harness-gate.js';
 import type { GateContext, ToolRequest } from '../gate/types.js';
 
 const runs = Math.max(5, Number(process.argv[2] ?? 31) || 31);

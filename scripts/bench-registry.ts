@@ -13,8 +13,8 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { emptyRegistry, type Registry, type TaskRecord } from '../brain/registry-schema.js';
-import { createFileRegistryStore, createMemoryRegistryStore } from '../brain/registry-store.js';
+import { emptyRegistry, type Registry, type TaskRecord } from '../brain/registry/registry-schema.js';
+import { createFileRegistryStore, createMemoryRegistryStore } from '../brain/registry/registry-store.js';
 
 const TASKS = 1000;
 const seconds = Number(process.argv[2] ?? '3');

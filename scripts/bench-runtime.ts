@@ -17,10 +17,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RunRecord } from '../brain/registry-schema.js';
-import { createFileRegistryStore, createMemoryRegistryStore, type RegistryStore } from '../brain/registry-store.js';
-import { orderIdFor, runIdFor } from '../workflows/run-identity.js';
-import { createRuntime } from '../workflows/runtime.js';
+import type { RunRecord } from '../brain/registry/registry-schema.js';
+import { createFileRegistryStore, createMemoryRegistryStore, type RegistryStore } from '../brain/registry/registry-store.js';
+import { orderIdFor, runIdFor } from '../workflows/run/run-identity.js';
+import { createRuntime } from '../workflows/run/runtime.js';
 import { builtinWorkflowDirs, createWorkflowLibrary } from '../workflows/workflow-library.js';
 
 const LIVE = 1000;

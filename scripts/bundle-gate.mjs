@@ -1,12 +1,12 @@
 // After tsc: bundle each gate entry point (hooks, shim) into one CommonJS file under
-// dist/gate/bundle/. A worker's hook starts once per tool call, and Node 20 loads one CJS file much
+// dist/gate/hooks/bundle/. A worker's hook starts once per tool call, and Node 20 loads one CJS file much
 // faster than an ESM graph of ~30 modules, and run-cached.cjs adds a V8 code cache (see
 // `npm run bench -- gate`). prepareGate uses the bundles when present and falls back to the ESM
 // entry points otherwise.
 import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const dist = fileURLToPath(new URL('../dist/gate/', import.meta.url));
+const dist = fileURLToPath(new URL('../dist/gate/hooks/', import.meta.url));
 if (existsSync(`${dist}claude-code-hook.js`)) {
   let build;
   try {
@@ -24,7 +24,7 @@ if (existsSync(`${dist}claude-code-hook.js`)) {
         output: { file: `${dist}bundle/${name}.cjs`, format: 'cjs', sourcemap: false },
       });
     }
-    // the loader that runs a bundle with a V8 code cache (gate/run-cached.cjs)
-    copyFileSync(fileURLToPath(new URL('../gate/run-cached.cjs', import.meta.url)), `${dist}bundle/run-cached.cjs`);
+    // the loader that runs a bundle with a V8 code cache (gate/hooks/run-cached.cjs)
+    copyFileSync(fileURLToPath(new URL('../gate/hooks/run-cached.cjs', import.meta.url)), `${dist}bundle/run-cached.cjs`);
   }
 }

@@ -21,8 +21,8 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync }
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { initRepository } from '../brain/init-command.js';
-import { packageRoot } from '../workflows/workflow-library.js';
+import { initRepository } from '../brain/commands/init.js';
+import { cliPath, packageRoot } from '../brain/core/install-paths.js';
 import { startScriptedModelServer, type ScriptedModelServer } from './scripted-model/server.js';
 import { loadModelScript } from './scripted-model/script.js';
 import { useScriptedModels } from './scripted-model/configure.js';
@@ -101,7 +101,7 @@ async function main(): Promise<number> {
     say(`scripted model server on ${server.url} (no API key needed; the agents are the real CLIs)`);
   }
 
-  const cli = join(packageRoot(), 'dist', 'brain', 'cli.js');
+  const cli = cliPath();
   say(`polly goal "${GOAL}" --yes   (normally a human approves the plan)`);
   const code = await new Promise<number>((resolveExit) => {
     const child = spawn(process.execPath, [cli, 'goal', GOAL, '--yes'], { cwd: repo, env: { ...gitEnv(), ...modelEnv }, stdio: ['ignore', 'inherit', 'inherit'] });

@@ -7,7 +7,7 @@
  * (stdout+stderr interleaved) is kept, bounded to its tail.
  */
 import { spawn } from 'node:child_process';
-import type { CheckResult } from '../brain/registry-schema.js';
+import type { CheckResult } from '../brain/registry/registry-schema.js';
 
 export interface AcceptanceOptions {
   cwd: string;

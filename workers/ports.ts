@@ -6,7 +6,7 @@
  * even before either server is listening.
  */
 import { createServer } from 'node:net';
-import { PollyError } from '../brain/errors.js';
+import { PollyError } from '../brain/core/errors.js';
 
 export interface PortAllocator {
   /**

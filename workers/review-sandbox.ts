@@ -18,10 +18,10 @@ import { existsSync, realpathSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
-import { PollyError } from '../brain/errors.js';
-import type { CheckResult, TaskRecord } from '../brain/registry-schema.js';
-import { REVIEW_FINDINGS_JSON_SCHEMA } from '../brain/review-findings.js';
-import { firstLine, type GitRunner } from './git.js';
+import { PollyError } from '../brain/core/errors.js';
+import type { CheckResult, TaskRecord } from '../brain/registry/registry-schema.js';
+import { REVIEW_FINDINGS_JSON_SCHEMA } from '../brain/task-tools/review-findings.js';
+import { firstLine, type GitRunner } from './git/git.js';
 
 /** The file names a sandbox holds, in listing order. */
 export const REVIEW_SANDBOX_FILES = ['CONTRACT.md', 'DIFF.patch'] as const;

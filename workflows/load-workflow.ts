@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Node as YamlNode } from 'yaml';
-import { PollyError } from '../brain/errors.js';
+import { PollyError } from '../brain/core/errors.js';
 import { validateWorkflow } from './workflow-format.js';
 import type { Workflow } from './workflow-schema.js';
 

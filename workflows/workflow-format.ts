@@ -31,9 +31,9 @@
  * polly: {tasks: [{name: task, implementer_vendor: implementer_vendor, ...}], turn: null}
  * ```
  */
-import { PollyError } from '../brain/errors.js';
+import { PollyError } from '../brain/core/errors.js';
 import { ExpressionInFieldError } from './expression.js';
-import { compileModel } from './model.js';
+import { compileModel } from './check/model.js';
 import type {
   ActionDecl,
   Domain,

@@ -10,10 +10,11 @@
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_CONFIG } from '../brain/config-schema.js';
-import { PollyError, isPollyError } from '../brain/errors.js';
-import { checkWorkflow, type CheckResult } from './checker.js';
-import { withPollyGuarantees, type GuaranteePolicy } from './guarantees.js';
+import { DEFAULT_CONFIG } from '../brain/config/config-schema.js';
+import { PollyError, isPollyError } from '../brain/core/errors.js';
+import { builtinWorkflowsDir } from '../brain/core/install-paths.js';
+import { checkWorkflow, type CheckResult } from './check/checker.js';
+import { withPollyGuarantees, type GuaranteePolicy } from './check/guarantees.js';
 import { WORKFLOW_FILE, loadWorkflow } from './load-workflow.js';
 import type { EventRef, InvariantDecl, Workflow } from './workflow-schema.js';
 
@@ -65,28 +66,9 @@ export interface WorkflowLibraryOptions {
   workflows?: Workflow[];
 }
 
-/** The Polly package root (holds package.json and the built-in `workflows/`), from this module's location. */
-export function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg)) {
-      try {
-        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'polly') return dir;
-      } catch {
-        // keep walking
-      }
-    }
-    const up = dirname(dir);
-    if (up === dir) throw new PollyError('internal', `cannot find the polly package root above ${fileURLToPath(import.meta.url)}`);
-    dir = up;
-  }
-}
-
 /** The built-in workflow directories: `workflows/customer-brief` and `workflows/polly-task`. */
 export function builtinWorkflowDirs(): string[] {
-  const root = packageRoot();
-  return ['customer-brief', 'polly-task'].map((n) => join(root, 'workflows', n));
+  return ['customer-brief', 'polly-task'].map((n) => join(builtinWorkflowsDir(), n));
 }
 
 /**

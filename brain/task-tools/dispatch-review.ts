@@ -23,11 +23,11 @@
  * if it was not posted yet.
  */
 import { homedir } from 'node:os';
-import { isPollyError } from '../errors.js';
-import type { ReviewInput } from '../forge.js';
-import type { Harness, ReviewRecord, TaskRecord } from '../registry-schema.js';
-import { commentableLines, parseFindings, reviewFromFindings, type ReviewFindings } from '../review-findings.js';
-import { createGitRunner, type GitRunner } from '../../workers/git.js';
+import { isPollyError } from '../core/errors.js';
+import type { ReviewInput } from '../forge/forge.js';
+import type { Harness, ReviewRecord, TaskRecord } from '../registry/registry-schema.js';
+import { commentableLines, parseFindings, reviewFromFindings, type ReviewFindings } from './review-findings.js';
+import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
 import { createReviewSandbox, produceReviewDiff, type ReviewSandbox } from '../../workers/review-sandbox.js';
 import { chooseReviewer } from './open-draft-pr.js';
 import { taskBranch } from './push.js';

@@ -8,10 +8,10 @@
  */
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
-import type { AgentRunResult } from '../../workers/agent-adapter.js';
+import type { AgentRunResult } from '../../workers/agents/agent-adapter.js';
 import type { GateRole } from '../../gate/types.js';
-import { isPollyError } from '../errors.js';
-import type { TaskRecord, TaskStatus } from '../registry-schema.js';
+import { isPollyError } from '../core/errors.js';
+import type { TaskRecord, TaskStatus } from '../registry/registry-schema.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome, WorkerTurnRequest, WorkerTurnResult } from './types.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */

@@ -11,8 +11,8 @@
  * the after-merge pass finishes the task); a PR closed without merging is a permanent failure.
  * Polly never merges.
  */
-import { isPollyError } from '../errors.js';
-import { renderPrBody } from '../pr-body.js';
+import { isPollyError } from '../core/errors.js';
+import { renderPrBody } from '../forge/pr-body.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 
 /** Create the `mark_ready` tool. */

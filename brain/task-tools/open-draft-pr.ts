@@ -10,11 +10,11 @@
  * - Ok data `{reviewer: <harness>}` (the PR_OPENED action's data). Records `task.pr`,
  *   `task.reviewer`, status `pr_open`; journals `task.pr_opened`.
  */
-import { isPollyError } from '../errors.js';
-import type { PollyConfig } from '../config-schema.js';
-import { renderPrBody } from '../pr-body.js';
-import type { Harness, TaskRecord } from '../registry-schema.js';
-import type { OpenedPullRequest } from '../forge.js';
+import { isPollyError } from '../core/errors.js';
+import type { PollyConfig } from '../config/config-schema.js';
+import { renderPrBody } from '../forge/pr-body.js';
+import type { Harness, TaskRecord } from '../registry/registry-schema.js';
+import type { OpenedPullRequest } from '../forge/forge.js';
 import { taskBranch } from './push.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 

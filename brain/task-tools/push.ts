@@ -12,8 +12,8 @@
  *   PUSHED action takes none; the runtime refuses unknown data fields).
  */
 import { existsSync } from 'node:fs';
-import { isPollyError } from '../errors.js';
-import { createGitRunner, firstLine, type GitRunner } from '../../workers/git.js';
+import { isPollyError } from '../core/errors.js';
+import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 
 export interface PushToolOptions {

@@ -13,8 +13,8 @@
  */
 import { existsSync } from 'node:fs';
 import { formatCheckFeedback, runAcceptance } from '../../workers/acceptance.js';
-import { scrubbedProcessEnv } from '../../workers/agent-process.js';
-import { createGitRunner } from '../../workers/git.js';
+import { scrubbedProcessEnv } from '../../workers/agents/agent-process.js';
+import { createGitRunner } from '../../workers/git/git.js';
 import type { TaskTool } from './types.js';
 
 /** The commit message Polly writes for a task's work. */

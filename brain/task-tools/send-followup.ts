@@ -8,7 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { implementTurn, promptMarker, recordTurn } from './dispatch.js';
-import type { TaskRecord } from '../registry-schema.js';
+import type { TaskRecord } from '../registry/registry-schema.js';
 import type { TaskTool } from './types.js';
 
 /** The follow-up prompt: the marker line, then the feedback verbatim. */

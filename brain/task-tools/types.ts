@@ -8,12 +8,12 @@
  * re-offers the same order, and the tool first looks for what an earlier attempt already did
  * (a worker started for this order, a pushed commit, an opened PR) before doing anything.
  */
-import type { PollyConfig } from '../config-schema.js';
-import type { Forge } from '../forge.js';
-import type { RegistryStore } from '../registry-store.js';
-import type { Harness, Purpose, TaskRecord, WorkerRecord } from '../registry-schema.js';
-import type { AgentEvent, AgentRunResult } from '../../workers/agent-adapter.js';
-import type { WorktreeManager } from '../../workers/worktree-manager.js';
+import type { PollyConfig } from '../config/config-schema.js';
+import type { Forge } from '../forge/forge.js';
+import type { RegistryStore } from '../registry/registry-store.js';
+import type { Harness, Purpose, TaskRecord, WorkerRecord } from '../registry/registry-schema.js';
+import type { AgentEvent, AgentRunResult } from '../../workers/agents/agent-adapter.js';
+import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
 import type { GateContext, GateRole } from '../../gate/types.js';
 
 /** One agent turn to run for a task. */

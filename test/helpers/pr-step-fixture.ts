@@ -6,12 +6,12 @@
 import { mkdtempSync, realpathSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { DEFAULT_CONFIG, type PollyConfig } from '../../brain/config-schema.js';
-import type { Forge } from '../../brain/forge.js';
-import { createFileRegistryStore, type FileRegistryStore } from '../../brain/registry-store.js';
-import type { Harness, TaskRecord } from '../../brain/registry-schema.js';
+import { DEFAULT_CONFIG, type PollyConfig } from '../../brain/config/config-schema.js';
+import type { Forge } from '../../brain/forge/forge.js';
+import { createFileRegistryStore, type FileRegistryStore } from '../../brain/registry/registry-store.js';
+import type { Harness, TaskRecord } from '../../brain/registry/registry-schema.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome, WorkerSupervisor } from '../../brain/task-tools/types.js';
-import { createWorktreeManager, type WorktreeManager } from '../../workers/worktree-manager.js';
+import { createWorktreeManager, type WorktreeManager } from '../../workers/git/worktree-manager.js';
 import { createTestRepo, git, type TestRepo } from './git-repo.js';
 
 export interface PrStepSetting {

@@ -7,14 +7,14 @@
  */
 import { expect } from 'vitest';
 import { join } from 'node:path';
-import { createFileRegistryStore } from '../../brain/registry-store.js';
-import type { Harness } from '../../brain/registry-schema.js';
+import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
+import type { Harness } from '../../brain/registry/registry-schema.js';
 import { dispatch } from '../../brain/task-tools/dispatch.js';
 import { runAcceptanceTool } from '../../brain/task-tools/run-acceptance.js';
 import { sendFollowup } from '../../brain/task-tools/send-followup.js';
 import type { ScriptedModelServer } from '../../scripts/scripted-model/server.js';
-import { createWorkerSupervisor } from '../../workers/worker-supervisor.js';
-import { createWorktreeManager } from '../../workers/worktree-manager.js';
+import { createWorkerSupervisor } from '../../workers/supervisor/worker-supervisor.js';
+import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
 import type { TestRepo } from './git-repo.js';
 import { humanMessages, makeTask, processWith, runTool, scriptedAgentEnv, scriptedConfig, sessionRequests, type ToolRig } from './worker-tools.js';
 

@@ -6,13 +6,13 @@
 import { execFileSync } from 'node:child_process';
 import { gitTestEnv } from './git-repo.js';
 import { join } from 'node:path';
-import { DEFAULT_CONFIG, type PollyConfig } from '../../brain/config-schema.js';
-import type { Forge } from '../../brain/forge.js';
-import type { RegistryStore } from '../../brain/registry-store.js';
-import type { Harness, TaskRecord } from '../../brain/registry-schema.js';
+import { DEFAULT_CONFIG, type PollyConfig } from '../../brain/config/config-schema.js';
+import type { Forge } from '../../brain/forge/forge.js';
+import type { RegistryStore } from '../../brain/registry/registry-store.js';
+import type { Harness, TaskRecord } from '../../brain/registry/registry-schema.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome, WorkerSupervisor } from '../../brain/task-tools/types.js';
 import type { RecordedRequest } from '../../scripts/scripted-model/api-route.js';
-import type { WorktreeManager } from '../../workers/worktree-manager.js';
+import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
 
 export const SCRIPTED_KEY_ENV = 'POLLY_SCRIPTED_KEY';
 

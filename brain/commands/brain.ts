@@ -1,0 +1,62 @@
+/**
+ * `polly brain [--exit-when-idle] [--no-llm]`: run the Brain process of this repository in the
+ * foreground (`polly goal` starts it detached when none runs). One Brain per repository.
+ */
+import { parseCommandArgs } from './args.js';
+import type { Command } from './command.js';
+import { createBrainDeps } from '../process/brain-deps.js';
+import { runBrainProcess, goalStateDir, type GoalBrain } from '../process/brain-process.js';
+import { openRepoContext } from './repo-context.js';
+import { cliPath } from '../core/install-paths.js';
+import type { GoalRecord } from '../registry/registry-schema.js';
+
+export const command: Command = {
+  summary: 'run the Brain process for this repository',
+  usage: `Usage: polly brain [--exit-when-idle] [--no-llm]
+
+Run the Brain: it supervises workers (adopting or reaping those a previous Brain left), runs
+the tasks of approved plans (worktree → worker → acceptance checks → push → draft PR →
+cross-review → ready), runs read-only dispatches, honours cancels, expires plan asks, notices
+human merges, and hosts the LLM brain of each open goal. "polly goal" starts it when none runs.
+
+  --exit-when-idle  exit once no goal, plan or task is open
+  --no-llm          do not start LLM brains (plans come from "polly run")
+
+Diagnostics go to stderr. Exit codes: 0 stopped; 1 another Brain owns the repository (its pid
+is named) or a fault; 2 bad flags.`,
+  async run(argv, io) {
+    const { values } = parseCommandArgs('brain', argv, { 'exit-when-idle': { type: 'boolean' }, 'no-llm': { type: 'boolean' } }, 0);
+    const ctx = await openRepoContext(io.cwd, io.env);
+    const log = (line: string) => io.stderr.write(`${new Date().toISOString()} ${line}\n`);
+    const deps = await createBrainDeps(ctx, io.env, log);
+    const controller = new AbortController();
+    const stop = () => controller.abort();
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+    let startGoalBrain: ((goal: GoalRecord, resume: string | null) => GoalBrain) | null = null;
+    let messages: { first(goal: GoalRecord): string; wake(events: import('../mcp/brain-tools.js').InboxEvent[]): string } | undefined;
+    if (!values['no-llm']) {
+      const llm = await import('../llm/llm-brain.js');
+      startGoalBrain = (goal, resume) =>
+        llm.startLlmBrain({
+              repoRoot: ctx.repo.root,
+              pollyDir: ctx.repo.pollyDir,
+              config: ctx.config,
+              goal: { id: goal.id, text: goal.text },
+              stateDir: goalStateDir(ctx.repo.pollyDir, goal.id),
+              env: deps.agentEnv,
+              resumeSessionId: resume,
+              cliPath: cliPath(),
+            });
+      messages = { first: (goal) => llm.firstBrainMessage({ id: goal.id, text: goal.text }), wake: (events) => llm.wakeMessage(events) };
+    }
+    await runBrainProcess({
+      ...deps,
+      startGoalBrain: startGoalBrain ? (goal, resume) => startGoalBrain!(goal, resume) : null,
+      ...(messages ? { messages } : {}),
+      exitWhenIdle: Boolean(values['exit-when-idle']),
+      signal: controller.signal,
+    });
+    return 0;
+  },
+};

@@ -1,0 +1,254 @@
+/**
+ * Following a goal from the command line (`polly goal`, `polly run`): progress lines on stderr,
+ * the plan gate's question (answered by `--yes`, an interactive prompt, or `polly plan approve`),
+ * and the summary table on stdout once the goal is done.
+ */
+import { pidAlive } from '../../workers/proc/process-liveness.js';
+import { spawn } from 'node:child_process';
+import { openSync, readFileSync } from 'node:fs';
+import { PollyError } from '../core/errors.js';
+import { cliPath } from '../core/install-paths.js';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type { CommandIO } from './command.js';
+import type { PollyConfig } from '../config/config-schema.js';
+import { decidePlan } from '../plan/plan-gate.js';
+import type { RegistryStore } from '../registry/registry-store.js';
+import type { GoalRecord, JournalEntry, Registry, TaskRecord } from '../registry/registry-schema.js';
+import { formatTable } from './table.js';
+import { runLiveView } from './live-view.js';
+
+export interface SummaryRow {
+  task: string;
+  title: string;
+  worker: string;
+  reviewer: string | null;
+  status: string;
+  /** e.g. `red → green` or `green`. */
+  checks: string;
+  /** `blocking/non-blocking` over all review rounds, e.g. `1/2`. */
+  findings: string;
+  pr: { number: number; url: string; state: string } | null;
+  /** Seconds from the first dispatch to the final state. */
+  seconds: number | null;
+}
+
+/**
+ * Summary rows of a goal's tasks (pure).
+ * @param journal  the journal (for the history of acceptance runs: `task.checks` entries).
+ */
+export function goalSummary(reg: Registry, goalId: string, journal: readonly JournalEntry[] = []): SummaryRow[] {
+  const goal = reg.goals[goalId];
+  if (!goal) return [];
+  const tasks = Object.values(reg.tasks).filter((t) => t.planId !== null && goal.planIds.includes(t.planId));
+  return tasks.map((t: TaskRecord) => {
+    const runs = checkRuns(t, journal);
+    const blocking = t.reviews.reduce((n, r) => n + r.blocking.length, 0);
+    const nonBlocking = t.reviews.reduce((n, r) => n + r.nonBlocking.length, 0);
+    const seconds = t.startedAt && t.finishedAt ? Math.round((Date.parse(t.finishedAt) - Date.parse(t.startedAt)) / 1000) : null;
+    return {
+      task: t.id,
+      title: t.title,
+      worker: t.worker,
+      reviewer: t.reviewer,
+      status: t.status,
+      checks: runs.length ? runs.join(' → ') : '-',
+      findings: t.reviews.length ? `${blocking}/${nonBlocking}` : '-',
+      pr: t.pr ? { number: t.pr.number, url: t.pr.url, state: t.pr.state } : null,
+      seconds,
+    };
+  });
+}
+
+/** Each acceptance run of a task as `red` or `green`, from its `task.checks` journal entries. */
+function checkRuns(t: TaskRecord, journal: readonly JournalEntry[]): string[] {
+  const history = journal.filter((e) => e.kind === 'task.checks' && e.data.taskId === t.id);
+  if (history.length) return history.map((e) => (e.data.green ? 'green' : 'red'));
+  if (!t.checks.length) return [];
+  return [t.checks.every((c) => c.exitCode === 0) ? 'green' : 'red'];
+}
+
+/** The summary as table lines. */
+export function formatSummary(rows: SummaryRow[]): string[] {
+  return formatTable(
+    [
+      { header: 'TASK', value: (r: SummaryRow) => r.task },
+      { header: 'WORKER', value: (r) => r.worker },
+      { header: 'REVIEWER', value: (r) => r.reviewer },
+      { header: 'STATUS', value: (r) => r.status },
+      { header: 'CHECKS', value: (r) => r.checks },
+      { header: 'FINDINGS', value: (r) => r.findings },
+      { header: 'PR', value: (r) => (r.pr ? `#${r.pr.number} ${r.pr.state}` : null) },
+      { header: 'TIME', value: (r) => (r.seconds === null ? null : `${r.seconds}s`) },
+      { header: 'TITLE', value: (r) => r.title, max: 40 },
+    ],
+    rows,
+  );
+}
+
+/** One progress line for a journal entry of this goal, or null when it is not worth showing. */
+export function progressLine(e: JournalEntry): string | null {
+  const d = e.data as Record<string, unknown>;
+  switch (e.kind) {
+    case 'plan.proposed':
+      return `[polly] plan ${d.planId}: ${d.line}`;
+    case 'plan.refused':
+      return `[polly] plan ${d.planId}: ${d.line} — ${(d.violations as string[]).join(', ')}`;
+    case 'plan.approved':
+      return `[polly] plan ${d.planId} approved by ${d.by}`;
+    case 'plan.rejected':
+    case 'plan.expired':
+      return `[polly] plan ${d.planId} ${e.kind.slice(5)}`;
+    case 'task.queued':
+      return `[polly] ${d.taskId}: queued ${d.purpose} on ${d.worker}`;
+    case 'task.started':
+      return `[polly] ${d.taskId}: dispatched to ${d.worker} (reviewer ${d.reviewer ?? '-'})`;
+    case 'task.status':
+      return `[polly] ${d.taskId}: ${d.status}`;
+    case 'task.finished':
+      return `[polly] ${d.taskId}: ${d.status}${d.pr ? ` — PR #${(d.pr as { number: number }).number}` : ''}`;
+    case 'task.failed':
+      return `[polly] ${d.taskId}: ${d.status}: ${d.reason ?? ''}`;
+    case 'task.cancelled':
+      return `[polly] ${d.taskId}: cancelled (work kept in ${d.backupRef ?? 'no worktree'})`;
+    case 'pr.opened':
+      return `[polly] PR #${d.number} opened (draft) for ${d.head ?? d.taskId ?? ''}`;
+    case 'goal.done':
+      return `[polly] goal ${d.goalId}: ${d.status}${d.reason ? ` — ${d.reason}` : ''}`;
+    default:
+      return null;
+  }
+}
+
+
+
+/**
+ * Start `polly brain --exit-when-idle` detached (its log in `.polly/brain.log`) unless a live Brain
+ * owns the repository. Returns the pid of the Brain that runs.
+ */
+export async function ensureBrain(store: RegistryStore, repoRoot: string, pollyDir: string, env: NodeJS.ProcessEnv, extraArgs: string[] = []): Promise<{ pid: number; started: boolean }> {
+  const reg = await store.read();
+  if (reg.brain && pidAlive(reg.brain.pid)) return { pid: reg.brain.pid, started: false };
+  const log = openSync(join(pollyDir, 'brain.log'), 'a');
+  const child = spawn(process.execPath, [cliPath(), 'brain', '--exit-when-idle', ...extraArgs], {
+    cwd: repoRoot,
+    env,
+    detached: true,
+    stdio: ['ignore', log, log],
+  });
+  child.unref();
+  return { pid: child.pid ?? -1, started: true };
+}
+
+export interface FollowOptions {
+  /** The pid of a Brain the caller just started (it may not own the registry yet). */
+  brainPid?: number | null;
+  store: RegistryStore;
+  config: PollyConfig;
+  repoRoot: string;
+  pollyDir: string;
+  goalId: string;
+  /** Journal seq to follow from (the goal's creation). */
+  afterSeq: number;
+  /** Approve admitted plans without asking (`--yes`). */
+  yes: boolean;
+  /** Ask on the terminal when stdin is a TTY. */
+  interactive: boolean;
+  io: CommandIO;
+  /** Restart the Brain if it dies while the goal is open (default true). */
+  keepBrainAlive?: boolean;
+  brainArgs?: string[];
+  signal?: AbortSignal;
+}
+
+async function ask(io: CommandIO, question: string): Promise<boolean> {
+  const rl = createInterface({ input: io.stdin, output: io.stderr });
+  try {
+    const answer = await new Promise<string>((resolve) => rl.question(question, resolve));
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    rl.close();
+  }
+}
+
+/**
+ * Follow a goal until it is done: print progress, answer the plan gate, restart a dead Brain.
+ * @returns the goal's final record.
+ */
+export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
+  const { store, io } = options;
+  let cursor = options.afterSeq;
+  let lastBrainCheck = Date.now();
+  // A Brain we started may take a few seconds to claim the registry: don't start a second one.
+  let startedPid: number | null = options.brainPid ?? null;
+  let restarts = 0;
+  // In a terminal, tasks and workers are shown by the live view; plain progress lines otherwise.
+  const tty = Boolean((io.stderr as NodeJS.WriteStream).isTTY);
+  const liveStop = new AbortController();
+  // Started once the plan is approved, so that it never redraws over the approval question.
+  let live: Promise<void> | null = null;
+  const startLive = (): void => {
+    if (!tty || live) return;
+    live = runLiveView({ store, stream: io.stderr as NodeJS.WriteStream, signal: liveStop.signal, until: (reg) => ['done', 'failed', 'cancelled'].includes(reg.goals[options.goalId]?.status ?? '') });
+  };
+  try {
+    return await followLoop();
+  } finally {
+    liveStop.abort();
+    await (live as Promise<void> | null)?.catch(() => {});
+  }
+
+  async function followLoop(): Promise<GoalRecord> {
+  for (;;) {
+    const entries = await store.waitForJournal(cursor, 2000, options.signal);
+    for (const e of entries) {
+      cursor = e.seq;
+      const line = progressLine(e);
+      if (line && !(live && (e.kind.startsWith('task.') || e.kind.startsWith('pr.')))) io.stderr.write(`${line}\n`);
+      if (e.kind === 'plan.approved' && (e.data as { goalId?: string }).goalId === options.goalId) startLive();
+      if (e.kind === 'plan.proposed' && (e.data as { goalId?: string }).goalId === options.goalId) {
+        const planId = String((e.data as { planId: string }).planId);
+        const approve = options.yes || (options.interactive && (await ask(io, `Approve plan ${planId}? Polly will dispatch its tasks; it never merges. [y/N] `)));
+        if (approve) {
+          await decidePlan(store, options.config, planId, 'approve', { by: options.yes ? 'polly --yes' : `human:${io.env.USER ?? 'terminal'}` }).catch((error: unknown) => {
+            io.stderr.write(`[polly] could not approve ${planId}: ${(error as Error).message}\n`);
+          });
+        } else if (options.interactive) {
+          await decidePlan(store, options.config, planId, 'reject', { by: `human:${io.env.USER ?? 'terminal'}` }).catch(() => {});
+        } else {
+          io.stderr.write(`[polly] plan ${planId} waits for approval: polly plan approve ${planId} (or reject)\n`);
+        }
+      }
+    }
+    const reg = await store.read();
+    const goal = reg.goals[options.goalId];
+    if (!goal) throw new Error(`goal ${options.goalId} disappeared from the registry`);
+    if (['done', 'failed', 'cancelled'].includes(goal.status)) return goal;
+    if (options.signal?.aborted) return goal;
+    if (options.keepBrainAlive !== false && Date.now() - lastBrainCheck > 3000) {
+      lastBrainCheck = Date.now();
+      const brainAlive = reg.brain !== null && pidAlive(reg.brain.pid);
+      const starting = startedPid !== null && pidAlive(startedPid);
+      if (!brainAlive && !starting) {
+        const { pid, started } = await ensureBrain(store, options.repoRoot, options.pollyDir, io.env, options.brainArgs);
+        if (started) {
+          restarts += 1;
+          if (restarts > 3) {
+            const log = join(options.pollyDir, 'brain.log');
+            let tail = '';
+            try {
+              tail = readFileSync(log, 'utf8').trim().split('\n').slice(-5).join('\n');
+            } catch {
+              // no log
+            }
+            throw new PollyError('internal', `the Brain exited ${restarts - 1} times without finishing goal ${options.goalId}; not starting it again. The end of ${log}:\n${tail}`);
+          }
+          startedPid = pid;
+          io.stderr.write(`[polly] the Brain was not running; started it again (pid ${pid})\n`);
+        }
+      }
+    }
+  }
+  }
+}

@@ -1,0 +1,147 @@
+/**
+ * `polly init [--json]`: set up Polly in the git repository containing the working directory.
+ *
+ * Creates (each only if absent): `.polly/config.yaml` (every default, commented), `.polly/.gitignore`
+ * (keeps runtime state out of git, so config.yaml can be committed), `.polly/registry.json` (empty,
+ * with a `polly.initialized` journal entry); adds `.worktrees/` to the repository's
+ * `info/exclude` once (in the common git dir, so it works from a linked worktree too).
+ * Idempotent: a second run changes nothing and says so. An existing config or registry is
+ * validated, never overwritten.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile, appendFile } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative } from 'node:path';
+import { parseCommandArgs } from './args.js';
+import { writeJson, writeLine, type Command } from './command.js';
+import { CONFIG_RELATIVE_PATH, loadConfig, renderDefaultConfig } from '../config/config.js';
+import { findRepo } from '../../workers/git/repo.js';
+import { createFileRegistryStore } from '../registry/registry-store.js';
+
+/** The line `polly init` adds to `info/exclude`. */
+export const WORKTREES_EXCLUDE_LINE = '.worktrees/';
+
+/** `.polly/.gitignore`: runtime state stays out of git; config.yaml is meant to be committed. */
+export const POLLY_GITIGNORE = [
+  '# Polly runtime state (written by "polly init"). Commit config.yaml; not these.',
+  'registry.json',
+  'registry.json.*',
+  'journal.jsonl',
+  '*.lock',
+  '*.tmp',
+  'brain.log',
+  'gate-decisions.jsonl',
+  'brain/',
+  'workers/',
+  'logs/',
+  '',
+].join('\n');
+
+export interface InitResult {
+  /** True when this run set something up; false when everything was already in place. */
+  initialized: boolean;
+  /** Paths created by this run, relative to repoRoot when inside it. */
+  created: string[];
+  /** Existing files this run changed (the exclude file). */
+  updated: string[];
+  repoRoot: string;
+  pollyDir: string;
+}
+
+/** True when `text` (an exclude or ignore file) already ignores the top-level `.worktrees` directory. */
+export function excludesWorktrees(text: string): boolean {
+  return text.split(/\r?\n/).some((l) => ['.worktrees/', '/.worktrees/', '.worktrees', '/.worktrees', '.worktrees/*', '/.worktrees/*'].includes(l.trim()));
+}
+
+/**
+ * Initialise Polly in the repository containing `cwd` (see the module comment).
+ * @throws PollyError `not_a_git_repo` outside a repository; `config_invalid` or
+ *         `registry_corrupt` when an existing file is damaged (it is left as it is).
+ */
+export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promise<InitResult> {
+  const repo = await findRepo(cwd, env);
+  const show = (p: string): string => {
+    const rel = relative(repo.root, p);
+    return rel.startsWith('..') || isAbsolute(rel) ? p : rel;
+  };
+  const created: string[] = [];
+  const updated: string[] = [];
+
+  if (!existsSync(repo.pollyDir)) {
+    await mkdir(repo.pollyDir, { recursive: true });
+    created.push(`${show(repo.pollyDir)}/`);
+  }
+
+  const configPath = join(repo.root, CONFIG_RELATIVE_PATH);
+  if (!existsSync(configPath)) {
+    await writeFile(configPath, renderDefaultConfig(), { flag: 'wx' });
+    created.push(show(configPath));
+  } else {
+    await loadConfig(repo.root); // validate: a damaged config is reported, not replaced
+  }
+
+  const ignorePath = join(repo.pollyDir, '.gitignore');
+  if (!existsSync(ignorePath)) {
+    await writeFile(ignorePath, POLLY_GITIGNORE, { flag: 'wx' });
+    created.push(show(ignorePath));
+  }
+
+  const store = createFileRegistryStore(repo.pollyDir);
+  if (!existsSync(store.paths.registry)) {
+    await store.update((_draft, tx) => tx.emit('polly.initialized', { repoRoot: repo.root }));
+    created.push(show(store.paths.registry), show(store.paths.journal));
+  } else {
+    await store.read(); // validate: a corrupt registry is reported with its backup, never reset
+  }
+
+  const excludePath = join(repo.gitCommonDir, 'info', 'exclude');
+  let exclude = '';
+  try {
+    exclude = await readFile(excludePath, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  if (!excludesWorktrees(exclude)) {
+    const existed = existsSync(excludePath);
+    await mkdir(dirname(excludePath), { recursive: true });
+    const sep = exclude === '' || exclude.endsWith('\n') ? '' : '\n';
+    await appendFile(excludePath, `${sep}# Polly: worker worktrees\n${WORKTREES_EXCLUDE_LINE}\n`);
+    (existed ? updated : created).push(show(excludePath));
+  }
+
+  return { initialized: created.length + updated.length > 0, created, updated, repoRoot: repo.root, pollyDir: repo.pollyDir };
+}
+
+export const command: Command = {
+  summary: 'set up Polly in this git repository (.polly/config.yaml)',
+  usage: `Usage: polly init [--json]
+
+Set up Polly in the git repository containing the current directory:
+  .polly/config.yaml   every setting with its default and a comment (edit it, commit it)
+  .polly/.gitignore    keeps the registry and journal out of git
+  .polly/registry.json Polly's state (empty), and .polly/journal.jsonl
+  .git/info/exclude    gains ".worktrees/" (worker worktrees live in .worktrees/<id>)
+Running it again changes nothing. Existing files are validated, never overwritten.
+
+Options:
+  --json   print {initialized, created, updated, repoRoot, pollyDir}
+
+Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yaml;
+1 a corrupt registry (the message says how to restore the backup).`,
+  async run(argv, io) {
+    const args = parseCommandArgs('init', argv, { json: { type: 'boolean' } }, 0);
+    const result = await initRepository(io.cwd, io.env);
+    if (args.values.json) {
+      writeJson(io.stdout, result);
+      return 0;
+    }
+    if (!result.initialized) {
+      writeLine(io.stdout, `Polly is already initialised in ${result.repoRoot} (nothing changed).`);
+      return 0;
+    }
+    writeLine(io.stdout, `Initialised Polly in ${result.repoRoot}`);
+    for (const p of result.created) writeLine(io.stdout, `  created ${p}`);
+    for (const p of result.updated) writeLine(io.stdout, `  updated ${p} (+ ${WORKTREES_EXCLUDE_LINE})`);
+    writeLine(io.stdout, `Next: review ${CONFIG_RELATIVE_PATH}, then "polly status".`);
+    return 0;
+  },
+};

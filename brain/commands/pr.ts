@@ -1,0 +1,143 @@
+/**
+ * `polly pr list|show|diff <number> [--json]`: the local forge's pull requests.
+ *
+ * Reading a PR first refreshes it (a branch pushed again moves its head; a human merge — merge
+ * commit, fast-forward, squash or rebase — marks it merged). There is no `polly pr merge`: the
+ * human merges with git.
+ */
+import { existsSync } from 'node:fs';
+import { parseCommandArgs } from './args.js';
+import { writeJson, writeLine, type Command } from './command.js';
+import { PollyError } from '../core/errors.js';
+import { createLocalForge, localPullRequestUrl, type LocalForge } from '../forge/local-forge.js';
+import type { LocalPullRequest } from '../registry/registry-schema.js';
+import { createFileRegistryStore } from '../registry/registry-store.js';
+import { findRepo } from '../../workers/git/repo.js';
+import { formatTable } from './table.js';
+
+const USAGE = `Usage: polly pr list [--all] [--json]
+       polly pr show <number> [--json]
+       polly pr diff <number> [--json]
+       polly pr sync [--json]
+
+Pull requests on the local forge (recorded in .polly/registry.json, branches on origin).
+  list   open PRs (draft or ready); --all includes merged and closed ones
+  show   one PR: state, branches, commits, body, reviews and their line comments
+  diff   what the PR changes: git diff <base>...<head> (after a merge: from the base it was opened on)
+  sync   notice human merges now: merged tasks become done and their worktrees are removed
+         after a backup under refs/polly/backup/ (a running Brain does this every 30 s)
+
+Polly never merges: review the diff, then merge with git (merge, fast-forward, squash or
+rebase) and push; Polly notices and marks the PR merged.
+
+Options:
+  --json   machine output: list → [{number, state, title, head, base, headCommit, taskId, url}],
+           show → the PR record with url, diff → {number, diff}
+
+Exit codes: 0 ok; 1 unknown PR number or not initialised; 2 bad arguments.`;
+
+function parseNumber(raw: string | undefined, sub: string): number {
+  if (raw === undefined) throw new PollyError('bad_input', `polly pr ${sub}: missing the PR number. Usage: polly pr ${sub} <number>.`);
+  const n = Number(raw.replace(/^#/, ''));
+  if (!Number.isInteger(n) || n < 1) {
+    throw new PollyError('bad_input', `polly pr ${sub}: ${JSON.stringify(raw)} is not a PR number (a positive integer, e.g. 3). Run "polly pr list".`, { details: { argument: raw } });
+  }
+  return n;
+}
+
+async function openLocalForge(cwd: string, env: NodeJS.ProcessEnv): Promise<LocalForge> {
+  const repo = await findRepo(cwd, env);
+  if (!existsSync(repo.pollyDir)) {
+    throw new PollyError('not_initialized', `Polly is not initialised in ${repo.root} (no .polly/ directory). Run "polly init" there first.`, {
+      details: { repoRoot: repo.root },
+    });
+  }
+  return createLocalForge({ repoRoot: repo.root, store: createFileRegistryStore(repo.pollyDir) });
+}
+
+/** The human-readable lines of one PR (pure). */
+export function formatPullRequest(pr: LocalPullRequest): string[] {
+  const out = [
+    `#${pr.number} ${pr.title}`,
+    `state:   ${pr.state}${pr.state === 'merged' && pr.mergeCommit ? ` (in ${pr.mergeCommit.slice(0, 12)})` : ''}`,
+    `branch:  ${pr.head} → ${pr.base}`,
+    `head:    ${pr.headCommit}`,
+    `task:    ${pr.taskId ?? '-'}`,
+    `opened:  ${pr.createdAt}   updated: ${pr.updatedAt}`,
+    '',
+    ...pr.body.trimEnd().split('\n').map((l) => `    ${l}`.trimEnd()),
+  ];
+  for (const [i, r] of pr.reviews.entries()) {
+    out.push('', `review ${i + 1}: ${r.event} at ${r.at}`, ...r.body.trimEnd().split('\n').map((l) => `    ${l}`.trimEnd()));
+    for (const c of r.comments) out.push(`  ${c.file}:${c.line}: ${c.message.replace(/\s+/g, ' ')}`);
+  }
+  return out;
+}
+
+export const command: Command = {
+  summary: 'list, show or diff pull requests on the local forge',
+  usage: USAGE,
+  async run(argv, io) {
+    const [sub, ...rest] = argv;
+    if (sub === 'list') {
+      const args = parseCommandArgs('pr list', rest, { json: { type: 'boolean' }, all: { type: 'boolean' } }, 0);
+      const forge = await openLocalForge(io.cwd, io.env);
+      const records = await forge.records({ state: args.values.all ? 'all' : 'open' });
+      if (args.values.json) {
+        writeJson(
+          io.stdout,
+          records.map((p) => ({ number: p.number, state: p.state, title: p.title, head: p.head, base: p.base, headCommit: p.headCommit, taskId: p.taskId, url: localPullRequestUrl(p.number) })),
+        );
+      } else if (records.length === 0) {
+        writeLine(io.stdout, args.values.all ? 'no pull requests' : 'no open pull requests (polly pr list --all shows merged and closed ones)');
+      } else {
+        for (const line of formatTable([
+          { header: '#', value: (p: LocalPullRequest) => p.number },
+          { header: 'STATE', value: (p) => p.state },
+          { header: 'BRANCH', value: (p) => `${p.head} → ${p.base}`, max: 50 },
+          { header: 'REVIEWS', value: (p) => p.reviews.length },
+          { header: 'TITLE', value: (p) => p.title, max: 60 },
+        ], records)) writeLine(io.stdout, line);
+      }
+      return 0;
+    }
+    if (sub === 'show' || sub === 'diff') {
+      const args = parseCommandArgs(`pr ${sub}`, rest, { json: { type: 'boolean' } }, 1);
+      const number = parseNumber(args.positionals[0], sub);
+      const forge = await openLocalForge(io.cwd, io.env);
+      if (sub === 'show') {
+        const pr = await forge.record(number);
+        if (args.values.json) writeJson(io.stdout, { ...pr, url: localPullRequestUrl(number) });
+        else for (const line of formatPullRequest(pr)) writeLine(io.stdout, line);
+      } else {
+        const diff = await forge.diff(number);
+        if (args.values.json) writeJson(io.stdout, { number, diff });
+        else io.stdout.write(diff);
+      }
+      return 0;
+    }
+    if (sub === 'sync') {
+      // One after-merge pass (the Brain runs one every 30 s while it runs).
+      const args = parseCommandArgs('pr sync', rest, { json: { type: 'boolean' } }, 0);
+      const { openRepoContext } = await import('./repo-context.js');
+      const { openForge } = await import('../forge/forge-select.js');
+      const { watchMerges } = await import('../forge/after-merge.js');
+      const { createWorktreeManager } = await import('../../workers/git/worktree-manager.js');
+      const ctx = await openRepoContext(io.cwd, io.env);
+      const { forge } = await openForge({ repoRoot: ctx.repo.root, config: ctx.config, store: ctx.store, env: io.env });
+      const report = await watchMerges({ store: ctx.store, forge, worktrees: createWorktreeManager({ repoRoot: ctx.repo.root }), progress: (l) => io.stderr.write(`${l}\n`) });
+      if (args.values.json) writeJson(io.stdout, report);
+      else {
+        for (const d of report.done) writeLine(io.stdout, `${d.taskId}: PR #${d.number} merged by a human → done; worktree removed after backup ${d.backupRef ?? '(none needed)'}`);
+        for (const c of report.closed) writeLine(io.stdout, `${c}: PR closed without merging`);
+        for (const e of report.errors) writeLine(io.stdout, `${e.taskId}: ${e.message}`);
+        if (!report.done.length && !report.closed.length && !report.errors.length) writeLine(io.stdout, `no merges since the last check (${report.checked.length} PR(s) checked)`);
+      }
+      return report.errors.length ? 1 : 0;
+    }
+    if (sub === 'merge') {
+      throw new PollyError('bad_input', 'polly pr has no merge: Polly never merges. Review with "polly pr diff <number>", then merge with git yourself.');
+    }
+    throw new PollyError('bad_input', `polly pr: unknown subcommand ${JSON.stringify(sub ?? '')}. Use list, show <number>, diff <number> or sync.`, { details: { argument: sub ?? null } });
+  },
+};

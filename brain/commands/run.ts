@@ -1,0 +1,71 @@
+/**
+ * `polly run PLAN.yaml [--yes] [--json]`: admit and execute a human-written plan through the same
+ * checker, plan gate and Brain as an LLM's plan — no LLM involved.
+ */
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { parseCommandArgs } from './args.js';
+import { writeJson, writeLine, type Command } from './command.js';
+import { PollyError } from '../core/errors.js';
+import { createGoal } from '../registry/goal-record.js';
+import { ensureBrain, followGoal, formatSummary, goalSummary } from './follow-goal.js';
+import { proposePlan } from '../plan/plan-gate.js';
+import { parsePlanFile } from '../plan/plan-schema.js';
+import { openRepoContext } from './repo-context.js';
+
+export const command: Command = {
+  summary: 'admit and execute a human-written plan file',
+  usage: `Usage: polly run PLAN.yaml [--yes] [--json] [--detach]
+
+Model-check the plan with Polly's guarantees (REFUSED plans print the violated invariants and
+their shortest counterexamples, exit 1), wait at the plan gate for approval (--yes approves;
+in a terminal you are asked; otherwise run "polly plan approve ID"), then let the Brain run
+every task: worktree, worker, acceptance checks, push, draft PR, cross-review, ready.
+Polly never merges. Prints a summary table (or JSON) when every task has finished.
+
+  --yes     approve the plan if it is admitted
+  --json    print {plan, admitted, line, goal, tasks} as JSON
+  --detach  return once the plan is admitted and the Brain runs
+
+Exit codes: 0 every task ready; 1 refused, rejected, expired or a task failed; 2 bad input.`,
+  async run(argv, io) {
+    const { values, positionals } = parseCommandArgs('run', argv, { yes: { type: 'boolean' }, json: { type: 'boolean' }, detach: { type: 'boolean' } }, 1);
+    const file = positionals[0];
+    if (!file) throw new PollyError('bad_input', 'polly run: which plan? Give the path of a plan file (YAML), e.g. polly run plan.yaml.');
+    const path = resolve(io.cwd, file);
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (error) {
+      throw new PollyError('bad_input', `polly run: cannot read the plan file ${path}: ${(error as Error).message}`, { cause: error, details: { file: path } });
+    }
+    const plan = parsePlanFile(text, path);
+    const ctx = await openRepoContext(io.cwd, io.env);
+    const { goal, seq } = await createGoal(ctx.store, plan.goal ?? `polly run ${file}`, 'plan');
+    const proposed = await proposePlan(ctx.store, ctx.config, { ...(plan.goal ? { goal: plan.goal } : {}), tasks: plan.tasks.map((t) => ({ key: t.key, title: t.title, purpose: t.purpose, worker: t.worker, model: t.model, reviewer: t.reviewer, prompt: t.prompt, acceptance: t.acceptance, depends_on: t.dependsOn, ...(plan.batches[t.key] !== undefined ? { batch: plan.batches[t.key] } : {}) })) }, { goalId: goal.id, source: path });
+    io.stderr.write(`[polly] ${proposed.line}\n`);
+    if (!proposed.admitted) {
+      for (const c of proposed.counterexamples) io.stderr.write(`${c}\n`);
+      await ctx.store.update((draft, tx) => {
+        draft.goals[goal.id]!.status = 'failed';
+        tx.emit('goal.done', { goalId: goal.id, status: 'failed', reason: 'plan refused' });
+      });
+      if (values.json) writeJson(io.stdout, { plan: proposed.planId, admitted: false, line: proposed.line, counterexamples: proposed.counterexamples });
+      else writeLine(io.stdout, proposed.line);
+      return 1;
+    }
+    const brain = await ensureBrain(ctx.store, ctx.repo.root, ctx.repo.pollyDir, io.env);
+    if (values.detach) {
+      if (values.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: goal.id });
+      else writeLine(io.stdout, `${proposed.line}\nplan ${proposed.planId} waits for approval (polly plan approve ${proposed.planId}); follow with polly status`);
+      return 0;
+    }
+    const interactive = Boolean((io.stdin as NodeJS.ReadStream).isTTY);
+    const final = await followGoal({ store: ctx.store, config: ctx.config, repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), interactive, io, brainPid: brain.pid });
+    const reg = await ctx.store.read();
+    const rows = goalSummary(reg, goal.id, await ctx.store.journal());
+    if (values.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: final.id, status: final.status, tasks: rows });
+    else for (const l of [proposed.line, '', ...formatSummary(rows)]) writeLine(io.stdout, l);
+    return final.status === 'done' ? 0 : 1;
+  },
+};

@@ -1,0 +1,195 @@
+/**
+ * `polly status [--json]`: goals, plans, tasks and workers from `.polly/registry.json`.
+ *
+ * Human output is one table per section; `--json` prints {@link StatusReport}. Read-only: it never
+ * takes the registry lock (except to repair a crashed writer's journal, see registry-store.ts).
+ */
+import { existsSync } from 'node:fs';
+import { parseCommandArgs } from './args.js';
+import { writeJson, writeLine, type Command } from './command.js';
+import { PollyError } from '../core/errors.js';
+import { findRepo } from '../../workers/git/repo.js';
+import type { GoalRecord, PlanRecord, PullRequestRef, Registry, TaskRecord, WorkerRecord } from '../registry/registry-schema.js';
+import { createFileRegistryStore } from '../registry/registry-store.js';
+import { compareIds, formatTable } from './table.js';
+import { runLiveView } from './live-view.js';
+import { pidAlive } from '../../workers/proc/process-liveness.js';
+
+export interface StatusTask {
+  id: string;
+  title: string;
+  purpose: TaskRecord['purpose'];
+  worker: TaskRecord['worker'];
+  reviewer: TaskRecord['reviewer'];
+  status: TaskRecord['status'];
+  branch: string | null;
+  worktree: string | null;
+  pr: PullRequestRef | null;
+}
+
+export interface StatusReport {
+  repoRoot: string;
+  brain: Registry['brain'];
+  goals: Array<Pick<GoalRecord, 'id' | 'text' | 'status' | 'planIds' | 'createdAt'>>;
+  plans: Array<{ id: string; goalId: string | null; gate: PlanRecord['gate']; admitted: boolean | null; tasks: number; createdAt: string }>;
+  tasks: StatusTask[];
+  workers: Array<Pick<WorkerRecord, 'id' | 'taskId' | 'harness' | 'pid' | 'sessionId' | 'startedAt' | 'heartbeatAt'>>;
+}
+
+function byId<T extends { id: string }>(map: Record<string, T>): T[] {
+  return Object.values(map).sort((a, b) => compareIds(a.id, b.id));
+}
+
+/** A worker row whose process still runs (its recorded state says so and its pid is alive). */
+function workerLive(w: WorkerRecord): boolean {
+  const state = (w as WorkerRecord & { state?: string }).state;
+  if (state === 'exited' || state === 'dead') return false;
+  return pidAlive(w.pid);
+}
+
+/** The status report of a registry (reads only process liveness besides the registry). */
+export function statusReport(repoRoot: string, reg: Registry): StatusReport {
+  return {
+    repoRoot,
+    brain: reg.brain,
+    goals: byId(reg.goals).map((g) => ({ id: g.id, text: g.text, status: g.status, planIds: g.planIds, createdAt: g.createdAt })),
+    plans: byId(reg.plans).map((p) => ({
+      id: p.id,
+      goalId: p.goalId,
+      gate: p.gate,
+      admitted: p.admission ? p.admission.admitted : null,
+      tasks: p.tasks.length,
+      createdAt: p.createdAt,
+    })),
+    tasks: byId(reg.tasks).map((t) => ({
+      id: t.id,
+      title: t.title,
+      purpose: t.purpose,
+      worker: t.worker,
+      reviewer: t.reviewer,
+      status: t.status,
+      branch: t.branch,
+      worktree: t.worktree,
+      pr: t.pr,
+    })),
+    // Live workers only: a row whose runner and agent have exited is history (see the journal).
+    workers: byId(reg.workers).filter((w) => workerLive(w)).map((w) => ({
+      id: w.id,
+      taskId: w.taskId,
+      harness: w.harness,
+      pid: w.pid,
+      sessionId: w.sessionId,
+      startedAt: w.startedAt,
+      heartbeatAt: w.heartbeatAt,
+    })),
+  };
+}
+
+/** The human-readable status: one table per non-empty section. */
+export function formatStatus(report: StatusReport): string[] {
+  const out: string[] = [`Polly in ${report.repoRoot}`];
+  out.push(report.brain ? `Brain: pid ${report.brain.pid}, heartbeat ${report.brain.heartbeatAt}` : 'Brain: not running');
+  const section = (title: string, count: number, lines: () => string[], empty: string): void => {
+    out.push('', `${title} (${count})`);
+    if (count === 0) out.push(`  ${empty}`);
+    else out.push(...lines().map((l) => `  ${l}`));
+  };
+  section(
+    'Goals',
+    report.goals.length,
+    () => formatTable([
+      { header: 'ID', value: (g) => g.id },
+      { header: 'STATUS', value: (g) => g.status },
+      { header: 'PLANS', value: (g) => g.planIds.join(',') },
+      { header: 'GOAL', value: (g) => g.text, max: 70 },
+    ], report.goals),
+    'none yet: state one with polly goal "…"',
+  );
+  section(
+    'Plans',
+    report.plans.length,
+    () => formatTable([
+      { header: 'ID', value: (p) => p.id },
+      { header: 'GOAL', value: (p) => p.goalId },
+      { header: 'ADMITTED', value: (p) => (p.admitted === null ? 'unchecked' : p.admitted ? 'yes' : 'REFUSED') },
+      { header: 'GATE', value: (p) => p.gate },
+      { header: 'TASKS', value: (p) => p.tasks },
+    ], report.plans),
+    'none',
+  );
+  section(
+    'Tasks',
+    report.tasks.length,
+    () => formatTable([
+      { header: 'ID', value: (t) => t.id },
+      { header: 'TITLE', value: (t) => t.title, max: 36 },
+      { header: 'PURPOSE', value: (t) => t.purpose },
+      { header: 'WORKER', value: (t) => t.worker },
+      { header: 'REVIEWER', value: (t) => t.reviewer },
+      { header: 'STATUS', value: (t) => t.status },
+      { header: 'BRANCH', value: (t) => t.branch },
+      { header: 'PR', value: (t) => (t.pr ? `#${t.pr.number} ${t.pr.state}` : null) },
+    ], report.tasks),
+    'none',
+  );
+  section(
+    'Workers',
+    report.workers.length,
+    () => formatTable([
+      { header: 'ID', value: (w) => w.id },
+      { header: 'TASK', value: (w) => w.taskId },
+      { header: 'HARNESS', value: (w) => w.harness },
+      { header: 'PID', value: (w) => w.pid },
+      { header: 'HEARTBEAT', value: (w) => w.heartbeatAt },
+    ], report.workers),
+    'none running',
+  );
+  return out;
+}
+
+/**
+ * Load the status of the repository containing `cwd`.
+ * @throws PollyError `not_a_git_repo`; `not_initialized` when `.polly/` is missing (run
+ *         `polly init`); `registry_corrupt` / `registry_newer` from the store.
+ */
+export async function loadStatus(cwd: string, env: NodeJS.ProcessEnv): Promise<StatusReport> {
+  const repo = await findRepo(cwd, env);
+  if (!existsSync(repo.pollyDir)) {
+    throw new PollyError('not_initialized', `Polly is not initialised in ${repo.root} (no .polly/ directory). Run "polly init" there first.`, {
+      details: { repoRoot: repo.root },
+    });
+  }
+  const reg = await createFileRegistryStore(repo.pollyDir).read();
+  return statusReport(repo.root, reg);
+}
+
+export const command: Command = {
+  summary: 'show goals, plans, tasks, workers and PRs',
+  usage: `Usage: polly status [--json] [--watch]
+
+Show the goals, plans (admission and plan-gate state), tasks (id, title, purpose, worker,
+reviewer, status, branch, PR) and live workers recorded in .polly/registry.json.
+
+Options:
+  --watch  keep a live view of tasks and workers (state, current tool call, elapsed time);
+           redraws in a terminal, prints a line per change otherwise; Ctrl-C stops watching
+  --json   print {repoRoot, brain, goals, plans, tasks, workers}; each task is
+           {id, title, purpose, worker, reviewer, status, branch, worktree, pr}
+
+Exit codes: 0 ok; 1 not initialised (run "polly init") or a corrupt registry;
+2 not in a git repository or a bad flag.`,
+  async run(argv, io) {
+    const args = parseCommandArgs('status', argv, { json: { type: 'boolean' }, watch: { type: 'boolean' } }, 0);
+    const report = await loadStatus(io.cwd, io.env);
+    if (args.values.watch) {
+      const repo = await findRepo(io.cwd, io.env);
+      const controller = new AbortController();
+      process.once('SIGINT', () => controller.abort());
+      await runLiveView({ store: createFileRegistryStore(repo.pollyDir), stream: io.stdout as NodeJS.WriteStream, signal: controller.signal });
+      return 0;
+    }
+    if (args.values.json) writeJson(io.stdout, report);
+    else for (const line of formatStatus(report)) writeLine(io.stdout, line);
+    return 0;
+  },
+};

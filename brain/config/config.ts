@@ -1,0 +1,347 @@
+/**
+ * `.polly/config.yaml`: load, validate and merge over {@link DEFAULT_CONFIG}; render the commented
+ * default file that `polly init` writes.
+ *
+ * Validation walks the YAML document (the `yaml` package's document API with a `LineCounter`), so
+ * every error names `file:line:column`, the key path and what is accepted. Unknown keys, wrong
+ * types and out-of-range values are `config_invalid` (exit 2); a missing key takes its default.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Document, isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Node, type Pair, type Scalar } from 'yaml';
+import { DEFAULT_CONFIG, type PollyConfig } from './config-schema.js';
+import { PollyError } from '../core/errors.js';
+
+/** The config file of a repository, relative to its root. */
+export const CONFIG_RELATIVE_PATH = join('.polly', 'config.yaml');
+
+const HARNESSES = ['claude-code', 'codex', 'pi'] as const;
+const PURPOSES = ['implement', 'review', 'explore', 'search'] as const;
+
+/** A tiny schema language for the config tree (mirrors {@link PollyConfig}). */
+type Spec =
+  | { t: 'object'; fields: Record<string, Spec>; /** every field required (objects whose default is null) */ complete?: boolean }
+  | { t: 'record'; keys: readonly string[]; of: Spec }
+  | { t: 'string' }
+  | { t: 'int'; min: number; max?: number }
+  | { t: 'bool' }
+  | { t: 'enum'; values: readonly string[] }
+  | { t: 'list'; of: Spec }
+  | { t: 'nullable'; of: Spec }
+  | { t: 'literal'; value: number };
+
+const str: Spec = { t: 'string' };
+const nullableStr: Spec = { t: 'nullable', of: str };
+const int = (min: number, max?: number): Spec => (max === undefined ? { t: 'int', min } : { t: 'int', min, max });
+
+/** The accepted shape of config.yaml. */
+const CONFIG_SPEC: Spec = {
+  t: 'object',
+  fields: {
+    version: { t: 'literal', value: 1 },
+    policies: {
+      t: 'object',
+      fields: {
+        blast_radius: { t: 'object', fields: { gate_pushes: { t: 'bool' } } },
+        spawn_bounds: { t: 'object', fields: { max_dispatches_per_turn: int(1, 100) } },
+        purpose_guard: {
+          t: 'object',
+          fields: { allowed: { t: 'list', of: { t: 'enum', values: PURPOSES } }, read_only: { t: 'list', of: { t: 'enum', values: PURPOSES } } },
+        },
+        ask_timeout: int(1),
+      },
+    },
+    workers: {
+      t: 'object',
+      fields: {
+        'claude-code': { t: 'object', fields: { command: str, model: nullableStr, allow_root_sandbox: { t: 'bool' } } },
+        codex: {
+          t: 'object',
+          fields: {
+            command: str,
+            model: nullableStr,
+            provider: { t: 'nullable', of: { t: 'object', complete: true, fields: { id: str, base_url: str, env_key: str } } },
+          },
+        },
+        pi: {
+          t: 'object',
+          fields: {
+            command: str,
+            model: nullableStr,
+            provider: nullableStr,
+            base_url: nullableStr,
+            api: { t: 'enum', values: ['openai-completions', 'openai-responses', 'anthropic-messages'] },
+            api_key_env: str,
+          },
+        },
+      },
+    },
+    review: {
+      t: 'object',
+      fields: {
+        pairs: { t: 'record', keys: HARNESSES, of: { t: 'list', of: { t: 'enum', values: HARNESSES } } },
+        max_rounds: int(0, 20),
+      },
+    },
+    acceptance: { t: 'object', fields: { commands: { t: 'list', of: str }, timeout: int(1), max_attempts: int(1, 20) } },
+    worktrees: { t: 'object', fields: { setup: nullableStr } },
+    forge: {
+      t: 'object',
+      fields: { kind: { t: 'enum', values: ['auto', 'local', 'github'] }, github: { t: 'object', fields: { base_url: nullableStr } } },
+    },
+    brain: { t: 'object', fields: { model: nullableStr } },
+  },
+};
+
+/** The comment written above each key of the default config (by key path). */
+export const CONFIG_COMMENTS: Record<string, string> = {
+  version: 'Format version of this file.',
+  policies: 'Gate policies (the seed\'s names). Every dispatch and every tool call passes the gate.',
+  'policies.blast_radius':
+    'blast_radius: what a worker may destroy. Always denied whatever this says: force-push in any\nspelling, pushes to the default branch, deleting remote branches, any PR merge (Polly never\nmerges), rm -rf outside the worktree, reset --hard, clean -f, branch -D, writes into .git/,\nhooks, the agents\' own settings (.claude/, .codex/, .pi/) and the gate\'s config.',
+  'policies.blast_radius.gate_pushes': 'true: every git push is an ask for a human; false: plain pushes of the task\'s own branch are allowed.',
+  'policies.spawn_bounds': 'spawn_bounds: how much the Brain may start at once.',
+  'policies.spawn_bounds.max_dispatches_per_turn': 'At most this many worker dispatches in one Brain turn (1-100).',
+  'policies.purpose_guard': 'purpose_guard: every dispatch carries a purpose from a closed set.',
+  'policies.purpose_guard.allowed': 'Purposes a dispatch may carry (subset of implement, review, explore, search).',
+  'policies.purpose_guard.read_only': 'Purposes whose workers may not write anything.',
+  'policies.ask_timeout': 'ask_timeout: seconds an ask (the plan gate, a gated call) stays open; then it counts as a deny.',
+  workers: 'Worker CLIs. Each runs in its own worktree .worktrees/<id> on branch polly/<id>.',
+  'workers.claude-code': 'Claude Code (claude -p --output-format stream-json).',
+  'workers.claude-code.command': 'The CLI to run: a name on PATH or an absolute path.',
+  'workers.claude-code.model': 'Model passed to the CLI; null lets the CLI choose.',
+  'workers.claude-code.allow_root_sandbox':
+    'Claude Code refuses --permission-mode bypassPermissions as root unless IS_SANDBOX=1.\ntrue: you assert this machine is a sandbox and Polly sets IS_SANDBOX=1 for its workers;\nfalse: a worker started as root fails with a clear agent_refused error.',
+  'workers.codex': 'Codex (codex exec --json --sandbox workspace-write).',
+  'workers.codex.command': 'The CLI to run: a name on PATH or an absolute path.',
+  'workers.codex.model': 'Model passed to the CLI; null lets the CLI choose.',
+  'workers.codex.provider': 'null, or a custom model provider {id, base_url, env_key} (a Responses-API endpoint).',
+  'workers.pi': 'pi (pi --mode json --no-extensions -e <gate extension>).',
+  'workers.pi.command': 'The CLI to run: a name on PATH or an absolute path.',
+  'workers.pi.model': 'Model passed to the CLI; null lets the CLI choose.',
+  'workers.pi.provider': 'Provider name in pi\'s models.json (e.g. anthropic); null for pi\'s default.',
+  'workers.pi.base_url': 'null, or a custom endpoint (e.g. http://127.0.0.1:8080/v1) written as a provider into the worker\'s own models.json.',
+  'workers.pi.api': 'API of that endpoint: openai-completions, openai-responses or anthropic-messages.',
+  'workers.pi.api_key_env': 'Name of the environment variable holding that endpoint\'s API key (never the key itself).',
+  review: 'Cross-vendor review: a reviewer sees only the diff and the acceptance contract, and never edits.',
+  'review.pairs': 'Implementer -> reviewers that may review it (never the same vendor).',
+  'review.max_rounds': 'Rounds of blocking findings sent back to the implementer before the task fails (0-20).',
+  acceptance: 'Acceptance: Polly itself runs these commands in the worktree; the agent\'s claim is never trusted.',
+  'acceptance.commands': 'Default commands for implement tasks whose plan names none; all must exit 0.',
+  'acceptance.timeout': 'Seconds each acceptance command may run.',
+  'acceptance.max_attempts': 'Worker attempts (the first plus fix rounds on red checks) before a task fails (1-20).',
+  worktrees: 'Worktrees: files listed in .worktreeinclude are copied into each new worktree.',
+  'worktrees.setup': 'Command run in a new worktree after that copy (e.g. npm ci); null for none.',
+  forge: 'Where pull requests go. Polly opens draft PRs and marks them ready; it never merges.',
+  'forge.kind': 'auto: GitHub when origin is a GitHub URL, otherwise the local forge (polly pr list|show|diff); or local, github.',
+  'forge.github': 'GitHub settings (token from GITHUB_TOKEN or gh auth token; it is never printed).',
+  'forge.github.base_url': 'API base URL for GitHub Enterprise (e.g. https://ghe.example.com/api/v3); null for github.com.',
+  brain: 'The Brain: the LLM session that plans and integrates and never writes business code.',
+  'brain.model': 'The Brain\'s own (Claude) model; null lets the SDK choose.',
+};
+
+/** Every key path of the config spec (objects and leaves), for the comment table and tests. */
+export function configKeyPaths(spec: Spec = CONFIG_SPEC, prefix = ''): string[] {
+  if (spec.t !== 'object') return [];
+  const out: string[] = [];
+  for (const [k, sub] of Object.entries(spec.fields)) {
+    const path = prefix ? `${prefix}.${k}` : k;
+    out.push(path, ...configKeyPaths(sub, path));
+  }
+  return out;
+}
+
+interface Where {
+  file: string;
+  lc: LineCounter;
+}
+
+function invalid(where: Where, node: Node | Pair | null | undefined, path: string, problem: string, fallbackOffset = 0): PollyError {
+  const range = node && 'range' in node && node.range ? node.range : null;
+  const { line, col } = where.lc.linePos(range ? range[0] : fallbackOffset);
+  const at = `${where.file}:${line}:${col}`;
+  return new PollyError('config_invalid', `${at}: ${path || '(top level)'}: ${problem}. Fix the value (the defaults are in "polly init"'s commented file), then retry.`, {
+    details: { file: where.file, line, column: col, path },
+  });
+}
+
+function describeNode(node: Node | null): string {
+  if (node === null) return 'nothing';
+  if (isMap(node)) return 'a mapping';
+  if (isSeq(node)) return 'a list';
+  if (isScalar(node)) return JSON.stringify(node.value) ?? String(node.value);
+  return 'an unsupported node';
+}
+
+function expectName(spec: Spec): string {
+  switch (spec.t) {
+    case 'object':
+    case 'record':
+      return 'a mapping';
+    case 'string':
+      return 'a string';
+    case 'int':
+      return spec.max === undefined ? `an integer >= ${spec.min}` : `an integer from ${spec.min} to ${spec.max}`;
+    case 'bool':
+      return 'true or false';
+    case 'enum':
+      return `one of ${spec.values.join(', ')}`;
+    case 'list':
+      return `a list of ${expectName(spec.of).replace(/^an? /, '')}s`;
+    case 'nullable':
+      return `${expectName(spec.of)} or null`;
+    case 'literal':
+      return String(spec.value);
+  }
+}
+
+/** Validate `node` against `spec`; returns the plain value. Throws config_invalid at the node. */
+function check(node: Node | null, spec: Spec, path: string, where: Where, parent: Node | Pair | null): unknown {
+  if (node !== null && isAlias(node)) throw invalid(where, node, path, 'YAML anchors and aliases are not supported in config.yaml');
+  const wrong = (): PollyError => invalid(where, node ?? parent, path, `expected ${expectName(spec)}, found ${describeNode(node)}`);
+  const scalar = node !== null && isScalar(node) ? (node as Scalar).value : undefined;
+  const isNull = node === null || (isScalar(node) && scalar === null);
+  switch (spec.t) {
+    case 'nullable':
+      return isNull ? null : check(node, spec.of, path, where, parent);
+    case 'object':
+    case 'record': {
+      if (node === null || !isMap(node)) throw wrong();
+      const out: Record<string, unknown> = {};
+      for (const pair of node.items) {
+        const keyNode = pair.key as Node | null;
+        const key = keyNode !== null && isScalar(keyNode) ? keyNode.value : undefined;
+        if (typeof key !== 'string') throw invalid(where, keyNode ?? node, path, `keys must be plain strings, found ${describeNode(keyNode)}`);
+        const keyPath = path ? `${path}.${key}` : key;
+        const allowed = spec.t === 'object' ? Object.keys(spec.fields) : spec.keys;
+        if (!allowed.includes(key)) {
+          throw invalid(where, keyNode, keyPath, `unknown key ${JSON.stringify(key)} (accepted here: ${allowed.join(', ')})`);
+        }
+        const sub = spec.t === 'object' ? spec.fields[key]! : spec.of;
+        out[key] = check(pair.value as Node | null, sub, keyPath, where, keyNode);
+      }
+      if (spec.t === 'object' && spec.complete) {
+        const missing = Object.keys(spec.fields).filter((k) => !(k in out));
+        if (missing.length > 0) throw invalid(where, node, path, `missing ${missing.map((m) => JSON.stringify(m)).join(', ')} (all of ${Object.keys(spec.fields).join(', ')} are required)`);
+      }
+      return out;
+    }
+    case 'list': {
+      if (node === null || !isSeq(node)) throw wrong();
+      return node.items.map((item, i) => check(item as Node | null, spec.of, `${path}[${i}]`, where, node));
+    }
+    case 'string':
+      if (typeof scalar !== 'string') throw wrong();
+      return scalar;
+    case 'bool':
+      if (typeof scalar !== 'boolean') throw wrong();
+      return scalar;
+    case 'int':
+      if (typeof scalar !== 'number' || !Number.isInteger(scalar) || scalar < spec.min || (spec.max !== undefined && scalar > spec.max)) throw wrong();
+      return scalar;
+    case 'enum':
+      if (typeof scalar !== 'string' || !spec.values.includes(scalar)) throw wrong();
+      return scalar;
+    case 'literal':
+      if (scalar !== spec.value) throw wrong();
+      return scalar;
+  }
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Deep-merge a validated file value over the defaults: objects merge, lists and scalars replace. */
+function mergeOver(base: unknown, over: unknown): unknown {
+  if (isPlainObject(base) && isPlainObject(over)) {
+    const out: Record<string, unknown> = { ...base };
+    for (const [k, v] of Object.entries(over)) out[k] = mergeOver(base[k], v);
+    return out;
+  }
+  return structuredClone(over);
+}
+
+/**
+ * Parse, validate and merge config text over {@link DEFAULT_CONFIG}.
+ *
+ * @param text  YAML text; empty or comment-only text gives the defaults.
+ * @param file  the path shown in messages.
+ * @throws PollyError `config_invalid` with `file:line:column`, the key path and the accepted values.
+ */
+export function parseConfig(text: string, file: string): PollyConfig {
+  const lc = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
+  const where: Where = { file, lc };
+  const first = doc.errors[0];
+  if (first) {
+    const { line, col } = lc.linePos(first.pos[0]);
+    throw new PollyError('config_invalid', `${file}:${line}:${col}: not valid YAML: ${first.message.split('\n')[0]}. Fix the syntax, then retry.`, {
+      cause: first,
+      details: { file, line, column: col },
+    });
+  }
+  const contents = doc.contents as Node | null;
+  if (contents === null || (isScalar(contents) && contents.value === null)) return structuredClone(DEFAULT_CONFIG);
+  const value = check(contents, CONFIG_SPEC, '', where, null) as Record<string, unknown>;
+  const merged = mergeOver(DEFAULT_CONFIG, value) as PollyConfig;
+  // Cross-field rules.
+  for (const [impl, reviewers] of Object.entries(merged.review.pairs)) {
+    if (reviewers.includes(impl as (typeof HARNESSES)[number])) {
+      const node = doc.getIn(['review', 'pairs', impl], true) as Node | undefined;
+      throw invalid(where, node ?? contents, `review.pairs.${impl}`, `a worker may not review its own vendor's work (${impl} lists ${impl})`);
+    }
+  }
+  const notAllowed = merged.policies.purpose_guard.read_only.filter((p) => !merged.policies.purpose_guard.allowed.includes(p));
+  if (notAllowed.length > 0) {
+    const node = doc.getIn(['policies', 'purpose_guard', 'read_only'], true) as Node | undefined;
+    throw invalid(where, node ?? contents, 'policies.purpose_guard.read_only', `${notAllowed.join(', ')} is not in policies.purpose_guard.allowed`);
+  }
+  return merged;
+}
+
+/**
+ * Load `<repoRoot>/.polly/config.yaml` merged over {@link DEFAULT_CONFIG}; a missing file gives
+ * the defaults.
+ * @throws PollyError `config_invalid` (see {@link parseConfig}).
+ */
+export async function loadConfig(repoRoot: string): Promise<PollyConfig> {
+  const file = join(repoRoot, CONFIG_RELATIVE_PATH);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return structuredClone(DEFAULT_CONFIG);
+    throw new PollyError('config_invalid', `${file}: cannot be read (${(error as Error).message}). Check its permissions.`, { cause: error, details: { file } });
+  }
+  return parseConfig(text, file);
+}
+
+/** Attach {@link CONFIG_COMMENTS} to every key of a map node, recursively. */
+function comment(node: unknown, prefix: string): void {
+  if (!isMap(node)) return;
+  for (const [i, pair] of node.items.entries()) {
+    const key = pair.key as Scalar;
+    const path = prefix ? `${prefix}.${String(key.value)}` : String(key.value);
+    const text = CONFIG_COMMENTS[path];
+    if (text) key.commentBefore = text.split('\n').map((l) => ` ${l}`).join('\n');
+    if (prefix === '' && i > 0) key.spaceBefore = true; // a blank line between top-level sections
+    comment(pair.value, path);
+  }
+}
+
+/**
+ * The commented default `.polly/config.yaml` written by `polly init`: every key of
+ * {@link DEFAULT_CONFIG} with its default value and a comment explaining it. Parsing it gives
+ * exactly DEFAULT_CONFIG.
+ */
+export function renderDefaultConfig(): string {
+  const doc = new Document(structuredClone(DEFAULT_CONFIG));
+  doc.commentBefore = [
+    ' Polly configuration (written by "polly init"; edit freely, then run "polly status").',
+    ' Missing keys take the defaults shown here; unknown keys and wrong types are errors.',
+    ' Polly never merges: the gate denies any merge, and the forge has no merge method.',
+  ].join('\n');
+  comment(doc.contents, '');
+  return doc.toString({ lineWidth: 0 });
+}

@@ -1,0 +1,101 @@
+/**
+ * After a human merges: one pass over the tasks with an open pull request.
+ *
+ * For each task whose `pr.state` is draft/open/ready (or whose status is `merged`, left by a pass
+ * interrupted before cleanup), the PR is read from the forge: GitHub reports `merged` itself; the
+ * local forge detects merge commits, fast-forwards, squash and rebase merges by commit
+ * (brain/merge-detection.ts). A merged PR's task becomes `merged` (journal `task.merged`), then its
+ * worktree is removed by the worktree manager — which first saves everything to a backup ref under
+ * `refs/polly/backup/` — the ref is recorded in `task.backupRefs`, and the task becomes `done`
+ * (journal `task.done`). A PR closed without merging is recorded as closed; the task is untouched.
+ *
+ * Polly never merges anything itself: this only reads.
+ */
+import { isPollyError } from '../core/errors.js';
+import type { Forge, PullRequestInfo } from './forge.js';
+import type { RegistryStore } from '../registry/registry-store.js';
+import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
+
+export interface WatchMergesInput {
+  store: Pick<RegistryStore, 'read' | 'update'>;
+  forge: Pick<Forge, 'getPullRequest'>;
+  worktrees: Pick<WorktreeManager, 'remove'>;
+  /** Diagnostics (one line each) for stderr / the live view. */
+  progress?: (line: string) => void;
+}
+
+export interface WatchMergesReport {
+  /** Task ids whose PR was read. */
+  checked: string[];
+  /** Task ids found merged and finished (`done`) in this pass. */
+  done: Array<{ taskId: string; number: number; mergeCommitSha: string | null; backupRef: string | null }>;
+  /** Task ids whose PR was closed without merging. */
+  closed: string[];
+  /** Task ids whose PR could not be read or whose cleanup failed (retried on the next pass). */
+  errors: Array<{ taskId: string; message: string }>;
+}
+
+const OPEN = new Set(['draft', 'open', 'ready']);
+
+/**
+ * One pass (see the module comment). Safe to run repeatedly and after a crash: a task left `merged`
+ * is finished on the next pass; `worktrees.remove` is idempotent (a missing worktree still gets its
+ * branch tip backed up).
+ */
+export async function watchMerges(input: WatchMergesInput): Promise<WatchMergesReport> {
+  const report: WatchMergesReport = { checked: [], done: [], closed: [], errors: [] };
+  const tasks = Object.values((await input.store.read()).tasks).filter((t) => t.pr && (OPEN.has(t.pr.state) || t.status === 'merged'));
+  for (const task of tasks) {
+    const pr = task.pr!;
+    report.checked.push(task.id);
+    let info: PullRequestInfo;
+    try {
+      info = await input.forge.getPullRequest(pr.number);
+    } catch (error) {
+      report.errors.push({ taskId: task.id, message: isPollyError(error) ? error.message : String(error) });
+      continue;
+    }
+    if (info.state === 'closed') {
+      await input.store.update((draft, tx) => {
+        const t = draft.tasks[task.id];
+        if (!t?.pr || t.pr.state === 'closed') return;
+        t.pr.state = 'closed';
+        t.statusReason = `PR #${pr.number} was closed without merging`;
+        t.updatedAt = new Date().toISOString();
+        tx.emit('task.pr_closed', { taskId: t.id, number: pr.number });
+      });
+      report.closed.push(task.id);
+      continue;
+    }
+    if (!info.merged) continue;
+    await input.store.update((draft, tx) => {
+      const t = draft.tasks[task.id];
+      if (!t?.pr || t.status === 'merged') return;
+      t.pr.state = 'merged';
+      t.status = 'merged';
+      t.statusReason = null;
+      t.updatedAt = new Date().toISOString();
+      tx.emit('task.merged', { taskId: t.id, number: pr.number, mergeCommit: info.mergeCommitSha });
+    });
+    let backupRef: string | null = null;
+    try {
+      backupRef = (await input.worktrees.remove({ id: task.id, reason: `PR #${pr.number} merged` })).ref;
+    } catch (error) {
+      if (!(isPollyError(error) && error.code === 'not_found')) {
+        report.errors.push({ taskId: task.id, message: `removing the worktree of ${task.id} failed: ${isPollyError(error) ? error.message : String(error)}` });
+        continue;
+      }
+    }
+    await input.store.update((draft, tx) => {
+      const t = draft.tasks[task.id];
+      if (!t) return;
+      if (backupRef && !t.backupRefs.includes(backupRef)) t.backupRefs.push(backupRef);
+      t.status = 'done';
+      t.updatedAt = new Date().toISOString();
+      tx.emit('task.done', { taskId: t.id, number: pr.number, backupRef });
+    });
+    input.progress?.(`${task.id}: PR #${pr.number} merged by a human; worktree removed (backup ${backupRef ?? 'none'})`);
+    report.done.push({ taskId: task.id, number: pr.number, mergeCommitSha: info.mergeCommitSha, backupRef });
+  }
+  return report;
+}

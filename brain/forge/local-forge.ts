@@ -1,0 +1,311 @@
+/**
+ * The local forge: the embedded default when the repository has no GitHub remote.
+ *
+ * A pull request is a record in the registry (`pullRequests`, {@link LocalPullRequest}) plus the
+ * head branch on the local remote (a bare repository is fine), pushed with a plain push — never a
+ * force, never to the default branch or the base. A human reviews with `polly pr list|show|diff`
+ * and merges with git (merge, fast-forward, squash or rebase, locally or on the remote); the forge
+ * notices on the next read (see `merge-detection.ts`). Like every forge it has no merge method.
+ *
+ * Journal events (emitted with the registry update): `pr.opened`, `pr.ready`, `pr.review`,
+ * `pr.comment`, `pr.merged`, `pr.closed` (the head branch was deleted from the remote unmerged, as
+ * GitHub closes such a PR), `pr.head_moved`.
+ */
+import { PollyError } from '../core/errors.js';
+import type {
+  Forge,
+  ListPullRequestsOptions,
+  NoMergeKeys,
+  OpenPullRequestInput,
+  OpenedPullRequest,
+  PullRequestInfo,
+  ReviewInput,
+} from './forge.js';
+import { detectMerge } from './merge-detection.js';
+import type { LocalPullRequest, Registry } from '../registry/registry-schema.js';
+import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
+
+/** The part of `RegistryStore` (brain/registry-store.ts) the local forge uses. */
+export interface LocalForgeStore {
+  read(): Promise<Registry>;
+  update<T>(fn: (draft: Registry, tx: { emit(kind: string, data: Record<string, unknown>): void }) => T | Promise<T>): Promise<T>;
+}
+
+export interface LocalForgeOptions {
+  /** The repository's main checkout. */
+  repoRoot: string;
+  store: LocalForgeStore;
+  /** The remote the branches are pushed to (default `origin`). */
+  remote?: string;
+  git?: GitRunner;
+  now?: () => Date;
+}
+
+export interface LocalForge extends Forge {
+  readonly kind: 'local';
+  /** The registry record of PR `number`, refreshed (merge detection) first. */
+  record(number: number): Promise<LocalPullRequest>;
+  /** The registry records, refreshed once, newest first, filtered like {@link Forge.listPullRequests}. */
+  records(options?: ListPullRequestsOptions): Promise<LocalPullRequest[]>;
+  /** `git diff base...head` of the PR (what a reviewer sees), as text. */
+  diff(number: number): Promise<string>;
+}
+
+const OPEN_STATES: ReadonlySet<LocalPullRequest['state']> = new Set(['draft', 'open', 'ready']);
+const BRANCH_NAME = /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)[A-Za-z0-9._\/-]+(?<!\.lock)(?<![./])$/;
+
+/** The URL shown for a local PR. */
+export function localPullRequestUrl(number: number): string {
+  return `polly-local:pr/${number}`;
+}
+
+function toInfo(pr: LocalPullRequest): PullRequestInfo {
+  return {
+    forge: 'local',
+    number: pr.number,
+    url: localPullRequestUrl(pr.number),
+    title: pr.title,
+    state: pr.state,
+    merged: pr.state === 'merged',
+    mergeCommitSha: pr.state === 'merged' ? (pr.mergeCommit ?? null) : null,
+    headSha: pr.headCommit,
+    base: pr.base,
+    head: pr.head,
+  };
+}
+
+/** Create the local forge over `repoRoot`'s registry and remote. */
+export function createLocalForge(options: LocalForgeOptions): LocalForge {
+  const remote = options.remote ?? 'origin';
+  const git = options.git ?? createGitRunner();
+  const cwd = options.repoRoot;
+  const now = () => (options.now ? options.now() : new Date()).toISOString();
+
+  const checkBranchName = (what: string, name: string) => {
+    if (!BRANCH_NAME.test(name)) throw new PollyError('bad_input', `${what} branch ${JSON.stringify(name)} is not a valid branch name.`, { details: { branch: name } });
+  };
+
+  const revParse = async (ref: string): Promise<string | null> => {
+    const r = await git.run(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], { cwd, okExitCodes: [1, 128] });
+    return r.exitCode === 0 ? firstLine(r) : null;
+  };
+
+  /** The remote's default branch (its HEAD), or null when it has none. */
+  const remoteDefaultBranch = async (): Promise<string | null> => {
+    const r = await git.run(['ls-remote', '--symref', remote, 'HEAD'], { cwd, okExitCodes: [2] });
+    const m = /^ref: refs\/heads\/(\S+)\tHEAD$/m.exec(r.stdout);
+    return m?.[1] ?? null;
+  };
+
+  /** Branch name → sha of every branch on the remote (`git ls-remote --heads`). */
+  const remoteHeads = async (): Promise<Map<string, string>> => {
+    const r = await git.run(['ls-remote', '--heads', remote], { cwd });
+    const out = new Map<string, string>();
+    for (const line of r.stdout.split('\n')) {
+      const m = /^([0-9a-f]{40,64})\trefs\/heads\/(.+)$/.exec(line.trim());
+      if (m) out.set(m[2]!, m[1]!);
+    }
+    return out;
+  };
+
+  /** Update the remote-tracking refs of `remote` (a plain fetch; only refs/remotes/<remote>/* move). */
+  const fetch = async () => {
+    await git.run(['fetch', '--quiet', '--no-tags', remote, `+refs/heads/*:refs/remotes/${remote}/*`], { cwd });
+  };
+
+  const load = async (number: number): Promise<LocalPullRequest> => {
+    const pr = (await options.store.read()).pullRequests[String(number)];
+    if (!pr) throw new PollyError('not_found', `no local pull request #${number}. Run "polly pr list" to see the PRs.`, { details: { number } });
+    return pr;
+  };
+
+  /**
+   * Re-read the remote and update open PRs: a head branch pushed again moves `headCommit`; a head
+   * found merged into its base (remote or local) becomes `merged`; an unmerged PR whose head branch
+   * is gone from the remote becomes `closed`. Persists only changes.
+   */
+  const refresh = async (prs: LocalPullRequest[]): Promise<void> => {
+    const open = prs.filter((p) => OPEN_STATES.has(p.state));
+    if (open.length === 0) return;
+    await fetch();
+    const heads = await remoteHeads();
+    const changes: Array<{ number: number; headCommit?: string; merged?: { commit: string | null; how: string }; closed?: boolean }> = [];
+    for (const pr of open) {
+      const pushed = heads.get(pr.head) ?? null;
+      const head = pushed ?? pr.headCommit;
+      const m = await detectMerge(git, cwd, { head, baseRefs: [`refs/remotes/${remote}/${pr.base}`, `refs/heads/${pr.base}`] });
+      // As on GitHub: deleting an unmerged PR's head branch closes the PR.
+      const closed = !m.merged && pushed === null;
+      if (head !== pr.headCommit || m.merged || closed) {
+        changes.push({
+          number: pr.number,
+          ...(head !== pr.headCommit ? { headCommit: head } : {}),
+          ...(m.merged ? { merged: { commit: m.mergeCommitSha, how: m.how ?? '' } } : {}),
+          ...(closed ? { closed } : {}),
+        });
+      }
+    }
+    if (changes.length === 0) return;
+    await options.store.update((draft, tx) => {
+      for (const c of changes) {
+        const pr = draft.pullRequests[String(c.number)];
+        if (!pr || !OPEN_STATES.has(pr.state)) continue;
+        if (c.headCommit) {
+          tx.emit('pr.head_moved', { forge: 'local', number: pr.number, from: pr.headCommit, to: c.headCommit });
+          pr.headCommit = c.headCommit;
+        }
+        if (c.merged) {
+          pr.state = 'merged';
+          pr.mergeCommit = c.merged.commit;
+          tx.emit('pr.merged', { forge: 'local', number: pr.number, taskId: pr.taskId, mergeCommit: c.merged.commit, how: c.merged.how });
+        } else if (c.closed) {
+          pr.state = 'closed';
+          tx.emit('pr.closed', { forge: 'local', number: pr.number, taskId: pr.taskId, reason: `branch ${pr.head} was deleted from ${remote} unmerged` });
+        }
+        pr.updatedAt = now();
+      }
+    });
+  };
+
+  const refreshed = async (number: number): Promise<LocalPullRequest> => {
+    await refresh([await load(number)]);
+    return load(number);
+  };
+
+  const requireOpen = (pr: LocalPullRequest, action: string) => {
+    if (!OPEN_STATES.has(pr.state)) {
+      throw new PollyError('conflict', `local PR #${pr.number} is ${pr.state}; cannot ${action}.`, { details: { number: pr.number, state: pr.state } });
+    }
+  };
+
+  const forge: LocalForge = {
+    kind: 'local',
+
+    async openDraftPullRequest(input: OpenPullRequestInput): Promise<OpenedPullRequest> {
+      checkBranchName('head', input.head);
+      checkBranchName('base', input.base);
+      if (input.head === input.base) throw new PollyError('bad_input', `head and base are the same branch (${input.head}); a PR needs a task branch.`);
+      const defaultBranch = await remoteDefaultBranch();
+      if (input.head === defaultBranch) {
+        throw new PollyError('bad_input', `refusing to push ${input.head}: it is ${remote}'s default branch, and Polly never pushes to it. Use the task's branch (polly/<id>).`);
+      }
+      const headCommit = await revParse(`refs/heads/${input.head}`);
+      if (!headCommit) throw new PollyError('not_found', `branch ${input.head} does not exist in ${cwd}; commit the task's work on it first.`);
+      await fetch();
+      const baseCommit = (await revParse(`refs/remotes/${remote}/${input.base}`)) ?? (await revParse(`refs/heads/${input.base}`));
+      if (!baseCommit) throw new PollyError('forge_failed', `base branch ${input.base} exists neither on ${remote} nor locally; a PR needs an existing base.`);
+      const ahead = await git.run(['rev-list', '--count', `${baseCommit}..${headCommit}`], { cwd });
+      if (Number(firstLine(ahead)) === 0) {
+        throw new PollyError('forge_failed', `no commits between ${input.base} and ${input.head}: nothing to review.`);
+      }
+      const existing = Object.values((await options.store.read()).pullRequests).find(
+        (p) => p.head === input.head && p.base === input.base && OPEN_STATES.has(p.state),
+      );
+      if (existing) {
+        throw new PollyError('conflict', `a local PR for ${input.head} → ${input.base} is already open: #${existing.number}.`, { details: { number: existing.number } });
+      }
+      // A plain push of the one branch: no --force, no leading "+", never the default branch.
+      const push = await git.run(['push', '--quiet', '--porcelain', remote, `refs/heads/${input.head}:refs/heads/${input.head}`], { cwd, okExitCodes: [1] });
+      if (push.exitCode !== 0) {
+        throw new PollyError(
+          'forge_failed',
+          `git push ${remote} ${input.head} was rejected: ${(push.stderr || push.stdout).trim().slice(-500)}. Polly never force-pushes; bring the branch up to date with ${remote}/${input.head} first.`,
+          { details: { stderr: push.stderr } },
+        );
+      }
+      const taskId = /^polly\/(.+)$/.exec(input.head)?.[1] ?? null;
+      const number = await options.store.update((draft, tx) => {
+        const n = (draft.counters.pullRequest += 1);
+        const at = now();
+        draft.pullRequests[String(n)] = {
+          number: n,
+          taskId,
+          title: input.title,
+          body: input.body,
+          head: input.head,
+          base: input.base,
+          headCommit,
+          baseCommit,
+          state: 'draft',
+          mergeCommit: null,
+          reviews: [],
+          createdAt: at,
+          updatedAt: at,
+        };
+        tx.emit('pr.opened', { forge: 'local', number: n, taskId, head: input.head, base: input.base, headCommit, draft: true });
+        return n;
+      });
+      return { forge: 'local', number, url: localPullRequestUrl(number), state: 'draft', headSha: headCommit };
+    },
+
+    async markReady(number: number): Promise<void> {
+      const pr = await refreshed(number);
+      requireOpen(pr, 'mark it ready');
+      if (pr.state === 'ready') return;
+      await options.store.update((draft, tx) => {
+        const p = draft.pullRequests[String(number)]!;
+        p.state = 'ready';
+        p.updatedAt = now();
+        tx.emit('pr.ready', { forge: 'local', number, taskId: p.taskId });
+      });
+    },
+
+    async postReview(number: number, review: ReviewInput): Promise<{ id: number }> {
+      requireOpen(await load(number), 'review it');
+      return options.store.update((draft, tx) => {
+        const p = draft.pullRequests[String(number)]!;
+        p.reviews.push({
+          event: review.event,
+          body: review.body,
+          comments: review.comments.map((c) => ({ file: c.path, line: c.line, message: c.body })),
+          at: now(),
+        });
+        p.updatedAt = now();
+        tx.emit('pr.review', { forge: 'local', number, event: review.event, comments: review.comments.length });
+        return { id: p.reviews.length };
+      });
+    },
+
+    /** Stored as a review with event COMMENT and no line comments (the record has no separate thread). */
+    async comment(number: number, body: string): Promise<{ id: number }> {
+      await load(number);
+      return options.store.update((draft, tx) => {
+        const p = draft.pullRequests[String(number)]!;
+        p.reviews.push({ event: 'COMMENT', body, comments: [], at: now() });
+        p.updatedAt = now();
+        tx.emit('pr.comment', { forge: 'local', number });
+        return { id: p.reviews.length };
+      });
+    },
+
+    async getPullRequest(number: number): Promise<PullRequestInfo> {
+      return toInfo(await refreshed(number));
+    },
+
+    async listPullRequests(opts: ListPullRequestsOptions = {}): Promise<PullRequestInfo[]> {
+      return (await forge.records(opts)).map(toInfo);
+    },
+
+    record: refreshed,
+
+    async records(opts: ListPullRequestsOptions = {}): Promise<LocalPullRequest[]> {
+      await refresh(Object.values((await options.store.read()).pullRequests));
+      const want = opts.state ?? 'open';
+      return Object.values((await options.store.read()).pullRequests)
+        .filter((p) => want === 'all' || (want === 'open') === OPEN_STATES.has(p.state))
+        .sort((a, b) => b.number - a.number);
+    },
+
+    async diff(number: number): Promise<string> {
+      const pr = await refreshed(number);
+      const base = (await revParse(`refs/remotes/${remote}/${pr.base}`)) ?? (await revParse(`refs/heads/${pr.base}`));
+      if (!base) throw new PollyError('forge_failed', `base branch ${pr.base} of PR #${number} no longer exists.`);
+      // After a merge, base...head is empty: show what the PR brought, from the base it was opened on.
+      const from = pr.state === 'merged' && pr.baseCommit ? pr.baseCommit : base;
+      return (await git.run(['diff', '--no-color', '--no-ext-diff', `${from}...${pr.headCommit}`], { cwd })).stdout;
+    },
+  };
+  const noMerge: NoMergeKeys<typeof forge> = true;
+  void noMerge;
+  return forge;
+}

@@ -1,0 +1,96 @@
+/**
+ * The pull request body Polly writes: the task, its acceptance contract, the check results Polly
+ * itself ran, and the cross-review's findings. Pure: data in, markdown out.
+ */
+import type { AcceptanceContract, CheckResult, ReviewRecord } from '../registry/registry-schema.js';
+
+export interface PrBodyInput {
+  taskId: string;
+  title: string;
+  /** What the worker was asked to do. */
+  prompt: string;
+  acceptance: AcceptanceContract;
+  /** The last run of the acceptance commands (Polly's, never the agent's claim). */
+  checks: CheckResult[];
+  /** Review rounds so far, oldest first (may be empty while the review is pending). */
+  reviews: ReviewRecord[];
+  /** Who implemented it, e.g. `claude-code`. */
+  worker?: string;
+}
+
+/** Longest run of backticks in `text` + 1, at least 3: a fence that `text` cannot close. */
+function fenceFor(text: string): string {
+  let longest = 0;
+  for (const m of text.matchAll(/`+/g)) longest = Math.max(longest, m[0].length);
+  return '`'.repeat(Math.max(3, longest + 1));
+}
+
+/** Escape a string for a single-line markdown context (table cell, list item). */
+function inline(text: string): string {
+  return text.replace(/\r?\n/g, ' ').replace(/\|/g, '\\|');
+}
+
+function code(text: string): string {
+  const ticks = text.includes('`') ? '``' : '`';
+  const pad = text.startsWith('`') || text.endsWith('`') ? ' ' : '';
+  return `${ticks}${pad}${inline(text)}${pad}${ticks}`;
+}
+
+function checkStatus(c: CheckResult): string {
+  if (c.timedOut) return '⏱ timed out';
+  return c.exitCode === 0 ? '✅ passed' : `❌ exit ${c.exitCode ?? 'signal'}`;
+}
+
+/**
+ * Render the PR body as GitHub-flavoured markdown. Sections: task, acceptance contract, checks
+ * (a table; a failing check's output tail in a collapsed block), review (per round, blocking and
+ * non-blocking findings as `file:line — message`), and Polly's no-merge note.
+ */
+export function renderPrBody(input: PrBodyInput): string {
+  const out: string[] = [];
+  out.push(`## Task ${inline(input.taskId)}: ${inline(input.title)}`, '');
+  if (input.worker) out.push(`Implemented by \`${inline(input.worker)}\`.`, '');
+  const f = fenceFor(input.prompt);
+  out.push(`${f}text`, input.prompt.trimEnd(), f, '');
+
+  out.push('## Acceptance contract', '');
+  if (input.acceptance.criteria.length === 0 && input.acceptance.commands.length === 0) out.push('_none_', '');
+  for (const c of input.acceptance.criteria) out.push(`- ${inline(c)}`);
+  if (input.acceptance.criteria.length) out.push('');
+  if (input.acceptance.commands.length) {
+    out.push('Commands (all must exit 0):', '');
+    for (const c of input.acceptance.commands) out.push(`- ${code(c)}`);
+    out.push('');
+  }
+
+  out.push('## Checks (run by Polly)', '');
+  if (input.checks.length === 0) out.push('_not run yet_', '');
+  else {
+    out.push('| command | result | time |', '| --- | --- | --- |');
+    for (const c of input.checks) out.push(`| ${code(c.command)} | ${checkStatus(c)} | ${(c.durationMs / 1000).toFixed(1)} s |`);
+    out.push('');
+    for (const c of input.checks.filter((x) => x.exitCode !== 0 || x.timedOut)) {
+      const ff = fenceFor(c.output);
+      out.push(`<details><summary>output of ${inline(c.command).replace(/</g, '&lt;')}</summary>`, '', ff, c.output.trimEnd(), ff, '', '</details>', '');
+    }
+  }
+
+  out.push('## Review', '');
+  if (input.reviews.length === 0) out.push('_pending_', '');
+  for (const r of input.reviews) {
+    const verdict = r.blocking.length === 0 ? 'no blocking findings' : `${r.blocking.length} blocking`;
+    out.push(`### Round ${r.round} by \`${inline(r.reviewer)}\`: ${verdict}`, '');
+    if (r.blocking.length) {
+      out.push('Blocking:', '');
+      for (const x of r.blocking) out.push(`- ${code(`${x.file}:${x.line}`)} — ${inline(x.message)}`);
+      out.push('');
+    }
+    if (r.nonBlocking.length) {
+      out.push('Non-blocking:', '');
+      for (const x of r.nonBlocking) out.push(`- ${code(`${x.file}:${x.line}`)} — ${inline(x.message)}`);
+      out.push('');
+    }
+  }
+  out.push('---', '_Opened by Polly. Polly never merges: a human reviews and merges this PR._', '');
+  return out.join('\n');
+}

@@ -1,0 +1,165 @@
+/**
+ * The plan gate: a proposed plan is compiled and model-checked (brain/plan-compiler.ts); an
+ * admitted plan waits for a human (`polly plan approve|reject <id>`); an ask expires after
+ * `policies.ask_timeout` seconds and then counts as rejected. Nothing of a plan is dispatched
+ * for implementation before it is approved.
+ *
+ * All state lives in the registry's `plans` (PlanRecord) and every change is journaled:
+ * `plan.proposed`, `plan.refused`, `plan.approved`, `plan.rejected`, `plan.expired`.
+ */
+import type { PollyConfig } from '../config/config-schema.js';
+import { PollyError } from '../core/errors.js';
+import { admitPlan, type PlanAdmission } from './plan-compiler.js';
+import { validatePlan, type Plan } from './plan-schema.js';
+import type { RegistryStore } from '../registry/registry-store.js';
+import type { PlanRecord, Registry } from '../registry/registry-schema.js';
+import { formatStep } from '../../workflows/check/checker.js';
+
+export interface ProposeResult {
+  planId: string;
+  admitted: boolean;
+  /** The checker's line for the whole plan. */
+  line: string;
+  /** For the brain: the violated invariants with their shortest counterexamples, as text. */
+  counterexamples: string[];
+  /** What to do next, for the model or the human. */
+  instruction: string;
+  admission: PlanAdmission;
+}
+
+/** Render one violation as the text the Brain revises from. */
+export function formatViolation(v: PlanAdmission['violations'][number]): string {
+  const steps = v.trace.map((s, i) => `  ${i + 1}. ${formatStep(s)}`);
+  return [`${v.invariant} (${v.kind})${v.detail ? `: ${v.detail}` : ''}`, ...(steps.length ? steps : ['  (violated in the initial state)'])].join('\n');
+}
+
+/**
+ * Validate, compile and model-check a plan, and record it: `pending` at the gate when admitted,
+ * `refused` otherwise (the brain then revises and proposes again).
+ * @param raw  the plan object (`{goal?, tasks: [...]}`) as proposed.
+ * @throws PollyError `plan_invalid` for a malformed plan (nothing recorded).
+ */
+export async function proposePlan(
+  store: RegistryStore,
+  config: PollyConfig,
+  raw: unknown,
+  options: { goalId?: string | null; source?: string; now?: () => Date } = {},
+): Promise<ProposeResult> {
+  const plan: Plan = validatePlan(raw, options.source ?? 'plan_propose');
+  const now = (options.now ?? (() => new Date()))().toISOString();
+  // Reserve the id first so that the compiled workflow names carry it.
+  const planId = await store.update((draft) => {
+    draft.counters.plan += 1;
+    return `p${draft.counters.plan}`;
+  });
+  const admission = admitPlan(planId, plan, config);
+  const counterexamples = admission.violations.map(formatViolation);
+  await store.update((draft, tx) => {
+    const goalId = options.goalId ?? null;
+    const record: PlanRecord = {
+      id: planId,
+      goalId,
+      createdAt: now,
+      tasks: plan.tasks,
+      admission: {
+        admitted: admission.admitted,
+        line: admission.line,
+        violations: admission.violations.map((v) => v.invariant),
+        pathsExplored: admission.pathsExplored,
+        statesSeen: admission.statesSeen,
+      },
+      gate: admission.admitted ? 'pending' : 'refused',
+      askedAt: admission.admitted ? now : null,
+      decidedAt: admission.admitted ? null : now,
+      decidedBy: admission.admitted ? null : 'checker',
+    };
+    record.batches = plan.batches;
+    if (!admission.admitted) record.counterexamples = counterexamples;
+    draft.plans[planId] = record;
+    const goal = goalId ? draft.goals[goalId] : undefined;
+    if (goal) {
+      goal.planIds.push(planId);
+      if (admission.admitted) goal.status = 'waiting_approval';
+    }
+    tx.emit(admission.admitted ? 'plan.proposed' : 'plan.refused', {
+      planId,
+      goalId,
+      line: admission.line,
+      violations: admission.violations.map((v) => v.invariant),
+      tasks: plan.tasks.map((t) => t.key),
+    });
+  });
+  const instruction = admission.admitted
+    ? `Plan ${planId} is admitted and waits at the plan gate for a human (polly plan approve ${planId}). Nothing is dispatched for implementation before approval. Wait for the inbox (sys_read_inbox) to tell you it was approved, rejected or expired.`
+    : `Plan ${planId} is REFUSED: it violates ${admission.violations.map((v) => v.invariant).join(', ')}. Read each counterexample (the shortest path to the violation), change the plan so that path cannot happen (e.g. pick a reviewer of another vendor, split a batch), and call plan_propose again.`;
+  return { planId, admitted: admission.admitted, line: admission.line, counterexamples, instruction, admission };
+}
+
+function expired(plan: PlanRecord, config: PollyConfig, now: Date): boolean {
+  return plan.gate === 'pending' && plan.askedAt !== null && now.getTime() - Date.parse(plan.askedAt) > config.policies.ask_timeout * 1000;
+}
+
+/**
+ * Expire every pending ask older than `ask_timeout` (an expired ask counts as rejected).
+ * @returns the ids of plans that expired now.
+ */
+export async function expirePlanAsks(store: RegistryStore, config: PollyConfig, now: Date = new Date()): Promise<string[]> {
+  const current = await store.read();
+  if (!Object.values(current.plans).some((p) => expired(p, config, now))) return [];
+  return store.update((draft, tx) => {
+    const out: string[] = [];
+    for (const plan of Object.values(draft.plans)) {
+      if (!expired(plan, config, now)) continue;
+      plan.gate = 'expired';
+      plan.decidedAt = now.toISOString();
+      plan.decidedBy = 'ask_timeout';
+      tx.emit('plan.expired', { planId: plan.id, goalId: plan.goalId, askTimeout: config.policies.ask_timeout });
+      out.push(plan.id);
+    }
+    return out;
+  });
+}
+
+function requirePlan(reg: Registry, id: string): PlanRecord {
+  const plan = reg.plans[id];
+  if (!plan) {
+    const known = Object.keys(reg.plans);
+    throw new PollyError('not_found', `no plan "${id}"${known.length ? `; known plans: ${known.join(', ')}` : ' (no plans yet)'}. Run "polly plan list".`, { details: { planId: id } });
+  }
+  return plan;
+}
+
+/**
+ * Decide a pending plan at the gate.
+ * @throws PollyError `not_found` (unknown id), `conflict` (the plan is not pending: refused,
+ *   already decided, or expired — the message says which and when).
+ */
+export async function decidePlan(
+  store: RegistryStore,
+  config: PollyConfig,
+  id: string,
+  decision: 'approve' | 'reject',
+  options: { by?: string; now?: Date } = {},
+): Promise<PlanRecord> {
+  const now = options.now ?? new Date();
+  await expirePlanAsks(store, config, now);
+  return store.update((draft, tx) => {
+    const plan = requirePlan(draft, id);
+    if (plan.gate !== 'pending') {
+      const why =
+        plan.gate === 'refused'
+          ? 'it was REFUSED by the checker and cannot be approved; the Brain must propose a revised plan'
+          : plan.gate === 'expired'
+            ? `its ask expired at ${new Date(Date.parse(plan.askedAt ?? plan.createdAt) + config.policies.ask_timeout * 1000).toISOString()} (ask_timeout ${config.policies.ask_timeout}s) and counts as rejected; propose it again`
+            : `it was already ${plan.gate} at ${plan.decidedAt ?? '?'} by ${plan.decidedBy ?? '?'}`;
+      throw new PollyError('conflict', `plan ${id} is not waiting for approval: ${why}.`, { details: { planId: id, gate: plan.gate } });
+    }
+    plan.gate = decision === 'approve' ? 'approved' : 'rejected';
+    plan.decidedAt = now.toISOString();
+    plan.decidedBy = options.by ?? 'human';
+    const goal = plan.goalId ? draft.goals[plan.goalId] : undefined;
+    if (goal && decision === 'approve') goal.status = 'running';
+    tx.emit(decision === 'approve' ? 'plan.approved' : 'plan.rejected', { planId: id, goalId: plan.goalId, by: plan.decidedBy });
+    return structuredClone(plan);
+  });
+}

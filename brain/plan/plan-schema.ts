@@ -1,0 +1,179 @@
+/**
+ * The plan format: what the Brain proposes with `plan_propose` and what a human writes for
+ * `polly run plan.yaml`. Validated with zod; errors name the field path (and file:line when the
+ * plan came from a file).
+ *
+ * ```yaml
+ * goal: Add a median() helper and fix sum()
+ * tasks:
+ *   - key: t1
+ *     title: Fix sum() for negative numbers
+ *     purpose: implement            # implement | review | explore | search
+ *     worker: claude-code           # claude-code | codex | pi
+ *     reviewer: codex               # another vendor: never the worker's
+ *     prompt: Make test/sum.test.js pass without changing the test.
+ *     acceptance:
+ *       commands: [npm test]
+ *       criteria: [sum() handles negative numbers]
+ *     depends_on: []
+ *     batch: 1                      # optional: dispatch in this turn, together with its batch
+ * ```
+ */
+import { z } from 'zod';
+import { parseDocument, LineCounter } from 'yaml';
+import { PollyError } from '../core/errors.js';
+import type { Harness, PlanTaskSpec, Purpose } from '../registry/registry-schema.js';
+
+const HARNESSES = ['claude-code', 'codex', 'pi'] as const satisfies readonly Harness[];
+const PURPOSES = ['implement', 'review', 'explore', 'search'] as const satisfies readonly Purpose[];
+
+/** A task key: short, lowercase, usable in branch names (`polly/<plan>-<key>`). */
+export const TASK_KEY_RE = /^[a-z0-9][a-z0-9-]{0,30}$/;
+
+export const planTaskSchema = z
+  .object({
+    key: z.string().regex(TASK_KEY_RE, 'a task key is lowercase letters, digits and dashes (at most 31), e.g. "t1"'),
+    title: z.string().min(1).max(200),
+    purpose: z.enum(PURPOSES),
+    worker: z.enum(HARNESSES),
+    model: z.string().min(1).nullable().optional(),
+    reviewer: z.enum(HARNESSES).nullable().optional(),
+    prompt: z.string().min(1),
+    acceptance: z
+      .object({
+        commands: z.array(z.string().min(1)).default([]),
+        criteria: z.array(z.string().min(1)).default([]),
+      })
+      .strict()
+      .default({ commands: [], criteria: [] }),
+    depends_on: z.array(z.string()).default([]),
+    batch: z.number().int().min(1).max(1000).optional(),
+  })
+  .strict();
+
+export const planSchema = z
+  .object({
+    goal: z.string().optional(),
+    tasks: z.array(planTaskSchema).min(1, 'a plan needs at least one task'),
+  })
+  .strict();
+
+export type PlanInput = z.input<typeof planSchema>;
+export type PlanTaskInput = z.output<typeof planTaskSchema>;
+
+/** A validated plan: tasks in the registry's shape, plus optional dispatch batches. */
+export interface Plan {
+  goal: string | null;
+  tasks: PlanTaskSpec[];
+  /** Task key → the batch (turn) the plan pins it to, when it pins one. */
+  batches: Record<string, number>;
+}
+
+function formatZodPath(path: ReadonlyArray<PropertyKey>): string {
+  return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${String(p)}`)).join('');
+}
+
+/**
+ * Validate a plan object (from `plan_propose` or a parsed file).
+ * @param source  where it came from, for messages (a file path or `plan_propose`).
+ * @param locate  optional: field path → `file:line:column`.
+ * @throws PollyError `plan_invalid` naming the field path, the problem and the fix.
+ */
+export function validatePlan(raw: unknown, source: string, locate?: (path: Array<string | number>) => string | null): Plan {
+  const parsed = planSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const where = locate?.(issue.path as Array<string | number>) ?? source;
+    throw new PollyError('plan_invalid', `${where}: ${formatZodPath(issue.path) || '(top level)'}: ${issue.message}. Fix the plan and propose it again.`, {
+      details: { path: formatZodPath(issue.path), source },
+    });
+  }
+  const plan = parsed.data;
+  const keys = new Set<string>();
+  const fail = (index: number, field: string, message: string): never => {
+    const path = ['tasks', index, field];
+    throw new PollyError('plan_invalid', `${locate?.(path) ?? source}: tasks[${index}].${field}: ${message}`, { details: { path: `tasks[${index}].${field}`, source } });
+  };
+  plan.tasks.forEach((t, i) => {
+    if (keys.has(t.key)) fail(i, 'key', `duplicate task key "${t.key}"; every task needs its own key`);
+    keys.add(t.key);
+  });
+  plan.tasks.forEach((t, i) => {
+    for (const d of t.depends_on) {
+      if (!keys.has(d)) fail(i, 'depends_on', `unknown task "${d}"; known: ${[...keys].join(', ')}`);
+      if (d === t.key) fail(i, 'depends_on', `task "${t.key}" depends on itself`);
+    }
+    if (t.purpose === 'implement' && t.acceptance.commands.length === 0 && t.acceptance.criteria.length === 0) {
+      // Commands may come from config defaults; criteria alone are allowed. Nothing at all is not.
+      fail(i, 'acceptance', 'an implement task needs an acceptance contract: commands Polly runs, or criteria');
+    }
+  });
+  const cycle = findCycle(plan.tasks);
+  if (cycle) throw new PollyError('plan_invalid', `${source}: tasks depend on each other in a cycle: ${cycle.join(' → ')}. Break the cycle.`, { details: { cycle } });
+  const batches: Record<string, number> = {};
+  for (const t of plan.tasks) if (t.batch !== undefined) batches[t.key] = t.batch;
+  return {
+    goal: plan.goal ?? null,
+    batches,
+    tasks: plan.tasks.map((t) => ({
+      key: t.key,
+      title: t.title,
+      purpose: t.purpose,
+      worker: t.worker,
+      model: t.model ?? null,
+      reviewer: t.reviewer ?? null,
+      prompt: t.prompt,
+      acceptance: { commands: t.acceptance.commands, criteria: t.acceptance.criteria },
+      dependsOn: t.depends_on,
+    })),
+  };
+}
+
+function findCycle(tasks: Array<{ key: string; depends_on: string[] }>): string[] | null {
+  const deps = new Map(tasks.map((t) => [t.key, t.depends_on]));
+  const state = new Map<string, 'visiting' | 'done'>();
+  const stack: string[] = [];
+  const visit = (k: string): string[] | null => {
+    if (state.get(k) === 'done') return null;
+    if (state.get(k) === 'visiting') return [...stack.slice(stack.indexOf(k)), k];
+    state.set(k, 'visiting');
+    stack.push(k);
+    for (const d of deps.get(k) ?? []) {
+      const c = visit(d);
+      if (c) return c;
+    }
+    stack.pop();
+    state.set(k, 'done');
+    return null;
+  };
+  for (const t of tasks) {
+    const c = visit(t.key);
+    if (c) return c;
+  }
+  return null;
+}
+
+/**
+ * Parse a plan file (YAML or JSON).
+ * @throws PollyError `plan_invalid` with file:line:column of the offending field.
+ */
+export function parsePlanFile(text: string, file: string): Plan {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0]!;
+    const pos = lineCounter.linePos(e.pos[0]);
+    throw new PollyError('plan_invalid', `${file}:${pos.line}:${pos.col}: not valid YAML: ${e.message.split('\n')[0]}`, { details: { file, line: pos.line } });
+  }
+  const locate = (path: Array<string | number>): string | null => {
+    for (let n = path.length; n >= 0; n--) {
+      const node = doc.getIn(path.slice(0, n), true) as { range?: [number, number, number] } | undefined;
+      if (node && typeof node === 'object' && node.range) {
+        const pos = lineCounter.linePos(node.range[0]);
+        return `${file}:${pos.line}:${pos.col}`;
+      }
+    }
+    return null;
+  };
+  return validatePlan(doc.toJS(), file, locate);
+}

@@ -1,0 +1,593 @@
+/**
+ * Storage of the registry (`.polly/registry.json`) and its journal (`.polly/journal.jsonl`).
+ *
+ * Two implementations of one {@link RegistryStore} interface:
+ * - {@link createFileRegistryStore}: the real one. Every update is a read-modify-write under a
+ *   proper-lockfile lock (`registry.json.lock`, a directory; stale after `lockStaleMs` without a
+ *   heartbeat), written to `registry.json.tmp`, fsynced, the previous good file hard-linked to
+ *   `registry.json.bak`, renamed over `registry.json`, the directory fsynced, then the transaction's
+ *   events appended to the journal. A crash leaves the old or the new registry, never half of one.
+ * - {@link createMemoryRegistryStore}: the same semantics in memory, for tests.
+ *
+ * Journal exactly-once: the events of a transaction are written into the registry file itself
+ * (`pendingJournal`) in the same atomic rename that commits the transaction. The next read, update
+ * or journal read compares them with the journal's last seq and appends any that a crash between
+ * the rename and the append left out; seqs make the append idempotent.
+ */
+import { watch, type FSWatcher } from 'node:fs';
+import { copyFile, link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { EventEmitter } from 'node:events';
+import { join, resolve } from 'node:path';
+import lockfile from 'proper-lockfile';
+import { PollyError, isPollyError } from '../core/errors.js';
+import { appendJournal, readJournalFrom, readJournalTail, type JournalCursor } from './journal.js';
+import { migrateRegistry, registryVersionOf, type RawRegistry } from './registry-migrations.js';
+import { emptyRegistry, type JournalEntry, type Registry } from './registry-schema.js';
+import { registryProblem } from './registry-validate.js';
+
+/** Handed to an update function: records journal events committed with the transaction. */
+export interface RegistryTx {
+  /**
+   * Record an event. It gets the next `seq` and the commit time, and is appended to the journal
+   * only if the transaction commits. `data` must be JSON-serialisable and hold no secrets.
+   * @throws PollyError `internal` if called after the update function returned.
+   */
+  emit(kind: string, data: Record<string, unknown>): void;
+}
+
+export interface RegistryStore {
+  /**
+   * The current registry, migrated to the current schema and validated (a fresh copy: mutating it
+   * changes nothing). A missing file is an empty registry.
+   * @throws PollyError `registry_corrupt` (names the file and whether the backup loads),
+   *         `registry_newer`, `lock_timeout` (only when a crashed writer's journal must be repaired).
+   */
+  read(): Promise<Registry>;
+  /**
+   * Read-modify-write under the lock: `fn` gets a draft to mutate in place and a tx to emit journal
+   * events; its result is returned after the commit. If `fn` throws (or rejects), nothing is
+   * written and the error propagates. If the draft is unchanged and nothing was emitted, the file
+   * is not rewritten. Do not call `update` (or `journal`) from inside `fn`: updates are serialised,
+   * so a nested one waits for the outer one forever.
+   * @throws PollyError `lock_timeout` (names the lock file), `registry_corrupt`, `registry_newer`,
+   *         `internal` when `fn` leaves the registry in an invalid shape (nothing is written).
+   */
+  update<T>(fn: (draft: Registry, tx: RegistryTx) => T | Promise<T>): Promise<T>;
+  /** Journal entries with seq > `afterSeq` (default 0), oldest first, at most `limit`. */
+  journal(afterSeq?: number, limit?: number): Promise<JournalEntry[]>;
+  /**
+   * Wait until the journal holds an entry with seq > `afterSeq`, then return all such entries
+   * (oldest first). Returns `[]` when `timeoutMs` passes or `signal` aborts first. Wakes on
+   * file-system change events, with a slow poll as a fallback (`pollIntervalMs`).
+   */
+  waitForJournal(afterSeq: number, timeoutMs: number, signal?: AbortSignal): Promise<JournalEntry[]>;
+}
+
+export interface RegistryPaths {
+  /** The `.polly` directory. */
+  dir: string;
+  registry: string;
+  backup: string;
+  journal: string;
+  /** The lock directory proper-lockfile creates while an update runs. */
+  lock: string;
+}
+
+export interface FileRegistryStore extends RegistryStore {
+  paths: RegistryPaths;
+}
+
+export interface RegistryStoreOptions {
+  /** Clock for journal timestamps (default: the system clock). Lock timing always uses real time. */
+  now?: () => Date;
+  /** Give up taking the lock after this many milliseconds (default 10 000). */
+  lockTimeoutMs?: number;
+  /** A lock whose heartbeat is older than this is stale and taken over (ms, min 2000; default 10 000). */
+  lockStaleMs?: number;
+  /** Fallback poll period of {@link RegistryStore.waitForJournal} (ms, default 1000). */
+  pollIntervalMs?: number;
+}
+
+function closedTxError(): PollyError {
+  return new PollyError('internal', 'tx.emit() was called after the update function returned; emit inside the update.');
+}
+
+/** Collects emitted events during one update. */
+function createTx(): { tx: RegistryTx; events: Array<{ kind: string; data: Record<string, unknown> }>; close(): void } {
+  const events: Array<{ kind: string; data: Record<string, unknown> }> = [];
+  let open = true;
+  return {
+    events,
+    tx: {
+      emit(kind, data) {
+        if (!open) throw closedTxError();
+        if (typeof kind !== 'string' || kind === '') throw new PollyError('internal', `journal event kind must be a non-empty string, got ${JSON.stringify(kind)}`);
+        events.push({ kind, data: JSON.parse(JSON.stringify(data)) as Record<string, unknown> });
+      },
+    },
+    close() {
+      open = false;
+    },
+  };
+}
+
+/** Check a draft after an update function ran; nothing is written when it is malformed. */
+function assertValidDraft(draft: Registry): void {
+  const problem = registryProblem(draft);
+  if (problem) throw new PollyError('internal', `a registry update left an invalid registry (${problem}); nothing was written.`, { details: { problem } });
+}
+
+function stripPending(reg: Registry): Registry {
+  delete reg.pendingJournal;
+  return reg;
+}
+
+// ---------------------------------------------------------------------------------------------
+// File store
+
+/** Per registry path: serialises updates of all store instances inside this process. */
+const processQueues = new Map<string, Promise<unknown>>();
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } catch {
+    // Some file systems refuse fsync on a directory; the rename is still atomic.
+  } finally {
+    await handle.close();
+  }
+}
+
+interface LoadedFile {
+  /** The migrated, validated registry (with pendingJournal if the file had one). */
+  registry: Registry;
+  /** The file's text, or null when it does not exist. */
+  text: string | null;
+  /** The version found on disk (before migration). */
+  fileVersion: number;
+}
+
+/** Parse + migrate + validate registry text. Returns a problem string instead of throwing for corruption. */
+function parseRegistryText(text: string, file: string): { registry: Registry; fileVersion: number } | { problem: string } {
+  if (text.trim() === '') return { problem: `the file is empty (${text.length} bytes; a truncated write?)` };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    return { problem: `it is not valid JSON (${(error as Error).message}; the file is ${Buffer.byteLength(text)} bytes)` };
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { problem: 'the top level is not a JSON object' };
+  const fileVersion = registryVersionOf(raw as RawRegistry);
+  const { registry } = migrateRegistry(raw as RawRegistry, file); // registry_newer / bad version throw
+  const problem = registryProblem(registry);
+  if (problem) return { problem: `it does not have the registry's shape (${problem})` };
+  return { registry: registry as unknown as Registry, fileVersion };
+}
+
+/** Describe the backup for a corruption message: does it exist, does it load? */
+async function describeBackup(backup: string): Promise<{ exists: boolean; loads: boolean; summary: string }> {
+  let text: string;
+  try {
+    text = await readFile(backup, 'utf8');
+  } catch {
+    return { exists: false, loads: false, summary: `No backup exists at ${backup}.` };
+  }
+  let parsed;
+  try {
+    parsed = parseRegistryText(text, backup);
+  } catch (error) {
+    parsed = { problem: (error as Error).message };
+  }
+  if ('problem' in parsed) return { exists: true, loads: false, summary: `The backup ${backup} exists but does not load either: ${parsed.problem}.` };
+  const r = parsed.registry;
+  const mtime = (await stat(backup)).mtime.toISOString();
+  return {
+    exists: true,
+    loads: true,
+    summary: `The backup ${backup} exists and loads (schema v${parsed.fileVersion}, ${Object.keys(r.tasks).length} tasks, ${Object.keys(r.plans).length} plans, written ${mtime}).`,
+  };
+}
+
+/** The `registry_corrupt` error: what is wrong, the backup's state, and the exact commands to restore. */
+async function corruptError(file: string, backup: string, problem: string): Promise<PollyError> {
+  const b = await describeBackup(backup);
+  const keep = `cp '${file}' '${file}.corrupt'`;
+  const next = b.loads
+    ? `Polly will not reset it. Restore the previous good copy with:\n  ${keep} && cp '${backup}' '${file}'\n(this loses only the last update before the damage).`
+    : b.exists
+      ? `Polly will not reset it. Inspect both files; to start over with an empty registry (git branches and worktrees are untouched), move the damaged file aside:\n  mv '${file}' '${file}.corrupt'`
+      : `Polly will not reset it. To start over with an empty registry (git branches and worktrees are untouched), move the damaged file aside:\n  mv '${file}' '${file}.corrupt'`;
+  return new PollyError('registry_corrupt', `${file} is corrupt: ${problem}. ${b.summary} ${next}`, {
+    details: { file, backup, backupExists: b.exists, backupLoads: b.loads, problem },
+  });
+}
+
+/**
+ * The file-backed store over `dir` (the repository's `.polly` directory; created on first update).
+ *
+ * Files: `registry.json`, `registry.json.bak` (the previous good file), `registry.json.tmp` (a
+ * write in progress), `registry.json.lock/` (the lock), `registry.json.v<N>.bak` (the original of a
+ * file migrated from schema v<N>, kept once), `journal.jsonl`.
+ */
+export function createFileRegistryStore(pollyDir: string, options: RegistryStoreOptions = {}): FileRegistryStore {
+  const dir = resolve(pollyDir);
+  const now = options.now ?? (() => new Date());
+  const lockTimeoutMs = options.lockTimeoutMs ?? 10_000;
+  const lockStaleMs = Math.max(options.lockStaleMs ?? 10_000, 2000);
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  const paths: RegistryPaths = {
+    dir,
+    registry: join(dir, 'registry.json'),
+    backup: join(dir, 'registry.json.bak'),
+    journal: join(dir, 'journal.jsonl'),
+    lock: join(dir, 'registry.json.lock'),
+  };
+  const tmpPath = join(dir, 'registry.json.tmp');
+  let cursor: JournalCursor = { offset: 0, seq: 0 };
+  /** stat signature of a registry file whose pending journal is known to be in the journal. */
+  let flushedSignature: string | null = null;
+
+  async function loadFile(): Promise<LoadedFile> {
+    let text: string;
+    try {
+      text = await readFile(paths.registry, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { registry: emptyRegistry(), text: null, fileVersion: emptyRegistry().schemaVersion };
+      throw error;
+    }
+    const parsed = parseRegistryText(text, paths.registry);
+    if ('problem' in parsed) throw await corruptError(paths.registry, paths.backup, parsed.problem);
+    return { registry: parsed.registry, text, fileVersion: parsed.fileVersion };
+  }
+
+  async function takeLock(): Promise<{ release(): Promise<void>; compromised(): Error | null }> {
+    await mkdir(dir, { recursive: true });
+    const deadline = Date.now() + lockTimeoutMs;
+    let delay = 2;
+    let lost: Error | null = null;
+    for (;;) {
+      try {
+        const release = await lockfile.lock(paths.registry, {
+          realpath: false,
+          stale: lockStaleMs,
+          retries: 0,
+          onCompromised: (err) => {
+            lost = err;
+          },
+        });
+        return {
+          release: async () => {
+            try {
+              await release();
+            } catch {
+              // Already released or compromised: another process owns the lock now.
+            }
+          },
+          compromised: () => lost,
+        };
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ELOCKED') throw error;
+        if (Date.now() >= deadline) {
+          throw new PollyError(
+            'lock_timeout',
+            `could not take the registry lock ${paths.lock} within ${lockTimeoutMs} ms: another Polly process is updating the registry. Retry; if no Polly process is running, the lock is released as stale after ${lockStaleMs} ms (or remove the directory ${paths.lock} yourself).`,
+            { cause: error, details: { lock: paths.lock, timeoutMs: lockTimeoutMs } },
+          );
+        }
+        await sleep(delay / 2 + Math.random() * delay);
+        delay = Math.min(delay * 2, 50);
+      }
+    }
+  }
+
+  /** Run `body` holding both the in-process queue and the cross-process lock. */
+  async function withLock<T>(body: (lost: () => Error | null) => Promise<T>): Promise<T> {
+    const previous = processQueues.get(paths.registry) ?? Promise.resolve();
+    let done!: () => void;
+    const mine = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    const chained = previous.then(() => mine);
+    processQueues.set(paths.registry, chained);
+    await previous;
+    try {
+      const lock = await takeLock();
+      try {
+        return await body(lock.compromised);
+      } finally {
+        await lock.release();
+      }
+    } finally {
+      done();
+      if (processQueues.get(paths.registry) === chained) processQueues.delete(paths.registry);
+    }
+  }
+
+  /** Append the registry's pending entries the journal lacks. Call under the lock. Returns the journal's last seq. */
+  async function flushPending(pending: readonly JournalEntry[] | undefined): Promise<number> {
+    const tail = await readJournalTail(paths.journal);
+    const missing = (pending ?? []).filter((e) => e.seq > tail.lastSeq);
+    if (missing.length > 0 || tail.size > tail.completeSize) await appendJournal(paths.journal, missing, tail);
+    return Math.max(tail.lastSeq, ...missing.map((e) => e.seq));
+  }
+
+  async function signature(): Promise<string | null> {
+    try {
+      const s = await stat(paths.registry);
+      return `${s.ino}:${s.size}:${s.mtimeMs}`;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Outside the lock: if the registry (loaded after `sig` was taken) has pending events the journal
+   * lacks — a writer crashed between its rename and its append — repair under the lock.
+   */
+  async function checkPending(sig: string | null, reg: Registry): Promise<void> {
+    if (sig === null || sig === flushedSignature) return;
+    const last = reg.pendingJournal?.[reg.pendingJournal.length - 1];
+    if (last !== undefined && (await readJournalTail(paths.journal)).lastSeq < last.seq) {
+      await withLock(async () => {
+        await flushPending((await loadFile()).registry.pendingJournal);
+      });
+    }
+    flushedSignature = sig;
+  }
+
+  async function ensureFlushed(): Promise<void> {
+    const sig = await signature();
+    if (sig === null || sig === flushedSignature) return;
+    await checkPending(sig, (await loadFile()).registry);
+  }
+
+  async function writeRegistry(text: string, existed: boolean, fileVersion: number, lost: () => Error | null): Promise<void> {
+    const handle = await open(tmpPath, 'w');
+    try {
+      await handle.writeFile(text);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    if (existed) {
+      const versioned = join(dir, `registry.json.v${fileVersion}.bak`);
+      const current = emptyRegistry().schemaVersion;
+      if (fileVersion < current) {
+        // The first write after a migration: keep the original of the old version once.
+        try {
+          await copyFile(paths.registry, versioned, 1 /* COPYFILE_EXCL */);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        }
+      }
+      const bakTmp = `${paths.backup}.tmp`;
+      await unlink(bakTmp).catch(() => undefined);
+      try {
+        await link(paths.registry, bakTmp);
+      } catch {
+        await copyFile(paths.registry, bakTmp); // file systems without hard links
+      }
+      await rename(bakTmp, paths.backup);
+    }
+    const compromised = lost();
+    if (compromised) {
+      throw new PollyError('lock_timeout', `lost the registry lock ${paths.lock} before committing (${compromised.message}); nothing was written. Retry the operation.`, {
+        cause: compromised,
+        details: { lock: paths.lock },
+      });
+    }
+    await rename(tmpPath, paths.registry);
+    await fsyncDir(dir);
+  }
+
+  const store: FileRegistryStore = {
+    paths,
+
+    async read() {
+      const sig = await signature();
+      const loaded = await loadFile();
+      await checkPending(sig, loaded.registry);
+      return stripPending(loaded.registry);
+    },
+
+    async update<T>(fn: (draft: Registry, tx: RegistryTx) => T | Promise<T>): Promise<T> {
+      return withLock(async (lost) => {
+        const loaded = await loadFile();
+        const journalLast = await flushPending(loaded.registry.pendingJournal);
+        const previousPending = loaded.registry.pendingJournal;
+        const draft = stripPending(loaded.registry);
+        const t = createTx();
+        let result: T;
+        try {
+          result = await fn(draft, t.tx);
+        } finally {
+          t.close();
+        }
+        assertValidDraft(draft);
+        const base = Math.max(draft.counters.journalSeq, journalLast);
+        const at = now().toISOString();
+        const entries: JournalEntry[] = t.events.map((e, i) => ({ seq: base + i + 1, at, kind: e.kind, data: e.data }));
+        draft.counters.journalSeq = base + entries.length;
+        // Without new events the previous (already journaled) ones stay, so a no-op stays byte-identical.
+        const pending = entries.length > 0 ? entries : previousPending;
+        if (pending !== undefined) draft.pendingJournal = pending;
+        const text = `${JSON.stringify(draft, null, 2)}\n`;
+        if (text === loaded.text) return result; // nothing changed, nothing emitted
+        await writeRegistry(text, loaded.text !== null, loaded.fileVersion, lost);
+        // The rename was the commit point. If the append fails now (e.g. a full disk), the events are
+        // safe in the registry's pendingJournal and the next read, update or journal read appends them.
+        try {
+          if (entries.length > 0) await appendJournal(paths.journal, entries, await readJournalTail(paths.journal));
+          flushedSignature = await signature();
+        } catch {
+          flushedSignature = null;
+        }
+        return result;
+      });
+    },
+
+    async journal(afterSeq = 0, limit = Number.POSITIVE_INFINITY) {
+      await ensureFlushed();
+      const from = afterSeq >= cursor.seq ? cursor : { offset: 0, seq: 0 };
+      const read = await readJournalFrom(paths.journal, from, afterSeq, limit);
+      if (read.cursor.seq >= cursor.seq) cursor = read.cursor;
+      return read.entries;
+    },
+
+    waitForJournal(afterSeq, timeoutMs, signal) {
+      return waitUsing(
+        () => store.journal(afterSeq),
+        (wake) => {
+          let watcher: FSWatcher | null = null;
+          try {
+            watcher = watch(dir, { persistent: false }, (_event, name) => {
+              if (name === null || name === 'journal.jsonl' || name === 'registry.json') wake();
+            });
+            watcher.on('error', () => undefined);
+          } catch {
+            watcher = null; // no .polly yet, or no watch support: the poll still runs
+          }
+          const poll = setInterval(wake, pollIntervalMs);
+          return () => {
+            clearInterval(poll);
+            watcher?.close();
+          };
+        },
+        timeoutMs,
+        signal,
+      );
+    },
+  };
+  return store;
+}
+
+/**
+ * The shared wait loop: subscribe first (so nothing slips between check and subscribe), check,
+ * then re-check on every wake until entries arrive, the timeout passes or the signal aborts.
+ */
+function waitUsing(
+  check: () => Promise<JournalEntry[]>,
+  subscribe: (wake: () => void) => () => void,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<JournalEntry[]> {
+  return new Promise<JournalEntry[]>((resolve, reject) => {
+    if (signal?.aborted) return resolve([]);
+    let finished = false;
+    let running = false;
+    let again = false;
+    const finish = (value: JournalEntry[] | Error): void => {
+      if (finished) return;
+      finished = true;
+      unsubscribe();
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      if (value instanceof Error) reject(value);
+      else resolve(value);
+    };
+    const onAbort = (): void => finish([]);
+    const wake = (): void => {
+      if (finished) return;
+      if (running) {
+        again = true;
+        return;
+      }
+      running = true;
+      check().then(
+        (entries) => {
+          running = false;
+          if (entries.length > 0) finish(entries);
+          else if (again) {
+            again = false;
+            wake();
+          }
+        },
+        (error: unknown) => {
+          running = false;
+          finish(isPollyError(error) || error instanceof Error ? error : new Error(String(error)));
+        },
+      );
+    };
+    const unsubscribe = subscribe(wake);
+    const timer = setTimeout(() => finish([]), Math.max(0, timeoutMs));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    wake();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory store
+
+export interface MemoryRegistryStore extends RegistryStore {
+  /** Replace the whole state (validated), e.g. to seed a test. */
+  seed(registry: Registry, journal?: JournalEntry[]): void;
+}
+
+/** An in-memory store with the file store's semantics (validation, tx, seqs, waiting), for tests. */
+export function createMemoryRegistryStore(options: Pick<RegistryStoreOptions, 'now'> & { initial?: Registry } = {}): MemoryRegistryStore {
+  const now = options.now ?? (() => new Date());
+  let state: Registry = structuredClone(options.initial ?? emptyRegistry());
+  let entries: JournalEntry[] = [];
+  const events = new EventEmitter();
+  events.setMaxListeners(0);
+  let queue: Promise<unknown> = Promise.resolve();
+
+  const store: MemoryRegistryStore = {
+    seed(registry, journal = []) {
+      assertValidDraft(registry);
+      state = structuredClone(registry);
+      entries = structuredClone(journal);
+      events.emit('append');
+    },
+    async read() {
+      return stripPending(structuredClone(state));
+    },
+    update<T>(fn: (draft: Registry, tx: RegistryTx) => T | Promise<T>): Promise<T> {
+      const run = async (): Promise<T> => {
+        const draft = stripPending(structuredClone(state));
+        const t = createTx();
+        let result: T;
+        try {
+          result = await fn(draft, t.tx);
+        } finally {
+          t.close();
+        }
+        assertValidDraft(draft);
+        const last = entries[entries.length - 1]?.seq ?? 0;
+        const base = Math.max(draft.counters.journalSeq, last);
+        const at = now().toISOString();
+        const added = t.events.map((e, i) => ({ seq: base + i + 1, at, kind: e.kind, data: e.data }));
+        draft.counters.journalSeq = base + added.length;
+        state = draft;
+        if (added.length > 0) {
+          entries.push(...added);
+          events.emit('append');
+        }
+        return result;
+      };
+      const p = queue.then(run, run);
+      queue = p.catch(() => undefined);
+      return p;
+    },
+    async journal(afterSeq = 0, limit = Number.POSITIVE_INFINITY) {
+      return structuredClone(entries.filter((e) => e.seq > afterSeq).slice(0, limit));
+    },
+    waitForJournal(afterSeq, timeoutMs, signal) {
+      return waitUsing(
+        () => store.journal(afterSeq),
+        (wake) => {
+          events.on('append', wake);
+          return () => events.off('append', wake);
+        },
+        timeoutMs,
+        signal,
+      );
+    },
+  };
+  return store;
+}

@@ -1,0 +1,132 @@
+// `polly init` through the real CLI in real temp git repositories.
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { renderDefaultConfig } from '../../brain/config/config.js';
+import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
+import { createTestRepo } from '../helpers/git-repo.js';
+import { ensureBuilt } from '../helpers/registry-build.js';
+import { runCli } from '../helpers/registry-cli.js';
+
+/** Every file under `dir` (recursively) → its bytes, for "changes nothing" comparisons. */
+function snapshot(dir: string, out = new Map<string, Buffer>(), prefix = ''): Map<string, Buffer> {
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) snapshot(p, out, `${prefix}${name}/`);
+    else out.set(`${prefix}${name}`, readFileSync(p));
+  }
+  return out;
+}
+
+describe('polly init', () => {
+  beforeAll(() => ensureBuilt(), 120_000);
+
+  it('creates the commented config, the registry and the exclude entry', () => {
+    const repo = createTestRepo();
+    const r = runCli(['init'], repo.dir);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`Initialised Polly in ${repo.dir}`);
+    expect(r.stdout).toContain('created .polly/config.yaml');
+    expect(readFileSync(join(repo.dir, '.polly/config.yaml'), 'utf8')).toBe(renderDefaultConfig());
+    const exclude = readFileSync(join(repo.dir, '.git/info/exclude'), 'utf8');
+    expect(exclude.split('\n').filter((l) => l === '.worktrees/')).toHaveLength(1);
+    // git really ignores a worktree directory now, and the runtime state, but not config.yaml
+    mkdirSync(join(repo.dir, '.worktrees/t1'), { recursive: true });
+    writeFileSync(join(repo.dir, '.worktrees/t1/file'), 'x');
+    expect(repo.git(['status', '--porcelain', '--untracked-files=all'])).toBe('?? .polly/.gitignore\n?? .polly/config.yaml');
+  });
+
+  it('records an empty registry with one journal entry', async () => {
+    const repo = createTestRepo();
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    const store = createFileRegistryStore(join(repo.dir, '.polly'));
+    const reg = await store.read();
+    expect(Object.keys(reg.tasks)).toEqual([]);
+    expect((await store.journal()).map((e) => [e.seq, e.kind, e.data])).toEqual([[1, 'polly.initialized', { repoRoot: repo.dir }]]);
+  });
+
+  it('a second run changes nothing (byte for byte) and says so', () => {
+    const repo = createTestRepo();
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    const before = snapshot(join(repo.dir, '.polly'));
+    const exclude = readFileSync(join(repo.dir, '.git/info/exclude'));
+    const r = runCli(['init'], repo.dir);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('already initialised');
+    const j = runCli(['init', '--json'], repo.dir);
+    expect(JSON.parse(j.stdout)).toEqual({ initialized: false, created: [], updated: [], repoRoot: repo.dir, pollyDir: join(repo.dir, '.polly') });
+    expect(snapshot(join(repo.dir, '.polly'))).toEqual(before);
+    expect(readFileSync(join(repo.dir, '.git/info/exclude'))).toEqual(exclude);
+  });
+
+  it('--json lists what it created; it works from a subdirectory', () => {
+    const repo = createTestRepo({ 'src/a.ts': 'export {};\n' });
+    const r = runCli(['init', '--json'], join(repo.dir, 'src'));
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { initialized: boolean; created: string[]; updated: string[]; repoRoot: string };
+    expect(out.initialized).toBe(true);
+    expect(out.repoRoot).toBe(repo.dir);
+    expect(out.created).toEqual(['.polly/', '.polly/config.yaml', '.polly/.gitignore', '.polly/registry.json', '.polly/journal.jsonl']);
+    expect(out.updated).toEqual(['.git/info/exclude']);
+    expect(existsSync(join(repo.dir, 'src/.polly'))).toBe(false);
+  });
+
+  it('from a linked worktree it initialises the main worktree and the common exclude file', () => {
+    const repo = createTestRepo();
+    const wt = join(repo.root, 'linked');
+    repo.git(['worktree', 'add', '-q', '-b', 'side', wt]);
+    const r = runCli(['init', '--json'], wt);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).repoRoot).toBe(repo.dir);
+    expect(existsSync(join(repo.dir, '.polly/config.yaml'))).toBe(true);
+    expect(existsSync(join(wt, '.polly'))).toBe(false);
+    expect(readFileSync(join(repo.dir, '.git/info/exclude'), 'utf8')).toContain('\n.worktrees/\n');
+    expect(runCli(['init'], repo.dir).stdout).toContain('already initialised');
+  });
+
+  it('appends to an exclude file without a final newline, and keeps an existing entry', () => {
+    const repo = createTestRepo();
+    writeFileSync(join(repo.dir, '.git/info/exclude'), '*.log');
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    expect(readFileSync(join(repo.dir, '.git/info/exclude'), 'utf8')).toBe('*.log\n# Polly: worker worktrees\n.worktrees/\n');
+    const other = createTestRepo();
+    writeFileSync(join(other.dir, '.git/info/exclude'), '/.worktrees/\n');
+    const r = JSON.parse(runCli(['init', '--json'], other.dir).stdout) as { updated: string[] };
+    expect(r.updated).toEqual([]);
+    expect(readFileSync(join(other.dir, '.git/info/exclude'), 'utf8')).toBe('/.worktrees/\n');
+  });
+
+  it('an existing invalid config is reported with file:line:column and left untouched', () => {
+    const repo = createTestRepo();
+    mkdirSync(join(repo.dir, '.polly'));
+    const bad = 'policies:\n  spawn_bounds:\n    max_dispatches_per_turn: many\n';
+    writeFileSync(join(repo.dir, '.polly/config.yaml'), bad);
+    const r = runCli(['init', '--json'], repo.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`${join(repo.dir, '.polly/config.yaml')}:3:30: policies.spawn_bounds.max_dispatches_per_turn`);
+    expect(JSON.parse(r.stdout).error.code).toBe('config_invalid');
+    expect(readFileSync(join(repo.dir, '.polly/config.yaml'), 'utf8')).toBe(bad);
+  });
+
+  it('outside a git repository: not_a_git_repo, exit 2, nothing written', () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'polly-nogit-')));
+    const r = runCli(['init'], dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`${dir} is not inside a git repository`);
+    expect(r.stderr).toContain('git init');
+    expect(JSON.parse(runCli(['init', '--json'], dir).stdout).error.code).toBe('not_a_git_repo');
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('an unknown flag exits 2 naming it', () => {
+    const repo = createTestRepo();
+    const r = runCli(['init', '--bogus'], repo.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('"--bogus"');
+    expect(r.stdout).toBe('');
+    expect(existsSync(join(repo.dir, '.polly'))).toBe(false);
+    expect(runCli(['init', 'extra'], repo.dir).code).toBe(2);
+  });
+});

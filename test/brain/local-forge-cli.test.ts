@@ -1,0 +1,98 @@
+/**
+ * `polly pr list|show|diff` through the real compiled CLI, over PRs opened by the real local forge
+ * in a temp repository with a bare origin.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { createLocalForge } from '../../brain/forge/local-forge.js';
+import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
+import { createGitRunner } from '../../workers/git/git.js';
+import { runCli } from '../helpers/registry-cli.js';
+import { createTestRepo, git } from '../helpers/git-repo.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Build dist/ when the compiled pr command is missing or older than its sources. */
+function ensureFreshBuild(): void {
+  const out = join(ROOT, 'dist/brain/commands/pr.js');
+  const sources = ['brain/commands/pr.ts', 'brain/forge/local-forge.ts', 'brain/forge/merge-detection.ts', 'brain/forge/forge.ts'].map((p) => statSync(join(ROOT, p)).mtimeMs);
+  if (existsSync(out) && existsSync(join(ROOT, 'dist/brain/cli.js')) && statSync(out).mtimeMs >= Math.max(...sources)) return;
+  try {
+    execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.json')], { cwd: ROOT, stdio: 'pipe' });
+  } catch {
+    // tsc exits non-zero on type errors in files other helpers are writing, but still emits.
+  }
+  execFileSync(process.execPath, [join(ROOT, 'scripts/post-build.mjs')], { cwd: ROOT, stdio: 'pipe' });
+  if (!existsSync(out)) throw new Error('build failed: dist/brain/commands/pr.js was not emitted');
+}
+
+describe('polly pr (local forge)', () => {
+  beforeAll(() => ensureFreshBuild(), 180_000);
+
+  test('list, show and diff, human and --json; merged PRs only with --all; no merge subcommand', async () => {
+    const repo = createTestRepo({ 'README.md': '# demo\n' });
+    mkdirSync(join(repo.dir, '.polly'));
+    const store = createFileRegistryStore(join(repo.dir, '.polly'));
+    const forge = createLocalForge({ repoRoot: repo.dir, store, git: createGitRunner({ env: { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' } }) });
+    const wt = join(repo.root, 'wt-t1');
+    repo.git(['worktree', 'add', '-q', '-b', 'polly/t1', wt]);
+    writeFileSync(join(wt, 'hello.txt'), 'hello\n');
+    git(wt, ['add', '-A']);
+    git(wt, ['commit', '-q', '-m', 'hello']);
+    const head = git(wt, ['rev-parse', 'HEAD']);
+    await forge.openDraftPullRequest({ head: 'polly/t1', base: 'main', title: 'Say hello', body: '## Task t1\nSay hello.' });
+    await forge.postReview(1, { event: 'COMMENT', body: 'cross-review: 0 blocking', comments: [{ path: 'hello.txt', line: 1, body: 'nice' }] });
+
+    const list = runCli(['pr', 'list', '--json'], repo.dir);
+    expect(list.code).toBe(0);
+    expect(JSON.parse(list.stdout)).toEqual([
+      { number: 1, state: 'draft', title: 'Say hello', head: 'polly/t1', base: 'main', headCommit: head, taskId: 't1', url: 'polly-local:pr/1' },
+    ]);
+    const human = runCli(['pr', 'list'], repo.dir);
+    expect(human.stdout.split('\n')[0]).toMatch(/^#\s+STATE\s+BRANCH\s+REVIEWS\s+TITLE$/);
+    expect(human.stdout).toMatch(/1\s+draft\s+polly\/t1 → main\s+1\s+Say hello/);
+
+    const show = runCli(['pr', 'show', '#1'], repo.dir);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toContain('#1 Say hello');
+    expect(show.stdout).toContain('branch:  polly/t1 → main');
+    expect(show.stdout).toContain('  hello.txt:1: nice');
+    expect(JSON.parse(runCli(['pr', 'show', '1', '--json'], repo.dir).stdout)).toMatchObject({ number: 1, headCommit: head, reviews: [{ event: 'COMMENT' }] });
+
+    const diff = runCli(['pr', 'diff', '1'], repo.dir);
+    expect(diff.code).toBe(0);
+    expect(diff.stdout).toMatch(/^diff --git a\/hello\.txt b\/hello\.txt/);
+    expect(diff.stdout).toContain('+hello');
+
+    // The human squashes and pushes; the next read shows it merged.
+    repo.git(['merge', '--squash', '-q', 'polly/t1']);
+    repo.git(['commit', '-q', '-m', 'Say hello (#1)']);
+    repo.git(['push', '-q', 'origin', 'main']);
+    expect(runCli(['pr', 'list'], repo.dir).stdout).toContain('no open pull requests');
+    expect(JSON.parse(runCli(['pr', 'list', '--all', '--json'], repo.dir).stdout)).toMatchObject([{ number: 1, state: 'merged' }]);
+    expect(runCli(['pr', 'show', '1'], repo.dir).stdout).toMatch(/state: {3}merged \(in [0-9a-f]{12}\)/);
+
+    const merge = runCli(['pr', 'merge', '1'], repo.dir);
+    expect(merge.code).toBe(2);
+    expect(merge.stderr).toContain('Polly never merges');
+  });
+
+  test('bad input exits 2 naming the value; an unknown PR exits 1 not_found; no .polly is not_initialized', () => {
+    const repo = createTestRepo();
+    const noInit = runCli(['pr', 'list', '--json'], repo.dir);
+    expect(noInit.code).toBe(1);
+    expect(JSON.parse(noInit.stdout).error.code).toBe('not_initialized');
+    mkdirSync(join(repo.dir, '.polly'));
+    const bad = runCli(['pr', 'show', 'abc'], repo.dir);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('"abc" is not a PR number');
+    const missing = runCli(['pr', 'show', '7', '--json'], repo.dir);
+    expect(missing.code).toBe(1);
+    expect(JSON.parse(missing.stdout).error.code).toBe('not_found');
+    expect(runCli(['pr', 'frobnicate'], repo.dir).code).toBe(2);
+    expect(runCli(['pr', 'list', '--bogus'], repo.dir).stderr).toContain('--bogus');
+  });
+});

@@ -1,0 +1,106 @@
+// `polly status` through the real CLI, over registries written by the real store.
+import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
+import { formatTable } from '../../brain/commands/table.js';
+import { createTestRepo } from '../helpers/git-repo.js';
+import { ensureBuilt } from '../helpers/registry-build.js';
+import { runCli } from '../helpers/registry-cli.js';
+import { sampleTask } from '../helpers/registry-sample.js';
+
+describe('polly status', () => {
+  beforeAll(() => ensureBuilt(), 120_000);
+
+  it('before init: not_initialized (exit 1) telling to run polly init', () => {
+    const repo = createTestRepo();
+    const r = runCli(['status'], repo.dir);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('Run "polly init"');
+    expect(JSON.parse(runCli(['status', '--json'], repo.dir).stdout).error.code).toBe('not_initialized');
+  });
+
+  it('after init: --json is valid JSON with empty sections', () => {
+    const repo = createTestRepo();
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    const r = runCli(['status', '--json'], repo.dir);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ repoRoot: repo.dir, brain: null, goals: [], plans: [], tasks: [], workers: [] });
+    const human = runCli(['status'], repo.dir);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toContain('Tasks (0)');
+  });
+
+  it('shows goals, plans, tasks (with worker, reviewer, branch, PR) and workers', async () => {
+    const repo = createTestRepo();
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    const store = createFileRegistryStore(join(repo.dir, '.polly'));
+    await store.update((d) => {
+      d.goals.g1 = { id: 'g1', text: 'add a --verbose flag', createdAt: '2026-11-29T10:00:00.000Z', status: 'running', planIds: ['p1'] };
+      d.plans.p1 = {
+        id: 'p1', goalId: 'g1', createdAt: '2026-11-29T10:01:00.000Z', tasks: [],
+        admission: { admitted: true, line: 'admitted: p1', violations: [], pathsExplored: 4, statesSeen: 9 },
+        gate: 'approved', askedAt: null, decidedAt: null, decidedBy: 'me',
+      };
+      for (const id of ['t10', 't2']) d.tasks[id] = sampleTask(id);
+      d.tasks.t2!.status = 'pr_open';
+      d.tasks.t2!.pr = { forge: 'local', number: 3, url: 'local:3', state: 'draft' };
+      d.workers.w1 = { id: 'w1', taskId: 't10', harness: 'claude-code', pid: process.pid, pgid: process.pid, sessionId: 's-1', startedAt: '2026-11-29T10:02:00.000Z', heartbeatAt: '2026-11-29T10:03:00.000Z', supervisor: null };
+      // A worker that has exited is history, not a live worker.
+      d.workers.w0 = { id: 'w0', taskId: 't2', harness: 'pi', pid: 2147483640, pgid: 2147483640, sessionId: null, startedAt: '2026-11-29T10:00:00.000Z', heartbeatAt: '2026-11-29T10:01:00.000Z', supervisor: null };
+    });
+    const json = JSON.parse(runCli(['status', '--json'], repo.dir).stdout);
+    expect(json.tasks.map((t: { id: string }) => t.id)).toEqual(['t2', 't10']);
+    expect(json.tasks[0]).toEqual({
+      id: 't2', title: 'task t2: make the widget configurable', purpose: 'implement', worker: 'claude-code', reviewer: 'codex',
+      status: 'pr_open', branch: 'polly/t2', worktree: '.worktrees/t2', pr: { forge: 'local', number: 3, url: 'local:3', state: 'draft' },
+    });
+    expect(json.plans).toEqual([{ id: 'p1', goalId: 'g1', gate: 'approved', admitted: true, tasks: 0, createdAt: '2026-11-29T10:01:00.000Z' }]);
+    expect(json.goals[0]).toMatchObject({ id: 'g1', status: 'running', text: 'add a --verbose flag' });
+    expect(json.workers).toHaveLength(1);
+    expect(json.workers[0]).toMatchObject({ id: 'w1', taskId: 't10', harness: 'claude-code', pid: process.pid });
+    const out = runCli(['status'], repo.dir).stdout;
+    const taskLines = out.split('\n').filter((l) => /^\s+(ID\s+TITLE|t2\s|t10\s)/.test(l));
+    expect(taskLines[0]).toMatch(/ID\s+TITLE\s+PURPOSE\s+WORKER\s+REVIEWER\s+STATUS\s+BRANCH\s+PR/);
+    expect(taskLines[1]).toMatch(/^\s+t2\s+task t2: make the widget configurab…\s+implement\s+claude-code\s+codex\s+pr_open\s+polly\/t2\s+#3 draft$/);
+    expect(taskLines[2]).toMatch(/t10 .* queued\s+polly\/t10\s+-$/);
+    expect(out).toContain('Plans (1)');
+    expect(out).toMatch(/p1\s+g1\s+yes\s+approved\s+0/);
+  });
+
+  it('a corrupt registry fails with registry_corrupt naming the backup; nothing is reset', async () => {
+    const repo = createTestRepo();
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    const store = createFileRegistryStore(join(repo.dir, '.polly'));
+    await store.update((d) => void (d.tasks.t1 = sampleTask('t1')));
+    writeFileSync(store.paths.registry, '{"schemaVersion": 1, "goals": {');
+    const r = runCli(['status', '--json'], repo.dir);
+    expect(r.code).toBe(1);
+    const err = JSON.parse(r.stdout).error;
+    expect(err.code).toBe('registry_corrupt');
+    expect(err.backup).toBe(store.paths.backup);
+    expect(r.stderr).toContain(`cp '${store.paths.backup}' '${store.paths.registry}'`);
+    expect(readFileSync(store.paths.registry, 'utf8')).toBe('{"schemaVersion": 1, "goals": {');
+  });
+
+  it('rejects unknown flags and extra arguments with exit 2', () => {
+    const repo = createTestRepo();
+    mkdirSync(join(repo.dir, '.polly'));
+    expect(runCli(['status', '--wacth'], repo.dir)).toMatchObject({ code: 2 });
+    expect(runCli(['status', '--wacth'], repo.dir).stderr).toContain('"--wacth"');
+    expect(runCli(['status', 'now'], repo.dir).code).toBe(2);
+  });
+});
+
+describe('formatTable', () => {
+  it('aligns columns, cuts long cells with an ellipsis and prints - for empty cells', () => {
+    const lines = formatTable(
+      [
+        { header: 'ID', value: (r: { id: string; t: string | null }) => r.id },
+        { header: 'TITLE', value: (r) => r.t, max: 8 },
+      ],
+      [{ id: 't1', t: 'a very long title' }, { id: 't22', t: null }],
+    );
+    expect(lines).toEqual(['ID   TITLE', 't1   a very …', 't22  -']);
+  });
+});

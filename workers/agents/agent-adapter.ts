@@ -1,0 +1,85 @@
+/**
+ * The contract every agent adapter (Claude Code, Codex, pi) implements: start the real CLI
+ * headless through its structured event stream, with the gate installed, and normalise what it
+ * emits into {@link AgentEvent}s. Worker state comes from these streams, never from screen text.
+ */
+import type { Harness } from '../../brain/registry/registry-schema.js';
+
+/** Normalised events. Unknown event types from a newer CLI become `unknown` (never a crash). */
+export type AgentEvent =
+  | { type: 'session'; sessionId: string }
+  | { type: 'tool_call'; id: string | null; tool: string; input: unknown }
+  | { type: 'tool_result'; id: string | null; isError: boolean; output: string }
+  | { type: 'text'; text: string }
+  | { type: 'usage'; inputTokens: number; outputTokens: number; costUsd: number | null }
+  | { type: 'result'; ok: boolean; text: string }
+  | { type: 'error'; message: string }
+  | { type: 'unknown'; raw: unknown };
+
+/**
+ * How a run ended.
+ * - `ok`: the CLI finished its turn and exited 0.
+ * - `agent_missing`: the CLI is not installed / not executable (spawn ENOENT/EACCES, or exit 127).
+ * - `agent_exited`: the CLI exited non-zero (or before producing a result); `stderr` says why.
+ * - `agent_refused`: the CLI refused the configuration (e.g. bypassPermissions as root without IS_SANDBOX).
+ * - `blocked_on_prompt`: the CLI asked for interactive input (trust/login/first-run prompt).
+ * - `timed_out`, `cancelled`.
+ */
+export type AgentRunStatus = 'ok' | 'agent_missing' | 'agent_exited' | 'agent_refused' | 'blocked_on_prompt' | 'timed_out' | 'cancelled';
+
+export interface AgentRunOptions {
+  /** The worktree (implement) or scratch directory (review) the agent works in. */
+  cwd: string;
+  /** The user prompt for this turn (the task, red-check feedback, or review findings). */
+  prompt: string;
+  /** Resume this session (follow-ups go to the same session); null starts a new one. */
+  resumeSessionId: string | null;
+  model: string | null;
+  /** Read-only purposes (review, explore, search) get read-only tools where the CLI supports it. */
+  readOnly: boolean;
+  /** From gate/harness-gate.ts `prepareGate`: extra CLI args and env that install the gate. */
+  gate: { args: string[]; env: Record<string, string> };
+  /** Extra environment (base URLs, API keys, PORT…). Merged over a scrubbed process env. */
+  env: Record<string, string>;
+  /** A private directory for this worker's config/home files (never inside the worktree). */
+  stateDir: string;
+  /** Kill the run after this many ms (default: no limit). */
+  timeoutMs?: number;
+  /** Called for every normalised event, in order. */
+  onEvent?: (event: AgentEvent) => void;
+  signal?: AbortSignal;
+}
+
+export interface AgentRunResult {
+  status: AgentRunStatus;
+  /** For a status other than `ok`: what happened and what to do next (empty when ok). */
+  message?: string;
+  exitCode: number | null;
+  signal: string | null;
+  sessionId: string | null;
+  /** The agent's final text for this turn (its report). */
+  finalText: string;
+  events: AgentEvent[];
+  /** The last few KiB of stderr (secrets redacted). */
+  stderr: string;
+  durationMs: number;
+  /** The command line run (argv; secrets redacted). */
+  command: string[];
+}
+
+/** A started agent process. */
+export interface AgentRun {
+  pid: number;
+  /** Resolves when the process has exited and the stream is drained. Never rejects. */
+  result: Promise<AgentRunResult>;
+  /** Stop the whole process group (SIGTERM, then SIGKILL after a grace period). */
+  cancel(): Promise<void>;
+}
+
+export interface AgentAdapter {
+  harness: Harness;
+  /** The vendor, for cross-review pairing (`anthropic`, `openai`, `pi`). */
+  vendor: string;
+  /** Start one turn of the agent. */
+  start(options: AgentRunOptions): AgentRun;
+}

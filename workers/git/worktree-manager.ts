@@ -1,0 +1,733 @@
+/**
+ * The worktree manager: one worktree per task at `.worktrees/<id>` on branch `polly/<id>`.
+ *
+ * Guarantees (orchestration cases, /shared/cases/orchestration.md):
+ * - created from the base's commit, never by checking out the base branch (case 4);
+ * - stale `.git/worktrees/<name>` registrations are pruned, and a non-empty directory in the way is
+ *   never deleted: the next free path `.worktrees/<id>-2`, `-3`, … is used and the choice recorded
+ *   (case 2);
+ * - a `polly/<id>` branch left by an earlier run that is not contained in the current base is kept
+ *   under `refs/polly/backup/<id>/<timestamp>` and the new branch starts from the current base
+ *   (case 3);
+ * - ignored files listed in `.worktreeinclude` are copied and the setup command runs (case 10),
+ *   submodules are initialised (case 12), a free `PORT` is allocated (case 9);
+ * - teardown first saves modified, staged and untracked files and unpushed commits to a ref under
+ *   `refs/polly/backup/` without touching the worktree (case 5);
+ * - every git call is non-interactive (case 13, see ./git.ts).
+ *
+ * Git admin operations (worktree add/remove/prune, branch moves, submodule init) run under the
+ * per-repository admin lock (./repo-lock.ts); the checkout of the files runs outside it, so
+ * concurrent creates populate their worktrees in parallel.
+ */
+import { execa } from 'execa';
+import { existsSync, realpathSync } from 'node:fs';
+import { appendFile, copyFile, mkdir, mkdtemp, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, isAbsolute, join, relative, resolve } from 'node:path';
+import { PollyError } from '../../brain/core/errors.js';
+import { createGitRunner, firstLine, type GitRunner } from './git.js';
+import { createPortAllocator, type PortAllocator } from '../ports.js';
+import { createRepoLock, type RepoLock } from './repo-lock.js';
+import { copyWorktreeIncludes } from './worktree-include.js';
+import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
+
+/** Journal sink: `kind` is dotted (`worktree.created`, …); `data` never holds secrets. */
+export type WorktreeJournal = (kind: string, data: Record<string, unknown>) => void;
+
+export interface WorktreeManagerOptions {
+  /** The repository's main checkout (absolute). */
+  repoRoot: string;
+  /** Where worktrees go, relative to `repoRoot` or absolute. Default `.worktrees`. */
+  worktreesDir?: string;
+  /** Shell command run in each new worktree after includes are copied (e.g. `npm ci`); null: none. */
+  setupCommand?: string | null;
+  /** Timeout of the setup command, ms. Default 900 000 (15 min). */
+  setupTimeoutMs?: number;
+  /** Where setup output is kept. Default `<repoRoot>/.polly/logs`. */
+  logsDir?: string;
+  journal?: WorktreeJournal;
+  clock?: { now(): Date };
+  /** Git runner; default {@link createGitRunner}(). */
+  git?: GitRunner;
+  /** Port allocator; default {@link createPortAllocator}(). */
+  ports?: PortAllocator;
+  /** Wait for another process's admin lock at most this long, ms. Default 60 000. */
+  lockTimeoutMs?: number;
+}
+
+/** What `create()` recovered from before creating (all empty on a clean run). */
+export interface CreateRecovery {
+  /** Registered worktrees whose directory was gone, pruned with `git worktree prune`. */
+  prunedEntries: string[];
+  /** Non-empty directories found at the preferred path(s), left untouched. */
+  pathsInTheWay: string[];
+  /**
+   * A worktree of this task whose `git worktree add` never finished (git's `locked initializing`
+   * marker left by a crash): backed up (when its directory exists) and removed.
+   */
+  interrupted: null | { path: string; backupRef: string | null };
+  /** A `polly/<id>` branch from an earlier run, and what was done with it. */
+  staleBranch: null | {
+    oldCommit: string;
+    /** True when the old commit was already contained in the base (nothing to keep). */
+    containedInBase: boolean;
+    /** The backup ref keeping the old commits, or null when contained in the base. */
+    backupRef: string | null;
+  };
+}
+
+/** The outcome of the setup command (an expected outcome: a red setup is data, not an error). */
+export interface SetupResult {
+  command: string;
+  exitCode: number | null;
+  timedOut: boolean;
+  durationMs: number;
+  /** Tail of the combined output (≤ 4000 characters); the whole of it is in `logPath`. */
+  output: string;
+  logPath: string;
+}
+
+export interface CreatedWorktree {
+  id: string;
+  /** Absolute path of the worktree. */
+  path: string;
+  /** `polly/<id>`. */
+  branch: string;
+  /** The base branch name, or null when only a commit was given. */
+  baseBranch: string | null;
+  /** The commit the branch starts from. */
+  baseCommit: string;
+  /** A free TCP port for this worker (PORT in its environment). */
+  port: number;
+  recovered: CreateRecovery;
+  /** Repository-relative paths copied from `.worktreeinclude`. */
+  included: string[];
+  /** Paths of submodules initialised (from `.gitmodules`), empty when none. */
+  submodules: string[];
+  setup: SetupResult | null;
+}
+
+export interface BackupResult {
+  /** `refs/polly/backup/<id>/<timestamp>`. */
+  ref: string;
+  /** The backup commit the ref points to. */
+  commit: string;
+  /**
+   * True when the worktree's files were saved: then `commit` is a stash-like commit whose tree is
+   * the working tree (tracked + untracked, not ignored), first parent the worktree's HEAD (so
+   * unpushed commits are reachable), second parent a commit of the index (staged state), and a
+   * third parent the `polly/<id>` tip when HEAD had moved off it. False when the directory was
+   * gone: then `commit` is the branch tip.
+   */
+  files: boolean;
+}
+
+export interface RemoveResult extends BackupResult {
+  /** The path removed (or found missing). */
+  path: string | null;
+}
+
+export interface ManagedWorktree extends WorktreeEntry {
+  /** The task id when the branch is `polly/<id>`, else null. */
+  taskId: string | null;
+}
+
+export interface ReconcileReport {
+  /** Known ids with a registered worktree whose directory exists. */
+  live: Array<{ id: string; path: string }>;
+  /** Known ids without a usable worktree; `reason` is a sentence for the task's statusReason. */
+  missing: Array<{ id: string; path: string | null; cause: 'directory_missing' | 'not_registered'; reason: string }>;
+  /** Registered `polly/<id>` worktrees whose id is not among the known ids. */
+  orphans: Array<{ id: string; path: string }>;
+  /** Directories under the worktrees dir that are not registered worktrees (left untouched). */
+  unregisteredDirs: string[];
+}
+
+export interface WorktreeManager {
+  /**
+   * Create the worktree of task `id` on `polly/<id>` from the base's current commit.
+   * @param baseBranch  branch to start from (default: the branch checked out in repoRoot)
+   * @param baseCommit  explicit commit (wins over the branch's tip; the branch is then only recorded)
+   * @throws PollyError `bad_input` (bad id, unknown base), `conflict` (the task already has a live
+   *   worktree, or no free path), `git_failed`, `lock_timeout`.
+   */
+  create(input: { id: string; baseBranch?: string; baseCommit?: string }): Promise<CreatedWorktree>;
+  /**
+   * Save everything of the worktree to `refs/polly/backup/<id>/<timestamp>` without touching its
+   * index or files (a temporary index via GIT_INDEX_FILE, `write-tree`, `commit-tree`).
+   * @throws PollyError `not_found` when neither the worktree nor the branch exists.
+   */
+  backup(input: { id: string; reason: string }): Promise<BackupResult>;
+  /**
+   * Back up, then `git worktree remove --force` (prune when the directory is already gone). The
+   * branch is kept. Idempotent: a task with no worktree left still gets its branch tip backed up.
+   * @throws PollyError `not_found` when neither the worktree nor the branch exists.
+   */
+  remove(input: { id: string; reason: string }): Promise<RemoveResult>;
+  /** All worktrees of the repository (the main checkout first), from `git worktree list --porcelain -z`. */
+  list(): Promise<ManagedWorktree[]>;
+  /** Compare the registry's task ids with what is on disk; changes nothing. */
+  reconcile(knownIds: readonly string[]): Promise<ReconcileReport>;
+  /**
+   * Commit everything the agent left in the worktree (`git add -A`; ignored files stay out) on its
+   * current branch, with `--no-verify`. Author/committer: git config `user.name`/`user.email`, else
+   * `Polly <polly@localhost>`. Call after the agent process has exited: a leftover `index.lock` is
+   * then stale and is moved aside (renamed, not deleted) and journaled.
+   * @returns the new commit, or null when there was nothing to commit.
+   */
+  commitAll(input: { id: string; message: string }): Promise<string | null>;
+  /**
+   * Whether `polly/<id>` is merged into `baseBranch`. Method, in order:
+   * 1. `git merge-base --is-ancestor polly/<id> <base>` — merge commits and fast-forwards (also true
+   *    for a branch with no commits of its own: nothing is left to merge);
+   * 2. `git merge-tree --write-tree <base> polly/<id>` (git ≥ 2.38): when merging the branch into the
+   *    base would leave the base's tree unchanged, its changes are already there — squash merges,
+   *    rebase merges, cherry-picks;
+   * 3. `git cherry <base> polly/<id>`: every commit has a patch-id-equal commit in the base (rebase
+   *    merges after the base changed the same lines again).
+   * A squash merge whose lines the base later changed again and that is not patch-equal is reported
+   * as not merged.
+   * @throws PollyError `not_found` (no branch), `bad_input` (unknown base).
+   */
+  isMerged(input: { id: string; baseBranch: string }): Promise<boolean>;
+}
+
+interface RepoInfo {
+  root: string;
+  commonDir: string;
+  worktreesDir: string;
+  lock: RepoLock;
+}
+
+const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/;
+const EMPTY_OLD = '';
+
+/** Create a worktree manager for one repository. Nothing runs until the first call. */
+export function createWorktreeManager(options: WorktreeManagerOptions): WorktreeManager {
+  const git = options.git ?? createGitRunner();
+  const ports = options.ports ?? createPortAllocator();
+  const clock = options.clock ?? { now: () => new Date() };
+  const journal: WorktreeJournal = options.journal ?? (() => undefined);
+  const portsById = new Map<string, number>();
+  const creating = new Set<string>();
+  let infoPromise: Promise<RepoInfo> | null = null;
+  let excludeChecked = false;
+
+  function repo(): Promise<RepoInfo> {
+    infoPromise ??= (async () => {
+      if (!existsSync(options.repoRoot)) {
+        throw new PollyError('not_a_git_repo', `repository root ${options.repoRoot} does not exist; pass the path of a git checkout`);
+      }
+      let out;
+      try {
+        out = await git.run(['rev-parse', '--path-format=absolute', '--show-toplevel', '--git-common-dir'], { cwd: options.repoRoot });
+      } catch (error) {
+        throw new PollyError('not_a_git_repo', `${options.repoRoot} is not a git repository; run Polly inside a git checkout`, { cause: error });
+      }
+      const [top, common] = out.stdout.split('\n').map((s) => s.trim());
+      const root = realpathSync(top ?? options.repoRoot);
+      const commonDir = realpathSync(common ?? join(root, '.git'));
+      const dir = options.worktreesDir ?? '.worktrees';
+      const worktreesDir = isAbsolute(dir) ? dir : join(root, dir);
+      return { root, commonDir, worktreesDir, lock: createRepoLock({ gitCommonDir: commonDir, timeoutMs: options.lockTimeoutMs }) };
+    })();
+    infoPromise.catch(() => {
+      infoPromise = null;
+    });
+    return infoPromise;
+  }
+
+  async function listEntries(info: RepoInfo): Promise<ManagedWorktree[]> {
+    const r = await git.run(['worktree', 'list', '--porcelain', '-z'], { cwd: info.root });
+    return parseWorktreeListPorcelainZ(r.stdout).map((e) => ({
+      ...e,
+      taskId: e.branch?.startsWith('refs/heads/polly/') ? e.branch.slice('refs/heads/polly/'.length) : null,
+    }));
+  }
+
+  async function revParse(cwd: string, rev: string): Promise<string | null> {
+    const r = await git.run(['rev-parse', '--verify', '--quiet', '--end-of-options', rev], { cwd, okExitCodes: [1, 128] });
+    return r.exitCode === 0 ? firstLine(r) : null;
+  }
+
+  async function isAncestor(cwd: string, a: string, b: string): Promise<boolean> {
+    const r = await git.run(['merge-base', '--is-ancestor', a, b], { cwd, okExitCodes: [1] });
+    return r.exitCode === 0;
+  }
+
+  function stamp(): string {
+    return clock.now().toISOString().replace(/[-:]/g, '');
+  }
+
+  /** Create `refs/polly/backup/<id>/<timestamp>` → commit; never overwrites an existing ref. */
+  async function createBackupRef(info: RepoInfo, id: string, commit: string, reason: string): Promise<string> {
+    const base = `refs/polly/backup/${id}/${stamp()}`;
+    for (let n = 1; n <= 20; n++) {
+      const ref = n === 1 ? base : `${base}-${n}`;
+      const r = await git.run(['update-ref', '-m', `polly backup: ${reason}`, ref, commit, EMPTY_OLD], { cwd: info.root, okExitCodes: [1, 128] });
+      if (r.exitCode === 0) return ref;
+      if ((await revParse(info.root, ref)) === null) {
+        throw new PollyError('git_failed', `cannot create backup ref ${ref} → ${commit}: ${r.stderr.trim()}`, {
+          details: { command: r.command, cwd: r.cwd, exitCode: r.exitCode, stderr: r.stderr },
+        });
+      }
+    }
+    throw new PollyError('internal', `20 backup refs named ${base}… already exist; the clock given to the worktree manager is not moving`);
+  }
+
+  async function ensureWorktreesDirIgnored(info: RepoInfo): Promise<void> {
+    if (excludeChecked) return;
+    await mkdir(info.worktreesDir, { recursive: true });
+    const rel = relative(info.root, info.worktreesDir);
+    if (rel !== '' && !rel.startsWith('..') && !isAbsolute(rel)) {
+      const r = await git.run(['check-ignore', '-q', `${rel}/`], { cwd: info.root, okExitCodes: [1] });
+      if (r.exitCode === 1) {
+        // Local to this clone (never a tracked file): keeps `git status` of the main checkout clean.
+        const exclude = join(info.commonDir, 'info', 'exclude');
+        await mkdir(join(info.commonDir, 'info'), { recursive: true });
+        const current = existsSync(exclude) ? await readFile(exclude, 'utf8') : '';
+        const sep = current === '' || current.endsWith('\n') ? '' : '\n';
+        await appendFile(exclude, `${sep}# added by Polly: task worktrees\n/${rel.split('\\').join('/')}/\n`);
+        journal('worktree.exclude_added', { file: exclude, pattern: `/${rel}/` });
+      }
+    }
+    excludeChecked = true;
+  }
+
+  /**
+   * The base's commit and the current tip of the task branch (null when absent), in one git call
+   * where the base is a local branch (`for-each-ref`), else with `rev-parse`.
+   */
+  async function resolveBase(
+    info: RepoInfo,
+    taskRef: string,
+    baseBranch?: string,
+    baseCommit?: string,
+  ): Promise<{ branch: string | null; commit: string; taskTip: string | null }> {
+    let branch = baseBranch ?? null;
+    if (branch === null && baseCommit === undefined) {
+      const r = await git.run(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: info.root, okExitCodes: [1] });
+      if (r.exitCode !== 0) {
+        throw new PollyError('bad_input', `${info.root} has a detached HEAD, so there is no default base branch; pass baseBranch or baseCommit`);
+      }
+      branch = firstLine(r);
+    }
+    const patterns = [taskRef];
+    if (baseCommit === undefined && branch !== null) patterns.push(`refs/heads/${branch}`);
+    const listed = await git.run(['for-each-ref', '--format=%(objectname) %(refname)', ...patterns], { cwd: info.root });
+    const tips = new Map<string, string>();
+    for (const line of listed.stdout.split('\n')) {
+      const sp = line.indexOf(' ');
+      if (sp > 0) tips.set(line.slice(sp + 1), line.slice(0, sp));
+    }
+    const taskTip = tips.get(taskRef) ?? null;
+    if (baseCommit !== undefined) {
+      const commit = await revParse(info.root, `${baseCommit}^{commit}`);
+      if (!commit) throw new PollyError('bad_input', `base commit "${baseCommit}" is not a commit in ${info.root}; pass an existing commit id`);
+      return { branch, commit, taskTip };
+    }
+    const commit = tips.get(`refs/heads/${branch}`) ?? (await revParse(info.root, `${branch}^{commit}`));
+    if (!commit) throw new PollyError('bad_input', `base branch "${branch}" does not exist in ${info.root}; pass an existing branch (e.g. main)`);
+    return { branch, commit, taskTip };
+  }
+
+  /**
+   * Drop the worktree's lock: remove `<admin dir>/locked`, the admin dir named by the worktree's
+   * `.git` file (`gitdir: <path>`, gitrepository-layout(5)) — what `git worktree unlock` does, without
+   * a process; falls back to git when the file is not in that form.
+   */
+  async function unlockWorktree(info: RepoInfo, path: string): Promise<void> {
+    const dotGit = await readFile(join(path, '.git'), 'utf8').catch(() => '');
+    const m = /^gitdir: (.+)$/m.exec(dotGit);
+    if (m?.[1]) {
+      const admin = resolve(path, m[1].trim());
+      if (existsSync(join(admin, 'gitdir'))) {
+        await rm(join(admin, 'locked'), { force: true });
+        return;
+      }
+    }
+    await git.run(['worktree', 'unlock', path], { cwd: info.root });
+  }
+
+  async function choosePath(info: RepoInfo, id: string, registered: Set<string>, recovered: CreateRecovery): Promise<string> {
+    for (let n = 1; n <= 20; n++) {
+      const path = join(info.worktreesDir, n === 1 ? id : `${id}-${n}`);
+      if (!existsSync(path)) {
+        if (!registered.has(path)) return path;
+        continue;
+      }
+      const s = await stat(path);
+      if (s.isDirectory() && (await readdir(path)).length === 0 && !registered.has(path)) return path;
+      recovered.pathsInTheWay.push(path);
+      journal('worktree.path_in_use', { id, path, action: 'left untouched; trying the next path' });
+    }
+    throw new PollyError(
+      'conflict',
+      `no free worktree path for task ${id}: ${recovered.pathsInTheWay.join(', ')} are in the way. ` +
+        `Polly never deletes a directory it did not create; move or delete them, then dispatch again.`,
+    );
+  }
+
+  async function findWorktree(info: RepoInfo, id: string): Promise<ManagedWorktree | null> {
+    return (await listEntries(info)).find((e) => e.taskId === id) ?? null;
+  }
+
+  async function identityEnv(cwd: string): Promise<Record<string, string>> {
+    const name = await git.run(['config', '--get', 'user.name'], { cwd, okExitCodes: [1] });
+    const email = await git.run(['config', '--get', 'user.email'], { cwd, okExitCodes: [1] });
+    if (name.exitCode === 0 && email.exitCode === 0 && firstLine(name) && firstLine(email)) return {};
+    return {
+      GIT_AUTHOR_NAME: 'Polly',
+      GIT_AUTHOR_EMAIL: 'polly@localhost',
+      GIT_COMMITTER_NAME: 'Polly',
+      GIT_COMMITTER_EMAIL: 'polly@localhost',
+    };
+  }
+
+  async function runSetup(id: string, path: string, port: number, command: string, info: RepoInfo): Promise<SetupResult> {
+    const logsDir = options.logsDir ?? join(info.root, '.polly', 'logs');
+    await mkdir(logsDir, { recursive: true });
+    const logPath = join(logsDir, `worktree-setup-${id}.log`);
+    const subprocess = execa('sh', ['-c', command], {
+      cwd: path,
+      env: git.env({ PORT: String(port), POLLY_TASK_ID: id, POLLY_WORKTREE: path }),
+      extendEnv: false,
+      all: true,
+      reject: false,
+      stdin: 'ignore',
+      detached: true, // own process group: a timeout kills what the command started too
+      maxBuffer: 256 * 1024 * 1024,
+    });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        if (subprocess.pid !== undefined) process.kill(-subprocess.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }, options.setupTimeoutMs ?? 900_000);
+    const r = await subprocess.finally(() => clearTimeout(timer));
+    const all = typeof r.all === 'string' ? r.all : '';
+    await writeFile(logPath, `$ ${command}\n${all}\n[exit ${r.exitCode ?? 'none'}${timedOut ? ', timed out' : ''}]\n`);
+    const result: SetupResult = {
+      command,
+      exitCode: r.exitCode ?? null,
+      timedOut,
+      durationMs: Math.round(r.durationMs),
+      output: all.length > 4000 ? all.slice(-4000) : all,
+      logPath,
+    };
+    journal('worktree.setup', { id, command, exitCode: result.exitCode, timedOut: result.timedOut, durationMs: result.durationMs, logPath });
+    return result;
+  }
+
+  async function backup(input: { id: string; reason: string }): Promise<BackupResult> {
+    validateId(input.id);
+    const info = await repo();
+    const { id, reason } = input;
+    const branchRef = `refs/heads/polly/${id}`;
+    const tip = await revParse(info.root, branchRef);
+    const entry = await findWorktree(info, id);
+    if (!entry || entry.prunable !== null || !existsSync(entry.path)) {
+      if (tip === null) throw new PollyError('not_found', `task ${id} has neither a worktree nor a branch polly/${id}; nothing to back up`);
+      const ref = await createBackupRef(info, id, tip, reason);
+      journal('worktree.backup', { id, reason, ref, commit: tip, files: false, note: 'worktree directory missing: only the branch commits could be kept' });
+      return { ref, commit: tip, files: false };
+    }
+    const cwd = entry.path;
+    const head = await revParse(cwd, 'HEAD');
+    if (head === null) throw new PollyError('git_failed', `worktree ${cwd} of task ${id} has no HEAD commit; cannot back it up`);
+    const tmp = await mkdtemp(join(tmpdir(), 'polly-backup-'));
+    try {
+      const tmpIndex = join(tmp, 'index');
+      const env = { GIT_INDEX_FILE: tmpIndex };
+      const realIndex = firstLine(await git.run(['rev-parse', '--path-format=absolute', '--git-path', 'index'], { cwd }));
+      if (existsSync(realIndex)) await copyFile(realIndex, tmpIndex);
+      else await git.run(['read-tree', 'HEAD'], { cwd, env });
+      // The staged state; an index with conflicts cannot be written as a tree: use HEAD's then.
+      const staged = await git.run(['write-tree'], { cwd, env, okExitCodes: [128] });
+      const indexTree = staged.exitCode === 0 ? firstLine(staged) : ((await revParse(cwd, 'HEAD^{tree}')) as string);
+      await git.run(['add', '--all', '--', ':/'], { cwd, env });
+      const workTree = firstLine(await git.run(['write-tree'], { cwd, env }));
+      const identity = await identityEnv(cwd);
+      const when = clock.now().toISOString();
+      const indexCommit = firstLine(
+        await git.run(['commit-tree', indexTree, '-p', head, '-m', `polly backup of the index of ${id} (${when})`], { cwd, env: identity }),
+      );
+      const parents = ['-p', head, '-p', indexCommit];
+      if (tip !== null && tip !== head && !(await isAncestor(cwd, tip, head))) parents.push('-p', tip);
+      const message = `polly backup of ${id}: ${reason}\n\nworktree: ${cwd}\nhead: ${head}\nbranch tip: ${tip ?? '(none)'}\nat: ${when}\n`;
+      const commit = firstLine(await git.run(['commit-tree', workTree, ...parents, '-F', '-'], { cwd, env: identity, input: message }));
+      const ref = await createBackupRef(info, id, commit, reason);
+      journal('worktree.backup', { id, reason, ref, commit, files: true, head });
+      return { ref, commit, files: true };
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  }
+
+
+  /** The body of create(); `creating` guards against the same id twice at once in this process. */
+  async function createWorktree(input: { id: string; baseBranch?: string; baseCommit?: string }): Promise<CreatedWorktree> {
+    const { id } = input;
+    const info = await repo();
+    const branch = `polly/${id}`;
+    const branchRef = `refs/heads/${branch}`;
+    // Read before the admin lock: polly/<id> is only moved by create() of this id, which is
+    // refused while another one runs; a branch made in between makes `-b` fail, never overwrites.
+    const base = await resolveBase(info, branchRef, input.baseBranch, input.baseCommit);
+    const recovered: CreateRecovery = { prunedEntries: [], pathsInTheWay: [], interrupted: null, staleBranch: null };
+    const port = await ports.allocate(id);
+    try {
+      // Locked until fully set up: a crash before the unlock leaves a marker naming this process,
+      // and the next create() recovers the worktree instead of tripping over it. A commit, not the
+      // base branch: never a second checkout of a branch (case 4). No checkout here: the files are
+      // written below, outside the admin lock.
+      const addArgs = (mode: '-b' | '-B', path: string) =>
+        ['worktree', 'add', '--no-checkout', '--lock', '--reason', `${CREATING_PREFIX}${process.pid}`, mode, branch, path, base.commit];
+      const path = await info.lock.withLock(async () => {
+        await ensureWorktreesDirIgnored(info);
+        const preferred = join(info.worktreesDir, id);
+        let old = base.taskTip;
+        if (old === null && !existsSync(preferred)) {
+          // Fresh task (the common case): add directly; any refusal from git (a stale registration
+          // of the path, …) falls through to the careful path below.
+          const r = await git.run(addArgs('-b', preferred), { cwd: info.root, okExitCodes: [128] });
+          if (r.exitCode === 0) return preferred;
+          journal('worktree.add_retry', { id, stderr: r.stderr.trim().slice(0, 500) });
+          old = await revParse(info.root, branchRef);
+        }
+        let entries = await listEntries(info);
+        const stale = entries.filter((e) => e.prunable !== null);
+        if (stale.length > 0) {
+          await git.run(['worktree', 'prune'], { cwd: info.root });
+          recovered.prunedEntries = stale.map((e) => e.path);
+          journal('worktree.pruned', { id, entries: recovered.prunedEntries, why: 'registered worktree directories were missing' });
+          entries = await listEntries(info);
+        }
+        let holder = entries.find((e) => e.branch === branchRef);
+        if (holder && isInterruptedCreation(holder)) {
+          // A creation that never finished (a crash): git's own `initializing` marker (no add is
+          // in flight while we hold the admin lock) or Polly's, whose process is gone. Keep what
+          // it has, then clear it.
+          await git.run(['worktree', 'unlock', holder.path], { cwd: info.root });
+          const saved = existsSync(holder.path) ? await backup({ id, reason: 'interrupted worktree creation' }) : null;
+          if (existsSync(holder.path)) await git.run(['worktree', 'remove', '--force', '--force', holder.path], { cwd: info.root });
+          else await git.run(['worktree', 'prune'], { cwd: info.root });
+          recovered.interrupted = { path: holder.path, backupRef: saved?.ref ?? null };
+          journal('worktree.interrupted_recovered', { id, path: holder.path, backupRef: saved?.ref ?? null });
+          entries = await listEntries(info);
+          holder = entries.find((e) => e.branch === branchRef);
+        }
+        if (holder) {
+          const creating = holder.locked?.startsWith(CREATING_PREFIX) ? ` (being created by pid ${holder.locked.slice(CREATING_PREFIX.length)})` : '';
+          throw new PollyError(
+            'conflict',
+            `task ${id} already has a worktree at ${holder.path} on ${branch}${creating}; remove it first (remove() backs it up) or use another task id`,
+            { details: { id, path: holder.path } },
+          );
+        }
+        if (old !== null && old !== base.commit) {
+          if (await isAncestor(info.root, old, base.commit)) {
+            recovered.staleBranch = { oldCommit: old, containedInBase: true, backupRef: null };
+            journal('worktree.branch_reset', { id, branch, oldCommit: old, baseCommit: base.commit, why: 'old branch contained in the base' });
+          } else {
+            const backupRef = await createBackupRef(info, id, old, `stale ${branch} from an earlier run`);
+            recovered.staleBranch = { oldCommit: old, containedInBase: false, backupRef };
+            journal('worktree.stale_branch_backed_up', {
+              id,
+              branch,
+              oldCommit: old,
+              backupRef,
+              baseCommit: base.commit,
+              why: 'the branch from an earlier run is not in the current base; the new branch starts from the current base',
+            });
+          }
+        }
+        const path = await choosePath(info, id, new Set(entries.map((e) => resolve(e.path))), recovered);
+        await git.run(addArgs(old === null ? '-b' : '-B', path), { cwd: info.root });
+        return path;
+      });
+      // The same step `git worktree add` runs for its checkout, on this worktree's own index.
+      await git.run(['reset', '--hard', '--quiet', '--no-recurse-submodules'], { cwd: path });
+      const rel = relative(info.root, info.worktreesDir);
+      const includes = await copyWorktreeIncludes({ git, repoRoot: info.root, worktreePath: path, excludePrefixes: rel.startsWith('..') ? [] : [`${rel}/`] });
+      if (includes.copied.length > 0) journal('worktree.include_copied', { id, files: includes.copied });
+      let submodules: string[] = [];
+      if (existsSync(join(path, '.gitmodules'))) {
+        // `submodule update --init` writes the shared config: admin lock.
+        await info.lock.withLock(() => git.run(['submodule', 'update', '--init', '--recursive'], { cwd: path, timeoutMs: 600_000 }));
+        const listed = await git.run(['submodule', 'status', '--recursive'], { cwd: path });
+        submodules = listed.stdout
+          .split('\n')
+          .map((l) => l.trim().split(/\s+/)[1])
+          .filter((p): p is string => !!p);
+        journal('worktree.submodules', { id, submodules });
+      }
+      const setup = options.setupCommand ? await runSetup(id, path, port, options.setupCommand, info) : null;
+      await unlockWorktree(info, path);
+      portsById.set(id, port);
+      const created: CreatedWorktree = {
+        id,
+        path,
+        branch,
+        baseBranch: base.branch,
+        baseCommit: base.commit,
+        port,
+        recovered,
+        included: includes.copied,
+        submodules,
+        setup,
+      };
+      journal('worktree.created', { id, path, branch, baseBranch: base.branch, baseCommit: base.commit, port, recovered });
+      return created;
+    } catch (error) {
+      ports.release(port);
+      throw error;
+    }
+    }
+
+  return {
+    async create(input) {
+      const { id } = input;
+      validateId(id);
+      if (creating.has(id)) throw new PollyError('conflict', `task ${id} is already being created by this Polly; wait for it to finish`);
+      creating.add(id);
+      try {
+        return await createWorktree(input);
+      } finally {
+        creating.delete(id);
+      }
+    },
+
+    backup,
+
+    async remove(input) {
+      validateId(input.id);
+      const info = await repo();
+      const entry = await findWorktree(info, input.id);
+      const saved = await backup(input);
+      await info.lock.withLock(async () => {
+        if (entry && existsSync(entry.path)) {
+          if (existsSync(join(entry.path, '.gitmodules'))) {
+            // `worktree remove` refuses populated submodules; their state is in the backup's gitlinks.
+            await git.run(['submodule', 'deinit', '--all', '--force'], { cwd: entry.path });
+          }
+          await git.run(['worktree', 'remove', '--force', '--force', entry.path], { cwd: info.root });
+        } else if (entry) {
+          await git.run(['worktree', 'prune'], { cwd: info.root });
+        }
+      });
+      const port = portsById.get(input.id);
+      if (port !== undefined) ports.release(port);
+      portsById.delete(input.id);
+      const path = entry?.path ?? null;
+      journal('worktree.removed', { id: input.id, reason: input.reason, path, backupRef: saved.ref, files: saved.files });
+      return { ...saved, path };
+    },
+
+    async list() {
+      return listEntries(await repo());
+    },
+
+    async reconcile(knownIds) {
+      const info = await repo();
+      const entries = await listEntries(info);
+      const known = new Set(knownIds);
+      const report: ReconcileReport = { live: [], missing: [], orphans: [], unregisteredDirs: [] };
+      const byId = new Map<string, ManagedWorktree>();
+      for (const e of entries) if (e.taskId !== null) byId.set(e.taskId, e);
+      for (const id of knownIds) {
+        const e = byId.get(id);
+        if (!e) {
+          report.missing.push({ id, path: null, cause: 'not_registered', reason: `task ${id} has no registered worktree (polly/${id} is not checked out anywhere)` });
+        } else if (!existsSync(e.path)) {
+          report.missing.push({ id, path: e.path, cause: 'directory_missing', reason: `the worktree directory ${e.path} of task ${id} was deleted` });
+        } else {
+          report.live.push({ id, path: e.path });
+        }
+      }
+      for (const [id, e] of byId) if (!known.has(id)) report.orphans.push({ id, path: e.path });
+      if (existsSync(info.worktreesDir)) {
+        const registered = new Set(entries.map((e) => resolve(e.path)));
+        for (const name of (await readdir(info.worktreesDir)).sort()) {
+          const p = join(info.worktreesDir, name);
+          if (!registered.has(p) && (await stat(p)).isDirectory()) report.unregisteredDirs.push(p);
+        }
+      }
+      return report;
+    },
+
+    async commitAll(input) {
+      validateId(input.id);
+      const info = await repo();
+      const entry = await findWorktree(info, input.id);
+      if (!entry || !existsSync(entry.path)) throw new PollyError('not_found', `task ${input.id} has no worktree on disk; nothing to commit`);
+      const cwd = entry.path;
+      const lockFile = firstLine(await git.run(['rev-parse', '--path-format=absolute', '--git-path', 'index.lock'], { cwd }));
+      if (existsSync(lockFile)) {
+        const aside = `${lockFile}.stale-${stamp()}`;
+        await rename(lockFile, aside);
+        journal('worktree.stale_index_lock', { id: input.id, lockFile, movedTo: aside });
+      }
+      await git.run(['add', '--all', '--', ':/'], { cwd });
+      const diff = await git.run(['diff', '--cached', '--quiet'], { cwd, okExitCodes: [1] });
+      if (diff.exitCode === 0) return null;
+      const env = await identityEnv(cwd);
+      await git.run(['commit', '--quiet', '--no-verify', '--no-edit', '-F', '-'], { cwd, env, input: input.message });
+      const commit = (await revParse(cwd, 'HEAD')) as string;
+      journal('worktree.committed', { id: input.id, commit });
+      return commit;
+    },
+
+    async isMerged(input) {
+      validateId(input.id);
+      const info = await repo();
+      const tip = await revParse(info.root, `refs/heads/polly/${input.id}`);
+      if (tip === null) throw new PollyError('not_found', `branch polly/${input.id} does not exist; no such task branch`);
+      const base =
+        (await revParse(info.root, `refs/heads/${input.baseBranch}^{commit}`)) ?? (await revParse(info.root, `${input.baseBranch}^{commit}`));
+      if (base === null) throw new PollyError('bad_input', `base branch "${input.baseBranch}" does not exist in ${info.root}`);
+      if (await isAncestor(info.root, tip, base)) return true;
+      const merged = await git.run(['merge-tree', '--write-tree', '--no-messages', base, tip], { cwd: info.root, okExitCodes: [1] });
+      if (merged.exitCode === 0 && firstLine(merged) === (await revParse(info.root, `${base}^{tree}`))) return true;
+      const cherry = await git.run(['cherry', base, tip], { cwd: info.root });
+      const lines = cherry.stdout.split('\n').filter((l) => l.trim() !== '');
+      return lines.length > 0 && lines.every((l) => l.startsWith('-'));
+    },
+  };
+}
+
+/** Lock reason of a worktree while Polly sets it up; the pid follows. */
+const CREATING_PREFIX = 'polly creating, pid ';
+
+/**
+ * True when `entry` is a creation that can no longer finish: git's `initializing` lock (an add that
+ * died; git holds it only inside `worktree add`, which Polly runs under the admin lock), or Polly's
+ * own marker whose process is gone. A marker of this process counts: a create of the same id in
+ * this process is refused before it gets here (the manager's `creating` set).
+ */
+function isInterruptedCreation(entry: WorktreeEntry): boolean {
+  if (entry.locked === 'initializing') return true;
+  if (!entry.locked?.startsWith(CREATING_PREFIX)) return false;
+  const pid = Number(entry.locked.slice(CREATING_PREFIX.length));
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return false; // alive: another Polly process is setting it up
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+/** @throws PollyError `bad_input` unless `id` is a safe ref/path component. */
+function validateId(id: string): void {
+  if (!ID_PATTERN.test(id) || id.includes('..') || id.endsWith('.lock') || basename(id) !== id) {
+    throw new PollyError(
+      'bad_input',
+      `task id "${id}" cannot name a branch and a directory; use 1-80 characters of letters, digits, ".", "_" or "-", starting with a letter or digit`,
+    );
+  }
+}

@@ -1,0 +1,229 @@
+/**
+ * The worker runner: a small detached process that runs ONE agent turn for the worker supervisor
+ * and leaves everything it learns in files, so that the turn survives a Brain crash.
+ *
+ * `node dist/workers/supervisor/worker-runner.js <dir>/spec.json`
+ *
+ * 1. writes `runner.pid`, then touches `heartbeat` (its mtime, and an ISO time as content) every
+ *    `spec.heartbeatMs` ms;
+ * 2. builds the adapter for `spec.harness` from `spec.config` (workers/agent-factory.ts) and
+ *    installs the gate (`prepareGate(harness, {role, context, stateDir: <dir>/gate, journalPath,
+ *    policy: config.policies})`);
+ * 3. starts the agent (its own process group) with the environment variables named in
+ *    `spec.envKeys` (their values come from the runner's own environment: secrets never go to disk)
+ *    and records its pid in `agent.json`;
+ * 4. appends every normalised {@link AgentEvent} as one JSON line to `events.jsonl`;
+ * 5. when the turn ends writes `result.json` (an {@link AgentRunResult}) atomically (temp file +
+ *    rename) and exits 0.
+ *
+ * SIGTERM / SIGINT / SIGHUP cancel the agent's whole process group and the result is `cancelled`.
+ * Any fault of the runner itself (bad spec, gate not built, bad config) still ends in a
+ * `result.json` whose status says so (`agent_refused` for configuration, `agent_exited` otherwise).
+ */
+import { appendFileSync, closeSync, existsSync, fsyncSync, openSync, readFileSync, realpathSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { PollyConfig } from '../../brain/config/config-schema.js';
+import { isPollyError } from '../../brain/core/errors.js';
+import { prepareGate } from '../../gate/hooks/harness-gate.js';
+import type { WorkerTurnRequest } from '../../brain/task-tools/types.js';
+import type { AgentEvent, AgentRunResult, AgentRunStatus } from '../agents/agent-adapter.js';
+import { createAgentAdapter } from '../agents/agent-factory.js';
+
+/**
+ * What the supervisor writes to `<dir>/spec.json` for one turn: the turn request (brain/task-tools/types.ts)
+ * without its env values (no secrets on disk: only their names) plus where the runner keeps things.
+ */
+export interface WorkerSpec extends Omit<WorkerTurnRequest, 'env' | 'timeoutMs'> {
+  version: 1;
+  workerId: string;
+  /** Names of the environment variables passed to the agent as `AgentRunOptions.env`. */
+  envKeys: string[];
+  timeoutMs: number | null;
+  /** The agent's private state (sessions, CLI config): per task and harness, so follow-ups resume. */
+  agentStateDir: string;
+  /** Where the gate's files go (`<dir>/gate`). */
+  gateDir: string;
+  /** Gate decision log (null: none; undefined in older specs: prepareGate's default). */
+  journalPath: string | null;
+  heartbeatMs: number;
+  config: PollyConfig;
+}
+
+/** The files of one worker under its directory. */
+export interface WorkerFiles {
+  dir: string;
+  spec: string;
+  events: string;
+  heartbeat: string;
+  result: string;
+  /** The runner's stdout+stderr. */
+  log: string;
+  runnerPid: string;
+  /** `{pid, startedAt}` of the agent CLI (its process group leader). */
+  agent: string;
+}
+
+/** Paths of the worker files in `dir`. */
+export function workerFiles(dir: string): WorkerFiles {
+  return {
+    dir,
+    spec: join(dir, 'spec.json'),
+    events: join(dir, 'events.jsonl'),
+    heartbeat: join(dir, 'heartbeat'),
+    result: join(dir, 'result.json'),
+    log: join(dir, 'runner.log'),
+    runnerPid: join(dir, 'runner.pid'),
+    agent: join(dir, 'agent.json'),
+  };
+}
+
+/** Write JSON to `path` atomically: `<path>.<pid>.tmp`, fsync, rename. */
+export function writeJsonAtomic(path: string, value: unknown): void {
+  const tmp = `${path}.${process.pid}.tmp`;
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    writeSync(fd, `${JSON.stringify(value, null, 2)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+}
+
+/** The result in `result.json`, or null when there is none (yet) or it is unreadable. */
+export function readWorkerResult(files: WorkerFiles): AgentRunResult | null {
+  if (!existsSync(files.result)) return null;
+  try {
+    return JSON.parse(readFileSync(files.result, 'utf8')) as AgentRunResult;
+  } catch {
+    return null;
+  }
+}
+
+/** A result for a turn that ended before (or without) the agent: a runner fault or a refusal. */
+export function faultResult(status: AgentRunStatus, message: string, started: number, events: AgentEvent[] = [], stderr = ''): AgentRunResult {
+  return { status, message, exitCode: null, signal: null, sessionId: null, finalText: '', events, stderr, durationMs: Date.now() - started, command: [] };
+}
+
+/** Run the turn described by `specPath` (see the module doc). Never throws; resolves with the result written. */
+export async function runWorker(specPath: string): Promise<AgentRunResult> {
+  const started = Date.now();
+  const files = workerFiles(dirname(specPath));
+  writeFileSync(files.runnerPid, `${process.pid}\n`);
+  const beat = (): void => {
+    try {
+      writeFileSync(files.heartbeat, `${new Date().toISOString()}\n`);
+    } catch {
+      /* the directory went away: the supervisor will see no heartbeat */
+    }
+  };
+  beat();
+  const controller = new AbortController();
+  const stop = (): void => controller.abort();
+  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, stop);
+
+  const events: AgentEvent[] = [];
+  const record = (event: AgentEvent): void => {
+    events.push(event);
+    try {
+      appendFileSync(files.events, `${JSON.stringify(event)}\n`);
+    } catch {
+      /* keep running: the result still carries every event */
+    }
+  };
+
+  let result: AgentRunResult;
+  let timer: NodeJS.Timeout | null = null;
+  try {
+    const spec = JSON.parse(readFileSync(specPath, 'utf8')) as WorkerSpec;
+    timer = setInterval(beat, Math.max(50, spec.heartbeatMs || 2000));
+    let adapter;
+    try {
+      adapter = createAgentAdapter(spec.harness, spec.config, { model: spec.model });
+    } catch (error) {
+      const message = isPollyError(error) ? error.message : `could not configure the ${spec.harness} worker: ${(error as Error).message}`;
+      record({ type: 'error', message });
+      throw Object.assign(new Error(message), { status: 'agent_refused' as AgentRunStatus });
+    }
+    const gate = await prepareGate(spec.harness, {
+      role: spec.role,
+      context: spec.gateContext,
+      stateDir: spec.gateDir,
+      ...(spec.journalPath !== undefined ? { journalPath: spec.journalPath } : {}),
+      policy: spec.config.policies,
+    });
+    const env: Record<string, string> = {};
+    for (const key of spec.envKeys) {
+      const value = process.env[key];
+      if (value !== undefined) env[key] = value;
+    }
+    const run = adapter.start({
+      cwd: spec.cwd,
+      prompt: spec.prompt,
+      resumeSessionId: spec.resumeSessionId,
+      model: spec.model,
+      readOnly: spec.role !== 'implement',
+      gate: { args: gate.args, env: gate.env },
+      env,
+      stateDir: spec.agentStateDir,
+      ...(spec.timeoutMs ? { timeoutMs: spec.timeoutMs } : {}),
+      onEvent: record,
+      signal: controller.signal,
+    });
+    if (run.pid > 0) writeJsonAtomic(files.agent, { pid: run.pid, startedAt: new Date().toISOString() });
+    result = await run.result;
+  } catch (error) {
+    const status = ((error as { status?: AgentRunStatus }).status ?? 'agent_exited') as AgentRunStatus;
+    const message = status === 'agent_refused' ? (error as Error).message : `the worker runner failed before the agent ran: ${(error as Error).message}`;
+    if (status !== 'agent_refused') record({ type: 'error', message });
+    result = faultResult(controller.signal.aborted ? 'cancelled' : status, message, started, events);
+  }
+  if (timer) clearInterval(timer);
+  beat();
+  writeJsonAtomic(files.result, result);
+  return result;
+}
+
+const isMain = process.argv[1] !== undefined && existsSync(process.argv[1]) && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
+/**
+ * Standby mode (`worker-runner.js --standby <tag>`): a runner started ahead of need, with its
+ * modules loaded, that waits on stdin for ONE claim line `{"specPath", "env"}` from its supervisor;
+ * it then sets `env` in its own environment (never on disk) and runs that turn. EOF without a claim
+ * (the supervisor exited, or died: the kernel closes the pipe) ends it at once: nothing idles on.
+ */
+async function standby(): Promise<void> {
+  let buffer = '';
+  const claim = await new Promise<{ specPath: string; env: Record<string, string> } | null>((resolve) => {
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (chunk: string) => {
+      buffer += chunk;
+      const nl = buffer.indexOf('\n');
+      if (nl < 0) return;
+      try {
+        resolve(JSON.parse(buffer.slice(0, nl)) as { specPath: string; env: Record<string, string> });
+      } catch {
+        resolve(null);
+      }
+    });
+    process.stdin.on('end', () => resolve(null));
+    process.stdin.on('error', () => resolve(null));
+  });
+  process.stdin.destroy();
+  if (!claim || !existsSync(claim.specPath)) process.exit(0);
+  for (const [k, v] of Object.entries(claim.env ?? {})) process.env[k] = v;
+  await runWorker(claim.specPath);
+  process.exit(0);
+}
+
+if (isMain && process.argv[2] === '--standby') {
+  await standby();
+} else if (isMain) {
+  const specPath = process.argv[2];
+  if (!specPath || !existsSync(specPath)) {
+    process.stderr.write(`usage: worker-runner.js <spec.json> (got ${JSON.stringify(specPath ?? null)}, which does not exist)\n`);
+    process.exit(2);
+  }
+  await runWorker(specPath);
+  process.exit(0);
+}

@@ -1,0 +1,659 @@
+/**
+ * The worker supervisor: runs agent turns as detached runner processes (workers/worker-runner.ts)
+ * that outlive the Brain, records them in the registry's `workers`, and adopts or reaps them after
+ * a restart (orchestration case 6: no row stays "running" without a live process).
+ *
+ * Files, per worker, in `<stateRoot>/<workerId>/` (see {@link workerFiles}): `spec.json` (what to
+ * run; env VALUES are not in it — they reach the runner through its environment), `runner.pid`,
+ * `heartbeat`, `events.jsonl` (one normalised event per line), `agent.json` (the agent's pid),
+ * `result.json` (written last, atomically), `runner.log` (the runner's stdout+stderr). The agent's
+ * own state (its sessions) lives in `<stateRoot>/agents/<taskId>/<harness>/`, shared by the turns of
+ * one task so that a follow-up can resume the session.
+ *
+ * Identity: the worker id is derived from the order id (`w-<taskId>-<sha1(orderId)[0:10]>`), so a
+ * second `runTurn` for the same order finds the first one's row and files. The row is inserted
+ * BEFORE the runner is spawned: a spec without a row was never started and may be started; a row
+ * whose runner is gone without a result is a lost turn and is never started again.
+ *
+ * A runner is "alive" when `/proc/<pid>/cmdline` names its spec file, or the tag of the standby
+ * runner it was handed to (`runner.tag`), so a reused pid or a zombie is not mistaken for it; where
+ * there is no /proc, when `kill(pid, 0)` succeeds.
+ *
+ * Standby: after its first turn the supervisor keeps `standby` runners (default 1) booted ahead of need
+ * (`worker-runner.js --standby <tag>`, waiting on a stdin pipe); the next turn hands it the spec and
+ * env in one line instead of waiting ~0.1-0.3 s for node to start. It dies with the supervisor.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { PollyConfig } from '../../brain/config/config-schema.js';
+import { PollyError } from '../../brain/core/errors.js';
+import { workerRunnerPath } from '../../brain/core/install-paths.js';
+import type { RegistryStore } from '../../brain/registry/registry-store.js';
+import type { WorkerRecord } from '../../brain/registry/registry-schema.js';
+import type { WorkerSupervisor, WorkerTurnRequest, WorkerTurnResult } from '../../brain/task-tools/types.js';
+import type { AgentEvent, AgentRunResult } from '../agents/agent-adapter.js';
+import { scrubbedProcessEnv } from '../agents/agent-process.js';
+import { pidAlive } from '../proc/process-liveness.js';
+import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerFiles, type WorkerSpec } from './worker-runner.js';
+
+export interface WorkerSupervisorOptions {
+  /** The repository's main checkout (absolute). */
+  repoRoot: string;
+  store: RegistryStore;
+  config: PollyConfig;
+  /** Where worker directories go. Default `<repoRoot>/.polly/workers`. */
+  stateRoot?: string;
+  /** The built runner. Default `dist/workers/supervisor/worker-runner.js` of this package. */
+  runnerPath?: string;
+  /** The node executable for the runner. Default `process.execPath`. */
+  nodePath?: string;
+  /** How often a follower looks at the worker's files, ms. Default 100. */
+  pollMs?: number;
+  /** How often the runner touches its heartbeat file, ms. Default 2000. */
+  heartbeatMs?: number;
+  /** Write an observed heartbeat into the registry at most this often, ms. Default 5000. */
+  registryHeartbeatMs?: number;
+  /** After SIGTERM, how long a runner gets to write its `cancelled` result before SIGKILL, ms. Default 8000. */
+  cancelGraceMs?: number;
+  /** Gate decision log for the workers (default: prepareGate's `<repoRoot>/.polly/gate-decisions.jsonl`). */
+  gateJournalPath?: string | null;
+  /**
+   * How many runners to keep started ahead of need (modules loaded, waiting on a stdin pipe), so a
+   * turn does not wait for node to boot: 0 turns this off. They are started after the first turn
+   * of this supervisor and replaced after each use; they exit when this process exits (their pipe
+   * closes). Default 1 (each idle runner holds about 40 MB).
+   */
+  standby?: number;
+}
+
+/** The worker id of an order: stable, so a repeated order finds its first run. */
+export function workerIdFor(taskId: string, orderId: string): string {
+  return `w-${taskId}-${createHash('sha1').update(orderId).digest('hex').slice(0, 10)}`;
+}
+
+/** This package's built runner, `dist/workers/supervisor/worker-runner.js`. @throws PollyError `not_built`. */
+export function defaultRunnerPath(): string {
+  const path = workerRunnerPath();
+  if (existsSync(path)) return path;
+  throw new PollyError('not_built', `the worker runner is not built (no ${path}). Run "npm run build" first.`);
+}
+
+/**
+ * Whether the runner of `specPath` is alive as `pid` (see the module doc): its command line names
+ * the spec file, or — for a standby runner that was handed this spec — the tag in `runner.tag`.
+ */
+export function runnerAlive(pid: number, specPath: string): boolean {
+  if (!pid || pid <= 0) return false;
+  try {
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    if (args.includes(specPath)) return true;
+    let tag = '';
+    try {
+      tag = readFileSync(join(dirname(specPath), 'runner.tag'), 'utf8').trim();
+    } catch {
+      return false;
+    }
+    return tag !== '' && args.includes(tag);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && existsSync('/proc/self/cmdline')) return false;
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** Whether process group `pgid` has any member left. */
+export function groupAlive(pgid: number): boolean {
+  if (!pgid || pgid <= 0) return false;
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function signalGroup(pgid: number | null | undefined, sig: NodeJS.Signals): void {
+  if (!pgid || pgid <= 0) return;
+  try {
+    process.kill(-pgid, sig);
+  } catch {
+    /* already gone */
+  }
+}
+
+function signalPid(pid: number, sig: NodeJS.Signals): void {
+  if (!pid || pid <= 0) return;
+  try {
+    process.kill(pid, sig);
+  } catch {
+    /* already gone */
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** `pid → ppid` of every process, from /proc (empty where there is no /proc). */
+function parentTable(): Map<number, number> {
+  const table = new Map<number, number>();
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return table;
+  }
+  for (const name of entries) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      table.set(Number(name), Number(fields[1]));
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return table;
+}
+
+/** Every descendant of `pid` (children, grandchildren, …), by parent links in /proc. */
+export function descendantsOf(pid: number): number[] {
+  const table = parentTable();
+  const out: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    const parent = queue.shift()!;
+    for (const [child, ppid] of table) {
+      if (ppid === parent && !out.includes(child)) {
+        out.push(child);
+        queue.push(child);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Stop an agent whose runner is gone: its process group AND every descendant (a CLI may run tool
+ * commands in process groups or sessions of their own, e.g. pi's bash tool), SIGTERM first so the
+ * CLI can clean up, SIGKILL after `graceMs`. Descendants are collected before anything is signalled
+ * (once the CLI dies they are reparented and can no longer be traced to it).
+ */
+export async function killAgentTree(agentPid: number | null, graceMs = 2000): Promise<void> {
+  if (!agentPid || agentPid <= 0) return;
+  const tree = descendantsOf(agentPid);
+  const alive = (): boolean => groupAlive(agentPid) || tree.some((p) => pidAlive(p));
+  if (!alive()) return;
+  signalGroup(agentPid, 'SIGTERM');
+  for (const p of tree) signalPid(p, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline && alive()) await sleep(50);
+  signalGroup(agentPid, 'SIGKILL');
+  for (const p of tree) {
+    signalPid(p, 'SIGKILL');
+    signalGroup(p, 'SIGKILL');
+  }
+}
+
+
+function readAgentPid(files: WorkerFiles): number | null {
+  try {
+    const pid = (JSON.parse(readFileSync(files.agent, 'utf8')) as { pid?: unknown }).pid;
+    return typeof pid === 'number' && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+function readRunnerPid(files: WorkerFiles): number {
+  try {
+    const pid = Number(readFileSync(files.runnerPid, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function logTail(files: WorkerFiles, bytes = 4096): string {
+  try {
+    const text = readFileSync(files.log, 'utf8');
+    return text.slice(-bytes);
+  } catch {
+    return '';
+  }
+}
+
+/** Reads events.jsonl incrementally from a byte offset (whole lines only). */
+function createEventTail(path: string): { read(): AgentEvent[] } {
+  let offset = 0;
+  let partial = '';
+  return {
+    read() {
+      let fd: number;
+      try {
+        fd = openSync(path, 'r');
+      } catch {
+        return [];
+      }
+      const out: AgentEvent[] = [];
+      try {
+        const size = statSync(path).size;
+        while (offset < size) {
+          const buf = Buffer.alloc(Math.min(1 << 20, size - offset));
+          const n = readSync(fd, buf, 0, buf.length, offset);
+          if (n <= 0) break;
+          offset += n;
+          partial += buf.subarray(0, n).toString('utf8');
+        }
+      } finally {
+        closeSync(fd);
+      }
+      let nl: number;
+      while ((nl = partial.indexOf('\n')) >= 0) {
+        const line = partial.slice(0, nl);
+        partial = partial.slice(nl + 1);
+        if (!line.trim()) continue;
+        try {
+          out.push(JSON.parse(line) as AgentEvent);
+        } catch {
+          out.push({ type: 'unknown', raw: line });
+        }
+      }
+      return out;
+    },
+  };
+}
+
+function isLiveState(w: WorkerRecord): boolean {
+  return w.state === undefined || w.state === 'starting' || w.state === 'running';
+}
+
+/**
+ * Create the supervisor (implements {@link WorkerSupervisor} of brain/task-tools/types.ts).
+ *
+ * - `runTurn(request)`: idempotent per `request.orderId`. A row for the order whose runner lives →
+ *   adopt (replay events.jsonl from the start through `onEvent`, wait for result.json); runner gone
+ *   with a result → that result; gone without one → status `agent_exited`, "the worker process died
+ *   (pid N) without a result" (never started again). Otherwise a new runner is started (row first,
+ *   then the detached process, stdio to runner.log). Aborting `options.signal` cancels the turn
+ *   (SIGTERM to the runner, which cancels the agent's group) and resolves with its `cancelled` result.
+ *   Never rejects for agent failures; rejects only for faults of Polly itself (registry, not built).
+ * - `cancelTask(taskId)`: SIGTERM every live runner of the task, wait up to `cancelGraceMs` for its
+ *   result, then SIGKILL the runner and the agent's process group; rows end `exited` or `dead`.
+ * - `reconcile()`: live rows whose runner lives are adopted (supervisor = this pid); the others are
+ *   reaped: `exited` with the outcome of result.json, else `dead` with the cause; a surviving agent
+ *   group of a dead runner is killed.
+ * - `live()`: rows in state starting/running whose runner is alive.
+ */
+export function createWorkerSupervisor(options: WorkerSupervisorOptions): WorkerSupervisor {
+  const stateRoot = resolve(options.stateRoot ?? join(options.repoRoot, '.polly', 'workers'));
+  const pollMs = options.pollMs ?? 100;
+  const heartbeatMs = options.heartbeatMs ?? 2000;
+  const registryHeartbeatMs = options.registryHeartbeatMs ?? 5000;
+  const cancelGraceMs = options.cancelGraceMs ?? 8000;
+  const store = options.store;
+  /** Turns followed by this process, by worker id (a second call for the same order joins the first). */
+  const following = new Map<string, Promise<WorkerTurnResult>>();
+  const standbyCount = Math.max(0, Math.floor(options.standby ?? 1));
+  const standbys: Array<{ child: ChildProcess; tag: string }> = [];
+  let standbySeq = 0;
+  const dropStandby = (child: ChildProcess): void => {
+    const i = standbys.findIndex((x) => x.child === child);
+    if (i >= 0) standbys.splice(i, 1);
+  };
+
+  /** Top the standby runners up to `standbyCount` (best effort: without one, a turn starts a runner cold). */
+  const spawnStandby = (runnerPath: string): void => {
+    while (standbys.length < standbyCount && spawnOneStandby(runnerPath));
+  };
+  const spawnOneStandby = (runnerPath: string): boolean => {
+    try {
+      mkdirSync(stateRoot, { recursive: true });
+      const tag = `polly-standby-${process.pid}-${++standbySeq}-${createHash('sha1').update(`${Date.now()}${Math.random()}`).digest('hex').slice(0, 8)}`;
+      const log = openSync(join(stateRoot, 'standby.log'), 'a', 0o600);
+      try {
+        const child = spawn(options.nodePath ?? process.execPath, [runnerPath, '--standby', tag], {
+          cwd: stateRoot,
+          env: scrubbedProcessEnv(),
+          detached: true,
+          stdio: ['pipe', log, log],
+        });
+        child.on('error', () => dropStandby(child));
+        child.on('exit', () => dropStandby(child));
+        child.stdin?.on('error', () => {});
+        child.unref();
+        (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+        if (!child.pid) return false;
+        standbys.push({ child, tag });
+        return true;
+      } finally {
+        closeSync(log);
+      }
+    } catch {
+      return false;
+    }
+  };
+
+  /** Hand `specPath` (and the env) to the standby runner; its pid, or 0 when there is none. */
+  const claimStandby = (files: WorkerFiles, env: Record<string, string>): number => {
+    const s = standbys.shift();
+    if (!s || !s.child.pid || s.child.exitCode !== null || !s.child.stdin?.writable) return 0;
+    writeFileSync(join(files.dir, 'runner.tag'), `${s.tag}\n`);
+    writeFileSync(files.log, `[polly] this turn runs in standby runner ${s.tag} (pid ${s.child.pid}); its stdout/stderr go to ${join(stateRoot, 'standby.log')}\n`, { flag: 'a' });
+    s.child.stdin.end(`${JSON.stringify({ specPath: files.spec, env })}\n`);
+    return s.child.pid;
+  };
+
+  const patchRow = async (id: string, patch: Partial<WorkerRecord>, event?: { kind: string; data: Record<string, unknown> }): Promise<void> => {
+    await store.update((draft, tx) => {
+      const row = draft.workers[id];
+      if (!row) return;
+      Object.assign(row, patch);
+      if (event) tx.emit(event.kind, event.data);
+    });
+  };
+
+  /** Mark a row ended (exited with a result, or dead) unless it already is. */
+  const endRow = async (row: WorkerRecord, result: AgentRunResult | null, cause: string | null): Promise<void> => {
+    await store.update((draft, tx) => {
+      const w = draft.workers[row.id];
+      if (!w || !isLiveState(w)) return;
+      w.state = result ? 'exited' : 'dead';
+      w.endedAt = new Date().toISOString();
+      w.outcome = result ? result.status : 'agent_exited';
+      w.cause = result ? (result.message ?? '') || null : cause;
+      if (result?.sessionId) w.sessionId = result.sessionId;
+      tx.emit(result ? 'worker.exited' : 'worker.dead', { workerId: w.id, taskId: w.taskId, orderId: w.orderId ?? null, outcome: w.outcome, cause: w.cause });
+    });
+  };
+
+  const lostResult = (row: WorkerRecord, files: WorkerFiles, events: AgentEvent[], started: number): AgentRunResult => {
+    const pid = row.pid || readRunnerPid(files);
+    const tail = logTail(files);
+    const logEnd = tail.trim() ? `; its log ends: ${tail.trim().split('\n').slice(-5).join(' | ')}` : '';
+    const message = pid
+      ? `the worker process died (pid ${pid}) without a result${logEnd}`
+      : `the worker process never started (the supervisor stopped between recording the worker and spawning it)${logEnd}`;
+    const sessionId = [...events].reverse().find((e): e is Extract<AgentEvent, { type: 'session' }> => e.type === 'session')?.sessionId ?? row.sessionId;
+    return { ...faultResult('agent_exited', message, started, [...events, { type: 'error', message }], tail), sessionId };
+  };
+
+  /** Follow a started (or adopted) worker until its result, or its death. */
+  const follow = async (
+    row: WorkerRecord,
+    files: WorkerFiles,
+    adopted: boolean,
+    opts: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void },
+  ): Promise<WorkerTurnResult> => {
+    const started = Date.now();
+    const tail = createEventTail(files.events);
+    const seen: AgentEvent[] = [];
+    let sessionRecorded = row.sessionId;
+    let agentRecorded = row.agentPid ?? null;
+    let lastHeartbeatMs = 0;
+    let lastRegistryBeat = 0;
+    let termAt = 0;
+    const drain = async (): Promise<void> => {
+      for (const e of tail.read()) {
+        seen.push(e);
+        try {
+          opts.onEvent?.(e);
+        } catch {
+          /* a listener fault must not stop the follower */
+        }
+        if (e.type === 'session' && e.sessionId !== sessionRecorded) {
+          sessionRecorded = e.sessionId;
+          await patchRow(row.id, { sessionId: e.sessionId });
+        }
+      }
+    };
+    for (;;) {
+      await drain();
+      const result = readWorkerResult(files);
+      if (result) {
+        await drain();
+        await endRow(row, result, null);
+        return { ...result, workerId: row.id, adopted };
+      }
+      const pid = row.pid || readRunnerPid(files);
+      if (!runnerAlive(pid, files.spec)) {
+        // The runner may have written its result just before exiting: look once more.
+        await sleep(Math.min(200, pollMs * 2));
+        const late = readWorkerResult(files);
+        if (late) continue;
+        await drain();
+        await killAgentTree(readAgentPid(files));
+        const lost = lostResult({ ...row, pid }, files, seen, started);
+        await endRow(row, null, lost.message ?? null);
+        return { ...lost, workerId: row.id, adopted };
+      }
+      if (agentRecorded === null) {
+        const agentPid = readAgentPid(files);
+        if (agentPid) {
+          agentRecorded = agentPid;
+          await patchRow(row.id, { agentPid });
+        }
+      }
+      try {
+        const mtime = statSync(files.heartbeat).mtimeMs;
+        if (mtime > lastHeartbeatMs) {
+          lastHeartbeatMs = mtime;
+          if (Date.now() - lastRegistryBeat >= registryHeartbeatMs) {
+            lastRegistryBeat = Date.now();
+            await patchRow(row.id, { heartbeatAt: new Date(mtime).toISOString() });
+          }
+        }
+      } catch {
+        /* no heartbeat yet */
+      }
+      if (opts.signal?.aborted) {
+        if (!termAt) {
+          termAt = Date.now();
+          signalPid(pid, 'SIGTERM');
+        } else if (Date.now() - termAt > cancelGraceMs) {
+          signalPid(pid, 'SIGKILL');
+          await killAgentTree(readAgentPid(files), 0);
+        }
+      }
+      await sleep(pollMs);
+    }
+  };
+
+  /** Start the runner; null when another supervisor recorded this worker first (then adopt it). */
+  const start = async (request: WorkerTurnRequest, id: string, files: WorkerFiles): Promise<WorkerRecord | null> => {
+    const runnerPath = options.runnerPath ?? defaultRunnerPath();
+    mkdirSync(files.dir, { recursive: true });
+    const agentStateDir = join(stateRoot, 'agents', request.taskId, request.harness);
+    mkdirSync(agentStateDir, { recursive: true });
+    const spec: WorkerSpec = {
+      version: 1,
+      workerId: id,
+      taskId: request.taskId,
+      orderId: request.orderId,
+      harness: request.harness,
+      purpose: request.purpose,
+      role: request.role,
+      cwd: request.cwd,
+      prompt: request.prompt,
+      resumeSessionId: request.resumeSessionId,
+      model: request.model,
+      gateContext: request.gateContext,
+      envKeys: Object.keys(request.env),
+      timeoutMs: request.timeoutMs ?? null,
+      agentStateDir,
+      gateDir: join(files.dir, 'gate'),
+      journalPath: options.gateJournalPath === undefined ? join(options.repoRoot, '.polly', 'gate-decisions.jsonl') : options.gateJournalPath,
+      heartbeatMs,
+      config: options.config,
+    };
+    writeJsonAtomic(files.spec, spec);
+    const now = new Date().toISOString();
+    const row: WorkerRecord = {
+      id,
+      taskId: request.taskId,
+      harness: request.harness,
+      pid: 0,
+      pgid: 0,
+      sessionId: request.resumeSessionId,
+      startedAt: now,
+      heartbeatAt: now,
+      supervisor: process.pid,
+      orderId: request.orderId,
+      purpose: request.purpose,
+      stateDir: files.dir,
+      state: 'starting',
+      agentPid: null,
+      endedAt: null,
+      outcome: null,
+      cause: null,
+    };
+    // The row first: a crash after this line leaves a row (a lost turn), never a second agent.
+    const inserted = await store.update((draft, tx) => {
+      if (draft.workers[id]) return false;
+      draft.workers[id] = row;
+      tx.emit('worker.starting', { workerId: id, taskId: request.taskId, orderId: request.orderId, harness: request.harness, purpose: request.purpose });
+      return true;
+    });
+    if (!inserted) return null;
+    let pid = claimStandby(files, request.env);
+    let spawnError: string | null = null;
+    if (!pid) {
+      const log = openSync(files.log, 'a', 0o600);
+      try {
+        const child = spawn(options.nodePath ?? process.execPath, [runnerPath, files.spec], {
+          cwd: files.dir,
+          env: scrubbedProcessEnv(request.env),
+          detached: true,
+          stdio: ['ignore', log, log],
+        });
+        child.on('error', (error) => {
+          spawnError = error.message;
+        });
+        child.unref();
+        pid = child.pid ?? 0;
+      } finally {
+        closeSync(log);
+      }
+    }
+    spawnStandby(runnerPath);
+    if (!pid) {
+      await sleep(10);
+      const message = `the worker runner could not be started (${spawnError ?? 'no pid'}): check that ${options.nodePath ?? process.execPath} and ${runnerPath} exist`;
+      writeJsonAtomic(files.result, faultResult('agent_exited', message, Date.now()));
+      return row;
+    }
+    row.pid = pid;
+    row.pgid = pid;
+    row.state = 'running';
+    await store.update((draft, tx) => {
+      const w = draft.workers[id];
+      if (!w) return;
+      w.pid = pid;
+      w.pgid = pid;
+      if (w.state === 'starting') w.state = 'running';
+      tx.emit('worker.started', { workerId: id, taskId: request.taskId, orderId: request.orderId, harness: request.harness, pid });
+    });
+    return row;
+  };
+
+  const runTurnOnce = async (
+    request: WorkerTurnRequest,
+    id: string,
+    opts: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void },
+  ): Promise<WorkerTurnResult> => {
+    const files = workerFiles(join(stateRoot, id));
+    const existing = (await store.read()).workers[id];
+    if (existing) {
+      let row = existing;
+      if (!row.pid) {
+        // Inserted, then the Brain died around the spawn: the runner writes runner.pid first thing.
+        await sleep(1000);
+        const pid = readRunnerPid(files);
+        if (pid && runnerAlive(pid, files.spec)) {
+          row = { ...row, pid, pgid: pid };
+          await patchRow(id, { pid, pgid: pid, state: 'running' });
+        }
+      }
+      if (!readWorkerResult(files) && !isLiveState(row)) {
+        // Ended earlier without a result (dead): report the same loss again, never start the order twice.
+        const lost = lostResult(row, files, createEventTail(files.events).read(), Date.now());
+        return { ...lost, message: row.cause ?? lost.message ?? '', workerId: id, adopted: true };
+      }
+      if (runnerAlive(row.pid, files.spec)) {
+        await patchRow(id, { supervisor: process.pid }, { kind: 'worker.adopted', data: { workerId: id, taskId: row.taskId, orderId: request.orderId, pid: row.pid } });
+      }
+      // Alive: adopt; a result: return it; dead without one: follow() reports the loss.
+      return follow(row, files, true, opts);
+    }
+    const row = await start(request, id, files);
+    if (!row) return runTurnOnce(request, id, opts); // lost the race to another supervisor: adopt its worker
+    return follow(row, files, false, opts);
+  };
+
+  return {
+    runTurn(request, opts = {}) {
+      const id = workerIdFor(request.taskId, request.orderId);
+      const current = following.get(id);
+      if (current) return current.then((r) => ({ ...r, adopted: true }));
+      const p = runTurnOnce(request, id, opts).finally(() => following.delete(id));
+      following.set(id, p);
+      return p;
+    },
+
+    async cancelTask(taskId) {
+      const rows = Object.values((await store.read()).workers).filter((w) => w.taskId === taskId && isLiveState(w));
+      await Promise.all(
+        rows.map(async (row) => {
+          const files = workerFiles(row.stateDir ?? join(stateRoot, row.id));
+          const pid = row.pid || readRunnerPid(files);
+          if (runnerAlive(pid, files.spec)) {
+            signalPid(pid, 'SIGTERM');
+            const deadline = Date.now() + cancelGraceMs;
+            while (Date.now() < deadline && runnerAlive(pid, files.spec) && !readWorkerResult(files)) await sleep(pollMs);
+            // The result is written just before the runner exits: give it a moment to exit.
+            while (Date.now() < deadline && runnerAlive(pid, files.spec)) await sleep(pollMs);
+            if (runnerAlive(pid, files.spec)) signalPid(pid, 'SIGKILL');
+          }
+          await killAgentTree(readAgentPid(files));
+          const result = readWorkerResult(files);
+          await endRow({ ...row, pid }, result, result ? null : `cancelled: the worker process (pid ${pid}) was killed before it wrote a result`);
+        }),
+      );
+      return { cancelled: rows.length };
+    },
+
+    async reconcile() {
+      const adopted: string[] = [];
+      const reaped: string[] = [];
+      const rows = Object.values((await store.read()).workers).filter(isLiveState);
+      for (const row of rows) {
+        const files = workerFiles(row.stateDir ?? join(stateRoot, row.id));
+        const pid = row.pid || readRunnerPid(files);
+        if (runnerAlive(pid, files.spec)) {
+          await patchRow(row.id, { pid, pgid: pid, supervisor: process.pid, state: 'running' }, { kind: 'worker.adopted', data: { workerId: row.id, taskId: row.taskId, pid } });
+          adopted.push(row.id);
+          continue;
+        }
+        await killAgentTree(readAgentPid(files));
+        const result = readWorkerResult(files);
+        const cause = result ? null : lostResult({ ...row, pid }, files, createEventTail(files.events).read(), Date.now()).message ?? null;
+        await endRow({ ...row, pid }, result, cause);
+        reaped.push(row.id);
+      }
+      return { adopted, reaped };
+    },
+
+    async live() {
+      return Object.values((await store.read()).workers).filter((w) => {
+        if (!isLiveState(w)) return false;
+        const files = workerFiles(w.stateDir ?? join(stateRoot, w.id));
+        return runnerAlive(w.pid || readRunnerPid(files), files.spec);
+      });
+    },
+  };
+}

@@ -1,0 +1,404 @@
+/**
+ * The durable workflow runtime: admitted workflows run on the registry, one work order at a time.
+ *
+ * Every operation is ONE `store.update` (one atomic registry write under the lock) that emits its
+ * journal lines in the same transaction, and no run state is cached in memory: an MCP server, a
+ * second MCP server and the Brain may drive the same registry concurrently, and a process killed
+ * at any point leaves the registry before or after a step, never inside one.
+ *
+ * Semantics:
+ * - Identity: run id = hash(agent area | instance area | workflow | key), the key derived from
+ *   validated input by the workflow's key template; `start` on an existing run attaches to it.
+ * - Starting: the run begins in the workflow's initial state. If exactly one valuation of an action
+ *   named `START` is enabled there (START without data, or with single-valued data such as a
+ *   compiled plan task's fixed vendor), `start` fires it in the same write, so the first order
+ *   comes back at once; otherwise the run waits for `signal(START, data)` (e.g. the generic
+ *   polly-task, whose START carries one of three vendors).
+ * - Orders: a step's emitted effects become orders (id = hash(run, seq, kind, ordinal)) queued in
+ *   the run's outbox; one is open at a time. `claim` takes (or renews) a lease; an expired lease
+ *   makes the same order claimable again (at least once delivery, same id).
+ * - Reports: applied exactly once (completed ids are kept). `ok` applies the effect's `on_ok`
+ *   action with the report's data; `failure` with `permanent: true` (a denial, red tests, blocking
+ *   findings: a result) applies `on_failure` at once; a transient `failure` is retried with
+ *   attempt + 1 after `backoff_seconds` while attempts remain, then `on_exhausted`; `exhausted`
+ *   applies `on_exhausted` at once. A duplicate, stale or inapplicable report is an observable
+ *   reject (`{accepted: false, code, reason}`, journaled as `run.rejected`), never a fault.
+ * - Signals: any declared action may be delivered (the checker admitted the workflow for every
+ *   action at any time). One that applies and moves the control state (or ends the run) supersedes
+ *   the outstanding orders: they are dropped, and reports on them are `stale`.
+ *
+ * Journal kinds (data always has `run`): `run.started`, `run.action`, `run.order`, `run.claimed`,
+ * `run.reported`, `run.retry`, `run.rejected`, `run.order_dropped`, `run.lease_expired`, `run.finished`.
+ */
+import { PollyError, isPollyError } from '../../brain/core/errors.js';
+import type { JournalEntry, Registry, RunRecord, WorkOrderRecord } from '../../brain/registry/registry-schema.js';
+import type { RegistryStore, RegistryTx } from '../../brain/registry/registry-store.js';
+import { applyAction, enabledActions, initialState, isTerminal, runKey, validateInput, type RunState, type StepApplied } from './interpreter.js';
+import { runIdFor } from './run-identity.js';
+import { createOrder, idleInstruction, orderInstruction } from './work-order.js';
+import type { LibraryEntry, WorkflowLibrary } from '../workflow-library.js';
+import type { Value, Workflow } from '../workflow-schema.js';
+
+export interface RuntimeDeps {
+  store: RegistryStore;
+  library: WorkflowLibrary;
+  /** The agent area (a kind of agent: whose workflow library). Part of every run id. */
+  agentArea: string;
+  /** The instance area (a workspace: whose runs). Part of every run id. */
+  instanceArea: string;
+  /** Clock for leases, backoff and record times (default: system clock). */
+  clock?: () => Date;
+  /** Overrides every effect's `lease_seconds` when set (seconds). */
+  leaseSeconds?: number;
+}
+
+export type StartStatus = 'started' | 'attached' | 'finished' | 'refused';
+
+/** The outcome of {@link Runtime.start}. `run` is null only when refused. */
+export interface StartResult {
+  status: StartStatus;
+  run: RunRecord | null;
+  /** The open order (a retry not yet due is included, with `availableAt`). */
+  order: WorkOrderRecord | null;
+  /** What the caller should do next, in words. */
+  instruction: string;
+  /** Refused: why, as a code (`workflow_refused`, `unknown_workflow`, `bad_input`) and the reasons. */
+  code?: 'workflow_refused' | 'unknown_workflow' | 'bad_input';
+  reasons?: string[];
+}
+
+/** What an agent reports for an order. */
+export interface OrderReport {
+  outcome: 'ok' | 'failure' | 'exhausted';
+  /** Data of the completion action (e.g. `{count: 2}` for TICKETS_FETCHED). */
+  data?: Record<string, unknown>;
+  /** Why, in one line (journaled). */
+  note?: string;
+  /** A failure that is a result (a denial), not a fault: takes `on_failure` at once, no retry. */
+  permanent?: boolean;
+  /** The attempt being reported; a report for an earlier attempt is `stale`. */
+  attempt?: number;
+}
+
+export type RejectCode = 'stale' | 'duplicate' | 'not_open' | 'not_applicable' | 'bad_data' | 'unknown_action' | 'finished';
+
+export interface Rejected {
+  accepted: false;
+  reason: string;
+  code: RejectCode;
+  run: RunRecord;
+}
+
+export interface Accepted {
+  accepted: true;
+  run: RunRecord;
+  /** The order now open (the next one, or the same one re-offered for a retry), or null. */
+  order: WorkOrderRecord | null;
+  instruction: string;
+}
+
+export type StepResult = Accepted | Rejected;
+
+/** A run as seen by {@link Runtime.state}. */
+export interface RunView {
+  run: RunRecord;
+  order: WorkOrderRecord | null;
+  instruction: string;
+  /** (action, data) pairs a signal could deliver now. */
+  enabled: Array<{ action: string; data: Record<string, Value> }>;
+}
+
+export interface Runtime {
+  readonly agentArea: string;
+  readonly instanceArea: string;
+  /** Start or attach (the same call). Never throws for bad input or a refused workflow: `status: 'refused'`. */
+  start(workflow: string, input: Record<string, unknown>): Promise<StartResult>;
+  /** Take or renew the lease of the run's open order; null when none is claimable by `owner` now. */
+  claim(runId: string, options: { owner: string }): Promise<WorkOrderRecord | null>;
+  /** Report an order's outcome (exactly once). */
+  report(runId: string, orderId: string, report: OrderReport): Promise<StepResult>;
+  /** Deliver an action from outside (a human's answer, CANCEL, START with data). */
+  signal(runId: string, action: string, data?: Record<string, unknown>): Promise<StepResult>;
+  /** The run, its open order and what to do next. @throws PollyError `not_found`. */
+  state(runId: string): Promise<RunView>;
+  /** The run's journal lines with seq > `afterSeq`. @throws PollyError `not_found`. */
+  journal(runId: string, afterSeq?: number): Promise<JournalEntry[]>;
+  /** Runs of this runtime's areas (all areas with `allAreas`), oldest first. */
+  list(filter?: { workflow?: string; status?: RunRecord['status']; allAreas?: boolean }): Promise<RunRecord[]>;
+  /** Clear expired leases of every running run (journaled); the orders stay open, same ids. */
+  expireLeases(): Promise<Array<{ run: string; order: string; owner: string | null }>>;
+}
+
+function clone<T>(v: T): T {
+  return structuredClone(v);
+}
+
+function runState(run: RunRecord): RunState {
+  return run.state as unknown as RunState;
+}
+
+/**
+ * Create a runtime over `store` for one agent area and one instance area.
+ * Faults (`lock_timeout`, `registry_corrupt`, an unknown run id → `not_found`, a run whose workflow
+ * is not in the library → `not_found`) throw PollyError; everything an agent can get wrong is a result.
+ */
+export function createRuntime(deps: RuntimeDeps): Runtime {
+  const { store, library, agentArea, instanceArea } = deps;
+  const now = deps.clock ?? (() => new Date());
+
+  function entryFor(run: RunRecord): LibraryEntry & { workflow: Workflow } {
+    const e = library.get(run.workflow);
+    if (!e || !e.workflow) {
+      throw new PollyError('not_found', `run ${run.id} belongs to workflow ${JSON.stringify(run.workflow)}, which this server's library does not hold (${library.entries().map((x) => x.name).join(', ')}). Start the server with the library that has it (--agent / --workflows).`, { details: { run: run.id, workflow: run.workflow } });
+    }
+    return e as LibraryEntry & { workflow: Workflow };
+  }
+
+  function getRun(reg: Registry, runId: string): RunRecord {
+    const run = reg.runs[runId];
+    if (!run) throw new PollyError('not_found', `no workflow run ${JSON.stringify(runId)} in this registry. Call workflow_start to start or attach (the run id comes back from it).`, { details: { run: runId } });
+    return run;
+  }
+
+  function leaseSecondsFor(wf: Workflow, order: WorkOrderRecord): number {
+    return deps.leaseSeconds ?? wf.effects.find((e) => e.kind === order.kind)?.retry.lease_seconds ?? 300;
+  }
+
+  function instructionFor(wf: Workflow, run: RunRecord, at: Date): string {
+    if (run.openOrder) return orderInstruction(wf, run, run.openOrder, at);
+    return idleInstruction(wf, run, run.status === 'finished' ? [] : enabledActions(wf, runState(run)));
+  }
+
+  /** Open the next queued order when none is open. */
+  function promote(run: RunRecord, tx: RegistryTx): void {
+    if (run.openOrder || run.status !== 'running') return;
+    const next = run.outbox?.shift();
+    if (!next) return;
+    run.openOrder = next;
+    tx.emit('run.order', { run: run.id, order: next.id, kind: next.kind, tool: next.tool, attempt: next.attempt, seq: next.seq ?? null });
+  }
+
+  function dropOutstanding(run: RunRecord, tx: RegistryTx, why: string): void {
+    const outstanding = [...(run.openOrder ? [run.openOrder] : []), ...(run.outbox ?? [])];
+    for (const o of outstanding) {
+      run.droppedOrders = [...(run.droppedOrders ?? []), o.id];
+      tx.emit('run.order_dropped', { run: run.id, order: o.id, kind: o.kind, why });
+    }
+    run.openOrder = null;
+    run.outbox = [];
+  }
+
+  /** Commit an applied step: state, seq, new orders, finish. */
+  function commitStep(run: RunRecord, wf: Workflow, action: string, data: Record<string, unknown>, step: StepApplied, tx: RegistryTx, cause: string, at: Date): void {
+    const from = runState(run).state;
+    run.seq += 1;
+    run.state = step.state as unknown as Record<string, unknown>;
+    run.updatedAt = at.toISOString();
+    const orders = step.emitted.map((e, i) => createOrder(run, e, run.seq, i));
+    tx.emit('run.action', { run: run.id, action, data, from, to: step.state.state, seq: run.seq, emitted: step.emitted.map((e) => e.kind), cause });
+    if (isTerminal(wf, step.state)) {
+      dropOutstanding(run, tx, `the run ended in ${step.state.state}`);
+      for (const o of orders) {
+        run.droppedOrders = [...(run.droppedOrders ?? []), o.id];
+        tx.emit('run.order_dropped', { run: run.id, order: o.id, kind: o.kind, why: `emitted by the final step into ${step.state.state}` });
+      }
+      run.status = 'finished';
+      run.outcome = step.state.state;
+      tx.emit('run.finished', { run: run.id, workflow: run.workflow, key: run.key, state: step.state.state });
+      return;
+    }
+    run.outbox = [...(run.outbox ?? []), ...orders];
+    promote(run, tx);
+  }
+
+  function reject(run: RunRecord, tx: RegistryTx, code: RejectCode, reason: string, extra: Record<string, unknown>): Rejected {
+    tx.emit('run.rejected', { run: run.id, code, reason, ...extra });
+    return { accepted: false, code, reason, run: clone(run) };
+  }
+
+  function accepted(run: RunRecord, wf: Workflow, at: Date): Accepted {
+    return { accepted: true, run: clone(run), order: run.openOrder ? clone(run.openOrder) : null, instruction: instructionFor(wf, run, at) };
+  }
+
+  const runtime: Runtime = {
+    agentArea,
+    instanceArea,
+
+    async start(workflow, input) {
+      const entry = library.get(workflow);
+      if (!entry) {
+        const names = library.entries().filter((e) => e.admitted).map((e) => e.name);
+        return { status: 'refused', run: null, order: null, code: 'unknown_workflow', reasons: [`no workflow named ${JSON.stringify(workflow)}`], instruction: `There is no workflow named ${JSON.stringify(workflow)} in this agent area. Admitted workflows: ${names.join(', ') || 'none'}. Call workflow_list and start one of those.` };
+      }
+      if (!entry.admitted || !entry.workflow) {
+        return { status: 'refused', run: null, order: null, code: 'workflow_refused', reasons: entry.reasons, instruction: `Workflow ${entry.name} was REFUSED at admission and cannot be started: it violates ${entry.reasons.join(', ')}. Do not try to perform its steps yourself. Use an admitted workflow (workflow_list), or fix the workflow and restart the server.` };
+      }
+      const wf = entry.workflow;
+      let key: string;
+      let valid: Record<string, Value>;
+      try {
+        valid = validateInput(wf, input ?? {});
+        key = runKey(wf, valid);
+      } catch (error) {
+        if (!isPollyError(error, 'bad_input')) throw error;
+        const fields = wf.input.map((f) => `${f.name} (${f.type}${f.pattern ? ` matching /${f.pattern}/` : ''})`).join(', ');
+        return { status: 'refused', run: null, order: null, code: 'bad_input', reasons: [error.message], instruction: `${error.message} Nothing was started. The run key (${wf.key ?? 'none'}) is derived from the input, so the input must be valid: pass exactly ${fields || 'no fields'}.` };
+      }
+      const id = runIdFor(agentArea, instanceArea, wf.name, key);
+      return store.update((draft, tx) => {
+        const at = now();
+        const existing = draft.runs[id];
+        if (existing) {
+          const status: StartStatus = existing.status === 'finished' ? 'finished' : 'attached';
+          return { status, run: clone(existing), order: existing.openOrder ? clone(existing.openOrder) : null, instruction: instructionFor(wf, existing, at) };
+        }
+        const run: RunRecord = {
+          id, agentArea, instanceArea, workflow: wf.name, key, input: { ...valid },
+          state: initialState(wf, valid) as unknown as Record<string, unknown>,
+          seq: 0, status: 'running', openOrder: null, completedOrders: [], outbox: [], droppedOrders: [], outcome: null,
+          createdAt: at.toISOString(), updatedAt: at.toISOString(),
+        };
+        draft.runs[id] = run;
+        tx.emit('run.started', { run: id, workflow: wf.name, key, agentArea, instanceArea, input: run.input });
+        const starts = enabledActions(wf, runState(run)).filter((e) => e.action === 'START');
+        if (starts.length === 1) {
+          const only = starts[0]!.data;
+          const step = applyAction(wf, runState(run), 'START', only);
+          if ('state' in step) commitStep(run, wf, 'START', only, step, tx, 'start', at);
+        }
+        return { status: 'started' as const, run: clone(run), order: run.openOrder ? clone(run.openOrder) : null, instruction: instructionFor(wf, run, at) };
+      });
+    },
+
+    async claim(runId, { owner }) {
+      if (!owner) throw new PollyError('bad_input', 'claim needs an owner (who holds the lease), e.g. "brain:1234".');
+      return store.update((draft, tx) => {
+        const run = getRun(draft, runId);
+        const order = run.openOrder;
+        if (run.status !== 'running' || !order) return null;
+        const at = now();
+        if (order.availableAt && new Date(order.availableAt) > at) return null;
+        const held = order.leasedBy !== null && order.leaseExpiresAt !== null && new Date(order.leaseExpiresAt) > at;
+        if (held && order.leasedBy !== owner) return null;
+        const previous = order.leasedBy;
+        const wf = entryFor(run).workflow;
+        order.leasedBy = owner;
+        order.leaseExpiresAt = new Date(at.getTime() + leaseSecondsFor(wf, order) * 1000).toISOString();
+        run.updatedAt = at.toISOString();
+        tx.emit('run.claimed', { run: run.id, order: order.id, kind: order.kind, owner, attempt: order.attempt, leaseExpiresAt: order.leaseExpiresAt, renewed: held, previousOwner: previous && previous !== owner ? previous : null });
+        return clone(order);
+      });
+    },
+
+    async report(runId, orderId, report) {
+      return store.update((draft, tx) => {
+        const run = getRun(draft, runId);
+        const wf = entryFor(run).workflow;
+        const at = now();
+        const ctx = { order: orderId, outcome: report.outcome };
+        if (run.completedOrders.includes(orderId)) {
+          return reject(run, tx, 'duplicate', `order ${orderId} was already reported and its completion applied; this report changes nothing (completions apply exactly once).`, ctx);
+        }
+        const open = run.openOrder;
+        if (!open || open.id !== orderId) {
+          if (run.droppedOrders?.includes(orderId)) return reject(run, tx, 'stale', `order ${orderId} was superseded (the run moved on or ended) before it was reported; nothing was applied. ${instructionFor(wf, run, at)}`, ctx);
+          if (run.outbox?.some((o) => o.id === orderId)) return reject(run, tx, 'not_open', `order ${orderId} is queued behind the open order ${open?.id ?? '(none)'} and has not been offered yet; report the open order first.`, ctx);
+          if (run.status === 'finished') return reject(run, tx, 'finished', `run ${run.id} has finished in ${run.outcome}; order ${orderId} is not one of its orders.`, ctx);
+          return reject(run, tx, 'not_open', `order ${orderId} is not open in run ${run.id}${open ? ` (the open order is ${open.id})` : ' (no order is open)'}. ${instructionFor(wf, run, at)}`, ctx);
+        }
+        if (report.attempt !== undefined && report.attempt !== open.attempt) {
+          return reject(run, tx, 'stale', `the report is for attempt ${report.attempt} of order ${orderId}, which is now at attempt ${open.attempt}; nothing was applied.`, { ...ctx, attempt: report.attempt });
+        }
+        const effect = wf.effects.find((e) => e.kind === open.kind);
+        if (!effect) throw new PollyError('internal', `order ${open.id} has kind ${open.kind}, which workflow ${wf.name} does not declare`);
+        let action: string | null;
+        if (report.outcome === 'ok') {
+          action = effect.on_ok;
+        } else if (report.outcome === 'exhausted') {
+          action = effect.on_exhausted ?? effect.on_failure;
+        } else if (report.permanent) {
+          action = effect.on_failure;
+        } else if (open.attempt < effect.retry.max_attempts) {
+          open.attempt += 1;
+          open.leasedBy = null;
+          open.leaseExpiresAt = null;
+          open.availableAt = new Date(at.getTime() + effect.retry.backoff_seconds * 1000).toISOString();
+          run.updatedAt = at.toISOString();
+          tx.emit('run.reported', { run: run.id, order: open.id, kind: open.kind, outcome: 'failure', permanent: false, note: report.note ?? null, applied: null });
+          tx.emit('run.retry', { run: run.id, order: open.id, attempt: open.attempt, availableAt: open.availableAt });
+          return accepted(run, wf, at);
+        } else {
+          action = effect.on_exhausted ?? effect.on_failure;
+        }
+        if (action === null) throw new PollyError('internal', `effect ${effect.kind} of ${wf.name} has no completion for outcome ${report.outcome}`);
+        const data = report.data ?? {};
+        const step = applyAction(wf, runState(run), action, data);
+        if ('rejected' in step) {
+          const code: RejectCode = step.code === 'bad_data' ? 'bad_data' : 'not_applicable';
+          return reject(run, tx, code, `report of ${orderId} (${report.outcome} → ${action}) was not applied: ${step.rejected}. The order stays open; report again with valid data.`, { ...ctx, action, data });
+        }
+        run.completedOrders.push(orderId);
+        run.openOrder = null;
+        tx.emit('run.reported', { run: run.id, order: open.id, kind: open.kind, outcome: report.outcome, permanent: report.permanent === true, note: report.note ?? null, applied: action, attempt: open.attempt });
+        commitStep(run, wf, action, data, step, tx, `report:${orderId}`, at);
+        return accepted(run, wf, at);
+      });
+    },
+
+    async signal(runId, action, data = {}) {
+      return store.update((draft, tx) => {
+        const run = getRun(draft, runId);
+        const wf = entryFor(run).workflow;
+        const at = now();
+        if (run.status === 'finished') return reject(run, tx, 'finished', `run ${run.id} has finished in ${run.outcome}; ${action} does not apply to a finished run. Do not start another run for this key.`, { action, data });
+        const step = applyAction(wf, runState(run), action, data);
+        if ('rejected' in step) {
+          const code: RejectCode = step.code === 'unknown_action' ? 'unknown_action' : step.code === 'bad_data' ? 'bad_data' : 'not_applicable';
+          return reject(run, tx, code, `${step.rejected}; nothing changed. ${instructionFor(wf, run, at)}`, { action, data });
+        }
+        if (step.state.state !== runState(run).state && !isTerminal(wf, step.state)) dropOutstanding(run, tx, `signal ${action} moved the run to ${step.state.state}`);
+        commitStep(run, wf, action, data, step, tx, 'signal', at);
+        return accepted(run, wf, at);
+      });
+    },
+
+    async state(runId) {
+      const reg = await store.read();
+      const run = getRun(reg, runId);
+      const wf = entryFor(run).workflow;
+      return { run, order: run.openOrder, instruction: instructionFor(wf, run, now()), enabled: run.status === 'finished' ? [] : enabledActions(wf, runState(run)) };
+    },
+
+    async journal(runId, afterSeq = 0) {
+      const reg = await store.read();
+      getRun(reg, runId);
+      return (await store.journal(afterSeq)).filter((e) => e.data.run === runId);
+    },
+
+    async list(filter = {}) {
+      const reg = await store.read();
+      return Object.values(reg.runs)
+        .filter((r) => filter.allAreas || (r.agentArea === agentArea && r.instanceArea === instanceArea))
+        .filter((r) => !filter.workflow || r.workflow === filter.workflow)
+        .filter((r) => !filter.status || r.status === filter.status)
+        .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    },
+
+    async expireLeases() {
+      return store.update((draft, tx) => {
+        const at = now();
+        const out: Array<{ run: string; order: string; owner: string | null }> = [];
+        for (const run of Object.values(draft.runs)) {
+          const o = run.openOrder;
+          if (run.status !== 'running' || !o || o.leaseExpiresAt === null || new Date(o.leaseExpiresAt) > at) continue;
+          out.push({ run: run.id, order: o.id, owner: o.leasedBy });
+          tx.emit('run.lease_expired', { run: run.id, order: o.id, owner: o.leasedBy, expiredAt: o.leaseExpiresAt });
+          o.leasedBy = null;
+          o.leaseExpiresAt = null;
+        }
+        return out;
+      });
+    },
+  };
+  return runtime;
+}
