@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { openSync, readFileSync } from 'node:fs';
 import { PollyError } from '../core/errors.js';
 import { cliPath } from '../core/install-paths.js';
+import { isGoalFinal } from '../core/vocabulary.js';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -190,7 +191,7 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
   let live: Promise<void> | null = null;
   const startLive = (): void => {
     if (!tty || live) return;
-    live = runLiveView({ store, stream: io.stderr as NodeJS.WriteStream, signal: liveStop.signal, until: (reg) => ['done', 'failed', 'cancelled'].includes(reg.goals[options.goalId]?.status ?? '') });
+    live = runLiveView({ store, stream: io.stderr as NodeJS.WriteStream, signal: liveStop.signal, until: (reg) => isGoalFinal(reg.goals[options.goalId]?.status) });
   };
   try {
     return await followLoop();
@@ -224,7 +225,7 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
     const reg = await store.read();
     const goal = reg.goals[options.goalId];
     if (!goal) throw new Error(`goal ${options.goalId} disappeared from the registry`);
-    if (['done', 'failed', 'cancelled'].includes(goal.status)) return goal;
+    if (isGoalFinal(goal.status)) return goal;
     if (options.signal?.aborted) return goal;
     if (options.keepBrainAlive !== false && Date.now() - lastBrainCheck > 3000) {
       lastBrainCheck = Date.now();

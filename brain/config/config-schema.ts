@@ -5,7 +5,7 @@
  * a config file and its typed value read the same. `brain/config.ts` loads, validates (with
  * file:line:column on errors) and merges a file over {@link DEFAULT_CONFIG}.
  */
-import type { Harness, Purpose } from '../registry/registry-schema.js';
+import type { Harness, Purpose } from '../core/vocabulary.js';
 
 export interface BlastRadiusPolicy {
   /** When true, every `git push` is an ask; when false (the default) plain pushes of the task's own branch are allowed. Force-pushes, pushes to the default branch and deletions are always denied. */

@@ -11,12 +11,11 @@ import { join } from 'node:path';
 import { Document, isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Node, type Pair, type Scalar } from 'yaml';
 import { DEFAULT_CONFIG, type PollyConfig } from './config-schema.js';
 import { PollyError } from '../core/errors.js';
+import { HARNESSES, PURPOSES } from '../core/vocabulary.js';
 
 /** The config file of a repository, relative to its root. */
 export const CONFIG_RELATIVE_PATH = join('.polly', 'config.yaml');
 
-const HARNESSES = ['claude-code', 'codex', 'pi'] as const;
-const PURPOSES = ['implement', 'review', 'explore', 'search'] as const;
 
 /** A tiny schema language for the config tree (mirrors {@link PollyConfig}). */
 type Spec =

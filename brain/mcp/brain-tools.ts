@@ -19,6 +19,7 @@ import type { RegistryStore } from '../registry/registry-store.js';
 import type { JournalEntry, TaskRecord } from '../registry/registry-schema.js';
 import { statusReport } from '../commands/status.js';
 import { newTaskRecord } from '../registry/task-record.js';
+import { HARNESSES, isReadOnlyPurpose } from '../core/vocabulary.js';
 
 /** Journal kinds the Brain's inbox carries (everything a worker, the gate or a human did that the Brain must know). */
 export const INBOX_KINDS: ReadonlySet<string> = new Set([
@@ -64,8 +65,6 @@ export interface BrainToolsDeps {
   goalId?: string | null;
 }
 
-const READ_ONLY = new Set(['review', 'explore', 'search']);
-
 
 /** Build the Brain's tools over a registry store. */
 export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
@@ -84,7 +83,7 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
       title: z.string().min(1).describe('short task title'),
       purpose: z.string().describe('implement | review | explore | search'),
       model: z.string().optional().describe('model for the worker (optional)'),
-      worker: z.enum(['claude-code', 'codex', 'pi']).optional().describe('which agent CLI runs it (default: pi for read-only work, claude-code otherwise)'),
+      worker: z.enum(HARNESSES).optional().describe('which agent CLI runs it (default: pi for read-only work, claude-code otherwise)'),
       prompt: z.string().min(1).describe('what the worker should do'),
     },
     async handler(args) {
@@ -96,7 +95,7 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
         if (decision.decision !== 'allow') {
           return { structured: { dispatched: false, decision }, instruction: `Denied by the gate (${decision.rule}): ${decision.reason}.` };
         }
-        if (!READ_ONLY.has(args.purpose)) {
+        if (!isReadOnlyPurpose(args.purpose, deps.config.policies.purpose_guard.read_only)) {
           const reason = 'implement work is dispatched by Polly from an approved plan; propose the work with plan_propose and wait for approval';
           tx.emit('gate.decision', { request: { type: 'dispatch', purpose: args.purpose }, role: 'brain', decision: 'deny', rule: 'purpose_guard.plan_gate', reason });
           return { structured: { dispatched: false, decision: { decision: 'deny', rule: 'purpose_guard.plan_gate', reason } }, instruction: `Denied: ${reason}.` };

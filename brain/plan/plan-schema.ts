@@ -22,10 +22,9 @@
 import { z } from 'zod';
 import { parseDocument, LineCounter } from 'yaml';
 import { PollyError } from '../core/errors.js';
-import type { Harness, PlanTaskSpec, Purpose } from '../registry/registry-schema.js';
+import type { PlanTaskSpec } from '../registry/registry-schema.js';
+import { HARNESSES, PURPOSES, type Harness, type Purpose } from '../core/vocabulary.js';
 
-const HARNESSES = ['claude-code', 'codex', 'pi'] as const satisfies readonly Harness[];
-const PURPOSES = ['implement', 'review', 'explore', 'search'] as const satisfies readonly Purpose[];
 
 /** A task key: short, lowercase, usable in branch names (`polly/<plan>-<key>`). */
 export const TASK_KEY_RE = /^[a-z0-9][a-z0-9-]{0,30}$/;

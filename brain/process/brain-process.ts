@@ -23,7 +23,8 @@ import type { Forge } from '../forge/forge.js';
 import { expirePlanAsks } from '../plan/plan-gate.js';
 import type { PlanLibrary } from '../plan/plan-library.js';
 import type { RegistryStore } from '../registry/registry-store.js';
-import type { GoalRecord, PlanRecord, Registry, RunRecord, TaskRecord, TaskStatus, WorkOrderRecord } from '../registry/registry-schema.js';
+import type { GoalRecord, PlanRecord, Registry, RunRecord, TaskRecord, WorkOrderRecord } from '../registry/registry-schema.js';
+import { DEPENDENCY_MET_STATUSES, FINAL_TASK_STATUSES, isGoalFinal, type TaskStatus } from '../core/vocabulary.js';
 import { promptMarker } from '../task-tools/dispatch.js';
 import { newTaskRecord } from '../registry/task-record.js';
 import type { TaskTool, TaskToolContext, WorkerSupervisor } from '../task-tools/types.js';
@@ -33,11 +34,6 @@ import type { GateContext } from '../../gate/types.js';
 /** The lease owner name of the repository's Brain: stable across restarts, so a new Brain renews the old one's leases. */
 export const BRAIN_OWNER = 'polly-brain';
 
-/** Task statuses after which nothing more happens to a task. */
-export const FINAL_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>(['ready', 'merged', 'done', 'failed', 'cancelled', 'agent_missing', 'agent_exited', 'blocked_on_prompt']);
-
-/** Statuses a dependency must reach before its dependants are dispatched. */
-const DEPENDENCY_MET: ReadonlySet<TaskStatus> = new Set<TaskStatus>(['ready', 'merged', 'done']);
 
 /** What a task shows while an order of each tool runs. */
 const STATUS_FOR_TOOL: Record<string, TaskStatus> = {
@@ -134,9 +130,9 @@ export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][numbe
 
 /** Why nothing more will happen: the registry holds no open goal and no unfinished work. */
 export function isIdle(reg: Registry): boolean {
-  const openGoal = Object.values(reg.goals).some((g) => !['done', 'failed', 'cancelled'].includes(g.status));
+  const openGoal = Object.values(reg.goals).some((g) => !isGoalFinal(g.status));
   const pendingPlan = Object.values(reg.plans).some((p) => p.gate === 'pending');
-  const openTask = Object.values(reg.tasks).some((t) => !FINAL_STATUSES.has(t.status));
+  const openTask = Object.values(reg.tasks).some((t) => !FINAL_TASK_STATUSES.has(t.status));
   return !openGoal && !pendingPlan && !openTask;
 }
 
@@ -215,7 +211,7 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
       if (deps.startGoalBrain) {
         for (const goal of Object.values(reg.goals)) {
           if (goal.mode === 'plan') continue; // a human-written plan: no LLM brain
-          const open = !['done', 'failed', 'cancelled'].includes(goal.status);
+          const open = !isGoalFinal(goal.status);
           const hosted = goalBrains.get(goal.id);
           if (!open) {
             if (hosted && !hosted.busy) {
@@ -299,7 +295,7 @@ async function failGoal(deps: BrainProcessDeps, goalId: string, reason: string):
   deps.log?.(`[polly] goal ${goalId} failed: ${reason}`);
   await deps.store.update((draft, tx) => {
     const goal = draft.goals[goalId];
-    if (!goal || ['done', 'failed', 'cancelled'].includes(goal.status)) return;
+    if (!goal || isGoalFinal(goal.status)) return;
     goal.status = 'failed';
     goal.brainReport = reason;
     tx.emit('goal.done', { goalId, status: 'failed', reason });
@@ -389,14 +385,14 @@ async function scheduleTurns(
   for (const plan of Object.values(reg.plans)) {
     if (plan.gate !== 'approved') continue;
     const tasks = plan.tasks.map((s) => reg.tasks[`${plan.id}-${s.key}`]).filter((t): t is TaskRecord => Boolean(t));
-    const finished = tasks.filter((t) => FINAL_STATUSES.has(t.status)).length;
+    const finished = tasks.filter((t) => FINAL_TASK_STATUSES.has(t.status)).length;
     const s = state.get(plan.id) ?? { lastTurnFull: false, finishedAtLastTurn: -1 };
     if (s.lastTurnFull && finished === s.finishedAtLastTurn) continue;
     const ready = tasks.filter(
-      (t) => t.status === 'queued' && t.purpose === 'implement' && !t.cancelRequested && t.dependsOn.every((d) => DEPENDENCY_MET.has(reg.tasks[d]?.status ?? 'queued')),
+      (t) => t.status === 'queued' && t.purpose === 'implement' && !t.cancelRequested && t.dependsOn.every((d) => DEPENDENCY_MET_STATUSES.has(reg.tasks[d]?.status ?? 'queued')),
     );
     // Dependants of failed tasks can never run.
-    const blocked = tasks.filter((t) => t.status === 'queued' && t.dependsOn.some((d) => { const st = reg.tasks[d]?.status; return st !== undefined && FINAL_STATUSES.has(st) && !DEPENDENCY_MET.has(st); }));
+    const blocked = tasks.filter((t) => t.status === 'queued' && t.dependsOn.some((d) => { const st = reg.tasks[d]?.status; return st !== undefined && FINAL_TASK_STATUSES.has(st) && !DEPENDENCY_MET_STATUSES.has(st); }));
     if (blocked.length) {
       await deps.store.update((draft, tx) => {
         for (const b of blocked) {
@@ -456,7 +452,7 @@ async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order: WorkO
   if (status && task.status !== status) {
     await deps.store.update((draft, tx) => {
       const t = draft.tasks[taskId];
-      if (!t || FINAL_STATUSES.has(t.status)) return;
+      if (!t || FINAL_TASK_STATUSES.has(t.status)) return;
       t.status = status;
       t.updatedAt = now().toISOString();
       tx.emit('task.status', { taskId, status, tool: claimed.tool });
@@ -512,7 +508,7 @@ async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => Date): 
       const t = draft.tasks[String(run.input.task)];
       if (!t || t.finishedAt) continue;
       const outcome = run.outcome ?? (run.state as { state?: string }).state ?? 'failed';
-      if (!FINAL_STATUSES.has(t.status) || outcome !== 'ready') t.status = outcome === 'ready' ? 'ready' : outcome === 'cancelled' ? 'cancelled' : 'failed';
+      if (!FINAL_TASK_STATUSES.has(t.status) || outcome !== 'ready') t.status = outcome === 'ready' ? 'ready' : outcome === 'cancelled' ? 'cancelled' : 'failed';
       if (t.status === 'failed' && !t.statusReason) t.statusReason = `the task's workflow ended in "${outcome}"`;
       t.finishedAt = now().toISOString();
       t.updatedAt = t.finishedAt;
@@ -557,7 +553,7 @@ async function handleCancels(deps: BrainProcessDeps, reg: Registry, log: (l: str
 /** Run one read-only ad-hoc task (explore, search, review) in the main checkout; idempotent per task. */
 async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, log: (l: string) => void, now: () => Date): Promise<void> {
   const task = (await deps.store.read()).tasks[taskId];
-  if (!task || FINAL_STATUSES.has(task.status)) return;
+  if (!task || FINAL_TASK_STATUSES.has(task.status)) return;
   await deps.store.update((draft, tx) => {
     const t = draft.tasks[taskId]!;
     if (t.status === 'queued') {
@@ -598,7 +594,7 @@ async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, log: (l: 
 async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<void> {
   const reg = await deps.store.read();
   const done = Object.values(reg.goals).filter((g) => {
-    if (['done', 'failed', 'cancelled'].includes(g.status)) return false;
+    if (isGoalFinal(g.status)) return false;
     const plans = g.planIds.map((id) => reg.plans[id]).filter((p): p is PlanRecord => Boolean(p));
     if (plans.some((p) => p.gate === 'rejected' || p.gate === 'expired') && !plans.some((p) => p.gate === 'approved' || p.gate === 'pending')) return true;
     const approved = plans.filter((p) => p.gate === 'approved');
@@ -606,7 +602,7 @@ async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<v
     // Settled: a final status and its finish recorded (the task.finished/failed event was journaled).
     return approved.every((p) => p.tasks.every((s) => {
       const t = reg.tasks[`${p.id}-${s.key}`];
-      return t !== undefined && FINAL_STATUSES.has(t.status) && Boolean(t.finishedAt);
+      return t !== undefined && FINAL_TASK_STATUSES.has(t.status) && Boolean(t.finishedAt);
     }));
   });
   if (done.length === 0) return;

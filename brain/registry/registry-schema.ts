@@ -10,14 +10,13 @@
 /** Bump when the shape changes, and add a migration step from the previous version. */
 export const REGISTRY_SCHEMA_VERSION = 1;
 
-export type Purpose = 'implement' | 'review' | 'explore' | 'search';
-export type Harness = 'claude-code' | 'codex' | 'pi';
+import type { GoalStatus, Harness, Purpose, TaskStatus } from '../core/vocabulary.js';
 
 export interface GoalRecord {
   id: string;
   text: string;
   createdAt: string;
-  status: 'open' | 'planning' | 'waiting_approval' | 'running' | 'done' | 'failed' | 'cancelled';
+  status: GoalStatus;
   planIds: string[];
   /** `llm`: the Brain's LLM plans it (polly goal); `plan`: a human-written plan (polly run). Default llm. */
   mode?: 'llm' | 'plan';
@@ -75,24 +74,6 @@ export interface AcceptanceContract {
   /** Human-readable criteria shown to the implementer and the reviewer. */
   criteria: string[];
 }
-
-export type TaskStatus =
-  | 'queued'
-  | 'dispatched'
-  | 'running'
-  | 'checking'
-  | 'fixing'
-  | 'green'
-  | 'pr_open'
-  | 'reviewing'
-  | 'ready'
-  | 'merged'
-  | 'done'
-  | 'failed'
-  | 'cancelled'
-  | 'agent_missing'
-  | 'agent_exited'
-  | 'blocked_on_prompt';
 
 export interface CheckResult {
   command: string;

@@ -25,7 +25,8 @@
 import { homedir } from 'node:os';
 import { isPollyError } from '../core/errors.js';
 import type { ReviewInput } from '../forge/forge.js';
-import type { Harness, ReviewRecord, TaskRecord } from '../registry/registry-schema.js';
+import type { ReviewRecord, TaskRecord } from '../registry/registry-schema.js';
+import type { Harness } from '../core/vocabulary.js';
 import { commentableLines, parseFindings, reviewFromFindings, type ReviewFindings } from './review-findings.js';
 import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
 import { createReviewSandbox, produceReviewDiff, type ReviewSandbox } from '../../workers/review-sandbox.js';

@@ -11,7 +11,8 @@ import { homedir } from 'node:os';
 import type { AgentRunResult } from '../../workers/agents/agent-adapter.js';
 import type { GateRole } from '../../gate/types.js';
 import { isPollyError } from '../core/errors.js';
-import type { TaskRecord, TaskStatus } from '../registry/registry-schema.js';
+import type { TaskRecord } from '../registry/registry-schema.js';
+import type { TaskStatus } from '../core/vocabulary.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome, WorkerTurnRequest, WorkerTurnResult } from './types.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */

@@ -13,15 +13,11 @@
 import { isPollyError } from '../core/errors.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { renderPrBody } from '../forge/pr-body.js';
-import type { Harness, TaskRecord } from '../registry/registry-schema.js';
+import type { TaskRecord } from '../registry/registry-schema.js';
+import { HARNESSES, HARNESS_VENDOR, type Harness } from '../core/vocabulary.js';
 import type { OpenedPullRequest } from '../forge/forge.js';
 import { taskBranch } from './push.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
-
-const HARNESSES: readonly Harness[] = ['claude-code', 'codex', 'pi'];
-
-/** The vendor behind each harness (cross-review pairs across vendors). */
-export const HARNESS_VENDOR: Readonly<Record<Harness, string>> = { 'claude-code': 'anthropic', codex: 'openai', pi: 'pi' };
 
 /**
  * The reviewer of `task`: its planned reviewer, else the first of `review.pairs[worker]`. Pure.
@@ -33,7 +29,7 @@ export function chooseReviewer(task: Pick<TaskRecord, 'id' | 'worker' | 'reviewe
   const reviewer = planned ?? pairs[0] ?? null;
   const where = planned ? `the plan's reviewer for task ${task.id}` : `review.pairs.${task.worker} in .polly/config.yaml`;
   if (!reviewer) return { error: `no reviewer for task ${task.id}: ${where} is empty. List at least one other vendor, e.g. review.pairs.${task.worker}: [${HARNESSES.filter((h) => h !== task.worker).join(', ')}].` };
-  if (!HARNESSES.includes(reviewer)) return { error: `reviewer ${JSON.stringify(reviewer)} (${where}) is not a harness; use one of ${HARNESSES.join(', ')}.` };
+  if (!(HARNESSES as readonly string[]).includes(reviewer)) return { error: `reviewer ${JSON.stringify(reviewer)} (${where}) is not a harness; use one of ${HARNESSES.join(', ')}.` };
   if (reviewer === task.worker || HARNESS_VENDOR[reviewer] === HARNESS_VENDOR[task.worker]) {
     return {
       error: `reviewer ${reviewer} (${where}) is the same vendor as the worker ${task.worker}; a cross-review needs another vendor. Use one of ${HARNESSES.filter((h) => HARNESS_VENDOR[h] !== HARNESS_VENDOR[task.worker]).join(', ')}.`,

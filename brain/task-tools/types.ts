@@ -11,7 +11,8 @@
 import type { PollyConfig } from '../config/config-schema.js';
 import type { Forge } from '../forge/forge.js';
 import type { RegistryStore } from '../registry/registry-store.js';
-import type { Harness, Purpose, TaskRecord, WorkerRecord } from '../registry/registry-schema.js';
+import type { TaskRecord, WorkerRecord } from '../registry/registry-schema.js';
+import type { Harness, Purpose } from '../core/vocabulary.js';
 import type { AgentEvent, AgentRunResult } from '../../workers/agents/agent-adapter.js';
 import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
 import type { GateContext, GateRole } from '../../gate/types.js';

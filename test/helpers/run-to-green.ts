@@ -8,7 +8,7 @@
 import { expect } from 'vitest';
 import { join } from 'node:path';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
-import type { Harness } from '../../brain/registry/registry-schema.js';
+import type { Harness } from '../../brain/core/vocabulary.js';
 import { dispatch } from '../../brain/task-tools/dispatch.js';
 import { runAcceptanceTool } from '../../brain/task-tools/run-acceptance.js';
 import { sendFollowup } from '../../brain/task-tools/send-followup.js';

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { PollyConfig } from '../../brain/config/config-schema.js';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
-import type { Harness } from '../../brain/registry/registry-schema.js';
+import type { Harness } from '../../brain/core/vocabulary.js';
 import { dispatch } from '../../brain/task-tools/dispatch.js';
 import { runAcceptanceTool } from '../../brain/task-tools/run-acceptance.js';
 import type { WorkerTurnRequest } from '../../brain/task-tools/types.js';

@@ -3,7 +3,7 @@
  * headless through its structured event stream, with the gate installed, and normalise what it
  * emits into {@link AgentEvent}s. Worker state comes from these streams, never from screen text.
  */
-import type { Harness } from '../../brain/registry/registry-schema.js';
+import type { Harness } from '../../brain/core/vocabulary.js';
 
 /** Normalised events. Unknown event types from a newer CLI become `unknown` (never a crash). */
 export type AgentEvent =

@@ -5,7 +5,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Harness } from '../../brain/registry/registry-schema.js';
+import type { Harness } from '../../brain/core/vocabulary.js';
 
 /** The executable name each harness installs (`@anthropic-ai/claude-code`, `@openai/codex`, pi-coding-agent). */
 export const DEFAULT_AGENT_COMMAND: Record<Harness, string> = { 'claude-code': 'claude', codex: 'codex', pi: 'pi' };

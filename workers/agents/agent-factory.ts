@@ -11,7 +11,7 @@
  *   list is the turn's model, else `workers.pi.model`, else `default`).
  */
 import type { PollyConfig } from '../../brain/config/config-schema.js';
-import type { Harness } from '../../brain/registry/registry-schema.js';
+import type { Harness } from '../../brain/core/vocabulary.js';
 import { PollyError } from '../../brain/core/errors.js';
 import type { AgentAdapter } from './agent-adapter.js';
 import { createClaudeCodeAdapter } from './claude-code-adapter.js';

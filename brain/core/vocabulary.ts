@@ -1,0 +1,67 @@
+/**
+ * Polly's shared vocabulary: the closed sets every part names — purposes, harnesses and their
+ * vendors, task and goal statuses and the sets that give them meaning. This is the ground floor:
+ * `gate/`, `workers/` and `workflows/` may import it (and the rest of `brain/core/`), nothing else
+ * in `brain/`.
+ */
+
+/** What a work order is for. `implement` writes code; the others are read-only by default. */
+export const PURPOSES = ['implement', 'review', 'explore', 'search'] as const;
+export type Purpose = (typeof PURPOSES)[number];
+
+/** The purposes that write nothing unless config says otherwise (`policies.purpose_guard.read_only`). */
+export const DEFAULT_READ_ONLY_PURPOSES: readonly Purpose[] = ['review', 'explore', 'search'];
+
+/**
+ * Whether `purpose` is read-only under `readOnly` (the config's `policies.purpose_guard.read_only`).
+ * The one answer to "may this worker write?": the gate, the dispatch tool and the runner all ask it.
+ */
+export function isReadOnlyPurpose(purpose: string, readOnly: readonly string[] = DEFAULT_READ_ONLY_PURPOSES): boolean {
+  return readOnly.includes(purpose);
+}
+
+/** The agent CLIs Polly drives. */
+export const HARNESSES = ['claude-code', 'codex', 'pi'] as const;
+export type Harness = (typeof HARNESSES)[number];
+
+/** Each harness's model vendor: a cross-review needs a reviewer of another vendor. */
+export const HARNESS_VENDOR: Readonly<Record<Harness, string>> = { 'claude-code': 'anthropic', codex: 'openai', pi: 'pi' };
+
+/** A task's lifecycle status (see `brain/registry/task-lifecycle.ts` for the allowed moves). */
+export const TASK_STATUSES = [
+  'queued',
+  'dispatched',
+  'running',
+  'checking',
+  'fixing',
+  'green',
+  'pr_open',
+  'reviewing',
+  'ready',
+  'merged',
+  'done',
+  'failed',
+  'cancelled',
+  'agent_missing',
+  'agent_exited',
+  'blocked_on_prompt',
+] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+/** Statuses after which no worker runs for the task (it may still be carried by the forge: `ready`). */
+export const FINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>(['ready', 'merged', 'done', 'failed', 'cancelled', 'agent_missing', 'agent_exited', 'blocked_on_prompt']);
+
+/** Statuses of a task that satisfy a dependant's `depends_on`. */
+export const DEPENDENCY_MET_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>(['ready', 'merged', 'done']);
+
+/** A goal's status. */
+export const GOAL_STATUSES = ['open', 'planning', 'waiting_approval', 'running', 'done', 'failed', 'cancelled'] as const;
+export type GoalStatus = (typeof GOAL_STATUSES)[number];
+
+/** Goal statuses that end a goal. */
+export const FINAL_GOAL_STATUSES: ReadonlySet<GoalStatus> = new Set<GoalStatus>(['done', 'failed', 'cancelled']);
+
+/** Whether a goal in `status` is over (done, failed or cancelled). Unknown strings are not final. */
+export function isGoalFinal(status: string | undefined): boolean {
+  return status !== undefined && FINAL_GOAL_STATUSES.has(status as GoalStatus);
+}
