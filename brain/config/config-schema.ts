@@ -75,6 +75,14 @@ export interface PollyConfig {
     'claude-code': ClaudeCodeWorkerConfig;
     codex: CodexWorkerConfig;
     pi: PiWorkerConfig;
+    /**
+     * Run workers, acceptance and setup commands without Polly's OS sandbox when it cannot start
+     * (no bubblewrap, user namespaces off, macOS, Windows). Default false: Polly refuses to dispatch.
+     * Optional for configs written before it existed.
+     */
+    allow_unconfined?: boolean;
+    /** Names of more environment variables a worker gets from Polly's environment (beyond PATH, LANG, LC_*, TERM, the model variables). */
+    env_passthrough?: string[];
   };
   /** Who may review whom; never the same vendor. */
   review: { pairs: Record<Harness, Harness[]>; max_rounds: number };
@@ -85,10 +93,14 @@ export interface PollyConfig {
     timeout: number;
     /** Worker attempts (the first plus fix rounds) before a task fails. */
     max_attempts: number;
+    /** Give acceptance commands the network (default false: loopback only, inside the sandbox). */
+    network?: boolean;
   };
   worktrees: {
     /** Command run in a new worktree after files from .worktreeinclude are copied (e.g. `npm ci`). */
     setup: string | null;
+    /** Give the setup command the network (e.g. `npm ci`); default false. */
+    setup_network?: boolean;
   };
   forge: {
     /** `auto`: GitHub when `origin` is a GitHub URL, otherwise the local forge. */
@@ -117,6 +129,8 @@ export const DEFAULT_CONFIG: PollyConfig = {
     'claude-code': { command: 'claude', model: 'claude-sonnet-4-5', allow_root_sandbox: false },
     codex: { command: 'codex', model: 'gpt-5-codex', provider: null },
     pi: { command: 'pi', model: null, provider: null, base_url: null, api: 'openai-completions', api_key_env: 'OPENAI_API_KEY' },
+    allow_unconfined: false,
+    env_passthrough: [],
   },
   review: {
     pairs: {
@@ -126,8 +140,8 @@ export const DEFAULT_CONFIG: PollyConfig = {
     },
     max_rounds: 2,
   },
-  acceptance: { commands: ['npm test'], timeout: 600, max_attempts: 3 },
-  worktrees: { setup: null },
+  acceptance: { commands: ['npm test'], timeout: 600, max_attempts: 3, network: false },
+  worktrees: { setup: null, setup_network: false },
   forge: { kind: 'auto', github: { base_url: null } },
   brain: { model: 'claude-sonnet-4-5' },
 };

@@ -8,7 +8,8 @@
  *   [--model M] [--resume <session>] [--tools Read,Grep,Glob,Bash --disallowedTools …] <gate args>`
  * with the prompt on stdin (never a TTY).
  *
- * Environment (never the developer's own Claude config): `CLAUDE_CONFIG_DIR=<stateDir>/claude`
+ * Environment (by allowlist, workers/sandbox/worker-env.ts; never the developer's own Claude
+ * config): `HOME=<stateDir>/home`, `CLAUDE_CONFIG_DIR=<stateDir>/claude`
  * (sessions live there, so a resume needs the same stateDir and cwd), `DISABLE_AUTOUPDATER=1`,
  * `DISABLE_TELEMETRY=1`, `DISABLE_ERROR_REPORTING=1`, `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`,
  * then `options.env` (e.g. `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`), then the gate's env.
@@ -23,7 +24,8 @@ import { join } from 'node:path';
 import type { ClaudeCodeWorkerConfig } from '../../brain/config/config-schema.js';
 import type { AgentAdapter, AgentEvent, AgentRun, AgentRunOptions, AgentRunStatus } from './agent-adapter.js';
 import { resolveAgentBinary } from './agent-binary.js';
-import { refusedRun, scrubbedProcessEnv, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
+import { workerEnv } from '../sandbox/worker-env.js';
+import { refusedRun, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
 
 export interface ClaudeCodeAdapterConfig extends ClaudeCodeWorkerConfig {
   /** The executable to run; overrides `command` resolution (tests point it at fakes). */
@@ -201,16 +203,21 @@ export function createClaudeCodeAdapter(config: ClaudeCodeAdapterConfig): AgentA
         return refusedRun('agent_refused', rootRefusalMessage(), [binary], options.onEvent);
       }
       const { configDir, emptyMcpConfig } = prepareClaudeConfigDir(options.stateDir);
-      const env = scrubbedProcessEnv({
-        CLAUDE_CONFIG_DIR: configDir,
-        DISABLE_AUTOUPDATER: '1',
-        DISABLE_TELEMETRY: '1',
-        DISABLE_ERROR_REPORTING: '1',
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-        ...(isRoot && config.allow_root_sandbox ? { IS_SANDBOX: '1' } : {}),
-        ...options.env,
-        ...options.gate.env,
-      });
+      const home = join(options.stateDir, 'home');
+      mkdirSync(home, { recursive: true });
+      const env = workerEnv(
+        {
+          CLAUDE_CONFIG_DIR: configDir,
+          DISABLE_AUTOUPDATER: '1',
+          DISABLE_TELEMETRY: '1',
+          DISABLE_ERROR_REPORTING: '1',
+          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+          ...(isRoot && config.allow_root_sandbox ? { IS_SANDBOX: '1' } : {}),
+          ...options.env,
+          ...options.gate.env,
+        },
+        { home },
+      );
       // IS_SANDBOX is Polly's decision alone: never inherited from the caller's environment.
       if (isRoot && config.allow_root_sandbox) env.IS_SANDBOX = '1';
       else delete env.IS_SANDBOX;
@@ -226,6 +233,7 @@ export function createClaudeCodeAdapter(config: ClaudeCodeAdapterConfig): AgentA
         redact: [...secretsIn(options.env), ...secretsIn(options.gate.env)],
         onEvent: options.onEvent,
         classify: classifyClaudeOutcome,
+        sandbox: options.sandbox ?? null,
       });
     },
   };

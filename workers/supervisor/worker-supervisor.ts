@@ -7,7 +7,8 @@
  * run; env VALUES are not in it — they reach the runner through its environment), `runner.pid`,
  * `heartbeat`, `events.jsonl` (one normalised event per line), `agent.json` (the agent's pid),
  * `result.json` (written last, atomically), `runner.log` (the runner's stdout+stderr). The agent's
- * own state (its sessions) lives in `<stateRoot>/agents/<taskId>/<harness>/`, shared by the turns of
+ * own state (its sessions) lives in `<agentStateRoot>/agents/<taskId>/<harness>/` (default under
+ * `$XDG_STATE_HOME/polly/`, see workers/sandbox/agent-state-dir.ts), shared by the turns of
  * one task so that a follow-up can resume the session.
  *
  * Identity: the worker id is derived from the order id (`w-<taskId>-<sha1(orderId)[0:10]>`), so a
@@ -36,6 +37,7 @@ import type { WorkerRecord } from '../../brain/registry/registry-schema.js';
 import type { WorkerSupervisor, WorkerTurnRequest, WorkerTurnResult } from '../../brain/task-tools/types.js';
 import type { AgentEvent, AgentRunResult } from '../agents/agent-adapter.js';
 import { scrubbedProcessEnv } from '../agents/agent-process.js';
+import { repoStateDir } from '../sandbox/agent-state-dir.js';
 import { pidAlive } from '../proc/process-liveness.js';
 import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerFiles, type WorkerSpec } from './worker-runner.js';
 
@@ -46,6 +48,12 @@ export interface WorkerSupervisorOptions {
   config: PollyConfig;
   /** Where worker directories go. Default `<repoRoot>/.polly/workers`. */
   stateRoot?: string;
+  /**
+   * Where the agents' own state goes (`<root>/agents/<taskId>/<harness>/`: CLI config dirs,
+   * sessions, the private HOME). Default {@link repoStateDir}: outside the repository and the OS
+   * temp dir.
+   */
+  agentStateRoot?: string;
   /** The built runner. Default `dist/workers/supervisor/worker-runner.js` of this package. */
   runnerPath?: string;
   /** The node executable for the runner. Default `process.execPath`. */
@@ -199,7 +207,6 @@ export async function killAgentTree(agentPid: number | null, graceMs = 2000): Pr
     signalGroup(p, 'SIGKILL');
   }
 }
-
 
 function readAgentPid(files: WorkerFiles): number | null {
   try {
@@ -468,7 +475,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
   const start = async (request: WorkerTurnRequest, id: string, files: WorkerFiles): Promise<WorkerRecord | null> => {
     const runnerPath = options.runnerPath ?? defaultRunnerPath();
     mkdirSync(files.dir, { recursive: true });
-    const agentStateDir = join(stateRoot, 'agents', request.taskId, request.harness);
+    const agentStateDir = join(options.agentStateRoot ?? repoStateDir(options.repoRoot), 'agents', request.taskId, request.harness);
     mkdirSync(agentStateDir, { recursive: true });
     const spec: WorkerSpec = {
       version: 1,
@@ -561,11 +568,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
     return row;
   };
 
-  const runTurnOnce = async (
-    request: WorkerTurnRequest,
-    id: string,
-    opts: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void },
-  ): Promise<WorkerTurnResult> => {
+  const runTurnOnce = async (request: WorkerTurnRequest, id: string, opts: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void }): Promise<WorkerTurnResult> => {
     const files = workerFiles(join(stateRoot, id));
     const existing = (await store.read()).workers[id];
     if (existing) {
@@ -641,7 +644,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
         }
         await killAgentTree(readAgentPid(files));
         const result = readWorkerResult(files);
-        const cause = result ? null : lostResult({ ...row, pid }, files, createEventTail(files.events).read(), Date.now()).message ?? null;
+        const cause = result ? null : (lostResult({ ...row, pid }, files, createEventTail(files.events).read(), Date.now()).message ?? null);
         await endRow({ ...row, pid }, result, cause);
         reaped.push(row.id);
       }
