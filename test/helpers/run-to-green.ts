@@ -7,7 +7,7 @@
  */
 import { expect } from 'vitest';
 import { join } from 'node:path';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { repoStateDir } from '../../workers/sandbox/agent-state-dir.js';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import type { Harness } from '../../brain/core/vocabulary.js';
@@ -123,12 +123,15 @@ export async function runToGreen(rig: ToolRig, server: ScriptedModelServer, id: 
   // Nothing left running.
   expect(processWith(`${rig.repoRoot}/.polly/workers/w-${id}-`)).toEqual([]);
   expect(processWith(`${repoStateDir(rig.repoRoot)}/agents/${id}/`)).toEqual([]);
-  // Every turn ran in Polly's sandbox (the runner logs it before starting the agent).
-  const runnerLogs = readdirSync(join(rig.repoRoot, '.polly', 'workers'))
-    .filter((d) => d.startsWith(`w-${id}-`))
-    .map((d) => readFileSync(join(rig.repoRoot, '.polly', 'workers', d, 'runner.log'), 'utf8'));
-  expect(runnerLogs).toHaveLength(2);
-  for (const log of runnerLogs) expect(log).toMatch(/\[polly\] sandbox: \S+ runs in bubblewrap/);
+  // Every turn ran in Polly's sandbox: the runner (or the standby runner that took the turn) logs it before starting the agent.
+  const workersDir = join(rig.repoRoot, '.polly', 'workers');
+  const logs = readdirSync(workersDir)
+    .map((d) => (d === 'standby.log' ? join(workersDir, d) : join(workersDir, d, 'runner.log')))
+    .filter((f) => existsSync(f))
+    .map((f) => readFileSync(f, 'utf8'))
+    .join('\n');
+  const confinedTurns = logs.split('\n').filter((l) => /\[polly\] sandbox: \S+ runs in bubblewrap/.test(l) && l.includes(task.worktree!));
+  expect(confinedTurns).toHaveLength(2);
   expect((await rig.supervisor.live()).filter((w) => w.taskId === id)).toEqual([]);
   const workers = Object.values((await rig.store.read()).workers).filter((w) => w.taskId === id);
   expect(workers.map((w) => w.state)).toEqual(['exited', 'exited']);
