@@ -14,6 +14,7 @@
 import { isPollyError } from '../core/errors.js';
 import type { Forge, PullRequestInfo } from './forge.js';
 import type { RegistryStore } from '../registry/registry-store.js';
+import { transitionTask } from '../registry/task-lifecycle.js';
 import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
 
 export interface WatchMergesInput {
@@ -72,9 +73,7 @@ export async function watchMerges(input: WatchMergesInput): Promise<WatchMergesR
       const t = draft.tasks[task.id];
       if (!t?.pr || t.status === 'merged') return;
       t.pr.state = 'merged';
-      t.status = 'merged';
-      t.statusReason = null;
-      t.updatedAt = new Date().toISOString();
+      transitionTask(t, 'merged', { reason: null, at: new Date().toISOString() });
       tx.emit('task.merged', { taskId: t.id, number: pr.number, mergeCommit: info.mergeCommitSha });
     });
     let backupRef: string | null = null;
@@ -90,8 +89,7 @@ export async function watchMerges(input: WatchMergesInput): Promise<WatchMergesR
       const t = draft.tasks[task.id];
       if (!t) return;
       if (backupRef && !t.backupRefs.includes(backupRef)) t.backupRefs.push(backupRef);
-      t.status = 'done';
-      t.updatedAt = new Date().toISOString();
+      transitionTask(t, 'done', { at: new Date().toISOString() });
       tx.emit('task.done', { taskId: t.id, number: pr.number, backupRef });
     });
     input.progress?.(`${task.id}: PR #${pr.number} merged by a human; worktree removed (backup ${backupRef ?? 'none'})`);

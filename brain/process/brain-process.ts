@@ -27,6 +27,7 @@ import type { GoalRecord, PlanRecord, Registry, RunRecord, TaskRecord, WorkOrder
 import { DEPENDENCY_MET_STATUSES, FINAL_TASK_STATUSES, isGoalFinal, type TaskStatus } from '../core/vocabulary.js';
 import { promptMarker } from '../task-tools/dispatch.js';
 import { newTaskRecord } from '../registry/task-record.js';
+import { transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskTool, TaskToolContext, WorkerSupervisor } from '../task-tools/types.js';
 import { toInboxEvents, type InboxEvent } from '../mcp/brain-tools.js';
 import type { GateContext } from '../../gate/types.js';
@@ -180,7 +181,7 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
       await expirePlanAsks(deps.store, deps.config, now());
       let reg = await deps.store.read();
 
-      await handleCancels(deps, reg, log);
+      await handleCancels(deps, reg, log, now);
       reg = await createPlanTasks(deps, reg, now);
       await scheduleTurns(deps, reg, scheduledPlans, log, now);
       reg = await deps.store.read();
@@ -397,9 +398,7 @@ async function scheduleTurns(
       await deps.store.update((draft, tx) => {
         for (const b of blocked) {
           const t = draft.tasks[b.id]!;
-          t.status = 'cancelled';
-          t.statusReason = 'skipped: a task it depends on did not finish';
-          t.finishedAt = now().toISOString();
+          transitionTask(t, 'cancelled', { reason: 'skipped: a task it depends on did not finish', at: now().toISOString(), finished: true });
           tx.emit('task.failed', { taskId: t.id, status: t.status, reason: t.statusReason });
         }
       });
@@ -413,9 +412,7 @@ async function scheduleTurns(
       if (started.status === 'refused' || !started.run) {
         await deps.store.update((draft, tx) => {
           const t = draft.tasks[task.id]!;
-          t.status = 'failed';
-          t.statusReason = `the runtime refused to start ${wf}: ${started.instruction}`;
-          t.finishedAt = now().toISOString();
+          transitionTask(t, 'failed', { reason: `the runtime refused to start ${wf}: ${started.instruction}`, at: now().toISOString(), finished: true });
           tx.emit('task.failed', { taskId: t.id, status: 'failed', reason: t.statusReason });
         });
         continue;
@@ -425,9 +422,8 @@ async function scheduleTurns(
       }
       await deps.store.update((draft, tx) => {
         const t = draft.tasks[task.id]!;
-        t.status = 'dispatched';
         t.startedAt = now().toISOString();
-        t.updatedAt = t.startedAt;
+        transitionTask(t, 'dispatched', { at: t.startedAt });
         tx.emit('task.started', { taskId: t.id, worker: t.worker, reviewer: t.reviewer, run: started.run!.id });
       });
       log(`[polly] dispatched ${task.id} (${task.title}) to ${task.worker}`);
@@ -453,8 +449,7 @@ async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order: WorkO
     await deps.store.update((draft, tx) => {
       const t = draft.tasks[taskId];
       if (!t || FINAL_TASK_STATUSES.has(t.status)) return;
-      t.status = status;
-      t.updatedAt = now().toISOString();
+      transitionTask(t, status, { at: now().toISOString() });
       tx.emit('task.status', { taskId, status, tool: claimed.tool });
     });
   }
@@ -508,10 +503,11 @@ async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => Date): 
       const t = draft.tasks[String(run.input.task)];
       if (!t || t.finishedAt) continue;
       const outcome = run.outcome ?? (run.state as { state?: string }).state ?? 'failed';
-      if (!FINAL_TASK_STATUSES.has(t.status) || outcome !== 'ready') t.status = outcome === 'ready' ? 'ready' : outcome === 'cancelled' ? 'cancelled' : 'failed';
+      const at = now().toISOString();
+      if (!FINAL_TASK_STATUSES.has(t.status) || outcome !== 'ready') transitionTask(t, outcome === 'ready' ? 'ready' : outcome === 'cancelled' ? 'cancelled' : 'failed', { at });
       if (t.status === 'failed' && !t.statusReason) t.statusReason = `the task's workflow ended in "${outcome}"`;
-      t.finishedAt = now().toISOString();
-      t.updatedAt = t.finishedAt;
+      t.finishedAt = at;
+      t.updatedAt = at;
       tx.emit(t.status === 'ready' ? 'task.finished' : 'task.failed', {
         taskId: t.id,
         status: t.status,
@@ -523,7 +519,7 @@ async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => Date): 
 }
 
 /** Cancel requested tasks: stop the worker group, back up the work, cancel the run. */
-async function handleCancels(deps: BrainProcessDeps, reg: Registry, log: (l: string) => void): Promise<void> {
+async function handleCancels(deps: BrainProcessDeps, reg: Registry, log: (l: string) => void, now: () => Date): Promise<void> {
   for (const task of Object.values(reg.tasks)) {
     if (!task.cancelRequested || task.status === 'cancelled') continue;
     const stopped = await deps.supervisor.cancelTask(task.id);
@@ -540,9 +536,7 @@ async function handleCancels(deps: BrainProcessDeps, reg: Registry, log: (l: str
     if (run) await deps.runtime.signal(run.id, 'CANCEL');
     await deps.store.update((draft, tx) => {
       const t = draft.tasks[task.id]!;
-      t.status = 'cancelled';
-      t.statusReason = 'cancelled by sys_cancel_task';
-      t.finishedAt = new Date().toISOString();
+      transitionTask(t, 'cancelled', { reason: 'cancelled by sys_cancel_task', at: now().toISOString(), finished: true });
       if (backupRef) t.backupRefs = [...t.backupRefs, backupRef];
       tx.emit('task.cancelled', { taskId: t.id, workersStopped: stopped.cancelled, backupRef });
     });
@@ -557,8 +551,8 @@ async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, log: (l: 
   await deps.store.update((draft, tx) => {
     const t = draft.tasks[taskId]!;
     if (t.status === 'queued') {
-      t.status = 'running';
       t.startedAt = now().toISOString();
+      transitionTask(t, 'running', { at: t.startedAt });
       tx.emit('task.status', { taskId, status: 'running' });
     }
   });
@@ -583,9 +577,11 @@ async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, log: (l: 
     const t = draft.tasks[taskId]!;
     t.sessionId = result.sessionId;
     t.report = result.finalText;
-    t.status = result.status === 'ok' ? 'done' : result.status === 'cancelled' ? 'cancelled' : 'failed';
-    t.statusReason = result.status === 'ok' ? null : `${result.status}: ${result.message ?? result.stderr.slice(-500)}`;
-    t.finishedAt = now().toISOString();
+    transitionTask(t, result.status === 'ok' ? 'done' : result.status === 'cancelled' ? 'cancelled' : 'failed', {
+      reason: result.status === 'ok' ? null : `${result.status}: ${result.message ?? result.stderr.slice(-500)}`,
+      at: now().toISOString(),
+      finished: true,
+    });
     tx.emit(t.status === 'done' ? 'task.finished' : 'task.failed', { taskId, status: t.status, report: result.finalText.slice(0, 4000), reason: t.statusReason });
   });
 }
