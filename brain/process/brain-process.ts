@@ -248,7 +248,7 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
 
       if (Date.now() - lastMergePass > (deps.mergeWatchSeconds ?? 30) * 1000) {
         lastMergePass = Date.now();
-        const report = await watchMerges({ store: deps.store, forge: deps.forge, worktrees: deps.worktrees, progress: log });
+        const report = await watchMerges({ store: deps.store, forge: deps.forge, worktrees: deps.worktrees, progress: log, now });
         for (const d of report.done) log(`[polly] ${d.taskId}: PR #${d.number} was merged by a human; task done, worktree removed after backup ${d.backupRef ?? ''}`);
       }
       if (Date.now() - lastHeartbeat > 10_000) {
