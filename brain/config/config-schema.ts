@@ -6,6 +6,7 @@
  * file:line:column on errors) and merges a file over {@link DEFAULT_CONFIG}.
  */
 import type { Harness, Purpose } from '../core/vocabulary.js';
+import { DEFAULT_GUARANTEE_POLICY } from '../../workflows/check/guarantees.js';
 
 export interface BlastRadiusPolicy {
   /** When true, every `git push` is an ask; when false (the default) plain pushes of the task's own branch are allowed. Force-pushes, pushes to the default branch and deletions are always denied. */
@@ -106,7 +107,7 @@ export const DEFAULT_CONFIG: PollyConfig = {
   version: 1,
   policies: {
     blast_radius: { gate_pushes: false },
-    spawn_bounds: { max_dispatches_per_turn: 5 },
+    spawn_bounds: { max_dispatches_per_turn: DEFAULT_GUARANTEE_POLICY.maxDispatchesPerTurn },
     purpose_guard: {
       allowed: ['implement', 'review', 'explore', 'search'],
       read_only: ['review', 'explore', 'search'],
