@@ -27,7 +27,8 @@ import type { GoalRecord, PlanRecord, Registry, RunRecord, TaskRecord, WorkOrder
 import { DEPENDENCY_MET_STATUSES, FINAL_TASK_STATUSES, isGoalFinal, type TaskStatus } from '../core/vocabulary.js';
 import { promptMarker } from '../task-tools/dispatch.js';
 import { newTaskRecord } from '../registry/task-record.js';
-import type { TaskTool, TaskToolContext, WorkerSupervisor } from '../task-tools/types.js';
+import type { TaskTool, TaskToolContext } from '../task-tools/types.js';
+import type { WorkerSupervisor } from '../../workers/worker-turn.js';
 import { toInboxEvents, type InboxEvent } from '../mcp/brain-tools.js';
 import type { GateContext } from '../../gate/types.js';
 

@@ -20,12 +20,21 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ClaudeCodeWorkerConfig } from '../../brain/config/config-schema.js';
-import type { AgentAdapter, AgentEvent, AgentRun, AgentRunOptions, AgentRunStatus } from './agent-adapter.js';
+import type { AgentAdapter, AgentCliOptions, AgentEvent, AgentRun, AgentRunOptions, AgentRunStatus } from './agent-adapter.js';
 import { resolveAgentBinary } from './agent-binary.js';
 import { refusedRun, scrubbedProcessEnv, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
 
-export interface ClaudeCodeAdapterConfig extends ClaudeCodeWorkerConfig {
+/** `.polly/config.yaml` `workers.claude-code` (composed into the config schema by brain/config/config-schema.ts). */
+export interface ClaudeCodeOptions extends AgentCliOptions {
+  /**
+   * Claude Code refuses `--permission-mode bypassPermissions` as root unless `IS_SANDBOX=1`.
+   * Polly sets `IS_SANDBOX=1` for its workers only when this is true (you assert the machine is a
+   * sandbox); otherwise a worker started as root fails with a clear `agent_refused` error.
+   */
+  allow_root_sandbox: boolean;
+}
+
+export interface ClaudeCodeAdapterConfig extends ClaudeCodeOptions {
   /** The executable to run; overrides `command` resolution (tests point it at fakes). */
   binary?: string;
   /** Path to an MCP config JSON (`{"mcpServers": {…}}`) for this worker; default: no MCP servers. */

@@ -30,6 +30,7 @@ import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
+import type { CommandResult } from '../proc/shell-command.js';
 
 /** Journal sink: `kind` is dotted (`worktree.created`, …); `data` never holds secrets. */
 export type WorktreeJournal = (kind: string, data: Record<string, unknown>) => void;
@@ -77,13 +78,8 @@ export interface CreateRecovery {
 }
 
 /** The outcome of the setup command (an expected outcome: a red setup is data, not an error). */
-export interface SetupResult {
-  command: string;
-  exitCode: number | null;
-  timedOut: boolean;
-  durationMs: number;
-  /** Tail of the combined output (≤ 4000 characters); the whole of it is in `logPath`. */
-  output: string;
+export interface SetupResult extends CommandResult {
+  /** The whole combined output (`output` is its tail, ≤ 4000 characters). */
   logPath: string;
 }
 

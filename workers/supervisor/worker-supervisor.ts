@@ -28,22 +28,22 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { PollyConfig } from '../../brain/config/config-schema.js';
 import { PollyError } from '../../brain/core/errors.js';
 import { workerRunnerPath } from '../../brain/core/install-paths.js';
-import type { RegistryStore } from '../../brain/registry/registry-store.js';
-import type { WorkerRecord } from '../../brain/registry/registry-schema.js';
-import type { WorkerSupervisor, WorkerTurnRequest, WorkerTurnResult } from '../../brain/task-tools/types.js';
+import type { WorkerSupervisor, WorkerTurnRequest, WorkerTurnResult } from '../worker-turn.js';
 import type { AgentEvent, AgentRunResult } from '../agents/agent-adapter.js';
 import { scrubbedProcessEnv } from '../agents/agent-process.js';
 import { pidAlive } from '../proc/process-liveness.js';
-import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerFiles, type WorkerSpec } from './worker-runner.js';
+import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerFiles, type WorkerRunConfig, type WorkerSpec } from './worker-runner.js';
+import type { WorkerRecord, WorkerRecordStore } from './worker-record-store.js';
 
 export interface WorkerSupervisorOptions {
   /** The repository's main checkout (absolute). */
   repoRoot: string;
-  store: RegistryStore;
-  config: PollyConfig;
+  /** Where worker rows live (the registry store satisfies this port). */
+  store: WorkerRecordStore;
+  /** The config the runner needs (a PollyConfig satisfies it); written into each spec.json. */
+  config: WorkerRunConfig;
   /** Where worker directories go. Default `<repoRoot>/.polly/workers`. */
   stateRoot?: string;
   /** The built runner. Default `dist/workers/supervisor/worker-runner.js` of this package. */
@@ -274,7 +274,7 @@ function isLiveState(w: WorkerRecord): boolean {
 }
 
 /**
- * Create the supervisor (implements {@link WorkerSupervisor} of brain/task-tools/types.ts).
+ * Create the supervisor (implements {@link WorkerSupervisor} of workers/worker-turn.ts).
  *
  * - `runTurn(request)`: idempotent per `request.orderId`. A row for the order whose runner lives →
  *   adopt (replay events.jsonl from the start through `onEvent`, wait for result.json); runner gone
