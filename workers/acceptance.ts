@@ -7,6 +7,7 @@
  * (stdout+stderr interleaved) is kept, bounded to its tail.
  */
 import { spawn } from 'node:child_process';
+import { signalGroup } from './proc/kill.js';
 import type { CommandResult } from './proc/shell-command.js';
 
 export interface AcceptanceOptions {
@@ -45,13 +46,7 @@ export function runCheck(command: string, options: Omit<AcceptanceOptions, 'comm
       detached: true,
     });
     let timedOut = false;
-    const killGroup = () => {
-      try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    };
+    const killGroup = () => signalGroup(child.pid, 'SIGKILL');
     const timer = setTimeout(() => {
       timedOut = true;
       killGroup();

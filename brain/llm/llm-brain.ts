@@ -34,6 +34,7 @@ import type { GateContext } from '../../gate/types.js';
 import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import { resolveAgentBinary } from '../../workers/agents/agent-binary.js';
 import { redactText, scrubbedProcessEnv } from '../../workers/agents/agent-process.js';
+import { signalGroup } from '../../workers/proc/kill.js';
 import { parseClaudeStreamLine, prepareClaudeConfigDir, rootRefusalMessage } from '../../workers/agents/claude-code-adapter.js';
 
 export interface LlmBrainOptions {
@@ -198,14 +199,6 @@ function secretsIn(env: Record<string, string>): string[] {
     .filter((v) => v.length >= 4);
 }
 
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // the group is gone
-  }
-}
 
 /**
  * Start the Brain's claude for a goal (no turn yet: call `turn(firstBrainMessage(goal))`).
@@ -330,7 +323,7 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
       if (exitInfo) return;
       exitInfo = { code, signal, stderr: redactText(stderrTail, redact) };
       // MCP servers and hooks started by claude share its process group: end whatever is left.
-      killGroup(child, 'SIGTERM');
+      signalGroup(child.pid, 'SIGTERM');
       if (pending) {
         const p = pending;
         pending = null;
@@ -373,13 +366,13 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
       child.stdin!.end();
       const grace = options.closeGraceMs ?? 5000;
       const timer = setTimeout(() => {
-        killGroup(child, 'SIGTERM');
-        setTimeout(() => killGroup(child, 'SIGKILL'), 2000).unref();
+        signalGroup(child.pid, 'SIGTERM');
+        setTimeout(() => signalGroup(child.pid, 'SIGKILL'), 2000).unref();
       }, grace);
       await exited;
       clearTimeout(timer);
     }
-    killGroup(child, 'SIGKILL');
+    signalGroup(child.pid, 'SIGKILL');
   };
 
   return { pid: child.pid, sessionId: () => session, turn, close, exited };

@@ -12,6 +12,7 @@
  * same owner name, and finishes the run: no dispatch is repeated and nothing is merged.
  */
 import { pidAlive } from '../../workers/proc/process-liveness.js';
+import { signalGroupOrPid } from '../../workers/proc/kill.js';
 import { join } from 'node:path';
 import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
@@ -308,15 +309,7 @@ async function reapPreviousGoalBrains(deps: BrainProcessDeps, log: (l: string) =
   const reg = await deps.store.read();
   for (const goal of Object.values(reg.goals)) {
     if (goal.brainPid && goal.brainPid !== process.pid && pidAlive(goal.brainPid)) {
-      try {
-        process.kill(-goal.brainPid, 'SIGTERM');
-      } catch {
-        try {
-          process.kill(goal.brainPid, 'SIGTERM');
-        } catch {
-          // gone
-        }
-      }
+      signalGroupOrPid(goal.brainPid, 'SIGTERM');
       log(`[polly] stopped the LLM brain a previous Brain left running (pid ${goal.brainPid}); its session resumes`);
     }
   }

@@ -31,6 +31,8 @@ import { createRepoLock, type RepoLock } from './repo-lock.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
 import type { CommandResult } from '../proc/shell-command.js';
+import { signalGroup } from '../proc/kill.js';
+import { pidAlive } from '../proc/process-liveness.js';
 
 /** Journal sink: `kind` is dotted (`worktree.created`, …); `data` never holds secrets. */
 export type WorktreeJournal = (kind: string, data: Record<string, unknown>) => void;
@@ -397,11 +399,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      try {
-        if (subprocess.pid !== undefined) process.kill(-subprocess.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
+      signalGroup(subprocess.pid, 'SIGKILL');
     }, options.setupTimeoutMs ?? 900_000);
     const r = await subprocess.finally(() => clearTimeout(timer));
     const all = typeof r.all === 'string' ? r.all : '';
@@ -710,12 +708,7 @@ function isInterruptedCreation(entry: WorktreeEntry): boolean {
   const pid = Number(entry.locked.slice(CREATING_PREFIX.length));
   if (!Number.isInteger(pid) || pid <= 0) return false;
   if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return false; // alive: another Polly process is setting it up
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return !pidAlive(pid); // alive: another Polly process is setting it up
 }
 
 /** @throws PollyError `bad_input` unless `id` is a safe ref/path component. */

@@ -33,7 +33,7 @@ import { workerRunnerPath } from '../../brain/core/install-paths.js';
 import type { WorkerSupervisor, WorkerTurnRequest, WorkerTurnResult } from '../worker-turn.js';
 import type { AgentEvent, AgentRunResult } from '../agents/agent-adapter.js';
 import { scrubbedProcessEnv } from '../agents/agent-process.js';
-import { pidAlive } from '../proc/process-liveness.js';
+import { killTree, signalPid } from '../proc/kill.js';
 import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerFiles, type WorkerRunConfig, type WorkerSpec } from './worker-runner.js';
 import type { WorkerRecord, WorkerRecordStore } from './worker-record-store.js';
 
@@ -108,98 +108,7 @@ export function runnerAlive(pid: number, specPath: string): boolean {
   }
 }
 
-/** Whether process group `pgid` has any member left. */
-export function groupAlive(pgid: number): boolean {
-  if (!pgid || pgid <= 0) return false;
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function signalGroup(pgid: number | null | undefined, sig: NodeJS.Signals): void {
-  if (!pgid || pgid <= 0) return;
-  try {
-    process.kill(-pgid, sig);
-  } catch {
-    /* already gone */
-  }
-}
-
-function signalPid(pid: number, sig: NodeJS.Signals): void {
-  if (!pid || pid <= 0) return;
-  try {
-    process.kill(pid, sig);
-  } catch {
-    /* already gone */
-  }
-}
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** `pid → ppid` of every process, from /proc (empty where there is no /proc). */
-function parentTable(): Map<number, number> {
-  const table = new Map<number, number>();
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return table;
-  }
-  for (const name of entries) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      table.set(Number(name), Number(fields[1]));
-    } catch {
-      /* exited meanwhile */
-    }
-  }
-  return table;
-}
-
-/** Every descendant of `pid` (children, grandchildren, …), by parent links in /proc. */
-export function descendantsOf(pid: number): number[] {
-  const table = parentTable();
-  const out: number[] = [];
-  const queue = [pid];
-  while (queue.length > 0) {
-    const parent = queue.shift()!;
-    for (const [child, ppid] of table) {
-      if (ppid === parent && !out.includes(child)) {
-        out.push(child);
-        queue.push(child);
-      }
-    }
-  }
-  return out;
-}
-
-/**
- * Stop an agent whose runner is gone: its process group AND every descendant (a CLI may run tool
- * commands in process groups or sessions of their own, e.g. pi's bash tool), SIGTERM first so the
- * CLI can clean up, SIGKILL after `graceMs`. Descendants are collected before anything is signalled
- * (once the CLI dies they are reparented and can no longer be traced to it).
- */
-export async function killAgentTree(agentPid: number | null, graceMs = 2000): Promise<void> {
-  if (!agentPid || agentPid <= 0) return;
-  const tree = descendantsOf(agentPid);
-  const alive = (): boolean => groupAlive(agentPid) || tree.some((p) => pidAlive(p));
-  if (!alive()) return;
-  signalGroup(agentPid, 'SIGTERM');
-  for (const p of tree) signalPid(p, 'SIGTERM');
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline && alive()) await sleep(50);
-  signalGroup(agentPid, 'SIGKILL');
-  for (const p of tree) {
-    signalPid(p, 'SIGKILL');
-    signalGroup(p, 'SIGKILL');
-  }
-}
-
 
 function readAgentPid(files: WorkerFiles): number | null {
   try {
@@ -427,7 +336,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
         const late = readWorkerResult(files);
         if (late) continue;
         await drain();
-        await killAgentTree(readAgentPid(files));
+        await killTree(readAgentPid(files));
         const lost = lostResult({ ...row, pid }, files, seen, started);
         await endRow(row, null, lost.message ?? null);
         return { ...lost, workerId: row.id, adopted };
@@ -457,7 +366,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
           signalPid(pid, 'SIGTERM');
         } else if (Date.now() - termAt > cancelGraceMs) {
           signalPid(pid, 'SIGKILL');
-          await killAgentTree(readAgentPid(files), 0);
+          await killTree(readAgentPid(files), 0);
         }
       }
       await sleep(pollMs);
@@ -619,7 +528,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
             while (Date.now() < deadline && runnerAlive(pid, files.spec)) await sleep(pollMs);
             if (runnerAlive(pid, files.spec)) signalPid(pid, 'SIGKILL');
           }
-          await killAgentTree(readAgentPid(files));
+          await killTree(readAgentPid(files));
           const result = readWorkerResult(files);
           await endRow({ ...row, pid }, result, result ? null : `cancelled: the worker process (pid ${pid}) was killed before it wrote a result`);
         }),
@@ -639,7 +548,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
           adopted.push(row.id);
           continue;
         }
-        await killAgentTree(readAgentPid(files));
+        await killTree(readAgentPid(files));
         const result = readWorkerResult(files);
         const cause = result ? null : lostResult({ ...row, pid }, files, createEventTail(files.events).read(), Date.now()).message ?? null;
         await endRow({ ...row, pid }, result, cause);
