@@ -17,6 +17,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
+import { redactSecrets } from '../../brain/core/redact.js';
 import { signalGroupOrPid } from '../proc/kill.js';
 import type { AgentEvent, AgentRun, AgentRunResult, AgentRunStatus } from './agent-adapter.js';
 
@@ -87,11 +88,9 @@ export function scrubbedProcessEnv(extra: Record<string, string> = {}, env: Node
   return { ...out, ...extra };
 }
 
-/** Replace every secret (length ≥ 4) in `text` by `[redacted]`. */
+/** Replace every secret value (length ≥ 4) in `text` by `[redacted]` (brain/core/redact.ts, values only). */
 export function redactText(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('[redacted]');
-  return out;
+  return redactSecrets(text, { values: secrets, shapes: false });
 }
 
 function isDirectory(path: string): boolean {
