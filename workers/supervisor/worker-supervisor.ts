@@ -25,8 +25,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { closeSync, existsSync, mkdirSync, openSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PollyError } from '../../brain/core/errors.js';
 import { workerRunnerPath } from '../../brain/core/install-paths.js';
@@ -35,6 +35,7 @@ import type { AgentEvent, AgentRunResult } from '../agents/agent-adapter.js';
 import { scrubbedProcessEnv } from '../agents/agent-process.js';
 import { killTree, signalPid } from '../proc/kill.js';
 import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerFiles, type WorkerRunConfig, type WorkerSpec } from './worker-runner.js';
+import { createEventTail, logTail, readAgentPid, readRunnerPid, runnerAlive } from './worker-files.js';
 import type { WorkerRecord, WorkerRecordStore } from './worker-record-store.js';
 
 export interface WorkerSupervisorOptions {
@@ -81,102 +82,7 @@ export function defaultRunnerPath(): string {
   throw new PollyError('not_built', `the worker runner is not built (no ${path}). Run "npm run build" first.`);
 }
 
-/**
- * Whether the runner of `specPath` is alive as `pid` (see the module doc): its command line names
- * the spec file, or — for a standby runner that was handed this spec — the tag in `runner.tag`.
- */
-export function runnerAlive(pid: number, specPath: string): boolean {
-  if (!pid || pid <= 0) return false;
-  try {
-    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    if (args.includes(specPath)) return true;
-    let tag = '';
-    try {
-      tag = readFileSync(join(dirname(specPath), 'runner.tag'), 'utf8').trim();
-    } catch {
-      return false;
-    }
-    return tag !== '' && args.includes(tag);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && existsSync('/proc/self/cmdline')) return false;
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-}
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-function readAgentPid(files: WorkerFiles): number | null {
-  try {
-    const pid = (JSON.parse(readFileSync(files.agent, 'utf8')) as { pid?: unknown }).pid;
-    return typeof pid === 'number' && pid > 0 ? pid : null;
-  } catch {
-    return null;
-  }
-}
-
-function readRunnerPid(files: WorkerFiles): number {
-  try {
-    const pid = Number(readFileSync(files.runnerPid, 'utf8').trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : 0;
-  } catch {
-    return 0;
-  }
-}
-
-function logTail(files: WorkerFiles, bytes = 4096): string {
-  try {
-    const text = readFileSync(files.log, 'utf8');
-    return text.slice(-bytes);
-  } catch {
-    return '';
-  }
-}
-
-/** Reads events.jsonl incrementally from a byte offset (whole lines only). */
-function createEventTail(path: string): { read(): AgentEvent[] } {
-  let offset = 0;
-  let partial = '';
-  return {
-    read() {
-      let fd: number;
-      try {
-        fd = openSync(path, 'r');
-      } catch {
-        return [];
-      }
-      const out: AgentEvent[] = [];
-      try {
-        const size = statSync(path).size;
-        while (offset < size) {
-          const buf = Buffer.alloc(Math.min(1 << 20, size - offset));
-          const n = readSync(fd, buf, 0, buf.length, offset);
-          if (n <= 0) break;
-          offset += n;
-          partial += buf.subarray(0, n).toString('utf8');
-        }
-      } finally {
-        closeSync(fd);
-      }
-      let nl: number;
-      while ((nl = partial.indexOf('\n')) >= 0) {
-        const line = partial.slice(0, nl);
-        partial = partial.slice(nl + 1);
-        if (!line.trim()) continue;
-        try {
-          out.push(JSON.parse(line) as AgentEvent);
-        } catch {
-          out.push({ type: 'unknown', raw: line });
-        }
-      }
-      return out;
-    },
-  };
-}
 
 function isLiveState(w: WorkerRecord): boolean {
   return w.state === undefined || w.state === 'starting' || w.state === 'running';
