@@ -174,20 +174,6 @@ export interface WorktreeManager {
    * @returns the new commit, or null when there was nothing to commit.
    */
   commitAll(input: { id: string; message: string }): Promise<string | null>;
-  /**
-   * Whether `polly/<id>` is merged into `baseBranch`. Method, in order:
-   * 1. `git merge-base --is-ancestor polly/<id> <base>` — merge commits and fast-forwards (also true
-   *    for a branch with no commits of its own: nothing is left to merge);
-   * 2. `git merge-tree --write-tree <base> polly/<id>` (git ≥ 2.38): when merging the branch into the
-   *    base would leave the base's tree unchanged, its changes are already there — squash merges,
-   *    rebase merges, cherry-picks;
-   * 3. `git cherry <base> polly/<id>`: every commit has a patch-id-equal commit in the base (rebase
-   *    merges after the base changed the same lines again).
-   * A squash merge whose lines the base later changed again and that is not patch-equal is reported
-   * as not merged.
-   * @throws PollyError `not_found` (no branch), `bad_input` (unknown base).
-   */
-  isMerged(input: { id: string; baseBranch: string }): Promise<boolean>;
 }
 
 interface RepoInfo {
@@ -673,22 +659,6 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       const commit = (await revParse(cwd, 'HEAD')) as string;
       journal('worktree.committed', { id: input.id, commit });
       return commit;
-    },
-
-    async isMerged(input) {
-      validateId(input.id);
-      const info = await repo();
-      const tip = await revParse(info.root, `refs/heads/polly/${input.id}`);
-      if (tip === null) throw new PollyError('not_found', `branch polly/${input.id} does not exist; no such task branch`);
-      const base =
-        (await revParse(info.root, `refs/heads/${input.baseBranch}^{commit}`)) ?? (await revParse(info.root, `${input.baseBranch}^{commit}`));
-      if (base === null) throw new PollyError('bad_input', `base branch "${input.baseBranch}" does not exist in ${info.root}`);
-      if (await isAncestor(info.root, tip, base)) return true;
-      const merged = await git.run(['merge-tree', '--write-tree', '--no-messages', base, tip], { cwd: info.root, okExitCodes: [1] });
-      if (merged.exitCode === 0 && firstLine(merged) === (await revParse(info.root, `${base}^{tree}`))) return true;
-      const cherry = await git.run(['cherry', base, tip], { cwd: info.root });
-      const lines = cherry.stdout.split('\n').filter((l) => l.trim() !== '');
-      return lines.length > 0 && lines.every((l) => l.startsWith('-'));
     },
   };
 }
