@@ -26,12 +26,7 @@ function onPath(name: string, pathVar: string | undefined): boolean {
  * @param input.confined  the worker runs in Polly's sandbox
  * @param input.gitDir    the repository's `.git` (common git dir), denied for writing
  */
-export function claudeCodeSandboxSettings(input: {
-  confined: boolean;
-  gitDir: string;
-  platform?: NodeJS.Platform;
-  pathVar?: string;
-}): Record<string, unknown> | null {
+export function claudeCodeSandboxSettings(input: { confined: boolean; gitDir: string; platform?: NodeJS.Platform; pathVar?: string }): Record<string, unknown> | null {
   if (input.confined) return null;
   const platform = input.platform ?? process.platform;
   const canStart = platform === 'darwin' || (platform === 'linux' && onPath('bwrap', input.pathVar ?? process.env.PATH) && onPath('socat', input.pathVar ?? process.env.PATH));
