@@ -20,7 +20,7 @@
  * - Leases per session: `start`, `report`, `signal` and `state` called with a `session` (an MCP
  *   session's owner id) offer the open order to that session only: it is leased to the session in
  *   the same write (a fresh lease id, `lease_seconds` of the effect, or `leaseSeconds`), renewed
- *   when the same session asks again, and hidden from every other session (`order: null`,
+ *   when the same session asks again once half of it has run, and hidden from every other session (`order: null`,
  *   `leasedUntil`) until the lease expires — then the same order id is offered to whoever asks
  *   next. A report carrying a lease id must name the current, unexpired lease; a report from a
  *   session (without a lease id) must come from the holder while the lease runs; either mismatch
@@ -253,7 +253,9 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
         instruction: `Work order ${order.id} (${order.kind}) of run ${run.id} is leased to another session until ${order.leaseExpiresAt}: do not run its tool. Call workflow_state with run_id "${run.id}" after that time; if that session has not reported by then, the same order is offered to you.`,
       };
     }
-    const lease = grant(run, wf, order, session, tx, at);
+    // The holder asking again renews only once half its lease has run (no write on every look).
+    const half = order.leaseExpiresAt !== null && order.leaseId && order.leasedBy === session && new Date(order.leaseExpiresAt).getTime() - at.getTime() > (leaseSecondsFor(wf, order) * 1000) / 2;
+    const lease = half ? { id: order.leaseId!, order: order.id, expiresAt: order.leaseExpiresAt! } : grant(run, wf, order, session, tx, at);
     return { order: clone(order), lease, instruction: `${instructionFor(wf, run, at)} Quote lease_id "${lease.id}" in that report: the order is leased to you until ${lease.expiresAt}; after that it may be offered to another session and your report is refused.` };
   }
 
