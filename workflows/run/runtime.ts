@@ -43,8 +43,8 @@
  * `run.reported`, `run.retry`, `run.rejected`, `run.order_dropped`, `run.lease_expired`, `run.finished`.
  */
 import { PollyError, isPollyError } from '../../brain/core/errors.js';
-import type { JournalEntry, Registry, RunRecord, WorkOrderRecord } from '../../brain/registry/registry-schema.js';
-import type { RegistryStore, RegistryTx } from '../../brain/registry/registry-store.js';
+import type { RunRecord, WorkOrderRecord } from './run-records.js';
+import type { RunJournalEntry, RunStore, RunStoreState, RunStoreTx } from './run-store.js';
 import { applyAction, enabledActions, initialState, isTerminal, runKey, validateInput, type RunState, type StepApplied } from './interpreter.js';
 import { runIdFor } from './run-identity.js';
 import { createOrder, idleInstruction, orderInstruction } from './work-order.js';
@@ -54,7 +54,8 @@ import type { LibraryEntry, WorkflowLibrary } from '../workflow-library.js';
 import type { Value, Workflow } from '../workflow-schema.js';
 
 export interface RuntimeDeps {
-  store: RegistryStore;
+  /** Where runs live (the registry store satisfies it). */
+  store: RunStore;
   library: WorkflowLibrary;
   /** The agent area (a kind of agent: whose workflow library). Part of every run id. */
   agentArea: string;
@@ -174,7 +175,7 @@ export interface Runtime {
    */
   state(runId: string, options?: SessionOptions): Promise<RunView>;
   /** The run's journal lines with seq > `afterSeq`. @throws PollyError `not_found`. */
-  journal(runId: string, afterSeq?: number): Promise<JournalEntry[]>;
+  journal(runId: string, afterSeq?: number): Promise<RunJournalEntry[]>;
   /** Runs of this runtime's areas (all areas with `allAreas`), oldest first. */
   list(filter?: { workflow?: string; status?: RunRecord['status']; allAreas?: boolean }): Promise<RunRecord[]>;
   /** Clear expired leases of every running run (journaled); the orders stay open, same ids. */
@@ -206,7 +207,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     return e as LibraryEntry & { workflow: Workflow };
   }
 
-  function getRun(reg: Registry, runId: string): RunRecord {
+  function getRun(reg: RunStoreState, runId: string): RunRecord {
     const run = reg.runs[runId];
     if (!run) throw new PollyError('not_found', `no workflow run ${JSON.stringify(runId)} in this registry. Call workflow_start to start or attach (the run id comes back from it).`, { details: { run: runId } });
     return run;
@@ -225,7 +226,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
   }
 
   /** Lease (or renew) `order` for `owner` from `at`: a retry not yet due is leased until it is due plus the lease. */
-  function grant(run: RunRecord, wf: Workflow, order: WorkOrderRecord, owner: string, tx: RegistryTx, at: Date): LeaseGrant {
+  function grant(run: RunRecord, wf: Workflow, order: WorkOrderRecord, owner: string, tx: RunStoreTx, at: Date): LeaseGrant {
     const renewed = leaseLive(order, at) && order.leasedBy === owner && !!order.leaseId;
     const previous = order.leasedBy;
     const from = Math.max(at.getTime(), order.availableAt ? new Date(order.availableAt).getTime() : 0);
@@ -241,7 +242,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
    * What `session` sees of the run's open order: without a session, the order as it is; with one,
    * the order leased to (or renewed for) that session — or nothing while another session's lease runs.
    */
-  function offer(run: RunRecord, wf: Workflow, session: string | undefined, tx: RegistryTx, at: Date): { order: WorkOrderRecord | null; lease?: LeaseGrant | null; leasedUntil?: string; instruction: string } {
+  function offer(run: RunRecord, wf: Workflow, session: string | undefined, tx: RunStoreTx, at: Date): { order: WorkOrderRecord | null; lease?: LeaseGrant | null; leasedUntil?: string; instruction: string } {
     const order = run.openOrder;
     if (session === undefined) return { order: order ? clone(order) : null, instruction: instructionFor(wf, run, at) };
     if (!order || run.status !== 'running') return { order: null, lease: null, instruction: instructionFor(wf, run, at) };
@@ -265,7 +266,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
   }
 
   /** Open the next queued order when none is open. */
-  function promote(run: RunRecord, tx: RegistryTx): void {
+  function promote(run: RunRecord, tx: RunStoreTx): void {
     if (run.openOrder || run.status !== 'running') return;
     const next = run.outbox?.shift();
     if (!next) return;
@@ -273,7 +274,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     tx.emit('run.order', { run: run.id, order: next.id, kind: next.kind, tool: next.tool, attempt: next.attempt, seq: next.seq ?? null });
   }
 
-  function dropOutstanding(run: RunRecord, tx: RegistryTx, why: string): void {
+  function dropOutstanding(run: RunRecord, tx: RunStoreTx, why: string): void {
     const outstanding = [...(run.openOrder ? [run.openOrder] : []), ...(run.outbox ?? [])];
     for (const o of outstanding) {
       run.droppedOrders = [...(run.droppedOrders ?? []), o.id];
@@ -284,7 +285,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
   }
 
   /** Commit an applied step: state, seq, new orders, finish. */
-  function commitStep(run: RunRecord, wf: Workflow, action: string, data: Record<string, unknown>, step: StepApplied, tx: RegistryTx, cause: string, at: Date): void {
+  function commitStep(run: RunRecord, wf: Workflow, action: string, data: Record<string, unknown>, step: StepApplied, tx: RunStoreTx, cause: string, at: Date): void {
     const from = runState(run).state;
     run.seq += 1;
     run.state = step.state as unknown as Record<string, unknown>;
@@ -306,12 +307,12 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     promote(run, tx);
   }
 
-  function reject(run: RunRecord, tx: RegistryTx, code: RejectCode, reason: string, extra: Record<string, unknown>): Rejected {
+  function reject(run: RunRecord, tx: RunStoreTx, code: RejectCode, reason: string, extra: Record<string, unknown>): Rejected {
     tx.emit('run.rejected', { run: run.id, code, reason, ...extra });
     return { accepted: false, code, reason, run: clone(run) };
   }
 
-  function accepted(run: RunRecord, wf: Workflow, at: Date, session: string | undefined, tx: RegistryTx): Accepted {
+  function accepted(run: RunRecord, wf: Workflow, at: Date, session: string | undefined, tx: RunStoreTx): Accepted {
     const seen = offer(run, wf, session, tx, at);
     return { accepted: true, ...seen, run: clone(run) };
   }
