@@ -24,6 +24,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { PollyError } from '../core/errors.js';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z, type ZodRawShape, type ZodTypeAny } from 'zod';
 import type { Runtime } from '../../workflows/run/runtime.js';
@@ -75,11 +76,15 @@ export function newSessionId(): string {
   return `mcp:${process.pid}:${randomBytes(6).toString('hex')}`;
 }
 
-/** The run id from `run_id` or its polyflow alias `instance` (exactly one). @throws Error naming both when both or neither are given. */
+/**
+ * The run id from `run_id` or its polyflow alias `instance` (one of them; both only when equal).
+ * @throws PollyError `bad_input` naming both when they differ, or saying what to pass when neither is given
+ *         (the SDK returns it to the caller as an `isError` result).
+ */
 function runIdOf(a: { run_id?: string; instance?: string }): string {
-  if (a.run_id !== undefined && a.instance !== undefined && a.run_id !== a.instance) throw new Error(`pass the run as run_id or as instance (polyflow's name), not both with different values (run_id ${JSON.stringify(a.run_id)}, instance ${JSON.stringify(a.instance)}).`);
+  if (a.run_id !== undefined && a.instance !== undefined && a.run_id !== a.instance) throw new PollyError('bad_input', `pass the run as run_id or as instance (polyflow's name), not both with different values (run_id ${JSON.stringify(a.run_id)}, instance ${JSON.stringify(a.instance)}).`);
   const id = a.run_id ?? a.instance;
-  if (id === undefined) throw new Error('missing run_id (or its polyflow alias instance): pass the run id workflow_start returned.');
+  if (id === undefined) throw new PollyError('bad_input', 'missing run_id (or its polyflow alias instance): pass the run id workflow_start returned.');
   return id;
 }
 
@@ -172,10 +177,10 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
     outputSchema: { accepted: z.boolean(), run: anyObject, order: nullableObject.optional(), instruction: z.string().optional(), code: z.string().optional(), reason: z.string().optional(), lease: leaseShape, leasedUntil: z.string().optional() },
     async handler(a) {
       const runId = runIdOf(a);
-      if (a.outcome !== undefined && a.ok !== undefined && a.outcome !== (a.ok ? 'ok' : 'failure')) throw new Error(`outcome ${JSON.stringify(a.outcome)} and ok ${a.ok} disagree: pass one of them.`);
+      if (a.outcome !== undefined && a.ok !== undefined && a.outcome !== (a.ok ? 'ok' : 'failure')) throw new PollyError('bad_input', `outcome ${JSON.stringify(a.outcome)} and ok ${a.ok} disagree: pass one of them.`);
       const outcome = a.outcome ?? (a.ok === undefined ? undefined : a.ok ? 'ok' : 'failure');
-      if (outcome === undefined) throw new Error('missing outcome: pass outcome "ok" | "failure" | "exhausted" (or polyflow\'s ok: true | false).');
-      if (a.data !== undefined && a.result !== undefined) throw new Error('pass the completion data as data or as result (polyflow\'s name), not both.');
+      if (outcome === undefined) throw new PollyError('bad_input', 'missing outcome: pass outcome "ok" | "failure" | "exhausted" (or polyflow\'s ok: true | false).');
+      if (a.data !== undefined && a.result !== undefined) throw new PollyError('bad_input', 'pass the completion data as data or as result (polyflow\'s name), not both.');
       const orderId = a.order_id ?? (await runtime.state(runId)).order?.id;
       if (orderId === undefined) {
         const v = await runtime.state(runId);
