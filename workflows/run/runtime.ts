@@ -39,8 +39,10 @@
  *   action at any time). One that applies and moves the control state (or ends the run) supersedes
  *   the outstanding orders: they are dropped, and reports on them are `stale`.
  *
- * Journal kinds (data always has `run`): `run.started`, `run.action`, `run.order`, `run.claimed`,
- * `run.reported`, `run.retry`, `run.rejected`, `run.order_dropped`, `run.lease_expired`, `run.finished`.
+ * Journal kinds (data always has `run`): `run.started`, `run.action` (the applied, mapped data),
+ * `run.order`, `run.claimed` (`owner`, `lease`, `leaseExpiresAt`, `renewed`), `run.reported` (the real
+ * `data`, `mapped`, `payload`, `lease`), `run.signal_data` (a signal's real data when mapped or with
+ * payload), `run.retry`, `run.rejected`, `run.order_dropped`, `run.lease_expired`, `run.finished`.
  */
 import { PollyError, isPollyError } from '../../brain/core/errors.js';
 import type { RunRecord, WorkOrderRecord } from './run-records.js';
