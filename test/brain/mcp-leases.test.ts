@@ -70,7 +70,7 @@ describe('MCP leases', () => {
   it('an expired lease re-offers the same order id to the other session, and the expired holder\'s report is rejected and journaled', async () => {
     const reg = mkdtempSync(join(tmpdir(), 'polly-lease-expiry-'));
     const a = await server(reg, ['--lease-seconds', '1']);
-    const b = await server(reg, ['--lease-seconds', '1']);
+    const b = await server(reg, ['--lease-seconds', '30']); // B's own grants last long enough to report under load
     const s = await a.call('workflow_start', brief('2026-12-10'));
     const runId = s.structured.run.id;
     const first = s.structured.lease;
@@ -103,7 +103,7 @@ describe('MCP leases', () => {
     process.kill(pid, 'SIGKILL');
     await expect.poll(() => alive(pid)).toBe(false);
     // A new process on the same store (a restarted host): the dead session's lease is durable.
-    const b = await server(reg, ['--lease-seconds', '6']);
+    const b = await server(reg, ['--lease-seconds', '30']);
     const during = await b.call('workflow_start', brief('2026-12-11'));
     if (Date.now() < Date.parse(s.structured.lease.expiresAt) - 200) {
       expect(during.structured).toMatchObject({ status: 'attached', order: null, leasedUntil: s.structured.lease.expiresAt });
