@@ -52,6 +52,8 @@ function rawServer(args: string[]) {
     stderr: () => stderr,
     send: (line: string) => child.stdin.write(`${line}\n`),
     reply: (id: string | number | null) => take((r) => r.id === id),
+    /** Replies received and not yet taken. */
+    pending: () => [...replies],
   };
 }
 
@@ -81,9 +83,12 @@ describe('protocol hygiene', () => {
     const tooBig = await s.reply(7);
     expect(tooBig.error).toMatchObject({ code: -32600, data: { bytes: Buffer.byteLength(big), limit: 1024 * 1024 } });
     expect(tooBig.error.message).toContain('over this server\'s limit of 1048576 bytes');
+    // An invalid notification (no id) gets no reply, as JSON-RPC says: the next reply is for request 8.
+    s.send(JSON.stringify({ method: 'notifications/whatever' }));
     // Still serving.
     s.send(JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'workflow_list', arguments: {} } }));
     expect((await s.reply(8)).result.structuredContent.workflows.map((w: any) => w.name)).toEqual(['customer-brief', 'polly-task']);
+    expect(s.pending()).toEqual([]);
     expect(s.child.exitCode).toBeNull();
   });
 
