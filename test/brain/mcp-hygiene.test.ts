@@ -152,7 +152,7 @@ describe('one store per installed entry', () => {
     const dirA = join(root, 'a');
     mkdirSync(dirA);
     const repo = createTestRepo();
-    const env = { ...(gitTestEnv() as Record<string, string>), HOME: home };
+    const env: Record<string, string> = { ...(gitTestEnv() as Record<string, string>), HOME: home };
     delete env.POLLY_HOME;
     const h1 = await startMcp(entry.args.slice(2), env, dirA);
     const h2 = await startMcp(entry.args.slice(2), env, repo.dir);
@@ -168,7 +168,7 @@ describe('one store per installed entry', () => {
 
   it('an implicit store is refused with --workspace, or in a git repository without .polly/; otherwise stderr names it', () => {
     const root = mkdtempSync(join(tmpdir(), 'polly-implicit-'));
-    const env = { ...(gitTestEnv() as Record<string, string>), HOME: root };
+    const env: Record<string, string> = { ...(gitTestEnv() as Record<string, string>), HOME: root };
     delete env.POLLY_HOME;
     const ws = spawnSync(process.execPath, [CLI, 'mcp', '--workspace', 'acme'], { cwd: root, env, encoding: 'utf8', input: '' });
     expect(ws.status).toBe(2);
