@@ -21,7 +21,9 @@ function median(xs: number[]): number {
 }
 
 function storeBytes(dir: string): number {
-  return readdirSync(dir).filter((f) => f.endsWith('.json') || f.endsWith('.jsonl') || f.endsWith('.bak')).reduce((n, f) => n + statSync(join(dir, f)).size, 0);
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json') || f.endsWith('.jsonl') || f.endsWith('.bak'))
+    .reduce((n, f) => n + statSync(join(dir, f)).size, 0);
 }
 
 const registry = mkdtempSync(join(tmpdir(), 'polly-bench-mcp-'));
@@ -36,7 +38,9 @@ async function smallCalls(n: number): Promise<number> {
     day += 1;
     const d = `2030-01-${String((day % 28) + 1).padStart(2, '0')}`;
     const t0 = performance.now();
-    const s = (await client.callTool({ name: 'workflow_start', arguments: { workflow: 'customer-brief', input: { channel: `#b${day}`, day: d } } })) as { structuredContent?: { run?: { id: string } } };
+    const s = (await client.callTool({ name: 'workflow_start', arguments: { workflow: 'customer-brief', input: { channel: `#b${day}`, day: d } } })) as {
+      structuredContent?: { run?: { id: string } };
+    };
     await client.callTool({ name: 'workflow_state', arguments: { run_id: s.structuredContent!.run!.id } });
     times.push(performance.now() - t0);
   }
@@ -52,7 +56,9 @@ let outcome = '';
 try {
   const r = await client.callTool({ name: 'workflow_start', arguments: { workflow: 'polly-task', input: { task: big } } });
   replyBytes = Buffer.byteLength(JSON.stringify(r));
-  outcome = (r as { isError?: boolean; structuredContent?: { status?: string; code?: string } }).isError ? 'tool error' : `${(r as { structuredContent?: { status?: string } }).structuredContent?.status ?? '?'}${(r as { structuredContent?: { code?: string } }).structuredContent?.code ? ` (${(r as { structuredContent?: { code?: string } }).structuredContent?.code})` : ''}`;
+  outcome = (r as { isError?: boolean; structuredContent?: { status?: string; code?: string } }).isError
+    ? 'tool error'
+    : `${(r as { structuredContent?: { status?: string } }).structuredContent?.status ?? '?'}${(r as { structuredContent?: { code?: string } }).structuredContent?.code ? ` (${(r as { structuredContent?: { code?: string } }).structuredContent?.code})` : ''}`;
 } catch (error) {
   const e = error as { code?: number; message?: string };
   replyBytes = Buffer.byteLength(JSON.stringify({ code: e.code, message: e.message }));

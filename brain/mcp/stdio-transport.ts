@@ -133,7 +133,9 @@ export function createJsonRpcStdioTransport(input: Readable, output: Writable, o
       if (oversize) {
         oversize.bytes += piece.length;
       } else if (pending + piece.length > maxLineBytes) {
-        const head = Buffer.concat([...chunks, piece]).subarray(0, 512).toString('utf8');
+        const head = Buffer.concat([...chunks, piece])
+          .subarray(0, 512)
+          .toString('utf8');
         oversize = { prefix: head, bytes: pending + piece.length };
         chunks = [];
         pending = 0;
@@ -145,7 +147,12 @@ export function createJsonRpcStdioTransport(input: Readable, output: Writable, o
       if (oversize) {
         const o = oversize;
         oversize = null;
-        replyError(idFromPrefix(o.prefix), INVALID_REQUEST, `Invalid Request: the request is ${o.bytes} bytes, over this server's limit of ${maxLineBytes} bytes per request; it was discarded. Send less data (large tool results: pass a summary and keep the rest out of the report).`, { bytes: o.bytes, limit: maxLineBytes });
+        replyError(
+          idFromPrefix(o.prefix),
+          INVALID_REQUEST,
+          `Invalid Request: the request is ${o.bytes} bytes, over this server's limit of ${maxLineBytes} bytes per request; it was discarded. Send less data (large tool results: pass a summary and keep the rest out of the report).`,
+          { bytes: o.bytes, limit: maxLineBytes },
+        );
       } else {
         const line = Buffer.concat(chunks).toString('utf8');
         chunks = [];

@@ -36,7 +36,7 @@ function rawServer(args: string[]) {
     while ((nl = buf.indexOf('\n')) >= 0) {
       replies.push(JSON.parse(buf.slice(0, nl)));
       buf = buf.slice(nl + 1);
-      waiters.splice(0).forEach((w) => w());
+      for (const w of waiters.splice(0)) w();
     }
   });
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -78,11 +78,16 @@ describe('protocol hygiene', () => {
     s.send(JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'tools/list', params: [1] }));
     expect((await s.reply(6)).error.code).toBe(-32602);
     // Over the 1 MiB line limit: refused with the request's id, the limit and the size.
-    const big = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'workflow_start', arguments: { workflow: 'polly-task', input: { task: 'a'.repeat(11 * 1024 * 1024) } } } });
+    const big = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'workflow_start', arguments: { workflow: 'polly-task', input: { task: 'a'.repeat(11 * 1024 * 1024) } } },
+    });
     s.send(big);
     const tooBig = await s.reply(7);
     expect(tooBig.error).toMatchObject({ code: -32600, data: { bytes: Buffer.byteLength(big), limit: 1024 * 1024 } });
-    expect(tooBig.error.message).toContain('over this server\'s limit of 1048576 bytes');
+    expect(tooBig.error.message).toContain("over this server's limit of 1048576 bytes");
     // An invalid notification (no id) gets no reply, as JSON-RPC says: the next reply is for request 8.
     s.send(JSON.stringify({ method: 'notifications/whatever' }));
     // Still serving.
@@ -113,19 +118,34 @@ describe('protocol hygiene', () => {
 
     const huge = await p.call('workflow_start', { workflow: 'polly-task', input: { task: 'a'.repeat(100_000) } });
     expect(huge.structured).toMatchObject({ status: 'refused', code: 'too_large', run: null });
-    expect(huge.structured.instruction).toContain('over this server\'s limit of 65536 bytes');
+    expect(huge.structured.instruction).toContain("over this server's limit of 65536 bytes");
     expect(huge.text.length).toBeLessThan(2000);
-    const bigData = await p.call('workflow_report', { run_id: s.structured.run.id, order_id: s.structured.order.id, lease_id: s.structured.lease.id, outcome: 'ok', data: { count: 1, blob: 'x'.repeat(300_000) } });
+    const bigData = await p.call('workflow_report', {
+      run_id: s.structured.run.id,
+      order_id: s.structured.order.id,
+      lease_id: s.structured.lease.id,
+      outcome: 'ok',
+      data: { count: 1, blob: 'x'.repeat(300_000) },
+    });
     expect(bigData.structured).toMatchObject({ accepted: false, code: 'too_large' });
-    const fine = await p.call('workflow_report', { run_id: s.structured.run.id, order_id: s.structured.order.id, lease_id: s.structured.lease.id, outcome: 'ok', data: { count: 1 } });
+    const fine = await p.call('workflow_report', {
+      run_id: s.structured.run.id,
+      order_id: s.structured.order.id,
+      lease_id: s.structured.lease.id,
+      outcome: 'ok',
+      data: { count: 1 },
+    });
     expect(fine.structured.accepted).toBe(true);
   });
 
-  it('--agent selects the agent area\'s own library (<store>/agents/AREA/workflows)', async () => {
+  it("--agent selects the agent area's own library (<store>/agents/AREA/workflows)", async () => {
     const reg = mkdtempSync(join(tmpdir(), 'polly-agent-lib-'));
     const own = join(reg, 'agents', 'openworker', 'cowork', 'workflows', 'cowork-brief');
     mkdirSync(own, { recursive: true });
-    writeFileSync(join(own, 'workflow.yaml'), readFileSync(join(process.cwd(), 'workflows/customer-brief/workflow.yaml'), 'utf8').replace('name: customer-brief', 'name: cowork-brief'));
+    writeFileSync(
+      join(own, 'workflow.yaml'),
+      readFileSync(join(process.cwd(), 'workflows/customer-brief/workflow.yaml'), 'utf8').replace('name: customer-brief', 'name: cowork-brief'),
+    );
     const cowork = await startMcp(['--registry', reg, '--agent', 'openworker/cowork']);
     const other = await startMcp(['--registry', reg, '--agent', 'kiro/crew']);
     started.push(cowork, other);
@@ -143,7 +163,11 @@ describe('one store per installed entry', () => {
     const root = mkdtempSync(join(tmpdir(), 'polly-pin-'));
     const home = join(root, 'home');
     mkdirSync(home);
-    const inst = spawnSync(process.execPath, [CLI, 'install', '--host', 'generic', '--agent', 'openworker/cowork', '--workspace', 'acme'], { cwd: root, env: { PATH: process.env.PATH ?? '', HOME: home }, encoding: 'utf8' });
+    const inst = spawnSync(process.execPath, [CLI, 'install', '--host', 'generic', '--agent', 'openworker/cowork', '--workspace', 'acme'], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', HOME: home },
+      encoding: 'utf8',
+    });
     expect(inst.status, inst.stderr).toBe(0);
     const entry = JSON.parse(inst.stdout).polly as { command: string; args: string[] };
     const store = join(home, '.polly', 'workspaces', 'acme');
@@ -193,9 +217,19 @@ describe('registry lock', () => {
     let killedHolding = false;
     for (let attempt = 0; attempt < 5 && !killedHolding; attempt++) {
       const s = rawServer(['--registry', reg]);
-      s.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }));
+      s.send(
+        JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+      );
       await s.reply(1);
-      for (let i = 0; i < 300; i++) s.send(JSON.stringify({ jsonrpc: '2.0', id: 100 + i, method: 'tools/call', params: { name: 'workflow_start', arguments: { workflow: 'customer-brief', input: { channel: `#k${attempt}x${i}`, day: '2026-12-22' } } } }));
+      for (let i = 0; i < 300; i++)
+        s.send(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: 100 + i,
+            method: 'tools/call',
+            params: { name: 'workflow_start', arguments: { workflow: 'customer-brief', input: { channel: `#k${attempt}x${i}`, day: '2026-12-22' } } },
+          }),
+        );
       const t0 = Date.now();
       while (!existsSync(lock) && Date.now() - t0 < 10_000) await new Promise((r) => setImmediate(r));
       s.child.kill('SIGKILL');

@@ -67,7 +67,7 @@ describe('MCP leases', () => {
     }
   });
 
-  it('an expired lease re-offers the same order id to the other session, and the expired holder\'s report is rejected and journaled', async () => {
+  it("an expired lease re-offers the same order id to the other session, and the expired holder's report is rejected and journaled", async () => {
     const reg = mkdtempSync(join(tmpdir(), 'polly-lease-expiry-'));
     const a = await server(reg, ['--lease-seconds', '1']);
     const b = await server(reg, ['--lease-seconds', '30']); // B's own grants last long enough to report under load
@@ -132,7 +132,11 @@ describe('polyflow-style calls and real tool results', () => {
     // The raw zendesk_search result, reported as polyflow does: ok + result, no order id.
     const raw = { count: 5, tickets: [101, 102, 103, 104, 105].map((id) => ({ id, subject: `Refund request ${id}`, status: 'open' })), next_page: null };
     const fetched = await p.call('workflow_report', { instance, ok: true, result: raw });
-    expect(fetched.structured, fetched.text).toMatchObject({ accepted: true, order: { kind: 'ask_approval', tool: 'ask_user' }, run: { state: { state: 'review', vars: { tickets: 2 } } } });
+    expect(fetched.structured, fetched.text).toMatchObject({
+      accepted: true,
+      order: { kind: 'ask_approval', tool: 'ask_user' },
+      run: { state: { state: 'review', vars: { tickets: 2 } } },
+    });
     const st = await p.call('workflow_state', { instance });
     expect(st.structured.order.id).toBe(fetched.structured.order.id);
     const approved = await p.call('workflow_report', { instance, ok: true, result: { approved_by: 'dana' } });

@@ -48,7 +48,35 @@ function realValues(): unknown[] {
     x = (x * 1103515245 + 12345) % 2147483648;
     out.push((x % 2_000_001) - 1_000_000, x % 300, `s${x % 50}`);
   }
-  out.push(0, 1, 2, 3, 9, 10, 99, 100, -1, Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 'open', 'new', 'solved', 'closed', 'pending', 'done', 'other', 'critical', 'low', 'high', '', 1.5, true, null, {}, []);
+  out.push(
+    0,
+    1,
+    2,
+    3,
+    9,
+    10,
+    99,
+    100,
+    -1,
+    Number.MAX_SAFE_INTEGER,
+    -Number.MAX_SAFE_INTEGER,
+    'open',
+    'new',
+    'solved',
+    'closed',
+    'pending',
+    'done',
+    'other',
+    'critical',
+    'low',
+    'high',
+    '',
+    1.5,
+    true,
+    null,
+    {},
+    [],
+  );
   return out;
 }
 
@@ -102,7 +130,11 @@ describe('data mapping', () => {
     expect(r).toMatchObject({ accepted: true, order: { kind: 'ask_approval' } });
     expect(r.run.state).toMatchObject({ state: 'review', vars: { tickets: 2 } });
     const j = await rt.journal(s.run!.id);
-    expect(j.find((e) => e.kind === 'run.reported')?.data).toMatchObject({ data: raw, mapped: { count: { real: 5, applied: 2 } }, payload: { tickets: raw.tickets, has_more: false } });
+    expect(j.find((e) => e.kind === 'run.reported')?.data).toMatchObject({
+      data: raw,
+      mapped: { count: { real: 5, applied: 2 } },
+      payload: { tickets: raw.tickets, has_more: false },
+    });
     expect(j.find((e) => e.kind === 'run.action' && e.data.action === 'TICKETS_FETCHED')?.data.data).toEqual({ count: 2 });
   });
 });

@@ -39,7 +39,7 @@ export function mapValue(field: DataField, map: DataMap, real: unknown): Value |
     }
     case 'rename': {
       if (typeof real !== 'string') return undefined;
-      if (Object.prototype.hasOwnProperty.call(map.values, real)) return map.values[real];
+      if (Object.hasOwn(map.values, real)) return map.values[real];
       if (field.type === 'enum' && field.values.includes(real)) return real;
       return map.otherwise ?? undefined;
     }
