@@ -205,8 +205,8 @@ describe('polyflow seed tests over stdio', () => {
   it('a run outlives the process: restart re-offers the open work order', async () => {
     const reg = mkdtempSync(join(tmpdir(), 'polly-mcp-restart-'));
     // Short leases: the killed session's lease on the approval order lapses in a second (leases are durable).
-    const args = ['--registry', reg, '--lease-seconds', '1'];
-    const p1 = await startMcp(args);
+    const args = ['--registry', reg];
+    const p1 = await startMcp([...args, '--lease-seconds', '1']);
     const s = await p1.call('workflow_start', { workflow: 'customer-brief', input: input('2026-11-12') });
     const runId = s.structured.run.id;
     const toApproval = await p1.call('workflow_report', { run_id: runId, order_id: s.structured.order.id, outcome: 'ok', data: { count: 1 } });
