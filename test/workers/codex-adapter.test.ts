@@ -126,7 +126,7 @@ describe('codex adapter with the real codex CLI', () => {
     expect(r.command.join(' ')).not.toContain('Do the smoke task');
     expect(JSON.stringify(r)).not.toContain(KEY);
     // Codex kept its state in the worker's state dir.
-    expect(existsSync(join(repo.root, 'state', 'codex', 'sessions'))).toBe(true);
+    expect(existsSync(join(repoStateDir(repo.root), 'codex-adapter-test', 'codex', 'sessions'))).toBe(true);
 
     const before = server.requests.length;
     const again = await adapter.start(runOptions(repo.dir, repo.root, { prompt: 'Acceptance is red: fix it.', resumeSessionId: r.sessionId })).result;
