@@ -10,7 +10,7 @@ import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 import type { RunState } from '../../workflows/run/interpreter.js';
 import { validateTrace } from '../../workflows/run/trace-validation.js';
 import { FINAL_TASK_STATUSES, type TaskStatus } from '../core/vocabulary.js';
-import { promptMarker } from '../task-tools/dispatch.js';
+import { NO_CHANGE, promptMarker } from '../task-tools/dispatch.js';
 import { canTransitionTask, transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskTool, TaskToolContext } from '../task-tools/types.js';
 import type { BrainProcessDeps } from './brain-process.js';
@@ -135,6 +135,8 @@ export function runEndReason(run: RunRecord, journal: RunJournalEntry[], task: P
   switch (action) {
     case 'WORKER_FAILED':
       return note?.includes(NO_CHANGE) ? NO_CHANGE : `the worker failed${because}`;
+    case 'PUSH_FAILED':
+      return note?.includes(NO_CHANGE) ? NO_CHANGE : `the push failed${because}`;
     case 'TESTS_RED': {
       const attempts = Number(vars.attempts ?? 0) + 1;
       const output = task.feedback ? `; last output: ${tail(task.feedback)}` : '';
@@ -146,8 +148,6 @@ export function runEndReason(run: RunRecord, journal: RunJournalEntry[], task: P
     }
     case 'REVIEW_FAILED':
       return `the review failed${because}`;
-    case 'PUSH_FAILED':
-      return `the push failed${because}`;
     case 'PR_FAILED':
       return `opening the draft PR failed${because}`;
     case 'MARK_FAILED':
@@ -158,9 +158,6 @@ export function runEndReason(run: RunRecord, journal: RunJournalEntry[], task: P
       return `the task's workflow ended in "${run.outcome ?? 'failed'}"${action ? ` after ${action}` : ''}${because}`;
   }
 }
-
-/** The reason of a task whose worker changed nothing (its dispatch fails with it; nothing is pushed). */
-export const NO_CHANGE = 'the worker made no change';
 
 /**
  * Final run states → task statuses (journaled once, as inbox events). Every ended run is first

@@ -11,6 +11,7 @@ import { homedir } from 'node:os';
 import type { AgentRunResult } from '../../workers/agents/agent-adapter.js';
 import type { GateRole } from '../../gate/types.js';
 import { isPollyError } from '../core/errors.js';
+import { createGitRunner, firstLine } from '../../workers/git/git.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskStatus } from '../core/vocabulary.js';
@@ -129,7 +130,27 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
   return { task: fresh ?? { ...task, ...record }, env };
 }
 
-/** The `dispatch` tool (see the module doc). A worktree that cannot be made is a permanent failure naming why. */
+/** The reason of a task whose worker changed nothing: its dispatch fails with it, and nothing is pushed. */
+export const NO_CHANGE = 'the worker made no change';
+
+/**
+ * True when the worktree differs from the task's base: uncommitted or untracked files
+ * (`git status --porcelain`, ignored files excluded) or commits on top of `baseCommit`.
+ */
+export async function worktreeChanged(task: Pick<TaskRecord, 'worktree' | 'baseCommit'>): Promise<boolean> {
+  const git = createGitRunner();
+  const status = await git.run(['status', '--porcelain', '--untracked-files=all'], { cwd: task.worktree! });
+  if (status.stdout.trim() !== '') return true;
+  if (!task.baseCommit) return false;
+  const ahead = await git.run(['rev-list', '--count', `${task.baseCommit}..HEAD`], { cwd: task.worktree! });
+  return Number(firstLine(ahead)) > 0;
+}
+
+/**
+ * The `dispatch` tool (see the module doc). A worktree that cannot be made is a permanent failure
+ * naming why; a first turn that ended ok but changed nothing in the worktree is a permanent
+ * failure {@link NO_CHANGE} (WORKER_FAILED: the task fails, nothing is pushed).
+ */
 export const dispatch: TaskTool = async (ctx) => {
   let prepared: Awaited<ReturnType<typeof ensureWorktree>>;
   try {
@@ -153,5 +174,13 @@ export const dispatch: TaskTool = async (ctx) => {
   ctx.progress(`${task.id}: ${task.worker} starts in ${task.worktree}`);
   const request = implementTurn(ctx, task, implementPrompt(task, ctx.config.acceptance.commands), null, env);
   const result = await ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) });
-  return recordTurn(ctx, result, 'dispatch');
+  const outcome = await recordTurn(ctx, result, 'dispatch');
+  if (outcome.outcome !== 'ok' || (await worktreeChanged(task))) return outcome;
+  await ctx.store.update((draft, tx) => {
+    const t = draft.tasks[task.id];
+    if (!t) return;
+    transitionTask(t, 'failed', { reason: NO_CHANGE, at: new Date().toISOString() });
+    tx.emit('task.no_change', { taskId: t.id, orderId: ctx.order.id, worktree: task.worktree });
+  });
+  return { outcome: 'failure', permanent: true, note: `dispatch: ${NO_CHANGE} (${task.worker} ended its turn ok, but ${task.worktree} is unchanged from ${task.baseCommit?.slice(0, 12) ?? 'its base'})` };
 };
