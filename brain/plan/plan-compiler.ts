@@ -33,6 +33,7 @@ import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError } from '../core/errors.js';
 import { builtinWorkflowsDir } from '../core/install-paths.js';
 import type { Plan } from './plan-schema.js';
+import type { PlanShapingConfig } from '../registry/registry-schema.js';
 
 /** One compiled part of a plan and its verdict. */
 export interface CompiledPart {
@@ -78,6 +79,15 @@ export interface TaskBounds {
   reviewRounds: number;
   /** Seconds the `run_acceptance` order is leased: every command's timeout (config `acceptance.timeout`) plus 60 s of slack. */
   acceptanceLeaseSeconds: number;
+}
+
+/** The part of `config` that shapes a plan's workflows, as stored on the plan record at admission (`PlanRecord.admittedWith`). */
+export function planShapingConfig(config: Pick<PollyConfig, 'policies' | 'review' | 'acceptance'>): PlanShapingConfig {
+  return {
+    maxDispatchesPerTurn: config.policies.spawn_bounds.max_dispatches_per_turn,
+    acceptance: structuredClone(config.acceptance),
+    review: structuredClone(config.review),
+  };
 }
 
 /** The bounds of one plan task under `config` (its acceptance commands, else the config's default commands). */

@@ -1,12 +1,13 @@
 /**
  * The Brain's workflow library: the built-in workflows plus, for every approved plan, its schedule
  * workflow (`plan-<planId>`) and one compiled `polly-task` workflow per implement task
- * (`plan-<planId>-<key>`), compiled exactly as the plan gate compiled them (same config bounds)
+ * (`plan-<planId>-<key>`), compiled exactly as the plan gate compiled them (from the config the
+ * plan was admitted under, `PlanRecord.admittedWith`)
  * and checked again on the way in (with Polly's guarantees). Runs of the schedule and the tasks
  * execute on the runtime against these entries, so a plan can only do what the checker admitted.
  */
 import type { PollyConfig } from '../config/config-schema.js';
-import { compileScheduleWorkflow, compileTaskWorkflow, planScheduleWorkflowName, planTaskWorkflowName, taskBounds } from './plan-compiler.js';
+import { compileScheduleWorkflow, compileTaskWorkflow, planScheduleWorkflowName, planShapingConfig, planTaskWorkflowName, taskBounds } from './plan-compiler.js';
 import type { PlanRecord } from '../registry/registry-schema.js';
 import type { WorkflowLibrary } from '../../workflows/workflow-library.js';
 
@@ -37,13 +38,15 @@ export function createPlanLibrary(base: WorkflowLibrary, config: Pick<PollyConfi
     scheduleFor: planScheduleWorkflowName,
     addPlan(plan) {
       if (plans.has(plan.id)) return;
+      // The config the plan was admitted under (older plan records: the current config).
+      const shape = plan.admittedWith ?? planShapingConfig(config);
       if (!base.get(planScheduleWorkflowName(plan.id))) {
-        base.add(compileScheduleWorkflow(plan.id, { tasks: plan.tasks, batches: plan.batches ?? {} }, config.policies.spawn_bounds.max_dispatches_per_turn));
+        base.add(compileScheduleWorkflow(plan.id, { tasks: plan.tasks, batches: plan.batches ?? {} }, shape.maxDispatchesPerTurn));
       }
       for (const task of plan.tasks) {
         if (task.purpose !== 'implement') continue;
         if (base.get(planTaskWorkflowName(plan.id, task.key))) continue;
-        base.add(compileTaskWorkflow(plan.id, task, config.review.pairs[task.worker]?.[0] ?? task.worker, taskBounds(config, task)));
+        base.add(compileTaskWorkflow(plan.id, task, shape.review.pairs[task.worker]?.[0] ?? task.worker, taskBounds(shape, task)));
       }
       plans.add(plan.id);
     },
