@@ -80,7 +80,7 @@ export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, me
   };
 
   // 1. Task ends → DONE_tN / FAIL_tN.
-  let reg = await deps.store.read();
+  const reg = await deps.store.read();
   for (let i = 0; i < plan.tasks.length; i++) {
     const v = scheduleTaskVar(i);
     const task = reg.tasks[taskIdOf(plan, i)];
@@ -101,10 +101,10 @@ export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, me
       if (!blocker || !(await signal(`SKIP_${v}`))) continue;
       changed = true;
       const id = taskIdOf(plan, i);
-      const blockerTask = reg.tasks[`${plan.id}-${blocker}`];
       await deps.store.update((draft, tx) => {
         const t = draft.tasks[id];
         if (!t || FINAL_TASK_STATUSES.has(t.status)) return;
+        const blockerTask = draft.tasks[`${plan.id}-${blocker}`];
         const why = `skipped: it depends on ${plan.id}-${blocker}, which ended ${blockerTask?.status ?? 'without running'}${blockerTask?.statusReason ? ` (${blockerTask.statusReason})` : ''}`;
         transitionTask(t, 'cancelled', { reason: why, at: now().toISOString(), finished: true });
         tx.emit('task.failed', { taskId: t.id, status: t.status, reason: t.statusReason });
@@ -139,7 +139,6 @@ export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, me
     await signal('FINISH');
     const verdict = await validateEndedRun(deps, run.id);
     if (!verdict.conforms && plan.goalId) {
-      reg = await deps.store.read();
       const goalId = plan.goalId;
       await deps.store.update((draft, tx) => {
         const goal = draft.goals[goalId];
