@@ -384,4 +384,19 @@ describe('the Brain process', () => {
     expect(JSON.parse(out.stdout)).toMatchObject({ run: runId, conforms: false, divergence: { step: 1, kind: 'run.action' } });
     expect(check(['--run', 'run-nope']).status).toBe(2);
   }, 90_000);
+  it('a worker that made no change: the task fails saying so, and nothing is pushed', async () => {
+    const h = await startBrain({ tools: { dispatch: async () => ({ outcome: 'failure', permanent: true, note: 'dispatch: the worker made no change (claude-code ended its turn ok, but the worktree is unchanged)' }) } });
+    await h.started;
+    const ctx = await openRepoContext(h.repo.dir, gitTestEnv());
+    const { goal } = await createGoal(ctx.store, 'nothing to do', 'plan');
+    const plan = await proposePlan(ctx.store, h.config, { tasks: [task('a')] }, { goalId: goal.id });
+    await decidePlan(ctx.store, h.config, plan.planId, 'approve');
+    const id = `${plan.planId}-a`;
+    const reg = await until('the task to end', async () => {
+      const r = await h.registry();
+      return r.tasks[id]?.finishedAt ? r : null;
+    });
+    expect(reg.tasks[id]).toMatchObject({ status: 'failed', statusReason: 'the worker made no change' });
+    expect(h.calls.filter((c) => c.task === id).map((c) => c.tool)).toEqual(['dispatch']);
+  }, 90_000);
 });
