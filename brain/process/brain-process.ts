@@ -18,6 +18,7 @@
 
 export { BRAIN_OWNER } from './order-executor.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
+import { signalGroupOrPid } from '../../workers/proc/kill.js';
 import { join } from 'node:path';
 import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
@@ -34,7 +35,8 @@ import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
 import { newTaskRecord } from '../registry/task-record.js';
 import { driveSchedules, type ScheduleMemory } from './plan-schedule.js';
 import { executeOrder, finishTasksOfEndedRuns, handleCancels, runReadOnlyTask } from './order-executor.js';
-import type { TaskTool, WorkerSupervisor } from '../task-tools/types.js';
+import type { TaskTool } from '../task-tools/types.js';
+import type { WorkerSupervisor } from '../../workers/worker-turn.js';
 import { toInboxEvents, type InboxEvent } from '../mcp/brain-tools.js';
 import type { GateContext } from '../../gate/types.js';
 
@@ -305,15 +307,7 @@ async function reapPreviousGoalBrains(deps: BrainProcessDeps, log: (l: string) =
   const reg = await deps.store.read();
   for (const goal of Object.values(reg.goals)) {
     if (goal.brainPid && goal.brainPid !== process.pid && pidAlive(goal.brainPid)) {
-      try {
-        process.kill(-goal.brainPid, 'SIGTERM');
-      } catch {
-        try {
-          process.kill(goal.brainPid, 'SIGTERM');
-        } catch {
-          // gone
-        }
-      }
+      signalGroupOrPid(goal.brainPid, 'SIGTERM');
       log(`[polly] stopped the LLM brain a previous Brain left running (pid ${goal.brainPid}); its session resumes`);
     }
   }
