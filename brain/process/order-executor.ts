@@ -10,7 +10,7 @@ import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 import type { RunState } from '../../workflows/run/interpreter.js';
 import { validateTrace } from '../../workflows/run/trace-validation.js';
 import { FINAL_TASK_STATUSES, type TaskStatus } from '../core/vocabulary.js';
-import { NO_CHANGE, promptMarker } from '../task-tools/dispatch.js';
+import { NO_CHANGE, promptMarker, workerTurnRequest } from '../task-tools/dispatch.js';
 import { canTransitionTask, transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskTool, TaskToolContext } from '../task-tools/types.js';
 import type { BrainProcessDeps } from './brain-process.js';
@@ -247,19 +247,18 @@ export async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, lo
   });
   log(`[polly] ${taskId}: ${task.purpose} on ${task.worker} (read-only)`);
   const result = await deps.supervisor.runTurn(
-    {
+    workerTurnRequest(deps.config, {
       taskId,
       orderId: `adhoc:${taskId}`,
       harness: task.worker,
       purpose: task.purpose,
-      role: task.purpose as 'explore' | 'search' | 'review',
       cwd: deps.repoRoot,
       prompt: `${promptMarker(task)} ${task.title}\n\n${task.prompt}\n\nYou are read-only: read and report; do not change any file. End with a short report.`,
       resumeSessionId: null,
       model: task.model,
       gateContext: { ...deps.gateContext, worktree: deps.repoRoot },
       env: deps.agentEnv,
-    },
+    }),
     { onEvent: (e) => deps.onWorkerEvent?.(taskId, e) },
   );
   await deps.store.update((draft, tx) => {

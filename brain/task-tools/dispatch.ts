@@ -14,7 +14,8 @@ import { isPollyError } from '../core/errors.js';
 import { createGitRunner, firstLine } from '../../workers/git/git.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
-import type { TaskStatus } from '../core/vocabulary.js';
+import { isReadOnlyPurpose, type TaskStatus } from '../core/vocabulary.js';
+import type { PollyConfig } from '../config/config-schema.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
 
@@ -42,15 +43,26 @@ export function implementPrompt(task: TaskRecord, defaultCommands: readonly stri
   ].join('\n');
 }
 
+/**
+ * The one way the Brain builds an agent turn (implement, follow-up, review, explore, search): the
+ * gate role is the purpose, and whether the agent is read-only is decided here, once, from the
+ * purpose and the config's `purpose_guard.read_only` (brain/core/vocabulary.ts `isReadOnlyPurpose`).
+ */
+export function workerTurnRequest(
+  config: Pick<PollyConfig, 'policies'>,
+  turn: Omit<WorkerTurnRequest, 'role' | 'readOnly'>,
+): WorkerTurnRequest {
+  return { ...turn, role: turn.purpose as GateRole, readOnly: isReadOnlyPurpose(turn.purpose, config.policies.purpose_guard.read_only) };
+}
+
 /** The turn request for the task's implementer in its worktree. */
 export function implementTurn(ctx: TaskToolContext, task: TaskRecord, prompt: string, resumeSessionId: string | null, extraEnv: Record<string, string> = {}): WorkerTurnRequest {
   const worktree = task.worktree!;
-  return {
+  return workerTurnRequest(ctx.config, {
     taskId: task.id,
     orderId: ctx.order.id,
     harness: task.worker,
     purpose: task.purpose,
-    role: task.purpose as GateRole,
     cwd: worktree,
     prompt,
     resumeSessionId,
@@ -63,7 +75,7 @@ export function implementTurn(ctx: TaskToolContext, task: TaskRecord, prompt: st
       home: homedir(),
     },
     env: { ...ctx.agentEnv, ...extraEnv },
-  };
+  });
 }
 
 /** The task status that names how a failed turn ended (orchestration case 1). */
