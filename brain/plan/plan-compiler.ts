@@ -9,7 +9,7 @@
  *   that pairs a worker with a reviewer of the same vendor is refused by the
  *   `reviewer-vendor-differs` invariant with a counterexample, instead of silently never reviewing;
  * - one **schedule workflow** for the plan as a whole: Polly's dispatcher as a state machine over
- *   every task (waiting → dispatching → running → done | failed, or skipped), with turns (TURN_START … TURN_END),
+ *   every task (waiting → dispatching → running → done | failed, or skipped as failed), with turns (TURN_START … TURN_END),
  *   dependencies, at most `max_dispatches_per_turn` single dispatches per turn, and pinned
  *   `batch`es dispatched together in one step — so a plan that pins six tasks into one batch is
  *   refused by `at-most-5-dispatches-per-turn`. The Brain runs it on the runtime
@@ -152,7 +152,7 @@ export function scheduleTaskVar(i: number): string {
 }
 
 /** The values of a schedule task variable, in order (see {@link compileScheduleWorkflow}). */
-export const SCHEDULE_TASK_STATES = ['waiting', 'dispatching', 'running', 'done', 'failed', 'skipped'] as const;
+export const SCHEDULE_TASK_STATES = ['waiting', 'dispatching', 'running', 'done', 'failed'] as const;
 
 /** The effect tool a schedule hands out per dispatch: start the task (its run or its read-only turn). */
 export const DISPATCH_TASK_TOOL = 'dispatch_task';
@@ -166,7 +166,8 @@ export const DISPATCH_TASK_TOOL = 'dispatch_task';
  * dependency failed or was skipped; FINISH ends the run once every task has settled.
  *
  * Per task variable `tN` (N = index in `plan.tasks`): waiting → dispatching → running → done |
- * failed, or waiting → skipped. `dispatched` counts this turn's dispatches (at most `maxPerTurn`
+ * failed, or waiting → failed by SKIP_tN (a skipped task blocks its dependants as a failed one
+ * does; one value for both keeps the state space at 5 values per task). `dispatched` counts this turn's dispatches (at most `maxPerTurn`
  * single dispatches; a pinned batch dispatches alone as its turn's first step).
  * @throws PollyError `internal` if the generated workflow does not validate (a bug).
  */
@@ -212,8 +213,8 @@ export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks'
     transitions.push({ action: `DONE_${v}`, from: ['idle', 'turn'], when: `${v} == "running"`, set: { [v]: 'done' } });
     transitions.push({ action: `FAIL_${v}`, from: ['idle', 'turn'], when: `${v} in ["dispatching", "running"]`, set: { [v]: 'failed' } });
     if (t.dependsOn.length > 0) {
-      const blocked = t.dependsOn.map((d) => `${ident(index.get(d)!)} in ["failed", "skipped"]`).join(' || ');
-      transitions.push({ action: `SKIP_${v}`, from: ['idle', 'turn'], when: `${v} == "waiting" && (${blocked})`, set: { [v]: 'skipped' } });
+      const blocked = t.dependsOn.map((d) => `${ident(index.get(d)!)} == "failed"`).join(' || ');
+      transitions.push({ action: `SKIP_${v}`, from: ['idle', 'turn'], when: `${v} == "waiting" && (${blocked})`, set: { [v]: 'failed' } });
     } else {
       delete actions[`SKIP_${v}`];
     }
@@ -238,7 +239,7 @@ export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks'
   }
 
   const dispatchable = tasks.map((_t, i) => `(${ready(i)})`).join(' || ');
-  const allSettled = tasks.map((_t, i) => `${ident(i)} in ["done", "failed", "skipped"]`).join(' && ');
+  const allSettled = tasks.map((_t, i) => `${ident(i)} in ["done", "failed"]`).join(' && ');
   transitions.push({ action: 'TURN_START', from: 'idle', to: 'turn', when: dispatchable });
   transitions.push({ action: 'TURN_END', from: 'turn', to: 'idle', when: 'dispatched > 0', set: { dispatched: 0 } });
   transitions.push({ action: 'FINISH', from: 'idle', to: 'finished', when: allSettled });

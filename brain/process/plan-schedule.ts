@@ -9,7 +9,8 @@
  * Per loop turn and approved plan, `driveSchedule`:
  * 1. starts (or attaches to) the schedule run;
  * 2. reports each task's end as DONE_tN (ready / merged / done) or FAIL_tN (any other final status);
- * 3. settles dependants of failed or skipped tasks with SKIP_tN (the task is cancelled, saying why);
+ * 3. settles dependants of failed or skipped tasks with SKIP_tN (the task is cancelled, saying why;
+ *    the model counts a skipped task as failed);
  * 4. opens a turn (TURN_START) when a task is dispatchable and this is the first turn or a task has
  *    settled since the last one; fires every enabled DISPATCH_BATCH_B / DISPATCH_tN in declaration
  *    order (the model stops it at the spawn bound); performs the emitted `dispatch_tN` orders
@@ -33,7 +34,7 @@ import { BRAIN_OWNER, validateEndedRun } from './order-executor.js';
 export type ScheduleMemory = Map<string, { settledAtTurnEnd: number }>;
 
 type ScheduleTaskState = (typeof SCHEDULE_TASK_STATES)[number];
-const SETTLED: ReadonlySet<string> = new Set<ScheduleTaskState>(['done', 'failed', 'skipped']);
+const SETTLED: ReadonlySet<string> = new Set<ScheduleTaskState>(['done', 'failed']);
 
 function vars(run: RunRecord): Record<string, unknown> {
   return (run.state as unknown as RunState).vars;
@@ -96,7 +97,7 @@ export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, me
       if (vars(run)[v] !== 'waiting') continue;
       const blocker = plan.tasks[i]!.dependsOn.find((d) => {
         const j = plan.tasks.findIndex((t) => t.key === d);
-        return vars(run)[scheduleTaskVar(j)] === 'failed' || vars(run)[scheduleTaskVar(j)] === 'skipped';
+        return vars(run)[scheduleTaskVar(j)] === 'failed'; // failed or skipped
       });
       if (!blocker || !(await signal(`SKIP_${v}`))) continue;
       changed = true;

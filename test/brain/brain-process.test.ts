@@ -180,7 +180,8 @@ describe('the Brain process', () => {
     expect(h.calls, 'dispatched before approval').toEqual([]);
 
     await decidePlan(ctx.store, ctx.config, plan.planId, 'approve');
-    await until('5 dispatches', async () => h.pending().length === 5);
+    // The Brain compiles and checks the plan's workflows again on the way into its library: allow for a loaded machine.
+    await until('5 dispatches', async () => h.pending().length === 5, 150_000);
     await new Promise((r) => setTimeout(r, 1500));
     expect(h.pending()).toHaveLength(5);
     expect(h.calls.filter((c) => c.tool === 'dispatch')).toHaveLength(5);
@@ -201,7 +202,7 @@ describe('the Brain process', () => {
     const journal = await ctx.store.journal();
     const firstFinish = journal.findIndex((e) => e.kind === 'task.finished');
     expect(journal.slice(0, firstFinish).filter((e) => e.kind === 'task.started')).toHaveLength(5);
-  }, 120_000);
+  }, 300_000);
 
   it('an expired plan ask is rejected and nothing is dispatched', async () => {
     let now = new Date();
