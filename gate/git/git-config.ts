@@ -36,6 +36,24 @@ export function dangerousConfig(name: string): boolean {
   return DANGEROUS_CONFIG.some((re) => re.test(lower));
 }
 
+/** Programs that do nothing with the file they are given (an editor that accepts the message as is, a pager that prints). */
+const NO_OP_EDITORS = new Set(['true', ':', 'cat']);
+const NO_OP_PAGERS = new Set(['', 'cat', 'less', 'more', 'less -R', 'less -FRX']);
+
+/**
+ * True when a program-running setting names a program that does nothing harmful: `core.editor` or
+ * `sequence.editor` set to `true`/`:`/`cat` (the usual way to continue a rebase or amend without an
+ * editor), `core.pager`/`pager.<cmd>` set to `cat` or `less`. Such settings are allowed with any
+ * subcommand.
+ */
+export function noOpProgramSetting(name: string, value: string): boolean {
+  const k = configKey(name).toLowerCase();
+  const v = value.trim();
+  if (k === 'core.editor' || k === 'sequence.editor') return NO_OP_EDITORS.has(v);
+  if (k === 'core.pager' || /^pager\./.test(k)) return NO_OP_PAGERS.has(v);
+  return false;
+}
+
 const CONFIG_READ = new Set(['--get', '--get-all', '--get-regexp', '--get-urlmatch', '--list', '-l', '--get-color', '--get-colorbool', '--show-origin', '--show-scope', '--name-only']);
 
 /** `git config …`: reads are free; writes of dangerous keys are denied; other writes are changes (and file writes for --global/--system/--file). */

@@ -8,8 +8,9 @@
  * git-config.ts). Source of the grammar: git-scm.com/docs/git (OPTIONS), git-config (alias.*).
  */
 import { UNKNOWN, isUnder, resolvePath } from '../paths.js';
+import { denyInlineCodeForReadOnly } from '../policy.js';
 import type { Analyzer } from '../types.js';
-import { configKey, dangerousConfig } from './git-config.js';
+import { configKey, dangerousConfig, noOpProgramSetting } from './git-config.js';
 import { deny } from './git-refs.js';
 import { type GitState, analyzeSubcommand } from './git-subcommands.js';
 
@@ -66,7 +67,7 @@ const DISABLING = new Set(['', 'false', '0', 'no', 'off', '/dev/null', 'cat']);
  * Analyse `git <args>` (args after the program name). Reports to `a`.
  */
 export function analyzeGit(args: string[], cwd: string | null, depth: number, a: Analyzer, state?: GitState): void {
-  const st: GitState = state ?? { cwd, configs: new Map() };
+  const st: GitState = state ?? { cwd, configs: new Map(), depth };
   let i = 0;
   while (i < args.length) {
     const arg = args[i] as string;
@@ -93,7 +94,7 @@ export function analyzeGit(args: string[], cwd: string | null, depth: number, a:
         const name = eq < 0 ? kv : kv.slice(0, eq);
         const value = eq < 0 ? 'true' : kv.slice(eq + 1);
         if (/^alias\./i.test(name)) st.configs.set(`alias.${name.slice(6)}`, value);
-        else if (dangerousConfig(name)) (st.risky ??= []).push({ name, value });
+        else if (dangerousConfig(name) && !noOpProgramSetting(name, value)) (st.risky ??= []).push({ name, value });
         else st.configs.set(configKey(name), value);
         break;
       }
@@ -163,6 +164,7 @@ export function analyzeGit(args: string[], cwd: string | null, depth: number, a:
       return;
     }
     if (alias.startsWith('!')) {
+      if (denyInlineCodeForReadOnly(a, `git alias ${sub}, a shell command`)) return;
       a.script([alias.slice(1), ...rest.map(shellQuote)].join(' '), st.cwd, depth + 1, `git alias ${sub}`);
       return;
     }

@@ -21,6 +21,8 @@ export interface GitState {
   configs: Map<string, string>;
   /** Dangerous `-c` settings seen (decided once the subcommand is known). */
   risky?: Array<{ name: string; value: string }>;
+  /** Nesting depth of the analysis (scripts git runs are analysed one level deeper). */
+  depth?: number;
 }
 
 /** A subcommand's detector: `args` are the words after the subcommand. */
@@ -125,11 +127,51 @@ const fetchOrPull: Detector = (args, _st, a, sub) => {
   a.mutate(`git ${sub}`);
 };
 
-/** `git rebase <upstream> <branch>` checks <branch> out first and rewrites it. */
-const rebase: Detector = (args, _st, a) => {
+/**
+ * `git rebase <upstream> <branch>` checks <branch> out first and rewrites it; `--exec/-x <cmd>` runs
+ * <cmd> with the shell after each commit, so it is analysed as shell.
+ */
+const rebase: Detector = (args, st, a) => {
   const o = parseArgs(args, REBASE);
   if (o.positionals.length >= 2 && namesDefaultBranch(o.positionals[1] as string, a.context)) denyDefault(a, `git rebase ${args.join(' ')}`);
   a.mutate('git rebase');
+  for (const cmd of values(o, 'exec')) a.script(cmd, st.cwd, (st.depth ?? 0) + 1, 'git rebase --exec');
+};
+
+/** `git bisect run <cmd> [args]` runs <cmd> at every step. */
+const bisect: Detector = (args, st, a) => {
+  a.mutate('git bisect');
+  if (args[0] === 'run' && args.length > 1) a.exec(args.slice(1), st.cwd, (st.depth ?? 0) + 1, {});
+};
+
+/** `git submodule foreach [--recursive] <command>` runs <command> with the shell in every submodule (another repository). */
+const submodule: Detector = (args, st, a) => {
+  if (args[0] === 'status' || (args.length === 0)) return;
+  a.mutate('git submodule');
+  if (args[0] === 'foreach') {
+    const cmd = args.slice(1).filter((x, k) => !(k === 0 && (x === '--recursive' || x === '-q' || x === '--quiet')));
+    a.script(cmd.join(' '), null, (st.depth ?? 0) + 1, 'git submodule foreach');
+  }
+};
+
+/** `git difftool -x/--extcmd <cmd>` runs <cmd> with the shell on each pair of files. */
+const difftool: Detector = (args, st, a) => {
+  a.mutate('git difftool');
+  for (let k = 0; k < args.length; k++) {
+    const x = args[k] as string;
+    if (x === '--') break;
+    const cmd = x === '-x' || x === '--extcmd' ? args[++k] ?? '' : x.startsWith('--extcmd=') ? x.slice(9) : /^-x./.test(x) ? x.slice(2) : null;
+    if (cmd !== null) a.script(cmd, st.cwd, (st.depth ?? 0) + 1, 'git difftool --extcmd');
+  }
+};
+
+/** `git grep -O<pager>/--open-files-in-pager=<pager>` runs <pager> on the matching files. */
+const grep: Detector = (args, st, a) => {
+  for (const x of args) {
+    if (x === '--') break;
+    const cmd = x.startsWith('--open-files-in-pager=') ? x.slice(22) : /^-O./.test(x) ? x.slice(2) : null;
+    if (cmd !== null) a.script(cmd, st.cwd, (st.depth ?? 0) + 1, 'git grep --open-files-in-pager');
+  }
 };
 
 const reflog: Detector = (args, _st, a) => {
@@ -223,7 +265,10 @@ const DETECTORS: Record<string, Detector> = {
   tag: listOr((args) => args.length === 0 || args.includes('-l') || args.includes('--list')),
   remote: listOr((args) => args.length === 0 || args[0] === '-v' || args[0] === 'show' || args[0] === 'get-url'),
   notes: listOr((args) => args[0] === 'list' || args[0] === 'show'),
-  submodule: listOr((args) => args[0] === 'status'),
+  submodule,
+  bisect,
+  difftool,
+  grep,
 };
 
 /** Subcommands whose arguments, when produced at run time, leave the gate unable to tell what they destroy. */

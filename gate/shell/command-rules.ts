@@ -1,10 +1,14 @@
 /**
  * Rules for individual commands (after wrappers are stripped): file writers and deleters (`rm`,
- * `find -delete`, `mv`, `cp`, `ln`, `tee`, `sed -i`, …), `gh`, HTTP clients hitting merge
- * endpoints, interpreter one-liners, and the read-only command set. Pure; reports to an Analyzer.
+ * `find -delete`, `mv`, `cp`, `ln`, `tee`, `sed -i`, …), `gh` (gh-grammar.ts), HTTP clients hitting
+ * merge endpoints or writing to a forge API (forge-http.ts), interpreter one-liners (a change for
+ * read-only roles), and the read-only command set. Pure; reports to an Analyzer.
  */
 import { analyzeGit } from '../git/git-grammar.js';
+import { forgeWriteUrl } from './forge-http.js';
+import { analyzeGh, denyForgeWrite, mentionsMerge } from './gh-grammar.js';
 import { UNKNOWN, globPrefix, isTempPath, isUnder, protectedReason, resolvePath } from '../paths.js';
+import { denyInlineCodeForReadOnly } from '../policy.js';
 import type { Analyzer, ExecFlags } from '../types.js';
 
 const deny = (a: Analyzer, rule: string, reason: string): void => a.finding({ decision: 'deny', rule, reason });
@@ -13,26 +17,11 @@ const show = (s: string): string => JSON.stringify(s.replace(/\u0000/g, '…'));
 /** Commands that only read (given no write flags): allowed for read-only roles and the Brain. */
 const READ_ONLY = new Set(
   ('cat less more head tail ls ll la tree pwd echo printf grep egrep fgrep rg ag ack fd wc sort uniq cut tr diff cmp comm file stat du df ' +
-    'which whereis type true false test [ [[ date printenv basename dirname realpath readlink jq yq nl column fold fmt paste join expand ' +
+    'which whereis type true false test [ [[ date printenv env basename dirname realpath readlink jq yq nl column fold fmt paste join expand ' +
     'unexpand rev tac od hexdump xxd strings sha1sum sha256sum sha512sum md5sum shasum cksum b2sum base64 base32 sleep id whoami uname ' +
     'hostname ps uptime cd pushd popd : export set unset local read shift wait seq yes expr bc tput locale getconf nproc free lsof ' +
     'git-status tokei cloc scc wc look zcat zgrep bzcat xzcat less').split(' '),
 );
-
-const MERGE_URL = [
-  /\/pulls\/[^/\s]+\/merge\b/i,
-  /\/repos\/[^/\s]+\/[^/\s]+\/merges\b/i,
-  /\/merge-upstream\b/i,
-  /\/merge_requests\/[^/\s]+\/merge\b/i,
-  /\/pullrequests\/[^/\s]+\/merge\b/i,
-  /\/pull-requests\/[^/\s]+\/merge\b/i,
-];
-const MERGE_GRAPHQL = /\b(mergePullRequest|enablePullRequestAutoMerge|mergeBranch|enqueuePullRequest|updatePullRequestBranch|mergeQueue)\b/;
-
-/** True when a text names a merge endpoint or a GraphQL merge mutation. */
-export function mentionsMerge(text: string): boolean {
-  return MERGE_URL.some((re) => re.test(text)) || MERGE_GRAPHQL.test(text);
-}
 
 /** Interpreters and their inline-code flags. */
 const INTERPRETERS: Record<string, { flags: string[]; lang: string }> = {
@@ -105,14 +94,15 @@ function analyzeInterpreter(lang: string, argv: string[], cwd: string | null, fl
       inPlace = true;
       a.mutate(`${base} -i edits files in place`);
     }
-    const bundled = (lang === 'perl' || lang === 'ruby') && /^-[a-zA-Z]*[eE]$/.test(x) ? '-e' : lang === 'python' && /^-[a-zA-Z]*c$/.test(x) ? '-c' : null;
+    const bundled = (lang === 'perl' || lang === 'ruby') && /^-[a-zA-Z]*[eE]$/.test(x) ? '-e' : lang === 'python' && /^-[a-zA-Z]*c$/.test(x) ? '-c' : INTERPRETERS[lang]?.lang === 'js' && /^-(pe|ep)$/.test(x) ? '-e' : null;
     if (spec.flags.includes(x) || bundled) {
+      if (denyInlineCodeForReadOnly(a, `${base} ${x}`)) return;
       analyzeCode(argv[i + 1] ?? '', `${base} ${x}`, cwd, a);
       if (inPlace) for (const f of argv.slice(i + 2).filter((y) => !y.startsWith('-'))) a.write(f, resolvePath(f, cwd, a.context.home));
       return;
     }
     const eq = spec.flags.find((f) => f.startsWith('--') && x.startsWith(`${f}=`));
-    if (eq) return analyzeCode(x.slice(eq.length + 1), `${base} ${eq}`, cwd, a);
+    if (eq) return denyInlineCodeForReadOnly(a, `${base} ${eq}`) ? undefined : analyzeCode(x.slice(eq.length + 1), `${base} ${eq}`, cwd, a);
     if (lang === 'python' && (x === '-m')) {
       a.mutate(`${base} -m ${argv[i + 1] ?? ''}`);
       return;
@@ -122,7 +112,7 @@ function analyzeInterpreter(lang: string, argv: string[], cwd: string | null, fl
       return;
     }
   }
-  if (flags.stdinText != null) return analyzeCode(flags.stdinText, `${base} reading a here-document`, cwd, a);
+  if (flags.stdinText != null) return denyInlineCodeForReadOnly(a, `${base} reading a here-document`) ? undefined : analyzeCode(flags.stdinText, `${base} reading a here-document`, cwd, a);
   if (flags.stdinFromPipe) return deny(a, 'blast_radius.hidden_command', `${base} reads its program from a pipe; the gate cannot check code it does not see`);
   a.mutate(base);
 }
@@ -377,53 +367,6 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
   }
 }
 
-function analyzeGh(args: string[], a: Analyzer): void {
-  const [group, sub] = args;
-  const all = args.join(' ');
-  if (args.some((x) => x.includes(UNKNOWN))) {
-    if (mentionsMerge(all) || group === 'api' || (group === 'pr' && sub === 'merge')) return deny(a, 'blast_radius.unresolved_command', `gh ${show(all)} has parts produced at run time`);
-  }
-  if (group === 'pr' && sub === 'merge') return deny(a, 'blast_radius.merge', `gh pr merge ${args.slice(2).join(' ')}: Polly never merges; a human merges on GitHub`);
-  if (group === 'api') {
-    if (mentionsMerge(all)) return deny(a, 'blast_radius.merge', `gh api ${args.slice(1).join(' ')} calls a merge endpoint or mutation: Polly never merges`);
-    const endpoint = (() => {
-      const withValue = new Set(['-X', '--method', '-f', '-F', '--field', '--raw-field', '-H', '--header', '--input', '-q', '--jq', '-t', '--template', '--hostname', '--cache', '-p', '--preview']);
-      for (let i = 1; i < args.length; i++) {
-        const x = args[i] as string;
-        if (withValue.has(x)) i += 1;
-        else if (!x.startsWith('-')) return x;
-      }
-      return '';
-    })();
-    const method = (() => {
-      for (let i = 1; i < args.length; i++) {
-        const x = args[i] as string;
-        if (x === '-X' || x === '--method') return (args[i + 1] ?? '').toUpperCase();
-        if (x.startsWith('--method=')) return x.slice(9).toUpperCase();
-        if (x.startsWith('-X') && x.length > 2) return x.slice(2).toUpperCase();
-      }
-      return args.some((x) => /^(-f|-F|--field|--raw-field|--input)/.test(x)) ? 'POST' : 'GET';
-    })();
-    if (/git\/refs/.test(endpoint) && method !== 'GET') return deny(a, 'blast_radius.force_push', `gh api ${method} ${endpoint} rewrites or deletes refs directly`);
-    if (/^graphql$/.test(endpoint) && args.some((x) => /=@/.test(x) || x === '--input')) return deny(a, 'blast_radius.unresolved_command', 'gh api graphql with a query read from a file: the gate cannot see the mutation');
-    if (method !== 'GET' || endpoint === 'graphql') a.mutate(`gh api ${method} ${endpoint}`);
-    return;
-  }
-  if (group === 'alias' || group === 'extension' || group === 'ext') {
-    if (sub === 'list' || sub === 'ls') return;
-    return deny(a, 'blast_radius.unresolved_command', `gh ${group} ${sub ?? ''} defines commands the gate cannot check`);
-  }
-  if (group === 'repo' && (sub === 'delete' || sub === 'archive' || sub === 'rename')) return deny(a, 'blast_radius.repo', `gh repo ${sub} changes the repository itself`);
-  const known = new Set(['auth', 'browse', 'codespace', 'gist', 'issue', 'org', 'pr', 'project', 'release', 'repo', 'cache', 'run', 'workflow', 'label', 'ruleset', 'search', 'secret', 'ssh-key', 'gpg-key', 'status', 'variable', 'config', 'completion', 'help', 'version', 'attestation', 'copilot', 'preview', 'agent-task']);
-  if (group !== undefined && !group.startsWith('-') && !known.has(group)) {
-    return deny(a, 'blast_radius.unresolved_command', `"gh ${group}" is not a gh command the gate knows: it may be an alias or extension whose effect cannot be checked`);
-  }
-  const readOnly =
-    group === undefined || group === 'status' || group === 'help' || group === 'version' || group === 'browse' || group === 'search' ||
-    ['view', 'list', 'ls', 'diff', 'checks', 'status'].includes(sub ?? '') || (group === 'auth' && sub === 'status');
-  if (!readOnly) a.mutate(`gh ${group ?? ''} ${sub ?? ''}`.trim());
-}
-
 function analyzeHttp(base: string, args: string[], cwd: string | null, a: Analyzer): void {
   const all = args.join(' ');
   if (mentionsMerge(all)) return deny(a, 'blast_radius.merge', `${base} to a merge endpoint or with a merge mutation: Polly never merges`);
@@ -431,6 +374,8 @@ function analyzeHttp(base: string, args: string[], cwd: string | null, a: Analyz
   if (/graphql/.test(url) && args.some((x) => /^@|[=\s]@/.test(x) || x.startsWith('--data-binary') || x === '-T')) {
     return deny(a, 'blast_radius.unresolved_command', `${base} posts a GraphQL body read from a file or stdin: the gate cannot see the mutation`);
   }
+  const forge = forgeWriteUrl(base, args, a.context);
+  if (forge !== null) return denyForgeWrite(a, `${base} ${forge.method} ${forge.url.replace(/\u0000/g, '…')} (the sandbox's network allowlist blocks it too)`);
   let writes = false;
   for (let i = 0; i < args.length; i++) {
     const x = args[i] as string;
