@@ -180,7 +180,10 @@ export function analyzeGit(args: string[], cwd: string | null, depth: number, a:
   // made in a repository other than the worker's own worktree is denied after the subcommand's
   // own rules (so their more specific rule names come first).
   let mutated = false;
-  const probe: Analyzer = { ...a, finding: (f) => a.finding(f), write: (r, p) => a.write(r, p), mutate: (w) => ((mutated = true), a.mutate(w)), script: a.script, exec: a.exec };
+  const probe: Analyzer = { ...a, finding: (f) => a.finding(f), write: (r, p) => a.write(r, p), mutate: (w) => {
+      mutated = true;
+      a.mutate(w);
+    }, script: a.script, exec: a.exec };
   analyzeSubcommand(sub, rest, st, probe);
   if (mutated && a.role === 'implement' && sub !== 'clone') checkOwnRepository(sub, st, a);
   if (!st.risky || st.risky.length === 0) return;

@@ -194,7 +194,7 @@ export function analyzeGh(args: string[], a: Analyzer): void {
   }
   if (group === 'auth' && sub === 'token') return deny(a, 'blast_radius.credentials', `${spelled} prints the GitHub token: a worker reads no credentials`);
   const reads = READS[group];
-  const isRead = reads === '*' || (sub !== undefined && reads !== undefined && reads.has(sub));
+  const isRead = reads === '*' || (sub !== undefined && reads?.has(sub) === true);
   if (!isRead) return denyForgeWrite(a, spelled);
   if (flagBefore !== null && reads !== '*') {
     return deny(a, 'blast_radius.unresolved_command', `${spelled}: option ${show(flagBefore)} before the subcommand may take a value and hide the real subcommand; put options after "gh ${group} <subcommand>"`);

@@ -332,7 +332,7 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
         return;
       case 'Pipeline': {
         const cmds = node.commands as AnyNode[];
-        cmds.forEach((c, i) => walk(c, i === 0 ? scope : { cwd: scope.cwd, vars: new Map(scope.vars) }, depth, i > 0 || pipeIn));
+        for (const [i, c] of cmds.entries()) walk(c, i === 0 ? scope : { cwd: scope.cwd, vars: new Map(scope.vars) }, depth, i > 0 || pipeIn);
         return;
       }
       case 'Command':
