@@ -54,7 +54,19 @@ export function noOpProgramSetting(name: string, value: string): boolean {
   return false;
 }
 
-const CONFIG_READ = new Set(['--get', '--get-all', '--get-regexp', '--get-urlmatch', '--list', '-l', '--get-color', '--get-colorbool', '--show-origin', '--show-scope', '--name-only']);
+const CONFIG_READ = new Set([
+  '--get',
+  '--get-all',
+  '--get-regexp',
+  '--get-urlmatch',
+  '--list',
+  '-l',
+  '--get-color',
+  '--get-colorbool',
+  '--show-origin',
+  '--show-scope',
+  '--name-only',
+]);
 
 /** `git config …`: reads are free; writes of dangerous keys are denied; other writes are changes (and file writes for --global/--system/--file). */
 export function analyzeConfig(args: string[], cwd: string | null, a: Analyzer): void {

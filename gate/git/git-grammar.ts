@@ -15,7 +15,8 @@ import { deny } from './git-refs.js';
 import { type GitState, analyzeSubcommand } from './git-subcommands.js';
 
 const BUILTINS = new Set(
-  ('add am annotate apply archive bisect blame branch bundle cat-file check-attr check-ignore check-mailmap check-ref-format checkout ' +
+  (
+    'add am annotate apply archive bisect blame branch bundle cat-file check-attr check-ignore check-mailmap check-ref-format checkout ' +
     'checkout-index cherry cherry-pick citool clean clone column commit commit-graph commit-tree config count-objects credential describe ' +
     'diff diff-files diff-index diff-tree difftool fast-export fast-import fetch fetch-pack filter-branch filter-repo fmt-merge-msg for-each-ref ' +
     'for-each-repo format-patch fsck gc get-tar-commit-id grep gui hash-object help index-pack init instaweb interpret-trailers log ls-files ' +
@@ -23,7 +24,8 @@ const BUILTINS = new Set(
     'multi-pack-index mv name-rev notes pack-objects pack-refs patch-id prune prune-packed pull push range-diff read-tree rebase reflog ' +
     'remote repack replace request-pull rerere reset restore rev-list rev-parse revert rm send-email send-pack shortlog show show-branch ' +
     'show-index show-ref sparse-checkout stash status stripspace submodule switch symbolic-ref tag unpack-file unpack-objects update-index ' +
-    'update-ref update-server-info var verify-commit verify-pack verify-tag version whatchanged worktree write-tree lfs').split(' '),
+    'update-ref update-server-info var verify-commit verify-pack verify-tag version whatchanged worktree write-tree lfs'
+  ).split(' '),
 );
 
 /** Split a git alias value into words like git's split_cmdline (quotes and backslashes). */
@@ -61,7 +63,6 @@ export function shellQuote(word: string): string {
 
 /** Values that switch a program-running setting off (`core.hooksPath=/dev/null`, `core.fsmonitor=false`). */
 const DISABLING = new Set(['', 'false', '0', 'no', 'off', '/dev/null', 'cat']);
-
 
 /**
  * Analyse `git <args>` (args after the program name). Reports to `a`.
@@ -102,7 +103,11 @@ export function analyzeGit(args: string[], cwd: string | null, depth: number, a:
         const kv = takeValue() ?? '';
         const name = kv.slice(0, Math.max(0, kv.indexOf('=')));
         if (/^alias\./i.test(name) || dangerousConfig(name)) {
-          deny(a, 'blast_radius.git_config', `git --config-env=${name}=… takes a value the gate cannot see and ${/^alias\./i.test(name) ? 'defines an alias' : 'changes what git runs'}`);
+          deny(
+            a,
+            'blast_radius.git_config',
+            `git --config-env=${name}=… takes a value the gate cannot see and ${/^alias\./i.test(name) ? 'defines an alias' : 'changes what git runs'}`,
+          );
           return;
         }
         break;
@@ -169,7 +174,12 @@ export function analyzeGit(args: string[], cwd: string | null, depth: number, a:
       return;
     }
     const words = splitCmdline(alias);
-    analyzeGit([...words, ...rest], st.cwd, depth + 1, a, { cwd: st.cwd, gitDir: st.gitDir, workTree: st.workTree, configs: new Map([...st.configs].filter(([k]) => k !== `alias.${sub}`)) });
+    analyzeGit([...words, ...rest], st.cwd, depth + 1, a, {
+      cwd: st.cwd,
+      gitDir: st.gitDir,
+      workTree: st.workTree,
+      configs: new Map([...st.configs].filter(([k]) => k !== `alias.${sub}`)),
+    });
     return;
   }
   if (!BUILTINS.has(sub)) {
@@ -180,10 +190,17 @@ export function analyzeGit(args: string[], cwd: string | null, depth: number, a:
   // made in a repository other than the worker's own worktree is denied after the subcommand's
   // own rules (so their more specific rule names come first).
   let mutated = false;
-  const probe: Analyzer = { ...a, finding: (f) => a.finding(f), write: (r, p) => a.write(r, p), mutate: (w) => {
+  const probe: Analyzer = {
+    ...a,
+    finding: (f) => a.finding(f),
+    write: (r, p) => a.write(r, p),
+    mutate: (w) => {
       mutated = true;
       a.mutate(w);
-    }, script: a.script, exec: a.exec };
+    },
+    script: a.script,
+    exec: a.exec,
+  };
   analyzeSubcommand(sub, rest, st, probe);
   if (mutated && a.role === 'implement' && sub !== 'clone') checkOwnRepository(sub, st, a);
   if (!st.risky || st.risky.length === 0) return;
@@ -205,7 +222,11 @@ export function analyzeGit(args: string[], cwd: string | null, depth: number, a:
  */
 function checkOwnRepository(sub: string, st: GitState, a: Analyzer): void {
   const wt = a.context.worktree;
-  const places: Array<[string, string | null | undefined]> = [['working directory', st.cwd], ['--git-dir', st.gitDir], ['--work-tree', st.workTree]];
+  const places: Array<[string, string | null | undefined]> = [
+    ['working directory', st.cwd],
+    ['--git-dir', st.gitDir],
+    ['--work-tree', st.workTree],
+  ];
   for (const [what, dir] of places) {
     if (dir === undefined) continue;
     if (dir === null || !isUnder(dir, wt)) {

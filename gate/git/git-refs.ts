@@ -21,4 +21,8 @@ export const deny = (a: Analyzer, rule: string, reason: string): void => a.findi
 
 /** Deny (`blast_radius.default_branch`) a command that moves or switches to the default branch locally. */
 export const denyDefault = (a: Analyzer, what: string): void =>
-  deny(a, 'blast_radius.default_branch', `${what} moves or switches to the default branch ${a.context.defaultBranch}, which the worktree shares with the user's repository; work on ${a.context.branch} and open a PR`);
+  deny(
+    a,
+    'blast_radius.default_branch',
+    `${what} moves or switches to the default branch ${a.context.defaultBranch}, which the worktree shares with the user's repository; work on ${a.context.branch} and open a PR`,
+  );

@@ -30,9 +30,11 @@ type Detector = (args: string[], st: GitState, a: Analyzer, sub: string) => void
 
 /** Subcommands that only read (their `--output=<file>` is still a write). */
 export const READ_ONLY = new Set(
-  ('status diff log show blame annotate grep ls-files ls-tree ls-remote rev-parse rev-list describe cat-file shortlog show-ref for-each-ref ' +
+  (
+    'status diff log show blame annotate grep ls-files ls-tree ls-remote rev-parse rev-list describe cat-file shortlog show-ref for-each-ref ' +
     'merge-base name-rev whatchanged count-objects var version help check-ignore check-attr check-ref-format check-mailmap diff-tree ' +
-    'diff-index diff-files show-branch range-diff cherry verify-commit verify-tag get-tar-commit-id column stripspace patch-id show-index fsck').split(' '),
+    'diff-index diff-files show-branch range-diff cherry verify-commit verify-tag get-tar-commit-id column stripspace patch-id show-index fsck'
+  ).split(' '),
 );
 
 /** Subcommands that take a program to run on the other side (`--upload-pack`, `--receive-pack`, `--exec`). */
@@ -85,8 +87,8 @@ const branch: Detector = (args, _st, a) => {
   } else if (has(o, 'M', 'C') || (has(o, 'move', 'copy') && force)) {
     deny(a, 'blast_radius.branch_delete', `a forced branch rename or copy overwrites an existing branch (${args.join(' ')})`);
   }
-  const listOnly = !del && !has(o, 'move', 'copy', 'set-upstream-to', 'unset-upstream', 'edit-description') &&
-    (o.positionals.length === 0 || has(o, 'list', 'contains', 'merged', 'points-at'));
+  const listOnly =
+    !del && !has(o, 'move', 'copy', 'set-upstream-to', 'unset-upstream', 'edit-description') && (o.positionals.length === 0 || has(o, 'list', 'contains', 'merged', 'points-at'));
   if (listOnly) return;
   // the branch written: every name for delete/move/copy, else the first (the second is a start point)
   const positionals = [...o.positionals, ...(o.afterDashDash ?? [])];
@@ -107,7 +109,8 @@ const symbolicRef: Detector = (args, _st, a) => {
   const o = parseArgs(args, SYMBOLIC_REF);
   const pos = o.positionals;
   if (pos.length >= 2) {
-    if (namesDefaultBranch(pos[1] as string, a.context) || (pos[0] !== 'HEAD' && namesDefaultBranch(pos[0] as string, a.context))) denyDefault(a, `git symbolic-ref ${args.join(' ')}`);
+    if (namesDefaultBranch(pos[1] as string, a.context) || (pos[0] !== 'HEAD' && namesDefaultBranch(pos[0] as string, a.context)))
+      denyDefault(a, `git symbolic-ref ${args.join(' ')}`);
     a.mutate('git symbolic-ref');
   } else if (has(o, 'delete')) a.mutate('git symbolic-ref');
 };
@@ -116,7 +119,7 @@ const symbolicRef: Detector = (args, _st, a) => {
 const fetchOrPull: Detector = (args, _st, a, sub) => {
   for (let k = 0; k < args.length; k++) {
     const x = args[k] as string;
-    const refmap = x === '--refmap' ? args[k + 1] ?? '' : x.startsWith('--refmap=') ? x.slice(9) : null;
+    const refmap = x === '--refmap' ? (args[k + 1] ?? '') : x.startsWith('--refmap=') ? x.slice(9) : null;
     const spec = refmap ?? (x.startsWith('-') ? null : x);
     if (spec === null) continue;
     const colon = spec.indexOf(':');
@@ -146,7 +149,7 @@ const bisect: Detector = (args, st, a) => {
 
 /** `git submodule foreach [--recursive] <command>` runs <command> with the shell in every submodule (another repository). */
 const submodule: Detector = (args, st, a) => {
-  if (args[0] === 'status' || (args.length === 0)) return;
+  if (args[0] === 'status' || args.length === 0) return;
   a.mutate('git submodule');
   if (args[0] === 'foreach') {
     const cmd = args.slice(1).filter((x, k) => !(k === 0 && (x === '--recursive' || x === '-q' || x === '--quiet')));
@@ -160,7 +163,7 @@ const difftool: Detector = (args, st, a) => {
   for (let k = 0; k < args.length; k++) {
     const x = args[k] as string;
     if (x === '--') break;
-    const cmd = x === '-x' || x === '--extcmd' ? args[++k] ?? '' : x.startsWith('--extcmd=') ? x.slice(9) : /^-x./.test(x) ? x.slice(2) : null;
+    const cmd = x === '-x' || x === '--extcmd' ? (args[++k] ?? '') : x.startsWith('--extcmd=') ? x.slice(9) : /^-x./.test(x) ? x.slice(2) : null;
     if (cmd !== null) a.script(cmd, st.cwd, (st.depth ?? 0) + 1, 'git difftool --extcmd');
   }
 };
@@ -234,16 +237,26 @@ const clone: Detector = (args, st, a) => {
 };
 
 /** Subcommands whose listing forms read and whose other forms change things. */
-const listOr = (isRead: (args: string[]) => boolean): Detector => (args, _st, a, sub) => {
-  if (!isRead(args)) a.mutate(`git ${sub}`);
-};
+const listOr =
+  (isRead: (args: string[]) => boolean): Detector =>
+  (args, _st, a, sub) => {
+    if (!isRead(args)) a.mutate(`git ${sub}`);
+  };
 
 /** The subcommand table. Anything not here is read-only (READ_ONLY) or a change. */
 const DETECTORS: Record<string, Detector> = {
   push: (args, _st, a) => analyzePush(args, a),
   // plumbing pushes: same refspec grammar and force/mirror/all options as push
-  'send-pack': (args, _st, a) => analyzePush(args.filter((x) => !x.startsWith('--receive-pack') && !x.startsWith('--remote')), a),
-  'http-push': (args, _st, a) => analyzePush(args.filter((x) => !x.startsWith('--receive-pack') && !x.startsWith('--remote')), a),
+  'send-pack': (args, _st, a) =>
+    analyzePush(
+      args.filter((x) => !x.startsWith('--receive-pack') && !x.startsWith('--remote')),
+      a,
+    ),
+  'http-push': (args, _st, a) =>
+    analyzePush(
+      args.filter((x) => !x.startsWith('--receive-pack') && !x.startsWith('--remote')),
+      a,
+    ),
   reset,
   clean,
   branch,

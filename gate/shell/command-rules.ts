@@ -16,11 +16,13 @@ const show = (s: string): string => JSON.stringify(s.replace(/\u0000/g, '…'));
 
 /** Commands that only read (given no write flags): allowed for read-only roles and the Brain. */
 const READ_ONLY = new Set(
-  ('cat less more head tail ls ll la tree pwd echo printf grep egrep fgrep rg ag ack fd wc sort uniq cut tr diff cmp comm file stat du df ' +
+  (
+    'cat less more head tail ls ll la tree pwd echo printf grep egrep fgrep rg ag ack fd wc sort uniq cut tr diff cmp comm file stat du df ' +
     'which whereis type true false test [ [[ date printenv env basename dirname realpath readlink jq yq nl column fold fmt paste join expand ' +
     'unexpand rev tac od hexdump xxd strings sha1sum sha256sum sha512sum md5sum shasum cksum b2sum base64 base32 sleep id whoami uname ' +
     'hostname ps uptime cd pushd popd : export set unset local read shift wait seq yes expr bc tput locale getconf nproc free lsof ' +
-    'git-status tokei cloc scc wc look zcat zgrep bzcat xzcat less').split(' '),
+    'git-status tokei cloc scc wc look zcat zgrep bzcat xzcat less'
+  ).split(' '),
 );
 
 /** Interpreters and their inline-code flags. */
@@ -48,7 +50,8 @@ const RUNS_COMMANDS =
 const CHANGES_FILES =
   /\b(write\w*|unlink\w*|rmtree|rmSync|rmdir\w*|remove|rename\w*|mkdir\w*|copy\w*|cpSync|move|truncate\w*|chmod\w*|chown\w*|symlink\w*|link\w*|FileUtils|shutil|fopen|file_put_contents|touch|utime[s]?|append\w*|syswrite|print\s*\{?\s*\$?[A-Z]+)\b|open\s*\([^)]*,\s*(mode\s*=\s*)?['"][^'"]*[wax+]|open\s*\(\s*[A-Z]*\s*,\s*['"]?[>+]/;
 /** Ways to build a path the gate cannot read in the code (string building, decoding). */
-const OBFUSCATED = /\bchr\s*\(|fromCharCode|\\x[0-9a-f]{2}|\\u00|\\[0-7]{3}|atob|b64decode|base64|unhexlify|codecs|rot13|decode\s*\(|Buffer\.from|\[\s*::\s*-1\s*\]|reverse\s*\(|getattr|join\s*\(|['"]\s*\+\s*['"]|\+\s*['"]\.|%\s*\(|\.format\s*\(|\$\{|`/;
+const OBFUSCATED =
+  /\bchr\s*\(|fromCharCode|\\x[0-9a-f]{2}|\\u00|\\[0-7]{3}|atob|b64decode|base64|unhexlify|codecs|rot13|decode\s*\(|Buffer\.from|\[\s*::\s*-1\s*\]|reverse\s*\(|getattr|join\s*\(|['"]\s*\+\s*['"]|\+\s*['"]\.|%\s*\(|\.format\s*\(|\$\{|`/;
 /** Absolute paths written as string literals. */
 const ABS_LITERAL = /['"](\/[^'"\s]*)['"]/g;
 const PROTECTED_MENTION = /(^|[^\w])\.(git|claude|codex|pi|polly|husky|githooks)([^\w]|$)|hooksPath|core\.hooks/i;
@@ -69,7 +72,8 @@ function interpreterName(base: string): string | null {
  */
 function analyzeCode(code: string, what: string, cwd: string | null, a: Analyzer): void {
   if (code.includes(UNKNOWN)) return deny(a, 'blast_radius.interpreter', `${what} code is produced at run time and cannot be checked`);
-  if (RUNS_COMMANDS.test(code)) return deny(a, 'blast_radius.interpreter', `${what} one-liner runs other programs or evaluates generated code; run the command directly so the gate can check it`);
+  if (RUNS_COMMANDS.test(code))
+    return deny(a, 'blast_radius.interpreter', `${what} one-liner runs other programs or evaluates generated code; run the command directly so the gate can check it`);
   if (mentionsMerge(code)) return deny(a, 'blast_radius.merge', `${what} one-liner calls a merge endpoint or mutation: Polly never merges`);
   if (PROTECTED_MENTION.test(code)) return deny(a, 'blast_radius.protected_path', `${what} one-liner touches git metadata or agent/gate settings`);
   if (!CHANGES_FILES.test(code)) return;
@@ -94,7 +98,14 @@ function analyzeInterpreter(lang: string, argv: string[], cwd: string | null, fl
       inPlace = true;
       a.mutate(`${base} -i edits files in place`);
     }
-    const bundled = (lang === 'perl' || lang === 'ruby') && /^-[a-zA-Z]*[eE]$/.test(x) ? '-e' : lang === 'python' && /^-[a-zA-Z]*c$/.test(x) ? '-c' : INTERPRETERS[lang]?.lang === 'js' && /^-(pe|ep)$/.test(x) ? '-e' : null;
+    const bundled =
+      (lang === 'perl' || lang === 'ruby') && /^-[a-zA-Z]*[eE]$/.test(x)
+        ? '-e'
+        : lang === 'python' && /^-[a-zA-Z]*c$/.test(x)
+          ? '-c'
+          : INTERPRETERS[lang]?.lang === 'js' && /^-(pe|ep)$/.test(x)
+            ? '-e'
+            : null;
     if (spec.flags.includes(x) || bundled) {
       if (denyInlineCodeForReadOnly(a, `${base} ${x}`)) return;
       analyzeCode(argv[i + 1] ?? '', `${base} ${x}`, cwd, a);
@@ -103,7 +114,7 @@ function analyzeInterpreter(lang: string, argv: string[], cwd: string | null, fl
     }
     const eq = spec.flags.find((f) => f.startsWith('--') && x.startsWith(`${f}=`));
     if (eq) return denyInlineCodeForReadOnly(a, `${base} ${eq}`) ? undefined : analyzeCode(x.slice(eq.length + 1), `${base} ${eq}`, cwd, a);
-    if (lang === 'python' && (x === '-m')) {
+    if (lang === 'python' && x === '-m') {
       a.mutate(`${base} -m ${argv[i + 1] ?? ''}`);
       return;
     }
@@ -112,7 +123,8 @@ function analyzeInterpreter(lang: string, argv: string[], cwd: string | null, fl
       return;
     }
   }
-  if (flags.stdinText != null) return denyInlineCodeForReadOnly(a, `${base} reading a here-document`) ? undefined : analyzeCode(flags.stdinText, `${base} reading a here-document`, cwd, a);
+  if (flags.stdinText != null)
+    return denyInlineCodeForReadOnly(a, `${base} reading a here-document`) ? undefined : analyzeCode(flags.stdinText, `${base} reading a here-document`, cwd, a);
   if (flags.stdinFromPipe) return deny(a, 'blast_radius.hidden_command', `${base} reads its program from a pipe; the gate cannot check code it does not see`);
   a.mutate(base);
 }
@@ -160,10 +172,15 @@ function checkDelete(raw: string, recursive: boolean, cwd: string | null, a: Ana
   const base = g.prefix;
   if (recursive || g.glob) {
     if (base === '/' && !g.glob) return deny(a, 'blast_radius.rm', `${what} -r / deletes the whole file system`);
-    if (base === ctx.home || base === '/' || isUnder(ctx.home, base) && !g.glob) return deny(a, 'blast_radius.rm', `${what} ${show(raw)} deletes ${base === ctx.home ? 'the home directory' : base}`);
+    if (base === ctx.home || base === '/' || (isUnder(ctx.home, base) && !g.glob))
+      return deny(a, 'blast_radius.rm', `${what} ${show(raw)} deletes ${base === ctx.home ? 'the home directory' : base}`);
     for (const keep of [ctx.worktree, ctx.repoRoot, ctx.home]) {
       if (isUnder(keep, base) && (!g.glob || g.firstGlobSegment.startsWith('.') || base !== ctx.worktree)) {
-        return deny(a, 'blast_radius.rm', `${what} ${show(raw)} would delete ${keep === ctx.home ? 'the home directory' : keep === ctx.repoRoot ? 'the repository' : 'the worktree itself'} (${base})`);
+        return deny(
+          a,
+          'blast_radius.rm',
+          `${what} ${show(raw)} would delete ${keep === ctx.home ? 'the home directory' : keep === ctx.repoRoot ? 'the repository' : 'the worktree itself'} (${base})`,
+        );
       }
     }
     if (g.glob && base === ctx.worktree && g.firstGlobSegment.startsWith('.')) return deny(a, 'blast_radius.rm', `${what} ${show(raw)} matches .git in the worktree`);
@@ -193,15 +210,17 @@ function analyzeFind(argv: string[], cwd: string | null, depth: number, flags: E
     if (['-name', '-iname', '-path', '-ipath', '-wholename', '-regex', '-iregex'].includes(argv[k] as string)) patterns.push(argv[k + 1] ?? '*');
   }
   const protectedNames = ['.git', '.claude', '.codex', '.pi', '.polly', '.husky', '.githooks', 'hooks'];
-  const matchesProtected = patterns.length === 0 || patterns.some((p) => {
-    const last = p.split('/').filter(Boolean).pop() ?? p;
-    try {
-      const re = globToRegExp(last);
-      return protectedNames.some((n) => re.test(n)) || /\.git|\.claude|\.codex|\.polly/.test(p);
-    } catch {
-      return true;
-    }
-  });
+  const matchesProtected =
+    patterns.length === 0 ||
+    patterns.some((p) => {
+      const last = p.split('/').filter(Boolean).pop() ?? p;
+      try {
+        const re = globToRegExp(last);
+        return protectedNames.some((n) => re.test(n)) || /\.git|\.claude|\.codex|\.polly/.test(p);
+      } catch {
+        return true;
+      }
+    });
   const target = (start: string): string => {
     const p = resolvePath(start, cwd, a.context.home);
     if (p === null) return UNKNOWN;
@@ -220,7 +239,12 @@ function analyzeFind(argv: string[], cwd: string | null, depth: number, flags: E
       i = end < 0 ? argv.length : end;
       for (const s of starts) {
         const placeholder = target(s);
-        a.exec(cmd.map((w) => w.split('{}').join(placeholder)), cwd, depth + 1, { ...flags, argsFromStdin: cmd.every((w) => !w.includes('{}')) ? flags.argsFromStdin : false });
+        a.exec(
+          cmd.map((w) => w.split('{}').join(placeholder)),
+          cwd,
+          depth + 1,
+          { ...flags, argsFromStdin: cmd.every((w) => !w.includes('{}')) ? flags.argsFromStdin : false },
+        );
       }
     } else if (x === '-fprint' || x === '-fprint0' || x === '-fprintf' || x === '-fls') {
       const f = argv[i + 1] ?? '';
@@ -284,7 +308,7 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
       const tIdx = argv.findIndex((x) => x === '-t' || x.startsWith('--target-directory'));
       const ps = positionals(['-S', '--suffix', '-m', '--mode', '-o', '-g', '--owner', '--group', '-e', '--exclude', '--include']);
       if (tIdx > 0) {
-        const t = argv[tIdx] === '-t' ? argv[tIdx + 1] ?? '' : (argv[tIdx] as string).split('=')[1] ?? '';
+        const t = argv[tIdx] === '-t' ? (argv[tIdx + 1] ?? '') : ((argv[tIdx] as string).split('=')[1] ?? '');
         w(t);
       } else if (ps.length > 0) w(ps[ps.length - 1] as string);
       else if (flags.argsFromStdin) a.write('(target from input)', null);
@@ -315,7 +339,7 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
       for (const x of argv.slice(1)) if (x.startsWith('of=')) w(x.slice(3));
       return true;
     case 'sed': {
-      const inPlace = argv.some((x) => /^-[a-zA-Z]*i/.test(x) && !x.startsWith('--') || x.startsWith('--in-place'));
+      const inPlace = argv.some((x) => (/^-[a-zA-Z]*i/.test(x) && !x.startsWith('--')) || x.startsWith('--in-place'));
       const scriptWrites = argv.some((x) => /(^|[;}\s])w\s|\/w\s|\be\b/.test(x) && x !== argv[0]);
       if (!inPlace && !scriptWrites) return true;
       a.mutate('sed -i');
@@ -326,7 +350,7 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
     }
     case 'tar': {
       a.mutate('tar');
-      const extract = argv.slice(1).some((x) => x === '--extract' || x === '--get' || /^-?[a-zA-Z]*x/.test(x) && !x.startsWith('--'));
+      const extract = argv.slice(1).some((x) => x === '--extract' || x === '--get' || (/^-?[a-zA-Z]*x/.test(x) && !x.startsWith('--')));
       const create = argv.slice(1).find((x, k) => x === '-f' || x === '--file' || (/^-?[a-zA-Z]*f$/.test(x) && !x.startsWith('--') && k === 0));
       let dir: string | null = null;
       for (let i = 1; i < argv.length; i++) {
@@ -348,7 +372,7 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
     case 'unzip': {
       a.mutate('unzip');
       const i = argv.indexOf('-d');
-      const d = i > 0 ? argv[i + 1] ?? '' : '.';
+      const d = i > 0 ? (argv[i + 1] ?? '') : '.';
       const p = resolvePath(d, cwd, home);
       a.write(`${d}/…`, p === null ? null : `${p}/extracted`);
       return true;
@@ -393,7 +417,30 @@ function analyzeHttp(base: string, args: string[], cwd: string | null, a: Analyz
 
 function analyzeNpmLike(base: string, args: string[], a: Analyzer): void {
   const sub = args.find((x) => !x.startsWith('-'));
-  const ro = new Set(['ls', 'list', 'll', 'view', 'info', 'show', 'outdated', 'explain', 'why', 'search', 'help', 'config', 'root', 'prefix', 'bin', 'whoami', 'ping', 'doctor', 'fund', 'audit', '--version', 'version']);
+  const ro = new Set([
+    'ls',
+    'list',
+    'll',
+    'view',
+    'info',
+    'show',
+    'outdated',
+    'explain',
+    'why',
+    'search',
+    'help',
+    'config',
+    'root',
+    'prefix',
+    'bin',
+    'whoami',
+    'ping',
+    'doctor',
+    'fund',
+    'audit',
+    '--version',
+    'version',
+  ]);
   if (sub === undefined || !ro.has(sub) || (sub === 'audit' && args.includes('fix')) || (sub === 'config' && !['get', 'list', 'ls'].includes(args[1] ?? ''))) {
     a.mutate(`${base} ${sub ?? ''}`.trim());
   }

@@ -52,14 +52,14 @@ export function httpMethod(base: string, args: string[]): string {
         if (c === 'G') get = true;
         if (c === 'I') method ??= 'HEAD';
         if (!CURL_VALUE_SHORT.has(c)) continue;
-        const value = x.slice(j + 1) !== '' ? x.slice(j + 1) : args[++i] ?? '';
+        const value = x.slice(j + 1) !== '' ? x.slice(j + 1) : (args[++i] ?? '');
         if (c === 'X') method = value.toUpperCase();
         if (c === 'd' || c === 'F') data ??= 'POST';
         if (c === 'T') data = 'PUT';
         break;
       }
     }
-    return method ?? (get ? 'GET' : data ?? 'GET');
+    return method ?? (get ? 'GET' : (data ?? 'GET'));
   }
   if (base === 'wget') {
     for (let i = 0; i < args.length; i++) {

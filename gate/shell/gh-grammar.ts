@@ -104,7 +104,7 @@ function parseApi(args: string[]): ApiCall {
     if (x.startsWith('--')) {
       const eq = x.indexOf('=');
       const name = eq < 0 ? x.slice(2) : x.slice(2, eq);
-      if (API_VALUE_LONG.has(name)) take(name, eq < 0 ? args[++i] ?? '' : x.slice(eq + 1));
+      if (API_VALUE_LONG.has(name)) take(name, eq < 0 ? (args[++i] ?? '') : x.slice(eq + 1));
       else if (!API_BOOL_LONG.has(name)) call.problem ??= `unknown gh api option ${show(x)}`;
       continue;
     }
@@ -113,7 +113,7 @@ function parseApi(args: string[]): ApiCall {
         const c = x[j] as string;
         if (API_VALUE_SHORT.has(c)) {
           const stuck = x.slice(j + 1).replace(/^=/, '');
-          take(API_SHORT_LONG[c] as string, stuck !== '' ? stuck : args[++i] ?? '');
+          take(API_SHORT_LONG[c] as string, stuck !== '' ? stuck : (args[++i] ?? ''));
           break;
         }
         if (!API_BOOL_SHORT.has(c)) {
@@ -149,7 +149,8 @@ function analyzeApi(args: string[], a: Analyzer): void {
   if (call.endpoint === 'graphql' || /\/graphql$/.test(call.endpoint)) {
     const query = graphqlQuery(call);
     if (query === null) return deny(a, 'blast_radius.unresolved_command', 'gh api graphql with a query read from a file or stdin: the gate cannot see whether it is a mutation');
-    if (query.includes(UNKNOWN)) return deny(a, 'blast_radius.unresolved_command', 'gh api graphql with a query produced at run time: the gate cannot see whether it is a mutation');
+    if (query.includes(UNKNOWN))
+      return deny(a, 'blast_radius.unresolved_command', 'gh api graphql with a query produced at run time: the gate cannot see whether it is a mutation');
     if (/\b(mutation|subscription)\b/.test(query)) return denyForgeWrite(a, `gh api graphql with a mutation`);
     return;
   }
@@ -160,7 +161,11 @@ function analyzeApi(args: string[], a: Analyzer): void {
 
 /** Deny (`blast_radius.forge_write`) a forge write or any gh command outside the reads. */
 export const denyForgeWrite = (a: Analyzer, what: string): void =>
-  deny(a, 'blast_radius.forge_write', `${what} is not a forge read a worker may run (gh pr view/list/diff/checks/status, gh issue/run view/list, gh api GET): a worker makes no forge writes; Polly opens the PR and posts reviews and comments itself`);
+  deny(
+    a,
+    'blast_radius.forge_write',
+    `${what} is not a forge read a worker may run (gh pr view/list/diff/checks/status, gh issue/run view/list, gh api GET): a worker makes no forge writes; Polly opens the PR and posts reviews and comments itself`,
+  );
 
 /**
  * Analyse `gh <args>`: forge reads pass (local downloads and clones count as changes), everything
@@ -176,7 +181,7 @@ export function analyzeGh(args: string[], a: Analyzer): void {
   for (; k < args.length && words.length < 2; k++) {
     const x = args[k] as string;
     if (x === '-R' || x === '--repo') k += 1;
-    else if (x.startsWith('--repo=') || (/^-R./.test(x))) continue;
+    else if (x.startsWith('--repo=') || /^-R./.test(x)) continue;
     else if (x === '--help' || x === '-h' || x === '--version') continue;
     else if (x.startsWith('-') && x.length > 1) flagBefore ??= x;
     else words.push(x);
@@ -187,7 +192,8 @@ export function analyzeGh(args: string[], a: Analyzer): void {
   if (group === undefined) return;
   if (group.includes(UNKNOWN) || (sub ?? '').includes(UNKNOWN)) return deny(a, 'blast_radius.unresolved_command', `${show(spelled)}: the gh command is produced at run time`);
   if (group === 'api') return analyzeApi(args.slice(k + 1), a);
-  if (!GROUPS.has(group)) return deny(a, 'blast_radius.unresolved_command', `"gh ${group}" is not a gh command the gate knows: it may be an alias or extension whose effect cannot be checked`);
+  if (!GROUPS.has(group))
+    return deny(a, 'blast_radius.unresolved_command', `"gh ${group}" is not a gh command the gate knows: it may be an alias or extension whose effect cannot be checked`);
   if ((group === 'pr' && sub === 'merge') || mentionsMerge(args.join(' '))) return deny(a, 'blast_radius.merge', `${spelled}: Polly never merges; a human merges on GitHub`);
   if ((group === 'alias' || group === 'extension' || group === 'ext') && !(READS[group] as ReadonlySet<string>).has(sub ?? '')) {
     return deny(a, 'blast_radius.unresolved_command', `gh ${group} ${sub ?? ''} defines commands the gate cannot check`);
@@ -197,7 +203,11 @@ export function analyzeGh(args: string[], a: Analyzer): void {
   const isRead = reads === '*' || (sub !== undefined && reads?.has(sub) === true);
   if (!isRead) return denyForgeWrite(a, spelled);
   if (flagBefore !== null && reads !== '*') {
-    return deny(a, 'blast_radius.unresolved_command', `${spelled}: option ${show(flagBefore)} before the subcommand may take a value and hide the real subcommand; put options after "gh ${group} <subcommand>"`);
+    return deny(
+      a,
+      'blast_radius.unresolved_command',
+      `${spelled}: option ${show(flagBefore)} before the subcommand may take a value and hide the real subcommand; put options after "gh ${group} <subcommand>"`,
+    );
   }
   if (LOCAL_WRITES.has(`${group} ${sub}`)) a.mutate(`gh ${group} ${sub}`);
 }

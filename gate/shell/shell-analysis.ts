@@ -99,9 +99,17 @@ const KNOWN_SUBSTITUTIONS = new Map<string, 'branch' | 'toplevel'>([
 ]);
 
 /** Environment variables that name a program git runs, and the config key each stands for. */
-const GIT_PROGRAM_VARS: Record<string, string> = { GIT_EDITOR: 'core.editor', GIT_SEQUENCE_EDITOR: 'sequence.editor', GIT_PAGER: 'core.pager', EDITOR: 'core.editor', VISUAL: 'core.editor', PAGER: 'core.pager' };
+const GIT_PROGRAM_VARS: Record<string, string> = {
+  GIT_EDITOR: 'core.editor',
+  GIT_SEQUENCE_EDITOR: 'sequence.editor',
+  GIT_PAGER: 'core.pager',
+  EDITOR: 'core.editor',
+  VISUAL: 'core.editor',
+  PAGER: 'core.pager',
+};
 /** `NODE_OPTIONS` flags that load no code (nodejs.org/api/cli.html#node_optionsoptions): memory limits, warnings, source maps. */
-const HARMLESS_NODE_OPTION = /^--(max-old-space-size=\d+|max-semi-space-size=\d+|stack-size=\d+|stack-trace-limit=\d+|enable-source-maps|no-warnings|no-deprecation|trace-warnings|trace-deprecation|experimental-vm-modules|unhandled-rejections=[a-z-]+|openssl-legacy-provider|dns-result-order=[a-z-]+|max-http-header-size=\d+|disable-warning=[A-Za-z0-9_-]+)$/;
+const HARMLESS_NODE_OPTION =
+  /^--(max-old-space-size=\d+|max-semi-space-size=\d+|stack-size=\d+|stack-trace-limit=\d+|enable-source-maps|no-warnings|no-deprecation|trace-warnings|trace-deprecation|experimental-vm-modules|unhandled-rejections=[a-z-]+|openssl-legacy-provider|dns-result-order=[a-z-]+|max-http-header-size=\d+|disable-warning=[A-Za-z0-9_-]+)$/;
 
 /**
  * True when a variable set for a command is one the gate would deny but whose value is harmless:
@@ -112,7 +120,11 @@ function harmlessSetting(name: string, value: string): boolean {
   if (value.includes(UNKNOWN)) return false;
   const key = GIT_PROGRAM_VARS[name];
   if (key !== undefined) return noOpProgramSetting(key, value);
-  if (name === 'NODE_OPTIONS') return value.trim().split(/\s+/).every((f) => HARMLESS_NODE_OPTION.test(f));
+  if (name === 'NODE_OPTIONS')
+    return value
+      .trim()
+      .split(/\s+/)
+      .every((f) => HARMLESS_NODE_OPTION.test(f));
   return false;
 }
 
@@ -133,8 +145,10 @@ function switchesBranch(base: string, args: string[]): boolean {
   if (base !== 'git' && base !== 'gh' && !base.startsWith('git-')) return false;
   const words = args.filter((x) => !x.startsWith('-'));
   if (base.startsWith('git-')) words.unshift(base.slice(4));
-  return words.some((w) => ['checkout', 'switch', 'bisect', 'rebase', 'worktree', 'symbolic-ref', 'update-ref', 'am', 'pull'].includes(w)) ||
-    (words.includes('branch') && args.some((x) => /^-[a-zA-Z]*[mMcC]|^--(move|copy)/.test(x)));
+  return (
+    words.some((w) => ['checkout', 'switch', 'bisect', 'rebase', 'worktree', 'symbolic-ref', 'update-ref', 'am', 'pull'].includes(w)) ||
+    (words.includes('branch') && args.some((x) => /^-[a-zA-Z]*[mMcC]|^--(move|copy)/.test(x)))
+  );
 }
 
 /**
@@ -166,7 +180,8 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
 
   function runScript(src: string, scope: Scope, depth: number, origin: string): void {
     if (depth > MAX_DEPTH) return deny('blast_radius.unresolved_command', `commands nested more than ${MAX_DEPTH} levels deep (${origin})`);
-    if (src.includes(UNKNOWN)) return deny('blast_radius.hidden_command', `${origin} runs a script produced at run time (decoded, substituted or read); the gate cannot check what it does`);
+    if (src.includes(UNKNOWN))
+      return deny('blast_radius.hidden_command', `${origin} runs a script produced at run time (decoded, substituted or read); the gate cannot check what it does`);
     let ast: ParsedScript;
     try {
       ast = parse(src);
@@ -189,14 +204,19 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
     const w = unwrap([base, ...argv.slice(1)]);
     switch (w.kind) {
       case 'exec':
-        return exec(w.argv, w.cwd ?? cwd, depth + 1, { ...flags, argsFromStdin: flags.argsFromStdin || w.argsFromStdin === true, stdinText: w.argsFromStdin ? null : flags.stdinText });
+        return exec(w.argv, w.cwd ?? cwd, depth + 1, {
+          ...flags,
+          argsFromStdin: flags.argsFromStdin || w.argsFromStdin === true,
+          stdinText: w.argsFromStdin ? null : flags.stdinText,
+        });
       case 'script':
         if (w.origin !== 'watch' && w.origin !== 'parallel' && denyInlineCodeForReadOnly(analyzer, w.origin)) return;
         return runScript(w.source, { cwd, vars: new Map() }, depth + 1, w.origin);
       case 'stdin-shell':
         if (flags.stdinText != null && denyInlineCodeForReadOnly(analyzer, `${w.origin} reading a here-document`)) return;
         if (flags.stdinText != null) return runScript(flags.stdinText, { cwd, vars: new Map() }, depth + 1, `${w.origin} reading a here-document`);
-        if (flags.stdinFromPipe) return deny('blast_radius.hidden_command', `a shell (${w.origin}) reads commands from a pipe: anything decoded or downloaded into a shell is denied`);
+        if (flags.stdinFromPipe)
+          return deny('blast_radius.hidden_command', `a shell (${w.origin}) reads commands from a pipe: anything decoded or downloaded into a shell is denied`);
         return;
       case 'lookup':
         return;
@@ -222,7 +242,7 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
     if (!parts) return;
     for (const p of parts as AnyNode[]) {
       if (!p || typeof p !== 'object') continue;
-      if ((p.type === 'CommandExpansion' || p.type === 'ProcessSubstitution' || p.type === 'ArithmeticCommandExpansion')) {
+      if (p.type === 'CommandExpansion' || p.type === 'ProcessSubstitution' || p.type === 'ArithmeticCommandExpansion') {
         const script = p.script as AnyNode | undefined;
         if (!script) {
           deny('blast_radius.parse_error', `a substitution ${JSON.stringify(String(p.text))} does not parse`);
@@ -232,7 +252,22 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
         walk(script, { cwd: scope.cwd, vars: new Map(scope.vars) }, depth + 1, false);
         continue;
       }
-      for (const key of ['parts', 'operand', 'pattern', 'replacement', 'offset', 'length', 'index', 'operation', 'expression', 'left', 'right', 'test', 'consequent', 'alternate']) {
+      for (const key of [
+        'parts',
+        'operand',
+        'pattern',
+        'replacement',
+        'offset',
+        'length',
+        'index',
+        'operation',
+        'expression',
+        'left',
+        'right',
+        'test',
+        'consequent',
+        'alternate',
+      ]) {
         const child = p[key] as AnyNode | AnyNode[] | undefined;
         if (Array.isArray(child)) walkWordParts(child, scope, depth);
         else if (child && typeof child === 'object') walkWordParts([child], scope, depth);
@@ -284,7 +319,11 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
     for (const pre of node.prefix) {
       if (pre.type !== 'Assignment') continue;
       if (node.name && pre.value.type === 'Word' && harmlessSetting(pre.name, wordValue(pre.value, scope, context.home, substitution))) continue;
-      if (/^GIT_(CONFIG|EXEC_PATH|DIR$|WORK_TREE$|COMMON_DIR$|INDEX_FILE$|OBJECT_DIRECTORY$|SSH|ASKPASS|EDITOR|PAGER|PROXY)|^(BASH_ENV|ENV|PROMPT_COMMAND|LD_PRELOAD|LD_LIBRARY_PATH|NODE_OPTIONS|PYTHONSTARTUP|PERL5OPT|RUBYOPT|GIT_SEQUENCE_EDITOR|EDITOR|VISUAL|PAGER)$/.test(pre.name)) {
+      if (
+        /^GIT_(CONFIG|EXEC_PATH|DIR$|WORK_TREE$|COMMON_DIR$|INDEX_FILE$|OBJECT_DIRECTORY$|SSH|ASKPASS|EDITOR|PAGER|PROXY)|^(BASH_ENV|ENV|PROMPT_COMMAND|LD_PRELOAD|LD_LIBRARY_PATH|NODE_OPTIONS|PYTHONSTARTUP|PERL5OPT|RUBYOPT|GIT_SEQUENCE_EDITOR|EDITOR|VISUAL|PAGER)$/.test(
+          pre.name,
+        )
+      ) {
         if (node.name) return deny('blast_radius.git_config', `setting ${pre.name} for a command changes what it loads or runs`);
       }
       if (!node.name && /^GIT_(DIR|WORK_TREE|COMMON_DIR|INDEX_FILE|OBJECT_DIRECTORY)$/.test(pre.name)) {
@@ -295,10 +334,21 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
     if (!node.name) return;
     const argv = [node.name, ...node.suffix.filter((s): s is Word => s.type === 'Word')].map((w) => wordValue(w, scope, context.home, substitution));
     // `export GIT_DIR=…` parses as an assignment in the suffix: check its name like a word
-    const assigned = node.suffix.filter((s): s is Assignment => s.type === 'Assignment').map((s) => `${s.name}=${s.value.type === 'Word' ? wordValue(s.value, scope, context.home, substitution) : UNKNOWN}`);
+    const assigned = node.suffix
+      .filter((s): s is Assignment => s.type === 'Assignment')
+      .map((s) => `${s.name}=${s.value.type === 'Word' ? wordValue(s.value, scope, context.home, substitution) : UNKNOWN}`);
     // env-style NAME=value words after a wrapper are handled by the wrappers; export/declare can hide GIT_CONFIG
     const first = argv[0] as string;
-    if ((first === 'export' || first === 'declare' || first === 'typeset' || first === 'local' || first === 'readonly') && [...argv.slice(1), ...assigned].some((x) => !harmlessAssignmentWord(x) && /^(GIT_CONFIG|GIT_EXEC_PATH|GIT_DIR=|GIT_WORK_TREE=|GIT_COMMON_DIR=|GIT_INDEX_FILE=|GIT_OBJECT_DIRECTORY=|GIT_EDITOR=|GIT_SEQUENCE_EDITOR=|GIT_PAGER=|EDITOR=|VISUAL=|BASH_ENV|ENV=|PROMPT_COMMAND|LD_PRELOAD|NODE_OPTIONS)/.test(x))) {
+    if (
+      (first === 'export' || first === 'declare' || first === 'typeset' || first === 'local' || first === 'readonly') &&
+      [...argv.slice(1), ...assigned].some(
+        (x) =>
+          !harmlessAssignmentWord(x) &&
+          /^(GIT_CONFIG|GIT_EXEC_PATH|GIT_DIR=|GIT_WORK_TREE=|GIT_COMMON_DIR=|GIT_INDEX_FILE=|GIT_OBJECT_DIRECTORY=|GIT_EDITOR=|GIT_SEQUENCE_EDITOR=|GIT_PAGER=|EDITOR=|VISUAL=|BASH_ENV|ENV=|PROMPT_COMMAND|LD_PRELOAD|NODE_OPTIONS)/.test(
+            x,
+          ),
+      )
+    ) {
       return deny('blast_radius.git_config', `${argv.join(' ').replace(/\u0000/g, '…')} sets a variable that changes what later commands load or run`);
     }
     if (first === 'cd' || first === 'pushd') {
@@ -311,7 +361,8 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
       return runScript(argv.slice(1).join(' '), scope, depth + 1, 'eval');
     }
     const envWrap = argv[0] === 'env' || argv[0]?.endsWith('/env');
-    if (envWrap && argv.some((x) => /^GIT_(CONFIG|EXEC_PATH|DIR=|WORK_TREE=|COMMON_DIR=|INDEX_FILE=|OBJECT_DIRECTORY=)/.test(x))) return deny('blast_radius.git_config', `env sets GIT_CONFIG*/GIT_EXEC_PATH/GIT_DIR/GIT_WORK_TREE, changing what git runs or which repository it changes`);
+    if (envWrap && argv.some((x) => /^GIT_(CONFIG|EXEC_PATH|DIR=|WORK_TREE=|COMMON_DIR=|INDEX_FILE=|OBJECT_DIRECTORY=)/.test(x)))
+      return deny('blast_radius.git_config', `env sets GIT_CONFIG*/GIT_EXEC_PATH/GIT_DIR/GIT_WORK_TREE, changing what git runs or which repository it changes`);
     exec(argv, scope.cwd, depth, { stdinFromPipe: pipeIn, stdinText, argsFromStdin: false });
   }
 

@@ -11,12 +11,25 @@ import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { decide } from '../../gate/decide.js';
 import type { GateContext, GateRole } from '../../gate/types.js';
 
-interface Group { workflow: string; role: GateRole; commands: string[] }
-interface Corpus { context: Record<string, string>; groups: Group[] }
+interface Group {
+  workflow: string;
+  role: GateRole;
+  commands: string[];
+}
+interface Corpus {
+  context: Record<string, string>;
+  groups: Group[];
+}
 
 const corpus = parseYaml(readFileSync(fileURLToPath(new URL('../fixtures/gate-benign-corpus.yaml', import.meta.url)), 'utf8')) as Corpus;
 const c = corpus.context as Record<string, string>;
-const context: GateContext = { repoRoot: c.repo_root as string, worktree: c.worktree as string, branch: c.branch as string, defaultBranch: c.default_branch as string, home: c.home as string };
+const context: GateContext = {
+  repoRoot: c.repo_root as string,
+  worktree: c.worktree as string,
+  branch: c.branch as string,
+  defaultBranch: c.default_branch as string,
+  home: c.home as string,
+};
 
 /** The highest false-positive rate the gate may have on the benign corpus (issue 13, item 9). */
 const MAX_RATE = 0.01;

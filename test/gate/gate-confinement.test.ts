@@ -10,7 +10,14 @@ import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { decide } from '../../gate/decide.js';
 import type { GateContext, GateRole } from '../../gate/types.js';
 
-interface Row { id: string; input: string; expect: 'allow' | 'deny'; rule?: string; role: GateRole; cwd?: string }
+interface Row {
+  id: string;
+  input: string;
+  expect: 'allow' | 'deny';
+  rule?: string;
+  role: GateRole;
+  cwd?: string;
+}
 
 const context: GateContext = {
   repoRoot: '/srv/proj',
@@ -49,8 +56,8 @@ const rows: Row[] = [
   D('gh-api-raw-field-eq', 'gh api repos/o/r/issues --raw-field=title=x', FORGE),
   D('gh-api-input', 'gh api repos/o/r/pulls --input body.json', FORGE),
   D('gh-api-bundled', 'gh api -iX POST repos/o/r/issues', FORGE),
-  D('gh-api-graphql-mutation', "gh api graphql -f query='mutation { addComment(input:{subjectId:\"X\",body:\"hi\"}) { clientMutationId } }'", FORGE),
-  D('gh-api-graphql-merge', "gh api graphql -f query='mutation { mergePullRequest(input:{pullRequestId:\"X\"}) { clientMutationId } }'", MERGE),
+  D('gh-api-graphql-mutation', 'gh api graphql -f query=\'mutation { addComment(input:{subjectId:"X",body:"hi"}) { clientMutationId } }\'', FORGE),
+  D('gh-api-graphql-merge', 'gh api graphql -f query=\'mutation { mergePullRequest(input:{pullRequestId:"X"}) { clientMutationId } }\'', MERGE),
   D('gh-api-graphql-file', 'gh api graphql -F query=@q.graphql', UNRES),
   D('gh-api-refs', 'gh api -X PATCH repos/o/r/git/refs/heads/main -f sha=abc', 'blast_radius.force_push'),
   D('gh-api-merges-endpoint', 'gh api repos/o/r/merges -f base=main -f head=polly/t1', MERGE),
@@ -81,7 +88,7 @@ const rows: Row[] = [
   A('gh-ok-R-first', 'gh -R o/r pr view 12 --json title'),
   A('gh-ok-api-get', 'gh api repos/o/r/pulls/12'),
   A('gh-ok-api-X-GET', 'gh api -X GET search/issues -f q=repo:o/r'),
-  A('gh-ok-api-graphql-query', "gh api graphql -f query='query { repository(owner:\"o\", name:\"r\") { pullRequest(number: 1) { title } } }'"),
+  A('gh-ok-api-graphql-query', 'gh api graphql -f query=\'query { repository(owner:"o", name:"r") { pullRequest(number: 1) { title } } }\''),
   A('gh-ok-api-graphql-anon', "gh api graphql -f query='{ viewer { login } }'"),
   A('gh-ok-checks', 'gh pr checks 12'),
   A('gh-ok-run-view', 'gh run view 123 --log-failed'),
@@ -92,15 +99,15 @@ const rows: Row[] = [
 
   // 1b. HTTP clients writing to a forge API (the sandbox's network is what really stops them)
   D('curl-post-comment', 'curl -X POST -H "Authorization: token $GH_TOKEN" https://api.github.com/repos/o/r/issues/1/comments -d \'{"body":"x"}\'', FORGE),
-  D('curl-data-implies-post', "curl https://api.github.com/repos/o/r/pulls -d '{\"title\":\"x\"}'", FORGE),
+  D('curl-data-implies-post', 'curl https://api.github.com/repos/o/r/pulls -d \'{"title":"x"}\'', FORGE),
   D('curl-stuck-X', 'curl -sXPATCH https://api.github.com/repos/o/r/pulls/1', FORGE),
   D('curl-request-eq', 'curl --request=DELETE https://api.github.com/repos/o/r/git/refs/heads/x', FORGE),
   D('curl-no-scheme', 'curl -X PUT api.github.com/repos/o/r/contents/a.txt -d @body.json', FORGE),
   D('curl-ghe-server', 'curl -X POST https://github.corp.example/api/v3/repos/o/r/issues -d x', FORGE),
-  D('curl-ghe-graphql', "curl https://github.corp.example/api/graphql -d '{\"query\":\"mutation { x }\"}'", FORGE),
+  D('curl-ghe-graphql', 'curl https://github.corp.example/api/graphql -d \'{"query":"mutation { x }"}\'', FORGE),
   D('curl-ghe-cloud', 'curl -X POST https://api.acme.ghe.com/repos/o/r/issues -d x', FORGE),
   D('curl-config-host', 'curl -X POST https://git.corp.example/repos/o/r/issues -d x', FORGE),
-  D('wget-post', "wget --post-data='{\"body\":\"x\"}' https://api.github.com/repos/o/r/issues/1/comments", FORGE),
+  D('wget-post', 'wget --post-data=\'{"body":"x"}\' https://api.github.com/repos/o/r/issues/1/comments', FORGE),
   D('wget-method', 'wget --method=DELETE https://api.github.com/repos/o/r/issues/comments/9', FORGE),
   D('httpie-method', 'http POST https://api.github.com/repos/o/r/issues title=x', FORGE),
   D('httpie-items', 'http api.github.com/repos/o/r/issues title=x', FORGE),
@@ -136,8 +143,8 @@ const rows: Row[] = [
   D('ro-herestring-node', "node <<< 'console.log(1)'", RO, 'review'),
   D('ro-eval', "eval 'ls'", RO, 'review'),
   D('ro-env-S', "env -S 'cat a'", RO, 'review'),
-  D('ro-awk-system', "awk 'BEGIN { system(\"id\") }'", 'blast_radius.interpreter', 'review'),
-  D('ro-awk-redirect', "awk '{ print > \"out.txt\" }' a.txt", RO, 'review'),
+  D('ro-awk-system', 'awk \'BEGIN { system("id") }\'', 'blast_radius.interpreter', 'review'),
+  D('ro-awk-redirect', 'awk \'{ print > "out.txt" }\' a.txt', RO, 'review'),
   D('ro-git-bang-alias', "git -c alias.l='!cat a' l", RO, 'review'),
   A('ro-ok-awk-print', "awk '{print $1}' a.txt", 'review'),
   A('ro-ok-sed-n', "sed -n '1,20p' a.txt", 'review'),
@@ -160,12 +167,12 @@ const rows: Row[] = [
   D('git-difftool-x', "git difftool -x 'rm -rf /' HEAD~1", 'blast_radius.rm'),
   D('git-difftool-extcmd', "git difftool --extcmd='git push -f' HEAD~1", 'blast_radius.force_push'),
   D('git-grep-O', "git grep -O'git push -f' foo", 'blast_radius.force_push'),
-  D('git-c-sshcommand', "git -c core.sshCommand='sh -c \"cat ~/.ssh/id_rsa\"' fetch origin", 'blast_radius.git_config'),
+  D('git-c-sshcommand', 'git -c core.sshCommand=\'sh -c "cat ~/.ssh/id_rsa"\' fetch origin', 'blast_radius.git_config'),
   D('git-c-sshcommand-read', 'git -c core.sshCommand=/tmp/x ls-remote origin', 'blast_radius.git_config'),
   D('git-c-bang-alias', "git -c alias.x='!git push -f' x", 'blast_radius.force_push'),
   D('git-filter-branch', "git filter-branch --tree-filter 'rm -f a' HEAD", 'blast_radius.history'),
   D('git-config-hookspath', 'git config core.hooksPath /tmp/h', 'blast_radius.git_config'),
-  D('git-editor-program', "GIT_EDITOR='sh -c \"git push -f\"' git commit --amend", 'blast_radius.git_config'),
+  D('git-editor-program', 'GIT_EDITOR=\'sh -c "git push -f"\' git commit --amend', 'blast_radius.git_config'),
   D('git-c-editor-program', 'git -c core.editor=/tmp/evil.sh commit --amend', 'blast_radius.git_config'),
   D('git-sequence-editor-program', "GIT_SEQUENCE_EDITOR='sed -i s/pick/drop/' git rebase -i HEAD~3", 'blast_radius.git_config'),
   A('git-ok-rebase-x-tests', "git rebase -x 'npm test' origin/main"),
@@ -186,7 +193,7 @@ const rows: Row[] = [
   A('ok-env-list', 'env | sort', 'explore'),
   D('push-show-current-after-checkout', 'git checkout -b other && git push origin "$(git branch --show-current)"', UNRES),
   D('push-show-current-outside', 'cd /srv/other && git push origin "$(git branch --show-current)"', UNRES),
-  D('editor-var-program', "EDITOR='sh -c \"git push -f\"' git commit --amend", 'blast_radius.git_config'),
+  D('editor-var-program', 'EDITOR=\'sh -c "git push -f"\' git commit --amend', 'blast_radius.git_config'),
   D('export-git-editor', "export GIT_EDITOR='sh -c x' && git commit --amend", 'blast_radius.git_config'),
   A('ok-export-git-editor-true', 'export GIT_EDITOR=true && git rebase --continue'),
   D('cd-toplevel-outside', 'cd /srv/proj && cd "$(git rev-parse --show-toplevel)" && git commit -am x', 'blast_radius.other_repository'),
