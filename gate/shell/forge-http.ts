@@ -20,6 +20,20 @@ function hostAndPath(arg: string): { host: string; path: string } | null {
   return m ? { host: (m[1] as string).toLowerCase(), path: m[2] ?? '/' } : null;
 }
 
+/**
+ * The API host names of a configured GitHub Enterprise base URL (`forge.github.base_url`, e.g.
+ * `https://github.corp.example/api/v3` → `['github.corp.example']`), for
+ * {@link GateContext.forgeApiHosts}. An empty list for null or a URL that does not parse.
+ */
+export function forgeApiHostsFromBaseUrl(baseUrl: string | null | undefined): string[] {
+  if (!baseUrl) return [];
+  try {
+    return [new URL(baseUrl).hostname.toLowerCase()];
+  } catch {
+    return [];
+  }
+}
+
 /** True when `url` addresses a forge's API. */
 export function isForgeApiUrl(url: string, context: Pick<GateContext, 'forgeApiHosts'>): boolean {
   const u = hostAndPath(url);

@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { decide } from '../../gate/decide.js';
+import { forgeApiHostsFromBaseUrl } from '../../gate/shell/forge-http.js';
 import type { GateContext, GateRole } from '../../gate/types.js';
 
 interface Row {
@@ -203,6 +204,27 @@ const rows: Row[] = [
   D('export-node-options-import', 'export NODE_OPTIONS=--import=/tmp/evil.mjs', 'blast_radius.git_config'),
   D('editor-var-value', 'GIT_EDITOR="$E" git commit --amend', 'blast_radius.git_config'),
 ];
+
+describe('forge API hosts from config', () => {
+  it('takes the host of forge.github.base_url, and nothing from null or a bad URL', () => {
+    expect(forgeApiHostsFromBaseUrl('https://GitHub.Corp.Example/api/v3')).toEqual(['github.corp.example']);
+    expect(forgeApiHostsFromBaseUrl(null)).toEqual([]);
+    expect(forgeApiHostsFromBaseUrl('not a url')).toEqual([]);
+    const ctx = { ...context, forgeApiHosts: forgeApiHostsFromBaseUrl('https://ghe.internal:8443/api/v3') };
+    const post = decide(
+      { type: 'tool', tool: 'bash', input: 'curl -X POST https://ghe.internal:8443/repos/o/r/issues -d x', cwd: WT, role: 'implement' },
+      DEFAULT_CONFIG.policies,
+      ctx,
+    );
+    expect(post.rule).toBe('blast_radius.forge_write');
+    const without = decide(
+      { type: 'tool', tool: 'bash', input: 'curl -X POST https://ghe.internal:8443/repos/o/r/issues -d x', cwd: WT, role: 'implement' },
+      DEFAULT_CONFIG.policies,
+      { ...context, forgeApiHosts: [] },
+    );
+    expect(without.decision).toBe('allow');
+  });
+});
 
 describe('gate confinement table (issue 13)', () => {
   it.each(rows.map((r) => [r.id, r] as const))('%s', (_id, r) => {

@@ -26,6 +26,7 @@ import { fileURLToPath } from 'node:url';
 import type { PollyConfig } from '../../brain/config/config-schema.js';
 import { isPollyError } from '../../brain/core/errors.js';
 import { prepareGate } from '../../gate/hooks/harness-gate.js';
+import { forgeApiHostsFromBaseUrl } from '../../gate/shell/forge-http.js';
 import type { WorkerTurnRequest } from '../../brain/task-tools/types.js';
 import type { AgentEvent, AgentRunResult, AgentRunStatus } from '../agents/agent-adapter.js';
 import { createAgentAdapter } from '../agents/agent-factory.js';
@@ -148,7 +149,8 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
     }
     const gate = await prepareGate(spec.harness, {
       role: spec.role,
-      context: spec.gateContext,
+      // HTTP writes to the configured GitHub Enterprise API get the gate's readable forge_write denial too
+      context: { ...spec.gateContext, forgeApiHosts: forgeApiHostsFromBaseUrl(spec.config.forge?.github?.base_url) },
       stateDir: spec.gateDir,
       ...(spec.journalPath !== undefined ? { journalPath: spec.journalPath } : {}),
       policy: spec.config.policies,
