@@ -6,7 +6,7 @@
  */
 import { analyzeGit } from '../git/git-grammar.js';
 import { forgeWriteUrl } from './forge-http.js';
-import { analyzeGh, denyForgeWrite, mentionsMerge } from './gh-grammar.js';
+import { analyzeGh, analyzeGlab, analyzeHub, denyForgeWrite, mentionsMerge } from './gh-grammar.js';
 import { UNKNOWN, globPrefix, isTempPath, isUnder, protectedReason, resolvePath } from '../paths.js';
 import { denyInlineCodeForReadOnly } from '../policy.js';
 import type { Analyzer, ExecFlags } from '../types.js';
@@ -458,7 +458,9 @@ export function analyzeCommand(base: string, argv: string[], cwd: string | null,
   if (base === 'find') return analyzeFind(argv, cwd, depth, flags, a);
   if (base === 'curl' || base === 'wget' || base === 'http' || base === 'https' || base === 'xh' || base === 'httpie') return analyzeHttp(base, args, cwd, a);
   if (base === 'npm' || base === 'pnpm' || base === 'yarn') return analyzeNpmLike(base, args, a);
-  if ((base === 'hub' || base === 'glab' || base === 'tea' || base === 'bb') && (args.includes('merge') || mentionsMerge(args.join(' ')))) {
+  if (base === 'hub') return analyzeHub(args, a, (gitArgs) => analyzeGit(gitArgs, cwd, depth, a));
+  if (base === 'glab') return analyzeGlab(args, a);
+  if ((base === 'tea' || base === 'bb') && (args.includes('merge') || mentionsMerge(args.join(' ')))) {
     return deny(a, 'blast_radius.merge', `${base} ${args.join(' ')}: Polly never merges; a human merges`);
   }
   const interp = interpreterName(base);

@@ -211,3 +211,41 @@ export function analyzeGh(args: string[], a: Analyzer): void {
   }
   if (LOCAL_WRITES.has(`${group} ${sub}`)) a.mutate(`gh ${group} ${sub}`);
 }
+
+/** hub's own reads (hub.github.com/hub.1.html); `pr`, `issue`, `release` read with `list`/`show` or no subcommand. */
+const HUB_READS = new Set(['browse', 'compare', 'ci-status', 'help', 'version', '--version']);
+const HUB_LISTS = new Set(['pr', 'issue', 'release']);
+const HUB_OWN = new Set(['api', 'pull-request', 'fork', 'create', 'delete', 'gist', 'sync', 'am', 'apply', 'alias', ...HUB_READS, ...HUB_LISTS]);
+
+/**
+ * Analyse `hub <args>` (hub.github.com/hub.1.html): hub wraps git, so anything not a hub command is
+ * git (`hub push -f` is a force push); `hub api` follows gh api's grammar; hub's own commands that
+ * write to GitHub (`pull-request`, `fork`, `create`, `delete`, `gist`, `issue create`, `release
+ * create`, …) are `blast_radius.forge_write`; `hub merge <PR URL>` is `blast_radius.merge`.
+ */
+export function analyzeHub(args: string[], a: Analyzer, git: (args: string[]) => void): void {
+  const [cmd, sub] = args;
+  if (cmd === 'merge' || mentionsMerge(args.join(' '))) return deny(a, 'blast_radius.merge', `hub ${args.join(' ')}: Polly never merges; a human merges`);
+  if (cmd === undefined || !HUB_OWN.has(cmd)) return git(args);
+  if (cmd === 'api') return analyzeApi(args.slice(1), a);
+  if (HUB_READS.has(cmd)) return;
+  if (HUB_LISTS.has(cmd) && (sub === undefined || sub === 'list' || sub === 'show' || sub.startsWith('-'))) return;
+  return denyForgeWrite(a, `hub ${args.join(' ')}`.replace(/\u0000/g, '…'));
+}
+
+/** glab's reads (docs.gitlab.com/cli): `view`, `list`, `diff`, `status` of mrs, issues, pipelines, releases and repos. */
+const GLAB_READ_SUBS = new Set(['view', 'list', 'ls', 'diff', 'status', 'trace', 'get', 'search']);
+
+/**
+ * Analyse `glab <args>`, GitLab's CLI, like gh: merges are `blast_radius.merge`, `glab api` follows
+ * gh api's grammar (same -X/--method and -f/-F fields), and anything but a read is `blast_radius.forge_write`.
+ */
+export function analyzeGlab(args: string[], a: Analyzer): void {
+  const words = args.filter((x) => !x.startsWith('-'));
+  const [group, sub] = words;
+  if (mentionsMerge(args.join(' ')) || (group === 'mr' && sub === 'merge')) return deny(a, 'blast_radius.merge', `glab ${args.join(' ')}: Polly never merges; a human merges`);
+  if (group === undefined || group === 'help' || group === 'version' || (group === 'auth' && sub === 'status')) return;
+  if (group === 'api') return analyzeApi(args.slice(args.indexOf('api') + 1), a);
+  if (sub !== undefined && GLAB_READ_SUBS.has(sub)) return;
+  return denyForgeWrite(a, `glab ${args.join(' ')}`.replace(/\u0000/g, '…'));
+}

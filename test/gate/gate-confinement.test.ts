@@ -98,6 +98,21 @@ const rows: Row[] = [
   A('gh-ok-review-api', 'gh api repos/o/r/pulls/12/files --paginate', 'review'),
   D('gh-review-run-download', 'gh run download 123', RO, 'review'),
 
+  D('hub-push-f', 'hub push -f origin polly/t1', 'blast_radius.force_push'),
+  D('hub-reset-hard', 'hub reset --hard', 'blast_radius.reset_hard'),
+  D('hub-pull-request', 'hub pull-request -m x', FORGE),
+  D('hub-api-post', 'hub api repos/o/r/issues -F title=x', FORGE),
+  D('hub-issue-create', 'hub issue create -m x', FORGE),
+  D('hub-merge', 'hub merge https://github.com/o/r/pull/1', MERGE),
+  D('glab-mr-merge', 'glab mr merge 12', MERGE),
+  D('glab-mr-create', 'glab mr create --fill', FORGE),
+  D('glab-api-post', 'glab api projects/1/issues -X POST -f title=x', FORGE),
+  A('hub-ok-status', 'hub status'),
+  A('hub-ok-ci-status', 'hub ci-status'),
+  A('hub-ok-pr-list', 'hub pr list'),
+  A('glab-ok-mr-view', 'glab mr view 12'),
+  A('glab-ok-api-get', 'glab api projects/1/merge_requests'),
+
   // 1b. HTTP clients writing to a forge API (the sandbox's network is what really stops them)
   D('curl-post-comment', 'curl -X POST -H "Authorization: token $GH_TOKEN" https://api.github.com/repos/o/r/issues/1/comments -d \'{"body":"x"}\'', FORGE),
   D('curl-data-implies-post', 'curl https://api.github.com/repos/o/r/pulls -d \'{"title":"x"}\'', FORGE),
