@@ -454,7 +454,7 @@ export function analyzeCommand(base: string, argv: string[], cwd: string | null,
   const args = argv.slice(1);
   if (base === 'git') return analyzeGit(args, cwd, depth, a);
   if (base.startsWith('git-') && base.length > 4) return analyzeGit([base.slice(4), ...args], cwd, depth, a);
-  if (base === 'gh') return analyzeGh(args, a);
+  if (base === 'gh') return analyzeGh(args, a, cwd);
   if (base === 'find') return analyzeFind(argv, cwd, depth, flags, a);
   if (base === 'curl' || base === 'wget' || base === 'http' || base === 'https' || base === 'xh' || base === 'httpie') return analyzeHttp(base, args, cwd, a);
   if (base === 'npm' || base === 'pnpm' || base === 'yarn') return analyzeNpmLike(base, args, a);

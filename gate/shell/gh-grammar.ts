@@ -8,7 +8,7 @@
  * (method defaults to GET, POST once a parameter is added; flag table), spf13/pflag (short flags
  * bundle, `-XPUT` and `-X=PUT` carry the value). Pure; reports to an Analyzer.
  */
-import { UNKNOWN } from '../paths.js';
+import { UNKNOWN, resolvePath } from '../paths.js';
 import type { Analyzer } from '../types.js';
 
 const show = (s: string): string => JSON.stringify(s.replace(/\u0000/g, '…'));
@@ -173,7 +173,7 @@ export const denyForgeWrite = (a: Analyzer, what: string): void =>
  * the API, `blast_radius.forge_write` for any other write, `blast_radius.unresolved_command` for
  * aliases, extensions and parts produced at run time.
  */
-export function analyzeGh(args: string[], a: Analyzer): void {
+export function analyzeGh(args: string[], a: Analyzer, cwd: string | null = null): void {
   // group and subcommand: the first two words that are not options; `-R/--repo <o/r>` may stand anywhere
   const words: string[] = [];
   let flagBefore: string | null = null;
@@ -210,6 +210,12 @@ export function analyzeGh(args: string[], a: Analyzer): void {
     );
   }
   if (LOCAL_WRITES.has(`${group} ${sub}`)) a.mutate(`gh ${group} ${sub}`);
+  if (group === 'repo' && sub === 'clone') {
+    // `gh repo clone <repo> [<directory>]`: the directory is written (default: the repo's name, here)
+    const rest = args.slice(k).filter((x) => !x.startsWith('-'));
+    const dir = rest[1] ?? (rest[0] ?? '').split('/').pop() ?? '';
+    if (dir !== '') a.write(dir, resolvePath(dir, cwd, a.context.home));
+  }
 }
 
 /** hub's own reads (hub.github.com/hub.1.html); `pr`, `issue`, `release` read with `list`/`show` or no subcommand. */

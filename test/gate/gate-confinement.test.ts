@@ -97,6 +97,9 @@ const rows: Row[] = [
   A('gh-ok-review-view', 'gh pr view 12 --comments', 'review'),
   A('gh-ok-review-api', 'gh api repos/o/r/pulls/12/files --paginate', 'review'),
   D('gh-review-run-download', 'gh run download 123', RO, 'review'),
+  A('gh-ok-repo-clone-inside', 'gh repo clone o/r vendor/r'),
+  D('gh-repo-clone-outside', 'gh repo clone o/r /srv/proj/r', 'blast_radius.outside_worktree'),
+  D('gh-repo-clone-into-git', 'gh repo clone o/r .git/modules/r', 'blast_radius.protected_path'),
 
   D('hub-push-f', 'hub push -f origin polly/t1', 'blast_radius.force_push'),
   D('hub-reset-hard', 'hub reset --hard', 'blast_radius.reset_hard'),
