@@ -235,3 +235,37 @@ export const CLONE: FlagSpec = [
   short('c', 'config', 'required'),
   short('j', 'jobs', 'required'),
 ];
+
+/**
+ * git's own options, before the subcommand (git-scm.com/docs/git, OPTIONS). They are matched
+ * exactly and never bundled (git.c's handle_options); `--exec-path` prints the path without a value
+ * and moves git's helpers with one.
+ */
+export const GLOBAL: FlagSpec = [
+  short('C', undefined, 'required'),
+  short('c', undefined, 'required'),
+  ...valued('config-env', 'git-dir', 'work-tree', 'namespace', 'super-prefix', 'list-cmds', 'attr-source'),
+  ...optional('exec-path'),
+  ...flags(
+    'paginate',
+    'no-pager',
+    'bare',
+    'no-replace-objects',
+    'no-lazy-fetch',
+    'no-optional-locks',
+    'no-advice',
+    'literal-pathspecs',
+    'glob-pathspecs',
+    'noglob-pathspecs',
+    'icase-pathspecs',
+    'html-path',
+    'man-path',
+    'info-path',
+    'version',
+    'help',
+  ),
+  short('p', 'paginate'),
+  short('P', 'no-pager'),
+  short('v', 'version'),
+  short('h', 'help'),
+];

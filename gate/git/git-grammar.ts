@@ -11,6 +11,8 @@ import { UNKNOWN, isUnder, resolvePath } from '../paths.js';
 import { denyInlineCodeForReadOnly } from '../policy.js';
 import type { Analyzer } from '../types.js';
 import { configKey, dangerousConfig, noOpProgramSetting } from './git-config.js';
+import { GLOBAL } from './git-flag-specs.js';
+import { tokenize } from './git-options.js';
 import { deny } from './git-refs.js';
 import { type GitState, analyzeSubcommand } from './git-subcommands.js';
 
@@ -69,95 +71,49 @@ const DISABLING = new Set(['', 'false', '0', 'no', 'off', '/dev/null', 'cat']);
  */
 export function analyzeGit(args: string[], cwd: string | null, depth: number, a: Analyzer, state?: GitState): void {
   const st: GitState = state ?? { cwd, configs: new Map(), depth };
-  let i = 0;
-  while (i < args.length) {
-    const arg = args[i] as string;
-    if (arg.includes(UNKNOWN)) {
-      deny(a, 'blast_radius.unresolved_command', `git option ${JSON.stringify(arg.replace(/\u0000/g, '…'))} cannot be resolved before it runs`);
+  const globals = tokenize(args, GLOBAL, { longPrefixes: false, bundling: false, stopAtPositional: true });
+  for (const o of globals.options) {
+    if (o.raw.includes(UNKNOWN)) {
+      deny(a, 'blast_radius.unresolved_command', `git option ${JSON.stringify(o.raw.replace(/\u0000/g, '…'))} cannot be resolved before it runs`);
       return;
     }
-    if (!arg.startsWith('-')) break;
-    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, null];
-    const takeValue = (): string | null => {
-      if (inline !== null) return inline;
-      i += 1;
-      return args[i] ?? null;
-    };
-    switch (flag) {
-      case '-C': {
-        const dir = takeValue() ?? '';
-        st.cwd = resolvePath(dir, st.cwd, a.context.home);
-        break;
-      }
-      case '-c': {
-        const kv = takeValue() ?? '';
-        const eq = kv.indexOf('=');
-        const name = eq < 0 ? kv : kv.slice(0, eq);
-        const value = eq < 0 ? 'true' : kv.slice(eq + 1);
-        if (/^alias\./i.test(name)) st.configs.set(`alias.${name.slice(6)}`, value);
-        else if (dangerousConfig(name) && !noOpProgramSetting(name, value)) (st.risky ??= []).push({ name, value });
-        else st.configs.set(configKey(name), value);
-        break;
-      }
-      case '--config-env': {
-        const kv = takeValue() ?? '';
-        const name = kv.slice(0, Math.max(0, kv.indexOf('=')));
-        if (/^alias\./i.test(name) || dangerousConfig(name)) {
-          deny(
-            a,
-            'blast_radius.git_config',
-            `git --config-env=${name}=… takes a value the gate cannot see and ${/^alias\./i.test(name) ? 'defines an alias' : 'changes what git runs'}`,
-          );
-          return;
-        }
-        break;
-      }
-      case '--exec-path':
-        if (inline !== null) {
-          deny(a, 'blast_radius.git_config', `git --exec-path=${inline} runs git's helpers from another directory`);
-          return;
-        }
-        break;
-      case '--git-dir':
-      case '--work-tree': {
-        const dir = takeValue() ?? '';
-        const resolved = resolvePath(dir, st.cwd, a.context.home);
-        if (flag === '--git-dir') st.gitDir = resolved;
-        else st.workTree = resolved;
-        break;
-      }
-      case '--namespace':
-      case '--super-prefix':
-      case '--list-cmds':
-      case '--attr-source':
-        takeValue();
-        break;
-      case '-p':
-      case '-P':
-      case '--paginate':
-      case '--no-pager':
-      case '--bare':
-      case '--no-replace-objects':
-      case '--no-lazy-fetch':
-      case '--no-optional-locks':
-      case '--no-advice':
-      case '--literal-pathspecs':
-      case '--glob-pathspecs':
-      case '--noglob-pathspecs':
-      case '--icase-pathspecs':
-      case '--html-path':
-      case '--man-path':
-      case '--info-path':
-      case '--version':
-      case '-v':
-      case '--help':
-      case '-h':
-        break;
-      default:
-        deny(a, 'blast_radius.unresolved_command', `unknown git global option ${JSON.stringify(arg)}: the gate does not guess what it does`);
-        return;
+    const name = o.names[0];
+    if (name === undefined) {
+      deny(a, 'blast_radius.unresolved_command', `unknown git global option ${JSON.stringify(o.raw)}: the gate does not guess what it does`);
+      return;
     }
-    i += 1;
+    if (name === 'C') st.cwd = resolvePath(o.value, st.cwd, a.context.home);
+    else if (name === 'c') {
+      const eq = o.value.indexOf('=');
+      const key = eq < 0 ? o.value : o.value.slice(0, eq);
+      const value = eq < 0 ? 'true' : o.value.slice(eq + 1);
+      if (/^alias\./i.test(key)) st.configs.set(`alias.${key.slice(6)}`, value);
+      else if (dangerousConfig(key) && !noOpProgramSetting(key, value)) (st.risky ??= []).push({ name: key, value });
+      else st.configs.set(configKey(key), value);
+    } else if (name === 'config-env') {
+      const key = o.value.slice(0, Math.max(0, o.value.indexOf('=')));
+      if (/^alias\./i.test(key) || dangerousConfig(key)) {
+        deny(
+          a,
+          'blast_radius.git_config',
+          `git --config-env=${key}=… takes a value the gate cannot see and ${/^alias\./i.test(key) ? 'defines an alias' : 'changes what git runs'}`,
+        );
+        return;
+      }
+    } else if (name === 'exec-path' && o.inline) {
+      deny(a, 'blast_radius.git_config', `git --exec-path=${o.value} runs git's helpers from another directory`);
+      return;
+    } else if (name === 'git-dir') st.gitDir = resolvePath(o.value, st.cwd, a.context.home);
+    else if (name === 'work-tree') st.workTree = resolvePath(o.value, st.cwd, a.context.home);
+  }
+  if (globals.afterDashDash !== null) {
+    deny(a, 'blast_radius.unresolved_command', 'unknown git global option "--": the gate does not guess what it does');
+    return;
+  }
+  const i = globals.next;
+  if ((args[i] ?? '').includes(UNKNOWN)) {
+    deny(a, 'blast_radius.unresolved_command', `git option ${JSON.stringify((args[i] as string).replace(/\u0000/g, '…'))} cannot be resolved before it runs`);
+    return;
   }
   const sub = args[i];
   if (sub === undefined) return;

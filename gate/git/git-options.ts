@@ -52,14 +52,46 @@ export function matchLong(arg: string, known: readonly string[]): { names: strin
 
 const canonical = (o: OptionSpec): string => (o.long ?? o.short) as string;
 
-/** Parse `args` (the words after the subcommand) against `spec`. Never throws. */
-export function parseArgs(args: readonly string[], spec: FlagSpec): ParsedArgs {
+/** How strictly to read options: subcommands use git's parse-options; git's own global options do not. */
+export interface ParseMode {
+  /** Long options by unique prefix (default true; git's global options match exactly). */
+  longPrefixes?: boolean;
+  /** Bundled short flags and stuck short values, `-fu`, `-bmain` (default true; not for global options). */
+  bundling?: boolean;
+  /** Stop at the first word that is not an option (global options end at the subcommand). */
+  stopAtPositional?: boolean;
+}
+
+/** One option word as read, in argv order. */
+export interface OptionToken {
+  /** The word as written (for messages). */
+  raw: string;
+  /** Canonical names it may mean (several for an ambiguous prefix; empty when unknown). */
+  names: string[];
+  /** Its value (`''` for a flag). */
+  value: string;
+  /** Whether a value was given inline (`--x=v`, `-xv`) rather than in the next word or not at all. */
+  inline: boolean;
+}
+
+/** An argv read as tokens: options in order, positionals, the words after `--`, and where reading stopped. */
+export interface Tokens {
+  options: OptionToken[];
+  positionals: string[];
+  afterDashDash: string[] | null;
+  /** Index of the first word not read (with `stopAtPositional`: the first positional). */
+  next: number;
+}
+
+/** The one tokenizer: read `args` against `spec` in `mode`. Never throws. */
+export function tokenize(args: readonly string[], spec: FlagSpec, mode: ParseMode = {}): Tokens {
+  const prefixes = mode.longPrefixes ?? true;
+  const bundling = mode.bundling ?? true;
   const longs = spec.filter((o) => o.long !== undefined);
   const longNames = longs.map((o) => o.long as string);
   const byLong = new Map(longs.map((o) => [o.long as string, o]));
   const byShort = new Map(spec.filter((o) => o.short !== undefined).map((o) => [o.short as string, o]));
-  const out: ParsedArgs = { options: new Map(), positionals: [], afterDashDash: null, unknown: [], unresolved: null };
-  const add = (name: string, value: string): void => void (out.options.get(name) ?? out.options.set(name, []).get(name))?.push(value);
+  const out: Tokens = { options: [], positionals: [], afterDashDash: null, next: args.length };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     if (arg === '--') {
@@ -67,38 +99,71 @@ export function parseArgs(args: readonly string[], spec: FlagSpec): ParsedArgs {
       break;
     }
     if (!arg.startsWith('-') || arg === '-') {
+      if (mode.stopAtPositional) {
+        out.next = i;
+        return out;
+      }
       out.positionals.push(arg);
       continue;
     }
-    if (arg.includes(UNKNOWN) && out.unresolved === null) out.unresolved = arg;
     if (arg.startsWith('--')) {
-      const m = matchLong(arg, longNames);
-      if (m.names.length === 0) out.unknown.push(arg);
-      for (const n of m.names) add(n, m.value ?? '');
+      const m = prefixes ? matchLong(arg, longNames) : exactLong(arg, longNames);
       const only = m.names.length === 1 ? byLong.get(m.names[0] as string) : undefined;
       if (only?.value === 'required' && m.value === null) {
         i += 1;
-        const v = args[i] ?? '';
-        (out.options.get(only.long as string) as string[]).splice(-1, 1, v);
-      }
+        out.options.push({ raw: arg, names: m.names, value: args[i] ?? '', inline: false });
+      } else out.options.push({ raw: arg, names: m.names, value: m.value ?? '', inline: m.value !== null });
+      continue;
+    }
+    if (!bundling) {
+      const o = byShort.get(arg.slice(1));
+      if (o === undefined || arg.length !== 2) out.options.push({ raw: arg, names: [], value: '', inline: false });
+      else if (o.value === 'required') {
+        i += 1;
+        out.options.push({ raw: arg, names: [canonical(o)], value: args[i] ?? '', inline: false });
+      } else out.options.push({ raw: arg, names: [canonical(o)], value: '', inline: false });
       continue;
     }
     for (let j = 1; j < arg.length; j++) {
       const c = arg[j] as string;
       const o = byShort.get(c);
       if (o === undefined) {
-        out.unknown.push(`-${c}`);
+        out.options.push({ raw: `-${c}`, names: [], value: '', inline: false });
         continue;
       }
       if (o.value !== undefined) {
         const stuck = arg.slice(j + 1);
         if (stuck === '' && o.value === 'required') {
           i += 1;
-          add(canonical(o), args[i] ?? '');
-        } else add(canonical(o), stuck);
+          out.options.push({ raw: arg, names: [canonical(o)], value: args[i] ?? '', inline: false });
+        } else out.options.push({ raw: arg, names: [canonical(o)], value: stuck, inline: stuck !== '' });
         break;
       }
-      add(canonical(o), '');
+      out.options.push({ raw: arg, names: [canonical(o)], value: '', inline: false });
+    }
+  }
+  return out;
+}
+
+/** `--name[=value]` matched exactly (no prefixes). */
+function exactLong(arg: string, known: readonly string[]): { names: string[]; value: string | null } {
+  const body = arg.slice(2);
+  const eq = body.indexOf('=');
+  const name = eq < 0 ? body : body.slice(0, eq);
+  return { names: known.includes(name) ? [name] : [], value: eq < 0 ? null : body.slice(eq + 1) };
+}
+
+/** Parse `args` (the words after the subcommand) against `spec` with git's parse-options rules. Never throws. */
+export function parseArgs(args: readonly string[], spec: FlagSpec): ParsedArgs {
+  const t = tokenize(args, spec);
+  const out: ParsedArgs = { options: new Map(), positionals: t.positionals, afterDashDash: t.afterDashDash, unknown: [], unresolved: null };
+  for (const o of t.options) {
+    if (o.raw.includes(UNKNOWN) && out.unresolved === null) out.unresolved = o.raw;
+    if (o.names.length === 0) out.unknown.push(o.raw);
+    for (const n of o.names) {
+      const list = out.options.get(n) ?? [];
+      list.push(o.value);
+      out.options.set(n, list);
     }
   }
   return out;
