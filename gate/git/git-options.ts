@@ -83,14 +83,33 @@ export interface Tokens {
   next: number;
 }
 
+interface SpecIndex {
+  longNames: string[];
+  byLong: Map<string, OptionSpec>;
+  byShort: Map<string, OptionSpec>;
+}
+const indexes = new WeakMap<FlagSpec, SpecIndex>();
+
+/** A flag table's lookups, built once per table (the tables are module constants). */
+function indexOf(spec: FlagSpec): SpecIndex {
+  let index = indexes.get(spec);
+  if (index === undefined) {
+    const longs = spec.filter((o) => o.long !== undefined);
+    index = {
+      longNames: longs.map((o) => o.long as string),
+      byLong: new Map(longs.map((o) => [o.long as string, o])),
+      byShort: new Map(spec.filter((o) => o.short !== undefined).map((o) => [o.short as string, o])),
+    };
+    indexes.set(spec, index);
+  }
+  return index;
+}
+
 /** The one tokenizer: read `args` against `spec` in `mode`. Never throws. */
 export function tokenize(args: readonly string[], spec: FlagSpec, mode: ParseMode = {}): Tokens {
   const prefixes = mode.longPrefixes ?? true;
   const bundling = mode.bundling ?? true;
-  const longs = spec.filter((o) => o.long !== undefined);
-  const longNames = longs.map((o) => o.long as string);
-  const byLong = new Map(longs.map((o) => [o.long as string, o]));
-  const byShort = new Map(spec.filter((o) => o.short !== undefined).map((o) => [o.short as string, o]));
+  const { longNames, byLong, byShort } = indexOf(spec);
   const out: Tokens = { options: [], positionals: [], afterDashDash: null, next: args.length };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
