@@ -25,6 +25,7 @@ import { appendFile, copyFile, mkdir, mkdtemp, readFile, readdir, rename, rm, st
 import { tmpdir } from 'node:os';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
+import { describeIdentity, resolveCommitIdentity } from './commit-identity.js';
 import { createGitRunner, firstLine, type GitRunner } from './git.js';
 import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
@@ -46,6 +47,11 @@ export interface WorktreeManagerOptions {
   setupCommand?: string | null;
   /** Timeout of the setup command, ms. Default 900 000 (15 min). */
   setupTimeoutMs?: number;
+  /**
+   * The user's environment whose GIT_AUTHOR_* / GIT_COMMITTER_* commits honour (see
+   * commit-identity.ts; every other GIT_* is dropped). Default `process.env`.
+   */
+  identityEnv?: NodeJS.ProcessEnv;
   /** Where setup output is kept. Default `<repoRoot>/.polly/logs`. */
   logsDir?: string;
   journal?: WorktreeJournal;
@@ -168,8 +174,9 @@ export interface WorktreeManager {
   reconcile(knownIds: readonly string[]): Promise<ReconcileReport>;
   /**
    * Commit everything the agent left in the worktree (`git add -A`; ignored files stay out) on its
-   * current branch, with `--no-verify`. Author/committer: git config `user.name`/`user.email`, else
-   * `Polly <polly@localhost>`. Call after the agent process has exited: a leftover `index.lock` is
+   * current branch, with `--no-verify`. Author/committer: the user's GIT_AUTHOR_* / GIT_COMMITTER_*,
+   * else git config (`author.*`, `committer.*`, `user.*`), else `Polly <polly@localhost>`
+   * (commit-identity.ts); the journal entry `worktree.committed` names which. Call after the agent process has exited: a leftover `index.lock` is
    * then stale and is moved aside (renamed, not deleted) and journaled.
    * @returns the new commit, or null when there was nothing to commit.
    */
@@ -357,15 +364,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
   }
 
   async function identityEnv(cwd: string): Promise<Record<string, string>> {
-    const name = await git.run(['config', '--get', 'user.name'], { cwd, okExitCodes: [1] });
-    const email = await git.run(['config', '--get', 'user.email'], { cwd, okExitCodes: [1] });
-    if (name.exitCode === 0 && email.exitCode === 0 && firstLine(name) && firstLine(email)) return {};
-    return {
-      GIT_AUTHOR_NAME: 'Polly',
-      GIT_AUTHOR_EMAIL: 'polly@localhost',
-      GIT_COMMITTER_NAME: 'Polly',
-      GIT_COMMITTER_EMAIL: 'polly@localhost',
-    };
+    return (await resolveCommitIdentity(git, cwd, options.identityEnv ?? process.env)).env;
   }
 
   async function runSetup(id: string, path: string, port: number, command: string, info: RepoInfo): Promise<SetupResult> {
@@ -654,10 +653,10 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       await git.run(['add', '--all', '--', ':/'], { cwd });
       const diff = await git.run(['diff', '--cached', '--quiet'], { cwd, okExitCodes: [1] });
       if (diff.exitCode === 0) return null;
-      const env = await identityEnv(cwd);
-      await git.run(['commit', '--quiet', '--no-verify', '--no-edit', '-F', '-'], { cwd, env, input: input.message });
+      const identity = await resolveCommitIdentity(git, cwd, options.identityEnv ?? process.env);
+      await git.run(['commit', '--quiet', '--no-verify', '--no-edit', '-F', '-'], { cwd, env: identity.env, input: input.message });
       const commit = (await revParse(cwd, 'HEAD')) as string;
-      journal('worktree.committed', { id: input.id, commit });
+      journal('worktree.committed', { id: input.id, commit, identity: describeIdentity(identity) });
       return commit;
     },
   };
