@@ -16,6 +16,7 @@ import { PollyError, exitCodeFor, isPollyError } from './core/errors.js';
 export const COMMANDS: Record<string, { module: string; summary: string }> = {
   init: { module: './commands/init.js', summary: 'set up Polly in this git repository (.polly/config.yaml)' },
   status: { module: './commands/status.js', summary: 'show goals, plans, tasks, workers and PRs' },
+  doctor: { module: './commands/doctor.js', summary: 'check this repository and machine for Polly (config, agents, sandbox, git)' },
   check: { module: './commands/check.js', summary: 'model-check a workflow: admitted or REFUSED' },
   gate: { module: './commands/gate.js', summary: 'decide tool calls with the gate; show the decision log' },
   mcp: { module: './commands/mcp.js', summary: 'run the MCP workflow server on stdio' },
