@@ -25,6 +25,7 @@ export const COMMANDS: Record<string, { module: string; summary: string }> = {
   brain: { module: './commands/brain.js', summary: 'run the Brain process for this repository' },
   plan: { module: './commands/plan.js', summary: 'show, approve or reject a proposed plan' },
   run: { module: './commands/run.js', summary: 'admit and execute a human-written plan file' },
+  try: { module: './commands/try.js', summary: 'run a plan with the real agent CLIs against a scripted model (no API key)' },
   pr: { module: './commands/pr.js', summary: 'list, show or diff pull requests on the local forge' },
 };
 
