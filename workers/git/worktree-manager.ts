@@ -26,6 +26,7 @@ import { tmpdir } from 'node:os';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
 import { describeIdentity, resolveCommitIdentity } from './commit-identity.js';
+import { isNpmInstallOnly, reuseNodeModules } from './dependency-reuse.js';
 import { createGitRunner, firstLine, type GitRunner } from './git.js';
 import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
@@ -45,6 +46,12 @@ export interface WorktreeManagerOptions {
   worktreesDir?: string;
   /** Shell command run in each new worktree after includes are copied (e.g. `npm ci`); null: none. */
   setupCommand?: string | null;
+  /**
+   * Before the setup command, copy the main checkout's node_modules when package-lock.json is
+   * identical (dependency-reuse.ts); an install-only setup (`npm ci`, `npm install`) is then
+   * skipped. Default true; false always runs the setup command (the benchmark's baseline).
+   */
+  reuseDependencies?: boolean;
   /** Timeout of the setup command, ms. Default 900 000 (15 min). */
   setupTimeoutMs?: number;
   /**
@@ -371,6 +378,15 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     const logsDir = options.logsDir ?? join(info.root, '.polly', 'logs');
     await mkdir(logsDir, { recursive: true });
     const logPath = join(logsDir, `worktree-setup-${id}.log`);
+    if (options.reuseDependencies !== false) {
+      const reuse = await reuseNodeModules(info.root, path);
+      journal('worktree.dependencies', { id, ...reuse });
+      if (reuse.reused && isNpmInstallOnly(command)) {
+        const note = `[polly] ${reuse.reason} in ${reuse.durationMs} ms; "${command}" skipped (it would install the same tree)`;
+        await writeFile(logPath, `$ ${command}\n${note}\n[exit 0]\n`);
+        return { command, exitCode: 0, timedOut: false, durationMs: reuse.durationMs, output: note, logPath };
+      }
+    }
     const subprocess = execa('sh', ['-c', command], {
       cwd: path,
       env: git.env({ PORT: String(port), POLLY_TASK_ID: id, POLLY_WORKTREE: path }),
