@@ -54,7 +54,10 @@ async function main(): Promise<void> {
   const repo = join(root, 'repo');
   try {
     sh('mkdir', ['-p', repo], root);
-    writeFileSync(join(repo, 'package.json'), `${JSON.stringify({ name: 'bench-npm-fixture', version: '1.0.0', private: true, scripts: { test: 'node -e 0' }, dependencies: DEPENDENCIES }, null, 2)}\n`);
+    writeFileSync(
+      join(repo, 'package.json'),
+      `${JSON.stringify({ name: 'bench-npm-fixture', version: '1.0.0', private: true, scripts: { test: 'node -e 0' }, dependencies: DEPENDENCIES }, null, 2)}\n`,
+    );
     writeFileSync(join(repo, '.gitignore'), 'node_modules/\n');
     sh('npm', ['install', '--package-lock-only', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], repo);
     sh('git', ['init', '-q', '-b', 'main'], repo);
@@ -62,12 +65,19 @@ async function main(): Promise<void> {
     sh('git', ['commit', '-q', '-m', 'fixture'], repo);
     sh('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], repo);
     const detected = detectProject(repo).setup!;
-    process.stdout.write(`npm fixture: ${Object.keys(DEPENDENCIES).length} dependencies, main checkout node_modules ${duKb(join(repo, 'node_modules'))} KiB; ${rounds} round(s) each; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+    process.stdout.write(
+      `npm fixture: ${Object.keys(DEPENDENCIES).length} dependencies, main checkout node_modules ${duKb(join(repo, 'node_modules'))} KiB; ${rounds} round(s) each; load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}\n`,
+    );
     const before = await measure(repo, 'before', 'npm ci', false);
     const after = await measure(repo, 'after', detected, true);
-    const row = (name: string, m: { ms: number; duKb: number; dfKb: number }) => `  ${name.padEnd(7)} ${String(Math.round(m.ms)).padStart(7)} ms  node_modules ${String(m.duKb).padStart(7)} KiB  df +${String(m.dfKb).padStart(7)} KiB`;
+    const row = (name: string, m: { ms: number; duKb: number; dfKb: number }) =>
+      `  ${name.padEnd(7)} ${String(Math.round(m.ms)).padStart(7)} ms  node_modules ${String(m.duKb).padStart(7)} KiB  df +${String(m.dfKb).padStart(7)} KiB`;
     process.stdout.write(`${row('before', before)}   (setup "npm ci", no reuse)\n${row('after', after)}   (setup "${detected}", node_modules reused)\n`);
-    process.stdout.write(`  ratio after/before: time ${(after.ms / before.ms).toFixed(3)}, du ${(after.duKb / before.duKb).toFixed(3)}, df ${before.dfKb > 0 ? (after.dfKb / before.dfKb).toFixed(3) : 'n/a'}\n`);
+    process.stdout.write(
+      `  ratio after/before: time ${(after.ms / before.ms).toFixed(3)}, du ${(after.duKb / before.duKb).toFixed(3)}, df ${before.dfKb > 0 ? (after.dfKb / before.dfKb).toFixed(3) : 'n/a'}\n`,
+    );
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

@@ -51,16 +51,23 @@ export type SandboxProbe = { ok: true; bwrap: string } | { ok: false; reason: st
 export function probeBubblewrap(env: NodeJS.ProcessEnv): SandboxProbe {
   const bwrap = findOnPath('bwrap', env.PATH);
   if (!bwrap) return { ok: false, reason: 'bubblewrap (bwrap) is not installed', fix: 'install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)' };
-  const r = spawnSync(bwrap, ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-user', '--unshare-pid', '--unshare-net', '--die-with-parent', 'true'], { encoding: 'utf8', timeout: 10_000 });
+  const r = spawnSync(bwrap, ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-user', '--unshare-pid', '--unshare-net', '--die-with-parent', 'true'], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
   if (r.status === 0) return { ok: true, bwrap };
   const why = (r.stderr || r.error?.message || `exit ${r.status}`).trim().split('\n')[0];
-  return { ok: false, reason: `${bwrap} cannot create a sandbox: ${why}`, fix: 'allow unprivileged user namespaces for bwrap (e.g. an AppArmor profile for bwrap on Ubuntu 24.04, or kernel.unprivileged_userns_clone=1), or run Polly in a VM/container that allows them' };
+  return {
+    ok: false,
+    reason: `${bwrap} cannot create a sandbox: ${why}`,
+    fix: 'allow unprivileged user namespaces for bwrap (e.g. an AppArmor profile for bwrap on Ubuntu 24.04, or kernel.unprivileged_userns_clone=1), or run Polly in a VM/container that allows them',
+  };
 }
 
 function run(binary: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number | null; out: string; error: string | null }> {
   return new Promise((resolve) => {
     execFile(binary, args, { env, timeout: timeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
-      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : null) : 0;
+      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : null) : 0;
       resolve({ code, out: `${stdout}${stderr}`.trim(), error: error && code === null ? error.message : null });
     });
   });
@@ -72,10 +79,21 @@ async function agentChecks(config: PollyConfig, env: NodeJS.ProcessEnv, cwd: str
       const configured = config.workers[h].command;
       const binary = resolveAgentBinary(h, { command: configured }, env, cwd);
       if (!binary.includes('/') || !existsSync(binary)) {
-        return { id: `agent:${h}`, status: 'problem', detail: `${configured} not found (PATH and Polly's node_modules/.bin)`, fix: `install the ${h} CLI, or set workers.${h}.command in .polly/config.yaml to its path` };
+        return {
+          id: `agent:${h}`,
+          status: 'problem',
+          detail: `${configured} not found (PATH and Polly's node_modules/.bin)`,
+          fix: `install the ${h} CLI, or set workers.${h}.command in .polly/config.yaml to its path`,
+        };
       }
       const r = await run(binary, ['--version'], env, 30_000);
-      if (r.code !== 0) return { id: `agent:${h}`, status: 'problem', detail: `${binary} --version failed: ${r.error ?? r.out.split('\n')[0] ?? `exit ${r.code}`}`, fix: `run "${binary} --version" yourself and fix what it says` };
+      if (r.code !== 0)
+        return {
+          id: `agent:${h}`,
+          status: 'problem',
+          detail: `${binary} --version failed: ${r.error ?? r.out.split('\n')[0] ?? `exit ${r.code}`}`,
+          fix: `run "${binary} --version" yourself and fix what it says`,
+        };
       return { id: `agent:${h}`, status: 'ok', detail: `${binary}: ${r.out.split('\n')[0]}` };
     }),
   );
@@ -91,14 +109,25 @@ async function defaultBranch(git: GitRunner, root: string): Promise<string | nul
 
 async function behindCheck(git: GitRunner, root: string): Promise<DoctorCheck> {
   const branch = await defaultBranch(git, root);
-  if (!branch) return { id: 'default-branch', status: 'problem', detail: 'no default branch: origin/HEAD is not set and HEAD is detached', fix: 'run "git remote set-head origin --auto", or check out your default branch' };
+  if (!branch)
+    return {
+      id: 'default-branch',
+      status: 'problem',
+      detail: 'no default branch: origin/HEAD is not set and HEAD is detached',
+      fix: 'run "git remote set-head origin --auto", or check out your default branch',
+    };
   const upstream = `refs/remotes/origin/${branch}`;
   const has = await git.run(['rev-parse', '--verify', '--quiet', upstream], { cwd: root, okExitCodes: [1] });
   if (has.exitCode !== 0) return { id: 'default-branch', status: 'ok', detail: `${branch} (no origin/${branch} to compare with)` };
   const counts = firstLine(await git.run(['rev-list', '--left-right', '--count', `${branch}...${upstream}`], { cwd: root }));
   const [ahead, behind] = counts.split(/\s+/).map(Number);
   if ((behind ?? 0) > 0) {
-    return { id: 'default-branch', status: 'problem', detail: `${branch} is ${behind} commit(s) behind origin/${branch} (as of the last fetch)`, fix: `update it before planning: git pull --ff-only (worktrees start from the local ${branch})` };
+    return {
+      id: 'default-branch',
+      status: 'problem',
+      detail: `${branch} is ${behind} commit(s) behind origin/${branch} (as of the last fetch)`,
+      fix: `update it before planning: git pull --ff-only (worktrees start from the local ${branch})`,
+    };
   }
   return { id: 'default-branch', status: 'ok', detail: `${branch} is up to date with origin/${branch} as of the last fetch${ahead ? ` (${ahead} ahead)` : ''}` };
 }
@@ -143,7 +172,11 @@ export async function runDoctor(cwd: string, env: NodeJS.ProcessEnv, probe: (env
   let config: PollyConfig | null = null;
   try {
     config = await loadConfig(repo.root);
-    checks.push({ id: 'config', status: 'ok', detail: existsSync(join(repo.pollyDir, 'config.yaml')) ? '.polly/config.yaml is valid' : 'no .polly/config.yaml: the defaults apply (polly init writes one)' });
+    checks.push({
+      id: 'config',
+      status: 'ok',
+      detail: existsSync(join(repo.pollyDir, 'config.yaml')) ? '.polly/config.yaml is valid' : 'no .polly/config.yaml: the defaults apply (polly init writes one)',
+    });
   } catch (error) {
     if (!isPollyError(error, 'config_invalid')) throw error;
     checks.push({ id: 'config', status: 'problem', detail: error.message });
@@ -151,23 +184,47 @@ export async function runDoctor(cwd: string, env: NodeJS.ProcessEnv, probe: (env
   const effective = config ?? DEFAULT_CONFIG;
   checks.push(...(await agentChecks(effective, env, repo.root)));
   const sandbox = probe(env);
-  checks.push(sandbox.ok ? { id: 'sandbox', status: 'ok', detail: `bubblewrap works (${sandbox.bwrap})` } : { id: 'sandbox', status: 'problem', detail: sandbox.reason, fix: sandbox.fix });
+  checks.push(
+    sandbox.ok ? { id: 'sandbox', status: 'ok', detail: `bubblewrap works (${sandbox.bwrap})` } : { id: 'sandbox', status: 'problem', detail: sandbox.reason, fix: sandbox.fix },
+  );
   const identity = await resolveCommitIdentity(git, repo.root, env);
   const fallback = identity.author.source === 'polly fallback' || identity.committer.source === 'polly fallback';
-  checks.push({ id: 'identity', status: fallback ? 'problem' : 'ok', detail: `commits by ${describeIdentity(identity)}`, ...(fallback ? { fix: 'git config user.name "Your Name" && git config user.email you@example.com (or export GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL)' } : {}) });
+  checks.push({
+    id: 'identity',
+    status: fallback ? 'problem' : 'ok',
+    detail: `commits by ${describeIdentity(identity)}`,
+    ...(fallback ? { fix: 'git config user.name "Your Name" && git config user.email you@example.com (or export GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL)' } : {}),
+  });
   checks.push(await behindCheck(git, repo.root));
   checks.push(worktreeVisibilityCheck(repo.root));
   const problems = commandProblems(repo.root, effective.acceptance.commands);
   checks.push(
     problems.length === 0
-      ? { id: 'acceptance', status: 'ok', detail: effective.acceptance.commands.length > 0 ? `acceptance.commands can run here: ${effective.acceptance.commands.join('; ')}` : 'acceptance.commands is empty: each plan task names its own' }
-      : { id: 'acceptance', status: 'problem', detail: problems.map((p) => `"${p.command}" needs ${p.missing}`).join('; '), fix: 'set acceptance.commands in .polly/config.yaml to commands this project has (polly init detects them in a fresh repository)' },
+      ? {
+          id: 'acceptance',
+          status: 'ok',
+          detail:
+            effective.acceptance.commands.length > 0
+              ? `acceptance.commands can run here: ${effective.acceptance.commands.join('; ')}`
+              : 'acceptance.commands is empty: each plan task names its own',
+        }
+      : {
+          id: 'acceptance',
+          status: 'problem',
+          detail: problems.map((p) => `"${p.command}" needs ${p.missing}`).join('; '),
+          fix: 'set acceptance.commands in .polly/config.yaml to commands this project has (polly init detects them in a fresh repository)',
+        },
   );
   const changes = await uncommittedChanges(git, repo.root);
   checks.push(
     changes.length === 0
       ? { id: 'uncommitted', status: 'ok', detail: 'no uncommitted changes in the main checkout' }
-      : { id: 'uncommitted', status: 'problem', detail: `${changes.length} uncommitted change(s) that no worktree will get: ${changes.slice(0, 10).join(', ')}${changes.length > 10 ? ', …' : ''}`, fix: 'commit (or stash) them before a run if the workers need them' },
+      : {
+          id: 'uncommitted',
+          status: 'problem',
+          detail: `${changes.length} uncommitted change(s) that no worktree will get: ${changes.slice(0, 10).join(', ')}${changes.length > 10 ? ', …' : ''}`,
+          fix: 'commit (or stash) them before a run if the workers need them',
+        },
   );
   return { repoRoot: repo.root, ok: checks.every((c) => c.status === 'ok'), checks };
 }

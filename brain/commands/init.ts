@@ -67,7 +67,9 @@ export function configSchemaRef(repoRoot: string): string {
 /** The stderr lines that say what `polly init` detected and wrote. */
 export function describeDetection(d: ProjectDetection): string[] {
   if (d.ecosystems.length === 0) {
-    return ['polly init: detected no package.json, pyproject.toml, setup.cfg, tox.ini, go.mod, Cargo.toml or Makefile test target: acceptance.commands is [] (set it, or give commands in each plan task).'];
+    return [
+      'polly init: detected no package.json, pyproject.toml, setup.cfg, tox.ini, go.mod, Cargo.toml or Makefile test target: acceptance.commands is [] (set it, or give commands in each plan task).',
+    ];
   }
   const lines = d.ecosystems.map((e) => `polly init: detected ${e.kind} (${e.evidence.join(', ')})${e.notes.map((n) => `; ${n}`).join('')}`);
   lines.push(`polly init: acceptance.commands: ${JSON.stringify(d.acceptanceCommands)}; worktrees.setup: ${JSON.stringify(d.setup)}`);

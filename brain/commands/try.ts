@@ -53,12 +53,20 @@ Exit codes: as polly run (0 every task ready; 1 refused, rejected or a task fail
     try {
       script = loadModelScript(scriptPath);
     } catch (error) {
-      throw new PollyError('bad_input', `polly try: the model script ${scriptPath} cannot be used: ${(error as Error).message}. Fix it (schema: schemas/model-script.schema.json).`, { cause: error, details: { file: scriptPath } });
+      throw new PollyError(
+        'bad_input',
+        `polly try: the model script ${scriptPath} cannot be used: ${(error as Error).message}. Fix it (schema: schemas/model-script.schema.json).`,
+        { cause: error, details: { file: scriptPath } },
+      );
     }
     const ctx = await openRepoContext(io.cwd, io.env);
     const running = (await ctx.store.read()).brain;
     if (running && pidAlive(running.pid)) {
-      throw new PollyError('already_running', `polly try: a Brain (pid ${running.pid}) already runs for ${ctx.repo.root} with your real models; wait until it is idle (polly status), then try again.`, { details: { pid: running.pid } });
+      throw new PollyError(
+        'already_running',
+        `polly try: a Brain (pid ${running.pid}) already runs for ${ctx.repo.root} with your real models; wait until it is idle (polly status), then try again.`,
+        { details: { pid: running.pid } },
+      );
     }
     const configPath = resolve(ctx.repo.pollyDir, 'config.yaml');
     const original = existsSync(configPath) ? readFileSync(configPath, 'utf8') : null;

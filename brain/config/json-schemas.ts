@@ -88,9 +88,9 @@ export function modelScriptJsonSchema(): JsonSchema {
     oneOf: [
       one('write', strObject(['path', 'content']), 'Create or overwrite a file (path relative to the worktree).'),
       one('edit', strObject(['path', 'old', 'new']), 'Replace the text old with new in a file.'),
-      one('run', str, 'Run a shell command through the harness\'s shell tool.'),
+      one('run', str, "Run a shell command through the harness's shell tool."),
       one('read', str, 'Read a file.'),
-      one('finish', str, 'End the turn with this final text (the agent\'s report).'),
+      one('finish', str, "End the turn with this final text (the agent's report)."),
       one('call', strObject(['tool'], { input: { type: 'object' } }), 'Call a tool by its exact name (e.g. an MCP tool) with this input.'),
     ],
   };
@@ -115,8 +115,8 @@ export function modelScriptJsonSchema(): JsonSchema {
               description: 'Which conversation this session answers: all given fields must hold for the system prompt and first user message.',
               additionalProperties: false,
               properties: {
-                role: { type: 'string', description: 'The token role=<role> of Polly\'s prompt marker (implement, review, …).' },
-                task: { type: 'string', description: 'The token task=<id> of Polly\'s prompt marker.' },
+                role: { type: 'string', description: "The token role=<role> of Polly's prompt marker (implement, review, …)." },
+                task: { type: 'string', description: "The token task=<id> of Polly's prompt marker." },
                 contains: { type: 'array', items: str, description: 'Texts that must all occur (e.g. the task title).' },
               },
             },

@@ -19,7 +19,14 @@ function rig(repo: TestRepo, setupCommand: string | null) {
     c.worktrees.setup = setupCommand;
   });
   const supervisor = recordingSupervisor(createWorkerSupervisor({ repoRoot: repo.dir, store, config }));
-  return { repoRoot: repo.dir, store, config, worktrees: createWorktreeManager({ repoRoot: repo.dir, setupCommand }), supervisor, agentEnv: scriptedAgentEnv('http://127.0.0.1:9') };
+  return {
+    repoRoot: repo.dir,
+    store,
+    config,
+    worktrees: createWorktreeManager({ repoRoot: repo.dir, setupCommand }),
+    supervisor,
+    agentEnv: scriptedAgentEnv('http://127.0.0.1:9'),
+  };
 }
 
 describe('dispatch before the agent', () => {

@@ -27,8 +27,22 @@ describe('polly doctor', () => {
     const report = JSON.parse(r.stdout) as DoctorReport;
     const problems = report.checks.filter((c) => c.status !== 'ok');
     // The sandbox line depends on this machine; everything else must be ok here.
-    expect(problems.filter((c) => c.id !== 'sandbox'), r.stdout).toEqual([]);
-    expect(report.checks.map((c) => c.id)).toEqual(['config', 'agent:claude-code', 'agent:codex', 'agent:pi', 'sandbox', 'identity', 'default-branch', 'worktrees-visible', 'acceptance', 'uncommitted']);
+    expect(
+      problems.filter((c) => c.id !== 'sandbox'),
+      r.stdout,
+    ).toEqual([]);
+    expect(report.checks.map((c) => c.id)).toEqual([
+      'config',
+      'agent:claude-code',
+      'agent:codex',
+      'agent:pi',
+      'sandbox',
+      'identity',
+      'default-branch',
+      'worktrees-visible',
+      'acceptance',
+      'uncommitted',
+    ]);
     expect(byId(report)['agent:claude-code']!.detail).toMatch(/claude: \d+\.\d+/);
     expect(byId(report).identity!.detail).toBe('commits by Polly Test <polly-test@example.invalid> (from environment)');
     expect(r.code).toBe(problems.length === 0 ? 0 : 1);
@@ -70,11 +84,14 @@ describe('polly doctor', () => {
     expect(c.uncommitted!.status).toBe('problem');
 
     // with config valid again: an acceptance command that cannot run, and a configured CLI that does not exist
-    writeFileSync(config, readFileSync(config, 'utf8').replace('max_atempts:', 'max_attempts:').replace('- npm test', '- cargo test').replace('command: pi', 'command: /nonexistent/pi'));
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8').replace('max_atempts:', 'max_attempts:').replace('- npm test', '- cargo test').replace('command: pi', 'command: /nonexistent/pi'),
+    );
     const again = byId(await runDoctor(repo.dir, env, workingSandbox));
     expect(again.config!.status).toBe('ok');
     expect(again.acceptance).toMatchObject({ status: 'problem', detail: '"cargo test" needs Cargo.toml' });
-    expect(again['agent:pi']).toMatchObject({ status: 'problem', detail: '/nonexistent/pi not found (PATH and Polly\'s node_modules/.bin)' });
+    expect(again['agent:pi']).toMatchObject({ status: 'problem', detail: "/nonexistent/pi not found (PATH and Polly's node_modules/.bin)" });
     expect(again.sandbox!.status).toBe('ok');
 
     const cli = runCli(['doctor'], repo.dir);

@@ -26,7 +26,9 @@ describe('polly init', () => {
   it('creates the commented config, the registry and the exclude entry', () => {
     const repo = createTestRepo();
     const r = runCli(['init'], repo.dir);
-    expect(r.stderr).toBe('polly init: detected no package.json, pyproject.toml, setup.cfg, tox.ini, go.mod, Cargo.toml or Makefile test target: acceptance.commands is [] (set it, or give commands in each plan task).\n');
+    expect(r.stderr).toBe(
+      'polly init: detected no package.json, pyproject.toml, setup.cfg, tox.ini, go.mod, Cargo.toml or Makefile test target: acceptance.commands is [] (set it, or give commands in each plan task).\n',
+    );
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`Initialised Polly in ${repo.dir}`);
     expect(r.stdout).toContain('created .polly/config.yaml');

@@ -38,7 +38,10 @@ describe('detectProject', () => {
       acceptanceCommands: ['pnpm test'],
       setup: 'pnpm install --frozen-lockfile',
     });
-    expect(detectProject(dirWith({ 'package.json': pkg({ test: 't' }, { a: '1' }), 'yarn.lock': '' }))).toMatchObject({ acceptanceCommands: ['yarn test'], setup: 'yarn install --frozen-lockfile' });
+    expect(detectProject(dirWith({ 'package.json': pkg({ test: 't' }, { a: '1' }), 'yarn.lock': '' }))).toMatchObject({
+      acceptanceCommands: ['yarn test'],
+      setup: 'yarn install --frozen-lockfile',
+    });
     expect(detectProject(dirWith({ 'package.json': pkg({ test: 't' }, { a: '1' }), 'yarn.lock': '', '.yarnrc.yml': '' })).setup).toBe('yarn install --immutable');
   });
 
@@ -76,8 +79,20 @@ describe('polly init in real repositories', () => {
   beforeAll(() => ensureBuilt(), 120_000);
 
   const cases: Array<{ name: string; files: Record<string, string>; commands: string[]; setup: string | null; detected: string }> = [
-    { name: 'npm', files: { 'package.json': pkg({ test: 'vitest run' }, { vitest: '4' }), 'package-lock.json': '{}' }, commands: ['npm test'], setup: 'npm ci --prefer-offline --no-audit --no-fund', detected: 'detected npm (package.json, package-lock.json)' },
-    { name: 'Python', files: { 'pyproject.toml': '[project]\nname = "x"\n', 'tests/test_x.py': '' }, commands: ['python -m pytest'], setup: null, detected: 'detected python (pyproject.toml)' },
+    {
+      name: 'npm',
+      files: { 'package.json': pkg({ test: 'vitest run' }, { vitest: '4' }), 'package-lock.json': '{}' },
+      commands: ['npm test'],
+      setup: 'npm ci --prefer-offline --no-audit --no-fund',
+      detected: 'detected npm (package.json, package-lock.json)',
+    },
+    {
+      name: 'Python',
+      files: { 'pyproject.toml': '[project]\nname = "x"\n', 'tests/test_x.py': '' },
+      commands: ['python -m pytest'],
+      setup: null,
+      detected: 'detected python (pyproject.toml)',
+    },
     { name: 'Go', files: { 'go.mod': 'module example.com/x\n\ngo 1.22\n' }, commands: ['go test ./...'], setup: null, detected: 'detected go (go.mod)' },
     { name: 'Rust', files: { 'Cargo.toml': '[package]\nname = "x"\nversion = "0.1.0"\n' }, commands: ['cargo test'], setup: null, detected: 'detected rust (Cargo.toml)' },
   ];

@@ -37,10 +37,15 @@ describe('polly try', () => {
     const plan = join(root, 'plan.yaml');
     writeFileSync(plan, PLAN);
 
-    const r = await run(process.execPath, [cli, 'try', plan, '--script', join(demo, 'workers-script.yaml'), '--yes', '--json'], { cwd: repo, env, timeout: 420_000 }).catch((e: { code: number; stdout: string; stderr: string }) => e);
+    const r = await run(process.execPath, [cli, 'try', plan, '--script', join(demo, 'workers-script.yaml'), '--yes', '--json'], { cwd: repo, env, timeout: 420_000 }).catch(
+      (e: { code: number; stdout: string; stderr: string }) => e,
+    );
     const out = JSON.parse(r.stdout) as { admitted: boolean; status: string; tasks: Array<{ key?: string; id: string; status: string; worker: string }> };
     expect(out.admitted, r.stderr).toBe(true);
-    expect(out.tasks.map((t) => [t.worker, t.status]).sort(), r.stderr).toEqual([['claude-code', 'ready'], ['pi', 'ready']]);
+    expect(out.tasks.map((t) => [t.worker, t.status]).sort(), r.stderr).toEqual([
+      ['claude-code', 'ready'],
+      ['pi', 'ready'],
+    ]);
     expect(r.stderr).toContain('no API key is used');
     expect(r.stderr).toContain('[polly] commits by Polly Test <polly-test@example.invalid> (from environment)');
     expect(readFileSync(join(repo, '.polly/config.yaml'), 'utf8')).toBe(configBefore);

@@ -66,7 +66,8 @@ export async function resolveCommitIdentity(git: GitRunner, cwd: string, parentE
 
 /** `Name <email> (from git config)`, and the committer too when it differs. */
 export function describeIdentity(identity: Pick<CommitIdentity, 'author' | 'committer'>): string {
-  const one = (i: GitIdentity) => `${i.name} <${i.email}> (${i.source === 'polly fallback' ? 'Polly\'s fallback: set user.name and user.email with git config' : `from ${i.source}`})`;
+  const one = (i: GitIdentity) =>
+    `${i.name} <${i.email}> (${i.source === 'polly fallback' ? "Polly's fallback: set user.name and user.email with git config" : `from ${i.source}`})`;
   const a = one(identity.author);
   const c = one(identity.committer);
   return a === c ? a : `author ${a}, committer ${c}`;

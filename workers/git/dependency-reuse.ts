@@ -40,9 +40,16 @@ export async function reuseNodeModules(mainRoot: string, worktree: string): Prom
   if (!existsSync(lock) || !existsSync(mainLock)) return no('no package-lock.json in both the main checkout and the worktree');
   if (existsSync(join(worktree, 'node_modules'))) return no('the worktree has node_modules already');
   if (!existsSync(hidden)) return no('the main checkout has no node_modules installed by npm (node_modules/.package-lock.json)');
-  if (!readFileSync(lock).equals(readFileSync(mainLock))) return no('package-lock.json differs from the main checkout\'s');
-  if (statSync(hidden).mtimeMs < statSync(mainLock).mtimeMs) return no('the main checkout\'s node_modules is older than its package-lock.json (run npm ci there)');
+  if (!readFileSync(lock).equals(readFileSync(mainLock))) return no("package-lock.json differs from the main checkout's");
+  if (statSync(hidden).mtimeMs < statSync(mainLock).mtimeMs) return no("the main checkout's node_modules is older than its package-lock.json (run npm ci there)");
   const r = await execa('cp', ['-R', '--reflink=auto', join(mainRoot, 'node_modules'), join(worktree, 'node_modules')], { reject: false, all: true });
-  if (r.exitCode !== 0) return no(`cp failed: ${String(r.all ?? '').trim().split('\n')[0]}`);
+  if (r.exitCode !== 0)
+    return no(
+      `cp failed: ${
+        String(r.all ?? '')
+          .trim()
+          .split('\n')[0]
+      }`,
+    );
   return { reused: true, reason: `node_modules copied from ${mainRoot} (package-lock.json identical)`, durationMs: Date.now() - started };
 }
