@@ -6,9 +6,7 @@
  * tree, not just the shell), with stdin closed, `CI=true`, and the worker's PORT. Output
  * (stdout+stderr interleaved) is kept, bounded to its tail.
  */
-import { spawn } from 'node:child_process';
-import { signalGroup } from './proc/kill.js';
-import type { CommandResult } from './proc/shell-command.js';
+import { runShellCommand, type CommandResult } from './proc/shell-command.js';
 
 export interface AcceptanceOptions {
   cwd: string;
@@ -31,41 +29,16 @@ export interface AcceptanceOutcome {
 
 /** Run one command; never throws (a spawn failure is a result with exitCode null). */
 export function runCheck(command: string, options: Omit<AcceptanceOptions, 'commands'>): Promise<CommandResult> {
-  const keep = options.keepBytes ?? 16 * 1024;
-  const started = Date.now();
-  return new Promise((resolve) => {
-    let output = '';
-    const append = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      if (output.length > keep * 2) output = output.slice(-keep);
-    };
-    const child = spawn('/bin/sh', ['-c', command], {
-      cwd: options.cwd,
-      env: { ...(options.env ?? process.env), CI: 'true' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    let timedOut = false;
-    const killGroup = () => signalGroup(child.pid, 'SIGKILL');
-    const timer = setTimeout(() => {
-      timedOut = true;
-      killGroup();
-    }, options.timeoutSeconds * 1000);
-    const onAbort = () => killGroup();
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    child.stdout.on('data', append);
-    child.stderr.on('data', append);
-    const finish = (exitCode: number | null, extra = '') => {
-      clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
-      const tail = (output + extra).slice(-keep);
-      resolve({ command, exitCode, timedOut, durationMs: Date.now() - started, output: tail });
-    };
-    child.on('error', (error) => finish(null, `\n[polly] could not start the check: ${error.message}\n`));
-    child.on('close', (code) => {
-      killGroup(); // reap anything the command left in its group (a dev server, a watcher)
-      finish(timedOut ? null : code, timedOut ? `\n[polly] timed out after ${options.timeoutSeconds}s\n` : '');
-    });
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(options.env ?? process.env)) if (v !== undefined) env[k] = v;
+  return runShellCommand(command, {
+    cwd: options.cwd,
+    env: { ...env, CI: 'true' },
+    timeoutMs: options.timeoutSeconds * 1000,
+    keepBytes: options.keepBytes ?? 16 * 1024,
+    timeoutNote: () => `\n[polly] timed out after ${options.timeoutSeconds}s\n`,
+    spawnErrorNote: (error) => `\n[polly] could not start the check: ${error.message}\n`,
+    ...(options.signal ? { signal: options.signal } : {}),
   });
 }
 

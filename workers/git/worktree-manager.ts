@@ -19,7 +19,6 @@
  * per-repository admin lock (./repo-lock.ts); the checkout of the files runs outside it, so
  * concurrent creates populate their worktrees in parallel.
  */
-import { execa } from 'execa';
 import { existsSync, realpathSync } from 'node:fs';
 import { appendFile, copyFile, mkdir, mkdtemp, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -32,8 +31,7 @@ import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
-import type { CommandResult } from '../proc/shell-command.js';
-import { signalGroup } from '../proc/kill.js';
+import { runShellCommand, type CommandResult } from '../proc/shell-command.js';
 import { pidAlive } from '../proc/process-liveness.js';
 
 /** Journal sink: `kind` is dotted (`worktree.created`, …); `data` never holds secrets. */
@@ -387,32 +385,18 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         return { command, exitCode: 0, timedOut: false, durationMs: reuse.durationMs, output: note, logPath };
       }
     }
-    const subprocess = execa('sh', ['-c', command], {
+    const chunks: Buffer[] = [];
+    const r = await runShellCommand(command, {
       cwd: path,
       env: git.env({ PORT: String(port), POLLY_TASK_ID: id, POLLY_WORKTREE: path }),
-      extendEnv: false,
-      all: true,
-      reject: false,
-      stdin: 'ignore',
-      detached: true, // own process group: a timeout kills what the command started too
-      maxBuffer: 256 * 1024 * 1024,
+      timeoutMs: options.setupTimeoutMs ?? 900_000,
+      keepBytes: 4000,
+      onOutput: (chunk) => chunks.push(chunk),
+      reapOnExit: false,
     });
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      signalGroup(subprocess.pid, 'SIGKILL');
-    }, options.setupTimeoutMs ?? 900_000);
-    const r = await subprocess.finally(() => clearTimeout(timer));
-    const all = typeof r.all === 'string' ? r.all : '';
-    await writeFile(logPath, `$ ${command}\n${all}\n[exit ${r.exitCode ?? 'none'}${timedOut ? ', timed out' : ''}]\n`);
-    const result: SetupResult = {
-      command,
-      exitCode: r.exitCode ?? null,
-      timedOut,
-      durationMs: Math.round(r.durationMs),
-      output: all.length > 4000 ? all.slice(-4000) : all,
-      logPath,
-    };
+    const all = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+    await writeFile(logPath, `$ ${command}\n${all}\n[exit ${r.exitCode ?? 'none'}${r.timedOut ? ', timed out' : ''}]\n`);
+    const result: SetupResult = { ...r, output: all.length > 4000 ? all.slice(-4000) : all, logPath };
     journal('worktree.setup', { id, command, exitCode: result.exitCode, timedOut: result.timedOut, durationMs: result.durationMs, logPath });
     return result;
   }
