@@ -20,11 +20,11 @@
  * concurrent creates populate their worktrees in parallel.
  */
 import { existsSync, realpathSync } from 'node:fs';
-import { appendFile, copyFile, mkdir, mkdtemp, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { appendFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
 import { describeIdentity, resolveCommitIdentity } from './commit-identity.js';
+import { snapshotWorktree, writeBackupRef, type BackupResult } from './worktree-backup.js';
 import { isNpmInstallOnly, reuseNodeModules } from './dependency-reuse.js';
 import { createGitRunner, firstLine, type GitRunner } from './git.js';
 import { createPortAllocator, type PortAllocator } from '../ports.js';
@@ -116,20 +116,7 @@ export interface CreatedWorktree {
   setup: SetupResult | null;
 }
 
-export interface BackupResult {
-  /** `refs/polly/backup/<id>/<timestamp>`. */
-  ref: string;
-  /** The backup commit the ref points to. */
-  commit: string;
-  /**
-   * True when the worktree's files were saved: then `commit` is a stash-like commit whose tree is
-   * the working tree (tracked + untracked, not ignored), first parent the worktree's HEAD (so
-   * unpushed commits are reachable), second parent a commit of the index (staged state), and a
-   * third parent the `polly/<id>` tip when HEAD had moved off it. False when the directory was
-   * gone: then `commit` is the branch tip.
-   */
-  files: boolean;
-}
+export type { BackupResult } from './worktree-backup.js';
 
 export interface RemoveResult extends BackupResult {
   /** The path removed (or found missing). */
@@ -196,7 +183,6 @@ interface RepoInfo {
 }
 
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/;
-const EMPTY_OLD = '';
 
 /** Create a worktree manager for one repository. Nothing runs until the first call. */
 export function createWorktreeManager(options: WorktreeManagerOptions): WorktreeManager {
@@ -255,20 +241,9 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     return clock.now().toISOString().replace(/[-:]/g, '');
   }
 
-  /** Create `refs/polly/backup/<id>/<timestamp>` → commit; never overwrites an existing ref. */
-  async function createBackupRef(info: RepoInfo, id: string, commit: string, reason: string): Promise<string> {
-    const base = `refs/polly/backup/${id}/${stamp()}`;
-    for (let n = 1; n <= 20; n++) {
-      const ref = n === 1 ? base : `${base}-${n}`;
-      const r = await git.run(['update-ref', '-m', `polly backup: ${reason}`, ref, commit, EMPTY_OLD], { cwd: info.root, okExitCodes: [1, 128] });
-      if (r.exitCode === 0) return ref;
-      if ((await revParse(info.root, ref)) === null) {
-        throw new PollyError('git_failed', `cannot create backup ref ${ref} → ${commit}: ${r.stderr.trim()}`, {
-          details: { command: r.command, cwd: r.cwd, exitCode: r.exitCode, stderr: r.stderr },
-        });
-      }
-    }
-    throw new PollyError('internal', `20 backup refs named ${base}… already exist; the clock given to the worktree manager is not moving`);
+  /** Create `refs/polly/backup/<id>/<timestamp>` → commit (worktree-backup.ts). */
+  function createBackupRef(info: RepoInfo, id: string, commit: string, reason: string): Promise<string> {
+    return writeBackupRef(git, info.root, `refs/polly/backup/${id}/${stamp()}`, commit, reason);
   }
 
   async function ensureWorktreesDirIgnored(info: RepoInfo): Promise<void> {
@@ -414,36 +389,10 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       journal('worktree.backup', { id, reason, ref, commit: tip, files: false, note: 'worktree directory missing: only the branch commits could be kept' });
       return { ref, commit: tip, files: false };
     }
-    const cwd = entry.path;
-    const head = await revParse(cwd, 'HEAD');
-    if (head === null) throw new PollyError('git_failed', `worktree ${cwd} of task ${id} has no HEAD commit; cannot back it up`);
-    const tmp = await mkdtemp(join(tmpdir(), 'polly-backup-'));
-    try {
-      const tmpIndex = join(tmp, 'index');
-      const env = { GIT_INDEX_FILE: tmpIndex };
-      const realIndex = firstLine(await git.run(['rev-parse', '--path-format=absolute', '--git-path', 'index'], { cwd }));
-      if (existsSync(realIndex)) await copyFile(realIndex, tmpIndex);
-      else await git.run(['read-tree', 'HEAD'], { cwd, env });
-      // The staged state; an index with conflicts cannot be written as a tree: use HEAD's then.
-      const staged = await git.run(['write-tree'], { cwd, env, okExitCodes: [128] });
-      const indexTree = staged.exitCode === 0 ? firstLine(staged) : ((await revParse(cwd, 'HEAD^{tree}')) as string);
-      await git.run(['add', '--all', '--', ':/'], { cwd, env });
-      const workTree = firstLine(await git.run(['write-tree'], { cwd, env }));
-      const identity = await identityEnv(cwd);
-      const when = clock.now().toISOString();
-      const indexCommit = firstLine(
-        await git.run(['commit-tree', indexTree, '-p', head, '-m', `polly backup of the index of ${id} (${when})`], { cwd, env: identity }),
-      );
-      const parents = ['-p', head, '-p', indexCommit];
-      if (tip !== null && tip !== head && !(await isAncestor(cwd, tip, head))) parents.push('-p', tip);
-      const message = `polly backup of ${id}: ${reason}\n\nworktree: ${cwd}\nhead: ${head}\nbranch tip: ${tip ?? '(none)'}\nat: ${when}\n`;
-      const commit = firstLine(await git.run(['commit-tree', workTree, ...parents, '-F', '-'], { cwd, env: identity, input: message }));
-      const ref = await createBackupRef(info, id, commit, reason);
-      journal('worktree.backup', { id, reason, ref, commit, files: true, head });
-      return { ref, commit, files: true };
-    } finally {
-      await rm(tmp, { recursive: true, force: true });
-    }
+    const snapshot = await snapshotWorktree(git, { id, reason, cwd: entry.path, tip, when: clock.now().toISOString(), identityEnv });
+    const ref = await createBackupRef(info, id, snapshot.commit, reason);
+    journal('worktree.backup', { id, reason, ref, commit: snapshot.commit, files: true, head: snapshot.head });
+    return { ref, commit: snapshot.commit, files: true };
   }
 
 
