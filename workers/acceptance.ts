@@ -3,10 +3,13 @@
  * trusts the agent's claim that tests pass.
  *
  * Each command runs through `/bin/sh -c` in its own process group (so a timeout kills the whole
- * tree, not just the shell), with stdin closed, `CI=true`, and the worker's PORT. Output
+ * tree, not just the shell), with stdin closed, `CI=true`, and the worker's PORT; with `sandbox`,
+ * inside Polly's OS sandbox (the worktree writable, no network unless `acceptance.network`, and
+ * nothing it starts outlives it). Output
  * (stdout+stderr interleaved) is kept, bounded to its tail.
  */
-import { runShellCommand, type CommandResult } from './proc/shell-command.js';
+import type { AgentSandbox } from './agents/agent-adapter.js';
+import { confinedSpawn, runShellCommand, type CommandResult } from './proc/shell-command.js';
 
 export interface AcceptanceOptions {
   cwd: string;
@@ -18,6 +21,8 @@ export interface AcceptanceOptions {
   keepBytes?: number;
   /** Stop at the first failing command (default true). */
   stopOnFailure?: boolean;
+  /** Run each command in Polly's OS sandbox (workers/sandbox/command-sandbox.ts); null or absent: unconfined. */
+  sandbox?: AgentSandbox | null;
   signal?: AbortSignal;
 }
 
@@ -39,6 +44,7 @@ export function runCheck(command: string, options: Omit<AcceptanceOptions, 'comm
     timeoutNote: () => `\n[polly] timed out after ${options.timeoutSeconds}s\n`,
     spawnErrorNote: (error) => `\n[polly] could not start the check: ${error.message}\n`,
     ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.sandbox ? { wrap: (spec) => confinedSpawn(options.sandbox!, spec) } : {}),
   });
 }
 

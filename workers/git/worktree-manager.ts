@@ -22,16 +22,17 @@
 import { existsSync, realpathSync } from 'node:fs';
 import { appendFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
-import { PollyError } from '../../brain/core/errors.js';
+import { isPollyError, PollyError } from '../../brain/core/errors.js';
 import { describeIdentity, resolveCommitIdentity } from './commit-identity.js';
 import { snapshotWorktree, writeBackupRef, type BackupResult } from './worktree-backup.js';
 import { isNpmInstallOnly, reuseNodeModules } from './dependency-reuse.js';
+import { commandSandbox } from '../sandbox/command-sandbox.js';
 import { createGitRunner, firstLine, type GitRunner } from './git.js';
 import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
-import { runShellCommand, type CommandResult } from '../proc/shell-command.js';
+import { confinedSpawn, runShellCommand, type CommandResult, type SpawnSpec } from '../proc/shell-command.js';
 import { pidAlive } from '../proc/process-liveness.js';
 
 /** Journal sink: `kind` is dotted (`worktree.created`, …); `data` never holds secrets. */
@@ -57,6 +58,13 @@ export interface WorktreeManagerOptions {
    * commit-identity.ts; every other GIT_* is dropped). Default `process.env`.
    */
   identityEnv?: NodeJS.ProcessEnv;
+  /**
+   * The setup command runs in Polly's OS sandbox (workers/sandbox/command-sandbox.ts):
+   * `network` is `worktrees.setup_network`, `allowUnconfined` is `workers.allow_unconfined`
+   * (fail closed: without it, a machine without the sandbox gets a red setup naming the fix).
+   * Default `{network: false, allowUnconfined: false}`.
+   */
+  setupSandbox?: { network: boolean; allowUnconfined: boolean; passthrough?: string[] };
   /** Where setup output is kept. Default `<repoRoot>/.polly/logs`. */
   logsDir?: string;
   journal?: WorktreeJournal;
@@ -360,14 +368,34 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         return { command, exitCode: 0, timedOut: false, durationMs: reuse.durationMs, output: note, logPath };
       }
     }
+    const started = Date.now();
+    let confinement: ReturnType<typeof commandSandbox>;
+    try {
+      const box = options.setupSandbox ?? { network: false, allowUnconfined: false };
+      confinement = commandSandbox({
+        repoRoot: info.root,
+        worktree: path,
+        network: box.network,
+        allowUnconfined: box.allowUnconfined,
+        ...(box.passthrough ? { passthrough: box.passthrough } : {}),
+        extraEnv: { PORT: String(port), POLLY_TASK_ID: id, POLLY_WORKTREE: path },
+      });
+    } catch (error) {
+      if (!isPollyError(error)) throw error;
+      await writeFile(logPath, `$ ${command}\n${error.message}\n`);
+      journal('worktree.setup', { id, command, exitCode: null, timedOut: false, durationMs: Date.now() - started, logPath });
+      return { command, exitCode: null, timedOut: false, durationMs: Date.now() - started, output: error.message, logPath };
+    }
+    const box = confinement.sandbox;
     const chunks: Buffer[] = [];
     const r = await runShellCommand(command, {
       cwd: path,
-      env: git.env({ PORT: String(port), POLLY_TASK_ID: id, POLLY_WORKTREE: path }),
+      env: confinement.env,
       timeoutMs: options.setupTimeoutMs ?? 900_000,
       keepBytes: 4000,
       onOutput: (chunk) => chunks.push(chunk),
       reapOnExit: false,
+      ...(box ? { wrap: (spec: SpawnSpec) => confinedSpawn(box, spec) } : {}),
     });
     const all = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
     await writeFile(logPath, `$ ${command}\n${all}\n[exit ${r.exitCode ?? 'none'}${r.timedOut ? ', timed out' : ''}]\n`);
@@ -395,7 +423,6 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     return { ref, commit: snapshot.commit, files: true };
   }
 
-
   /** The body of create(); `creating` guards against the same id twice at once in this process. */
   async function createWorktree(input: { id: string; baseBranch?: string; baseCommit?: string }): Promise<CreatedWorktree> {
     const { id } = input;
@@ -412,8 +439,18 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       // and the next create() recovers the worktree instead of tripping over it. A commit, not the
       // base branch: never a second checkout of a branch (case 4). No checkout here: the files are
       // written below, outside the admin lock.
-      const addArgs = (mode: '-b' | '-B', path: string) =>
-        ['worktree', 'add', '--no-checkout', '--lock', '--reason', `${CREATING_PREFIX}${process.pid}`, mode, branch, path, base.commit];
+      const addArgs = (mode: '-b' | '-B', path: string) => [
+        'worktree',
+        'add',
+        '--no-checkout',
+        '--lock',
+        '--reason',
+        `${CREATING_PREFIX}${process.pid}`,
+        mode,
+        branch,
+        path,
+        base.commit,
+      ];
       const path = await info.lock.withLock(async () => {
         await ensureWorktreesDirIgnored(info);
         const preferred = join(info.worktreesDir, id);
@@ -514,7 +551,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       ports.release(port);
       throw error;
     }
-    }
+  }
 
   return {
     async create(input) {

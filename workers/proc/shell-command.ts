@@ -10,6 +10,8 @@
  * one place.
  */
 import { spawn } from 'node:child_process';
+import type { AgentSandbox } from '../agents/agent-adapter.js';
+import { confineCommand } from '../sandbox/sandbox.js';
 import { signalGroup } from './kill.js';
 
 /** How one shell command ended. */
@@ -33,6 +35,12 @@ export interface SpawnSpec {
   env: Record<string, string>;
   /** Called once the process has ended (e.g. to remove the sandbox's temp files). */
   dispose?: () => void;
+}
+
+/** A {@link ShellCommandOptions.wrap} for Polly's bubblewrap sandbox (workers/sandbox/sandbox.ts confineCommand). */
+export function confinedSpawn(box: AgentSandbox, spec: SpawnSpec): SpawnSpec {
+  const c = confineCommand(box.bwrap, box.spec, spec.program, spec.args, spec.env);
+  return { program: c.command, args: c.args, env: c.env, dispose: () => c.dispose() };
 }
 
 export interface ShellCommandOptions {
