@@ -11,6 +11,8 @@ import { homedir } from 'node:os';
 import type { AgentRunResult } from '../../workers/agents/agent-adapter.js';
 import type { GateRole } from '../../gate/types.js';
 import { isPollyError } from '../core/errors.js';
+import { commandProblems } from '../config/project-detection.js';
+import type { SetupResult } from '../../workers/git/worktree-manager.js';
 import { createGitRunner, firstLine } from '../../workers/git/git.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
@@ -111,15 +113,46 @@ function oneLine(text: string, max = 300): string {
 }
 
 /**
- * Give the task a worktree (once) and record it: `worktree`, `branch`, `baseBranch`, `baseCommit`.
- * @returns the fresh task and the worker's PORT when the worktree was created now.
+ * Why a setup command's failure ends the task: the command, how it ended, the last lines of its
+ * output and the log file that holds all of it.
  */
-export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: TaskRecord; env: Record<string, string> }> {
+export function setupFailureReason(setup: SetupResult, lines = 15): string {
+  const how = setup.timedOut ? `timed out after ${Math.round(setup.durationMs / 1000)}s` : `exited ${setup.exitCode ?? 'without a code (it could not start or was killed)'}`;
+  const tail = setup.output.trimEnd().split('\n').slice(-lines).join('\n');
+  return [
+    `worktrees.setup "${setup.command}" ${how}; the agent was not started. Full log: ${setup.logPath}`,
+    ...(tail ? ['Last lines:', tail] : []),
+    'Fix the command in .polly/config.yaml (worktrees.setup) or the project, then run the task again.',
+  ].join('\n');
+}
+
+/**
+ * Acceptance commands of an implement task that cannot run in this repository (`npm test` without
+ * package.json, …; see `commandProblems`), as one reason, or null when all may run. Checked before
+ * the worktree and the agent, so no attempt is spent on a check that can never go green.
+ */
+export function acceptanceCommandProblem(repoRoot: string, task: Pick<TaskRecord, 'purpose' | 'acceptance'>, defaultCommands: readonly string[]): string | null {
+  if (task.purpose !== 'implement') return null;
+  const fromPlan = task.acceptance.commands.length > 0;
+  const problems = commandProblems(repoRoot, fromPlan ? task.acceptance.commands : defaultCommands);
+  if (problems.length === 0) return null;
+  const where = fromPlan ? "the plan task's acceptance.commands" : 'acceptance.commands in .polly/config.yaml';
+  const list = problems.map((p) => `"${p.command}" needs ${p.missing}, which ${repoRoot} does not have`).join('; ');
+  return `acceptance command cannot run in this repository: ${list}. Change ${where} to commands this project has (polly init suggests them; see polly doctor), then run the task again.`;
+}
+
+/**
+ * Give the task a worktree (once) and record it: `worktree`, `branch`, `baseBranch`, `baseCommit`.
+ * @returns the fresh task, the worker's PORT when the worktree was created now, and the setup
+ *          command's outcome when it ran now (null otherwise).
+ */
+export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: TaskRecord; env: Record<string, string>; setup: SetupResult | null }> {
   const task = ctx.task;
-  if (task.worktree && existsSync(task.worktree) && task.branch && task.baseCommit) return { task, env: {} };
+  if (task.worktree && existsSync(task.worktree) && task.branch && task.baseCommit) return { task, env: {}, setup: null };
   const registered = (await ctx.worktrees.list()).find((w) => w.taskId === task.id && w.prunable === null && existsSync(w.path));
   let record: Pick<TaskRecord, 'worktree' | 'branch' | 'baseBranch' | 'baseCommit'>;
   const env: Record<string, string> = {};
+  let setup: SetupResult | null = null;
   if (registered) {
     record = {
       worktree: registered.path,
@@ -132,6 +165,7 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
     const created = await ctx.worktrees.create({ id: task.id, ...(task.baseBranch ? { baseBranch: task.baseBranch } : {}), ...(task.baseCommit ? { baseCommit: task.baseCommit } : {}) });
     record = { worktree: created.path, branch: created.branch, baseBranch: created.baseBranch ?? task.baseBranch, baseCommit: created.baseCommit };
     env.PORT = String(created.port);
+    setup = created.setup;
   }
   const fresh = await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
@@ -140,7 +174,18 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
     tx.emit('task.worktree', { taskId: t.id, orderId: ctx.order.id, ...record, adopted: Boolean(registered) });
     return structuredClone(t);
   });
-  return { task: fresh ?? { ...task, ...record }, env };
+  return { task: fresh ?? { ...task, ...record }, env, setup };
+}
+
+/** Fail the task for good before its agent starts (a setup or command problem no retry can fix). */
+async function failBeforeAgent(ctx: TaskToolContext, kind: string, reason: string): Promise<TaskToolOutcome> {
+  await ctx.store.update((draft, tx) => {
+    const t = draft.tasks[ctx.task.id];
+    if (!t) return;
+    transitionTask(t, 'failed', { reason, at: new Date().toISOString() });
+    tx.emit(kind, { taskId: t.id, orderId: ctx.order.id, reason });
+  });
+  return { outcome: 'failure', permanent: true, note: `dispatch: ${reason.split('\n')[0]}` };
 }
 
 /** The reason of a task whose worker changed nothing: its dispatch fails with it, and nothing is pushed. */
@@ -165,6 +210,8 @@ export async function worktreeChanged(task: Pick<TaskRecord, 'worktree' | 'baseC
  * failure {@link NO_CHANGE} (WORKER_FAILED: the task fails, nothing is pushed).
  */
 export const dispatch: TaskTool = async (ctx) => {
+  const commandProblem = acceptanceCommandProblem(ctx.repoRoot, ctx.task, ctx.config.acceptance.commands);
+  if (commandProblem) return failBeforeAgent(ctx, 'task.command_refused', commandProblem);
   let prepared: Awaited<ReturnType<typeof ensureWorktree>>;
   try {
     prepared = await ensureWorktree(ctx);
@@ -179,7 +226,8 @@ export const dispatch: TaskTool = async (ctx) => {
     });
     return { outcome: 'failure', permanent: error.code !== 'git_failed', note: `dispatch: ${reason}` };
   }
-  const { task, env } = prepared;
+  const { task, env, setup } = prepared;
+  if (setup && (setup.exitCode !== 0 || setup.timedOut)) return failBeforeAgent(ctx, 'task.setup_failed', setupFailureReason(setup));
   await ctx.store.update((draft) => {
     const t = draft.tasks[task.id];
     if (t && t.status !== 'running') transitionTask(t, 'running', { reason: null, at: new Date().toISOString() });
