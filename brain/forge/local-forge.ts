@@ -205,7 +205,7 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
         throw new PollyError('conflict', `a local PR for ${input.head} → ${input.base} is already open: #${existing.number}.`, { details: { number: existing.number } });
       }
       // A plain push of the one branch: no --force, no leading "+", never the default branch.
-      const push = await git.run(['push', '--quiet', '--porcelain', remote, `refs/heads/${input.head}:refs/heads/${input.head}`], { cwd, okExitCodes: [1] });
+      const push = await git.run(['push', '--quiet', '--porcelain', '--no-verify', remote, `refs/heads/${input.head}:refs/heads/${input.head}`], { cwd, okExitCodes: [1] });
       if (push.exitCode !== 0) {
         throw new PollyError(
           'forge_failed',

@@ -53,8 +53,9 @@ export function createPushTool(options: PushToolOptions = {}): TaskTool {
       await record(ctx, branch, tip, true);
       return { outcome: 'ok', note: `${remote} already has ${branch} at ${tip.slice(0, 12)}` };
     }
-    // A plain push of the one branch: no "+" in the refspec, no --force of any kind.
-    const push = await git.run(['push', '--porcelain', remote, `refs/heads/${branch}:refs/heads/${branch}`], { cwd, okExitCodes: [1, 128], timeoutMs: 300_000 });
+    // A plain push of the one branch: no "+" in the refspec, no --force of any kind; no pre-push
+    // hook (--no-verify, and the runner's core.hooksPath=/dev/null).
+    const push = await git.run(['push', '--porcelain', '--no-verify', remote, `refs/heads/${branch}:refs/heads/${branch}`], { cwd, okExitCodes: [1, 128], timeoutMs: 300_000 });
     if (push.exitCode !== 0) {
       const text = `${push.stdout}\n${push.stderr}`;
       const nonFastForward = /\[rejected\]|non-fast-forward|fetch first|\(stale info\)/.test(text);

@@ -9,6 +9,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
+import { SAFE_GIT_CONFIG_ARGS } from './git.js';
 
 export interface RepoLocation {
   /** The main worktree's root: where `.polly/` and `.worktrees/` live. */
@@ -23,7 +24,7 @@ export interface RepoLocation {
 
 function git(cwd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ stdout: string; stderr: string; code: number | null; spawnError?: NodeJS.ErrnoException }> {
   return new Promise((resolvePromise) => {
-    execFile('git', args, { cwd, env, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile('git', [...SAFE_GIT_CONFIG_ARGS, ...args], { cwd, env, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       if (error && typeof (error as NodeJS.ErrnoException).code === 'string') {
         resolvePromise({ stdout, stderr, code: null, spawnError: error as NodeJS.ErrnoException });
       } else {
