@@ -32,6 +32,7 @@ import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
 import { createReviewSandbox, produceReviewDiff, type ReviewSandbox } from '../../workers/review-sandbox.js';
 import { chooseReviewer } from './open-draft-pr.js';
 import { taskBranch } from './push.js';
+import { guardFailure, withRefGuard } from './ref-guard-step.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome, WorkerTurnResult } from './types.js';
 
 /**
@@ -135,14 +136,18 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
           },
           { signal: ctx.signal },
         );
-      const first = await turn(sandbox.prompt, order.id, null);
+      const guarded = await withRefGuard(ctx, `the ${reviewer} review turn`, () => turn(sandbox.prompt, order.id, null), { allowLocal: [] });
+      if (guarded.violation) return guardFailure(guarded.violation);
+      const first = guarded.value;
       if (first.status !== 'ok') return { outcome: 'failure', note: `reviewer ${reviewer} did not finish: ${summarize(first)}` };
       try {
         findings = parseFindings(first.finalText);
       } catch (error) {
         const why = isPollyError(error) ? error.message : String(error);
         if (!first.sessionId) return { outcome: 'failure', note: `reviewer ${reviewer} answered without valid findings and without a session to ask again: ${why}` };
-        const second = await turn(JSON_RETRY_PROMPT(why), `${order.id}#json-retry`, first.sessionId);
+        const retried = await withRefGuard(ctx, `the ${reviewer} review turn (JSON retry)`, () => turn(JSON_RETRY_PROMPT(why), `${order.id}#json-retry`, first.sessionId), { allowLocal: [] });
+        if (retried.violation) return guardFailure(retried.violation);
+        const second = retried.value;
         if (second.status !== 'ok') return { outcome: 'failure', note: `reviewer ${reviewer} did not finish the JSON retry: ${summarize(second)}` };
         try {
           findings = parseFindings(second.finalText);

@@ -14,6 +14,7 @@ import { isPollyError } from '../core/errors.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import type { TaskStatus } from '../core/vocabulary.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome, WorkerTurnRequest, WorkerTurnResult } from './types.js';
+import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-step.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
 export const PERMANENT_AGENT_STATUSES: ReadonlySet<string> = new Set(['agent_missing', 'agent_refused', 'blocked_on_prompt']);
@@ -35,7 +36,7 @@ export function implementPrompt(task: TaskRecord, defaultCommands: readonly stri
     ...commands.map((c) => `  $ ${c}`),
     ...(task.acceptance.criteria.length > 0 ? ['Criteria:', ...task.acceptance.criteria.map((c) => `  - ${c}`)] : []),
     '',
-    'Work only in this directory. Do not commit, push or open a pull request: Polly does that.',
+    'Work only in this directory. Polly commits your changes; do not run git commit, git push or open a pull request (the repository\'s git metadata is read-only for you, and moving any ref fails the task).',
   ].join('\n');
 }
 
@@ -159,6 +160,11 @@ export const dispatch: TaskTool = async (ctx) => {
   });
   ctx.progress(`${task.id}: ${task.worker} starts in ${task.worktree}`);
   const request = implementTurn(ctx, task, implementPrompt(task, ctx.config.acceptance.commands), null, env);
-  const result = await ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) });
-  return recordTurn(ctx, result, 'dispatch');
+  const { value: result, violation } = await withRefGuard({ ...ctx, task }, `the ${task.worker} implementer turn`, () =>
+    ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) }),
+  );
+  const outcome = await recordTurn(ctx, result, 'dispatch');
+  if (!violation) return outcome;
+  await reassertGuardFailure(ctx, violation);
+  return guardFailure(violation);
 };

@@ -14,6 +14,7 @@
 import { existsSync } from 'node:fs';
 import { isPollyError } from '../core/errors.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
+import { recordPollyRefWrite } from '../../workers/git/ref-guard.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 
 export interface PushToolOptions {
@@ -53,6 +54,7 @@ export function createPushTool(options: PushToolOptions = {}): TaskTool {
       await record(ctx, branch, tip, true);
       return { outcome: 'ok', note: `${remote} already has ${branch} at ${tip.slice(0, 12)}` };
     }
+    recordPollyRefWrite('remote', `refs/heads/${branch}`, tip);
     // A plain push of the one branch: no "+" in the refspec, no --force of any kind; no pre-push
     // hook (--no-verify, and the runner's core.hooksPath=/dev/null).
     const push = await git.run(['push', '--porcelain', '--no-verify', remote, `refs/heads/${branch}:refs/heads/${branch}`], { cwd, okExitCodes: [1, 128], timeoutMs: 300_000 });

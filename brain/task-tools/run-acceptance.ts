@@ -9,6 +9,9 @@
  * - red → store {@link formatCheckFeedback} as the task's `feedback` for `send_followup`, record
  *   `checks` → a permanent failure: TESTS_RED at once (the workflow bounds the fix attempts).
  *
+ * The run is wrapped in the ref guard (./ref-guard-step.ts): a ref or git metadata file changed by
+ * the checks fails the task at once, and nothing is committed.
+ *
  * Idempotent: a re-run after a crash finds nothing left to commit and records the branch tip.
  */
 import { existsSync } from 'node:fs';
@@ -16,6 +19,7 @@ import { formatCheckFeedback, runAcceptance } from '../../workers/acceptance.js'
 import { scrubbedProcessEnv } from '../../workers/agents/agent-process.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import type { TaskTool } from './types.js';
+import { guardFailure, withRefGuard } from './ref-guard-step.js';
 
 /** The commit message Polly writes for a task's work. */
 export function taskCommitMessage(task: { id: string; title: string }): string {
@@ -37,13 +41,18 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
       t.updatedAt = new Date().toISOString();
     }
   });
-  const outcome = await runAcceptance({
-    cwd: task.worktree,
-    commands,
-    timeoutSeconds: ctx.config.acceptance.timeout,
-    env: scrubbedProcessEnv(),
-    signal: ctx.signal,
-  });
+  const { value: outcome, violation } = await withRefGuard(ctx, 'acceptance', () =>
+    runAcceptance({
+      cwd: task.worktree!,
+      commands,
+      timeoutSeconds: ctx.config.acceptance.timeout,
+      env: scrubbedProcessEnv(),
+      signal: ctx.signal,
+    }),
+  );
+  // A ref moved while the checks ran (a worker-written test can do anything Polly's env allows):
+  // nothing is committed, the task fails.
+  if (violation) return guardFailure(violation);
   if (!outcome.green) {
     const feedback = formatCheckFeedback(outcome.results);
     const failed = outcome.results.find((r) => r.exitCode !== 0);

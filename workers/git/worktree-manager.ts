@@ -28,6 +28,7 @@ import { PollyError } from '../../brain/core/errors.js';
 import { createGitRunner, firstLine, type GitRunner } from './git.js';
 import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
+import { recordPollyRefWrite } from './ref-guard.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
 
@@ -265,7 +266,10 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     for (let n = 1; n <= 20; n++) {
       const ref = n === 1 ? base : `${base}-${n}`;
       const r = await git.run(['update-ref', '-m', `polly backup: ${reason}`, ref, commit, EMPTY_OLD], { cwd: info.root, okExitCodes: [1, 128] });
-      if (r.exitCode === 0) return ref;
+      if (r.exitCode === 0) {
+        recordPollyRefWrite('local', ref, commit);
+        return ref;
+      }
       if ((await revParse(info.root, ref)) === null) {
         throw new PollyError('git_failed', `cannot create backup ref ${ref} → ${commit}: ${r.stderr.trim()}`, {
           details: { command: r.command, cwd: r.cwd, exitCode: r.exitCode, stderr: r.stderr },
@@ -493,6 +497,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         if (old === null && !existsSync(preferred)) {
           // Fresh task (the common case): add directly; any refusal from git (a stale registration
           // of the path, …) falls through to the careful path below.
+          recordPollyRefWrite('local', branchRef, base.commit);
           const r = await git.run(addArgs('-b', preferred), { cwd: info.root, okExitCodes: [128] });
           if (r.exitCode === 0) return preferred;
           journal('worktree.add_retry', { id, stderr: r.stderr.trim().slice(0, 500) });
@@ -546,6 +551,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
           }
         }
         const path = await choosePath(info, id, new Set(entries.map((e) => resolve(e.path))), recovered);
+        recordPollyRefWrite('local', branchRef, base.commit);
         await git.run(addArgs(old === null ? '-b' : '-B', path), { cwd: info.root });
         return path;
       });
@@ -677,6 +683,8 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       const env = await identityEnv(cwd);
       await git.run(['commit', '--quiet', '--no-verify', '--no-edit', '-F', '-'], { cwd, env, input: input.message });
       const commit = (await revParse(cwd, 'HEAD')) as string;
+      const branchRef = await git.run(['symbolic-ref', '-q', 'HEAD'], { cwd, okExitCodes: [1] });
+      if (branchRef.exitCode === 0) recordPollyRefWrite('local', firstLine(branchRef), commit);
       journal('worktree.committed', { id: input.id, commit });
       return commit;
     },
