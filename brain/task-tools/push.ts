@@ -15,6 +15,7 @@ import { existsSync } from 'node:fs';
 import { isPollyError } from '../core/errors.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
 import { recordPollyRefWrite } from '../../workers/git/ref-guard.js';
+import { secretScanStep } from './secret-scan-step.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 
 export interface PushToolOptions {
@@ -54,6 +55,9 @@ export function createPushTool(options: PushToolOptions = {}): TaskTool {
       await record(ctx, branch, tip, true);
       return { outcome: 'ok', note: `${remote} already has ${branch} at ${tip.slice(0, 12)}` };
     }
+    // What goes out is scanned again (a worker without a sandbox may have committed itself).
+    const secrets = await secretScanStep(ctx, 'push', tip, git);
+    if (secrets) return secrets;
     recordPollyRefWrite('remote', `refs/heads/${branch}`, tip);
     // A plain push of the one branch: no "+" in the refspec, no --force of any kind; no pre-push
     // hook (--no-verify, and the runner's core.hooksPath=/dev/null).

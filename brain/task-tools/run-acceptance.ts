@@ -20,6 +20,7 @@ import { scrubbedProcessEnv } from '../../workers/agents/agent-process.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import type { TaskTool } from './types.js';
 import { guardFailure, withRefGuard } from './ref-guard-step.js';
+import { secretScanStep } from './secret-scan-step.js';
 
 /** The commit message Polly writes for a task's work. */
 export function taskCommitMessage(task: { id: string; title: string }): string {
@@ -71,6 +72,9 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
     // re-running the same code under the effect's retry policy.
     return { outcome: 'failure', permanent: true, note: `run_acceptance: red (${why})` };
   }
+  // Before anything is committed: a token or key left in the worktree never enters a commit.
+  const secrets = await secretScanStep(ctx, 'commit', null);
+  if (secrets) return secrets;
   const commit =
     (await ctx.worktrees.commitAll({ id: task.id, message: taskCommitMessage(task) })) ??
     (await createGitRunner().run(['rev-parse', 'HEAD'], { cwd: task.worktree })).stdout.trim();
