@@ -15,6 +15,7 @@ import type { TaskRecord } from '../registry/registry-schema.js';
 import type { TaskStatus } from '../core/vocabulary.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome, WorkerTurnRequest, WorkerTurnResult } from './types.js';
 import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-step.js';
+import { POLLY_COMMITS_LINE } from '../../workers/git/git-policy.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
 export const PERMANENT_AGENT_STATUSES: ReadonlySet<string> = new Set(['agent_missing', 'agent_refused', 'blocked_on_prompt']);
@@ -36,7 +37,7 @@ export function implementPrompt(task: TaskRecord, defaultCommands: readonly stri
     ...commands.map((c) => `  $ ${c}`),
     ...(task.acceptance.criteria.length > 0 ? ['Criteria:', ...task.acceptance.criteria.map((c) => `  - ${c}`)] : []),
     '',
-    'Work only in this directory. Polly commits your changes; do not run git commit, git push or open a pull request (the repository\'s git metadata is read-only for you, and moving any ref fails the task).',
+    `Work only in this directory. ${POLLY_COMMITS_LINE}`,
   ].join('\n');
 }
 

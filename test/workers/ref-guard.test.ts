@@ -40,6 +40,8 @@ describe('ref guard', () => {
     writeFileSync(join(repo.dir, '.git', 'hooks', 'post-commit'), '#!/bin/sh\necho pwned\n');
     chmodSync(join(repo.dir, '.git', 'hooks', 'post-commit'), 0o755);
     writeFileSync(join(repo.dir, '.git', 'config'), `${config0}[core]\n\tsshCommand = /tmp/evil\n`);
+    const gitFile0 = readFileSync(join(wt.path, '.git'), 'utf8');
+    writeFileSync(join(wt.path, '.git'), 'gitdir: /tmp/a-git-dir-of-the-workers\n');
 
     const after = await guard.snapshot(before.remotes);
     const changes = diffSnapshots(before, after, { allowLocal: ['refs/heads/polly/g1'] });
@@ -47,6 +49,7 @@ describe('ref guard', () => {
     expect(names).toEqual(
       [
         'local file config changed',
+        `local file ${join(wt.path, '.git')} changed`,
         'local file hooks/post-commit created',
         'local ref refs/heads/main changed',
         'local ref refs/heads/sneaky created',
@@ -68,6 +71,7 @@ describe('ref guard', () => {
     expect(git(repo.remote, ['rev-parse', 'refs/heads/feature'])).toBe(before.remotes[0]!.refs!['refs/heads/feature']);
     expect(existsSync(join(repo.dir, '.git', 'hooks', 'post-commit'))).toBe(false);
     expect(readFileSync(join(repo.dir, '.git', 'config'), 'utf8')).toBe(config0);
+    expect(readFileSync(join(wt.path, '.git'), 'utf8')).toBe(gitFile0);
     // The task's own branch is left as the worker made it; the overwritten values are kept.
     expect(git(repo.dir, ['rev-parse', 'refs/heads/polly/g1'])).toBe(own);
     expect(report.quarantined.length).toBeGreaterThanOrEqual(3);

@@ -14,7 +14,8 @@
  *   credentials that Polly keeps away from workers, and a sandboxed worker has no route to them
  *   (only the model endpoint is reachable); they are recorded as skipped, with the reason;
  * - the content of the git files that make git run programs or say where things are: the common
- *   `config`, every `worktrees/<name>/config.worktree`, and every file under `hooks/`.
+ *   `config`, every `worktrees/<name>/config.worktree`, every file under `hooks/`, and each linked
+ *   worktree's `.git` file (keyed by its absolute path).
  *
  * {@link diffSnapshots} (pure) lists what changed, minus the refs the caller allows (the task's own
  * branch) and minus what Polly itself wrote in the meantime ({@link recordPollyRefWrite}: parallel
@@ -174,7 +175,7 @@ export function describeChanges(changes: readonly RefChange[]): string {
   return changes
     .map((c) => {
       const where = c.scope === 'local' ? '' : `${c.scope.slice('remote:'.length)}: `;
-      const what = c.kind === 'file' ? `.git/${c.name}` : c.name;
+      const what = c.kind === 'file' && !isAbsolute(c.name) ? `.git/${c.name}` : c.name;
       const verb = c.old === null ? 'created' : c.new === null ? 'deleted' : 'changed';
       return `${where}${what} ${verb}, ${short(c.old)} → ${short(c.new)}`;
     })
@@ -247,7 +248,18 @@ export function createRefGuard(options: RefGuardOptions): RefGuard {
       if (!existsSync(d)) continue;
       for (const name of readdirSync(d).sort()) {
         if (sub === 'hooks') add(`hooks/${name}`);
-        else add(`worktrees/${name}/config.worktree`);
+        else {
+          add(`worktrees/${name}/config.worktree`);
+          // The worktree's `.git` file (`gitdir: …`), which lives in the writable worktree: a
+          // worker pointing it at a git dir of its own would have Polly's `git add` run that
+          // dir's config (filters, …). Keyed by its absolute path.
+          try {
+            const gitFile = readFileSync(join(d, name, 'gitdir'), 'utf8').trim();
+            if (isAbsolute(gitFile) && statSync(gitFile).isFile()) files[gitFile] = readFileSync(gitFile).toString('base64');
+          } catch {
+            // no gitdir file, or the worktree is gone
+          }
+        }
       }
     }
     return files;
@@ -276,7 +288,7 @@ export function createRefGuard(options: RefGuardOptions): RefGuard {
       const stamp = clock.now().toISOString().replace(/[-:.]/g, '');
       // Files first: later git calls then run with the trusted config and hooks.
       for (const c of changes.filter((x) => x.kind === 'file')) {
-        const p = join(before.commonDir, c.name);
+        const p = isAbsolute(c.name) ? c.name : join(before.commonDir, c.name);
         try {
           const old = before.files[c.name];
           if (old === undefined) rmSync(p, { force: true });
