@@ -7,6 +7,5 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Real processes and real git: keep parallelism to the machine's two cores.
     maxWorkers: 2,
-    minWorkers: 1,
   },
 });

@@ -90,8 +90,8 @@ describe('a real MCP host (claude) drives polly mcp', () => {
 
     // The tool results reached the model: the list with customer-brief admitted, then the first work order.
     const results = toolResults('host');
-    const listResult = results.get(calls[0]!.id) ?? '';
-    const startResult = results.get(calls[1]!.id) ?? '';
+    const listResult = results.get(calls[0]!.id!) ?? '';
+    const startResult = results.get(calls[1]!.id!) ?? '';
     expect(listResult).toContain('"instruction":"Admitted: customer-brief, polly-task');
     expect(listResult).toContain('no-post-without-prior-approval');
     const started = JSON.parse(startResult) as { status: string; instruction: string; order: { id: string } };

@@ -136,7 +136,7 @@ describe('PR step on the local forge (real git, real pi reviewer)', () => {
     expect(readdirSync(req.cwd).sort()).toEqual(['CONTRACT.md', 'DIFF.patch']);
     const wt = task.worktree!;
     for (const f of ['CONTRACT.md', 'DIFF.patch']) expect(readFileSync(join(req.cwd, f), 'utf8')).not.toContain(wt);
-    expect(readFileSync(join(req.cwd, 'DIFF.patch'), 'utf8')).toBe(git(s.repo.dir, ['diff', '--no-color', '--no-renames', 'origin/main...polly/l1']) + '\n');
+    expect(readFileSync(join(req.cwd, 'DIFF.patch'), 'utf8')).toBe(`${git(s.repo.dir, ['diff', '--no-color', '--no-renames', 'origin/main...polly/l1'])}\n`);
     // What reached the model: nothing names the worktree (prompt, system prompt, tool results).
     const bodies = sessionBodies('review-l1');
     expect(bodies.length).toBeGreaterThan(100);

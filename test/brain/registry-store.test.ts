@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { isPollyError, PollyError } from '../../brain/core/errors.js';
+import { isPollyError, type PollyError } from '../../brain/core/errors.js';
 import { emptyRegistry, type JournalEntry, type Registry } from '../../brain/registry/registry-schema.js';
 import { createFileRegistryStore, createMemoryRegistryStore, type RegistryStore } from '../../brain/registry/registry-store.js';
 import { registryWithTasks, sampleTask } from '../helpers/registry-sample.js';

@@ -145,7 +145,7 @@ describe('Codex PreToolUse hook', () => {
     const payload = JSON.stringify({ session_id: 's', turn_id: 't', cwd: wt, hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_use_id: 'c1', tool_input: { command: 'gh pr merge 12 --squash' } });
     const r = runHook(codexHookCommand(), payload);
     expect(r.code).toBe(0);
-    const out = JSON.parse(r.stdout) as { hookSpecificOutput: Record<string, string> };
+    const out = JSON.parse(r.stdout) as { hookSpecificOutput: { hookEventName: string; permissionDecision: string; permissionDecisionReason: string } };
     expect(Object.keys(out)).toEqual(['hookSpecificOutput']);
     expect(Object.keys(out.hookSpecificOutput).sort()).toEqual(['hookEventName', 'permissionDecision', 'permissionDecisionReason']);
     expect(out.hookSpecificOutput.permissionDecision).toBe('deny');

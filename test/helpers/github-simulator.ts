@@ -624,7 +624,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     branchSha: (name) => branches.get(name),
     humanMerge(number, method = 'merge') {
       const p = pulls.get(number);
-      if (!p || p.state !== 'open') throw new Error(`simulator: PR #${number} is not open`);
+      if (p?.state !== 'open') throw new Error(`simulator: PR #${number} is not open`);
       stateVersion += 1;
       return mergeInto(p, method);
     },

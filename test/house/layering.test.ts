@@ -32,7 +32,7 @@ function specifiers(source: string): string[] {
  * The imports of `file` (absolute) that break the layering: a lower room reaching into `brain/`
  * outside `brain/core/`, or `brain/core/` reaching outside itself. Each as `file → target`, repo-relative.
  */
-export function layeringViolations(file: string, source: string): string[] {
+function layeringViolations(file: string, source: string): string[] {
   const from = relative(ROOT, file).split(sep).join('/');
   const room = from.split('/')[0]!;
   const inCore = from.startsWith('brain/core/');

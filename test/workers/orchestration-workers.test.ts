@@ -121,7 +121,7 @@ describe('case 1: a worker that never starts gets a named task state within seco
       expect(Date.now() - t0).toBeLessThan(10_000);
       expect(out.outcome).toBe('failure');
       expect(Boolean(out.permanent)).toBe(c.permanent);
-      const task = (await rig.store.read()).tasks['c1']!;
+      const task = (await rig.store.read()).tasks.c1!;
       expect(task.status).toBe(c.status);
       expect(task.statusReason).toMatch(c.reason);
       expect(processWith('sleep 53.5')).toEqual([]);
@@ -135,13 +135,13 @@ describe('case 1 (before the agent): a worktree that cannot be made', () => {
     const repo = createTestRepo();
     const rig = rigFor(repo, scriptedConfig(server.url));
     await rig.store.update((d) => {
-      d.tasks['c1wt'] = makeTask('c1wt', 'pi', { baseBranch: 'no-such-base' });
+      d.tasks.c1wt = makeTask('c1wt', 'pi', { baseBranch: 'no-such-base' });
     });
     const out = await runTool(rig, dispatch, 'c1wt', 'c1wt:dispatch');
     expect(out).toMatchObject({ outcome: 'failure', permanent: true });
     const reg = await rig.store.read();
-    expect(reg.tasks['c1wt']).toMatchObject({ status: 'failed', worktree: null });
-    expect(reg.tasks['c1wt']!.statusReason).toMatch(/^worktree: base branch "no-such-base" does not exist/);
+    expect(reg.tasks.c1wt).toMatchObject({ status: 'failed', worktree: null });
+    expect(reg.tasks.c1wt!.statusReason).toMatch(/^worktree: base branch "no-such-base" does not exist/);
     expect(reg.workers).toEqual({});
   });
 });
@@ -255,7 +255,7 @@ describe('case 6: a SIGKILLed Brain leaves no row running for ever', () => {
       const before = server.requests.length;
       const out = await runTool({ ...rig, supervisor: after }, dispatch, 'c6b', 'c6b:dispatch');
       expect(out.outcome).toBe('failure');
-      const task = (await rig.store.read()).tasks['c6b']!;
+      const task = (await rig.store.read()).tasks.c6b!;
       expect(task.status).toBe('agent_exited');
       expect(task.statusReason).toContain(`the worker process died (pid ${row.pid}) without a result`);
       expect(server.requests.length).toBe(before);
@@ -274,7 +274,7 @@ describe('case 8: Polly commits after the agent, so the result is clean either w
       await addTask(rig, 'c8codex', 'codex', ['test -f feature.txt']);
       const out = await runTool(rig, dispatch, 'c8codex', 'c8codex:dispatch');
       expect(out, out.note).toMatchObject({ outcome: 'ok' });
-      const wt = (await rig.store.read()).tasks['c8codex']!.worktree!;
+      const wt = (await rig.store.read()).tasks.c8codex!.worktree!;
       // The agent's own commit failed on the linked worktree's index.lock (codex mounts .git read-only);
       // what the model was told is in its next request (codex does not stream every exec item).
       const told = server.requests.filter((q) => q.session === 'codex-commit').map((q) => JSON.stringify(q.body));
@@ -282,7 +282,7 @@ describe('case 8: Polly commits after the agent, so the result is clean either w
       expect(repo.git(['-C', wt, 'status', '--porcelain'])).toContain('feature.txt');
       const green = await runTool(rig, runAcceptanceTool, 'c8codex', 'c8codex:acceptance');
       expect(green, green.note).toMatchObject({ outcome: 'ok' });
-      const task = (await rig.store.read()).tasks['c8codex']!;
+      const task = (await rig.store.read()).tasks.c8codex!;
       expect(repo.git(['log', '--format=%s', `${task.baseCommit}..polly/c8codex`]).split('\n')).toEqual([task.title]);
       expect(repo.git(['-C', wt, 'status', '--porcelain'])).toBe('');
       expect(task.headCommit).toBe(repo.git(['rev-parse', 'polly/c8codex']));
@@ -300,14 +300,14 @@ describe('case 8: Polly commits after the agent, so the result is clean either w
       expect(out, out.note).toMatchObject({ outcome: 'ok' });
       const green = await runTool(rig, runAcceptanceTool, 'c8pi', 'c8pi:acceptance');
       expect(green, green.note).toMatchObject({ outcome: 'ok' });
-      const task = (await rig.store.read()).tasks['c8pi']!;
+      const task = (await rig.store.read()).tasks.c8pi!;
       expect(repo.git(['log', '--format=%s', `${task.baseCommit}..polly/c8pi`]).split('\n')).toEqual([task.title, 'agent commit']);
       expect(repo.git(['-C', task.worktree!, 'status', '--porcelain'])).toBe('');
       expect(repo.git(['show', '--name-only', '--format=', 'polly/c8pi'])).toBe('extra.txt');
       // Idempotent: the same acceptance order again finds nothing to commit and records the same tip.
       const again = await runTool(rig, runAcceptanceTool, 'c8pi', 'c8pi:acceptance');
       expect(again.outcome).toBe('ok');
-      expect((await rig.store.read()).tasks['c8pi']!.headCommit).toBe(task.headCommit);
+      expect((await rig.store.read()).tasks.c8pi!.headCommit).toBe(task.headCommit);
     } finally {
       await stopAll(rig);
     }

@@ -36,7 +36,7 @@ describe('review sandbox', () => {
     const wt = task.worktree!;
     // The change and a failing check quote the worktree path: both must reach the reviewer redacted.
     const diff = await produceReviewDiff({ repoRoot: s.repo.dir, baseBranch: 'main', head: 'polly/sb1', git: createGitRunner() });
-    expect(diff.diff).toBe(git(s.repo.dir, ['diff', '--no-renames', 'origin/main...polly/sb1']) + '\n');
+    expect(diff.diff).toBe(`${git(s.repo.dir, ['diff', '--no-renames', 'origin/main...polly/sb1'])}\n`);
     const quoted = `${diff.diff}+// built in ${wt}/dist\n`;
     const checks = [...task.checks, { command: 'npm test', exitCode: 1, timedOut: false, durationMs: 900, output: `Error: cannot find ${wt}/dist/add.js` }];
     const sb = await createReviewSandbox({ task: { ...task, checks }, diff: quoted, round: 2 });

@@ -150,13 +150,13 @@ describe('worker supervisor (real pi, detached runner)', () => {
       agentEnv: scriptedAgentEnv(server.url),
     };
     await store.update((d) => {
-      d.tasks['root1'] = makeTask('root1', 'claude-code');
+      d.tasks.root1 = makeTask('root1', 'claude-code');
     });
     const t0 = Date.now();
     const out = await runTool(rig, dispatch, 'root1', 'root1:dispatch');
     expect(Date.now() - t0).toBeLessThan(10_000);
     expect(out).toMatchObject({ outcome: 'failure', permanent: true });
-    const task = (await store.read()).tasks['root1']!;
+    const task = (await store.read()).tasks.root1!;
     expect(task.status).toBe('failed');
     expect(task.statusReason).toMatch(/^agent_refused: Claude Code refuses --permission-mode bypassPermissions when run as root/);
     expect(task.statusReason).toContain('allow_root_sandbox: true');
