@@ -36,7 +36,12 @@ export interface RefGuardStepOptions {
  * @throws whatever `step` throws (after nothing is compared), and PollyError `git_failed` when the
  *   refs cannot be listed.
  */
-export async function withRefGuard<T>(ctx: TaskToolContext, label: string, step: () => Promise<T>, options: RefGuardStepOptions = {}): Promise<{ value: T; violation: GuardViolation | null }> {
+export async function withRefGuard<T>(
+  ctx: TaskToolContext,
+  label: string,
+  step: () => Promise<T>,
+  options: RefGuardStepOptions = {},
+): Promise<{ value: T; violation: GuardViolation | null }> {
   const guard = createRefGuard({ git: options.git ?? createGitRunner(), repoRoot: ctx.repoRoot });
   const before = await guard.snapshot();
   const value = await step();

@@ -19,7 +19,8 @@ const ALNUM = 'aZ0bY1cX2dW3eV4fU5gT6hS7iR8jQ9kPlOmNnMoLpKqJrIsHtGuFvEwDxCyBzA';
 const spread = (n: number, seed: number) => Array.from({ length: n }, (_, i) => ALNUM[(i * 7 + seed * 13 + 3) % ALNUM.length]).join('');
 const GITHUB_TOKEN = ['gh', 'p_', spread(36, 1)].join('');
 const AWS_SECRET = spread(40, 5);
-const privateKey = () => generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs1', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } }).privateKey;
+const privateKey = () =>
+  generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs1', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } }).privateKey;
 
 describe('secret scan', () => {
   it("finds a GitHub token, an AWS secret key and a private key in the task's changes, with file:line, masked; ignores secrets already on the base", async () => {
@@ -76,7 +77,7 @@ describe('secret scan', () => {
   it('blocks the push of a commit holding a private key (a worker that committed it itself): origin never gets the branch', async () => {
     const s = createPrStepSetting({ 'README.md': '# r\n' });
     const task = await createGreenTask(s, 'sc4', { 'a.txt': 'a\n' });
-    commitIn(task.worktree!, { 'id_rsa': privateKey() }, 'add key');
+    commitIn(task.worktree!, { id_rsa: privateKey() }, 'add key');
     const tools = toolRunner(s, { forge: createLocalForge({ repoRoot: s.repo.dir, store: s.store }), supervisor: noAgents, config: testConfig(null), agentEnv: {} });
     const out = await tools.run(createPushTool(), 'sc4', 'o-push');
     expect(out).toMatchObject({ outcome: 'failure', permanent: true });

@@ -49,4 +49,5 @@ export function gitMountPolicy(input: GitPolicyInput): GitMountPolicy {
 }
 
 /** The line every implementer prompt carries (the scripted model and the tests match on it). */
-export const POLLY_COMMITS_LINE = 'Polly commits your changes; do not run git commit or git push, and do not open a pull request (the git metadata is read-only for you; moving any ref fails the task).';
+export const POLLY_COMMITS_LINE =
+  'Polly commits your changes; do not run git commit or git push, and do not open a pull request (the git metadata is read-only for you; moving any ref fails the task).';

@@ -205,10 +205,7 @@ export function createRefGuard(options: RefGuardOptions): RefGuard {
   const { git, repoRoot } = options;
   const clock = options.clock ?? { now: () => new Date() };
   let commonDirPromise: Promise<string> | null = null;
-  const commonDir = () =>
-    (commonDirPromise ??= git
-      .run(['rev-parse', '--path-format=absolute', '--git-common-dir'], { cwd: repoRoot })
-      .then((r) => firstLine(r)));
+  const commonDir = () => (commonDirPromise ??= git.run(['rev-parse', '--path-format=absolute', '--git-common-dir'], { cwd: repoRoot }).then((r) => firstLine(r)));
 
   async function listRefs(cwd: string): Promise<Record<string, string>> {
     const r = await git.run(['for-each-ref', '--format=%(objectname) %(refname)'], { cwd });

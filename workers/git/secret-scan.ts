@@ -67,8 +67,7 @@ export async function scanForSecrets(input: SecretScanInput): Promise<SecretScan
   const { git, cwd, base, head } = input;
   const range = head === null ? [base] : [base, head];
   const changed = (await git.run(['diff', '--name-only', '-z', '--no-renames', '--diff-filter=d', ...range, '--'], { cwd })).stdout.split('\0').filter(Boolean);
-  const untracked =
-    head === null ? (await git.run(['ls-files', '-z', '--others', '--exclude-standard'], { cwd })).stdout.split('\0').filter(Boolean) : [];
+  const untracked = head === null ? (await git.run(['ls-files', '-z', '--others', '--exclude-standard'], { cwd })).stdout.split('\0').filter(Boolean) : [];
   const result: SecretScanResult = { findings: [], scanned: 0, skipped: [] };
   const newFiles = new Set(untracked);
   for (const file of [...new Set([...changed, ...untracked])].sort()) {
@@ -76,7 +75,7 @@ export async function scanForSecrets(input: SecretScanInput): Promise<SecretScan
     if (head === null) {
       const p = join(cwd, file);
       const st = await stat(p).catch(() => null);
-      if (!st || !st.isFile()) continue;
+      if (!st?.isFile()) continue;
       if (st.size > MAX_BYTES) {
         result.skipped.push({ file, why: `larger than ${MAX_BYTES} bytes` });
         continue;
