@@ -26,6 +26,7 @@ import type { RegistryStore } from '../registry/registry-store.js';
 import type { GoalRecord, PlanRecord, Registry, RunRecord, TaskRecord, WorkOrderRecord } from '../registry/registry-schema.js';
 import { DEPENDENCY_MET_STATUSES, FINAL_TASK_STATUSES, isGoalFinal, type TaskStatus } from '../core/vocabulary.js';
 import { promptMarker } from '../task-tools/dispatch.js';
+import { withRefGuard } from '../task-tools/ref-guard-step.js';
 import { newTaskRecord } from '../registry/task-record.js';
 import type { TaskTool, TaskToolContext, WorkerSupervisor } from '../task-tools/types.js';
 import { toInboxEvents, type InboxEvent } from '../mcp/brain-tools.js';
@@ -563,7 +564,9 @@ async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, log: (l: 
     }
   });
   log(`[polly] ${taskId}: ${task.purpose} on ${task.worker} (read-only)`);
-  const result = await deps.supervisor.runTurn(
+  // Read-only work runs in the main checkout: no ref may move (the ref guard puts back any that did).
+  const guardCtx = { repoRoot: deps.repoRoot, store: deps.store, progress: log, task: { id: taskId, branch: null }, order: { id: `adhoc:${taskId}` } };
+  const { value: result, violation } = await withRefGuard(guardCtx, `the ${task.worker} ${task.purpose} turn`, () => deps.supervisor.runTurn(
     {
       taskId,
       orderId: `adhoc:${taskId}`,
@@ -578,13 +581,13 @@ async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, log: (l: 
       env: deps.agentEnv,
     },
     { onEvent: (e) => deps.onWorkerEvent?.(taskId, e) },
-  );
+  ), { allowLocal: [] });
   await deps.store.update((draft, tx) => {
     const t = draft.tasks[taskId]!;
     t.sessionId = result.sessionId;
     t.report = result.finalText;
-    t.status = result.status === 'ok' ? 'done' : result.status === 'cancelled' ? 'cancelled' : 'failed';
-    t.statusReason = result.status === 'ok' ? null : `${result.status}: ${result.message ?? result.stderr.slice(-500)}`;
+    t.status = violation ? 'failed' : result.status === 'ok' ? 'done' : result.status === 'cancelled' ? 'cancelled' : 'failed';
+    t.statusReason = violation ? violation.reason : result.status === 'ok' ? null : `${result.status}: ${result.message ?? result.stderr.slice(-500)}`;
     t.finishedAt = now().toISOString();
     tx.emit(t.status === 'done' ? 'task.finished' : 'task.failed', { taskId, status: t.status, report: result.finalText.slice(0, 4000), reason: t.statusReason });
   });

@@ -29,6 +29,12 @@ export interface RefGuardStepOptions {
   allowLocal?: readonly string[];
 }
 
+/** What {@link withRefGuard} needs of a tool context (the Brain's read-only task runner passes the same). */
+export type RefGuardContext = Pick<TaskToolContext, 'repoRoot' | 'store' | 'progress'> & {
+  task: Pick<TaskToolContext['task'], 'id' | 'branch'>;
+  order: Pick<TaskToolContext['order'], 'id'>;
+};
+
 /**
  * Run `step` between two snapshots; restore and journal whatever it changed (see the module doc).
  * @param label  what ran, for the reason and the journal (`the implementer turn`, `acceptance`, …).
@@ -37,7 +43,7 @@ export interface RefGuardStepOptions {
  *   refs cannot be listed.
  */
 export async function withRefGuard<T>(
-  ctx: TaskToolContext,
+  ctx: RefGuardContext,
   label: string,
   step: () => Promise<T>,
   options: RefGuardStepOptions = {},
@@ -81,7 +87,7 @@ export function guardFailure(violation: GuardViolation): TaskToolOutcome {
  * Mark the task failed with the violation's reason again (a tool that records its own status after
  * the step, e.g. `recordTurn`, would otherwise overwrite it).
  */
-export async function reassertGuardFailure(ctx: TaskToolContext, violation: GuardViolation): Promise<void> {
+export async function reassertGuardFailure(ctx: RefGuardContext, violation: GuardViolation): Promise<void> {
   await ctx.store.update((draft) => {
     const t = draft.tasks[ctx.task.id];
     if (!t) return;
