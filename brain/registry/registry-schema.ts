@@ -11,6 +11,13 @@
 export const REGISTRY_SCHEMA_VERSION = 1;
 
 import type { GoalStatus, Harness, Purpose, TaskStatus } from '../core/vocabulary.js';
+import type { RunRecord } from '../../workflows/run/run-records.js';
+
+/** The runtime owns its records (workflows/run/run-records.ts); the registry stores them under `runs`. */
+export type { RunRecord, WorkOrderRecord } from '../../workflows/run/run-records.js';
+import type { WorkerRecord } from '../../workers/supervisor/worker-record-store.js';
+import type { CommandResult } from '../../workers/proc/shell-command.js';
+import type { ReviewFinding } from '../../workers/review-findings.js';
 
 export interface GoalRecord {
   id: string;
@@ -75,20 +82,10 @@ export interface AcceptanceContract {
   criteria: string[];
 }
 
-export interface CheckResult {
-  command: string;
-  exitCode: number | null;
-  timedOut: boolean;
-  durationMs: number;
-  /** Tail of combined output (bounded). */
-  output: string;
-}
-
-export interface ReviewFinding {
-  file: string;
-  line: number;
-  message: string;
-}
+/** An acceptance command's result (owned by workers/proc/shell-command.ts). */
+export type { CommandResult };
+/** One review finding (owned by workers/review-findings.ts, the reviewer's answer format). */
+export type { ReviewFinding };
 
 export interface ReviewRecord {
   reviewer: Harness;
@@ -128,7 +125,7 @@ export interface TaskRecord {
   baseBranch: string | null;
   baseCommit: string | null;
   headCommit: string | null;
-  checks: CheckResult[];
+  checks: CommandResult[];
   reviews: ReviewRecord[];
   pr: PullRequestRef | null;
   /** Backup refs under refs/polly/ made before any teardown. */
@@ -151,81 +148,7 @@ export interface TaskRecord {
   updatedAt: string;
 }
 
-/** A durable workflow run (runtime). */
-export interface RunRecord {
-  id: string;
-  agentArea: string;
-  instanceArea: string;
-  workflow: string;
-  key: string;
-  input: Record<string, unknown>;
-  /** Current values of the workflow's variables, including its control state. */
-  state: Record<string, unknown>;
-  /** Step counter: bumped by every applied action. */
-  seq: number;
-  status: 'running' | 'finished';
-  /** The single open work order, if any. */
-  openOrder: WorkOrderRecord | null;
-  /** Ids of work orders whose completions were applied (de-duplication). */
-  completedOrders: string[];
-  /**
-   * Orders emitted but not yet offered: a step may emit several effects, and only one order is
-   * open at a time; the next is opened when the open one completes (runtime; optional for older runs).
-   */
-  outbox?: WorkOrderRecord[];
-  /** Ids of orders superseded before completion (a signal moved the run, or it ended): reports on them are stale. */
-  droppedOrders?: string[];
-  /** The terminal control state once `status` is `finished`. */
-  outcome?: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface WorkOrderRecord {
-  id: string;
-  kind: string;
-  tool: string;
-  args: Record<string, unknown>;
-  ordinal: number;
-  attempt: number;
-  leaseExpiresAt: string | null;
-  leasedBy: string | null;
-  /** The run's step (seq) that emitted the order (runtime; optional for older records). */
-  seq?: number;
-  /** Attempts allowed by the effect's retry policy. */
-  maxAttempts?: number;
-  /** Not offered before this time (retry backoff); null = now. */
-  availableAt?: string | null;
-}
-
-/** A live (or recently live) worker process. */
-export interface WorkerRecord {
-  id: string;
-  taskId: string;
-  harness: Harness;
-  pid: number;
-  /** Process group id (workers are spawned detached as group leaders). */
-  pgid: number;
-  sessionId: string | null;
-  startedAt: string;
-  heartbeatAt: string;
-  /** The Brain (by pid) that supervises it. */
-  supervisor: number | null;
-  /** The work order this worker performs (workers/worker-supervisor.ts; optional for older rows). */
-  orderId?: string;
-  purpose?: Purpose;
-  /** `<stateRoot>/<id>`: spec.json, events.jsonl, heartbeat, result.json, runner.log. */
-  stateDir?: string;
-  /** `running` while its runner process lives; `exited` with a result; `dead` when it died without one. */
-  state?: 'starting' | 'running' | 'exited' | 'dead';
-  /** The agent CLI's pid (its own process group leader), once started. */
-  agentPid?: number | null;
-  endedAt?: string | null;
-  /** How the turn ended (an AgentRunStatus), once ended. */
-  outcome?: string | null;
-  /** Why it ended, in one line (the agent's message, or the death cause). */
-  cause?: string | null;
-}
+export type { WorkerRecord };
 
 /** A pull request recorded by the local forge. */
 export interface LocalPullRequest {

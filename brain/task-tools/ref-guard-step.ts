@@ -13,6 +13,7 @@
 import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
 import { createRefGuard, describeChanges, diffSnapshots, type RefChange, type RestoreReport } from '../../workers/git/ref-guard.js';
 import type { TaskToolContext, TaskToolOutcome } from './types.js';
+import { transitionTask } from '../registry/task-lifecycle.js';
 
 /** What the guard saw during one step; null fields when nothing changed. */
 export interface GuardViolation {
@@ -69,10 +70,7 @@ export async function withRefGuard<T>(
       quarantined: report.quarantined,
     });
     const t = draft.tasks[ctx.task.id];
-    if (!t) return;
-    t.status = 'failed';
-    t.statusReason = reason.slice(0, 2000);
-    t.updatedAt = new Date().toISOString();
+    if (t) transitionTask(t, 'failed', { at: new Date().toISOString(), reason: reason.slice(0, 2000) });
   });
   ctx.progress(`${ctx.task.id}: ${reason}`);
   return { value, violation: { step: label, changes, report, reason } };
@@ -90,8 +88,6 @@ export function guardFailure(violation: GuardViolation): TaskToolOutcome {
 export async function reassertGuardFailure(ctx: RefGuardContext, violation: GuardViolation): Promise<void> {
   await ctx.store.update((draft) => {
     const t = draft.tasks[ctx.task.id];
-    if (!t) return;
-    t.status = 'failed';
-    t.statusReason = violation.reason.slice(0, 2000);
+    if (t) transitionTask(t, 'failed', { at: new Date().toISOString(), reason: violation.reason.slice(0, 2000) });
   });
 }

@@ -8,6 +8,7 @@
 import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
 import { describeFindings, scanForSecrets } from '../../workers/git/secret-scan.js';
 import type { TaskToolContext, TaskToolOutcome } from './types.js';
+import { transitionTask } from '../registry/task-lifecycle.js';
 
 /**
  * Scan the task's changes since its base commit: the worktree (`head` null) or up to `head`.
@@ -24,10 +25,7 @@ export async function secretScanStep(ctx: TaskToolContext, stage: 'commit' | 'pu
   await ctx.store.update((draft, tx) => {
     tx.emit('guard.secret_found', { taskId: task.id, orderId: ctx.order.id, stage, findings: scan.findings });
     const t = draft.tasks[task.id];
-    if (!t) return;
-    t.status = 'failed';
-    t.statusReason = reason.slice(0, 2000);
-    t.updatedAt = new Date().toISOString();
+    if (t) transitionTask(t, 'failed', { at: new Date().toISOString(), reason: reason.slice(0, 2000) });
   });
   ctx.progress(`${task.id}: ${reason}`);
   return { outcome: 'failure', permanent: true, note: reason };
