@@ -164,6 +164,9 @@ export function diffSnapshots(before: RefSnapshot, after: RefSnapshot, options: 
   for (const name of new Set([...Object.keys(before.files), ...Object.keys(after.files)])) {
     const old = before.files[name] ?? null;
     const now = after.files[name] ?? null;
+    // A worktree's `.git` file appears and disappears with the worktree (Polly adds and removes
+    // worktrees of parallel tasks); only a rewritten one counts.
+    if (isAbsolute(name) && (old === null || now === null)) continue;
     if (old !== now) out.push({ kind: 'file', scope: 'local', name, old: old === null ? null : shortHash(old), new: now === null ? null : shortHash(now) });
   }
   return out;
@@ -267,16 +270,24 @@ export function createRefGuard(options: RefGuardOptions): RefGuard {
       const takenAt = clock.now().toISOString();
       const dir = await commonDir();
       const files = readFiles(dir);
-      const local = await listRefs(repoRoot);
+      // The local listing and each remote's run in parallel (one git process each).
+      const [local, remotes] = await Promise.all([
+        listRefs(repoRoot),
+        (async () => {
+          const list = (knownRemotes ?? (await remotesOf())).map((r) => ({ ...r, refs: null as Record<string, string> | null, skipped: null as string | null }));
+          await Promise.all(
+            list.map(async (r) => {
+              if (r.path === null) r.skipped = `network remote (${r.url}): not listed per turn; workers have no credentials and, in the sandbox, no route to it`;
+              else if (!existsSync(r.path)) r.skipped = `remote path ${r.path} does not exist`;
+              else r.refs = await listRefs(r.path);
+            }),
+          );
+          return list;
+        })(),
+      ]);
       for (const name of Object.keys(local)) if (name.startsWith('refs/remotes/')) delete local[name];
       const headFile = join(dir, 'HEAD');
       const head = existsSync(headFile) ? readFileSync(headFile, 'utf8').trim() : '';
-      const remotes = (knownRemotes ?? (await remotesOf())).map((r) => ({ ...r, refs: null as Record<string, string> | null, skipped: null as string | null }));
-      for (const r of remotes) {
-        if (r.path === null) r.skipped = `network remote (${r.url}): not listed per turn; workers have no credentials and, in the sandbox, no route to it`;
-        else if (!existsSync(r.path)) r.skipped = `remote path ${r.path} does not exist`;
-        else r.refs = await listRefs(r.path);
-      }
       return { takenAt, local, head, remotes, files, commonDir: dir };
     },
 
