@@ -24,6 +24,7 @@ import type { Command, CommandIO } from './command.js';
 import { DEFAULT_CONFIG, type Policies } from '../config/config-schema.js';
 import { PollyError } from '../core/errors.js';
 import { decide } from '../../gate/decide.js';
+import { SAFE_GIT_CONFIG_ARGS } from '../../workers/git/git.js';
 import { GATE_DECISIONS_FILE, createFileJournal, decisionEntry, redact, type GateJournal } from '../../gate/decision-log.js';
 import type { GateContext, GateDecision, GateRequest } from '../../gate/types.js';
 
@@ -39,7 +40,7 @@ Context fields default from the current repository (repoRoot, worktree, branch, 
 
 function gitOut(cwd: string, args: string[]): string | null {
   try {
-    return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return execFileSync('git', [...SAFE_GIT_CONFIG_ARGS, ...args], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
   } catch {
     return null;
   }

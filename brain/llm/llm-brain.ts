@@ -33,6 +33,7 @@ import { prepareGateSync } from '../../gate/hooks/harness-gate.js';
 import type { GateContext } from '../../gate/types.js';
 import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import { resolveAgentBinary } from '../../workers/agents/agent-binary.js';
+import { SAFE_GIT_CONFIG_ARGS } from '../../workers/git/git.js';
 import { redactText } from '../../workers/agents/agent-process.js';
 import { signalGroup } from '../../workers/proc/kill.js';
 import { claudeCodeEnv, isRootRefusal, secretsIn } from '../../workers/agents/claude-code-env.js';
@@ -88,7 +89,7 @@ export interface LlmBrain {
 export function brainGateContext(repoRoot: string, env: NodeJS.ProcessEnv = process.env): GateContext {
   const git = (args: string[]): string | null => {
     try {
-      return execFileSync('git', args, { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() || null;
+      return execFileSync('git', [...SAFE_GIT_CONFIG_ARGS, ...args], { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() || null;
     } catch {
       return null;
     }
