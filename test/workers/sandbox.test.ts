@@ -71,7 +71,16 @@ function run(spec: SandboxSpec, command: string, args: string[], env: Record<str
 }
 
 function agentSpec(l: Layout, endpoints: { host: string; port: number }[] = []): SandboxSpec {
-  return agentSandboxSpec({ repoRoot: l.repo, cwd: l.worktree, writableCwd: true, agentStateDir: l.state, gateDir: l.gate, writableFiles: [l.journal], endpoints, realHome: l.home });
+  return agentSandboxSpec({
+    repoRoot: l.repo,
+    cwd: l.worktree,
+    writableCwd: true,
+    agentStateDir: l.state,
+    gateDir: l.gate,
+    writableFiles: [l.journal],
+    endpoints,
+    realHome: l.home,
+  });
 }
 
 const sh = (script: string): [string, string[]] => ['/bin/sh', ['-c', script]];
@@ -157,10 +166,16 @@ describe('the sandbox (real bubblewrap)', () => {
 
   it('gives an acceptance command no network unless config allows it', async () => {
     const script = `fetch('http://127.0.0.1:${otherPort}/').then(r => r.text()).then(t => console.log(t), () => console.log('blocked'))`;
-    const offline = await run(commandSandboxSpec({ repoRoot: l.repo, worktree: l.worktree, stateDir: join(l.root, 'acc'), network: false, realHome: l.home }), process.execPath, ['-e', script]);
+    const offline = await run(commandSandboxSpec({ repoRoot: l.repo, worktree: l.worktree, stateDir: join(l.root, 'acc'), network: false, realHome: l.home }), process.execPath, [
+      '-e',
+      script,
+    ]);
     expect(offline.stdout.trim()).toBe('blocked');
     expect(hits).toBe(0);
-    const online = await run(commandSandboxSpec({ repoRoot: l.repo, worktree: l.worktree, stateDir: join(l.root, 'acc'), network: true, realHome: l.home }), process.execPath, ['-e', script]);
+    const online = await run(commandSandboxSpec({ repoRoot: l.repo, worktree: l.worktree, stateDir: join(l.root, 'acc'), network: true, realHome: l.home }), process.execPath, [
+      '-e',
+      script,
+    ]);
     expect(online.stdout.trim()).toBe('exfiltrated');
     expect(hits).toBe(1);
   });
@@ -196,7 +211,12 @@ describe('the sandbox (real bubblewrap)', () => {
     writeFileSync(join(theirs, 'DIFF.patch'), 'other');
     writeFileSync(join(l.worktree, 'impl.ts'), 'impl');
     const spec = agentSandboxSpec({ repoRoot: l.repo, cwd: mine, writableCwd: false, agentStateDir: l.state, gateDir: l.gate, writableFiles: [], endpoints: [], realHome: l.home });
-    const r = await run(spec, ...sh(`cat DIFF.patch; echo; cat ${l.worktree}/impl.ts 2>/dev/null || echo no-worktree; cat ${l.repo}/README.md 2>/dev/null || echo no-repo; cat ${theirs}/DIFF.patch 2>/dev/null || echo no-other; echo x > note 2>/dev/null || echo scratch-ro`));
+    const r = await run(
+      spec,
+      ...sh(
+        `cat DIFF.patch; echo; cat ${l.worktree}/impl.ts 2>/dev/null || echo no-worktree; cat ${l.repo}/README.md 2>/dev/null || echo no-repo; cat ${theirs}/DIFF.patch 2>/dev/null || echo no-other; echo x > note 2>/dev/null || echo scratch-ro`,
+      ),
+    );
     expect(r.stdout.split('\n').filter(Boolean)).toEqual(['diff', 'no-worktree', 'no-repo', 'no-other', 'scratch-ro']);
   });
 });
@@ -235,9 +255,30 @@ describe('fail closed', () => {
 
 describe('environments by allowlist', () => {
   it('passes the model variables and the passthrough list, never tokens', () => {
-    const base = { PATH: '/usr/bin', LANG: 'C.UTF-8', LC_ALL: 'C', ANTHROPIC_API_KEY: 'ak', OPENAI_BASE_URL: 'http://x', GITHUB_TOKEN: 'ghp_x', GH_TOKEN: 'gho_x', AWS_SECRET_ACCESS_KEY: 's', SSH_AUTH_SOCK: '/run/ssh', HOME: '/root', MY_VAR: '1' };
+    const base = {
+      PATH: '/usr/bin',
+      LANG: 'C.UTF-8',
+      LC_ALL: 'C',
+      ANTHROPIC_API_KEY: 'ak',
+      OPENAI_BASE_URL: 'http://x',
+      GITHUB_TOKEN: 'ghp_x',
+      GH_TOKEN: 'gho_x',
+      AWS_SECRET_ACCESS_KEY: 's',
+      SSH_AUTH_SOCK: '/run/ssh',
+      HOME: '/root',
+      MY_VAR: '1',
+    };
     const env = workerEnv({ PI_OFFLINE: '1' }, { base, passthrough: ['MY_VAR'], home: '/state/home' });
-    expect(env).toEqual({ PATH: '/usr/bin', LANG: 'C.UTF-8', LC_ALL: 'C', ANTHROPIC_API_KEY: 'ak', OPENAI_BASE_URL: 'http://x', MY_VAR: '1', PI_OFFLINE: '1', HOME: '/state/home' });
+    expect(env).toEqual({
+      PATH: '/usr/bin',
+      LANG: 'C.UTF-8',
+      LC_ALL: 'C',
+      ANTHROPIC_API_KEY: 'ak',
+      OPENAI_BASE_URL: 'http://x',
+      MY_VAR: '1',
+      PI_OFFLINE: '1',
+      HOME: '/state/home',
+    });
   });
 });
 

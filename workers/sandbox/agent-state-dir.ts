@@ -24,7 +24,8 @@ export function repoStateDir(repoRoot: string, env: NodeJS.ProcessEnv = process.
   } catch {
     // not there (yet): hash the path as given
   }
-  const xdg = env.XDG_STATE_HOME && env.XDG_STATE_HOME.startsWith('/') ? env.XDG_STATE_HOME : join(env.HOME || homedir(), '.local', 'state');
+  const xdgEnv = env.XDG_STATE_HOME;
+  const xdg = xdgEnv?.startsWith('/') ? xdgEnv : join(env.HOME || homedir(), '.local', 'state');
   const hash = createHash('sha256').update(real).digest('hex').slice(0, 16);
   const name = basename(real).replace(/[^A-Za-z0-9._-]/g, '_') || 'repo';
   return join(xdg, 'polly', `${name}-${hash}`);

@@ -111,8 +111,17 @@ export function commandSandboxSpec(input: CommandSandboxInput): SandboxSpec {
  * (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, …) and the configured provider URLs; when none is set,
  * the vendors' public APIs (`api.anthropic.com:443`, `api.openai.com:443`, `chatgpt.com:443`).
  */
-export function modelEndpoints(env: Record<string, string | undefined>, configuredUrls: readonly (string | null | undefined)[], parse: (url: string) => SandboxEndpoint | null): SandboxEndpoint[] {
-  const urls = [...Object.entries(env).filter(([k, v]) => /_BASE_URL$/.test(k) && v).map(([, v]) => v as string), ...configuredUrls.filter((u): u is string => !!u)];
+export function modelEndpoints(
+  env: Record<string, string | undefined>,
+  configuredUrls: readonly (string | null | undefined)[],
+  parse: (url: string) => SandboxEndpoint | null,
+): SandboxEndpoint[] {
+  const urls = [
+    ...Object.entries(env)
+      .filter(([k, v]) => /_BASE_URL$/.test(k) && v)
+      .map(([, v]) => v as string),
+    ...configuredUrls.filter((u): u is string => !!u),
+  ];
   const out: SandboxEndpoint[] = [];
   const seen = new Set<string>();
   const add = (e: SandboxEndpoint | null): void => {

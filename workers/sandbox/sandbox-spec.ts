@@ -134,3 +134,17 @@ export function endpointOf(url: string): SandboxEndpoint | null {
 export function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
+
+/**
+ * The sandbox's keys in `.polly/config.yaml` `workers` (the config schema composes them with each
+ * harness's options). Optional for configs written before they existed.
+ */
+export interface WorkerSandboxOptions {
+  /**
+   * Run workers, acceptance and setup commands without Polly's OS sandbox when it cannot start
+   * (no bubblewrap, user namespaces off, macOS, Windows). Default false: Polly refuses to dispatch.
+   */
+  allow_unconfined?: boolean;
+  /** Names of more environment variables a worker gets from Polly's environment (beyond PATH, LANG, LC_*, TERM, TZ, the model variables). */
+  env_passthrough?: string[];
+}

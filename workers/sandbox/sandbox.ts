@@ -122,7 +122,10 @@ export interface Confinement {
 export function decideConfinement(allowUnconfined: boolean, probe: SandboxProbe = probeSandbox()): Confinement {
   if (probe.ok) return { confined: true, warning: null };
   if (allowUnconfined) {
-    return { confined: false, warning: `WARNING: running workers WITHOUT Polly's OS sandbox (workers.allow_unconfined: true): ${probe.reason}. A worker can read your credentials and write outside its worktree.` };
+    return {
+      confined: false,
+      warning: `WARNING: running workers WITHOUT Polly's OS sandbox (workers.allow_unconfined: true): ${probe.reason}. A worker can read your credentials and write outside its worktree.`,
+    };
   }
   throw new PollyError(
     'sandbox_unavailable',
