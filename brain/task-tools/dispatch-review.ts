@@ -34,6 +34,7 @@ import { createReviewSandbox, produceReviewDiff, type ReviewSandbox } from '../.
 import { chooseReviewer } from './open-draft-pr.js';
 import { taskBranch } from './push.js';
 import { guardFailure, withRefGuard } from './ref-guard-step.js';
+import { sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnResult } from '../../workers/worker-turn.js';
 
@@ -141,6 +142,8 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
       const guarded = await withRefGuard(ctx, `the ${reviewer} review turn`, () => turn(sandbox.prompt, order.id, null), { allowLocal: [] });
       if (guarded.violation) return guardFailure(guarded.violation);
       const first = guarded.value;
+      const refused = turnRefusals(first.events ?? []);
+      if (refused.length > 0) return sandboxRefusalFailure(ctx, `the ${reviewer} review turn`, refused);
       if (first.status !== 'ok') return { outcome: 'failure', note: `reviewer ${reviewer} did not finish: ${summarize(first)}` };
       try {
         findings = parseFindings(first.finalText);

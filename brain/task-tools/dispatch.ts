@@ -17,6 +17,7 @@ import type { TaskStatus } from '../core/vocabulary.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
 import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-step.js';
+import { sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
 import { POLLY_COMMITS_LINE } from '../../workers/git/git-policy.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
@@ -159,7 +160,11 @@ export const dispatch: TaskTool = async (ctx) => {
     ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) }),
   );
   const outcome = await recordTurn(ctx, result, 'dispatch');
-  if (!violation) return outcome;
-  await reassertGuardFailure(ctx, violation);
-  return guardFailure(violation);
+  if (violation) {
+    await reassertGuardFailure(ctx, violation);
+    return guardFailure(violation);
+  }
+  const refused = turnRefusals(result.events ?? []);
+  if (refused.length > 0) return sandboxRefusalFailure(ctx, `the ${task.worker} implementer turn`, refused);
+  return outcome;
 };

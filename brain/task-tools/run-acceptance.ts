@@ -23,6 +23,7 @@ import { isPollyError } from '../core/errors.js';
 import type { TaskTool } from './types.js';
 import { guardFailure, withRefGuard } from './ref-guard-step.js';
 import { secretScanStep } from './secret-scan-step.js';
+import { refusalLines, sandboxRefusalFailure } from './sandbox-refusals.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 
 /** The commit message Polly writes for a task's work. */
@@ -69,6 +70,8 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   // A ref moved while the checks ran (a worker-written test, unconfined or through a hole): nothing
   // is committed, the task fails.
   if (violation) return guardFailure(violation);
+  const refused = refusalLines(outcome.results.map((r) => r.output));
+  if (refused.length > 0) return sandboxRefusalFailure(ctx, 'acceptance', refused);
   if (!outcome.green) {
     const feedback = formatCheckFeedback(outcome.results);
     const failed = outcome.results.find((r) => r.exitCode !== 0);

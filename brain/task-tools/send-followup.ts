@@ -13,6 +13,7 @@ import { transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskTool } from './types.js';
 import { FINAL_TASK_STATUSES } from '../core/vocabulary.js';
 import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-step.js';
+import { sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
 
 /** The follow-up prompt: the marker line, then the feedback verbatim. */
 export function followupPrompt(task: Pick<TaskRecord, 'id' | 'purpose' | 'attempts'>, feedback: string): string {
@@ -46,7 +47,11 @@ export const sendFollowup: TaskTool = async (ctx) => {
     ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) }),
   );
   const outcome = await recordTurn(ctx, result, 'send_followup');
-  if (!violation) return outcome;
-  await reassertGuardFailure(ctx, violation);
-  return guardFailure(violation);
+  if (violation) {
+    await reassertGuardFailure(ctx, violation);
+    return guardFailure(violation);
+  }
+  const refused = turnRefusals(result.events ?? []);
+  if (refused.length > 0) return sandboxRefusalFailure(ctx, `the ${task.worker} follow-up turn`, refused);
+  return outcome;
 };

@@ -139,7 +139,7 @@ true
 /** The worker-written acceptance test (Polly runs `node attack-test.js`): git attacks, then exit 0. */
 function acceptanceAttack(s: Setting): string {
   return `const { execFileSync } = require('child_process');
-try { execFileSync('sh', ['attack-git.sh'], { stdio: 'ignore' }); } catch {}
+try { execFileSync('sh', ['attack-git.sh'], { stdio: 'inherit' }); } catch {}
 fetch('${s.listener}/from-acceptance', { method: 'POST', body: String(process.env.GITHUB_TOKEN) }).catch(() => {}).finally(() => console.log('ok'));
 `;
 }
@@ -290,19 +290,26 @@ describe.each(['claude-code', 'pi', 'codex'] as Harness[])('attacks through the 
     if (o) rmSync(o.s.root, { recursive: true, force: true });
   });
 
-  it('the run ends failed, never ready, naming the refs that were moved', () => {
+  it('the run ends failed, never ready, naming what was tried (the moved refs, or what the sandbox refused)', () => {
     const tasks = Object.values(o.registry.tasks);
     expect(tasks).toHaveLength(1);
     const task = tasks[0]!;
     process.stderr.write(`attack suite, ${vendor}: ${task.status}: ${task.statusReason}\n`);
     expect(o.result.code, `${o.result.stdout}\n${o.result.stderr}`).toBe(1);
     expect(task.status).toBe('failed');
-    expect(task.statusReason).toMatch(/^ref guard: during (the .* turn|acceptance): /);
-    expect(task.statusReason).toMatch(/refs\/heads\/main changed, [0-9a-f]{12} → [0-9a-f]{12}/);
-    expect(task.statusReason).toMatch(/origin: refs\/heads\/main changed/);
-    expect(task.pr).toBeNull();
     const journal = readFileSync(join(o.s.repo, '.polly', 'journal.jsonl'), 'utf8');
-    expect(journal).toContain('"guard.ref_changed"');
+    if (SANDBOXED) {
+      // Nothing moved; what the sandbox refused names the attempt (the OS's own EROFS lines).
+      expect(task.statusReason).toMatch(/^sandbox refused a write outside the worktree during (the .* turn|acceptance): .*Read-only file system/);
+      expect(task.statusReason).toContain(o.s.repo);
+      expect(journal).toContain('"guard.sandbox_refused"');
+    } else {
+      expect(task.statusReason).toMatch(/^ref guard: during (the .* turn|acceptance): /);
+      expect(task.statusReason).toMatch(/refs\/heads\/main changed, [0-9a-f]{12} → [0-9a-f]{12}/);
+      expect(task.statusReason).toMatch(/origin: refs\/heads\/main changed/);
+      expect(journal).toContain('"guard.ref_changed"');
+    }
+    expect(task.pr).toBeNull();
   });
 
   it('every ref, local and on origin, and the git config and hooks end as they began; nothing was pushed; no canary reached origin', () => {
