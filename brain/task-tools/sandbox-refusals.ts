@@ -3,7 +3,8 @@
  * the tool results of an agent turn and the output of Polly's acceptance run. Inside Polly's
  * sandbox everything outside the worktree, the agent's state and its TMPDIR is a read-only bind,
  * so a write there fails with the kernel's EROFS message, "Read-only file system" (errno(3); git,
- * the shells, coreutils, node and python all print strerror(EROFS) this way). A worker that
+ * the shells, coreutils and python print strerror(EROFS) this way; node says "EROFS: read-only file
+ * system"; matched without case). A worker that
  * tried to write the main checkout, a sibling worktree, `.git/hooks`, `.git/config` or a ref fails
  * its task with those lines, so the run never ends `ready` after an attempt the sandbox stopped.
  *
@@ -15,7 +16,7 @@ import { transitionTask } from '../registry/task-lifecycle.js';
 import type { RefGuardContext } from './ref-guard-step.js';
 import type { TaskToolOutcome } from './types.js';
 
-const EROFS = /Read-only file system/;
+const EROFS = /read-only file system/i;
 
 /** The distinct lines (≤ 300 characters each, at most `max`) that carry a sandbox refusal. Pure. */
 export function refusalLines(texts: readonly string[], max = 5): string[] {
