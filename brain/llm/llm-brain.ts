@@ -21,7 +21,7 @@
  * Files under `stateDir`: `claude/` (CLAUDE_CONFIG_DIR: sessions, so a resume needs the same
  * stateDir), `brain-mcp.json`, `gate/` (the gate's config, hook settings and git/gh shims).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -33,11 +33,11 @@ import { prepareGateSync } from '../../gate/hooks/harness-gate.js';
 import type { GateContext } from '../../gate/types.js';
 import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import { resolveAgentBinary } from '../../workers/agents/agent-binary.js';
-import { SAFE_GIT_CONFIG_ARGS } from '../../workers/git/git.js';
 import { redactText } from '../../workers/agents/agent-process.js';
 import { signalGroup } from '../../workers/proc/kill.js';
 import { claudeCodeEnv, isRootRefusal, secretsIn } from '../../workers/agents/claude-code-env.js';
 import { parseClaudeStreamLine, prepareClaudeConfigDir, rootRefusalMessage } from '../../workers/agents/claude-code-adapter.js';
+import { readRepoBranchContext } from '../../workers/git/repo.js';
 
 export interface LlmBrainOptions {
   repoRoot: string;
@@ -83,20 +83,12 @@ export interface LlmBrain {
 }
 
 /**
- * The gate context of the Brain's own checkout: the repository root is its worktree; branch from
- * `HEAD` (`HEAD` when detached), default branch from `origin/HEAD` (else `main`), home from `$HOME`.
+ * The gate context of the Brain's own checkout: the repository root is its worktree; branch and
+ * default branch by the one rule of `readRepoBranchContext` (workers/git/repo.ts); home from `$HOME`.
  */
 export function brainGateContext(repoRoot: string, env: NodeJS.ProcessEnv = process.env): GateContext {
-  const git = (args: string[]): string | null => {
-    try {
-      return execFileSync('git', [...SAFE_GIT_CONFIG_ARGS, ...args], { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() || null;
-    } catch {
-      return null;
-    }
-  };
-  const branch = git(['symbolic-ref', '--short', '-q', 'HEAD']) ?? 'HEAD';
-  const originHead = git(['symbolic-ref', '--short', '-q', 'refs/remotes/origin/HEAD']);
-  return { repoRoot, worktree: repoRoot, branch, defaultBranch: originHead ? originHead.replace(/^origin\//, '') : 'main', home: env.HOME ?? homedir() };
+  const where = readRepoBranchContext(repoRoot, env);
+  return { repoRoot, worktree: repoRoot, branch: where?.branch ?? 'HEAD', defaultBranch: where?.defaultBranch ?? 'main', home: env.HOME ?? homedir() };
 }
 
 /**

@@ -103,17 +103,10 @@ export interface PullRequestRef {
   state: 'draft' | 'open' | 'ready' | 'merged' | 'closed';
 }
 
-export interface TaskRecord {
+/** A task: its plan spec (minus the plan-local key, plus the registry id) and its lifecycle. */
+export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
   id: string;
   planId: string | null;
-  title: string;
-  purpose: Purpose;
-  worker: Harness;
-  model: string | null;
-  reviewer: Harness | null;
-  prompt: string;
-  acceptance: AcceptanceContract;
-  dependsOn: string[];
   status: TaskStatus;
   /** Why the task is in its status, when it is a failure or a stop (e.g. the agent's stderr). */
   statusReason: string | null;
