@@ -35,6 +35,7 @@ import { chooseReviewer } from './open-draft-pr.js';
 import { taskBranch } from './push.js';
 import { guardFailure, withRefGuard } from './ref-guard-step.js';
 import { sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
+import { workerTurnRequest } from './dispatch.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnResult } from '../../workers/worker-turn.js';
 
@@ -123,12 +124,11 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
       ctx.progress(`${task.id}: review round ${round} by ${reviewer}`);
       const turn = (prompt: string, orderId: string, resume: string | null) =>
         ctx.supervisor.runTurn(
-          {
+          workerTurnRequest(ctx.config, {
             taskId: task.id,
             orderId,
             harness: reviewer,
             purpose: 'review',
-            role: 'review',
             cwd: sandbox.dir,
             prompt,
             resumeSessionId: resume,
@@ -136,7 +136,7 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
             gateContext: { repoRoot: ctx.repoRoot, worktree: sandbox.dir, branch: taskBranch(task), defaultBranch: task.baseBranch!, home: homedir() },
             env: ctx.agentEnv,
             timeoutMs: options.turnTimeoutMs ?? 20 * 60_000,
-          },
+          }),
           { signal: ctx.signal },
         );
       const guarded = await withRefGuard(ctx, `the ${reviewer} review turn`, () => turn(sandbox.prompt, order.id, null), { allowLocal: [] });
@@ -150,7 +150,9 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
       } catch (error) {
         const why = isPollyError(error) ? error.message : String(error);
         if (!first.sessionId) return { outcome: 'failure', note: `reviewer ${reviewer} answered without valid findings and without a session to ask again: ${why}` };
-        const retried = await withRefGuard(ctx, `the ${reviewer} review turn (JSON retry)`, () => turn(JSON_RETRY_PROMPT(why), `${order.id}#json-retry`, first.sessionId), { allowLocal: [] });
+        const retried = await withRefGuard(ctx, `the ${reviewer} review turn (JSON retry)`, () => turn(JSON_RETRY_PROMPT(why), `${order.id}#json-retry`, first.sessionId), {
+          allowLocal: [],
+        });
         if (retried.violation) return guardFailure(retried.violation);
         const second = retried.value;
         if (second.status !== 'ok') return { outcome: 'failure', note: `reviewer ${reviewer} did not finish the JSON retry: ${summarize(second)}` };
@@ -167,7 +169,15 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
     await ctx.store.update((draft, tx) => {
       const t = draft.tasks[task.id];
       if (!t) return;
-      const rec: PollyReviewRecord = { reviewer, round, blocking: findings.blocking, nonBlocking: findings.nonBlocking, at: new Date().toISOString(), orderId: order.id, forgeReviewId: null };
+      const rec: PollyReviewRecord = {
+        reviewer,
+        round,
+        blocking: findings.blocking,
+        nonBlocking: findings.nonBlocking,
+        at: new Date().toISOString(),
+        orderId: order.id,
+        forgeReviewId: null,
+      };
       t.reviews.push(rec);
       t.reviewRounds = round;
       t.updatedAt = rec.at;

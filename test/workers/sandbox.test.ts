@@ -15,6 +15,7 @@ import { agentSandboxSpec, commandSandboxSpec } from '../../workers/sandbox/sand
 import { bwrapArgs, type SandboxSpec } from '../../workers/sandbox/sandbox-spec.js';
 import { workerEnv } from '../../workers/sandbox/worker-env.js';
 import { repoStateDir } from '../../workers/sandbox/agent-state-dir.js';
+import { claudeCodeSandboxSettings } from '../../workers/agents/claude-code-sandbox.js';
 
 interface Layout {
   root: string;
@@ -309,5 +310,21 @@ describe('bwrapArgs', () => {
     expect(order).toEqual(['/tmp', '/h', '/h/s', '/h/s/wt', '/h/s/gate', '/h/s/wt/.git']);
     expect(args).toContain('--unshare-net');
     expect(args.slice(-2)).toEqual(['--chdir', '/h/s/wt']);
+  });
+});
+
+describe("Claude Code's own sandbox (defence in depth)", () => {
+  it('is written only where Polly sandbox is off and claude can start its own', () => {
+    const bin = mkdtempSync(join(tmpdir(), 'polly-bin-'));
+    for (const b of ['bwrap', 'socat']) writeFileSync(join(bin, b), '#!/bin/sh\n', { mode: 0o755 });
+    expect(claudeCodeSandboxSettings({ confined: true, gitDir: '/r/.git', platform: 'darwin' })).toBeNull();
+    expect(claudeCodeSandboxSettings({ confined: false, gitDir: '/r/.git', platform: 'darwin' })).toEqual({
+      enabled: true,
+      failIfUnavailable: true,
+      allowUnsandboxedCommands: false,
+      filesystem: { denyWrite: ['/r/.git'] },
+    });
+    expect(claudeCodeSandboxSettings({ confined: false, gitDir: '/r/.git', platform: 'linux', pathVar: bin })).toMatchObject({ enabled: true });
+    expect(claudeCodeSandboxSettings({ confined: false, gitDir: '/r/.git', platform: 'linux', pathVar: '/nonexistent' })).toBeNull();
   });
 });

@@ -54,7 +54,7 @@ export function agentSandboxSpec(input: AgentSandboxInput): SandboxSpec {
   if (outside) hidden.push(input.repoRoot, dirname(input.cwd));
   const writable = [input.agentStateDir, join(input.agentStateDir, 'home'), ...input.writableFiles];
   // The repository (main checkout and git dir) read-only: under a hidden HOME or /tmp it would vanish.
-  const readOnly = outside ? [input.gateDir] : [input.repoRoot, input.gateDir];
+  const readOnly = outside || (input.writableCwd && input.cwd === input.repoRoot) ? [input.gateDir] : [input.repoRoot, input.gateDir];
   if (input.writableCwd) writable.push(input.cwd);
   else readOnly.push(input.cwd);
   return {

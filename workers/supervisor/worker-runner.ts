@@ -31,6 +31,7 @@ import type { GatePolicy } from '../../gate/types.js';
 import type { WorkerTurnRequest } from '../worker-turn.js';
 import type { AgentEvent, AgentRunResult, AgentRunStatus } from '../agents/agent-adapter.js';
 import { createAgentAdapter, type AgentOptionsByHarness } from '../agents/agent-factory.js';
+import { claudeCodeSandboxSettings } from '../agents/claude-code-sandbox.js';
 import { agentTurnSandbox } from '../sandbox/agent-turn-sandbox.js';
 import type { WorkerSandboxOptions } from '../sandbox/sandbox-spec.js';
 
@@ -156,13 +157,6 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       record({ type: 'error', message });
       throw Object.assign(new Error(message), { status: 'agent_refused' as AgentRunStatus });
     }
-    const gate = await prepareGate(spec.harness, {
-      role: spec.role,
-      context: spec.gateContext,
-      stateDir: spec.gateDir,
-      ...(spec.journalPath !== undefined ? { journalPath: spec.journalPath } : {}),
-      policy: spec.config.policies,
-    });
     const env: Record<string, string> = {};
     for (const key of [...spec.envKeys, ...(spec.config.workers.env_passthrough ?? [])]) {
       const value = process.env[key];
@@ -196,12 +190,21 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       process.stderr.write(`[polly] ${confinement.warning}\n`);
       record({ type: 'error', message: confinement.warning });
     }
+    const gate = await prepareGate(spec.harness, {
+      role: spec.role,
+      context: spec.gateContext,
+      stateDir: spec.gateDir,
+      ...(spec.journalPath !== undefined ? { journalPath: spec.journalPath } : {}),
+      policy: spec.config.policies,
+      claudeSandbox: spec.harness === 'claude-code' ? claudeCodeSandboxSettings({ confined: confinement.sandbox !== null, gitDir: join(spec.gateContext.repoRoot, '.git') }) : null,
+    });
     const run = adapter.start({
       cwd: spec.cwd,
       prompt: spec.prompt,
       resumeSessionId: spec.resumeSessionId,
       model: spec.model,
-      readOnly: spec.role !== 'implement',
+      // Decided by the Brain (spec.readOnly); a spec written before that field existed: implement writes.
+      readOnly: typeof spec.readOnly === 'boolean' ? spec.readOnly : spec.role !== 'implement',
       gate: { args: gate.args, env: gate.env },
       env,
       stateDir: spec.agentStateDir,
