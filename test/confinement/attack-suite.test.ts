@@ -300,11 +300,11 @@ describe.each(['claude-code', 'pi', 'codex'] as Harness[])('attacks through the 
     const journal = readFileSync(join(o.s.repo, '.polly', 'journal.jsonl'), 'utf8');
     if (SANDBOXED) {
       // Nothing moved; what the sandbox refused names the attempt (the OS's own EROFS lines).
-      expect(task.statusReason).toMatch(/^sandbox refused a write outside the worktree during (the .* turn|acceptance): .*Read-only file system/);
+      expect(task.statusReason).toMatch(/sandbox refused a write outside the worktree during (the .* turn|acceptance): .*Read-only file system/);
       expect(task.statusReason).toContain(o.s.repo);
       expect(journal).toContain('"guard.sandbox_refused"');
     } else {
-      expect(task.statusReason).toMatch(/^ref guard: during (the .* turn|acceptance): /);
+      expect(task.statusReason).toMatch(/ref guard: during (the .* turn|acceptance): /);
       expect(task.statusReason).toMatch(/refs\/heads\/main changed, [0-9a-f]{12} → [0-9a-f]{12}/);
       expect(task.statusReason).toMatch(/origin: refs\/heads\/main changed/);
       expect(journal).toContain('"guard.ref_changed"');
