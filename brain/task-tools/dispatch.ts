@@ -20,6 +20,9 @@ import { isReadOnlyPurpose, type TaskStatus } from '../core/vocabulary.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
+import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-step.js';
+import { sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
+import { POLLY_COMMITS_LINE } from '../../workers/git/git-policy.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
 export const PERMANENT_AGENT_STATUSES: ReadonlySet<string> = new Set(['agent_missing', 'agent_refused', 'blocked_on_prompt']);
@@ -41,7 +44,7 @@ export function implementPrompt(task: TaskRecord, defaultCommands: readonly stri
     ...commands.map((c) => `  $ ${c}`),
     ...(task.acceptance.criteria.length > 0 ? ['Criteria:', ...task.acceptance.criteria.map((c) => `  - ${c}`)] : []),
     '',
-    'Work only in this directory. Do not commit, push or open a pull request: Polly does that.',
+    `Work only in this directory. ${POLLY_COMMITS_LINE}`,
   ].join('\n');
 }
 
@@ -50,10 +53,7 @@ export function implementPrompt(task: TaskRecord, defaultCommands: readonly stri
  * gate role is the purpose, and whether the agent is read-only is decided here, once, from the
  * purpose and the config's `purpose_guard.read_only` (brain/core/vocabulary.ts `isReadOnlyPurpose`).
  */
-export function workerTurnRequest(
-  config: Pick<PollyConfig, 'policies'>,
-  turn: Omit<WorkerTurnRequest, 'role' | 'readOnly'>,
-): WorkerTurnRequest {
+export function workerTurnRequest(config: Pick<PollyConfig, 'policies'>, turn: Omit<WorkerTurnRequest, 'role' | 'readOnly'>): WorkerTurnRequest {
   return { ...turn, role: turn.purpose as GateRole, readOnly: isReadOnlyPurpose(turn.purpose, config.policies.purpose_guard.read_only) };
 }
 
@@ -162,7 +162,11 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
     };
   } else {
     ctx.progress(`${task.id}: creating worktree`);
-    const created = await ctx.worktrees.create({ id: task.id, ...(task.baseBranch ? { baseBranch: task.baseBranch } : {}), ...(task.baseCommit ? { baseCommit: task.baseCommit } : {}) });
+    const created = await ctx.worktrees.create({
+      id: task.id,
+      ...(task.baseBranch ? { baseBranch: task.baseBranch } : {}),
+      ...(task.baseCommit ? { baseCommit: task.baseCommit } : {}),
+    });
     record = { worktree: created.path, branch: created.branch, baseBranch: created.baseBranch ?? task.baseBranch, baseCommit: created.baseCommit };
     env.PORT = String(created.port);
     setup = created.setup;
@@ -234,8 +238,16 @@ export const dispatch: TaskTool = async (ctx) => {
   });
   ctx.progress(`${task.id}: ${task.worker} starts in ${task.worktree}`);
   const request = implementTurn(ctx, task, implementPrompt(task, ctx.config.acceptance.commands), null, env);
-  const result = await ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) });
+  const { value: result, violation } = await withRefGuard({ ...ctx, task }, `the ${task.worker} implementer turn`, () =>
+    ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) }),
+  );
   const outcome = await recordTurn(ctx, result, 'dispatch');
+  if (violation) {
+    await reassertGuardFailure(ctx, violation);
+    return guardFailure(violation);
+  }
+  const refused = turnRefusals(result.events ?? []);
+  if (refused.length > 0) return sandboxRefusalFailure(ctx, `the ${task.worker} implementer turn`, refused);
   if (outcome.outcome !== 'ok' || (await worktreeChanged(task))) return outcome;
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
@@ -243,5 +255,9 @@ export const dispatch: TaskTool = async (ctx) => {
     transitionTask(t, 'failed', { reason: NO_CHANGE, at: new Date().toISOString() });
     tx.emit('task.no_change', { taskId: t.id, orderId: ctx.order.id, worktree: task.worktree });
   });
-  return { outcome: 'failure', permanent: true, note: `dispatch: ${NO_CHANGE} (${task.worker} ended its turn ok, but ${task.worktree} is unchanged from ${task.baseCommit?.slice(0, 12) ?? 'its base'})` };
+  return {
+    outcome: 'failure',
+    permanent: true,
+    note: `dispatch: ${NO_CHANGE} (${task.worker} ended its turn ok, but ${task.worktree} is unchanged from ${task.baseCommit?.slice(0, 12) ?? 'its base'})`,
+  };
 };

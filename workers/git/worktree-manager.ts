@@ -30,6 +30,7 @@ import { commandSandbox } from '../sandbox/command-sandbox.js';
 import { createGitRunner, firstLine, type GitRunner } from './git.js';
 import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
+import { recordPollyRefWrite } from './ref-guard.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
 import { confinedSpawn, runShellCommand, type CommandResult, type SpawnSpec } from '../proc/shell-command.js';
@@ -249,9 +250,11 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     return clock.now().toISOString().replace(/[-:]/g, '');
   }
 
-  /** Create `refs/polly/backup/<id>/<timestamp>` → commit (worktree-backup.ts). */
-  function createBackupRef(info: RepoInfo, id: string, commit: string, reason: string): Promise<string> {
-    return writeBackupRef(git, info.root, `refs/polly/backup/${id}/${stamp()}`, commit, reason);
+  /** Create `refs/polly/backup/<id>/<timestamp>` → commit (worktree-backup.ts); the ref guard is told it is Polly's. */
+  async function createBackupRef(info: RepoInfo, id: string, commit: string, reason: string): Promise<string> {
+    const ref = await writeBackupRef(git, info.root, `refs/polly/backup/${id}/${stamp()}`, commit, reason);
+    recordPollyRefWrite('local', ref, commit);
+    return ref;
   }
 
   async function ensureWorktreesDirIgnored(info: RepoInfo): Promise<void> {
@@ -458,6 +461,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         if (old === null && !existsSync(preferred)) {
           // Fresh task (the common case): add directly; any refusal from git (a stale registration
           // of the path, …) falls through to the careful path below.
+          recordPollyRefWrite('local', branchRef, base.commit);
           const r = await git.run(addArgs('-b', preferred), { cwd: info.root, okExitCodes: [128] });
           if (r.exitCode === 0) return preferred;
           journal('worktree.add_retry', { id, stderr: r.stderr.trim().slice(0, 500) });
@@ -511,6 +515,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
           }
         }
         const path = await choosePath(info, id, new Set(entries.map((e) => resolve(e.path))), recovered);
+        recordPollyRefWrite('local', branchRef, base.commit);
         await git.run(addArgs(old === null ? '-b' : '-B', path), { cwd: info.root });
         return path;
       });
@@ -642,6 +647,8 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       const identity = await resolveCommitIdentity(git, cwd, options.identityEnv ?? process.env);
       await git.run(['commit', '--quiet', '--no-verify', '--no-edit', '-F', '-'], { cwd, env: identity.env, input: input.message });
       const commit = (await revParse(cwd, 'HEAD')) as string;
+      const branchRef = await git.run(['symbolic-ref', '-q', 'HEAD'], { cwd, okExitCodes: [1] });
+      if (branchRef.exitCode === 0) recordPollyRefWrite('local', firstLine(branchRef), commit);
       journal('worktree.committed', { id: input.id, commit, identity: describeIdentity(identity) });
       return commit;
     },
