@@ -2,7 +2,9 @@
  * The gate's data shapes: requests, context, decisions. Type-only module (no runtime cost), shared
  * by the pure decision function and every enforcement adapter.
  */
-import type { Policies } from '../brain/config/config-schema.js';
+import type { GatePolicy } from './policy-types.js';
+
+export type { GatePolicy } from './policy-types.js';
 
 /** Who is asking: the Brain, an implementer, or a read-only worker. */
 export type GateRole = 'brain' | 'implement' | 'review' | 'explore' | 'search';
@@ -67,8 +69,6 @@ export interface GateDecision {
   reason: string;
 }
 
-export type GatePolicy = Policies;
-
 /** A finding of the analysis: a reason to deny or ask. */
 export interface GateFinding {
   decision: 'deny' | 'ask';
@@ -92,7 +92,7 @@ export interface ExecFlags {
  */
 export interface Analyzer {
   readonly context: GateContext;
-  readonly policy: Policies;
+  readonly policy: GatePolicy;
   readonly role: GateRole;
   finding(f: GateFinding): void;
   /** A file the command writes or deletes (`path` absolute, or null when unresolved). */

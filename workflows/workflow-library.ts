@@ -10,11 +10,10 @@
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_CONFIG } from '../brain/config/config-schema.js';
 import { PollyError, isPollyError } from '../brain/core/errors.js';
 import { builtinWorkflowsDir } from '../brain/core/install-paths.js';
 import { checkWorkflow, type CheckResult } from './check/checker.js';
-import { withPollyGuarantees, type GuaranteePolicy } from './check/guarantees.js';
+import { DEFAULT_GUARANTEE_POLICY, withPollyGuarantees, type GuaranteePolicy } from './check/guarantees.js';
 import { WORKFLOW_FILE, loadWorkflow } from './load-workflow.js';
 import type { EventRef, InvariantDecl, Workflow } from './workflow-schema.js';
 
@@ -60,7 +59,7 @@ export interface WorkflowLibrary {
 }
 
 export interface WorkflowLibraryOptions {
-  /** Policy for Polly's guarantees (default: config defaults, 5 dispatches per turn). */
+  /** Policy for Polly's guarantees (default: {@link DEFAULT_GUARANTEE_POLICY}, 5 dispatches per turn). */
   policy?: GuaranteePolicy;
   /** In-memory workflows to add (checked like files). */
   workflows?: Workflow[];
@@ -160,7 +159,7 @@ function duplicate(name: string, a: string, b: string): PollyError {
  * @throws PollyError `bad_input` for a missing source or two workflows with the same name (names both).
  */
 export function createWorkflowLibrary(sources: string[], options: WorkflowLibraryOptions = {}): WorkflowLibrary {
-  const policy = options.policy ?? { maxDispatchesPerTurn: DEFAULT_CONFIG.policies.spawn_bounds.max_dispatches_per_turn };
+  const policy = options.policy ?? { ...DEFAULT_GUARANTEE_POLICY };
   const byName = new Map<string, LibraryEntry>();
   const put = (entry: LibraryEntry): LibraryEntry => {
     const other = byName.get(entry.name);

@@ -5,32 +5,12 @@
  * a config file and its typed value read the same. `brain/config.ts` loads, validates (with
  * file:line:column on errors) and merges a file over {@link DEFAULT_CONFIG}.
  */
-import type { Harness, Purpose } from '../core/vocabulary.js';
+import type { Harness } from '../core/vocabulary.js';
+import { DEFAULT_GATE_POLICY, type GatePolicy } from '../../gate/policy-types.js';
 
-export interface BlastRadiusPolicy {
-  /** When true, every `git push` is an ask; when false (the default) plain pushes of the task's own branch are allowed. Force-pushes, pushes to the default branch and deletions are always denied. */
-  gate_pushes: boolean;
-}
-
-export interface SpawnBoundsPolicy {
-  /** At most this many dispatches in one Brain turn (seed: 5). */
-  max_dispatches_per_turn: number;
-}
-
-export interface PurposeGuardPolicy {
-  /** The closed set of purposes a dispatch may carry (seed: implement, review, explore, search). */
-  allowed: Purpose[];
-  /** Purposes whose workers may not write anything. */
-  read_only: Purpose[];
-}
-
-export interface Policies {
-  blast_radius: BlastRadiusPolicy;
-  spawn_bounds: SpawnBoundsPolicy;
-  purpose_guard: PurposeGuardPolicy;
-  /** Seconds an ask (plan gate, gated call) stays open before it counts as a deny (seed: 86400). */
-  ask_timeout: number;
-}
+/** The gate's policies (owned by `gate/policy-types.ts`), as config `policies`. */
+export type Policies = GatePolicy;
+export type { BlastRadiusPolicy, GatePolicy, PurposeGuardPolicy, SpawnBoundsPolicy } from '../../gate/policy-types.js';
 
 export interface WorkerConfig {
   /** The CLI to run (a name on PATH or an absolute path). */
@@ -104,15 +84,7 @@ export interface PollyConfig {
 /** The defaults written by `polly init` (with comments) and used for any missing key. */
 export const DEFAULT_CONFIG: PollyConfig = {
   version: 1,
-  policies: {
-    blast_radius: { gate_pushes: false },
-    spawn_bounds: { max_dispatches_per_turn: 5 },
-    purpose_guard: {
-      allowed: ['implement', 'review', 'explore', 'search'],
-      read_only: ['review', 'explore', 'search'],
-    },
-    ask_timeout: 86400,
-  },
+  policies: structuredClone(DEFAULT_GATE_POLICY) as GatePolicy,
   workers: {
     'claude-code': { command: 'claude', model: 'claude-sonnet-4-5', allow_root_sandbox: false },
     codex: { command: 'codex', model: 'gpt-5-codex', provider: null },

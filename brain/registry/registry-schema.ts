@@ -11,6 +11,10 @@
 export const REGISTRY_SCHEMA_VERSION = 1;
 
 import type { GoalStatus, Harness, Purpose, TaskStatus } from '../core/vocabulary.js';
+import type { RunRecord } from '../../workflows/run/run-records.js';
+
+/** The runtime owns its records (workflows/run/run-records.ts); the registry stores them under `runs`. */
+export type { RunRecord, WorkOrderRecord } from '../../workflows/run/run-records.js';
 
 export interface GoalRecord {
   id: string;
@@ -149,53 +153,6 @@ export interface TaskRecord {
   finishedAt?: string | null;
   createdAt: string;
   updatedAt: string;
-}
-
-/** A durable workflow run (runtime). */
-export interface RunRecord {
-  id: string;
-  agentArea: string;
-  instanceArea: string;
-  workflow: string;
-  key: string;
-  input: Record<string, unknown>;
-  /** Current values of the workflow's variables, including its control state. */
-  state: Record<string, unknown>;
-  /** Step counter: bumped by every applied action. */
-  seq: number;
-  status: 'running' | 'finished';
-  /** The single open work order, if any. */
-  openOrder: WorkOrderRecord | null;
-  /** Ids of work orders whose completions were applied (de-duplication). */
-  completedOrders: string[];
-  /**
-   * Orders emitted but not yet offered: a step may emit several effects, and only one order is
-   * open at a time; the next is opened when the open one completes (runtime; optional for older runs).
-   */
-  outbox?: WorkOrderRecord[];
-  /** Ids of orders superseded before completion (a signal moved the run, or it ended): reports on them are stale. */
-  droppedOrders?: string[];
-  /** The terminal control state once `status` is `finished`. */
-  outcome?: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface WorkOrderRecord {
-  id: string;
-  kind: string;
-  tool: string;
-  args: Record<string, unknown>;
-  ordinal: number;
-  attempt: number;
-  leaseExpiresAt: string | null;
-  leasedBy: string | null;
-  /** The run's step (seq) that emitted the order (runtime; optional for older records). */
-  seq?: number;
-  /** Attempts allowed by the effect's retry policy. */
-  maxAttempts?: number;
-  /** Not offered before this time (retry backoff); null = now. */
-  availableAt?: string | null;
 }
 
 /** A live (or recently live) worker process. */

@@ -10,10 +10,10 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { PollyError } from '../../brain/core/errors.js';
 import { gateHooksDistDir } from '../../brain/core/install-paths.js';
 import type { GateRuntimeConfig } from './hook-runtime.js';
+import { DEFAULT_GATE_POLICY } from '../policy-types.js';
 import type { GateContext, GatePolicy, GateRole } from '../types.js';
 
 export type GateHarnessName = 'claude-code' | 'codex' | 'pi';
@@ -26,7 +26,7 @@ export interface PrepareGateOptions {
   stateDir: string;
   /** Where decisions are appended (default `<repoRoot>/.polly/gate-decisions.jsonl`; null: nowhere). */
   journalPath?: string | null;
-  /** The policies (default: DEFAULT_CONFIG.policies, the seed's). */
+  /** The policies (default: {@link DEFAULT_GATE_POLICY}). */
   policy?: GatePolicy;
   /** PATH to put the shims in front of (default: process.env.PATH). */
   basePath?: string;
@@ -107,7 +107,7 @@ export function prepareGateSync(harness: GateHarnessName, options: PrepareGateOp
   const journalPath = options.journalPath === undefined ? join(options.context.repoRoot, '.polly', 'gate-decisions.jsonl') : options.journalPath;
   if (journalPath) mkdirSync(resolve(journalPath, '..'), { recursive: true });
   const context: GateContext = { ...options.context, protectedDirs: [...new Set([...(options.context.protectedDirs ?? []), stateDir])] };
-  const config: GateRuntimeConfig = { version: 1, harness, role: options.role, context, policy: options.policy ?? DEFAULT_CONFIG.policies, journalPath, shimDir };
+  const config: GateRuntimeConfig = { version: 1, harness, role: options.role, context, policy: options.policy ?? structuredClone(DEFAULT_GATE_POLICY) as GatePolicy, journalPath, shimDir };
   writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
   const files = [configPath];
   const shim = gateEntryCommand('shim').map(sq).join(' ');

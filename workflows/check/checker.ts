@@ -29,6 +29,7 @@
  */
 import { NOT_ENABLED, compileModel, decodeValue, fire, type Model } from './model.js';
 import { VIOLATION, monitorStep, obligationOpen } from './monitors.js';
+import { createStateSpace, type StateSpace } from './state-space.js';
 import type { TraceStep, Value, Workflow } from '../workflow-schema.js';
 
 /** One violated invariant (or built-in rule) with its shortest counterexample. */
@@ -77,6 +78,7 @@ const BUILTIN_KIND: Record<string, string> = {
   'within-declared-domains': 'out-of-domain',
 };
 
+/** A violation as the search records it: the first edge or state that shows it (its trace is rebuilt by the verdict). */
 interface Found {
   invariant: string;
   kind: string;
@@ -96,14 +98,31 @@ export function checkWorkflow(wf: Workflow, options: CheckOptions = {}): CheckRe
   const stateCap = options.stateCap ?? DEFAULT_STATE_CAP;
   const model = compileModel(wf);
   const space = createStateSpace(model);
-  const { nslots, width } = space;
-  const monitors = model.monitors;
   const found = new Map<string, Found>();
   const record = (f: Found): void => {
     if (!found.has(f.invariant)) found.set(f.invariant, f);
   };
+  const moves = buildMoves(model);
+  const search = explore(model, space, moves, stateCap, record);
+  if (!search.capped) checkReachability(model, space, record);
+  checkStaticRules(model, record);
+  return verdict(model, space, moves, search, stateCap, found, started);
+}
 
-  // Moves: every (action, valuation) pair, numbered.
+/** Every (action, valuation) pair, numbered, and per state-slot value the moves worth trying. */
+interface Moves {
+  moveAction: number[];
+  moveData: Int32Array[];
+  /** Moves whose action has no selector: tried in every state. */
+  always: Int32Array;
+  /** Per selector slot: the slot, its minimum, and the moves per slot value (offset by the minimum). */
+  selSlots: number[];
+  selMin: number[];
+  buckets: Int32Array[][];
+}
+
+/** Number the moves and bucket them by their action's selector (see Model.selectors). */
+function buildMoves(model: Model): Moves {
   const moveAction: number[] = [];
   const moveData: Int32Array[] = [];
   for (const a of model.actions) {
@@ -132,8 +151,28 @@ export function checkWorkflow(wf: Workflow, options: CheckOptions = {}): CheckRe
     }
     sel.allowed.forEach((ok, v) => { if (ok) buckets[k]![v]!.push(mv); });
   });
-  const bucketArrays = buckets.map((b) => b.map((list) => Int32Array.from(list)));
-  const alwaysArr = Int32Array.from(always);
+  return { moveAction, moveData, always: Int32Array.from(always), selSlots, selMin, buckets: buckets.map((b) => b.map((list) => Int32Array.from(list))) };
+}
+
+/** What the breadth-first search found besides violations. */
+interface SearchCounts {
+  paths: number;
+  terminals: number;
+  /** The state cap stopped the search. */
+  capped: boolean;
+}
+
+/**
+ * Breadth-first search of the product graph from the initial state: fires every enabled move of
+ * every non-terminal state, steps the monitors, records per-step violations through `record` and
+ * stores states and edges in `space`. Stops after the state that crosses `stateCap`.
+ */
+function explore(model: Model, space: StateSpace, moves: Moves, stateCap: number, record: (f: Found) => void): SearchCounts {
+  const { nslots, width } = space;
+  const monitors = model.monitors;
+  const { moveAction, moveData, selSlots, selMin } = moves;
+  const bucketArrays = moves.buckets;
+  const alwaysArr = moves.always;
   const todo = new Int32Array(moveAction.length);
   const incomplete = new Set(model.incompleteEffects);
   const incompleteIdx = new Set(model.wf.effects.map((e, i) => (incomplete.has(e.kind) ? i : -1)).filter((i) => i >= 0));
@@ -219,50 +258,60 @@ export function checkWorkflow(wf: Workflow, options: CheckOptions = {}): CheckRe
     }
   }
   space.endEdges(expanded);
+  return { paths, terminals, capped };
+}
 
-  if (!capped) {
-    // Topological order (Kahn). When the reachable graph is acyclic (every Polly workflow must
-    // be), "a terminal state is reachable" is computed backwards along that order with the
-    // forward edges; otherwise by breadth-first search over the reversed edges.
-    const topo = space.topologicalOrder();
-    const reach = new Uint8Array(space.count);
-    for (let i = 0; i < space.count; i++) if (terminalMask[space.control(i)] === 1) reach[i] = 1;
-    let back: { start: Int32Array; to: Int32Array } | null = null;
-    if (topo.complete) {
-      for (let k = space.count - 1; k >= 0; k--) {
-        const st = topo.order[k]!;
-        if (reach[st] === 0 && space.anySuccessor(st, reach)) reach[st] = 1;
-      }
-    } else {
-      back = space.reverse();
-      const queue = new Int32Array(space.count);
-      let qh = 0;
-      let qt = 0;
-      for (let i = 0; i < space.count; i++) if (reach[i] === 1) queue[qt++] = i;
-      while (qh < qt) {
-        const st = queue[qh++]!;
-        for (let e = back.start[st]!; e < back.start[st + 1]!; e++) {
-          const p = back.to[e]!;
-          if (reach[p] === 0) {
-            reach[p] = 1;
-            queue[qt++] = p;
-          }
+/**
+ * `terminal-always-reachable` (AG EF terminal) and `terminates` (no cycle) over the complete
+ * reachable graph: a terminal state must be reachable from every state; with a `terminates`
+ * invariant, a cycle is recorded with its states.
+ */
+function checkReachability(model: Model, space: StateSpace, record: (f: Found) => void): void {
+  const terminalMask = model.terminalMask;
+  // Topological order (Kahn). When the reachable graph is acyclic (every Polly workflow must
+  // be), "a terminal state is reachable" is computed backwards along that order with the
+  // forward edges; otherwise by breadth-first search over the reversed edges.
+  const topo = space.topologicalOrder();
+  const reach = new Uint8Array(space.count);
+  for (let i = 0; i < space.count; i++) if (terminalMask[space.control(i)] === 1) reach[i] = 1;
+  let back: { start: Int32Array; to: Int32Array } | null = null;
+  if (topo.complete) {
+    for (let k = space.count - 1; k >= 0; k--) {
+      const st = topo.order[k]!;
+      if (reach[st] === 0 && space.anySuccessor(st, reach)) reach[st] = 1;
+    }
+  } else {
+    back = space.reverse();
+    const queue = new Int32Array(space.count);
+    let qh = 0;
+    let qt = 0;
+    for (let i = 0; i < space.count; i++) if (reach[i] === 1) queue[qt++] = i;
+    while (qh < qt) {
+      const st = queue[qh++]!;
+      for (let e = back.start[st]!; e < back.start[st + 1]!; e++) {
+        const p = back.to[e]!;
+        if (reach[p] === 0) {
+          reach[p] = 1;
+          queue[qt++] = p;
         }
       }
     }
-    for (let i = 0; i < space.count; i++) {
-      if (reach[i] === 0) {
-        record({ invariant: 'terminal-always-reachable', kind: 'no-terminal-reachable', state: i, move: -1, detail: 'from this state no terminal state can be reached (a loop or trap with no exit)' });
-        break;
-      }
-    }
-    const term = model.wf.invariants.find((x) => x.pattern === 'terminates');
-    if (term && !topo.complete) {
-      const cycle = space.findCycle(back!, topo.indeg);
-      record({ invariant: term.name, kind: 'terminates', state: cycle[0]!, move: -1, cycle, detail: 'a cycle: this run can go on forever' });
+  }
+  for (let i = 0; i < space.count; i++) {
+    if (reach[i] === 0) {
+      record({ invariant: 'terminal-always-reachable', kind: 'no-terminal-reachable', state: i, move: -1, detail: 'from this state no terminal state can be reached (a loop or trap with no exit)' });
+      break;
     }
   }
-  // Static rules also refuse what no reachable step showed.
+  const term = model.wf.invariants.find((x) => x.pattern === 'terminates');
+  if (term && !topo.complete) {
+    const cycle = space.findCycle(back!, topo.indeg);
+    record({ invariant: term.name, kind: 'terminates', state: cycle[0]!, move: -1, cycle, detail: 'a cycle: this run can go on forever' });
+  }
+}
+
+/** Static rules: refuse what no reachable step showed (effects without completions, undeclared effects). */
+function checkStaticRules(model: Model, record: (f: Found) => void): void {
   for (const k of model.incompleteEffects) {
     record({ invariant: 'effects-have-completions', kind: 'effect-without-completion', state: -1, move: -1, detail: `effect kind "${k}" declares no on_ok/on_failure completion` });
   }
@@ -270,7 +319,12 @@ export function checkWorkflow(wf: Workflow, options: CheckOptions = {}): CheckRe
   model.wf.transitions.forEach((t, ti) => {
     for (const e of t.emit) if (!declared.has(e)) record({ invariant: 'effects-declared', kind: 'undeclared-effect', state: -1, move: -1, detail: `transitions[${ti}] emits "${e}", which is not declared under effects` });
   });
+}
 
+/** The result: violations in declaration order (the state cap first), each with its shortest trace, and the counts. */
+function verdict(model: Model, space: StateSpace, moves: Moves, search: SearchCounts, stateCap: number, found: Map<string, Found>, started: number): CheckResult {
+  const { moveAction, moveData } = moves;
+  const { paths, terminals, capped } = search;
   const violations: Violation[] = [];
   if (capped) violations.push({ invariant: 'state-cap', kind: 'state-cap', trace: [], detail: `not exhaustive: state cap ${stateCap} reached` });
   const order = [...model.wf.invariants.map((x) => x.name), ...Object.keys(BUILTIN_KIND)];
@@ -367,244 +421,4 @@ function traceStep(model: Model, vec: Int32Array, action: number, d: Int32Array)
     if (out[i] !== vec[i]) step.changes.push({ variable: s.name, from: decodeValue(s.type, vec[i]!), to: decodeValue(s.type, out[i]!) });
   });
   return step;
-}
-
-/** Packed visited set, BFS order, parent pointers and the forward edge list (CSR). */
-interface StateSpace {
-  nslots: number;
-  width: number;
-  count: number;
-  parent: Int32Array;
-  parentMove: Int32Array;
-  insert(vec: Int32Array): number;
-  decode(i: number, out: Int32Array): void;
-  control(i: number): number;
-  beginEdges(i: number): void;
-  addEdge(to: number, from: number, move: number): void;
-  endEdges(expanded: number): void;
-  reverse(): { start: Int32Array; to: Int32Array };
-  /** Kahn's algorithm: `order` holds the peeled states; `complete` when the graph is acyclic; `indeg` > 0 marks states on or after a cycle. */
-  topologicalOrder(): { order: Int32Array; complete: boolean; indeg: Int32Array };
-  anySuccessor(state: number, mark: Uint8Array): boolean;
-  findCycle(back: { start: Int32Array; to: Int32Array }, indeg: Int32Array): number[];
-  moveBetween(from: number, to: number): number;
-}
-
-/**
- * Bit-packed state storage: each slot gets ceil(log2(size)) bits inside 32-bit words (a slot
- * never straddles words); an open-addressing hash table of state indexes; BFS order = index order.
- */
-function createStateSpace(model: Model): StateSpace {
-  const nslots = model.slots.length;
-  const sizes = [...model.slots.map((s) => s.max - s.min + 1), ...model.monitors.map((m) => m.size)];
-  const mins = [...model.slots.map((s) => s.min), ...model.monitors.map(() => 0)];
-  const width = sizes.length;
-  const wordOf = new Int32Array(width);
-  const shiftOf = new Int32Array(width);
-  const maskOf = new Int32Array(width);
-  const minOf = Int32Array.from(mins);
-  let word = 0;
-  let used = 0;
-  sizes.forEach((size, s) => {
-    const bits = Math.max(1, Math.ceil(Math.log2(size)));
-    if (used + bits > 32) {
-      word++;
-      used = 0;
-    }
-    wordOf[s] = word;
-    shiftOf[s] = used;
-    maskOf[s] = bits >= 32 ? -1 : (1 << bits) - 1;
-    used += bits;
-  });
-  const kw = word + 1;
-  let cap = 1 << 12;
-  let keys = new Int32Array(cap * kw);
-  let parent = new Int32Array(cap);
-  let parentMove = new Int32Array(cap);
-  let edgeStart = new Int32Array(cap + 1);
-  let edgeTo = new Int32Array(1 << 14);
-  let edgeMoves = new Int32Array(1 << 14);
-  let edgeCount = 0;
-  // Open addressing; each entry is [state index + 1, packed key words...] so that a probe reads
-  // one place in memory.
-  const stride = kw + 1;
-  let tableBits = 14;
-  let table = new Int32Array((1 << tableBits) * stride);
-  let tableMask = (1 << tableBits) - 1;
-  const packed = new Int32Array(kw);
-  let count = 0;
-  let lastInsertNew = false;
-
-  const hashOf = (src: Int32Array, base: number): number => {
-    let h = 0x811c9dc5 | 0;
-    for (let w = 0; w < kw; w++) h = Math.imul(h ^ src[base + w]!, 0x01000193);
-    h ^= h >>> 16;
-    h = Math.imul(h, 0x85ebca6b);
-    h ^= h >>> 13;
-    return h;
-  };
-  const growTable = (): void => {
-    tableBits++;
-    table = new Int32Array((1 << tableBits) * stride);
-    tableMask = (1 << tableBits) - 1;
-    for (let i = 0; i < count; i++) {
-      let h = hashOf(keys, i * kw) & tableMask;
-      while (table[h * stride] !== 0) h = (h + 1) & tableMask;
-      const at = h * stride;
-      table[at] = i + 1;
-      for (let w = 0; w < kw; w++) table[at + 1 + w] = keys[i * kw + w]!;
-    }
-  };
-  const growStates = (): void => {
-    cap *= 2;
-    const k2 = new Int32Array(cap * kw);
-    k2.set(keys);
-    keys = k2;
-    const p2 = new Int32Array(cap);
-    p2.set(parent);
-    parent = p2;
-    const m2 = new Int32Array(cap);
-    m2.set(parentMove);
-    parentMove = m2;
-    const e2 = new Int32Array(cap + 1);
-    e2.set(edgeStart);
-    edgeStart = e2;
-    space.parent = parent;
-    space.parentMove = parentMove;
-  };
-
-  const space: StateSpace = {
-    nslots,
-    width,
-    count: 0,
-    parent,
-    parentMove,
-    insert(vec) {
-      for (let w = 0; w < kw; w++) packed[w] = 0;
-      for (let s = 0; s < width; s++) {
-        const w = wordOf[s]!;
-        packed[w] = packed[w]! | ((vec[s]! - minOf[s]!) << shiftOf[s]!);
-      }
-      let h = hashOf(packed, 0) & tableMask;
-      for (;;) {
-        const at = h * stride;
-        const slot = table[at]!;
-        if (slot === 0) break;
-        let eq = true;
-        for (let w = 0; w < kw; w++) {
-          if (table[at + 1 + w] !== packed[w]) {
-            eq = false;
-            break;
-          }
-        }
-        if (eq) {
-          lastInsertNew = false;
-          return slot - 1;
-        }
-        h = (h + 1) & tableMask;
-      }
-      if (count === cap) growStates();
-      const idx = count++;
-      keys.set(packed, idx * kw);
-      const at = h * stride;
-      table[at] = idx + 1;
-      for (let w = 0; w < kw; w++) table[at + 1 + w] = packed[w]!;
-      space.count = count;
-      lastInsertNew = true;
-      if (count * 2 > tableMask + 1) growTable();
-      return idx;
-    },
-    decode(i, out) {
-      const base = i * kw;
-      for (let s = 0; s < width; s++) out[s] = ((keys[base + wordOf[s]!]! >>> shiftOf[s]!) & maskOf[s]!) + minOf[s]!;
-    },
-    control(i) {
-      return ((keys[i * kw + wordOf[0]!]! >>> shiftOf[0]!) & maskOf[0]!) + minOf[0]!;
-    },
-    beginEdges(i) {
-      edgeStart[i] = edgeCount;
-    },
-    addEdge(to, from, move) {
-      if (lastInsertNew) {
-        parent[to] = from;
-        parentMove[to] = move;
-      }
-      if (edgeCount === edgeTo.length) {
-        const e2 = new Int32Array(edgeTo.length * 2);
-        e2.set(edgeTo);
-        edgeTo = e2;
-        const m2 = new Int32Array(edgeMoves.length * 2);
-        m2.set(edgeMoves);
-        edgeMoves = m2;
-      }
-      edgeMoves[edgeCount] = move;
-      edgeTo[edgeCount++] = to;
-    },
-    endEdges(expanded) {
-      // States never expanded (after a cap) get empty edge lists.
-      for (let i = expanded; i <= count; i++) edgeStart[i] = edgeCount;
-    },
-    reverse() {
-      const start = new Int32Array(count + 1);
-      for (let e = 0; e < edgeCount; e++) start[edgeTo[e]! + 1]!++;
-      for (let i = 0; i < count; i++) start[i + 1] = start[i + 1]! + start[i]!;
-      const fill = start.slice(0, count);
-      const to = new Int32Array(edgeCount);
-      for (let s = 0; s < count; s++) {
-        for (let e = edgeStart[s]!; e < edgeStart[s + 1]!; e++) to[fill[edgeTo[e]!]!++] = s;
-      }
-      return { start, to };
-    },
-    topologicalOrder() {
-      const indeg = new Int32Array(count);
-      for (let e = 0; e < edgeCount; e++) indeg[edgeTo[e]!]!++;
-      const order = new Int32Array(count);
-      let qh = 0;
-      let qt = 0;
-      for (let i = 0; i < count; i++) if (indeg[i] === 0) order[qt++] = i;
-      while (qh < qt) {
-        const st = order[qh++]!;
-        for (let e = edgeStart[st]!; e < edgeStart[st + 1]!; e++) {
-          const t = edgeTo[e]!;
-          if (--indeg[t]! === 0) order[qt++] = t;
-        }
-      }
-      return { order, complete: qt === count, indeg };
-    },
-    anySuccessor(st, mark) {
-      for (let e = edgeStart[st]!; e < edgeStart[st + 1]!; e++) if (mark[edgeTo[e]!] === 1) return true;
-      return false;
-    },
-    findCycle(back, indeg) {
-      // Walk backwards through remaining states until one repeats: that is a cycle.
-      let s = 0;
-      while (indeg[s] === 0) s++;
-      const seenAt = new Map<number, number>();
-      const walk: number[] = [];
-      while (!seenAt.has(s)) {
-        seenAt.set(s, walk.length);
-        walk.push(s);
-        let p = -1;
-        for (let e = back.start[s]!; e < back.start[s + 1]!; e++) {
-          if (indeg[back.to[e]!]! > 0) {
-            p = back.to[e]!;
-            break;
-          }
-        }
-        s = p;
-      }
-      const cycle = walk.slice(seenAt.get(s)!).reverse(); // forward order
-      // Rotate so that the shallowest (lowest BFS index) state comes first.
-      let best = 0;
-      cycle.forEach((x, i) => { if (x < cycle[best]!) best = i; });
-      return [...cycle.slice(best), ...cycle.slice(0, best)];
-    },
-    moveBetween(from, to) {
-      for (let e = edgeStart[from]!; e < edgeStart[from + 1]!; e++) {
-        if (edgeTo[e] === to) return edgeMoves[e]!;
-      }
-      throw new Error(`internal: no edge ${from} → ${to}`);
-    },
-  };
-  return space;
 }

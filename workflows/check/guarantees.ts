@@ -33,6 +33,9 @@ export interface GuaranteePolicy {
   maxDispatchesPerTurn: number;
 }
 
+/** The default guarantee policy: 5 dispatches per turn. `brain/config/config-schema.ts` composes it into config `policies.spawn_bounds`. */
+export const DEFAULT_GUARANTEE_POLICY: Readonly<GuaranteePolicy> = Object.freeze({ maxDispatchesPerTurn: 5 });
+
 export const DISPATCH_TOOLS = ['dispatch', 'dispatch_review'];
 
 /** Default bindings for a workflow without a `polly:` block: one task with the conventional names. */

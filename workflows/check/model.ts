@@ -236,7 +236,9 @@ export function compileModel(wf: Workflow): Model {
     }
     return best;
   });
-  model.monitors = compileMonitors(model, (path, src, action) => compileAt(path, src, resolverFor(action === null ? null : actions[action]!), { kind: 'bool' }));
+  const compiled = compileMonitors(model, (path, src, action) => compileAt(path, src, resolverFor(action === null ? null : actions[action]!), { kind: 'bool' }));
+  model.monitors = compiled.monitors;
+  transitions.forEach((t, ti) => { t.monitorOps = compiled.ops[ti]!; });
   cache.set(wf, model);
   return model;
 }

@@ -22,8 +22,7 @@
  * `terminates` has no automaton: the checker looks for a cycle in the reachable graph.
  */
 import type { Compiled } from '../expression.js';
-import type { Model } from './model.js';
-import type { EventRef, InvariantDecl } from '../workflow-schema.js';
+import type { EventRef, InvariantDecl, Workflow } from '../workflow-schema.js';
 
 export const ROLE_OPEN = 0;
 export const ROLE_CLOSE = 1;
@@ -60,15 +59,32 @@ export interface MonitorModel {
 /** Sentinel returned by {@link monitorStep} on a violation. */
 export const VIOLATION = -1;
 
+/** What monitor compilation reads of a compiled model: the workflow, action names, and per transition its action and emitted effects. */
+export interface MonitorSource {
+  wf: Workflow;
+  actions: ReadonlyArray<{ name: string }>;
+  /** Per transition: its action's index, and per emitted kind the effect index (-1: undeclared) and name. */
+  transitions: ReadonlyArray<{ action: number; emits: readonly number[]; emitNames: readonly string[] }>;
+}
+
+/** The compiled monitors, and per transition (same index as the source's) its monitor updates in event order. */
+export interface CompiledMonitors {
+  monitors: MonitorModel[];
+  ops: MonitorOp[][];
+}
+
 /**
- * Compile the workflow's invariants (except `terminates`) into monitors and attach their event
- * roles to `model.transitions[*].monitorOps`.
+ * Compile the workflow's invariants (except `terminates`) into monitors and, per transition, the
+ * event roles it plays for them (the action first, then its emits). `compileModel` attaches the
+ * ops to its transitions.
  *
  * @param compileWhen compiles an event ref's `when` for a transition's action (index) at a field path.
+ * @throws what `compileWhen` throws for a bad `when` expression (every `when` is compiled at least once).
  */
-export function compileMonitors(model: Model, compileWhen: (path: string, src: string, action: number | null) => Compiled): MonitorModel[] {
-  const wf = model.wf;
+export function compileMonitors(source: MonitorSource, compileWhen: (path: string, src: string, action: number | null) => Compiled): CompiledMonitors {
+  const wf = source.wf;
   const monitors: MonitorModel[] = [];
+  const ops: MonitorOp[][] = source.transitions.map(() => []);
   wf.invariants.forEach((inv, invIndex) => {
     if (inv.pattern === 'terminates') return;
     const scoped = inv.scope.kind !== 'global';
@@ -98,9 +114,9 @@ export function compileMonitors(model: Model, compileWhen: (path: string, src: s
     if (inv.pattern === 'eventually_after') refs.push({ ref: inv.then, role: ROLE_THEN, bit: 0, path: `${base}.${field}.then` });
     if (inv.scope.kind === 'between') refs.push({ ref: inv.scope.until, role: ROLE_CLOSE, bit: 0, path: `${base}.scope.until` });
 
-    for (const t of model.transitions) {
+    source.transitions.forEach((t, ti) => {
       const events: Array<{ name: string; tool: string | null }> = [
-        { name: model.actions[t.action]!.name, tool: null },
+        { name: source.actions[t.action]!.name, tool: null },
         ...t.emitNames.map((k, i) => ({ name: k, tool: t.emits[i]! >= 0 ? wf.effects[t.emits[i]!]!.tool : null })),
       ];
       for (const ev of events) {
@@ -108,14 +124,14 @@ export function compileMonitors(model: Model, compileWhen: (path: string, src: s
           const hit = r.ref.names.includes(ev.name) || (ev.tool !== null && r.ref.tools.includes(ev.tool));
           if (!hit) continue;
           const cond = r.ref.when === null ? null : compileWhen(`${r.path}.when`, r.ref.when, t.action);
-          t.monitorOps.push({ monitor: m.index, role: r.role, bit: r.bit, cond });
+          ops[ti]!.push({ monitor: m.index, role: r.role, bit: r.bit, cond });
         }
       }
-    }
+    });
     // Compile every `when` at least once so that a bad expression is reported even if no transition matches.
     for (const r of refs) if (r.ref.when !== null) compileWhen(`${r.path}.when`, r.ref.when, null);
   });
-  return monitors;
+  return { monitors, ops };
 }
 
 /**

@@ -31,8 +31,8 @@
  * `run.reported`, `run.retry`, `run.rejected`, `run.order_dropped`, `run.lease_expired`, `run.finished`.
  */
 import { PollyError, isPollyError } from '../../brain/core/errors.js';
-import type { JournalEntry, Registry, RunRecord, WorkOrderRecord } from '../../brain/registry/registry-schema.js';
-import type { RegistryStore, RegistryTx } from '../../brain/registry/registry-store.js';
+import type { RunRecord, WorkOrderRecord } from './run-records.js';
+import type { RunJournalEntry, RunStore, RunStoreState, RunStoreTx } from './run-store.js';
 import { applyAction, enabledActions, initialState, isTerminal, runKey, validateInput, type RunState, type StepApplied } from './interpreter.js';
 import { runIdFor } from './run-identity.js';
 import { createOrder, idleInstruction, orderInstruction } from './work-order.js';
@@ -40,7 +40,8 @@ import type { LibraryEntry, WorkflowLibrary } from '../workflow-library.js';
 import type { Value, Workflow } from '../workflow-schema.js';
 
 export interface RuntimeDeps {
-  store: RegistryStore;
+  /** Where runs live (the registry store satisfies it). */
+  store: RunStore;
   library: WorkflowLibrary;
   /** The agent area (a kind of agent: whose workflow library). Part of every run id. */
   agentArea: string;
@@ -122,7 +123,7 @@ export interface Runtime {
   /** The run, its open order and what to do next. @throws PollyError `not_found`. */
   state(runId: string): Promise<RunView>;
   /** The run's journal lines with seq > `afterSeq`. @throws PollyError `not_found`. */
-  journal(runId: string, afterSeq?: number): Promise<JournalEntry[]>;
+  journal(runId: string, afterSeq?: number): Promise<RunJournalEntry[]>;
   /** Runs of this runtime's areas (all areas with `allAreas`), oldest first. */
   list(filter?: { workflow?: string; status?: RunRecord['status']; allAreas?: boolean }): Promise<RunRecord[]>;
   /** Clear expired leases of every running run (journaled); the orders stay open, same ids. */
@@ -154,7 +155,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     return e as LibraryEntry & { workflow: Workflow };
   }
 
-  function getRun(reg: Registry, runId: string): RunRecord {
+  function getRun(reg: RunStoreState, runId: string): RunRecord {
     const run = reg.runs[runId];
     if (!run) throw new PollyError('not_found', `no workflow run ${JSON.stringify(runId)} in this registry. Call workflow_start to start or attach (the run id comes back from it).`, { details: { run: runId } });
     return run;
@@ -170,7 +171,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
   }
 
   /** Open the next queued order when none is open. */
-  function promote(run: RunRecord, tx: RegistryTx): void {
+  function promote(run: RunRecord, tx: RunStoreTx): void {
     if (run.openOrder || run.status !== 'running') return;
     const next = run.outbox?.shift();
     if (!next) return;
@@ -178,7 +179,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     tx.emit('run.order', { run: run.id, order: next.id, kind: next.kind, tool: next.tool, attempt: next.attempt, seq: next.seq ?? null });
   }
 
-  function dropOutstanding(run: RunRecord, tx: RegistryTx, why: string): void {
+  function dropOutstanding(run: RunRecord, tx: RunStoreTx, why: string): void {
     const outstanding = [...(run.openOrder ? [run.openOrder] : []), ...(run.outbox ?? [])];
     for (const o of outstanding) {
       run.droppedOrders = [...(run.droppedOrders ?? []), o.id];
@@ -189,7 +190,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
   }
 
   /** Commit an applied step: state, seq, new orders, finish. */
-  function commitStep(run: RunRecord, wf: Workflow, action: string, data: Record<string, unknown>, step: StepApplied, tx: RegistryTx, cause: string, at: Date): void {
+  function commitStep(run: RunRecord, wf: Workflow, action: string, data: Record<string, unknown>, step: StepApplied, tx: RunStoreTx, cause: string, at: Date): void {
     const from = runState(run).state;
     run.seq += 1;
     run.state = step.state as unknown as Record<string, unknown>;
@@ -211,7 +212,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     promote(run, tx);
   }
 
-  function reject(run: RunRecord, tx: RegistryTx, code: RejectCode, reason: string, extra: Record<string, unknown>): Rejected {
+  function reject(run: RunRecord, tx: RunStoreTx, code: RejectCode, reason: string, extra: Record<string, unknown>): Rejected {
     tx.emit('run.rejected', { run: run.id, code, reason, ...extra });
     return { accepted: false, code, reason, run: clone(run) };
   }

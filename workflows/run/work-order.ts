@@ -2,7 +2,7 @@
  * Work orders: what the runtime hands an agent for one emitted effect, and the instructions (plain
  * sentences) that tell the agent — an MCP host's model or the Brain — what to do next.
  */
-import type { RunRecord, WorkOrderRecord } from '../../brain/registry/registry-schema.js';
+import type { RunRecord, WorkOrderRecord } from './run-records.js';
 import type { RunState } from './interpreter.js';
 import { orderIdFor } from './run-identity.js';
 import type { ActionDecl, Domain, EffectDecl, Workflow } from '../workflow-schema.js';
