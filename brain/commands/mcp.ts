@@ -14,7 +14,7 @@
  * context; it needs a git repository (the working directory, or `--repo DIR`). The LLM brain's
  * `claude` starts the server this way (brain/llm-brain.ts).
  *
- * Registry (the directory holding `registry.json` and `journal.jsonl`): `--registry DIR`, else
+ * Registry (the directory holding `registry.json`, `journal.jsonl` and the run store `runs/`): `--registry DIR`, else
  * `$POLLY_HOME`, else `<repo>/.polly` inside a git repository, else `~/.polly`. Point several
  * workspaces at one directory to share a store, or at different ones to keep them apart.
  */
@@ -28,6 +28,7 @@ import type { Command, CommandIO } from './command.js';
 import { PollyError, isPollyError } from '../core/errors.js';
 import { admissionLines, createPollyMcpServer, type PollyToolDefinition } from '../mcp/mcp-server.js';
 import { createFileRegistryStore, type RegistryStore } from '../registry/registry-store.js';
+import { openRunStore } from '../registry/run-storage.js';
 import { findRepo } from '../../workers/git/repo.js';
 import { createRuntime, type Runtime } from '../../workflows/run/runtime.js';
 import { builtinWorkflowDirs, createWorkflowLibrary } from '../../workflows/workflow-library.js';
@@ -170,7 +171,9 @@ Register the server with a host: polly install --host claude-code|kiro|openworke
     const library = createWorkflowLibrary(setup.sources);
     for (const line of admissionLines(library)) io.stderr.write(`${line}\n`);
     const store = createFileRegistryStore(setup.registryDir);
-    const tracked = trackInFlight(createRuntime({ store, library, agentArea: setup.agentArea, instanceArea: setup.instanceArea }));
+    const runs = await openRunStore(setup.registryDir, store);
+    if (runs.moved > 0) io.stderr.write(`[polly] moved ${runs.moved} workflow runs from registry.json into ${runs.store.path}\n`);
+    const tracked = trackInFlight(createRuntime({ store: runs.store, library, agentArea: setup.agentArea, instanceArea: setup.instanceArea }));
     const extraTools = values.brain ? await brainExtraTools(store, where, values.goal ?? null) : [];
     const server = createPollyMcpServer({ runtime: tracked.runtime, library, extraTools, version: packageVersion() });
     io.stderr.write(`[polly] serving agent area ${setup.agentArea}, workspace ${setup.instanceArea}, registry ${setup.registryDir}\n`);
@@ -184,6 +187,7 @@ Register the server with a host: polly install --host claude-code|kiro|openworke
     });
     await server.connect(transport);
     await closed;
+    await runs.store.close();
     return 0;
   },
 };

@@ -1,10 +1,11 @@
 /**
- * The durable workflow runtime: admitted workflows run on the registry, one work order at a time.
+ * The durable workflow runtime: admitted workflows run on a run store, one work order at a time.
  *
- * Every operation is ONE `store.update` (one atomic registry write under the lock) that emits its
- * journal lines in the same transaction, and no run state is cached in memory: an MCP server, a
- * second MCP server and the Brain may drive the same registry concurrently, and a process killed
- * at any point leaves the registry before or after a step, never inside one.
+ * Every operation is ONE `store.updateRun` of the one run it touches (one atomic, durable commit
+ * with its journal lines), and no run state is cached in memory: an MCP server, a second MCP
+ * server and the Brain may drive the same store concurrently, and a process killed at any point
+ * leaves the store before or after a step, never inside one. A step's cost does not depend on how
+ * many other runs exist; concurrent steps share a commit (group commit, `run-store.ts`).
  *
  * Semantics:
  * - Identity: run id = hash(agent area | instance area | workflow | key), the key derived from
@@ -32,7 +33,7 @@
  */
 import { PollyError, isPollyError } from '../../brain/core/errors.js';
 import type { RunRecord, WorkOrderRecord } from './run-records.js';
-import type { RunJournalEntry, RunStore, RunStoreState, RunStoreTx } from './run-store.js';
+import type { RunDraft, RunJournalEntry, RunStore, RunStoreTx } from './run-store.js';
 import { applyAction, enabledActions, initialState, isTerminal, runKey, validateInput, type RunState, type StepApplied } from './interpreter.js';
 import { runIdFor } from './run-identity.js';
 import { createOrder, idleInstruction, orderInstruction } from './work-order.js';
@@ -40,7 +41,7 @@ import type { LibraryEntry, WorkflowLibrary } from '../workflow-library.js';
 import type { Value, Workflow } from '../workflow-schema.js';
 
 export interface RuntimeDeps {
-  /** Where runs live (the registry store satisfies it). */
+  /** Where runs live (`lmdb-run-store.ts`, or its memory twin). */
   store: RunStore;
   library: WorkflowLibrary;
   /** The agent area (a kind of agent: whose workflow library). Part of every run id. */
@@ -130,10 +131,6 @@ export interface Runtime {
   expireLeases(): Promise<Array<{ run: string; order: string; owner: string | null }>>;
 }
 
-function clone<T>(v: T): T {
-  return structuredClone(v);
-}
-
 function runState(run: RunRecord): RunState {
   return run.state as unknown as RunState;
 }
@@ -155,9 +152,9 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     return e as LibraryEntry & { workflow: Workflow };
   }
 
-  function getRun(reg: RunStoreState, runId: string): RunRecord {
-    const run = reg.runs[runId];
-    if (!run) throw new PollyError('not_found', `no workflow run ${JSON.stringify(runId)} in this registry. Call workflow_start to start or attach (the run id comes back from it).`, { details: { run: runId } });
+  function getRun(draft: RunDraft | { run: RunRecord | null }, runId: string): RunRecord {
+    const run = draft.run;
+    if (!run) throw new PollyError('not_found', `no workflow run ${JSON.stringify(runId)} in this store. Call workflow_start to start or attach (the run id comes back from it).`, { details: { run: runId } });
     return run;
   }
 
@@ -214,11 +211,11 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
 
   function reject(run: RunRecord, tx: RunStoreTx, code: RejectCode, reason: string, extra: Record<string, unknown>): Rejected {
     tx.emit('run.rejected', { run: run.id, code, reason, ...extra });
-    return { accepted: false, code, reason, run: clone(run) };
+    return { accepted: false, code, reason, run: run };
   }
 
   function accepted(run: RunRecord, wf: Workflow, at: Date): Accepted {
-    return { accepted: true, run: clone(run), order: run.openOrder ? clone(run.openOrder) : null, instruction: instructionFor(wf, run, at) };
+    return { accepted: true, run: run, order: run.openOrder ? run.openOrder : null, instruction: instructionFor(wf, run, at) };
   }
 
   const runtime: Runtime = {
@@ -246,12 +243,12 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
         return { status: 'refused', run: null, order: null, code: 'bad_input', reasons: [error.message], instruction: `${error.message} Nothing was started. The run key (${wf.key ?? 'none'}) is derived from the input, so the input must be valid: pass exactly ${fields || 'no fields'}.` };
       }
       const id = runIdFor(agentArea, instanceArea, wf.name, key);
-      return store.update((draft, tx) => {
+      return store.updateRun(id, (draft, tx) => {
         const at = now();
-        const existing = draft.runs[id];
+        const existing = draft.run;
         if (existing) {
           const status: StartStatus = existing.status === 'finished' ? 'finished' : 'attached';
-          return { status, run: clone(existing), order: existing.openOrder ? clone(existing.openOrder) : null, instruction: instructionFor(wf, existing, at) };
+          return { status, run: existing, order: existing.openOrder ? existing.openOrder : null, instruction: instructionFor(wf, existing, at) };
         }
         const run: RunRecord = {
           id, agentArea, instanceArea, workflow: wf.name, key, input: { ...valid },
@@ -259,7 +256,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
           seq: 0, status: 'running', openOrder: null, completedOrders: [], outbox: [], droppedOrders: [], outcome: null,
           createdAt: at.toISOString(), updatedAt: at.toISOString(),
         };
-        draft.runs[id] = run;
+        draft.run = run;
         tx.emit('run.started', { run: id, workflow: wf.name, key, agentArea, instanceArea, input: run.input });
         const starts = enabledActions(wf, runState(run)).filter((e) => e.action === 'START');
         if (starts.length === 1) {
@@ -267,13 +264,13 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
           const step = applyAction(wf, runState(run), 'START', only);
           if ('state' in step) commitStep(run, wf, 'START', only, step, tx, 'start', at);
         }
-        return { status: 'started' as const, run: clone(run), order: run.openOrder ? clone(run.openOrder) : null, instruction: instructionFor(wf, run, at) };
+        return { status: 'started' as const, run: run, order: run.openOrder ? run.openOrder : null, instruction: instructionFor(wf, run, at) };
       });
     },
 
     async claim(runId, { owner }) {
       if (!owner) throw new PollyError('bad_input', 'claim needs an owner (who holds the lease), e.g. "brain:1234".');
-      return store.update((draft, tx) => {
+      return store.updateRun(runId, (draft, tx) => {
         const run = getRun(draft, runId);
         const order = run.openOrder;
         if (run.status !== 'running' || !order) return null;
@@ -287,12 +284,12 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
         order.leaseExpiresAt = new Date(at.getTime() + leaseSecondsFor(wf, order) * 1000).toISOString();
         run.updatedAt = at.toISOString();
         tx.emit('run.claimed', { run: run.id, order: order.id, kind: order.kind, owner, attempt: order.attempt, leaseExpiresAt: order.leaseExpiresAt, renewed: held, previousOwner: previous && previous !== owner ? previous : null });
-        return clone(order);
+        return order;
       });
     },
 
     async report(runId, orderId, report) {
-      return store.update((draft, tx) => {
+      return store.updateRun(runId, (draft, tx) => {
         const run = getRun(draft, runId);
         const wf = entryFor(run).workflow;
         const at = now();
@@ -347,7 +344,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     },
 
     async signal(runId, action, data = {}) {
-      return store.update((draft, tx) => {
+      return store.updateRun(runId, (draft, tx) => {
         const run = getRun(draft, runId);
         const wf = entryFor(run).workflow;
         const at = now();
@@ -364,21 +361,18 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     },
 
     async state(runId) {
-      const reg = await store.read();
-      const run = getRun(reg, runId);
+      const run = getRun({ run: await store.getRun(runId) }, runId);
       const wf = entryFor(run).workflow;
       return { run, order: run.openOrder, instruction: instructionFor(wf, run, now()), enabled: run.status === 'finished' ? [] : enabledActions(wf, runState(run)) };
     },
 
     async journal(runId, afterSeq = 0) {
-      const reg = await store.read();
-      getRun(reg, runId);
-      return (await store.journal(afterSeq)).filter((e) => e.data.run === runId);
+      getRun({ run: await store.getRun(runId) }, runId);
+      return store.journal(afterSeq, { run: runId });
     },
 
     async list(filter = {}) {
-      const reg = await store.read();
-      return Object.values(reg.runs)
+      return (await store.listRuns(filter.status ? { status: filter.status } : {}))
         .filter((r) => filter.allAreas || (r.agentArea === agentArea && r.instanceArea === instanceArea))
         .filter((r) => !filter.workflow || r.workflow === filter.workflow)
         .filter((r) => !filter.status || r.status === filter.status)
@@ -386,19 +380,28 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     },
 
     async expireLeases() {
-      return store.update((draft, tx) => {
-        const at = now();
-        const out: Array<{ run: string; order: string; owner: string | null }> = [];
-        for (const run of Object.values(draft.runs)) {
-          const o = run.openOrder;
-          if (run.status !== 'running' || !o || o.leaseExpiresAt === null || new Date(o.leaseExpiresAt) > at) continue;
-          out.push({ run: run.id, order: o.id, owner: o.leasedBy });
-          tx.emit('run.lease_expired', { run: run.id, order: o.id, owner: o.leasedBy, expiredAt: o.leaseExpiresAt });
-          o.leasedBy = null;
-          o.leaseExpiresAt = null;
-        }
-        return out;
-      });
+      const at = now();
+      const expired = (r: RunRecord): boolean => {
+        const o = r.openOrder;
+        return r.status === 'running' && o !== null && o.leaseExpiresAt !== null && new Date(o.leaseExpiresAt) <= at;
+      };
+      // Candidates from a snapshot, each re-checked inside its own update (another process may have moved it).
+      const candidates = (await store.listRuns({ status: 'running' })).filter(expired);
+      const results = await Promise.all(
+        candidates.map((c) =>
+          store.updateRun(c.id, (draft, tx) => {
+            const run = draft.run;
+            if (!run || !expired(run)) return null;
+            const o = run.openOrder!;
+            tx.emit('run.lease_expired', { run: run.id, order: o.id, owner: o.leasedBy, expiredAt: o.leaseExpiresAt });
+            const out = { run: run.id, order: o.id, owner: o.leasedBy };
+            o.leasedBy = null;
+            o.leaseExpiresAt = null;
+            return out;
+          }),
+        ),
+      );
+      return results.filter((r): r is { run: string; order: string; owner: string | null } => r !== null);
     },
   };
   return runtime;
