@@ -114,14 +114,18 @@ async function measure(name: string, store: RunStore, live: number, concurrency:
   const perSec = steps / secs;
   const shared = commits ? `, ${(steps / Math.max(1, commits() - commitsBefore)).toFixed(1)} steps/commit` : '';
   const cpuUs = (cpu.user + cpu.system) / steps;
-  process.stdout.write(`${name.padEnd(40)} ${perSec.toFixed(0).padStart(7)} steps/s  ${((secs / steps) * 1000).toFixed(3).padStart(7)} ms/step  ${cpuUs.toFixed(0).padStart(5)} µs CPU/step  (${steps} steps${shared})\n`);
+  process.stdout.write(
+    `${name.padEnd(40)} ${perSec.toFixed(0).padStart(7)} steps/s  ${((secs / steps) * 1000).toFixed(3).padStart(7)} ms/step  ${cpuUs.toFixed(0).padStart(5)} µs CPU/step  (${steps} steps${shared})\n`,
+  );
   return perSec;
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'polly-bench-runtime-'));
 try {
   const fsyncs = fsyncRate(dir);
-  process.stdout.write(`runtime: start → claim → report on the LMDB run store, ${seconds}s per case; node ${process.version}, load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores\n`);
+  process.stdout.write(
+    `runtime: start → claim → report on the LMDB run store, ${seconds}s per case; node ${process.version}, load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores\n`,
+  );
   process.stdout.write(`${'disk: fdatasync/s (1-byte append)'.padEnd(40)} ${fsyncs.toFixed(0).padStart(7)} /s\n`);
   const base = await template();
   const memory = createMemoryRunStore();
@@ -135,9 +139,12 @@ try {
     const t0 = Date.now();
     await addLive(store, base, have, live);
     have = live;
-    process.stdout.write(`  (added live runs up to ${live.toLocaleString('en')} in ${((Date.now() - t0) / 1000).toFixed(1)} s; rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB)\n`);
+    process.stdout.write(
+      `  (added live runs up to ${live.toLocaleString('en')} in ${((Date.now() - t0) / 1000).toFixed(1)} s; rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB)\n`,
+    );
     process.stdout.write(`  (disk now: ${fsyncRate(dir, 500).toFixed(0)} fdatasync/s)\n`);
-    for (const c of CONCURRENCY) results.set(`${live}/${c}`, await measure(`lmdb, ${live.toLocaleString('en').padStart(7)} live, ${String(c).padStart(2)} in flight`, store, live, c));
+    for (const c of CONCURRENCY)
+      results.set(`${live}/${c}`, await measure(`lmdb, ${live.toLocaleString('en').padStart(7)} live, ${String(c).padStart(2)} in flight`, store, live, c));
   }
   await store.close();
   process.stdout.write(`${"seed's claim (polyflow, node:sqlite)".padEnd(40)} ${`~${SEED_CLAIM.toLocaleString('en')}`.padStart(7)} steps/s\n`);
@@ -145,7 +152,9 @@ try {
   const at100 = results.get('100/32')!;
   const at100k = results.get('100000/32')!;
   const ratio = at100k / at100;
-  process.stdout.write(`lmdb at 1,000 live, 32 in flight / seed: ${(at1k / SEED_CLAIM).toFixed(2)}×; / memory store: ${(at1k / mem).toFixed(2)}×; steps/s per fdatasync/s: ${(at1k / fsyncs).toFixed(1)}\n`);
+  process.stdout.write(
+    `lmdb at 1,000 live, 32 in flight / seed: ${(at1k / SEED_CLAIM).toFixed(2)}×; / memory store: ${(at1k / mem).toFixed(2)}×; steps/s per fdatasync/s: ${(at1k / fsyncs).toFixed(1)}\n`,
+  );
   process.stdout.write(`target ≥ 5,000 durable steps/s at 1,000 live, 32 in flight: ${at1k.toFixed(0)} — ${at1k >= 5000 ? 'MET' : 'MISSED'}\n`);
   process.stdout.write(`target 100,000 live within 20% of 100 live (32 in flight): ${(ratio * 100).toFixed(0)}% — ${ratio >= 0.8 ? 'MET' : 'MISSED'}\n`);
 } finally {

@@ -31,7 +31,7 @@ import { open, type Database, type RootDatabase } from 'lmdb';
 import { PollyError } from '../../brain/core/errors.js';
 import type { RunRecord } from './run-records.js';
 import type { RunDraft, RunJournalEntry, RunListFilter, RunStore, RunStoreTx } from './run-store.js';
-import { applyRunUpdate } from './run-update.js';
+import { applyRunUpdate, type AppliedRunUpdate } from './run-update.js';
 
 /** This store's layout version, kept in `meta.format`. */
 export const LMDB_RUN_STORE_FORMAT = 1;
@@ -70,7 +70,11 @@ function openEnv(path: string): Env {
   try {
     root = open({ path, noSubdir: true, maxDbs: 8, overlappingSync: false, encoding: 'json' });
   } catch (error) {
-    throw new PollyError('registry_corrupt', `cannot open the run store ${path}: ${(error as Error).message}. If the file is damaged, move it aside (runs and their journal are lost; the registry is untouched) and restart.`, { cause: error, details: { file: path } });
+    throw new PollyError(
+      'registry_corrupt',
+      `cannot open the run store ${path}: ${(error as Error).message}. If the file is damaged, move it aside (runs and their journal are lost; the registry is untouched) and restart.`,
+      { cause: error, details: { file: path } },
+    );
   }
   const env: Env = {
     root,
@@ -84,7 +88,11 @@ function openEnv(path: string): Env {
   const format = env.meta.get('format');
   if (format !== undefined && format > LMDB_RUN_STORE_FORMAT) {
     void root.close();
-    throw new PollyError('registry_newer', `the run store ${path} has format ${format}, but this Polly understands up to ${LMDB_RUN_STORE_FORMAT}. It was written by a newer Polly: upgrade Polly instead of letting an older one write it.`, { details: { file: path, format } });
+    throw new PollyError(
+      'registry_newer',
+      `the run store ${path} has format ${format}, but this Polly understands up to ${LMDB_RUN_STORE_FORMAT}. It was written by a newer Polly: upgrade Polly instead of letting an older one write it.`,
+      { details: { file: path, format } },
+    );
   }
   envs.set(path, env);
   return env;
@@ -126,7 +134,7 @@ export function createLmdbRunStore(dir: string, options: LmdbRunStoreOptions = {
     async updateRun<T>(runId: string, fn: (draft: RunDraft, tx: RunStoreTx) => T): Promise<T> {
       const e = live();
       const outcome = await e.root.transaction((): Outcome<T> => {
-        let applied;
+        let applied: AppliedRunUpdate<T>;
         try {
           applied = applyRunUpdate(runId, e.runs.get(runId) ?? null, fn);
         } catch (error) {

@@ -62,7 +62,8 @@ export function applyRunUpdate<T>(runId: string, beforeText: string | null, fn: 
   if (result instanceof Promise) throw new PollyError('internal', 'a run store update function must be synchronous (it runs inside the store transaction); it returned a promise.');
   const after = draft.run;
   if (after === null && before !== null) throw new PollyError('internal', `an update removed run ${runId}; runs are never removed.`, { details: { run: runId } });
-  if (after !== null && after.id !== runId) throw new PollyError('internal', `an update of run ${runId} wrote a record with id ${JSON.stringify(after.id)}; nothing was written.`, { details: { run: runId } });
+  if (after !== null && after.id !== runId)
+    throw new PollyError('internal', `an update of run ${runId} wrote a record with id ${JSON.stringify(after.id)}; nothing was written.`, { details: { run: runId } });
   const afterText = after === null ? null : JSON.stringify(after);
   return { result, text: afterText !== beforeText ? afterText : null, status: after?.status ?? null, events: t.events };
 }
