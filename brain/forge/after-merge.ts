@@ -14,6 +14,7 @@
 import { isPollyError } from '../core/errors.js';
 import type { Forge, PullRequestInfo } from './forge.js';
 import type { RegistryStore } from '../registry/registry-store.js';
+import { transitionTask } from '../registry/task-lifecycle.js';
 import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
 
 export interface WatchMergesInput {
@@ -22,6 +23,8 @@ export interface WatchMergesInput {
   worktrees: Pick<WorktreeManager, 'remove'>;
   /** Diagnostics (one line each) for stderr / the live view. */
   progress?: (line: string) => void;
+  /** The clock for `updatedAt` (default: the system clock). */
+  now?: () => Date;
 }
 
 export interface WatchMergesReport {
@@ -44,6 +47,7 @@ const OPEN = new Set(['draft', 'open', 'ready']);
  */
 export async function watchMerges(input: WatchMergesInput): Promise<WatchMergesReport> {
   const report: WatchMergesReport = { checked: [], done: [], closed: [], errors: [] };
+  const now = input.now ?? (() => new Date());
   const tasks = Object.values((await input.store.read()).tasks).filter((t) => t.pr && (OPEN.has(t.pr.state) || t.status === 'merged'));
   for (const task of tasks) {
     const pr = task.pr!;
@@ -61,7 +65,7 @@ export async function watchMerges(input: WatchMergesInput): Promise<WatchMergesR
         if (!t?.pr || t.pr.state === 'closed') return;
         t.pr.state = 'closed';
         t.statusReason = `PR #${pr.number} was closed without merging`;
-        t.updatedAt = new Date().toISOString();
+        t.updatedAt = now().toISOString();
         tx.emit('task.pr_closed', { taskId: t.id, number: pr.number });
       });
       report.closed.push(task.id);
@@ -72,9 +76,7 @@ export async function watchMerges(input: WatchMergesInput): Promise<WatchMergesR
       const t = draft.tasks[task.id];
       if (!t?.pr || t.status === 'merged') return;
       t.pr.state = 'merged';
-      t.status = 'merged';
-      t.statusReason = null;
-      t.updatedAt = new Date().toISOString();
+      transitionTask(t, 'merged', { reason: null, at: now().toISOString() });
       tx.emit('task.merged', { taskId: t.id, number: pr.number, mergeCommit: info.mergeCommitSha });
     });
     let backupRef: string | null = null;
@@ -90,8 +92,7 @@ export async function watchMerges(input: WatchMergesInput): Promise<WatchMergesR
       const t = draft.tasks[task.id];
       if (!t) return;
       if (backupRef && !t.backupRefs.includes(backupRef)) t.backupRefs.push(backupRef);
-      t.status = 'done';
-      t.updatedAt = new Date().toISOString();
+      transitionTask(t, 'done', { at: now().toISOString() });
       tx.emit('task.done', { taskId: t.id, number: pr.number, backupRef });
     });
     input.progress?.(`${task.id}: PR #${pr.number} merged by a human; worktree removed (backup ${backupRef ?? 'none'})`);

@@ -10,8 +10,14 @@
  * and every tool is idempotent per work-order id (brain/task-tools/types.ts). After a SIGKILL a new
  * Brain adopts live workers (workers/worker-supervisor.ts), claims the same open orders under the
  * same owner name, and finishes the run: no dispatch is repeated and nothing is merged.
+ *
+ * This file is the loop; its parts live beside it: `scheduler.ts` (which plan tasks start),
+ * `order-executor.ts` (work orders, read-only tasks, cancels, run ends → task statuses).
  */
+
+export { BRAIN_OWNER } from './order-executor.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
+import { signalGroupOrPid } from '../../workers/proc/kill.js';
 import { join } from 'node:path';
 import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
@@ -23,28 +29,18 @@ import type { Forge } from '../forge/forge.js';
 import { expirePlanAsks } from '../plan/plan-gate.js';
 import type { PlanLibrary } from '../plan/plan-library.js';
 import type { RegistryStore } from '../registry/registry-store.js';
-import type { GoalRecord, PlanRecord, Registry, RunRecord, TaskRecord, WorkOrderRecord } from '../registry/registry-schema.js';
-import { DEPENDENCY_MET_STATUSES, FINAL_TASK_STATUSES, isGoalFinal, type TaskStatus } from '../core/vocabulary.js';
-import { promptMarker } from '../task-tools/dispatch.js';
+import type { GoalRecord, PlanRecord, Registry, TaskRecord } from '../registry/registry-schema.js';
+import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
 import { newTaskRecord } from '../registry/task-record.js';
-import type { TaskTool, TaskToolContext, WorkerSupervisor } from '../task-tools/types.js';
+import { scheduleTurns, type ScheduleState } from './scheduler.js';
+import { executeOrder, finishTasksOfEndedRuns, handleCancels, runReadOnlyTask } from './order-executor.js';
+import type { TaskTool } from '../task-tools/types.js';
+import type { WorkerSupervisor } from '../../workers/worker-turn.js';
 import { toInboxEvents, type InboxEvent } from '../mcp/brain-tools.js';
 import type { GateContext } from '../../gate/types.js';
 
-/** The lease owner name of the repository's Brain: stable across restarts, so a new Brain renews the old one's leases. */
-export const BRAIN_OWNER = 'polly-brain';
 
 
-/** What a task shows while an order of each tool runs. */
-const STATUS_FOR_TOOL: Record<string, TaskStatus> = {
-  dispatch: 'running',
-  send_followup: 'fixing',
-  run_acceptance: 'checking',
-  push: 'green',
-  open_draft_pr: 'pr_open',
-  dispatch_review: 'reviewing',
-  mark_ready: 'reviewing',
-};
 
 /** The LLM brain the process hosts per goal (brain/llm-brain.ts), behind a narrow interface. */
 export interface GoalBrain {
@@ -145,7 +141,7 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
   const log = deps.log ?? (() => {});
   const inflight = new Map<string, Promise<void>>();
   const goalBrains = new Map<string, { brain: GoalBrain; busy: boolean; cursor: number }>();
-  const scheduledPlans = new Map<string, { lastTurnFull: boolean; finishedAtLastTurn: number }>();
+  const scheduledPlans: ScheduleState = new Map();
   let wake: () => void = () => {};
   let wakePromise = new Promise<void>((r) => (wake = r));
   const poke = () => {
@@ -180,7 +176,7 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
       await expirePlanAsks(deps.store, deps.config, now());
       let reg = await deps.store.read();
 
-      await handleCancels(deps, reg, log);
+      await handleCancels(deps, reg, log, now);
       reg = await createPlanTasks(deps, reg, now);
       await scheduleTurns(deps, reg, scheduledPlans, log, now);
       reg = await deps.store.read();
@@ -254,7 +250,7 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
 
       if (Date.now() - lastMergePass > (deps.mergeWatchSeconds ?? 30) * 1000) {
         lastMergePass = Date.now();
-        const report = await watchMerges({ store: deps.store, forge: deps.forge, worktrees: deps.worktrees, progress: log });
+        const report = await watchMerges({ store: deps.store, forge: deps.forge, worktrees: deps.worktrees, progress: log, now });
         for (const d of report.done) log(`[polly] ${d.taskId}: PR #${d.number} was merged by a human; task done, worktree removed after backup ${d.backupRef ?? ''}`);
       }
       if (Date.now() - lastHeartbeat > 10_000) {
@@ -307,15 +303,7 @@ async function reapPreviousGoalBrains(deps: BrainProcessDeps, log: (l: string) =
   const reg = await deps.store.read();
   for (const goal of Object.values(reg.goals)) {
     if (goal.brainPid && goal.brainPid !== process.pid && pidAlive(goal.brainPid)) {
-      try {
-        process.kill(-goal.brainPid, 'SIGTERM');
-      } catch {
-        try {
-          process.kill(goal.brainPid, 'SIGTERM');
-        } catch {
-          // gone
-        }
-      }
+      signalGroupOrPid(goal.brainPid, 'SIGTERM');
       log(`[polly] stopped the LLM brain a previous Brain left running (pid ${goal.brainPid}); its session resumes`);
     }
   }
@@ -367,227 +355,6 @@ async function createPlanTasks(deps: BrainProcessDeps, reg: Registry, now: () =>
     }
   });
   return deps.store.read();
-}
-
-/**
- * One scheduling turn per approved plan: dispatch up to `max_dispatches_per_turn` tasks whose
- * dependencies are met. A turn that used the whole bound ends; the next turn starts only after a
- * task of the plan has finished (an event), as the plan's schedule workflow models it.
- */
-async function scheduleTurns(
-  deps: BrainProcessDeps,
-  reg: Registry,
-  state: Map<string, { lastTurnFull: boolean; finishedAtLastTurn: number }>,
-  log: (l: string) => void,
-  now: () => Date,
-): Promise<void> {
-  const max = deps.config.policies.spawn_bounds.max_dispatches_per_turn;
-  for (const plan of Object.values(reg.plans)) {
-    if (plan.gate !== 'approved') continue;
-    const tasks = plan.tasks.map((s) => reg.tasks[`${plan.id}-${s.key}`]).filter((t): t is TaskRecord => Boolean(t));
-    const finished = tasks.filter((t) => FINAL_TASK_STATUSES.has(t.status)).length;
-    const s = state.get(plan.id) ?? { lastTurnFull: false, finishedAtLastTurn: -1 };
-    if (s.lastTurnFull && finished === s.finishedAtLastTurn) continue;
-    const ready = tasks.filter(
-      (t) => t.status === 'queued' && t.purpose === 'implement' && !t.cancelRequested && t.dependsOn.every((d) => DEPENDENCY_MET_STATUSES.has(reg.tasks[d]?.status ?? 'queued')),
-    );
-    // Dependants of failed tasks can never run.
-    const blocked = tasks.filter((t) => t.status === 'queued' && t.dependsOn.some((d) => { const st = reg.tasks[d]?.status; return st !== undefined && FINAL_TASK_STATUSES.has(st) && !DEPENDENCY_MET_STATUSES.has(st); }));
-    if (blocked.length) {
-      await deps.store.update((draft, tx) => {
-        for (const b of blocked) {
-          const t = draft.tasks[b.id]!;
-          t.status = 'cancelled';
-          t.statusReason = 'skipped: a task it depends on did not finish';
-          t.finishedAt = now().toISOString();
-          tx.emit('task.failed', { taskId: t.id, status: t.status, reason: t.statusReason });
-        }
-      });
-    }
-    if (ready.length === 0) continue;
-    const batch = ready.slice(0, max);
-    for (const task of batch) {
-      const wf = deps.library.workflowFor(plan.id, task.id.slice(plan.id.length + 1));
-      deps.library.addPlan(plan);
-      const started = await deps.runtime.start(wf, { task: task.id });
-      if (started.status === 'refused' || !started.run) {
-        await deps.store.update((draft, tx) => {
-          const t = draft.tasks[task.id]!;
-          t.status = 'failed';
-          t.statusReason = `the runtime refused to start ${wf}: ${started.instruction}`;
-          t.finishedAt = now().toISOString();
-          tx.emit('task.failed', { taskId: t.id, status: 'failed', reason: t.statusReason });
-        });
-        continue;
-      }
-      if (started.run.state && (started.run.state as { state?: string }).state === 'planned') {
-        await deps.runtime.signal(started.run.id, 'START', { vendor: task.worker });
-      }
-      await deps.store.update((draft, tx) => {
-        const t = draft.tasks[task.id]!;
-        t.status = 'dispatched';
-        t.startedAt = now().toISOString();
-        t.updatedAt = t.startedAt;
-        tx.emit('task.started', { taskId: t.id, worker: t.worker, reviewer: t.reviewer, run: started.run!.id });
-      });
-      log(`[polly] dispatched ${task.id} (${task.title}) to ${task.worker}`);
-    }
-    state.set(plan.id, { lastTurnFull: batch.length >= max, finishedAtLastTurn: finished });
-  }
-}
-
-/** Perform one work order with its tool and report the outcome to the runtime. */
-async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order: WorkOrderRecord, log: (l: string) => void, now: () => Date): Promise<void> {
-  const claimed = await deps.runtime.claim(run.id, { owner: BRAIN_OWNER });
-  if (!claimed || claimed.id !== order.id) return;
-  const taskId = String(run.input.task);
-  const reg = await deps.store.read();
-  const task = reg.tasks[taskId];
-  if (!task) {
-    await deps.runtime.report(run.id, claimed.id, { outcome: 'failure', permanent: true, note: `no task ${taskId} in the registry`, attempt: claimed.attempt });
-    return;
-  }
-  const tool = deps.tools[claimed.tool];
-  const status = STATUS_FOR_TOOL[claimed.tool];
-  if (status && task.status !== status) {
-    await deps.store.update((draft, tx) => {
-      const t = draft.tasks[taskId];
-      if (!t || FINAL_TASK_STATUSES.has(t.status)) return;
-      t.status = status;
-      t.updatedAt = now().toISOString();
-      tx.emit('task.status', { taskId, status, tool: claimed.tool });
-    });
-  }
-  const controller = new AbortController();
-  const ctx: TaskToolContext = {
-    repoRoot: deps.repoRoot,
-    store: deps.store,
-    config: deps.config,
-    task: (await deps.store.read()).tasks[taskId]!,
-    order: { id: claimed.id, kind: claimed.kind, tool: claimed.tool, attempt: claimed.attempt },
-    worktrees: deps.worktrees,
-    supervisor: deps.supervisor,
-    forge: deps.forge,
-    agentEnv: deps.agentEnv,
-    progress: (line) => log(`[polly] ${line}`),
-    signal: deps.signal ?? controller.signal,
-  };
-  let outcome: Awaited<ReturnType<TaskTool>>;
-  if (!tool) {
-    outcome = { outcome: 'failure', permanent: true, note: `no tool "${claimed.tool}" is wired into the Brain` };
-  } else {
-    try {
-      outcome = await tool(ctx);
-    } catch (error) {
-      outcome = { outcome: 'failure', note: isPollyError(error) ? error.message : String((error as Error)?.message ?? error) };
-    }
-  }
-  log(`[polly] ${taskId}: ${claimed.tool} → ${outcome.outcome}: ${outcome.note}`);
-  const result = await deps.runtime.report(run.id, claimed.id, {
-    outcome: outcome.outcome,
-    ...(outcome.data ? { data: outcome.data } : {}),
-    note: outcome.note,
-    ...(outcome.permanent ? { permanent: true } : {}),
-    attempt: claimed.attempt,
-  });
-  if (!result.accepted) log(`[polly] ${taskId}: report not applied (${result.code}): ${result.reason}`);
-}
-
-/** Final run states → task statuses (journaled once, as inbox events). */
-async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => Date): Promise<void> {
-  const finished = await deps.runtime.list({ status: 'finished' });
-  const reg = await deps.store.read();
-  // A task is finished once: `finishedAt` marks it (a tool may already have set a final status).
-  const updates = finished.filter((run) => {
-    const t = reg.tasks[String(run.input.task ?? '')];
-    return t && !t.finishedAt;
-  });
-  if (updates.length === 0) return;
-  await deps.store.update((draft, tx) => {
-    for (const run of updates) {
-      const t = draft.tasks[String(run.input.task)];
-      if (!t || t.finishedAt) continue;
-      const outcome = run.outcome ?? (run.state as { state?: string }).state ?? 'failed';
-      if (!FINAL_TASK_STATUSES.has(t.status) || outcome !== 'ready') t.status = outcome === 'ready' ? 'ready' : outcome === 'cancelled' ? 'cancelled' : 'failed';
-      if (t.status === 'failed' && !t.statusReason) t.statusReason = `the task's workflow ended in "${outcome}"`;
-      t.finishedAt = now().toISOString();
-      t.updatedAt = t.finishedAt;
-      tx.emit(t.status === 'ready' ? 'task.finished' : 'task.failed', {
-        taskId: t.id,
-        status: t.status,
-        reason: t.statusReason,
-        pr: t.pr ? { number: t.pr.number, url: t.pr.url, state: t.pr.state } : null,
-      });
-    }
-  });
-}
-
-/** Cancel requested tasks: stop the worker group, back up the work, cancel the run. */
-async function handleCancels(deps: BrainProcessDeps, reg: Registry, log: (l: string) => void): Promise<void> {
-  for (const task of Object.values(reg.tasks)) {
-    if (!task.cancelRequested || task.status === 'cancelled') continue;
-    const stopped = await deps.supervisor.cancelTask(task.id);
-    let backupRef: string | null = null;
-    if (task.worktree || task.branch) {
-      try {
-        const removed = await deps.worktrees.remove({ id: task.id, reason: 'cancelled' });
-        backupRef = removed.ref;
-      } catch (error) {
-        log(`[polly] ${task.id}: backup on cancel failed: ${isPollyError(error) ? error.message : String(error)}`);
-      }
-    }
-    const run = (await deps.runtime.list({})).find((r) => r.input.task === task.id && r.status === 'running');
-    if (run) await deps.runtime.signal(run.id, 'CANCEL');
-    await deps.store.update((draft, tx) => {
-      const t = draft.tasks[task.id]!;
-      t.status = 'cancelled';
-      t.statusReason = 'cancelled by sys_cancel_task';
-      t.finishedAt = new Date().toISOString();
-      if (backupRef) t.backupRefs = [...t.backupRefs, backupRef];
-      tx.emit('task.cancelled', { taskId: t.id, workersStopped: stopped.cancelled, backupRef });
-    });
-    log(`[polly] ${task.id}: cancelled; work kept in ${backupRef ?? '(no worktree)'}`);
-  }
-}
-
-/** Run one read-only ad-hoc task (explore, search, review) in the main checkout; idempotent per task. */
-async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, log: (l: string) => void, now: () => Date): Promise<void> {
-  const task = (await deps.store.read()).tasks[taskId];
-  if (!task || FINAL_TASK_STATUSES.has(task.status)) return;
-  await deps.store.update((draft, tx) => {
-    const t = draft.tasks[taskId]!;
-    if (t.status === 'queued') {
-      t.status = 'running';
-      t.startedAt = now().toISOString();
-      tx.emit('task.status', { taskId, status: 'running' });
-    }
-  });
-  log(`[polly] ${taskId}: ${task.purpose} on ${task.worker} (read-only)`);
-  const result = await deps.supervisor.runTurn(
-    {
-      taskId,
-      orderId: `adhoc:${taskId}`,
-      harness: task.worker,
-      purpose: task.purpose,
-      role: task.purpose as 'explore' | 'search' | 'review',
-      cwd: deps.repoRoot,
-      prompt: `${promptMarker(task)} ${task.title}\n\n${task.prompt}\n\nYou are read-only: read and report; do not change any file. End with a short report.`,
-      resumeSessionId: null,
-      model: task.model,
-      gateContext: { ...deps.gateContext, worktree: deps.repoRoot },
-      env: deps.agentEnv,
-    },
-    { onEvent: (e) => deps.onWorkerEvent?.(taskId, e) },
-  );
-  await deps.store.update((draft, tx) => {
-    const t = draft.tasks[taskId]!;
-    t.sessionId = result.sessionId;
-    t.report = result.finalText;
-    t.status = result.status === 'ok' ? 'done' : result.status === 'cancelled' ? 'cancelled' : 'failed';
-    t.statusReason = result.status === 'ok' ? null : `${result.status}: ${result.message ?? result.stderr.slice(-500)}`;
-    t.finishedAt = now().toISOString();
-    tx.emit(t.status === 'done' ? 'task.finished' : 'task.failed', { taskId, status: t.status, report: result.finalText.slice(0, 4000), reason: t.statusReason });
-  });
 }
 
 /** A goal is done when its approved plan's tasks have all reached a final state. */

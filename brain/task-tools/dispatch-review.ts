@@ -26,13 +26,15 @@ import { homedir } from 'node:os';
 import { isPollyError } from '../core/errors.js';
 import type { ReviewInput } from '../forge/forge.js';
 import type { ReviewRecord, TaskRecord } from '../registry/registry-schema.js';
+import { transitionTask } from '../registry/task-lifecycle.js';
 import type { Harness } from '../core/vocabulary.js';
-import { commentableLines, parseFindings, reviewFromFindings, type ReviewFindings } from './review-findings.js';
+import { commentableLines, parseFindings, reviewFromFindings, type ReviewFindings } from '../../workers/review-findings.js';
 import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
 import { createReviewSandbox, produceReviewDiff, type ReviewSandbox } from '../../workers/review-sandbox.js';
 import { chooseReviewer } from './open-draft-pr.js';
 import { taskBranch } from './push.js';
-import type { TaskTool, TaskToolContext, TaskToolOutcome, WorkerTurnResult } from './types.js';
+import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
+import type { WorkerTurnResult } from '../../workers/worker-turn.js';
 
 /**
  * A ReviewRecord as this tool writes it: plus the work order that produced it and the forge's
@@ -207,9 +209,7 @@ async function finish(ctx: TaskToolContext, reviewer: Harness, round: number, fi
     const t = draft.tasks[ctx.task.id];
     if (!t) return;
     t.feedback = blockingFeedback(t.id, reviewer, round, findings);
-    t.status = 'fixing';
-    t.statusReason = `review round ${round} by ${reviewer}: ${counts}`;
-    t.updatedAt = new Date().toISOString();
+    transitionTask(t, 'fixing', { reason: `review round ${round} by ${reviewer}: ${counts}`, at: new Date().toISOString() });
     tx.emit('task.feedback', { taskId: t.id, source: 'review', round, blocking: findings.blocking.length });
   });
   return { outcome: 'failure', permanent: true, note: `review round ${round} by ${reviewer}: ${counts}; findings sent back to the implementer` };
@@ -218,10 +218,7 @@ async function finish(ctx: TaskToolContext, reviewer: Harness, round: number, fi
 async function setStatus(ctx: TaskToolContext, status: TaskRecord['status']): Promise<void> {
   await ctx.store.update((draft) => {
     const t = draft.tasks[ctx.task.id];
-    if (t && t.status !== status) {
-      t.status = status;
-      t.updatedAt = new Date().toISOString();
-    }
+    if (t && t.status !== status) transitionTask(t, status, { at: new Date().toISOString() });
   });
 }
 

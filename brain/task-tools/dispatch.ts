@@ -12,8 +12,10 @@ import type { AgentRunResult } from '../../workers/agents/agent-adapter.js';
 import type { GateRole } from '../../gate/types.js';
 import { isPollyError } from '../core/errors.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
+import { transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskStatus } from '../core/vocabulary.js';
-import type { TaskTool, TaskToolContext, TaskToolOutcome, WorkerTurnRequest, WorkerTurnResult } from './types.js';
+import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
+import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
 export const PERMANENT_AGENT_STATUSES: ReadonlySet<string> = new Set(['agent_missing', 'agent_refused', 'blocked_on_prompt']);
@@ -83,9 +85,7 @@ export async function recordTurn(ctx: TaskToolContext, result: WorkerTurnResult,
     if (!t) return;
     if (result.sessionId) t.sessionId = result.sessionId;
     t.attempts = Object.values(draft.workers).filter((w) => w.taskId === t.id && (w.purpose ?? 'implement') === 'implement').length;
-    t.status = ok ? 'checking' : failedTurnStatus(result.status);
-    t.statusReason = reason;
-    t.updatedAt = new Date().toISOString();
+    transitionTask(t, ok ? 'checking' : failedTurnStatus(result.status), { reason, at: new Date().toISOString() });
     tx.emit('task.turn_ended', { taskId: t.id, orderId: ctx.order.id, workerId: result.workerId, status: result.status, adopted: result.adopted, reason });
   });
   if (ok) return { outcome: 'ok', note: `${verb}: ${ctx.task.worker} finished its turn (${result.workerId}${result.adopted ? ', adopted' : ''}): ${oneLine(result.finalText)}` };
@@ -141,9 +141,7 @@ export const dispatch: TaskTool = async (ctx) => {
     await ctx.store.update((draft, tx) => {
       const t = draft.tasks[ctx.task.id];
       if (!t) return;
-      t.status = 'failed';
-      t.statusReason = reason;
-      t.updatedAt = new Date().toISOString();
+      transitionTask(t, 'failed', { reason, at: new Date().toISOString() });
       tx.emit('task.worktree_failed', { taskId: t.id, orderId: ctx.order.id, code: error.code, reason });
     });
     return { outcome: 'failure', permanent: error.code !== 'git_failed', note: `dispatch: ${reason}` };
@@ -151,11 +149,7 @@ export const dispatch: TaskTool = async (ctx) => {
   const { task, env } = prepared;
   await ctx.store.update((draft) => {
     const t = draft.tasks[task.id];
-    if (t && t.status !== 'running') {
-      t.status = 'running';
-      t.statusReason = null;
-      t.updatedAt = new Date().toISOString();
-    }
+    if (t && t.status !== 'running') transitionTask(t, 'running', { reason: null, at: new Date().toISOString() });
   });
   ctx.progress(`${task.id}: ${task.worker} starts in ${task.worktree}`);
   const request = implementTurn(ctx, task, implementPrompt(task, ctx.config.acceptance.commands), null, env);

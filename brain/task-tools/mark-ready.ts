@@ -14,6 +14,7 @@
 import { isPollyError } from '../core/errors.js';
 import { renderPrBody } from '../forge/pr-body.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
+import { transitionTask } from '../registry/task-lifecycle.js';
 
 /** Create the `mark_ready` tool. */
 export function createMarkReadyTool(): TaskTool {
@@ -49,10 +50,8 @@ export function createMarkReadyTool(): TaskTool {
       if (!t?.pr) return;
       if (t.pr.state === 'ready' && t.status === 'ready') return;
       t.pr.state = 'ready';
-      t.status = 'ready';
-      t.statusReason = null;
+      transitionTask(t, 'ready', { reason: null, at: new Date().toISOString() });
       t.feedback = null;
-      t.updatedAt = new Date().toISOString();
       tx.emit('task.pr_ready', { taskId: t.id, number, url: t.pr.url, orderId: ctx.order.id });
     });
     ctx.progress(`${task.id}: PR #${number} ready for review (${task.pr.url})`);

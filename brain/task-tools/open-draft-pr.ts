@@ -14,6 +14,7 @@ import { isPollyError } from '../core/errors.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { renderPrBody } from '../forge/pr-body.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
+import { transitionTask } from '../registry/task-lifecycle.js';
 import { HARNESSES, HARNESS_VENDOR, type Harness } from '../core/vocabulary.js';
 import type { OpenedPullRequest } from '../forge/forge.js';
 import { taskBranch } from './push.js';
@@ -88,7 +89,7 @@ async function record(ctx: TaskToolContext, pr: { opened: OpenedPullRequest; ado
     if (!t) return;
     if (pr && !t.pr) {
       t.pr = { forge: pr.opened.forge, number: pr.opened.number, url: pr.opened.url, state: pr.opened.state };
-      t.status = 'pr_open';
+      transitionTask(t, 'pr_open', { at: new Date().toISOString() });
       tx.emit('task.pr_opened', { taskId: t.id, number: pr.opened.number, url: pr.opened.url, forge: pr.opened.forge, reviewer, adopted: pr.adopted, orderId: ctx.order.id });
     }
     if (t.reviewer !== reviewer) t.reviewer = reviewer;

@@ -16,6 +16,7 @@ import { formatCheckFeedback, runAcceptance } from '../../workers/acceptance.js'
 import { scrubbedProcessEnv } from '../../workers/agents/agent-process.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import type { TaskTool } from './types.js';
+import { transitionTask } from '../registry/task-lifecycle.js';
 
 /** The commit message Polly writes for a task's work. */
 export function taskCommitMessage(task: { id: string; title: string }): string {
@@ -32,10 +33,7 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   ctx.progress(`${task.id}: running ${commands.length} acceptance command(s)`);
   await ctx.store.update((draft) => {
     const t = draft.tasks[task.id];
-    if (t && t.status !== 'checking') {
-      t.status = 'checking';
-      t.updatedAt = new Date().toISOString();
-    }
+    if (t && t.status !== 'checking') transitionTask(t, 'checking', { at: new Date().toISOString() });
   });
   const outcome = await runAcceptance({
     cwd: task.worktree,
@@ -53,9 +51,7 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
       if (!t) return;
       t.checks = outcome.results;
       t.feedback = feedback;
-      t.status = 'fixing';
-      t.statusReason = `acceptance red: ${why}`;
-      t.updatedAt = new Date().toISOString();
+      transitionTask(t, 'fixing', { reason: `acceptance red: ${why}`, at: new Date().toISOString() });
       tx.emit('task.checks', { taskId: t.id, orderId: ctx.order.id, green: false, failed: why });
     });
     // Red is a result, not a fault: it goes back to the agent at once (TESTS_RED), instead of
@@ -71,9 +67,7 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
     t.checks = outcome.results;
     t.feedback = null;
     t.headCommit = commit;
-    t.status = 'green';
-    t.statusReason = null;
-    t.updatedAt = new Date().toISOString();
+    transitionTask(t, 'green', { reason: null, at: new Date().toISOString() });
     tx.emit('task.checks', { taskId: t.id, orderId: ctx.order.id, green: true, headCommit: commit });
   });
   return { outcome: 'ok', note: `run_acceptance: green (${commands.length} command(s)); committed ${commit.slice(0, 12)} on ${task.branch ?? `polly/${task.id}`}` };

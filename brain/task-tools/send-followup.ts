@@ -9,6 +9,7 @@
 import { existsSync } from 'node:fs';
 import { implementTurn, promptMarker, recordTurn } from './dispatch.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
+import { transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskTool } from './types.js';
 
 /** The follow-up prompt: the marker line, then the feedback verbatim. */
@@ -31,10 +32,7 @@ export const sendFollowup: TaskTool = async (ctx) => {
   }
   await ctx.store.update((draft) => {
     const t = draft.tasks[task.id];
-    if (t && t.status !== 'running') {
-      t.status = 'running';
-      t.updatedAt = new Date().toISOString();
-    }
+    if (t && t.status !== 'running') transitionTask(t, 'running', { at: new Date().toISOString() });
   });
   ctx.progress(`${task.id}: feedback to ${task.worker} (session ${task.sessionId})`);
   const request = implementTurn(ctx, task, followupPrompt(task, feedback), task.sessionId);

@@ -1,0 +1,180 @@
+/**
+ * Executing the Brain's work: claimed runtime work orders run by their task tool (and reported back),
+ * read-only ad-hoc tasks run in the main checkout, requested cancels, and ended runs mapped to
+ * their tasks' final statuses. Every status change goes through `brain/registry/task-lifecycle.ts`.
+ */
+import { isPollyError } from '../core/errors.js';
+import type { Registry, RunRecord, WorkOrderRecord } from '../registry/registry-schema.js';
+import { FINAL_TASK_STATUSES, type TaskStatus } from '../core/vocabulary.js';
+import { promptMarker } from '../task-tools/dispatch.js';
+import { transitionTask } from '../registry/task-lifecycle.js';
+import type { TaskTool, TaskToolContext } from '../task-tools/types.js';
+import type { BrainProcessDeps } from './brain-process.js';
+
+/** The lease owner name of the repository's Brain: stable across restarts, so a new Brain renews the old one's leases. */
+export const BRAIN_OWNER = 'polly-brain';
+
+/** What a task shows while an order of each tool runs. */
+const STATUS_FOR_TOOL: Record<string, TaskStatus> = {
+  dispatch: 'running',
+  send_followup: 'fixing',
+  run_acceptance: 'checking',
+  push: 'green',
+  open_draft_pr: 'pr_open',
+  dispatch_review: 'reviewing',
+  mark_ready: 'reviewing',
+};
+
+/** Perform one work order with its tool and report the outcome to the runtime. */
+export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order: WorkOrderRecord, log: (l: string) => void, now: () => Date): Promise<void> {
+  const claimed = await deps.runtime.claim(run.id, { owner: BRAIN_OWNER });
+  if (!claimed || claimed.id !== order.id) return;
+  const taskId = String(run.input.task);
+  const reg = await deps.store.read();
+  const task = reg.tasks[taskId];
+  if (!task) {
+    await deps.runtime.report(run.id, claimed.id, { outcome: 'failure', permanent: true, note: `no task ${taskId} in the registry`, attempt: claimed.attempt });
+    return;
+  }
+  const tool = deps.tools[claimed.tool];
+  const status = STATUS_FOR_TOOL[claimed.tool];
+  if (status && task.status !== status) {
+    await deps.store.update((draft, tx) => {
+      const t = draft.tasks[taskId];
+      if (!t || FINAL_TASK_STATUSES.has(t.status)) return;
+      transitionTask(t, status, { at: now().toISOString() });
+      tx.emit('task.status', { taskId, status, tool: claimed.tool });
+    });
+  }
+  const controller = new AbortController();
+  const ctx: TaskToolContext = {
+    repoRoot: deps.repoRoot,
+    store: deps.store,
+    config: deps.config,
+    task: (await deps.store.read()).tasks[taskId]!,
+    order: { id: claimed.id, kind: claimed.kind, tool: claimed.tool, attempt: claimed.attempt },
+    worktrees: deps.worktrees,
+    supervisor: deps.supervisor,
+    forge: deps.forge,
+    agentEnv: deps.agentEnv,
+    progress: (line) => log(`[polly] ${line}`),
+    signal: deps.signal ?? controller.signal,
+  };
+  let outcome: Awaited<ReturnType<TaskTool>>;
+  if (!tool) {
+    outcome = { outcome: 'failure', permanent: true, note: `no tool "${claimed.tool}" is wired into the Brain` };
+  } else {
+    try {
+      outcome = await tool(ctx);
+    } catch (error) {
+      outcome = { outcome: 'failure', note: isPollyError(error) ? error.message : String((error as Error)?.message ?? error) };
+    }
+  }
+  log(`[polly] ${taskId}: ${claimed.tool} → ${outcome.outcome}: ${outcome.note}`);
+  const result = await deps.runtime.report(run.id, claimed.id, {
+    outcome: outcome.outcome,
+    ...(outcome.data ? { data: outcome.data } : {}),
+    note: outcome.note,
+    ...(outcome.permanent ? { permanent: true } : {}),
+    attempt: claimed.attempt,
+  });
+  if (!result.accepted) log(`[polly] ${taskId}: report not applied (${result.code}): ${result.reason}`);
+}
+
+/** Final run states → task statuses (journaled once, as inbox events). */
+export async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => Date): Promise<void> {
+  const finished = await deps.runtime.list({ status: 'finished' });
+  const reg = await deps.store.read();
+  // A task is finished once: `finishedAt` marks it (a tool may already have set a final status).
+  const updates = finished.filter((run) => {
+    const t = reg.tasks[String(run.input.task ?? '')];
+    return t && !t.finishedAt;
+  });
+  if (updates.length === 0) return;
+  await deps.store.update((draft, tx) => {
+    for (const run of updates) {
+      const t = draft.tasks[String(run.input.task)];
+      if (!t || t.finishedAt) continue;
+      const outcome = run.outcome ?? (run.state as { state?: string }).state ?? 'failed';
+      const at = now().toISOString();
+      if (!FINAL_TASK_STATUSES.has(t.status) || outcome !== 'ready') transitionTask(t, outcome === 'ready' ? 'ready' : outcome === 'cancelled' ? 'cancelled' : 'failed', { at });
+      if (t.status === 'failed' && !t.statusReason) t.statusReason = `the task's workflow ended in "${outcome}"`;
+      t.finishedAt = at;
+      t.updatedAt = at;
+      tx.emit(t.status === 'ready' ? 'task.finished' : 'task.failed', {
+        taskId: t.id,
+        status: t.status,
+        reason: t.statusReason,
+        pr: t.pr ? { number: t.pr.number, url: t.pr.url, state: t.pr.state } : null,
+      });
+    }
+  });
+}
+
+/** Cancel requested tasks: stop the worker group, back up the work, cancel the run. */
+export async function handleCancels(deps: BrainProcessDeps, reg: Registry, log: (l: string) => void, now: () => Date): Promise<void> {
+  for (const task of Object.values(reg.tasks)) {
+    if (!task.cancelRequested || task.status === 'cancelled') continue;
+    const stopped = await deps.supervisor.cancelTask(task.id);
+    let backupRef: string | null = null;
+    if (task.worktree || task.branch) {
+      try {
+        const removed = await deps.worktrees.remove({ id: task.id, reason: 'cancelled' });
+        backupRef = removed.ref;
+      } catch (error) {
+        log(`[polly] ${task.id}: backup on cancel failed: ${isPollyError(error) ? error.message : String(error)}`);
+      }
+    }
+    const run = (await deps.runtime.list({})).find((r) => r.input.task === task.id && r.status === 'running');
+    if (run) await deps.runtime.signal(run.id, 'CANCEL');
+    await deps.store.update((draft, tx) => {
+      const t = draft.tasks[task.id]!;
+      transitionTask(t, 'cancelled', { reason: 'cancelled by sys_cancel_task', at: now().toISOString(), finished: true });
+      if (backupRef) t.backupRefs = [...t.backupRefs, backupRef];
+      tx.emit('task.cancelled', { taskId: t.id, workersStopped: stopped.cancelled, backupRef });
+    });
+    log(`[polly] ${task.id}: cancelled; work kept in ${backupRef ?? '(no worktree)'}`);
+  }
+}
+
+/** Run one read-only ad-hoc task (explore, search, review) in the main checkout; idempotent per task. */
+export async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, log: (l: string) => void, now: () => Date): Promise<void> {
+  const task = (await deps.store.read()).tasks[taskId];
+  if (!task || FINAL_TASK_STATUSES.has(task.status)) return;
+  await deps.store.update((draft, tx) => {
+    const t = draft.tasks[taskId]!;
+    if (t.status === 'queued') {
+      t.startedAt = now().toISOString();
+      transitionTask(t, 'running', { at: t.startedAt });
+      tx.emit('task.status', { taskId, status: 'running' });
+    }
+  });
+  log(`[polly] ${taskId}: ${task.purpose} on ${task.worker} (read-only)`);
+  const result = await deps.supervisor.runTurn(
+    {
+      taskId,
+      orderId: `adhoc:${taskId}`,
+      harness: task.worker,
+      purpose: task.purpose,
+      role: task.purpose as 'explore' | 'search' | 'review',
+      cwd: deps.repoRoot,
+      prompt: `${promptMarker(task)} ${task.title}\n\n${task.prompt}\n\nYou are read-only: read and report; do not change any file. End with a short report.`,
+      resumeSessionId: null,
+      model: task.model,
+      gateContext: { ...deps.gateContext, worktree: deps.repoRoot },
+      env: deps.agentEnv,
+    },
+    { onEvent: (e) => deps.onWorkerEvent?.(taskId, e) },
+  );
+  await deps.store.update((draft, tx) => {
+    const t = draft.tasks[taskId]!;
+    t.sessionId = result.sessionId;
+    t.report = result.finalText;
+    transitionTask(t, result.status === 'ok' ? 'done' : result.status === 'cancelled' ? 'cancelled' : 'failed', {
+      reason: result.status === 'ok' ? null : `${result.status}: ${result.message ?? result.stderr.slice(-500)}`,
+      at: now().toISOString(),
+      finished: true,
+    });
+    tx.emit(t.status === 'done' ? 'task.finished' : 'task.failed', { taskId, status: t.status, report: result.finalText.slice(0, 4000), reason: t.statusReason });
+  });
+}
