@@ -5,8 +5,9 @@
  * - {@link createFileRegistryStore}: the real one. Every update is a read-modify-write under a
  *   proper-lockfile lock (`registry.json.lock`, a directory; stale after `lockStaleMs` without a
  *   heartbeat), written to `registry.json.tmp`, fsynced, the previous good file hard-linked to
- *   `registry.json.bak`, renamed over `registry.json`, the directory fsynced, then the transaction's
- *   events appended to the journal. A crash leaves the old or the new registry, never half of one.
+ *   `registry.json.bak`, renamed over `registry.json` (the commit point), then the directory fsynced
+ *   while the transaction's events are appended to the journal and fsynced (concurrently: both
+ *   follow the commit point, and the update resolves after both). A crash leaves the old or the new registry, never half of one.
  * - {@link createMemoryRegistryStore}: the same semantics in memory, for tests.
  *
  * Archive: `registry.archived` events (finished goal trees leaving the registry, see
@@ -392,7 +393,6 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
       });
     }
     await rename(tmpPath, paths.registry);
-    await fsyncDir(dir);
   }
 
   const store: FileRegistryStore = {
@@ -434,17 +434,23 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
         await writeRegistry(text, loaded.text !== null, loaded.fileVersion, lost);
         // The rename was the commit point. If the append fails now (e.g. a full disk), the events are
         // safe in the registry's pendingJournal and the next read, update or journal read appends them.
-        try {
-          if (entries.length > 0) await appendJournal(paths.journal, entries, await readJournalTail(paths.journal));
-          const archived = entries.filter((e) => e.kind === ARCHIVE_EVENT);
-          if (archived.length > 0) {
-            const tail = await readJournalTail(paths.archive);
-            await appendJournal(paths.archive, archived.filter((e) => e.seq > tail.lastSeq), tail);
+        // The directory's fsync (which makes the rename durable) and the journal's run at the same
+        // time: both come after the commit point, and the update returns only when both are done.
+        const appended = (async () => {
+          try {
+            if (entries.length > 0) await appendJournal(paths.journal, entries, await readJournalTail(paths.journal));
+            const archived = entries.filter((e) => e.kind === ARCHIVE_EVENT);
+            if (archived.length > 0) {
+              const tail = await readJournalTail(paths.archive);
+              await appendJournal(paths.archive, archived.filter((e) => e.seq > tail.lastSeq), tail);
+            }
+            return true;
+          } catch {
+            return false;
           }
-          flushedSignature = await signature();
-        } catch {
-          flushedSignature = null;
-        }
+        })();
+        const [, ok] = await Promise.all([fsyncDir(dir), appended]);
+        flushedSignature = ok ? await signature() : null;
         return result;
       });
     },
