@@ -72,6 +72,7 @@ function workerStages(repo: string, supervisor: WorkerSupervisor, stateRoot: str
             harness: 'pi',
             purpose: 'implement',
             role: 'implement',
+            readOnly: false,
             cwd: wt.path,
             prompt: `[polly task=${wt.id} role=implement] benchmark turn`,
             resumeSessionId: null,

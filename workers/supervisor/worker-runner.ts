@@ -203,7 +203,8 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       prompt: spec.prompt,
       resumeSessionId: spec.resumeSessionId,
       model: spec.model,
-      readOnly: spec.role !== 'implement',
+      // Decided by the Brain (spec.readOnly); a spec written before that field existed: implement writes.
+      readOnly: typeof spec.readOnly === 'boolean' ? spec.readOnly : spec.role !== 'implement',
       gate: { args: gate.args, env: gate.env },
       env,
       stateDir: spec.agentStateDir,

@@ -301,6 +301,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
       harness: request.harness,
       purpose: request.purpose,
       role: request.role,
+      readOnly: request.readOnly,
       cwd: request.cwd,
       prompt: request.prompt,
       resumeSessionId: request.resumeSessionId,
