@@ -30,6 +30,8 @@ export const POLLY_GITIGNORE = [
   'registry.json',
   'registry.json.*',
   'journal.jsonl',
+  'archive.jsonl',
+  'runs/',
   '*.lock',
   '*.tmp',
   'brain.log',

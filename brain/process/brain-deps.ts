@@ -7,6 +7,7 @@ import { homedir } from 'node:os';
 import { createWorkerSupervisor } from '../../workers/supervisor/worker-supervisor.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
 import { createRuntime } from '../../workflows/run/runtime.js';
+import { openRunStore } from '../registry/run-storage.js';
 import { builtinWorkflowDirs, createWorkflowLibrary } from '../../workflows/workflow-library.js';
 import type { BrainProcessDeps } from './brain-process.js';
 import { openForge } from '../forge/forge-select.js';
@@ -43,7 +44,9 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
   const { repo, store, config } = ctx;
   const base = createWorkflowLibrary(builtinWorkflowDirs(), { policy: { maxDispatchesPerTurn: config.policies.spawn_bounds.max_dispatches_per_turn } });
   const library = createPlanLibrary(base, config);
-  const runtime = createRuntime({ store, library, agentArea: BRAIN_AGENT_AREA, instanceArea: BRAIN_INSTANCE_AREA });
+  const runs = await openRunStore(repo.pollyDir, store);
+  if (runs.moved > 0) log(`[polly] moved ${runs.moved} workflow runs from registry.json into ${runs.store.path}`);
+  const runtime = createRuntime({ store: runs.store, library, agentArea: BRAIN_AGENT_AREA, instanceArea: BRAIN_INSTANCE_AREA });
   const supervisor = createWorkerSupervisor({ repoRoot: repo.root, store, config });
   const worktrees = createWorktreeManager({
     repoRoot: repo.root,

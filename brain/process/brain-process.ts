@@ -24,6 +24,7 @@ import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
 import type { Runtime } from '../../workflows/run/runtime.js';
 import { watchMerges } from '../forge/after-merge.js';
+import { archiveFinished } from '../registry/registry-archive.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError, isPollyError } from '../core/errors.js';
 import type { Forge } from '../forge/forge.js';
@@ -39,6 +40,9 @@ import type { TaskTool } from '../task-tools/types.js';
 import type { WorkerSupervisor } from '../../workers/worker-turn.js';
 import { toInboxEvents, type InboxEvent } from '../mcp/brain-tools.js';
 import type { GateContext } from '../../gate/types.js';
+
+/** How long a finished goal tree stays in registry.json (for `polly status` and `polly goal`'s summary) before the Brain archives it (ms). */
+export const ARCHIVE_AFTER_MS = 24 * 3600 * 1000;
 
 
 
@@ -256,6 +260,8 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
         lastMergePass = Date.now();
         const report = await watchMerges({ store: deps.store, forge: deps.forge, worktrees: deps.worktrees, progress: log, now });
         for (const d of report.done) log(`[polly] ${d.taskId}: PR #${d.number} was merged by a human; task done, worktree removed after backup ${d.backupRef ?? ''}`);
+        // Finished goal trees a day old leave registry.json for archive.jsonl (registry-archive.ts): the registry stays small.
+        await deps.store.update((draft, tx) => void archiveFinished(draft, tx, now().getTime() - ARCHIVE_AFTER_MS));
       }
       if (Date.now() - lastHeartbeat > 10_000) {
         lastHeartbeat = Date.now();

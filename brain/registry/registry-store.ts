@@ -5,9 +5,15 @@
  * - {@link createFileRegistryStore}: the real one. Every update is a read-modify-write under a
  *   proper-lockfile lock (`registry.json.lock`, a directory; stale after `lockStaleMs` without a
  *   heartbeat), written to `registry.json.tmp`, fsynced, the previous good file hard-linked to
- *   `registry.json.bak`, renamed over `registry.json`, the directory fsynced, then the transaction's
- *   events appended to the journal. A crash leaves the old or the new registry, never half of one.
+ *   `registry.json.bak`, renamed over `registry.json` (the commit point), then the directory fsynced
+ *   while the transaction's events are appended to the journal and fsynced (concurrently: both
+ *   follow the commit point, and the update resolves after both). A crash leaves the old or the new registry, never half of one.
  * - {@link createMemoryRegistryStore}: the same semantics in memory, for tests.
+ *
+ * Archive: `registry.archived` events (finished goal trees leaving the registry, see
+ * `registry-archive.ts`) are also appended to `archive.jsonl` after the journal, exactly once by
+ * seq; a crash between the two is repaired from the journal by {@link repairArchive}. Nothing on
+ * the hot path (read, update, journal) reads the archive.
  *
  * Journal exactly-once: the events of a transaction are written into the registry file itself
  * (`pendingJournal`) in the same atomic rename that commits the transaction. The next read, update
@@ -23,6 +29,7 @@ import { PollyError, isPollyError } from '../core/errors.js';
 import { appendJournal, readJournalFrom, readJournalTail, type JournalCursor } from './journal.js';
 import { migrateRegistry, registryVersionOf, type RawRegistry } from './registry-migrations.js';
 import { emptyRegistry, type JournalEntry, type Registry } from './registry-schema.js';
+import { ARCHIVE_EVENT } from './registry-archive.js';
 import { registryProblem } from './registry-validate.js';
 
 /** Handed to an update function: records journal events committed with the transaction. */
@@ -69,6 +76,8 @@ export interface RegistryPaths {
   registry: string;
   backup: string;
   journal: string;
+  /** `archive.jsonl`: the `registry.archived` journal lines, the registry's finished history. */
+  archive: string;
   /** The lock directory proper-lockfile creates while an update runs. */
   lock: string;
 }
@@ -127,6 +136,7 @@ function assertValidDraft(draft: Registry): void {
 
 function stripPending(reg: Registry): Registry {
   delete reg.pendingJournal;
+  delete reg.pendingArchive;
   return reg;
 }
 
@@ -233,6 +243,7 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
     registry: join(dir, 'registry.json'),
     backup: join(dir, 'registry.json.bak'),
     journal: join(dir, 'journal.jsonl'),
+    archive: join(dir, 'archive.jsonl'),
     lock: join(dir, 'registry.json.lock'),
   };
   const tmpPath = join(dir, 'registry.json.tmp');
@@ -399,7 +410,6 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
       });
     }
     await rename(tmpPath, paths.registry);
-    await fsyncDir(dir);
   }
 
   const store: FileRegistryStore = {
@@ -417,6 +427,7 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
         const loaded = await loadFile();
         const journalLast = await flushPending(loaded.registry.pendingJournal);
         const previousPending = loaded.registry.pendingJournal;
+        const migratedArchive = loaded.registry.pendingArchive ?? [];
         const draft = stripPending(loaded.registry);
         const t = createTx();
         let result: T;
@@ -426,6 +437,8 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
           t.close();
         }
         assertValidDraft(draft);
+        // Trees a migration took out (v1 → v2) are journaled with the first write, the journal being the archive's source.
+        for (const unit of migratedArchive) t.events.push({ kind: ARCHIVE_EVENT, data: JSON.parse(JSON.stringify(unit)) as Record<string, unknown> });
         const base = Math.max(draft.counters.journalSeq, journalLast);
         const at = now().toISOString();
         const entries: JournalEntry[] = t.events.map((e, i) => ({ seq: base + i + 1, at, kind: e.kind, data: e.data }));
@@ -438,12 +451,23 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
         await writeRegistry(text, loaded.text !== null, loaded.fileVersion, lost);
         // The rename was the commit point. If the append fails now (e.g. a full disk), the events are
         // safe in the registry's pendingJournal and the next read, update or journal read appends them.
-        try {
-          if (entries.length > 0) await appendJournal(paths.journal, entries, await readJournalTail(paths.journal));
-          flushedSignature = await signature();
-        } catch {
-          flushedSignature = null;
-        }
+        // The directory's fsync (which makes the rename durable) and the journal's run at the same
+        // time: both come after the commit point, and the update returns only when both are done.
+        const appended = (async () => {
+          try {
+            if (entries.length > 0) await appendJournal(paths.journal, entries, await readJournalTail(paths.journal));
+            const archived = entries.filter((e) => e.kind === ARCHIVE_EVENT);
+            if (archived.length > 0) {
+              const tail = await readJournalTail(paths.archive);
+              await appendJournal(paths.archive, archived.filter((e) => e.seq > tail.lastSeq), tail);
+            }
+            return true;
+          } catch {
+            return false;
+          }
+        })();
+        const [, ok] = await Promise.all([fsyncDir(dir), appended]);
+        flushedSignature = ok ? await signature() : null;
         return result;
       });
     },
@@ -607,4 +631,19 @@ export function createMemoryRegistryStore(options: Pick<RegistryStoreOptions, 'n
     },
   };
   return store;
+}
+
+/**
+ * Bring `archive.jsonl` up to date with the journal: append the `registry.archived` entries the
+ * journal has beyond the archive's last seq (a crash between the journal append and the archive
+ * append leaves such a gap; deleting the archive rebuilds it whole). Reads the whole journal: for
+ * history commands and repair, never the hot path.
+ * @returns how many lines were appended.
+ * @throws PollyError `registry_corrupt` when a journal or archive line does not parse.
+ */
+export async function repairArchive(store: FileRegistryStore): Promise<number> {
+  const tail = await readJournalTail(store.paths.archive);
+  const missing = (await store.journal(tail.lastSeq)).filter((e) => e.kind === ARCHIVE_EVENT);
+  if (missing.length > 0 || tail.size > tail.completeSize) await appendJournal(store.paths.archive, missing, tail);
+  return missing.length;
 }
