@@ -18,69 +18,23 @@
 export { BRAIN_OWNER } from './order-executor.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { join } from 'node:path';
-import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
-import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
-import type { Runtime } from '../../workflows/run/runtime.js';
 import { watchMerges } from '../forge/after-merge.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError, isPollyError } from '../core/errors.js';
-import type { Forge } from '../forge/forge.js';
 import { expirePlanAsks } from '../plan/plan-gate.js';
-import type { PlanLibrary } from '../plan/plan-library.js';
 import type { RegistryStore } from '../registry/registry-store.js';
-import type { GoalRecord, PlanRecord, Registry, TaskRecord } from '../registry/registry-schema.js';
+import type { PlanRecord, Registry, TaskRecord } from '../registry/registry-schema.js';
 import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
 import { newTaskRecord } from '../registry/task-record.js';
 import { scheduleTurns, type ScheduleState } from './scheduler.js';
 import { executeOrder, finishTasksOfEndedRuns, handleCancels, runReadOnlyTask } from './order-executor.js';
-import type { TaskTool, WorkerSupervisor } from '../task-tools/types.js';
-import { toInboxEvents, type InboxEvent } from '../mcp/brain-tools.js';
-import type { GateContext } from '../../gate/types.js';
+import { toInboxEvents } from '../mcp/brain-tools.js';
+import type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
+
+/** The types moved to brain-deps.ts; re-exported for the modules that still import them from here. */
+export type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
 
 
-
-
-/** The LLM brain the process hosts per goal (brain/llm-brain.ts), behind a narrow interface. */
-export interface GoalBrain {
-  pid: number;
-  sessionId(): string | null;
-  turn(text: string): Promise<{ ok: boolean; text: string; sessionId: string | null }>;
-  close(): Promise<void>;
-}
-
-export interface BrainProcessDeps {
-  repoRoot: string;
-  pollyDir: string;
-  store: RegistryStore;
-  config: PollyConfig;
-  runtime: Runtime;
-  library: PlanLibrary;
-  supervisor: WorkerSupervisor;
-  worktrees: WorktreeManager;
-  forge: Forge;
-  /** Effect tool name → implementation (brain/task-tools/index.ts). */
-  tools: Record<string, TaskTool>;
-  /** Env for agent processes (model endpoints). */
-  agentEnv: Record<string, string>;
-  gateContext: GateContext;
-  /**
-   * Start the LLM brain of a goal, or null to run without one (plans come from `polly run`).
-   * `resumeSessionId` continues the goal's session after a restart.
-   */
-  startGoalBrain?: ((goal: GoalRecord, resumeSessionId: string | null) => GoalBrain) | null;
-  /** First message for a goal's brain and the wake-up digest of inbox events. */
-  messages?: { first(goal: GoalRecord): string; wake(events: InboxEvent[]): string };
-  /** Exit once nothing is open (no open goal, no pending or running work). */
-  exitWhenIdle?: boolean;
-  /** Seconds between after-merge passes (default 30). */
-  mergeWatchSeconds?: number;
-  /** One line per notable step, for the live view / log (stderr). */
-  log?: (line: string) => void;
-  /** Called with every agent event of every worker (for the live view). */
-  onWorkerEvent?: (taskId: string, event: AgentEvent) => void;
-  clock?: () => Date;
-  signal?: AbortSignal;
-}
 
 
 /**

@@ -9,7 +9,7 @@ import { FINAL_TASK_STATUSES, type TaskStatus } from '../core/vocabulary.js';
 import { promptMarker } from '../task-tools/dispatch.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskTool, TaskToolContext } from '../task-tools/types.js';
-import type { BrainProcessDeps } from './brain-process.js';
+import type { BrainProcessDeps } from './brain-deps.js';
 
 /** The lease owner name of the repository's Brain: stable across restarts, so a new Brain renews the old one's leases. */
 export const BRAIN_OWNER = 'polly-brain';
