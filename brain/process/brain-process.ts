@@ -30,6 +30,7 @@ import { scheduleTurns, type ScheduleState } from './scheduler.js';
 import { executeOrder, finishTasksOfEndedRuns, handleCancels, runReadOnlyTask } from './order-executor.js';
 import { toInboxEvents } from '../mcp/brain-tools.js';
 import type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
+import { brainTurn, failGoal, reapPreviousGoalBrains } from './goal-brains.js';
 
 /** The types moved to brain-deps.ts; re-exported for the modules that still import them from here. */
 export type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
@@ -235,67 +236,6 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
         }
       })
       .catch(() => {});
-  }
-}
-
-/** End a goal as failed with a reason the user sees (`polly goal` prints it and exits 1). */
-async function failGoal(deps: BrainProcessDeps, goalId: string, reason: string): Promise<void> {
-  deps.log?.(`[polly] goal ${goalId} failed: ${reason}`);
-  await deps.store.update((draft, tx) => {
-    const goal = draft.goals[goalId];
-    if (!goal || isGoalFinal(goal.status)) return;
-    goal.status = 'failed';
-    goal.brainReport = reason;
-    tx.emit('goal.done', { goalId, status: 'failed', reason });
-  });
-}
-
-/** Kill the process group of an LLM brain a crashed Brain left behind (recorded on its goal). */
-async function reapPreviousGoalBrains(deps: BrainProcessDeps, log: (l: string) => void): Promise<void> {
-  const reg = await deps.store.read();
-  for (const goal of Object.values(reg.goals)) {
-    if (goal.brainPid && goal.brainPid !== process.pid && pidAlive(goal.brainPid)) {
-      try {
-        process.kill(-goal.brainPid, 'SIGTERM');
-      } catch {
-        try {
-          process.kill(goal.brainPid, 'SIGTERM');
-        } catch {
-          // gone
-        }
-      }
-      log(`[polly] stopped the LLM brain a previous Brain left running (pid ${goal.brainPid}); its session resumes`);
-    }
-  }
-}
-
-async function brainTurn(deps: BrainProcessDeps, goalId: string, entry: { brain: GoalBrain; busy: boolean; cursor: number }, text: string, now: () => Date): Promise<void> {
-  entry.busy = true;
-  try {
-    await deps.store.update((draft, tx) => {
-      const seq = (draft.turn?.seq ?? 0) + 1;
-      draft.turn = { seq, startedAt: now().toISOString(), dispatches: 0 };
-      tx.emit('brain.turn', { goalId, turn: seq });
-    });
-    const result = await entry.brain.turn(text);
-    const sessionId = result.sessionId ?? entry.brain.sessionId();
-    const goalNow = (await deps.store.read()).goals[goalId];
-    if (!result.ok && goalNow && goalNow.planIds.length === 0 && !goalNow.brainSessionId) {
-      // The first turn failed before any plan (e.g. no API key: "Not logged in"): say so and stop.
-      await failGoal(deps, goalId, `the Brain's model session failed: ${result.text.slice(0, 1000)}`);
-      return;
-    }
-    await deps.store.update((draft, tx) => {
-      const goal = draft.goals[goalId];
-      if (goal) {
-        goal.brainSessionId = sessionId;
-        goal.brainReport = result.text;
-        if (goal.status === 'open') goal.status = 'planning';
-      }
-      tx.emit('brain.turn_ended', { goalId, ok: result.ok, text: result.text.slice(0, 2000) });
-    });
-  } finally {
-    entry.busy = false;
   }
 }
 
