@@ -31,6 +31,7 @@ import { executeOrder, finishTasksOfEndedRuns, handleCancels, runReadOnlyTask } 
 import { toInboxEvents } from '../mcp/brain-tools.js';
 import type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
 import { brainTurn, failGoal, reapPreviousGoalBrains } from './goal-brains.js';
+import { acquireBrainLock } from './brain-lock.js';
 
 /** The types moved to brain-deps.ts; re-exported for the modules that still import them from here. */
 export type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
@@ -91,6 +92,16 @@ export function isIdle(reg: Registry): boolean {
  */
 export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
   const now = deps.clock ?? (() => new Date());
+  const lock = await acquireBrainLock(deps.pollyDir, { now });
+  try {
+    await runLocked(deps, now);
+  } finally {
+    await lock.release();
+  }
+}
+
+/** The Brain's loop, run while this process holds `.polly/brain.lock`. */
+async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void> {
   const log = deps.log ?? (() => {});
   const inflight = new Map<string, Promise<void>>();
   const goalBrains = new Map<string, { brain: GoalBrain; busy: boolean; cursor: number }>();
@@ -225,17 +236,25 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
       ]);
       if (entries.length) cursor = entries[entries.length - 1]!.seq;
     }
+  } catch (error) {
+    if (isPollyError(error, 'registry_corrupt')) log(`[polly] the Brain stops: ${error.message}`);
+    throw error;
   } finally {
     for (const { brain } of goalBrains.values()) await brain.close().catch(() => {});
-    await Promise.allSettled(inflight.values());
+    // A graceful stop (SIGTERM/SIGINT) or a fault does not wait for in-flight work: the workers are
+    // detached runners and keep running; the next Brain adopts them and claims the same open work
+    // orders (tools are idempotent per order id), exactly as after a SIGKILL. No task fails because
+    // its orchestrator stopped. The caller exits the process (brain/commands/brain.ts).
+    const left = [...inflight.keys()];
     await deps.store
       .update((draft, tx) => {
         if (draft.brain?.pid === process.pid) {
           draft.brain = null;
-          tx.emit('brain.stopped', { pid: process.pid });
+          tx.emit('brain.stopped', { pid: process.pid, graceful: deps.signal?.aborted ?? false, inFlight: left });
         }
       })
       .catch(() => {});
+    if (left.length > 0) log(`[polly] stopped; left running for the next Brain to adopt: ${left.join(', ')}`);
   }
 }
 

@@ -58,7 +58,9 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
     forge: deps.forge,
     agentEnv: deps.agentEnv,
     progress: (line) => log(`[polly] ${line}`),
-    signal: deps.signal ?? controller.signal,
+    // Not the Brain's stop signal: a Brain that stops leaves its workers running (detached runners)
+    // and the next Brain adopts them; a task is cancelled only through its run's CANCEL.
+    signal: controller.signal,
   };
   let outcome: Awaited<ReturnType<TaskTool>>;
   if (!tool) {
