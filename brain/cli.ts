@@ -24,6 +24,7 @@ export const COMMANDS: Record<string, { module: string; summary: string }> = {
   brain: { module: './commands/brain.js', summary: 'run the Brain process for this repository' },
   plan: { module: './commands/plan.js', summary: 'show, approve or reject a proposed plan' },
   run: { module: './commands/run.js', summary: 'admit and execute a human-written plan file' },
+  resume: { module: './commands/resume.js', summary: 'resume a plan after the Brain stopped or crashed' },
   pr: { module: './commands/pr.js', summary: 'list, show or diff pull requests on the local forge' },
 };
 
