@@ -55,7 +55,7 @@ async function loadCommand(name: string): Promise<Command> {
     mod = (await import(entry.module)) as { command?: Command };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(entry.module.replace(/^\.\.?\//, ''))) {
-      throw new PollyError('not_built', `"polly ${name}" is not built yet in this version of Polly (placeholder). See the open issues.`, { cause: error });
+      throw new PollyError('not_built', `"polly ${name}" is missing from this build of Polly (${entry.module} next to ${fileURLToPath(import.meta.url)}). Run "npm run build" in the Polly checkout, or reinstall Polly.`, { cause: error });
     }
     throw error;
   }

@@ -9,6 +9,7 @@
  * this file with `gate.decision` entries of `.polly/journal.jsonl` by time.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
+import { redactSecrets } from '../brain/core/redact.js';
 import type { GateDecision, GateRequest } from './types.js';
 
 /** Where decisions go: `appendJournal('gate.decision', data)`. */
@@ -21,11 +22,9 @@ export const GATE_DECISIONS_FILE = '.polly/gate-decisions.jsonl';
 
 const MAX_LINE = 4000;
 
-/** Remove tokens and credentials from text before it is logged or printed. */
+/** Remove secret-shaped tokens and credential values from text before it is logged or printed (brain/core/redact.ts). */
 export function redact(text: string): string {
-  return text
-    .replace(/\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{16,}|xox[abp]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b/g, '[redacted]')
-    .replace(/((?:authorization|x-api-key|api[_-]?key|token|password|secret)\s*[:=]\s*)("?)(?:(?:bearer|token|basic)\s+)?[^\s"']+/gi, '$1$2[redacted]');
+  return redactSecrets(text);
 }
 
 /** The data of one `gate.decision` entry (input truncated and redacted). */

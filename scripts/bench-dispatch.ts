@@ -20,7 +20,7 @@ import { cpus, homedir, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CONFIG, type PollyConfig } from '../brain/config/config-schema.js';
 import { createFileRegistryStore } from '../brain/registry/registry-store.js';
-import type { WorkerSupervisor, WorkerTurnResult } from '../brain/task-tools/types.js';
+import type { WorkerSupervisor, WorkerTurnResult } from '../workers/worker-turn.js';
 import { createGitRunner, type GitRunner } from '../workers/git/git.js';
 import { createWorkerSupervisor, workerIdFor } from '../workers/supervisor/worker-supervisor.js';
 import { createWorktreeManager, type CreatedWorktree, type WorktreeManager } from '../workers/git/worktree-manager.js';

@@ -7,7 +7,8 @@
  * (stdout+stderr interleaved) is kept, bounded to its tail.
  */
 import { spawn } from 'node:child_process';
-import type { CheckResult } from '../brain/registry/registry-schema.js';
+import { signalGroup } from './proc/kill.js';
+import type { CommandResult } from './proc/shell-command.js';
 
 export interface AcceptanceOptions {
   cwd: string;
@@ -25,11 +26,11 @@ export interface AcceptanceOptions {
 export interface AcceptanceOutcome {
   /** True when every command exited 0 within its time. */
   green: boolean;
-  results: CheckResult[];
+  results: CommandResult[];
 }
 
 /** Run one command; never throws (a spawn failure is a result with exitCode null). */
-export function runCheck(command: string, options: Omit<AcceptanceOptions, 'commands'>): Promise<CheckResult> {
+export function runCheck(command: string, options: Omit<AcceptanceOptions, 'commands'>): Promise<CommandResult> {
   const keep = options.keepBytes ?? 16 * 1024;
   const started = Date.now();
   return new Promise((resolve) => {
@@ -45,13 +46,7 @@ export function runCheck(command: string, options: Omit<AcceptanceOptions, 'comm
       detached: true,
     });
     let timedOut = false;
-    const killGroup = () => {
-      try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    };
+    const killGroup = () => signalGroup(child.pid, 'SIGKILL');
     const timer = setTimeout(() => {
       timedOut = true;
       killGroup();
@@ -79,7 +74,7 @@ export function runCheck(command: string, options: Omit<AcceptanceOptions, 'comm
  * @returns green iff every command exited 0; results for each command run.
  */
 export async function runAcceptance(options: AcceptanceOptions): Promise<AcceptanceOutcome> {
-  const results: CheckResult[] = [];
+  const results: CommandResult[] = [];
   for (const command of options.commands) {
     const result = await runCheck(command, options);
     results.push(result);
@@ -90,7 +85,7 @@ export async function runAcceptance(options: AcceptanceOptions): Promise<Accepta
 }
 
 /** The feedback an agent gets after a red run: which command failed and its output tail. */
-export function formatCheckFeedback(results: CheckResult[]): string {
+export function formatCheckFeedback(results: CommandResult[]): string {
   const failed = results.filter((r) => r.exitCode !== 0);
   if (failed.length === 0) return 'All acceptance checks passed.';
   return [

@@ -9,7 +9,7 @@
  *   CONTRACT.md    the task, its acceptance criteria and commands, and Polly's check results
  * ```
  * The reviewer's prompt (returned, not written) names these two files, asks for findings as JSON
- * per `brain/review-findings.ts` and says that the reviewer must not change anything (the gate's
+ * per `workers/review-findings.ts` and says that the reviewer must not change anything (the gate's
  * `review` role enforces it). Every text that goes into the sandbox or the prompt has the worktree's
  * absolute path (and its realpath) replaced by `<worktree>`: check output or a generated file may
  * quote it, and a reviewer must not be able to name it.
@@ -19,8 +19,8 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { PollyError } from '../brain/core/errors.js';
-import type { CheckResult, TaskRecord } from '../brain/registry/registry-schema.js';
-import { REVIEW_FINDINGS_JSON_SCHEMA } from '../brain/task-tools/review-findings.js';
+import type { CommandResult } from './proc/shell-command.js';
+import { REVIEW_FINDINGS_JSON_SCHEMA } from './review-findings.js';
 import { firstLine, type GitRunner } from './git/git.js';
 
 /** The file names a sandbox holds, in listing order. */
@@ -29,9 +29,23 @@ export const REVIEW_SANDBOX_FILES = ['CONTRACT.md', 'DIFF.patch'] as const;
 /** What the reviewer sees in place of the worktree path if any text quoted it. */
 export const WORKTREE_PLACEHOLDER = '<worktree>';
 
+/** The task under review, as the sandbox needs it (a registry TaskRecord satisfies it). */
+export interface ReviewSubject {
+  id: string;
+  title: string;
+  /** What the implementer was asked to do. */
+  prompt: string;
+  acceptance: { commands: string[]; criteria: string[] };
+  /** The acceptance commands' last results. */
+  checks: CommandResult[];
+  worktree: string | null;
+  baseBranch: string | null;
+  branch: string | null;
+}
+
 export interface ReviewSandboxInput {
   /** The task under review (id, title, prompt, acceptance, checks, worktree, base). */
-  task: Pick<TaskRecord, 'id' | 'title' | 'prompt' | 'acceptance' | 'checks' | 'worktree' | 'baseBranch' | 'branch'>;
+  task: ReviewSubject;
   /** The unified diff of the change (see {@link produceReviewDiff}). */
   diff: string;
   /**
@@ -75,7 +89,7 @@ export function redactWorktreePath(text: string, worktree: string | null): strin
   return out;
 }
 
-function checkLine(c: CheckResult): string {
+function checkLine(c: CommandResult): string {
   const status = c.timedOut ? 'timed out' : c.exitCode === 0 ? 'passed' : `failed (exit ${c.exitCode ?? 'signal'})`;
   return `- \`${c.command}\`: ${status} in ${(c.durationMs / 1000).toFixed(1)} s`;
 }
@@ -100,7 +114,7 @@ export function renderContract(task: ReviewSandboxInput['task']): string {
 }
 
 /** The reviewer's prompt: marker line, the two files, the rules, the JSON schema. Pure. */
-export function renderReviewPrompt(task: Pick<TaskRecord, 'id' | 'title'>, round: number): string {
+export function renderReviewPrompt(task: Pick<ReviewSubject, 'id' | 'title'>, round: number): string {
   return [
     `[polly task=${task.id} role=review]`,
     `You are the cross-reviewer of task ${task.id} ("${task.title}"), review round ${round}.`,

@@ -15,6 +15,10 @@
  * terminal: [posted, denied]
  * variables: {tickets: {type: int, min: 0, max: 2, initial: 0}}
  * actions: {TICKETS_FETCHED: {data: {count: {type: int, min: 0, max: 2}}}, APPROVED: {}}
+ *   # real data onto the checked domain: count: {type: int, min: 0, max: 2, map: saturate}
+ *   #   map: saturate | {buckets: [{at_least: 0, value: 0}, {at_least: 3, value: 1}]}   (int)
+ *   #   map: {values: {open: pending, new: pending}, otherwise: other}                  (enum)
+ *   # extra: payload — other reported fields are journaled as payload, never state (default: refuse)
  * effects:
  *   post_brief: {tool: slack_send, on_ok: POSTED, on_failure: POST_FAILED, on_exhausted: POST_FAILED,
  *                retry: {max_attempts: 3, backoff_seconds: 30, lease_seconds: 300}}
@@ -36,6 +40,7 @@ import { ExpressionInFieldError } from './expression.js';
 import { compileModel } from './check/model.js';
 import type {
   ActionDecl,
+  DataMap,
   Domain,
   EffectDecl,
   EventRef,
@@ -200,6 +205,39 @@ export function validateWorkflow(raw: unknown, src: SourceInfo): Workflow {
     return fail(path, `${show(v)} is outside the declared domain (${domainText(d)})`);
   };
 
+  // How real values map onto a data field's domain: every target is checked to lie inside it.
+  const dataMap = (d: Domain, v: unknown, path: string): DataMap => {
+    if (v === 'saturate') {
+      if (d.type !== 'int') fail(path, `saturate maps onto an int domain; this field is ${domainText(d)}`);
+      return { kind: 'saturate' };
+    }
+    const m = obj(v, path);
+    if ('buckets' in m) {
+      only(m, path, ['buckets']);
+      if (d.type !== 'int') fail(path, `buckets map onto an int domain; this field is ${domainText(d)}`);
+      if (!Array.isArray(m.buckets) || m.buckets.length === 0) fail(`${path}.buckets`, 'expected a non-empty list of {at_least, value}');
+      const buckets = (m.buckets as unknown[]).map((b, i) => {
+        const bp = `${path}.buckets[${i}]`;
+        const bo = obj(b, bp);
+        only(bo, bp, ['at_least', 'value']);
+        return { at_least: int(bo.at_least, `${bp}.at_least`), value: valueIn(d, bo.value, `${bp}.value`) as number };
+      });
+      buckets.forEach((b, i) => {
+        if (i > 0 && b.at_least <= buckets[i - 1]!.at_least) fail(`${path}.buckets[${i}].at_least`, `buckets must ascend: ${b.at_least} is not above ${buckets[i - 1]!.at_least}`);
+      });
+      return { kind: 'buckets', buckets };
+    }
+    if ('values' in m) {
+      only(m, path, ['values', 'otherwise']);
+      if (d.type !== 'enum') fail(path, `a values map maps onto an enum domain; this field is ${domainText(d)}`);
+      const values: Record<string, string> = {};
+      for (const [real, target] of Object.entries(obj(m.values, `${path}.values`))) values[real] = valueIn(d, target, `${path}.values.${real}`) as string;
+      const otherwise = m.otherwise === undefined || m.otherwise === null ? null : (valueIn(d, m.otherwise, `${path}.otherwise`) as string);
+      return { kind: 'rename', values, otherwise };
+    }
+    return fail(path, `expected saturate, {buckets: [{at_least, value}, …]} or {values: {REAL: VALUE, …}, otherwise: VALUE}, found ${show(v)}`);
+  };
+
   // variables
   const variables: VariableDecl[] = [];
   for (const [k, v] of Object.entries(top.variables === undefined || top.variables === null ? {} : obj(top.variables, 'variables'))) {
@@ -215,15 +253,19 @@ export function validateWorkflow(raw: unknown, src: SourceInfo): Workflow {
   for (const [k, v] of Object.entries(obj(top.actions ?? {}, 'actions'))) {
     const p = `actions.${k}`;
     const o = v === null ? {} : obj(v, p);
-    only(o, p, ['data', 'description']);
+    only(o, p, ['data', 'description', 'extra']);
     const data: ActionDecl['data'] = [];
     if (o.data !== undefined && o.data !== null) {
       for (const [f, fv] of Object.entries(obj(o.data, `${p}.data`))) {
         const fp = `${p}.data.${f}`;
-        data.push({ ...domain(obj(fv, fp), fp, []), name: ident(f, fp, 'data field') } as ActionDecl['data'][number]);
+        const fo = obj(fv, fp);
+        const d = domain(fo, fp, ['map']);
+        const map = fo.map === undefined ? undefined : dataMap(d, fo.map, `${fp}.map`);
+        data.push({ ...d, name: ident(f, fp, 'data field'), ...(map ? { map } : {}) } as ActionDecl['data'][number]);
       }
     }
-    actions.push({ name: ident(k, p, 'action'), data });
+    if (o.extra !== undefined && o.extra !== 'refuse' && o.extra !== 'payload') fail(`${p}.extra`, `expected refuse or payload, found ${show(o.extra)}`);
+    actions.push({ name: ident(k, p, 'action'), data, ...(o.extra === 'payload' ? { extra: 'payload' as const } : {}) });
   }
   if (actions.length === 0) fail('actions', 'declare at least one action');
   const actionNames = new Set(actions.map((a) => a.name));

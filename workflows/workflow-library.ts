@@ -47,9 +47,13 @@ export interface LibraryEntry {
 }
 
 export interface WorkflowLibrary {
-  /** Every workflow, in load order. */
+  /**
+   * Every workflow, in load order, then the refused duplicates: a file whose name an earlier
+   * source already holds is listed as `REFUSED: NAME` with reason `duplicate-name: …` and is
+   * never served (`get` returns the first one).
+   */
   entries(): LibraryEntry[];
-  /** The entry named `name`, or undefined. */
+  /** The served entry named `name`, or undefined. */
   get(name: string): LibraryEntry | undefined;
   /**
    * Check and add an in-memory workflow (e.g. a compiled plan task); the same workflow again
@@ -153,24 +157,38 @@ function duplicate(name: string, a: string, b: string): PollyError {
   return new PollyError('bad_input', `two workflows are named ${JSON.stringify(name)}: ${a} and ${b}. Rename one (the name is part of every run's identity).`, { details: { name, files: [a, b] } });
 }
 
+/** The refused entry for a workflow file whose name `first` already holds (the first one wins). */
+function duplicateEntry(entry: LibraryEntry, first: LibraryEntry): LibraryEntry {
+  const reason = `duplicate-name: ${JSON.stringify(entry.name)} is already served from ${first.file}; this copy (${entry.file}) is not served. Rename it (the name is part of every run's identity).`;
+  return { ...entry, admitted: false, workflow: null, line: `REFUSED: ${entry.name} (duplicate name; ${entry.file})`, reasons: [reason], guarantees: [] };
+}
+
 /**
  * Build a library from workflow sources (see {@link workflowFiles}) and in-memory workflows (e.g.
- * a plan's compiled task workflows), checking each. More can be added later with `add`.
- * @throws PollyError `bad_input` for a missing source or two workflows with the same name (names both).
+ * a plan's compiled task workflows), checking each. More can be added later with `add`. A source
+ * file whose workflow name an earlier file already has is refused (listed, not served: see
+ * {@link WorkflowLibrary.entries}); the rest are served.
+ * @throws PollyError `bad_input` for a missing source, or an in-memory workflow whose name is taken (names both).
  */
 export function createWorkflowLibrary(sources: string[], options: WorkflowLibraryOptions = {}): WorkflowLibrary {
   const policy = options.policy ?? { ...DEFAULT_GUARANTEE_POLICY };
   const byName = new Map<string, LibraryEntry>();
+  const duplicates: LibraryEntry[] = [];
   const put = (entry: LibraryEntry): LibraryEntry => {
     const other = byName.get(entry.name);
     if (other) throw duplicate(entry.name, other.file, entry.file);
     byName.set(entry.name, entry);
     return entry;
   };
-  for (const file of workflowFiles(sources)) put(loadLibraryEntry(file, policy));
+  for (const file of workflowFiles(sources)) {
+    const entry = loadLibraryEntry(file, policy);
+    const first = byName.get(entry.name);
+    if (first) duplicates.push(duplicateEntry(entry, first));
+    else put(entry);
+  }
   for (const wf of options.workflows ?? []) put(checkedEntry(wf, policy));
   return {
-    entries: () => [...byName.values()],
+    entries: () => [...byName.values(), ...duplicates],
     get: (name) => byName.get(name),
     add(wf) {
       const other = byName.get(wf.name);

@@ -21,11 +21,34 @@ export type Domain =
 /** A workflow variable: a finite domain and its initial value. */
 export type VariableDecl = Domain & { name: string; initial: Value };
 
+/**
+ * How a real value (a tool's result) maps onto a data field's checked domain before the action is
+ * applied. Every rule's image lies inside the field's domain by construction (the loader checks
+ * each target), so the checker's exhaustive exploration of the domain covers every mapped value.
+ * - `saturate` (int): clamp to [min, max] (e.g. a count of 5 on `int 0..2` is 2: "many");
+ * - `buckets` (int): the value of the last bucket whose `at_least` ≤ the real value (ascending);
+ *   a value below the first bucket is not mapped (and is refused as outside the domain);
+ * - `rename` (enum): a real value listed in `values` maps to its target; any other real value maps
+ *   to `otherwise` when set, else stays (and is refused unless it is in the domain).
+ */
+export type DataMap =
+  | { kind: 'saturate' }
+  | { kind: 'buckets'; buckets: Array<{ at_least: number; value: number }> }
+  | { kind: 'rename'; values: Record<string, string>; otherwise: string | null };
+
+/** An action's data field: a finite domain, and optionally how real values map onto it. */
+export type DataField = Domain & { name: string; map?: DataMap };
+
 /** An action (an external input: a completion report, a human answer, a signal) and its data. */
 export interface ActionDecl {
   name: string;
   /** Data fields in declaration order; the checker enumerates every combination. */
-  data: Array<Domain & { name: string }>;
+  data: DataField[];
+  /**
+   * Reported fields that are not data fields: `refuse` (default) rejects the report; `payload`
+   * keeps them in the journal (with the real values of mapped fields) but never in the run's state.
+   */
+  extra?: 'refuse' | 'payload';
 }
 
 /** Retry policy of an effect kind, applied by the runtime (invisible to the state model). */

@@ -14,7 +14,6 @@
  * log: the journaled decisions (that file plus `gate.decision` entries of `.polly/journal.jsonl`),
  * oldest first; `--json` prints them as one JSON array; `--limit N` keeps the last N.
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -26,6 +25,7 @@ import { PollyError } from '../core/errors.js';
 import { decide } from '../../gate/decide.js';
 import { GATE_DECISIONS_FILE, createFileJournal, decisionEntry, redact, type GateJournal } from '../../gate/decision-log.js';
 import type { GateContext, GateDecision, GateRequest } from '../../gate/types.js';
+import { readRepoBranchContext } from '../../workers/git/repo.js';
 
 const USAGE = `Usage:
   polly gate decide [--no-journal]   read JSON lines {role, tool, input, cwd?, context?} on stdin,
@@ -37,23 +37,10 @@ tool: bash | write | edit | read; input: the command line (bash) or the path.
 role: brain | implement | review | explore | search.
 Context fields default from the current repository (repoRoot, worktree, branch, defaultBranch, home).`;
 
-function gitOut(cwd: string, args: string[]): string | null {
-  try {
-    return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return null;
-  }
-}
-
-/** The repository context of `cwd` (null fields when not in a repo). */
+/** The repository context of `cwd` (only `home` when not in a repo), by the one rule of `readRepoBranchContext`. */
 function repoDefaults(cwd: string, env: NodeJS.ProcessEnv): Partial<GateContext> {
-  const top = gitOut(cwd, ['rev-parse', '--show-toplevel']);
-  if (top === null) return { home: env.HOME ?? homedir() };
-  const common = gitOut(cwd, ['rev-parse', '--path-format=absolute', '--git-common-dir']);
-  const root = common && common.endsWith('/.git') ? common.slice(0, -5) : top;
-  const branch = gitOut(cwd, ['symbolic-ref', '--short', '-q', 'HEAD']) ?? 'HEAD';
-  const originHead = gitOut(cwd, ['symbolic-ref', '--short', '-q', 'refs/remotes/origin/HEAD']);
-  return { repoRoot: root, worktree: top, branch, defaultBranch: originHead ? originHead.replace(/^origin\//, '') : 'main', home: env.HOME ?? homedir() };
+  const where = readRepoBranchContext(cwd, env);
+  return where ? { ...where, home: env.HOME ?? homedir() } : { home: env.HOME ?? homedir() };
 }
 
 function pick(obj: Record<string, unknown> | undefined, camel: string, snake: string): string | undefined {

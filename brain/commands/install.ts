@@ -1,6 +1,7 @@
 /**
  * `polly install --host claude-code|kiro|openworker|generic|nemo|registry [--scope user|workspace]
- * [--agent A] [--workspace W] [--print] [--json]` — register `polly mcp` with an MCP host.
+ * [--agent A] [--workspace W] [--registry DIR] [--print] [--json]` — register `polly mcp` with an
+ * MCP host. The entry pins the store (`--registry <absolute dir>`; see `defaultStoreDir`).
  *
  * File hosts (claude-code, kiro, openworker) get Polly's entry merged into their `mcpServers`
  * file (see `host-installer.ts`): other entries stay byte-for-byte, a file that does not parse is
@@ -13,9 +14,9 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { cliPath } from '../core/install-paths.js';
-import { HOSTS, SERVER_NAME, hostConfigPath, hostEntry, mergeServerEntry, nemoYaml, registryCommand, serverCommand, type Host, type Scope } from '../mcp/host-installer.js';
+import { HOSTS, SERVER_NAME, defaultStoreDir, hostConfigPath, hostEntry, mergeServerEntry, nemoYaml, registryCommand, serverCommand, type Host, type Scope } from '../mcp/host-installer.js';
 
-const USAGE = `Usage: polly install --host HOST [--scope user|workspace] [--agent AREA] [--workspace AREA] [--print] [--json]
+const USAGE = `Usage: polly install --host HOST [--scope user|workspace] [--agent AREA] [--workspace AREA] [--registry DIR] [--print] [--json]
 
 Register Polly's MCP server ("polly mcp") with an agent host.
 
@@ -28,6 +29,8 @@ Register Polly's MCP server ("polly mcp") with an agent host.
   --scope SCOPE     user or workspace (where the host has both)
   --agent AREA      agent area the server runs as (default "default")
   --workspace AREA  instance area: whose runs (default "default")
+  --registry DIR    the store the entry pins (default: $POLLY_HOME, else ~/.polly/workspaces/AREA);
+                    written as an absolute path, so every host and directory shares one store
   --print           show the entry and the target path; write nothing
   --json            machine-readable output
 
@@ -43,6 +46,7 @@ export const command: Command = {
       scope: { type: 'string' },
       agent: { type: 'string' },
       workspace: { type: 'string' },
+      registry: { type: 'string' },
       print: { type: 'boolean' },
       json: { type: 'boolean' },
     }, 0);
@@ -57,10 +61,10 @@ export const command: Command = {
     const agent = values.agent ?? 'default';
     const workspace = values.workspace ?? 'default';
     for (const [flag, v] of [['--agent', agent], ['--workspace', workspace]] as const) {
-      if (!/^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$/.test(v)) throw new PollyError('bad_input', `polly install: ${flag} ${JSON.stringify(v)} is not a valid area name; use letters, digits and . _ / -.`, { details: { flag } });
+      if (!/^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$/.test(v) || v.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')) throw new PollyError('bad_input', `polly install: ${flag} ${JSON.stringify(v)} is not a valid area name; use letters, digits and . _ / -.`, { details: { flag } });
     }
     const cli = cliPath();
-    const cmd = serverCommand(process.execPath, cli, agent, workspace);
+    const cmd = serverCommand(process.execPath, cli, agent, workspace, defaultStoreDir(workspace, io.cwd, io.env, values.registry));
     const entry = hostEntry(host, cmd);
 
     if (host === 'nemo' || host === 'registry' || host === 'generic') {

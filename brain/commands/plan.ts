@@ -7,7 +7,8 @@ import { PollyError } from '../core/errors.js';
 import { decidePlan, expirePlanAsks } from '../plan/plan-gate.js';
 import { openRepoContext } from './repo-context.js';
 import type { PlanRecord } from '../registry/registry-schema.js';
-import { compareIds, formatTable } from './table.js';
+import { formatTable } from './table.js';
+import { compareIds } from '../registry/status-report.js';
 
 type PlanView = PlanRecord & { counterexamples?: string[]; batches?: Record<string, number> };
 

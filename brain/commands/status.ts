@@ -9,86 +9,10 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { findRepo } from '../../workers/git/repo.js';
-import type { GoalRecord, PlanRecord, PullRequestRef, Registry, TaskRecord, WorkerRecord } from '../registry/registry-schema.js';
 import { createFileRegistryStore } from '../registry/registry-store.js';
-import { compareIds, formatTable } from './table.js';
+import { formatTable } from './table.js';
+import { statusReport, type StatusReport } from '../registry/status-report.js';
 import { runLiveView } from './live-view.js';
-import { pidAlive } from '../../workers/proc/process-liveness.js';
-
-export interface StatusTask {
-  id: string;
-  title: string;
-  purpose: TaskRecord['purpose'];
-  worker: TaskRecord['worker'];
-  reviewer: TaskRecord['reviewer'];
-  status: TaskRecord['status'];
-  branch: string | null;
-  worktree: string | null;
-  pr: PullRequestRef | null;
-}
-
-export interface StatusReport {
-  repoRoot: string;
-  /** The Brain that runs; null when none does (a row whose pid is gone is reported in `brainGone`). */
-  brain: Registry['brain'];
-  /** The row a stopped or crashed Brain left (its pid is gone); `polly resume` continues its work. */
-  brainGone: Registry['brain'];
-  goals: Array<Pick<GoalRecord, 'id' | 'text' | 'status' | 'planIds' | 'createdAt'>>;
-  plans: Array<{ id: string; goalId: string | null; gate: PlanRecord['gate']; admitted: boolean | null; tasks: number; createdAt: string }>;
-  tasks: StatusTask[];
-  workers: Array<Pick<WorkerRecord, 'id' | 'taskId' | 'harness' | 'pid' | 'sessionId' | 'startedAt' | 'heartbeatAt'>>;
-}
-
-function byId<T extends { id: string }>(map: Record<string, T>): T[] {
-  return Object.values(map).sort((a, b) => compareIds(a.id, b.id));
-}
-
-/** A worker row whose process still runs (its recorded state says so and its pid is alive). */
-function workerLive(w: WorkerRecord): boolean {
-  const state = (w as WorkerRecord & { state?: string }).state;
-  if (state === 'exited' || state === 'dead') return false;
-  return pidAlive(w.pid);
-}
-
-/** The status report of a registry (reads only process liveness besides the registry). */
-export function statusReport(repoRoot: string, reg: Registry): StatusReport {
-  return {
-    repoRoot,
-    // Reconciled before it is shown: a Brain row whose process is gone is not a running Brain.
-    brain: reg.brain && pidAlive(reg.brain.pid) ? reg.brain : null,
-    brainGone: reg.brain && !pidAlive(reg.brain.pid) ? reg.brain : null,
-    goals: byId(reg.goals).map((g) => ({ id: g.id, text: g.text, status: g.status, planIds: g.planIds, createdAt: g.createdAt })),
-    plans: byId(reg.plans).map((p) => ({
-      id: p.id,
-      goalId: p.goalId,
-      gate: p.gate,
-      admitted: p.admission ? p.admission.admitted : null,
-      tasks: p.tasks.length,
-      createdAt: p.createdAt,
-    })),
-    tasks: byId(reg.tasks).map((t) => ({
-      id: t.id,
-      title: t.title,
-      purpose: t.purpose,
-      worker: t.worker,
-      reviewer: t.reviewer,
-      status: t.status,
-      branch: t.branch,
-      worktree: t.worktree,
-      pr: t.pr,
-    })),
-    // Live workers only: a row whose runner and agent have exited is history (see the journal).
-    workers: byId(reg.workers).filter((w) => workerLive(w)).map((w) => ({
-      id: w.id,
-      taskId: w.taskId,
-      harness: w.harness,
-      pid: w.pid,
-      sessionId: w.sessionId,
-      startedAt: w.startedAt,
-      heartbeatAt: w.heartbeatAt,
-    })),
-  };
-}
 
 /** The human-readable status: one table per non-empty section. */
 export function formatStatus(report: StatusReport): string[] {

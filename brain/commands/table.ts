@@ -23,8 +23,3 @@ export function formatTable<Row>(columns: readonly Column<Row>[], rows: readonly
   const line = (parts: string[]): string => parts.map((p, i) => p.padEnd(widths[i]!)).join('  ').trimEnd();
   return [line(columns.map((c) => c.header)), ...cells.map(line)];
 }
-
-/** Compare ids so that `t2` sorts before `t10`. */
-export function compareIds(a: string, b: string): number {
-  return a.localeCompare(b, 'en', { numeric: true });
-}

@@ -7,55 +7,17 @@
  */
 import type { Harness } from '../core/vocabulary.js';
 import { DEFAULT_GATE_POLICY, type GatePolicy } from '../../gate/policy-types.js';
+import type { AgentOptionsByHarness } from '../../workers/agents/agent-factory.js';
 
 /** The gate's policies (owned by `gate/policy-types.ts`), as config `policies`. */
 export type Policies = GatePolicy;
 export type { BlastRadiusPolicy, GatePolicy, PurposeGuardPolicy, SpawnBoundsPolicy } from '../../gate/policy-types.js';
 
-export interface WorkerConfig {
-  /** The CLI to run (a name on PATH or an absolute path). */
-  command: string;
-  /** Model name passed to the CLI; null lets the CLI choose. */
-  model: string | null;
-}
-
-export interface ClaudeCodeWorkerConfig extends WorkerConfig {
-  /**
-   * Claude Code refuses `--permission-mode bypassPermissions` as root unless `IS_SANDBOX=1`.
-   * Polly sets `IS_SANDBOX=1` for its workers only when this is true (you assert the machine is a
-   * sandbox); otherwise a worker started as root fails with a clear `agent_refused` error.
-   */
-  allow_root_sandbox: boolean;
-}
-
-export interface CodexWorkerConfig extends WorkerConfig {
-  /** Optional custom model provider: `model_providers.<id>` with a Responses-API base URL. */
-  provider: { id: string; base_url: string; env_key: string } | null;
-}
-
-export interface PiWorkerConfig extends WorkerConfig {
-  /** Provider name in pi's models.json (e.g. `anthropic`, or a custom gateway). */
-  provider: string | null;
-  /**
-   * A custom endpoint: when set, Polly writes a provider (named `provider`, default `polly`) with
-   * this `baseUrl` into the worker's own models.json (e.g. `http://127.0.0.1:8080/v1`). Optional
-   * for configs written before it existed; null: pi's built-in providers.
-   */
-  base_url?: string | null;
-  /** The custom endpoint's API (pi's `api` type). Default `openai-completions`. */
-  api?: 'openai-completions' | 'openai-responses' | 'anthropic-messages';
-  /** NAME of the environment variable holding the custom endpoint's API key. Default `OPENAI_API_KEY`. */
-  api_key_env?: string;
-}
-
 export interface PollyConfig {
   version: 1;
   policies: Policies;
-  workers: {
-    'claude-code': ClaudeCodeWorkerConfig;
-    codex: CodexWorkerConfig;
-    pi: PiWorkerConfig;
-  };
+  /** Each harness's options, owned by its adapter (workers/agents/*-adapter.ts). */
+  workers: AgentOptionsByHarness;
   /** Who may review whom; never the same vendor. */
   review: { pairs: Record<Harness, Harness[]>; max_rounds: number };
   acceptance: {

@@ -5,6 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { PollyError } from '../core/errors.js';
+import { redactSecrets } from '../core/redact.js';
 
 export interface GitHubTokenSource {
   token: string;
@@ -58,18 +59,11 @@ export async function resolveGitHubToken(options: ResolveTokenOptions = {}): Pro
   );
 }
 
-/** Prefixes of GitHub token formats (classic, fine-grained, OAuth, app, refresh). */
-const TOKEN_PATTERN = /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b/g;
-
 /**
  * Replace every known secret in `text` with `[REDACTED]`: the given tokens verbatim (any length
  * ≥ 4) and anything shaped like a GitHub token (`ghp_…`, `gho_…`, `ghu_…`, `ghs_…`, `ghr_…`,
- * `github_pat_…`), plus `Authorization`/`token` header values.
+ * `github_pat_…`), plus `Authorization`/`token` header values (brain/core/redact.ts).
  */
 export function redactToken(text: string, ...tokens: Array<string | null | undefined>): string {
-  let out = text;
-  for (const t of tokens) if (t && t.length >= 4) out = out.split(t).join('[REDACTED]');
-  out = out.replace(TOKEN_PATTERN, '[REDACTED]');
-  out = out.replace(/((?:authorization|Authorization|AUTHORIZATION)["']?\s*[:=]\s*["']?(?:token|bearer|Bearer|Token)?\s*)[^\s"',}]+/g, '$1[REDACTED]');
-  return out;
+  return redactSecrets(text, { values: tokens, marker: '[REDACTED]' });
 }

@@ -9,10 +9,9 @@
  *   injected clock. Against GitHub every poll is a conditional GET (ETag), so an unchanged PR
  *   costs a `304` that does not count against the rate limit (orchestration case 11).
  *
- * The worktree manager's `isMerged({id, baseBranch})` (workers/worktree-manager.ts) answers the
- * same question by branch name and as a boolean; this module works from a commit (the head branch
- * may be deleted after the merge) and also finds the merge commit, which the PR record keeps. Both
- * use the same three tests (ancestor, `merge-tree` tree equality, `git cherry`).
+ * This is Polly's one merge detection. It works from a commit (the head branch may be deleted
+ * after the merge), uses three tests (ancestor, `merge-tree` tree equality, `git cherry`), and also
+ * finds the merge commit, which the PR record keeps.
  */
 import type { Forge, PullRequestInfo } from './forge.js';
 import type { GitRunner } from '../../workers/git/git.js';

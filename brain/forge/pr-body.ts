@@ -2,7 +2,7 @@
  * The pull request body Polly writes: the task, its acceptance contract, the check results Polly
  * itself ran, and the cross-review's findings. Pure: data in, markdown out.
  */
-import type { AcceptanceContract, CheckResult, ReviewRecord } from '../registry/registry-schema.js';
+import type { AcceptanceContract, CommandResult, ReviewRecord } from '../registry/registry-schema.js';
 
 export interface PrBodyInput {
   taskId: string;
@@ -11,7 +11,7 @@ export interface PrBodyInput {
   prompt: string;
   acceptance: AcceptanceContract;
   /** The last run of the acceptance commands (Polly's, never the agent's claim). */
-  checks: CheckResult[];
+  checks: CommandResult[];
   /** Review rounds so far, oldest first (may be empty while the review is pending). */
   reviews: ReviewRecord[];
   /** Who implemented it, e.g. `claude-code`. */
@@ -36,7 +36,7 @@ function code(text: string): string {
   return `${ticks}${pad}${inline(text)}${pad}${ticks}`;
 }
 
-function checkStatus(c: CheckResult): string {
+function checkStatus(c: CommandResult): string {
   if (c.timedOut) return '⏱ timed out';
   return c.exitCode === 0 ? '✅ passed' : `❌ exit ${c.exitCode ?? 'signal'}`;
 }

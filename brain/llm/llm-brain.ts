@@ -21,7 +21,7 @@
  * Files under `stateDir`: `claude/` (CLAUDE_CONFIG_DIR: sessions, so a resume needs the same
  * stateDir), `brain-mcp.json`, `gate/` (the gate's config, hook settings and git/gh shims).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -33,8 +33,11 @@ import { prepareGateSync } from '../../gate/hooks/harness-gate.js';
 import type { GateContext } from '../../gate/types.js';
 import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import { resolveAgentBinary } from '../../workers/agents/agent-binary.js';
-import { redactText, scrubbedProcessEnv } from '../../workers/agents/agent-process.js';
+import { redactText } from '../../workers/agents/agent-process.js';
+import { signalGroup } from '../../workers/proc/kill.js';
+import { claudeCodeEnv, isRootRefusal, secretsIn } from '../../workers/agents/claude-code-env.js';
 import { parseClaudeStreamLine, prepareClaudeConfigDir, rootRefusalMessage } from '../../workers/agents/claude-code-adapter.js';
+import { readRepoBranchContext } from '../../workers/git/repo.js';
 
 export interface LlmBrainOptions {
   repoRoot: string;
@@ -80,20 +83,12 @@ export interface LlmBrain {
 }
 
 /**
- * The gate context of the Brain's own checkout: the repository root is its worktree; branch from
- * `HEAD` (`HEAD` when detached), default branch from `origin/HEAD` (else `main`), home from `$HOME`.
+ * The gate context of the Brain's own checkout: the repository root is its worktree; branch and
+ * default branch by the one rule of `readRepoBranchContext` (workers/git/repo.ts); home from `$HOME`.
  */
 export function brainGateContext(repoRoot: string, env: NodeJS.ProcessEnv = process.env): GateContext {
-  const git = (args: string[]): string | null => {
-    try {
-      return execFileSync('git', args, { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() || null;
-    } catch {
-      return null;
-    }
-  };
-  const branch = git(['symbolic-ref', '--short', '-q', 'HEAD']) ?? 'HEAD';
-  const originHead = git(['symbolic-ref', '--short', '-q', 'refs/remotes/origin/HEAD']);
-  return { repoRoot, worktree: repoRoot, branch, defaultBranch: originHead ? originHead.replace(/^origin\//, '') : 'main', home: env.HOME ?? homedir() };
+  const where = readRepoBranchContext(repoRoot, env);
+  return { repoRoot, worktree: repoRoot, branch: where?.branch ?? 'HEAD', defaultBranch: where?.defaultBranch ?? 'main', home: env.HOME ?? homedir() };
 }
 
 /**
@@ -191,21 +186,7 @@ export function pollyMcpInitProblem(json: unknown): string | null {
   );
 }
 
-function secretsIn(env: Record<string, string>): string[] {
-  return Object.entries(env)
-    .filter(([k]) => /KEY|TOKEN|SECRET|PASSWORD|AUTH/i.test(k))
-    .map(([, v]) => v)
-    .filter((v) => v.length >= 4);
-}
 
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // the group is gone
-  }
-}
 
 /**
  * Start the Brain's claude for a goal (no turn yet: call `turn(firstBrainMessage(goal))`).
@@ -249,21 +230,14 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
   });
   const systemPrompt = brainSystemPrompt({ skills, maxDispatches: options.config.policies.spawn_bounds.max_dispatches_per_turn });
   const args = brainClaudeArgs({ mcpConfigPath, systemPrompt, model: options.config.brain.model, resumeSessionId: options.resumeSessionId, gateArgs: gate.args });
-  const env = scrubbedProcessEnv({
-    CLAUDE_CONFIG_DIR: configDir,
-    DISABLE_AUTOUPDATER: '1',
-    DISABLE_TELEMETRY: '1',
-    DISABLE_ERROR_REPORTING: '1',
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+  const env = claudeCodeEnv({
+    configDir,
+    isRoot,
+    allowRootSandbox: claudeConfig.allow_root_sandbox,
     // Connect MCP servers before the first turn (2.1.197 reads MCP_CONNECTION_NONBLOCKING; "false" blocks).
-    MCP_CONNECTION_NONBLOCKING: 'false',
-    ...(isRoot && claudeConfig.allow_root_sandbox ? { IS_SANDBOX: '1' } : {}),
-    ...options.env,
-    ...gate.env,
+    settings: { MCP_CONNECTION_NONBLOCKING: 'false' },
+    layers: [options.env, gate.env],
   });
-  // IS_SANDBOX is Polly's decision alone: never inherited from the caller's environment.
-  if (isRoot && claudeConfig.allow_root_sandbox) env.IS_SANDBOX = '1';
-  else delete env.IS_SANDBOX;
   const redact = [...secretsIn(options.env)];
   const binary = options.binary ?? resolveAgentBinary('claude-code', claudeConfig, env, options.repoRoot);
   let child: ChildProcess;
@@ -330,12 +304,12 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
       if (exitInfo) return;
       exitInfo = { code, signal, stderr: redactText(stderrTail, redact) };
       // MCP servers and hooks started by claude share its process group: end whatever is left.
-      killGroup(child, 'SIGTERM');
+      signalGroup(child.pid, 'SIGTERM');
       if (pending) {
         const p = pending;
         pending = null;
         const why = exitInfo.stderr.trim().split('\n').slice(-3).join(' | ');
-        const refused = /cannot be used with root\/sudo privileges/i.test(exitInfo.stderr) ? ` ${rootRefusalMessage()}` : '';
+        const refused = isRootRefusal(exitInfo.stderr) ? ` ${rootRefusalMessage()}` : '';
         p.resolve({ ok: false, text: `the Brain's claude exited (code ${code}, signal ${signal}) before the turn's result${why ? `: ${why}` : ''}.${refused} Start it again with resumeSessionId ${session ?? '(none yet)'}.`, sessionId: session });
       }
       resolveExit(exitInfo);
@@ -373,13 +347,13 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
       child.stdin!.end();
       const grace = options.closeGraceMs ?? 5000;
       const timer = setTimeout(() => {
-        killGroup(child, 'SIGTERM');
-        setTimeout(() => killGroup(child, 'SIGKILL'), 2000).unref();
+        signalGroup(child.pid, 'SIGTERM');
+        setTimeout(() => signalGroup(child.pid, 'SIGKILL'), 2000).unref();
       }, grace);
       await exited;
       clearTimeout(timer);
     }
-    killGroup(child, 'SIGKILL');
+    signalGroup(child.pid, 'SIGKILL');
   };
 
   return { pid: child.pid, sessionId: () => session, turn, close, exited };

@@ -17,7 +17,7 @@ import { proposePlan } from '../plan/plan-gate.js';
 import { planTaskSchema } from '../plan/plan-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { JournalEntry, TaskRecord } from '../registry/registry-schema.js';
-import { statusReport } from '../commands/status.js';
+import { statusReport } from '../registry/status-report.js';
 import { newTaskRecord } from '../registry/task-record.js';
 import { HARNESSES, isReadOnlyPurpose } from '../core/vocabulary.js';
 

@@ -10,7 +10,13 @@
  * - OpenWorker: its global `mcp.json` (`$COWORKER_STATE_DIR/mcp.json`, else `%APPDATA%\coworker\mcp.json`
  *   on Windows, else `~/.config/coworker/mcp.json`), the same `mcpServers` map; the entry sets
  *   `requires_approval: false` (Polly's tools touch nothing outside the registry) and `tool_risk`
- *   for the read-only tools (honoured only with OpenWorker's per-tool risk patch, ignored otherwise).
+ *   `low` for the read-only tools (the per-tool risk patch, polyflow's
+ *   upstream/0001-mcp-per-tool-risk-level.patch, accepts `low` | `medium` | `high`; OpenWorker
+ *   without the patch ignores the field).
+ *
+ * Every entry pins the store: its args carry `--registry <absolute dir>`, so the server uses one
+ * store whatever directory the host starts it in (see brain/commands/mcp.ts for why an implicit
+ * store is refused with `--workspace`).
  * - generic: the entry alone, printed.
  * - nemo: YAML for a NeMo Agent Toolkit workflow: a function group of `_type: mcp_client` with a
  *   stdio `server`, added to the workflow's `tool_names` (docs.nvidia.com/nemo/agent-toolkit, "MCP Client"; needs nvidia-nat-mcp).
@@ -23,7 +29,7 @@
  * refused and left untouched.
  */
 import { parseTree, printParseErrorCode, findNodeAtLocation, type ParseError } from 'jsonc-parser';
-import { join } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { PollyError } from '../core/errors.js';
 
 export const HOSTS = ['claude-code', 'kiro', 'openworker', 'generic', 'nemo', 'registry'] as const;
@@ -33,7 +39,7 @@ export type Scope = 'user' | 'workspace';
 /** The name Polly's entry has in every host (tools appear as `mcp__polly__<tool>`). */
 export const SERVER_NAME = 'polly';
 
-/** The command a host runs: `node <dist/brain/cli.js> mcp --agent A --workspace W`. */
+/** The command a host runs: `node <dist/brain/cli.js> mcp --agent A --workspace W --registry DIR`. */
 export interface ServerCommand {
   command: string;
   args: string[];
@@ -42,9 +48,27 @@ export interface ServerCommand {
 
 export const READ_ONLY_TOOLS = ['workflow_list', 'workflow_state', 'workflow_journal'];
 
-/** Build the server command for an agent area and a workspace. */
-export function serverCommand(nodePath: string, cliPath: string, agent: string, workspace: string, env: Record<string, string> = {}): ServerCommand {
-  return { command: nodePath, args: [cliPath, 'mcp', '--agent', agent, '--workspace', workspace], env };
+/** The risk levels OpenWorker's per-tool risk patch accepts for `tool_risk` values. */
+export const OPENWORKER_RISKS = ['low', 'medium', 'high'] as const;
+
+/**
+ * Build the server command for an agent area, a workspace and its store.
+ * @param registry the store directory; must be absolute (it is pinned in the host's entry).
+ * @throws PollyError `internal` for a relative store path.
+ */
+export function serverCommand(nodePath: string, cliPath: string, agent: string, workspace: string, registry: string, env: Record<string, string> = {}): ServerCommand {
+  if (!isAbsolute(registry)) throw new PollyError('internal', `serverCommand: the store path ${JSON.stringify(registry)} is not absolute; resolve it before pinning it in a host entry.`);
+  return { command: nodePath, args: [cliPath, 'mcp', '--agent', agent, '--workspace', workspace, '--registry', registry], env };
+}
+
+/**
+ * The store an installed entry pins: `--registry DIR`, else `$POLLY_HOME`, else
+ * `~/.polly/workspaces/<workspace>` (one store per workspace), resolved to an absolute path.
+ */
+export function defaultStoreDir(workspace: string, cwd: string, env: NodeJS.ProcessEnv, registry?: string): string {
+  if (registry) return resolve(cwd, registry);
+  if (env.POLLY_HOME) return resolve(cwd, env.POLLY_HOME);
+  return join(env.HOME ?? env.USERPROFILE ?? cwd, '.polly', 'workspaces', ...workspace.split('/'));
 }
 
 /** The host's entry object for `mcpServers.polly`. */
@@ -55,7 +79,7 @@ export function hostEntry(host: Host, cmd: ServerCommand): Record<string, unknow
     case 'kiro':
       return { command: cmd.command, args: cmd.args, env: cmd.env, disabled: false, autoApprove: READ_ONLY_TOOLS };
     case 'openworker':
-      return { command: cmd.command, args: cmd.args, env: cmd.env, requires_approval: false, tool_risk: Object.fromEntries(READ_ONLY_TOOLS.map((t) => [t, 'read_only'])) };
+      return { command: cmd.command, args: cmd.args, env: cmd.env, requires_approval: false, tool_risk: Object.fromEntries(READ_ONLY_TOOLS.map((t) => [t, 'low' satisfies (typeof OPENWORKER_RISKS)[number]])) };
     default:
       return { command: cmd.command, args: cmd.args, env: cmd.env };
   }

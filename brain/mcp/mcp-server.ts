@@ -10,8 +10,21 @@
  * when a tool returns it. Outcomes an agent can cause — a refused workflow, a stale or duplicate report, an action
  * that does not apply — are ordinary results with an instruction; only faults (an unknown run id,
  * a broken registry) come back as `isError: true` (the SDK turns a thrown error into that).
+ *
+ * Every tool's arguments are a strict object (`additionalProperties: false` in the listed schema,
+ * and enforced: an unknown argument is an `isError` result naming it). Each server is one MCP
+ * session with its own owner id (`mcp:<pid>:<hex>`): work orders it is handed are leased to it
+ * (`lease` in the result; quote `lease_id` when reporting) and hidden from other sessions until
+ * the lease lapses (see workflows/run/runtime.ts).
+ *
+ * polyflow compatibility (aliases, so an agent prompt written for polyflow works unchanged):
+ * `instance` = `run_id` (every tool that takes a run); in `workflow_report`, `ok: true` = outcome
+ * "ok", `ok: false` = outcome "failure", `result` = `data`, and `order_id` may be left out (the
+ * run's open order is meant; the lease rules still apply). Passing both names of a pair is refused.
  */
+import { randomBytes } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { PollyError } from '../core/errors.js';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z, type ZodRawShape, type ZodTypeAny } from 'zod';
 import type { Runtime } from '../../workflows/run/runtime.js';
@@ -54,7 +67,32 @@ export interface PollyMcpServerDeps {
   /** Server name announced at initialize (default `polly`) and version (default `0.1.0`). */
   name?: string;
   version?: string;
+  /** This session's owner id for leases (default `mcp:<pid>:<random hex>`). */
+  session?: string;
 }
+
+/** A new MCP session owner id: `mcp:<pid>:<12 hex>`. */
+export function newSessionId(): string {
+  return `mcp:${process.pid}:${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * The run id from `run_id` or its polyflow alias `instance` (one of them; both only when equal).
+ * @throws PollyError `bad_input` naming both when they differ, or saying what to pass when neither is given
+ *         (the SDK returns it to the caller as an `isError` result).
+ */
+function runIdOf(a: { run_id?: string; instance?: string }): string {
+  if (a.run_id !== undefined && a.instance !== undefined && a.run_id !== a.instance) throw new PollyError('bad_input', `pass the run as run_id or as instance (polyflow's name), not both with different values (run_id ${JSON.stringify(a.run_id)}, instance ${JSON.stringify(a.instance)}).`);
+  const id = a.run_id ?? a.instance;
+  if (id === undefined) throw new PollyError('bad_input', 'missing run_id (or its polyflow alias instance): pass the run id workflow_start returned.');
+  return id;
+}
+
+const runArgs = {
+  run_id: z.string().optional().describe('the run id workflow_start returned'),
+  instance: z.string().optional().describe('polyflow\'s name for run_id'),
+};
+const leaseShape = z.object({ id: z.string(), order: z.string(), expiresAt: z.string() }).nullable().optional();
 
 const record = z.record(z.unknown());
 const anyObject = z.object({}).passthrough();
@@ -70,8 +108,8 @@ export function admissionLines(library: WorkflowLibrary): string[] {
   return out;
 }
 
-/** The six workflow tools over `runtime` and `library`. */
-export function workflowTools(runtime: Runtime, library: WorkflowLibrary): PollyToolDefinition[] {
+/** The six workflow tools over `runtime` and `library`, for one MCP session (`session`: its lease owner id). */
+export function workflowTools(runtime: Runtime, library: WorkflowLibrary, session: string = newSessionId()): PollyToolDefinition[] {
   const list = defineTool({
     name: 'workflow_list',
     title: 'List workflows',
@@ -109,9 +147,9 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary): Polly
       'It returns the one open work order: run that tool yourself, under your own permissions, then call workflow_report. ' +
       'A refused workflow cannot be started (the result says why); invalid input is refused with what to pass; a finished run says so — do not start another.',
     inputSchema: { workflow: z.string().describe('workflow name from workflow_list'), input: record.default({}).describe('the workflow\'s input fields (see workflow_list)') },
-    outputSchema: { status: z.enum(['started', 'attached', 'finished', 'refused']), run: nullableObject, order: nullableObject, instruction: z.string(), code: z.string().optional(), reasons: z.array(z.string()).optional() },
+    outputSchema: { status: z.enum(['started', 'attached', 'finished', 'refused']), run: nullableObject, order: nullableObject, instruction: z.string(), code: z.string().optional(), reasons: z.array(z.string()).optional(), lease: leaseShape, leasedUntil: z.string().optional() },
     async handler({ workflow, input }) {
-      const r = await runtime.start(workflow, input);
+      const r = await runtime.start(workflow, input, { session });
       return { structured: { ...r }, instruction: r.instruction };
     },
   });
@@ -122,19 +160,33 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary): Polly
     description:
       'Report the outcome of the open work order, exactly once: outcome "ok" with the data the order asked for; "failure" with permanent: true when the failure is a result (a human denied, a refusal) — the workflow takes its failure branch; ' +
       '"failure" without permanent for a transient fault (it is re-offered while attempts remain). The result holds the next work order (run it, then report it) or says the run finished. ' +
-      'A duplicate or stale report is refused and changes nothing.',
+      'A duplicate or stale report is refused and changes nothing. Quote the lease_id the order came with: once the lease lapses the order may go to another session, and a report on the old lease is refused (stale_lease). ' +
+      'polyflow names are accepted too: instance for run_id, ok (true/false) for outcome, result for data; order_id may be omitted for the run\'s open order.',
     inputSchema: {
-      run_id: z.string(),
-      order_id: z.string(),
-      outcome: z.enum(['ok', 'failure', 'exhausted']),
-      data: record.optional().describe('data of the completion action, as the order instruction says'),
+      ...runArgs,
+      order_id: z.string().optional().describe('the work order id (default: the run\'s open order)'),
+      lease_id: z.string().optional().describe('the lease id the order came with'),
+      outcome: z.enum(['ok', 'failure', 'exhausted']).optional(),
+      ok: z.boolean().optional().describe('polyflow: true = outcome "ok", false = outcome "failure"'),
+      data: record.optional().describe('data of the completion action, as the order instruction says (the raw tool result may carry more fields)'),
+      result: record.optional().describe('polyflow\'s name for data'),
       note: z.string().optional().describe('one line: what happened'),
       permanent: z.boolean().optional().describe('true when a failure is a result (e.g. a denial), not a fault'),
       attempt: z.number().int().optional(),
     },
-    outputSchema: { accepted: z.boolean(), run: anyObject, order: nullableObject.optional(), instruction: z.string().optional(), code: z.string().optional(), reason: z.string().optional() },
+    outputSchema: { accepted: z.boolean(), run: anyObject, order: nullableObject.optional(), instruction: z.string().optional(), code: z.string().optional(), reason: z.string().optional(), lease: leaseShape, leasedUntil: z.string().optional() },
     async handler(a) {
-      const r = await runtime.report(a.run_id, a.order_id, { outcome: a.outcome, data: a.data, note: a.note, permanent: a.permanent, attempt: a.attempt });
+      const runId = runIdOf(a);
+      if (a.outcome !== undefined && a.ok !== undefined && a.outcome !== (a.ok ? 'ok' : 'failure')) throw new PollyError('bad_input', `outcome ${JSON.stringify(a.outcome)} and ok ${a.ok} disagree: pass one of them.`);
+      const outcome = a.outcome ?? (a.ok === undefined ? undefined : a.ok ? 'ok' : 'failure');
+      if (outcome === undefined) throw new PollyError('bad_input', 'missing outcome: pass outcome "ok" | "failure" | "exhausted" (or polyflow\'s ok: true | false).');
+      if (a.data !== undefined && a.result !== undefined) throw new PollyError('bad_input', 'pass the completion data as data or as result (polyflow\'s name), not both.');
+      const orderId = a.order_id ?? (await runtime.state(runId)).order?.id;
+      if (orderId === undefined) {
+        const v = await runtime.state(runId);
+        return { structured: { accepted: false, code: 'not_open', reason: `run ${runId} has no open work order to report.`, run: v.run }, instruction: `Refused (not_open): run ${runId} has no open work order to report. ${v.instruction}` };
+      }
+      const r = await runtime.report(runId, orderId, { outcome, data: a.data ?? a.result, note: a.note, permanent: a.permanent, attempt: a.attempt, lease: a.lease_id, session });
       return { structured: { ...r }, instruction: r.accepted ? r.instruction : `Refused (${r.code}): ${r.reason}` };
     },
   });
@@ -142,12 +194,12 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary): Polly
   const state = defineTool({
     name: 'workflow_state',
     title: 'Show a run',
-    description: 'Show a run: its state, its open work order (if any) and what to do next. Use it to pick up a run after a restart; the open order is the same one as before.',
-    inputSchema: { run_id: z.string() },
-    outputSchema: { run: anyObject, order: nullableObject, instruction: z.string(), enabled: z.array(anyObject) },
-    annotations: { readOnlyHint: true },
-    async handler({ run_id }) {
-      const v = await runtime.state(run_id);
+    description: 'Show a run: its state, its open work order (if any) and what to do next. Use it to pick up a run after a restart; the open order is the same one as before. ' +
+      'The open order is leased to you (lease in the result) unless another session holds it: then order is null and leasedUntil says when it may be offered to you.',
+    inputSchema: { ...runArgs },
+    outputSchema: { run: anyObject, order: nullableObject, instruction: z.string(), enabled: z.array(anyObject), lease: leaseShape, leasedUntil: z.string().optional() },
+    async handler(a) {
+      const v = await runtime.state(runIdOf(a), { session });
       return { structured: { ...v }, instruction: v.instruction };
     },
   });
@@ -158,10 +210,11 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary): Polly
     description:
       'Deliver an action from outside the work orders (e.g. START with its data when a run waits for it, or CANCEL). An action that does not apply in the run\'s state is refused with the reason and changes nothing. ' +
       'Do not use it to report a work order: use workflow_report.',
-    inputSchema: { run_id: z.string(), action: z.string(), data: record.optional() },
-    outputSchema: { accepted: z.boolean(), run: anyObject, order: nullableObject.optional(), instruction: z.string().optional(), code: z.string().optional(), reason: z.string().optional() },
-    async handler({ run_id, action, data }) {
-      const r = await runtime.signal(run_id, action, data ?? {});
+    inputSchema: { ...runArgs, action: z.string(), data: record.optional() },
+    outputSchema: { accepted: z.boolean(), run: anyObject, order: nullableObject.optional(), instruction: z.string().optional(), code: z.string().optional(), reason: z.string().optional(), lease: leaseShape, leasedUntil: z.string().optional() },
+    async handler(a) {
+      const { action, data } = a;
+      const r = await runtime.signal(runIdOf(a), action, data ?? {}, { session });
       return { structured: { ...r }, instruction: r.accepted ? r.instruction : `Refused (${r.code}): ${r.reason}` };
     },
   });
@@ -170,11 +223,11 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary): Polly
     name: 'workflow_journal',
     title: 'Read a run\'s journal',
     description: 'The run\'s journal: every step, order, report and reject, in order (seq). Pass after_seq to read only newer lines.',
-    inputSchema: { run_id: z.string(), after_seq: z.number().int().min(0).optional() },
+    inputSchema: { ...runArgs, after_seq: z.number().int().min(0).optional() },
     outputSchema: { entries: z.array(anyObject), instruction: z.string().optional() },
     annotations: { readOnlyHint: true },
-    async handler({ run_id, after_seq }) {
-      const entries = await runtime.journal(run_id, after_seq ?? 0);
+    async handler(a) {
+      const entries = await runtime.journal(runIdOf(a), a.after_seq ?? 0);
       return { structured: { entries }, instruction: `${entries.length} journal line(s).` };
     },
   });
@@ -188,14 +241,15 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary): Polly
  */
 export function createPollyMcpServer(deps: PollyMcpServerDeps): McpServer {
   const server = new McpServer({ name: deps.name ?? 'polly', version: deps.version ?? '0.1.0' });
-  const tools = [...workflowTools(deps.runtime, deps.library), ...(deps.extraTools ?? [])];
+  const tools = [...workflowTools(deps.runtime, deps.library, deps.session ?? newSessionId()), ...(deps.extraTools ?? [])];
   const seen = new Set<string>();
   for (const tool of tools) {
     if (seen.has(tool.name)) throw new Error(`two MCP tools are named ${tool.name}; rename the extra tool`);
     seen.add(tool.name);
     server.registerTool(
       tool.name,
-      { title: tool.title, description: tool.description, inputSchema: tool.inputSchema, outputSchema: tool.outputSchema, annotations: tool.annotations },
+      // Strict: an argument the schema does not name is refused (the SDK answers isError with the key), as additionalProperties: false says.
+      { title: tool.title, description: tool.description, inputSchema: z.object(tool.inputSchema).strict(), outputSchema: tool.outputSchema, annotations: tool.annotations },
       (async (args: Record<string, unknown>) => {
         const r = await tool.handler(args as never);
         const structured = JSON.parse(JSON.stringify(r.structured)) as Record<string, unknown>;

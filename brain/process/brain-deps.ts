@@ -6,7 +6,6 @@
 import { homedir } from 'node:os';
 import { createWorkerSupervisor } from '../../workers/supervisor/worker-supervisor.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
-import { createGitRunner, firstLine } from '../../workers/git/git.js';
 import { createRuntime } from '../../workflows/run/runtime.js';
 import { builtinWorkflowDirs, createWorkflowLibrary } from '../../workflows/workflow-library.js';
 import { openForge } from '../forge/forge-select.js';
@@ -22,7 +21,8 @@ import type { Forge } from '../forge/forge.js';
 import type { PlanLibrary } from '../plan/plan-library.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { GoalRecord } from '../registry/registry-schema.js';
-import type { TaskTool, WorkerSupervisor } from '../task-tools/types.js';
+import type { TaskTool } from '../task-tools/types.js';
+import type { WorkerSupervisor } from '../../workers/worker-turn.js';
 import type { InboxEvent } from '../mcp/brain-tools.js';
 
 /** The LLM brain the process hosts per goal (brain/llm-brain.ts), behind a narrow interface. */
@@ -67,6 +67,7 @@ export interface BrainProcessDeps {
   signal?: AbortSignal;
 }
 
+import { readRepoBranchContext } from '../../workers/git/repo.js';
 
 /** The agent area and instance area of the Brain's own runs (polly-task instances). */
 export const BRAIN_AGENT_AREA = 'polly';
@@ -84,16 +85,6 @@ export function agentEnvFrom(env: NodeJS.ProcessEnv, config?: Pick<PollyConfig, 
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined && (AGENT_ENV_KEYS.test(k) || named.has(k))) out[k] = v;
   return out;
-}
-
-/** The branch checked out in the main checkout, and the default branch (origin/HEAD, else that branch). */
-export async function repoBranches(repoRoot: string): Promise<{ current: string; defaultBranch: string }> {
-  const git = createGitRunner();
-  const head = await git.run(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: repoRoot, okExitCodes: [1, 128] });
-  const current = head.exitCode === 0 ? firstLine(head) : 'HEAD';
-  const origin = await git.run(['symbolic-ref', '--quiet', '--short', 'refs/remotes/origin/HEAD'], { cwd: repoRoot, okExitCodes: [1, 128] });
-  const defaultBranch = origin.exitCode === 0 && firstLine(origin) ? firstLine(origin).replace(/^origin\//, '') : current;
-  return { current, defaultBranch };
 }
 
 /**
@@ -117,8 +108,8 @@ export async function createBrainDeps(
   });
   const { forge, selection } = await openForge({ repoRoot: repo.root, config, store, env });
   log(`[polly] forge: ${selection.kind}${'reason' in selection && selection.reason ? ` (${String(selection.reason)})` : ''}`);
-  const branches = await repoBranches(repo.root);
-  const gateContext: GateContext = { repoRoot: repo.root, worktree: repo.root, branch: branches.current, defaultBranch: branches.defaultBranch, home: env.HOME ?? homedir() };
+  const branches = readRepoBranchContext(repo.root, env) ?? { branch: 'HEAD', defaultBranch: 'main' };
+  const gateContext: GateContext = { repoRoot: repo.root, worktree: repo.root, branch: branches.branch, defaultBranch: branches.defaultBranch, home: env.HOME ?? homedir() };
   return {
     repoRoot: repo.root,
     pollyDir: repo.pollyDir,

@@ -3,6 +3,7 @@
  * session id kept on the goal so a restarted Brain resumes it, and the leftovers of a crashed
  * Brain's goal brains stopped.
  */
+import { signalGroupOrPid } from '../../workers/proc/kill.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { isGoalFinal } from '../core/vocabulary.js';
 import type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
@@ -24,15 +25,7 @@ export async function reapPreviousGoalBrains(deps: BrainProcessDeps, log: (l: st
   const reg = await deps.store.read();
   for (const goal of Object.values(reg.goals)) {
     if (goal.brainPid && goal.brainPid !== process.pid && pidAlive(goal.brainPid)) {
-      try {
-        process.kill(-goal.brainPid, 'SIGTERM');
-      } catch {
-        try {
-          process.kill(goal.brainPid, 'SIGTERM');
-        } catch {
-          // gone
-        }
-      }
+      signalGroupOrPid(goal.brainPid, 'SIGTERM');
       log(`[polly] stopped the LLM brain a previous Brain left running (pid ${goal.brainPid}); its session resumes`);
     }
   }

@@ -15,6 +15,9 @@ import type { RunRecord } from '../../workflows/run/run-records.js';
 
 /** The runtime owns its records (workflows/run/run-records.ts); the registry stores them under `runs`. */
 export type { RunRecord, WorkOrderRecord } from '../../workflows/run/run-records.js';
+import type { WorkerRecord } from '../../workers/supervisor/worker-record-store.js';
+import type { CommandResult } from '../../workers/proc/shell-command.js';
+import type { ReviewFinding } from '../../workers/review-findings.js';
 
 export interface GoalRecord {
   id: string;
@@ -79,20 +82,10 @@ export interface AcceptanceContract {
   criteria: string[];
 }
 
-export interface CheckResult {
-  command: string;
-  exitCode: number | null;
-  timedOut: boolean;
-  durationMs: number;
-  /** Tail of combined output (bounded). */
-  output: string;
-}
-
-export interface ReviewFinding {
-  file: string;
-  line: number;
-  message: string;
-}
+/** An acceptance command's result (owned by workers/proc/shell-command.ts). */
+export type { CommandResult };
+/** One review finding (owned by workers/review-findings.ts, the reviewer's answer format). */
+export type { ReviewFinding };
 
 export interface ReviewRecord {
   reviewer: Harness;
@@ -110,17 +103,10 @@ export interface PullRequestRef {
   state: 'draft' | 'open' | 'ready' | 'merged' | 'closed';
 }
 
-export interface TaskRecord {
+/** A task: its plan spec (minus the plan-local key, plus the registry id) and its lifecycle. */
+export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
   id: string;
   planId: string | null;
-  title: string;
-  purpose: Purpose;
-  worker: Harness;
-  model: string | null;
-  reviewer: Harness | null;
-  prompt: string;
-  acceptance: AcceptanceContract;
-  dependsOn: string[];
   status: TaskStatus;
   /** Why the task is in its status, when it is a failure or a stop (e.g. the agent's stderr). */
   statusReason: string | null;
@@ -132,7 +118,7 @@ export interface TaskRecord {
   baseBranch: string | null;
   baseCommit: string | null;
   headCommit: string | null;
-  checks: CheckResult[];
+  checks: CommandResult[];
   reviews: ReviewRecord[];
   pr: PullRequestRef | null;
   /** Backup refs under refs/polly/ made before any teardown. */
@@ -155,34 +141,7 @@ export interface TaskRecord {
   updatedAt: string;
 }
 
-/** A live (or recently live) worker process. */
-export interface WorkerRecord {
-  id: string;
-  taskId: string;
-  harness: Harness;
-  pid: number;
-  /** Process group id (workers are spawned detached as group leaders). */
-  pgid: number;
-  sessionId: string | null;
-  startedAt: string;
-  heartbeatAt: string;
-  /** The Brain (by pid) that supervises it. */
-  supervisor: number | null;
-  /** The work order this worker performs (workers/worker-supervisor.ts; optional for older rows). */
-  orderId?: string;
-  purpose?: Purpose;
-  /** `<stateRoot>/<id>`: spec.json, events.jsonl, heartbeat, result.json, runner.log. */
-  stateDir?: string;
-  /** `running` while its runner process lives; `exited` with a result; `dead` when it died without one. */
-  state?: 'starting' | 'running' | 'exited' | 'dead';
-  /** The agent CLI's pid (its own process group leader), once started. */
-  agentPid?: number | null;
-  endedAt?: string | null;
-  /** How the turn ended (an AgentRunStatus), once ended. */
-  outcome?: string | null;
-  /** Why it ended, in one line (the agent's message, or the death cause). */
-  cause?: string | null;
-}
+export type { WorkerRecord };
 
 /** A pull request recorded by the local forge. */
 export interface LocalPullRequest {

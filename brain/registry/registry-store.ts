@@ -80,9 +80,17 @@ export interface FileRegistryStore extends RegistryStore {
 export interface RegistryStoreOptions {
   /** Clock for journal timestamps (default: the system clock). Lock timing always uses real time. */
   now?: () => Date;
-  /** Give up taking the lock after this many milliseconds (default 10 000). */
+  /**
+   * Give up taking the lock after this many milliseconds (default 15 000) — unless the holder's
+   * heartbeat has stopped (a dead writer): then the wait extends until its lock goes stale and is
+   * taken over, so a writer killed inside its write can never make a live process time out.
+   */
   lockTimeoutMs?: number;
-  /** A lock whose heartbeat is older than this is stale and taken over (ms, min 2000; default 10 000). */
+  /**
+   * A lock whose heartbeat (the lock directory's mtime, refreshed every `lockStaleMs / 2` by its
+   * holder) is older than this is stale and taken over (ms, min 2000; default 4000, shorter than
+   * the default wait).
+   */
   lockStaleMs?: number;
   /** Fallback poll period of {@link RegistryStore.waitForJournal} (ms, default 1000). */
   pollIntervalMs?: number;
@@ -217,8 +225,8 @@ async function corruptError(file: string, backup: string, problem: string): Prom
 export function createFileRegistryStore(pollyDir: string, options: RegistryStoreOptions = {}): FileRegistryStore {
   const dir = resolve(pollyDir);
   const now = options.now ?? (() => new Date());
-  const lockTimeoutMs = options.lockTimeoutMs ?? 10_000;
-  const lockStaleMs = Math.max(options.lockStaleMs ?? 10_000, 2000);
+  const lockTimeoutMs = options.lockTimeoutMs ?? 15_000;
+  const lockStaleMs = Math.max(options.lockStaleMs ?? 4000, 2000);
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   const paths: RegistryPaths = {
     dir,
@@ -289,7 +297,8 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
 
   async function takeLock(): Promise<{ release(): Promise<void>; compromised(): Error | null }> {
     await mkdir(dir, { recursive: true });
-    const deadline = Date.now() + lockTimeoutMs;
+    let deadline = Date.now() + lockTimeoutMs;
+    let extended = false;
     let delay = 2;
     let lost: Error | null = null;
     for (;;) {
@@ -314,6 +323,14 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
         };
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'ELOCKED') throw error;
+        if (Date.now() >= deadline && !extended) {
+          // A live holder refreshes the lock's mtime every lockStaleMs / 2. One that missed that
+          // heartbeat (plus a second of slack) is dead or frozen: wait (once) until its lock is
+          // stale and take it over, instead of timing out on a corpse.
+          extended = true;
+          const mtime = await stat(paths.lock).then((s) => s.mtimeMs, () => null);
+          if (mtime !== null && Date.now() - mtime > lockStaleMs / 2 + 1000) deadline = Math.max(deadline, mtime + lockStaleMs + 1000);
+        }
         if (Date.now() >= deadline) {
           throw new PollyError(
             'lock_timeout',

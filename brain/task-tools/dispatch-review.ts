@@ -28,12 +28,13 @@ import type { ReviewInput } from '../forge/forge.js';
 import type { ReviewRecord, TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import type { Harness } from '../core/vocabulary.js';
-import { commentableLines, parseFindings, reviewFromFindings, type ReviewFindings } from './review-findings.js';
+import { commentableLines, parseFindings, reviewFromFindings, type ReviewFindings } from '../../workers/review-findings.js';
 import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
 import { createReviewSandbox, produceReviewDiff, type ReviewSandbox } from '../../workers/review-sandbox.js';
 import { chooseReviewer } from './open-draft-pr.js';
 import { taskBranch } from './push.js';
-import type { TaskTool, TaskToolContext, TaskToolOutcome, WorkerTurnResult } from './types.js';
+import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
+import type { WorkerTurnResult } from '../../workers/worker-turn.js';
 
 /**
  * A ReviewRecord as this tool writes it: plus the work order that produced it and the forge's

@@ -14,7 +14,8 @@ import { isPollyError } from '../core/errors.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskStatus } from '../core/vocabulary.js';
-import type { TaskTool, TaskToolContext, TaskToolOutcome, WorkerTurnRequest, WorkerTurnResult } from './types.js';
+import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
+import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
 export const PERMANENT_AGENT_STATUSES: ReadonlySet<string> = new Set(['agent_missing', 'agent_refused', 'blocked_on_prompt']);

@@ -18,7 +18,7 @@ import { renderPrBody } from '../../brain/forge/pr-body.js';
 import { createMemoryRegistryStore } from '../../brain/registry/registry-store.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { createTestRepo } from '../helpers/git-repo.js';
-import { REVIEW_FINDINGS_JSON_SCHEMA, commentableLines, parseFindings, reviewFromFindings, validateFindings } from '../../brain/task-tools/review-findings.js';
+import { REVIEW_FINDINGS_JSON_SCHEMA, commentableLines, parseFindings, reviewFromFindings, validateFindings } from '../../workers/review-findings.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createGitHubForge, parseGitHubRemote, rateLimitWaitMs } from '../../brain/forge/github-forge.js';
 import { isPollyError } from '../../brain/core/errors.js';
-import { commentableLines, reviewFromFindings } from '../../brain/task-tools/review-findings.js';
+import { commentableLines, reviewFromFindings } from '../../workers/review-findings.js';
 import { createFakeClock, startGitHubSimulator, type GitHubSimulator } from '../helpers/github-simulator.js';
 
 const TOKEN = 'ghp_FAKEtokenForTheSimulator0123456789ab';

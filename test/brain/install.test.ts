@@ -45,7 +45,8 @@ describe('polly install', () => {
     expect(text.startsWith(PREFIX)).toBe(true);
     expect(text.endsWith(SUFFIX)).toBe(true);
     const entry = JSON.parse(text).mcpServers.polly;
-    expect(entry).toMatchObject({ type: 'stdio', command: process.execPath, args: [CLI, 'mcp', '--agent', 'claude/code', '--workspace', 'acme'] });
+    // The store is pinned: an absolute directory per workspace (no --registry, no POLLY_HOME: ~/.polly/workspaces/W).
+    expect(entry).toMatchObject({ type: 'stdio', command: process.execPath, args: [CLI, 'mcp', '--agent', 'claude/code', '--workspace', 'acme', '--registry', join(s.home, '.polly', 'workspaces', 'acme')] });
     expect(JSON.parse(text).mcpServers.other).toEqual({ command: 'x', args: ['a'] });
 
     // Idempotent: a second install leaves the bytes alone.
@@ -57,10 +58,10 @@ describe('polly install', () => {
     const updated = readFileSync(file, 'utf8');
     expect(updated.startsWith(PREFIX)).toBe(true);
     expect(updated.endsWith(SUFFIX)).toBe(true);
-    expect(JSON.parse(updated).mcpServers.polly.args.at(-1)).toBe('beta');
+    expect(JSON.parse(updated).mcpServers.polly.args.slice(-3)).toEqual(['beta', '--registry', join(s.home, '.polly', 'workspaces', 'beta')]);
 
-    // The entry as written is a real MCP server (registry via POLLY_HOME in a temp dir).
-    const transport = new StdioClientTransport({ command: entry.command, args: JSON.parse(updated).mcpServers.polly.args, env: { PATH: process.env.PATH ?? '', HOME: s.home, POLLY_HOME: join(s.root, 'polly-home') }, cwd: s.cwd, stderr: 'pipe' });
+    // The entry as written is a real MCP server, on its pinned store.
+    const transport = new StdioClientTransport({ command: entry.command, args: JSON.parse(updated).mcpServers.polly.args, env: { PATH: process.env.PATH ?? '', HOME: s.home }, cwd: s.cwd, stderr: 'pipe' });
     const client = new Client({ name: 'install-test', version: '1' });
     await client.connect(transport);
     try {
@@ -100,8 +101,9 @@ describe('polly install', () => {
     const r = install(['--host', 'openworker', '--agent', 'openworker/cowork', '--workspace', 'acme'], s);
     expect(r.code, r.stderr).toBe(0);
     const entry = JSON.parse(readFileSync(join(s.home, '.config', 'coworker', 'mcp.json'), 'utf8')).mcpServers.polly;
-    expect(entry).toMatchObject({ requires_approval: false, tool_risk: { workflow_list: 'read_only', workflow_state: 'read_only', workflow_journal: 'read_only' } });
-    expect(entry.args).toEqual([CLI, 'mcp', '--agent', 'openworker/cowork', '--workspace', 'acme']);
+    // OpenWorker's per-tool risk patch accepts low | medium | high.
+    expect(entry).toMatchObject({ requires_approval: false, tool_risk: { workflow_list: 'low', workflow_state: 'low', workflow_journal: 'low' } });
+    expect(entry.args).toEqual([CLI, 'mcp', '--agent', 'openworker/cowork', '--workspace', 'acme', '--registry', join(s.home, '.polly', 'workspaces', 'acme')]);
 
     const state = join(s.root, 'coworker-state');
     mkdirSync(state);
@@ -144,13 +146,16 @@ describe('polly install', () => {
     const s = sandbox();
     const g = install(['--host', 'generic', '--workspace', 'w1'], s);
     expect(g.code).toBe(0);
-    expect(JSON.parse(g.stdout).polly.args).toEqual([CLI, 'mcp', '--agent', 'default', '--workspace', 'w1']);
+    expect(JSON.parse(g.stdout).polly.args).toEqual([CLI, 'mcp', '--agent', 'default', '--workspace', 'w1', '--registry', join(s.home, '.polly', 'workspaces', 'w1')]);
+    // --registry (relative) and POLLY_HOME are pinned as absolute paths.
+    expect(JSON.parse(install(['--host', 'generic', '--registry', 'stores/one'], s).stdout).polly.args.slice(-2)).toEqual(['--registry', join(s.cwd, 'stores', 'one')]);
+    expect(JSON.parse(install(['--host', 'generic'], s, { POLLY_HOME: '/srv/polly' }).stdout).polly.args.slice(-2)).toEqual(['--registry', '/srv/polly']);
 
     const n = install(['--host', 'nemo'], s);
     expect(n.code).toBe(0);
     const y = parseYaml(n.stdout) as any;
     expect(y.function_groups.polly).toMatchObject({ _type: 'mcp_client', server: { transport: 'stdio', command: process.execPath } });
-    expect(y.function_groups.polly.server.args).toEqual([CLI, 'mcp', '--agent', 'default', '--workspace', 'default']);
+    expect(y.function_groups.polly.server.args).toEqual([CLI, 'mcp', '--agent', 'default', '--workspace', 'default', '--registry', join(s.home, '.polly', 'workspaces', 'default')]);
     expect(y.workflow.tool_names).toEqual(['polly']);
 
     const a = install(['--host', 'registry'], s);

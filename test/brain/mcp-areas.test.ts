@@ -35,9 +35,12 @@ describe('polly mcp areas and stores', () => {
       expect(o.structured.run.id).toBe(a.structured.run.id);
       expect(Object.keys((await createFileRegistryStore(apart).read()).runs)).toEqual([o.structured.run.id]);
       expect(other.stderr()).toContain(`registry ${apart}`);
-      // The acme server sees its run move when it is reported through the shared store.
-      await beta.call('workflow_report', { run_id: a.structured.run.id, order_id: a.structured.order.id, outcome: 'ok', data: { count: 1 } });
+      // The order is leased to acme's session: beta cannot report it, acme can, and both see the run move through the shared store.
+      const stolen = await beta.call('workflow_report', { run_id: a.structured.run.id, order_id: a.structured.order.id, outcome: 'ok', data: { count: 1 } });
+      expect(stolen.structured).toMatchObject({ accepted: false, code: 'lease_held' });
+      await acme.call('workflow_report', { run_id: a.structured.run.id, order_id: a.structured.order.id, lease_id: a.structured.lease.id, outcome: 'ok', data: { count: 1 } });
       expect((await acme.call('workflow_state', { run_id: a.structured.run.id })).structured.order.kind).toBe('ask_approval');
+      expect((await beta.call('workflow_state', { run_id: a.structured.run.id })).structured).toMatchObject({ order: null, run: { state: { state: 'review' } } });
     } catch (e) {
       console.log('ACME', acme.stderr(), 'BETA', beta.stderr(), 'OTHER', other.stderr());
       throw e;
@@ -70,10 +73,11 @@ describe('polly mcp areas and stores', () => {
 
   it('bad flags are bad input (exit 2) naming the flag', async () => {
     const { spawnSync } = await import('node:child_process');
-    const r = spawnSync(process.execPath, [join(process.cwd(), 'dist/brain/cli.js'), 'mcp', '--workspace', 'no spaces'], { encoding: 'utf8', input: '' });
+    const cwd = mkdtempSync(join(tmpdir(), 'polly-mcp-flags-'));
+    const r = spawnSync(process.execPath, [join(process.cwd(), 'dist/brain/cli.js'), 'mcp', '--workspace', 'no spaces'], { encoding: 'utf8', input: '', cwd });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('--workspace "no spaces" is not a valid area name');
-    const w = spawnSync(process.execPath, [join(process.cwd(), 'dist/brain/cli.js'), 'mcp', '--workflows', '/nonexistent/wf'], { encoding: 'utf8', input: '' });
+    const w = spawnSync(process.execPath, [join(process.cwd(), 'dist/brain/cli.js'), 'mcp', '--workflows', '/nonexistent/wf'], { encoding: 'utf8', input: '', cwd });
     expect(w.status).toBe(2);
     expect(w.stderr).toContain('--workflows "/nonexistent/wf" does not exist');
   });

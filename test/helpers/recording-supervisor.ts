@@ -2,7 +2,7 @@
  * A recording wrapper around a {@link WorkerSupervisor} (the real one, workers/worker-supervisor.ts):
  * PR-step tests look at what each turn was asked (harness, role, cwd, prompt) and what it returned.
  */
-import type { WorkerSupervisor, WorkerTurnRequest, WorkerTurnResult } from '../../brain/task-tools/types.js';
+import type { WorkerSupervisor, WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
 
 export interface RecordingSupervisor extends WorkerSupervisor {
   /** Every request received, in order. */

@@ -11,7 +11,8 @@ import type { Forge } from '../../brain/forge/forge.js';
 import type { RegistryStore } from '../../brain/registry/registry-store.js';
 import type { TaskRecord } from '../../brain/registry/registry-schema.js';
 import type { Harness } from '../../brain/core/vocabulary.js';
-import type { TaskTool, TaskToolContext, TaskToolOutcome, WorkerSupervisor } from '../../brain/task-tools/types.js';
+import type { TaskTool, TaskToolContext, TaskToolOutcome } from '../../brain/task-tools/types.js';
+import type { WorkerSupervisor } from '../../workers/worker-turn.js';
 import type { RecordedRequest } from '../../scripts/scripted-model/api-route.js';
 import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
 

@@ -411,7 +411,7 @@ describe('orchestration git cases', () => {
   });
 });
 
-describe('commitAll and isMerged', () => {
+describe('commitAll', () => {
   it('commitAll commits what the agent left even with a stale index.lock (case 8 kind), author Polly when unconfigured', async () => {
     const repo = createTestRepo();
     const { manager, kinds } = setup(repo);
@@ -431,48 +431,6 @@ describe('commitAll and isMerged', () => {
     writeFileSync(join(wt.path, 'more.txt'), 'x\n');
     await manager.commitAll({ id: 'k1', message: 'second' });
     expect(git(wt.path, ['log', '-1', '--format=%an <%ae>'])).toBe('Configured Person <person@example.invalid>');
-  });
-
-  it('isMerged recognises merge commits, fast-forwards, squash merges and rebase merges, and not an unmerged branch', async () => {
-    const repo = createTestRepo({ 'a.txt': '1\n2\n3\n', 'b.txt': 'b\n' });
-    const { manager } = setup(repo);
-    const work = async (id: string, file: string, content: string[]) => {
-      const wt = await manager.create({ id });
-      for (const [i, c] of content.entries()) {
-        writeFileSync(join(wt.path, file), c);
-        git(wt.path, ['commit', '-q', '-am', `${id} step ${i}`]);
-      }
-      return wt;
-    };
-    await work('open', 'b.txt', ['b changed\n']);
-    expect(await manager.isMerged({ id: 'open', baseBranch: 'main' })).toBe(false);
-
-    await work('ff', 'a.txt', ['1 ff\n2\n3\n']);
-    repo.git(['merge', '-q', '--ff-only', 'polly/ff']);
-    expect(await manager.isMerged({ id: 'ff', baseBranch: 'main' })).toBe(true);
-
-    await work('mc', 'a.txt', ['1 ff\n2 mc\n3\n']);
-    repo.write('b.txt', 'b on main\n');
-    repo.commitAll('main moves');
-    repo.git(['merge', '-q', '--no-ff', '--no-edit', 'polly/mc']);
-    expect(await manager.isMerged({ id: 'mc', baseBranch: 'main' })).toBe(true);
-
-    await work('sq', 'a.txt', ['1 ff\n2 mc\n3 sq\n', '1 ff\n2 mc\n3 sq twice\n']);
-    repo.write('c.txt', 'unrelated on main\n');
-    repo.commitAll('main moves again');
-    repo.git(['merge', '-q', '--squash', 'polly/sq']);
-    repo.git(['commit', '-q', '-m', 'squash of sq']);
-    expect(await manager.isMerged({ id: 'sq', baseBranch: 'main' })).toBe(true);
-    expect(await manager.isMerged({ id: 'open', baseBranch: 'main' })).toBe(false);
-
-    await work('rb', 'c.txt', ['rebased\n']);
-    repo.write('d.txt', 'd\n');
-    repo.commitAll('main moves once more');
-    repo.git(['cherry-pick', 'polly/rb']);
-    expect(await manager.isMerged({ id: 'rb', baseBranch: 'main' })).toBe(true);
-
-    expect(isPollyError(await manager.isMerged({ id: 'nope', baseBranch: 'main' }).catch((e: unknown) => e), 'not_found')).toBe(true);
-    expect(isPollyError(await manager.isMerged({ id: 'open', baseBranch: 'nobranch' }).catch((e: unknown) => e), 'bad_input')).toBe(true);
   });
 
   it('rejects ids that cannot name a branch and a directory, and unknown bases', async () => {

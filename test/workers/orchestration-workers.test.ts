@@ -20,7 +20,7 @@ import { createFileRegistryStore } from '../../brain/registry/registry-store.js'
 import type { Harness } from '../../brain/core/vocabulary.js';
 import { dispatch } from '../../brain/task-tools/dispatch.js';
 import { runAcceptanceTool } from '../../brain/task-tools/run-acceptance.js';
-import type { WorkerTurnRequest } from '../../brain/task-tools/types.js';
+import type { WorkerTurnRequest } from '../../workers/worker-turn.js';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
 import { createWorkerSupervisor, workerIdFor } from '../../workers/supervisor/worker-supervisor.js';

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import { dispatch } from '../../brain/task-tools/dispatch.js';
-import type { WorkerTurnRequest } from '../../brain/task-tools/types.js';
+import type { WorkerTurnRequest } from '../../workers/worker-turn.js';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
 import type { AgentEvent } from '../../workers/agents/agent-adapter.js';

@@ -5,6 +5,14 @@
  */
 import type { Harness } from '../../brain/core/vocabulary.js';
 
+/** The options every harness shares (`.polly/config.yaml` `workers.<harness>`). */
+export interface AgentCliOptions {
+  /** The CLI to run (a name on PATH or an absolute path). */
+  command: string;
+  /** Model name passed to the CLI; null lets the CLI choose. */
+  model: string | null;
+}
+
 /** Normalised events. Unknown event types from a newer CLI become `unknown` (never a crash). */
 export type AgentEvent =
   | { type: 'session'; sessionId: string }

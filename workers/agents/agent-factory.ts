@@ -10,13 +10,19 @@
  *   (`api` default `openai-completions`, key read from `$api_key_env` at request time; its model
  *   list is the turn's model, else `workers.pi.model`, else `default`).
  */
-import type { PollyConfig } from '../../brain/config/config-schema.js';
 import type { Harness } from '../../brain/core/vocabulary.js';
 import { PollyError } from '../../brain/core/errors.js';
 import type { AgentAdapter } from './agent-adapter.js';
-import { createClaudeCodeAdapter } from './claude-code-adapter.js';
-import { createCodexAdapter } from './codex-adapter.js';
-import { createPiAdapter, type PiCustomProvider } from './pi-adapter.js';
+import { createClaudeCodeAdapter, type ClaudeCodeOptions } from './claude-code-adapter.js';
+import { createCodexAdapter, type CodexOptions } from './codex-adapter.js';
+import { createPiAdapter, type PiCustomProvider, type PiOptions } from './pi-adapter.js';
+
+/** Each harness's options (`.polly/config.yaml` `workers`; the config schema composes this). */
+export interface AgentOptionsByHarness {
+  'claude-code': ClaudeCodeOptions;
+  codex: CodexOptions;
+  pi: PiOptions;
+}
 
 export interface AgentFactoryOptions {
   /** The model of this turn (task model), if any: pi's custom provider must list it. */
@@ -24,7 +30,7 @@ export interface AgentFactoryOptions {
 }
 
 /** pi's custom provider from `workers.pi` (null when `base_url` is not set). */
-export function piCustomProvider(pi: PollyConfig['workers']['pi'], model: string | null = null): PiCustomProvider | null {
+export function piCustomProvider(pi: PiOptions, model: string | null = null): PiCustomProvider | null {
   if (!pi.base_url) return null;
   if (!/^https?:\/\//.test(pi.base_url)) {
     throw new PollyError('config_invalid', `workers.pi.base_url "${pi.base_url}" is not an http(s) URL: set the endpoint including its version prefix, e.g. http://127.0.0.1:8080/v1`);
@@ -38,7 +44,7 @@ export function piCustomProvider(pi: PollyConfig['workers']['pi'], model: string
  * @throws PollyError `config_invalid` for a codex provider or pi base URL the CLI cannot take;
  *         `bad_input` for an unknown harness.
  */
-export function createAgentAdapter(harness: Harness, config: PollyConfig, options: AgentFactoryOptions = {}): AgentAdapter {
+export function createAgentAdapter(harness: Harness, config: { workers: AgentOptionsByHarness }, options: AgentFactoryOptions = {}): AgentAdapter {
   switch (harness) {
     case 'claude-code':
       return createClaudeCodeAdapter({ ...config.workers['claude-code'] });

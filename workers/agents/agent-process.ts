@@ -17,6 +17,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
+import { redactSecrets } from '../../brain/core/redact.js';
+import { signalGroupOrPid } from '../proc/kill.js';
 import type { AgentEvent, AgentRun, AgentRunResult, AgentRunStatus } from './agent-adapter.js';
 
 /** Output that means the CLI waits for a human (trust dialog, login, first-run questions). */
@@ -86,11 +88,9 @@ export function scrubbedProcessEnv(extra: Record<string, string> = {}, env: Node
   return { ...out, ...extra };
 }
 
-/** Replace every secret (length ≥ 4) in `text` by `[redacted]`. */
+/** Replace every secret value (length ≥ 4) in `text` by `[redacted]` (brain/core/redact.ts, values only). */
 export function redactText(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('[redacted]');
-  return out;
+  return redactSecrets(text, { values: secrets, shapes: false });
 }
 
 function isDirectory(path: string): boolean {
@@ -101,18 +101,6 @@ function isDirectory(path: string): boolean {
   }
 }
 
-function killGroup(child: ChildProcess, sig: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, sig);
-  } catch {
-    try {
-      child.kill(sig);
-    } catch {
-      /* already gone */
-    }
-  }
-}
 
 /** A run that never started (e.g. refused before spawning): resolves at once with `status`. */
 export function refusedRun(status: AgentRunStatus, message: string, command: string[], onEvent?: (e: AgentEvent) => void): AgentRun {
@@ -177,8 +165,8 @@ export function spawnAgentProcess(options: SpawnAgentProcessOptions): AgentRun {
   const terminate = (status: AgentRunStatus, message: string): void => {
     if (forced || exited) return;
     forced = { status, message };
-    killGroup(child, 'SIGTERM');
-    killTimer = setTimeout(() => killGroup(child, 'SIGKILL'), KILL_GRACE_MS);
+    signalGroupOrPid(child.pid, 'SIGTERM');
+    killTimer = setTimeout(() => signalGroupOrPid(child.pid, 'SIGKILL'), KILL_GRACE_MS);
     killTimer.unref();
   };
 
@@ -305,8 +293,8 @@ export function spawnAgentProcess(options: SpawnAgentProcessOptions): AgentRun {
     });
     child.on('exit', (code, sig) => {
       // Reap whatever the CLI left in its group, then give stdout a moment to drain.
-      killGroup(child, 'SIGTERM');
-      setTimeout(() => killGroup(child, 'SIGKILL'), KILL_GRACE_MS).unref();
+      signalGroupOrPid(child.pid, 'SIGTERM');
+      setTimeout(() => signalGroupOrPid(child.pid, 'SIGKILL'), KILL_GRACE_MS).unref();
       const drain = setTimeout(() => finish(code, sig), DRAIN_AFTER_EXIT_MS);
       drain.unref();
       child.on('close', () => {

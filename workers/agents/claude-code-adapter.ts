@@ -20,12 +20,22 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ClaudeCodeWorkerConfig } from '../../brain/config/config-schema.js';
-import type { AgentAdapter, AgentEvent, AgentRun, AgentRunOptions, AgentRunStatus } from './agent-adapter.js';
+import type { AgentAdapter, AgentCliOptions, AgentEvent, AgentRun, AgentRunOptions, AgentRunStatus } from './agent-adapter.js';
 import { resolveAgentBinary } from './agent-binary.js';
-import { refusedRun, scrubbedProcessEnv, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
+import { refusedRun, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
+import { claudeCodeEnv, isRootRefusal, secretsIn } from './claude-code-env.js';
 
-export interface ClaudeCodeAdapterConfig extends ClaudeCodeWorkerConfig {
+/** `.polly/config.yaml` `workers.claude-code` (composed into the config schema by brain/config/config-schema.ts). */
+export interface ClaudeCodeOptions extends AgentCliOptions {
+  /**
+   * Claude Code refuses `--permission-mode bypassPermissions` as root unless `IS_SANDBOX=1`.
+   * Polly sets `IS_SANDBOX=1` for its workers only when this is true (you assert the machine is a
+   * sandbox); otherwise a worker started as root fails with a clear `agent_refused` error.
+   */
+  allow_root_sandbox: boolean;
+}
+
+export interface ClaudeCodeAdapterConfig extends ClaudeCodeOptions {
   /** The executable to run; overrides `command` resolution (tests point it at fakes). */
   binary?: string;
   /** Path to an MCP config JSON (`{"mcpServers": {…}}`) for this worker; default: no MCP servers. */
@@ -37,7 +47,6 @@ export const CLAUDE_READ_ONLY_TOOLS = ['Read', 'Grep', 'Glob', 'Bash'] as const;
 /** Tools a read-only worker is denied outright (in case `--tools` is ignored by a future CLI). */
 export const CLAUDE_WRITE_TOOLS = ['Write', 'Edit', 'MultiEdit', 'NotebookEdit'] as const;
 
-const ROOT_REFUSAL = /cannot be used with root\/sudo privileges/i;
 const NOT_LOGGED_IN = /not logged in|please run \/login|invalid api key/i;
 
 /** The message of a root run without `allow_root_sandbox`. */
@@ -163,7 +172,7 @@ export function prepareClaudeConfigDir(stateDir: string): { configDir: string; e
  */
 export function classifyClaudeOutcome(outcome: AgentOutcome): { status: AgentRunStatus; message: string } | null {
   if (outcome.status !== 'agent_exited') return null;
-  if (ROOT_REFUSAL.test(outcome.stderr)) {
+  if (isRootRefusal(outcome.stderr)) {
     return { status: 'agent_refused', message: `${rootRefusalMessage()} (claude said: ${outcome.stderr.trim().split('\n').at(-1)})` };
   }
   const result = outcome.events.find((e): e is Extract<AgentEvent, { type: 'result' }> => e.type === 'result');
@@ -176,13 +185,6 @@ export function classifyClaudeOutcome(outcome: AgentOutcome): { status: AgentRun
     };
   }
   return null;
-}
-
-function secretsIn(env: Record<string, string>): string[] {
-  return Object.entries(env)
-    .filter(([k]) => /KEY|TOKEN|SECRET|PASSWORD|AUTH/i.test(k))
-    .map(([, v]) => v)
-    .filter((v) => v.length >= 4);
 }
 
 /**
@@ -201,19 +203,7 @@ export function createClaudeCodeAdapter(config: ClaudeCodeAdapterConfig): AgentA
         return refusedRun('agent_refused', rootRefusalMessage(), [binary], options.onEvent);
       }
       const { configDir, emptyMcpConfig } = prepareClaudeConfigDir(options.stateDir);
-      const env = scrubbedProcessEnv({
-        CLAUDE_CONFIG_DIR: configDir,
-        DISABLE_AUTOUPDATER: '1',
-        DISABLE_TELEMETRY: '1',
-        DISABLE_ERROR_REPORTING: '1',
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-        ...(isRoot && config.allow_root_sandbox ? { IS_SANDBOX: '1' } : {}),
-        ...options.env,
-        ...options.gate.env,
-      });
-      // IS_SANDBOX is Polly's decision alone: never inherited from the caller's environment.
-      if (isRoot && config.allow_root_sandbox) env.IS_SANDBOX = '1';
-      else delete env.IS_SANDBOX;
+      const env = claudeCodeEnv({ configDir, isRoot, allowRootSandbox: config.allow_root_sandbox, layers: [options.env, options.gate.env] });
       return spawnAgentProcess({
         command: binary,
         args: claudeArgs(config, options, emptyMcpConfig),

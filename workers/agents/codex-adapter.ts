@@ -33,14 +33,19 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CodexWorkerConfig } from '../../brain/config/config-schema.js';
 import { PollyError } from '../../brain/core/errors.js';
-import type { AgentAdapter, AgentEvent, AgentRun, AgentRunOptions } from './agent-adapter.js';
+import type { AgentAdapter, AgentCliOptions, AgentEvent, AgentRun, AgentRunOptions } from './agent-adapter.js';
 import { resolveAgentBinary } from './agent-binary.js';
 import { DEFAULT_PROMPT_PATTERNS, refusedRun, scrubbedProcessEnv, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
 
+/** `.polly/config.yaml` `workers.codex` (composed into the config schema by brain/config/config-schema.ts). */
+export interface CodexOptions extends AgentCliOptions {
+  /** Optional custom model provider: `model_providers.<id>` with a Responses-API base URL. */
+  provider: { id: string; base_url: string; env_key: string } | null;
+}
+
 /** Options of {@link createCodexAdapter}: the worker config plus an explicit binary (tests). */
-export type CodexAdapterConfig = CodexWorkerConfig & {
+export type CodexAdapterConfig = CodexOptions & {
   /** The executable to run; default {@link resolveAgentBinary}`('codex', config)`. */
   binary?: string;
   /**
@@ -61,7 +66,7 @@ function tomlString(value: string): string {
  * Check a Codex worker config. Throws PollyError `config_invalid` naming the field and value when
  * the provider cannot be expressed as a `-c model_providers.<id>=…` override.
  */
-export function validateCodexConfig(config: CodexWorkerConfig): void {
+export function validateCodexConfig(config: CodexOptions): void {
   const p = config.provider;
   if (!p) return;
   if (!TOML_BARE_KEY.test(p.id)) {
@@ -84,7 +89,7 @@ export function validateCodexConfig(config: CodexWorkerConfig): void {
  */
 export function codexArgs(
   options: Pick<AgentRunOptions, 'cwd' | 'model' | 'readOnly' | 'resumeSessionId' | 'gate'>,
-  config: CodexWorkerConfig & { maxRetries?: number },
+  config: CodexOptions & { maxRetries?: number },
 ): string[] {
   const args = ['exec', '--json', '--skip-git-repo-check', '--sandbox', options.readOnly ? 'read-only' : 'workspace-write', '-C', options.cwd];
   // Never ask for approval (there is nobody to ask), and never wait forever for an unreachable
@@ -260,7 +265,7 @@ export function sandboxFailure(events: readonly AgentEvent[]): string | null {
  * Why codex would have no credentials for its model, or null. Without credentials codex 0.171 does
  * not stop: it keeps sending unauthenticated requests, so the adapter refuses up front.
  */
-export function credentialsProblem(config: CodexWorkerConfig, env: Record<string, string>, codexHome: string): string | null {
+export function credentialsProblem(config: CodexOptions, env: Record<string, string>, codexHome: string): string | null {
   const p = config.provider;
   if (p) {
     return env[p.env_key]

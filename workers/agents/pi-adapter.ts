@@ -25,8 +25,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PiWorkerConfig } from '../../brain/config/config-schema.js';
-import type { AgentAdapter, AgentEvent, AgentRun, AgentRunOptions } from './agent-adapter.js';
+import type { AgentAdapter, AgentCliOptions, AgentEvent, AgentRun, AgentRunOptions } from './agent-adapter.js';
 import { findOnPath, resolveAgentBinary } from './agent-binary.js';
 import { refusedRun, scrubbedProcessEnv, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
 
@@ -59,8 +58,24 @@ export interface PiCustomProvider {
   models: string[];
 }
 
+/** `.polly/config.yaml` `workers.pi` (composed into the config schema by brain/config/config-schema.ts). */
+export interface PiOptions extends AgentCliOptions {
+  /** Provider name in pi's models.json (e.g. `anthropic`, or a custom gateway). */
+  provider: string | null;
+  /**
+   * A custom endpoint: when set, Polly writes a provider (named `provider`, default `polly`) with
+   * this `baseUrl` into the worker's own models.json (e.g. `http://127.0.0.1:8080/v1`). Optional
+   * for configs written before it existed; null: pi's built-in providers.
+   */
+  base_url?: string | null;
+  /** The custom endpoint's API (pi's `api` type). Default `openai-completions`. */
+  api?: 'openai-completions' | 'openai-responses' | 'anthropic-messages';
+  /** NAME of the environment variable holding the custom endpoint's API key. Default `OPENAI_API_KEY`. */
+  api_key_env?: string;
+}
+
 /** Adapter configuration: `.polly/config.yaml` `workers.pi` plus wiring only code can supply. */
-export interface PiAdapterConfig extends PiWorkerConfig {
+export interface PiAdapterConfig extends PiOptions {
   /** The executable to run; default {@link resolveAgentBinary}`('pi', config)`. */
   binary?: string;
   /** Define `provider` (default id `polly`) in the worker's models.json. */

@@ -17,6 +17,7 @@
  */
 import { execa } from 'execa';
 import { PollyError } from '../../brain/core/errors.js';
+import { signalGroup } from '../proc/kill.js';
 
 /** What one git call produced. `stdout`/`stderr` are untrimmed text. */
 export interface GitResult {
@@ -130,7 +131,7 @@ export function createGitRunner(options: GitRunnerOptions = {}): GitRunner {
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
-        killGroup(subprocess.pid);
+        signalGroup(subprocess.pid, 'SIGKILL');
       }, timeout);
       const r = await subprocess.finally(() => clearTimeout(timer));
       const stdout = typeof r.stdout === 'string' ? r.stdout : '';
@@ -166,15 +167,6 @@ export function createGitRunner(options: GitRunnerOptions = {}): GitRunner {
   };
 }
 
-/** SIGKILL the process group led by `pid` (no-op when it is gone). */
-function killGroup(pid: number | undefined): void {
-  if (pid === undefined) return;
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
 
 /** Last ~1000 characters of `text`, trimmed (for messages). */
 function tail(text: string): string {

@@ -5,7 +5,7 @@
  * worker's `.worktrees/<id>`) the root is still the main worktree, found through
  * `git rev-parse --git-common-dir` (git-rev-parse(1)).
  */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
@@ -78,4 +78,68 @@ export async function findRepo(cwd: string, env: NodeJS.ProcessEnv = process.env
     if (list.code === 0 && first && existsSync(first)) root = resolve(first);
   }
   return { root, worktreeRoot, gitCommonDir, pollyDir: join(root, '.polly') };
+}
+
+/** Where `cwd` is, as the gate and the Brain need it: the main worktree, this worktree, its branch and the default branch. */
+export interface RepoBranchContext {
+  /** The main worktree's root (where `.polly/` lives). */
+  repoRoot: string;
+  /** The root of the worktree `cwd` is in. */
+  worktree: string;
+  /** The branch checked out in `cwd`'s worktree, or `HEAD` when detached. */
+  branch: string;
+  /** The repository's default branch, by {@link readRepoBranchContext}'s rule. */
+  defaultBranch: string;
+}
+
+function gitLine(cwd: string, args: string[], env: NodeJS.ProcessEnv): string | null {
+  try {
+    const out = execFileSync('git', args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return out === '' ? null : (out.split('\n')[0] ?? null);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The one answer to "which repository, worktree, branch and default branch am I in" (synchronous:
+ * it runs at start-up and in the gate's CLI). The default branch is, in order:
+ * 1. `origin/HEAD` (what a clone records), without the `origin/` prefix;
+ * 2. `init.defaultBranch` from git config, when that local branch exists;
+ * 3. the first of `main`, `master`, `trunk` that exists as a local branch;
+ * 4. the branch checked out in the main worktree (a linked worktree's own branch never counts);
+ * 5. `main`.
+ * Rules 2–4 matter for a repository whose remote was added after `git init`: `git push` does not set `origin/HEAD`.
+ *
+ * @returns null when `cwd` is not inside a git working tree (or git cannot run).
+ */
+export function readRepoBranchContext(cwd: string, env: NodeJS.ProcessEnv = process.env): RepoBranchContext | null {
+  const top = gitLine(cwd, ['rev-parse', '--show-toplevel'], env);
+  if (top === null) return null;
+  const worktree = resolve(top);
+  const common = gitLine(cwd, ['rev-parse', '--path-format=absolute', '--git-common-dir'], env);
+  let repoRoot = worktree;
+  if (common && basename(common) === '.git') repoRoot = dirname(common);
+  else {
+    const list = (() => {
+      try {
+        return execFileSync('git', ['worktree', 'list', '--porcelain'], { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+      } catch {
+        return '';
+      }
+    })();
+    const first = /^worktree (.+)$/m.exec(list)?.[1];
+    if (first && existsSync(first)) repoRoot = resolve(first);
+  }
+  const branch = gitLine(cwd, ['symbolic-ref', '--short', '-q', 'HEAD'], env) ?? 'HEAD';
+  const hasLocal = (name: string): boolean => gitLine(cwd, ['rev-parse', '--verify', '--quiet', `refs/heads/${name}`], env) !== null;
+  const originHead = gitLine(cwd, ['symbolic-ref', '--short', '-q', 'refs/remotes/origin/HEAD'], env);
+  let defaultBranch: string | null = originHead ? originHead.replace(/^origin\//, '') : null;
+  if (defaultBranch === null) {
+    const configured = gitLine(cwd, ['config', '--get', 'init.defaultBranch'], env);
+    if (configured && hasLocal(configured)) defaultBranch = configured;
+  }
+  defaultBranch ??= ['main', 'master', 'trunk'].find(hasLocal) ?? null;
+  defaultBranch ??= gitLine(repoRoot, ['symbolic-ref', '--short', '-q', 'HEAD'], env) ?? 'main';
+  return { repoRoot, worktree, branch, defaultBranch };
 }

@@ -31,6 +31,9 @@ import { retryTransientGit } from './git-retry.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
+import type { CommandResult } from '../proc/shell-command.js';
+import { signalGroup } from '../proc/kill.js';
+import { pidAlive } from '../proc/process-liveness.js';
 
 /** Journal sink: `kind` is dotted (`worktree.created`, …); `data` never holds secrets. */
 export type WorktreeJournal = (kind: string, data: Record<string, unknown>) => void;
@@ -78,13 +81,8 @@ export interface CreateRecovery {
 }
 
 /** The outcome of the setup command (an expected outcome: a red setup is data, not an error). */
-export interface SetupResult {
-  command: string;
-  exitCode: number | null;
-  timedOut: boolean;
-  durationMs: number;
-  /** Tail of the combined output (≤ 4000 characters); the whole of it is in `logPath`. */
-  output: string;
+export interface SetupResult extends CommandResult {
+  /** The whole combined output (`output` is its tail, ≤ 4000 characters). */
   logPath: string;
 }
 
@@ -177,20 +175,6 @@ export interface WorktreeManager {
    * @returns the new commit, or null when there was nothing to commit.
    */
   commitAll(input: { id: string; message: string }): Promise<string | null>;
-  /**
-   * Whether `polly/<id>` is merged into `baseBranch`. Method, in order:
-   * 1. `git merge-base --is-ancestor polly/<id> <base>` — merge commits and fast-forwards (also true
-   *    for a branch with no commits of its own: nothing is left to merge);
-   * 2. `git merge-tree --write-tree <base> polly/<id>` (git ≥ 2.38): when merging the branch into the
-   *    base would leave the base's tree unchanged, its changes are already there — squash merges,
-   *    rebase merges, cherry-picks;
-   * 3. `git cherry <base> polly/<id>`: every commit has a patch-id-equal commit in the base (rebase
-   *    merges after the base changed the same lines again).
-   * A squash merge whose lines the base later changed again and that is not patch-equal is reported
-   * as not merged.
-   * @throws PollyError `not_found` (no branch), `bad_input` (unknown base).
-   */
-  isMerged(input: { id: string; baseBranch: string }): Promise<boolean>;
 }
 
 interface RepoInfo {
@@ -428,11 +412,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      try {
-        if (subprocess.pid !== undefined) process.kill(-subprocess.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
+      signalGroup(subprocess.pid, 'SIGKILL');
     }, options.setupTimeoutMs ?? 900_000);
     const r = await subprocess.finally(() => clearTimeout(timer));
     const all = typeof r.all === 'string' ? r.all : '';
@@ -708,22 +688,6 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       journal('worktree.committed', { id: input.id, commit });
       return commit;
     },
-
-    async isMerged(input) {
-      validateId(input.id);
-      const info = await repo();
-      const tip = await revParse(info.root, `refs/heads/polly/${input.id}`);
-      if (tip === null) throw new PollyError('not_found', `branch polly/${input.id} does not exist; no such task branch`);
-      const base =
-        (await revParse(info.root, `refs/heads/${input.baseBranch}^{commit}`)) ?? (await revParse(info.root, `${input.baseBranch}^{commit}`));
-      if (base === null) throw new PollyError('bad_input', `base branch "${input.baseBranch}" does not exist in ${info.root}`);
-      if (await isAncestor(info.root, tip, base)) return true;
-      const merged = await git.run(['merge-tree', '--write-tree', '--no-messages', base, tip], { cwd: info.root, okExitCodes: [1] });
-      if (merged.exitCode === 0 && firstLine(merged) === (await revParse(info.root, `${base}^{tree}`))) return true;
-      const cherry = await git.run(['cherry', base, tip], { cwd: info.root });
-      const lines = cherry.stdout.split('\n').filter((l) => l.trim() !== '');
-      return lines.length > 0 && lines.every((l) => l.startsWith('-'));
-    },
   };
 }
 
@@ -742,12 +706,7 @@ function isInterruptedCreation(entry: WorktreeEntry): boolean {
   const pid = Number(entry.locked.slice(CREATING_PREFIX.length));
   if (!Number.isInteger(pid) || pid <= 0) return false;
   if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return false; // alive: another Polly process is setting it up
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return !pidAlive(pid); // alive: another Polly process is setting it up
 }
 
 /** @throws PollyError `bad_input` unless `id` is a safe ref/path component. */

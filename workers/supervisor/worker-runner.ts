@@ -23,15 +23,21 @@
 import { appendFileSync, closeSync, existsSync, fsyncSync, openSync, readFileSync, realpathSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { PollyConfig } from '../../brain/config/config-schema.js';
 import { isPollyError } from '../../brain/core/errors.js';
 import { prepareGate } from '../../gate/hooks/harness-gate.js';
-import type { WorkerTurnRequest } from '../../brain/task-tools/types.js';
+import type { GatePolicy } from '../../gate/types.js';
+import type { WorkerTurnRequest } from '../worker-turn.js';
 import type { AgentEvent, AgentRunResult, AgentRunStatus } from '../agents/agent-adapter.js';
-import { createAgentAdapter } from '../agents/agent-factory.js';
+import { createAgentAdapter, type AgentOptionsByHarness } from '../agents/agent-factory.js';
+
+/** The part of `.polly/config.yaml` a runner reads: the gate's policies and each harness's options (a PollyConfig satisfies it). */
+export interface WorkerRunConfig {
+  policies: GatePolicy;
+  workers: AgentOptionsByHarness;
+}
 
 /**
- * What the supervisor writes to `<dir>/spec.json` for one turn: the turn request (brain/task-tools/types.ts)
+ * What the supervisor writes to `<dir>/spec.json` for one turn: the turn request (workers/worker-turn.ts)
  * without its env values (no secrets on disk: only their names) plus where the runner keeps things.
  */
 export interface WorkerSpec extends Omit<WorkerTurnRequest, 'env' | 'timeoutMs'> {
@@ -47,7 +53,7 @@ export interface WorkerSpec extends Omit<WorkerTurnRequest, 'env' | 'timeoutMs'>
   /** Gate decision log (null: none; undefined in older specs: prepareGate's default). */
   journalPath: string | null;
   heartbeatMs: number;
-  config: PollyConfig;
+  config: WorkerRunConfig;
 }
 
 /** The files of one worker under its directory. */

@@ -25,25 +25,26 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { closeSync, existsSync, mkdirSync, openSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { PollyConfig } from '../../brain/config/config-schema.js';
 import { PollyError } from '../../brain/core/errors.js';
 import { workerRunnerPath } from '../../brain/core/install-paths.js';
-import type { RegistryStore } from '../../brain/registry/registry-store.js';
-import type { WorkerRecord } from '../../brain/registry/registry-schema.js';
-import type { WorkerSupervisor, WorkerTurnRequest, WorkerTurnResult } from '../../brain/task-tools/types.js';
+import type { WorkerSupervisor, WorkerTurnRequest, WorkerTurnResult } from '../worker-turn.js';
 import type { AgentEvent, AgentRunResult } from '../agents/agent-adapter.js';
 import { scrubbedProcessEnv } from '../agents/agent-process.js';
-import { pidAlive } from '../proc/process-liveness.js';
-import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerFiles, type WorkerSpec } from './worker-runner.js';
+import { killTree, signalPid } from '../proc/kill.js';
+import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerFiles, type WorkerRunConfig, type WorkerSpec } from './worker-runner.js';
+import { createEventTail, logTail, readAgentPid, readRunnerPid, runnerAlive } from './worker-files.js';
+import type { WorkerRecord, WorkerRecordStore } from './worker-record-store.js';
 
 export interface WorkerSupervisorOptions {
   /** The repository's main checkout (absolute). */
   repoRoot: string;
-  store: RegistryStore;
-  config: PollyConfig;
+  /** Where worker rows live (the registry store satisfies this port). */
+  store: WorkerRecordStore;
+  /** The config the runner needs (a PollyConfig satisfies it); written into each spec.json. */
+  config: WorkerRunConfig;
   /** Where worker directories go. Default `<repoRoot>/.polly/workers`. */
   stateRoot?: string;
   /** The built runner. Default `dist/workers/supervisor/worker-runner.js` of this package. */
@@ -81,200 +82,14 @@ export function defaultRunnerPath(): string {
   throw new PollyError('not_built', `the worker runner is not built (no ${path}). Run "npm run build" first.`);
 }
 
-/**
- * Whether the runner of `specPath` is alive as `pid` (see the module doc): its command line names
- * the spec file, or — for a standby runner that was handed this spec — the tag in `runner.tag`.
- */
-export function runnerAlive(pid: number, specPath: string): boolean {
-  if (!pid || pid <= 0) return false;
-  try {
-    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    if (args.includes(specPath)) return true;
-    let tag = '';
-    try {
-      tag = readFileSync(join(dirname(specPath), 'runner.tag'), 'utf8').trim();
-    } catch {
-      return false;
-    }
-    return tag !== '' && args.includes(tag);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && existsSync('/proc/self/cmdline')) return false;
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-}
-
-/** Whether process group `pgid` has any member left. */
-export function groupAlive(pgid: number): boolean {
-  if (!pgid || pgid <= 0) return false;
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function signalGroup(pgid: number | null | undefined, sig: NodeJS.Signals): void {
-  if (!pgid || pgid <= 0) return;
-  try {
-    process.kill(-pgid, sig);
-  } catch {
-    /* already gone */
-  }
-}
-
-function signalPid(pid: number, sig: NodeJS.Signals): void {
-  if (!pid || pid <= 0) return;
-  try {
-    process.kill(pid, sig);
-  } catch {
-    /* already gone */
-  }
-}
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** `pid → ppid` of every process, from /proc (empty where there is no /proc). */
-function parentTable(): Map<number, number> {
-  const table = new Map<number, number>();
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return table;
-  }
-  for (const name of entries) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      table.set(Number(name), Number(fields[1]));
-    } catch {
-      /* exited meanwhile */
-    }
-  }
-  return table;
-}
-
-/** Every descendant of `pid` (children, grandchildren, …), by parent links in /proc. */
-export function descendantsOf(pid: number): number[] {
-  const table = parentTable();
-  const out: number[] = [];
-  const queue = [pid];
-  while (queue.length > 0) {
-    const parent = queue.shift()!;
-    for (const [child, ppid] of table) {
-      if (ppid === parent && !out.includes(child)) {
-        out.push(child);
-        queue.push(child);
-      }
-    }
-  }
-  return out;
-}
-
-/**
- * Stop an agent whose runner is gone: its process group AND every descendant (a CLI may run tool
- * commands in process groups or sessions of their own, e.g. pi's bash tool), SIGTERM first so the
- * CLI can clean up, SIGKILL after `graceMs`. Descendants are collected before anything is signalled
- * (once the CLI dies they are reparented and can no longer be traced to it).
- */
-export async function killAgentTree(agentPid: number | null, graceMs = 2000): Promise<void> {
-  if (!agentPid || agentPid <= 0) return;
-  const tree = descendantsOf(agentPid);
-  const alive = (): boolean => groupAlive(agentPid) || tree.some((p) => pidAlive(p));
-  if (!alive()) return;
-  signalGroup(agentPid, 'SIGTERM');
-  for (const p of tree) signalPid(p, 'SIGTERM');
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline && alive()) await sleep(50);
-  signalGroup(agentPid, 'SIGKILL');
-  for (const p of tree) {
-    signalPid(p, 'SIGKILL');
-    signalGroup(p, 'SIGKILL');
-  }
-}
-
-
-function readAgentPid(files: WorkerFiles): number | null {
-  try {
-    const pid = (JSON.parse(readFileSync(files.agent, 'utf8')) as { pid?: unknown }).pid;
-    return typeof pid === 'number' && pid > 0 ? pid : null;
-  } catch {
-    return null;
-  }
-}
-
-function readRunnerPid(files: WorkerFiles): number {
-  try {
-    const pid = Number(readFileSync(files.runnerPid, 'utf8').trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : 0;
-  } catch {
-    return 0;
-  }
-}
-
-function logTail(files: WorkerFiles, bytes = 4096): string {
-  try {
-    const text = readFileSync(files.log, 'utf8');
-    return text.slice(-bytes);
-  } catch {
-    return '';
-  }
-}
-
-/** Reads events.jsonl incrementally from a byte offset (whole lines only). */
-function createEventTail(path: string): { read(): AgentEvent[] } {
-  let offset = 0;
-  let partial = '';
-  return {
-    read() {
-      let fd: number;
-      try {
-        fd = openSync(path, 'r');
-      } catch {
-        return [];
-      }
-      const out: AgentEvent[] = [];
-      try {
-        const size = statSync(path).size;
-        while (offset < size) {
-          const buf = Buffer.alloc(Math.min(1 << 20, size - offset));
-          const n = readSync(fd, buf, 0, buf.length, offset);
-          if (n <= 0) break;
-          offset += n;
-          partial += buf.subarray(0, n).toString('utf8');
-        }
-      } finally {
-        closeSync(fd);
-      }
-      let nl: number;
-      while ((nl = partial.indexOf('\n')) >= 0) {
-        const line = partial.slice(0, nl);
-        partial = partial.slice(nl + 1);
-        if (!line.trim()) continue;
-        try {
-          out.push(JSON.parse(line) as AgentEvent);
-        } catch {
-          out.push({ type: 'unknown', raw: line });
-        }
-      }
-      return out;
-    },
-  };
-}
 
 function isLiveState(w: WorkerRecord): boolean {
   return w.state === undefined || w.state === 'starting' || w.state === 'running';
 }
 
 /**
- * Create the supervisor (implements {@link WorkerSupervisor} of brain/task-tools/types.ts).
+ * Create the supervisor (implements {@link WorkerSupervisor} of workers/worker-turn.ts).
  *
  * - `runTurn(request)`: idempotent per `request.orderId`. A row for the order whose runner lives →
  *   adopt (replay events.jsonl from the start through `onEvent`, wait for result.json); runner gone
@@ -427,7 +242,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
         const late = readWorkerResult(files);
         if (late) continue;
         await drain();
-        await killAgentTree(readAgentPid(files));
+        await killTree(readAgentPid(files));
         const lost = lostResult({ ...row, pid }, files, seen, started);
         await endRow(row, null, lost.message ?? null);
         return { ...lost, workerId: row.id, adopted };
@@ -457,7 +272,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
           signalPid(pid, 'SIGTERM');
         } else if (Date.now() - termAt > cancelGraceMs) {
           signalPid(pid, 'SIGKILL');
-          await killAgentTree(readAgentPid(files), 0);
+          await killTree(readAgentPid(files), 0);
         }
       }
       await sleep(pollMs);
@@ -619,7 +434,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
             while (Date.now() < deadline && runnerAlive(pid, files.spec)) await sleep(pollMs);
             if (runnerAlive(pid, files.spec)) signalPid(pid, 'SIGKILL');
           }
-          await killAgentTree(readAgentPid(files));
+          await killTree(readAgentPid(files));
           const result = readWorkerResult(files);
           await endRow({ ...row, pid }, result, result ? null : `cancelled: the worker process (pid ${pid}) was killed before it wrote a result`);
         }),
@@ -639,7 +454,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
           adopted.push(row.id);
           continue;
         }
-        await killAgentTree(readAgentPid(files));
+        await killTree(readAgentPid(files));
         const result = readWorkerResult(files);
         const cause = result ? null : lostResult({ ...row, pid }, files, createEventTail(files.events).read(), Date.now()).message ?? null;
         await endRow({ ...row, pid }, result, cause);

@@ -47,6 +47,8 @@ export interface WorkOrderRecord {
   attempt: number;
   leaseExpiresAt: string | null;
   leasedBy: string | null;
+  /** The current lease's id (a fresh random id per grant; renewals keep it); null/absent when unleased. */
+  leaseId?: string | null;
   /** The run's step (seq) that emitted the order (runtime; optional for older records). */
   seq?: number;
   /** Attempts allowed by the effect's retry policy. */

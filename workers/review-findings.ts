@@ -9,8 +9,14 @@
  * `file` is a path relative to the repository root, `line` a 1-based line of the new file.
  */
 import { z } from 'zod';
-import { PollyError } from '../core/errors.js';
-import type { ReviewFinding } from '../registry/registry-schema.js';
+import { PollyError } from '../brain/core/errors.js';
+
+/** One finding of a review (stored in the registry's review records, brain/registry/registry-schema.ts). */
+export interface ReviewFinding {
+  file: string;
+  line: number;
+  message: string;
+}
 
 /** One finding: a file, a 1-based line, and what is wrong. */
 export const findingSchema = z

@@ -1,0 +1,56 @@
+/**
+ * The process tree, read from Linux's /proc (proc(5): `/proc/<pid>/stat`, field 4 is the parent
+ * pid, after the parenthesised command name): parents, descendants, and whether a process group
+ * has members left. Where there is no /proc the tree is empty.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** `pid → ppid` of every process, from /proc (empty where there is no /proc). */
+export function parentTable(): Map<number, number> {
+  const table = new Map<number, number>();
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return table;
+  }
+  for (const name of entries) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      table.set(Number(name), Number(fields[1]));
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return table;
+}
+
+/** Every descendant of `pid` (children, grandchildren, …), by parent links in /proc; breadth first. */
+export function descendantsOf(pid: number): number[] {
+  const table = parentTable();
+  const out: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    const parent = queue.shift()!;
+    for (const [child, ppid] of table) {
+      if (ppid === parent && !out.includes(child)) {
+        out.push(child);
+        queue.push(child);
+      }
+    }
+  }
+  return out;
+}
+
+/** Whether process group `pgid` has any member left (`kill(-pgid, 0)`; EPERM counts as alive). */
+export function groupAlive(pgid: number): boolean {
+  if (!pgid || pgid <= 0) return false;
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
