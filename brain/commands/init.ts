@@ -13,6 +13,7 @@ import { mkdir, readFile, writeFile, appendFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
+import { detectToolExclusions, type ToolExclusion } from '../config/tool-exclusions.js';
 import { CONFIG_RELATIVE_PATH, loadConfig, renderDefaultConfig } from '../config/config.js';
 import { findRepo } from '../../workers/git/repo.js';
 import { createFileRegistryStore } from '../registry/registry-store.js';
@@ -45,6 +46,8 @@ export interface InitResult {
   updated: string[];
   repoRoot: string;
   pollyDir: string;
+  /** Tools whose config would crawl `.worktrees/`, each with the exclusion to add (brain/config/tool-exclusions.ts). */
+  toolExclusions: ToolExclusion[];
 }
 
 /** True when `text` (an exclude or ignore file) already ignores the top-level `.worktrees` directory. */
@@ -108,7 +111,8 @@ export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promi
     (existed ? updated : created).push(show(excludePath));
   }
 
-  return { initialized: created.length + updated.length > 0, created, updated, repoRoot: repo.root, pollyDir: repo.pollyDir };
+  const toolExclusions = detectToolExclusions(repo.root).filter((t) => !t.excluded);
+  return { initialized: created.length + updated.length > 0, created, updated, repoRoot: repo.root, pollyDir: repo.pollyDir, toolExclusions };
 }
 
 export const command: Command = {
@@ -134,6 +138,8 @@ Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yam
       writeJson(io.stdout, result);
       return 0;
     }
+    // Worktrees live in .worktrees/ inside the repository: say how to keep each crawling tool out.
+    for (const t of result.toolExclusions) writeLine(io.stdout, `${t.tool} (${t.file}) will also see the worker worktrees in .worktrees/: ${t.fix}`);
     if (!result.initialized) {
       writeLine(io.stdout, `Polly is already initialised in ${result.repoRoot} (nothing changed).`);
       return 0;
