@@ -173,6 +173,7 @@ function turnRequest(repo: TestRepo, taskId: string, orderId: string): WorkerTur
     harness: 'pi',
     purpose: 'implement',
     role: 'implement',
+    readOnly: false,
     cwd: repo.dir,
     prompt: `[polly task=${taskId} role=implement] go`,
     resumeSessionId: null,

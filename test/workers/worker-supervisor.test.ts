@@ -47,6 +47,7 @@ function request(repo: TestRepo, taskId: string, orderId: string): WorkerTurnReq
     harness: 'pi',
     purpose: 'implement',
     role: 'implement',
+    readOnly: false,
     cwd: repo.dir,
     prompt: `[polly task=${taskId} role=implement] do it`,
     resumeSessionId: null,
