@@ -34,8 +34,6 @@ import type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
 import { brainTurn, failGoal, reapPreviousGoalBrains } from './goal-brains.js';
 import { acquireBrainLock } from './brain-lock.js';
 
-/** The types moved to brain-deps.ts; re-exported for the modules that still import them from here. */
-export type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
 
 
 
