@@ -26,6 +26,7 @@ export const COMMANDS: Record<string, { module: string; summary: string }> = {
   plan: { module: './commands/plan.js', summary: 'show, approve or reject a proposed plan' },
   run: { module: './commands/run.js', summary: 'admit and execute a human-written plan file' },
   try: { module: './commands/try.js', summary: 'run a plan with the real agent CLIs against a scripted model (no API key)' },
+  resume: { module: './commands/resume.js', summary: 'resume a plan after the Brain stopped or crashed' },
   pr: { module: './commands/pr.js', summary: 'list, show or diff pull requests on the local forge' },
 };
 

@@ -15,6 +15,7 @@ import { mkdir, readFile, writeFile, appendFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
+import { detectToolExclusions, type ToolExclusion } from '../config/tool-exclusions.js';
 import { CONFIG_RELATIVE_PATH, loadConfig, renderDefaultConfig } from '../config/config.js';
 import { detectProject, type ProjectDetection } from '../config/project-detection.js';
 import { schemaPath } from '../core/install-paths.js';
@@ -53,6 +54,8 @@ export interface InitResult {
   pollyDir: string;
   /** The project found and the commands written; null when config.yaml existed (nothing written). */
   detected: ProjectDetection | null;
+  /** Tools whose config would crawl `.worktrees/`, each with the exclusion to add (brain/config/tool-exclusions.ts). */
+  toolExclusions: ToolExclusion[];
 }
 
 /**
@@ -142,7 +145,8 @@ export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promi
     (existed ? updated : created).push(show(excludePath));
   }
 
-  return { initialized: created.length + updated.length > 0, created, updated, repoRoot: repo.root, pollyDir: repo.pollyDir, detected };
+  const toolExclusions = detectToolExclusions(repo.root).filter((t) => !t.excluded);
+  return { initialized: created.length + updated.length > 0, created, updated, repoRoot: repo.root, pollyDir: repo.pollyDir, detected, toolExclusions };
 }
 
 export const command: Command = {
@@ -173,6 +177,8 @@ Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yam
       writeJson(io.stdout, result);
       return 0;
     }
+    // Worktrees live in .worktrees/ inside the repository: say how to keep each crawling tool out.
+    for (const t of result.toolExclusions) writeLine(io.stdout, `${t.tool} (${t.file}) will also see the worker worktrees in .worktrees/: ${t.fix}`);
     if (!result.initialized) {
       writeLine(io.stdout, `Polly is already initialised in ${result.repoRoot} (nothing changed).`);
       return 0;

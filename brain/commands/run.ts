@@ -8,7 +8,8 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { createGoal } from '../registry/goal-record.js';
-import { ensureBrain, followGoal, formatSummary, goalSummary } from './follow-goal.js';
+import { followGoal, formatSummary, goalSummary } from './follow-goal.js';
+import { ensureBrain } from '../process/daemon.js';
 import { proposePlan } from '../plan/plan-gate.js';
 import { parsePlanFile } from '../plan/plan-schema.js';
 import { openRepoContext } from './repo-context.js';
@@ -30,6 +31,8 @@ export async function checkoutNotes(root: string, env: NodeJS.ProcessEnv): Promi
   }
   return lines;
 }
+import { findPlanByContent, reconcileDeadBrain } from '../process/resume.js';
+import { followExisting } from './resume.js';
 
 export const command: Command = {
   summary: 'admit and execute a human-written plan file',
@@ -59,6 +62,14 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired or a task failed; 2
     }
     const plan = parsePlanFile(text, path);
     const ctx = await openRepoContext(io.cwd, io.env);
+    await reconcileDeadBrain(ctx.store);
+    const known = findPlanByContent(await ctx.store.read(), plan.tasks);
+    if (known?.goalId) {
+      // The same plan file again (e.g. after a crash of the Brain and of this command): re-attach to
+      // its tasks and runs instead of proposing it anew, which would open a second PR per task.
+      io.stderr.write(`[polly] ${file} is plan ${known.id} (${known.gate}), already proposed for goal ${known.goalId}; resuming it (no new plan, no second PR)\n`);
+      return followExisting(ctx, known.id, known.goalId, Boolean(values.yes), Boolean(values.json), Boolean(values.detach), io);
+    }
     for (const line of await checkoutNotes(ctx.repo.root, io.env)) io.stderr.write(`${line}\n`);
     const { goal, seq } = await createGoal(ctx.store, plan.goal ?? `polly run ${file}`, 'plan');
     const proposed = await proposePlan(ctx.store, ctx.config, { ...(plan.goal ? { goal: plan.goal } : {}), tasks: plan.tasks.map((t) => ({ key: t.key, title: t.title, purpose: t.purpose, worker: t.worker, model: t.model, reviewer: t.reviewer, prompt: t.prompt, acceptance: t.acceptance, depends_on: t.dependsOn, ...(plan.batches[t.key] !== undefined ? { batch: plan.batches[t.key] } : {}) })) }, { goalId: goal.id, source: path });

@@ -18,7 +18,13 @@ import { runLiveView } from './live-view.js';
 /** The human-readable status: one table per non-empty section. */
 export function formatStatus(report: StatusReport): string[] {
   const out: string[] = [`Polly in ${report.repoRoot}`];
-  out.push(report.brain ? `Brain: pid ${report.brain.pid}, heartbeat ${report.brain.heartbeatAt}` : 'Brain: not running');
+  out.push(
+    report.brain
+      ? `Brain: pid ${report.brain.pid}, heartbeat ${report.brain.heartbeatAt}`
+      : report.brainGone
+        ? `Brain: not running (pid ${report.brainGone.pid} is gone, last heartbeat ${report.brainGone.heartbeatAt}); polly resume continues its work`
+        : 'Brain: not running',
+  );
   const section = (title: string, count: number, lines: () => string[], empty: string): void => {
     out.push('', `${title} (${count})`);
     if (count === 0) out.push(`  ${empty}`);

@@ -14,7 +14,7 @@ import { NO_CHANGE, promptMarker, workerTurnRequest } from '../task-tools/dispat
 import { withRefGuard } from '../task-tools/ref-guard-step.js';
 import { canTransitionTask, transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskTool, TaskToolContext } from '../task-tools/types.js';
-import type { BrainProcessDeps } from './brain-process.js';
+import type { BrainProcessDeps } from './brain-deps.js';
 
 /** The lease owner name of the repository's Brain: stable across restarts, so a new Brain renews the old one's leases. */
 export const BRAIN_OWNER = 'polly-brain';
@@ -63,7 +63,9 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
     forge: deps.forge,
     agentEnv: deps.agentEnv,
     progress: (line) => log(`[polly] ${line}`),
-    signal: deps.signal ?? controller.signal,
+    // Not the Brain's stop signal: a Brain that stops leaves its workers running (detached runners)
+    // and the next Brain adopts them; a task is cancelled only through its run's CANCEL.
+    signal: controller.signal,
   };
   let outcome: Awaited<ReturnType<TaskTool>>;
   if (!tool) {

@@ -20,7 +20,7 @@
  * or journal read compares them with the journal's last seq and appends any that a crash between
  * the rename and the append left out; seqs make the append idempotent.
  */
-import { watch, type FSWatcher } from 'node:fs';
+import { existsSync, watch, type FSWatcher } from 'node:fs';
 import { copyFile, link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import { join, resolve } from 'node:path';
@@ -251,14 +251,56 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
   /** stat signature of a registry file whose pending journal is known to be in the journal. */
   let flushedSignature: string | null = null;
 
+  /**
+   * The identity of the registry this store works on: the `.polly` directory's dev+ino+birth time (the file
+   * itself gets a new inode on every atomic write, so its own inode is no identity) and whether a
+   * registry file has been seen there. A registry that was there and is gone, or a `.polly`
+   * directory replaced under a running process, is a lost registry, never an empty one.
+   */
+  let identity: { dirId: string | null; seen: boolean } = { dirId: null, seen: false };
+
+  async function dirIdentity(): Promise<string | null> {
+    try {
+      // An inode number is reused at once after a delete; with the birth time (statx, where the file
+      // system records it) a recreated directory differs.
+      const s = await stat(dir, { bigint: true });
+      return `${s.dev}:${s.ino}:${s.birthtimeNs}`;
+    } catch {
+      return null;
+    }
+  }
+
+  /** The `registry_corrupt` error for a registry that disappeared, with the restore command. */
+  async function lostError(why: string): Promise<PollyError> {
+    const b = await describeBackup(paths.backup);
+    const next = b.loads
+      ? `Stop every Polly process of this repository, then restore the last good copy:\n  cp '${paths.backup}' '${paths.registry}'\nand start again (the next start reconciles tasks with git and live processes).`
+      : `No loadable backup is left. Stop every Polly process of this repository; to start over with an empty registry (git branches, worktrees and backup refs are untouched) remove ${paths.dir}/registry.json.bak if present and run polly init.`;
+    return new PollyError('registry_corrupt', `${paths.registry} ${why}. Polly will not treat it as empty. ${b.summary} ${next}`, {
+      details: { file: paths.registry, backup: paths.backup, backupExists: b.exists, backupLoads: b.loads, missing: true },
+    });
+  }
+
   async function loadFile(): Promise<LoadedFile> {
+    const dirId = await dirIdentity();
+    if (identity.dirId !== null && dirId !== identity.dirId) {
+      throw await lostError(`is gone: its directory ${dir} was ${dirId === null ? 'deleted' : 'replaced'} while this process used it`);
+    }
+    identity.dirId ??= dirId;
     let text: string;
     try {
       text = await readFile(paths.registry, 'utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { registry: emptyRegistry(), text: null, fileVersion: emptyRegistry().schemaVersion };
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        // A write renames over the file, so it is never absent once written: absent after it was
+        // seen, or beside a backup (written from the second update on), it was deleted.
+        if (identity.seen) throw await lostError('was deleted while this process used it');
+        if (existsSync(paths.backup)) throw await lostError(`is missing while its backup ${paths.backup} exists (it was deleted)`);
+        return { registry: emptyRegistry(), text: null, fileVersion: emptyRegistry().schemaVersion };
+      }
       throw error;
     }
+    identity.seen = true;
     const parsed = parseRegistryText(text, paths.registry);
     if ('problem' in parsed) throw await corruptError(paths.registry, paths.backup, parsed.problem);
     return { registry: parsed.registry, text, fileVersion: parsed.fileVersion };
@@ -410,6 +452,7 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
       });
     }
     await rename(tmpPath, paths.registry);
+    identity = { dirId: await dirIdentity(), seen: true };
   }
 
   const store: FileRegistryStore = {

@@ -25,7 +25,7 @@ describe('polly status', () => {
     expect(runCli(['init'], repo.dir).code).toBe(0);
     const r = runCli(['status', '--json'], repo.dir);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ repoRoot: repo.dir, brain: null, goals: [], plans: [], tasks: [], workers: [] });
+    expect(JSON.parse(r.stdout)).toEqual({ repoRoot: repo.dir, brain: null, brainGone: null, goals: [], plans: [], tasks: [], workers: [] });
     const human = runCli(['status'], repo.dir);
     expect(human.code).toBe(0);
     expect(human.stdout).toContain('Tasks (0)');

@@ -27,8 +27,9 @@ import { describeIdentity, resolveCommitIdentity } from './commit-identity.js';
 import { snapshotWorktree, writeBackupRef, type BackupResult } from './worktree-backup.js';
 import { isNpmInstallOnly, reuseNodeModules } from './dependency-reuse.js';
 import { commandSandbox } from '../sandbox/command-sandbox.js';
-import { createGitRunner, firstLine, type GitRunner } from './git.js';
+import { createGitRunner, firstLine, type GitCallOptions, type GitRunner } from './git.js';
 import { createPortAllocator, type PortAllocator } from '../ports.js';
+import { retryTransientGit } from './git-retry.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
 import { recordPollyRefWrite } from './ref-guard.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
@@ -228,12 +229,32 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     return infoPromise;
   }
 
+  /**
+   * A git admin call (worktree add/list/prune/remove/unlock, submodule init): retried while it
+   * fails because another git process was writing shared metadata (./git-retry.ts). Callers hold
+   * the admin lock, so the other writer is a git Polly does not control (the user's, an IDE's).
+   */
+  function admin(args: string[], call: GitCallOptions) {
+    return retryTransientGit(() => git.run(args, call), {
+      onRetry: (attempt, stderr) => journal('worktree.git_retry', { command: `git ${args.join(' ')}`, attempt, stderr }),
+    });
+  }
+
+  /** `git worktree list`, parsed; the caller holds the admin lock (see {@link listLocked}). */
   async function listEntries(info: RepoInfo): Promise<ManagedWorktree[]> {
-    const r = await git.run(['worktree', 'list', '--porcelain', '-z'], { cwd: info.root });
+    const r = await admin(['worktree', 'list', '--porcelain', '-z'], { cwd: info.root });
     return parseWorktreeListPorcelainZ(r.stdout).map((e) => ({
       ...e,
       taskId: e.branch?.startsWith('refs/heads/polly/') ? e.branch.slice('refs/heads/polly/'.length) : null,
     }));
+  }
+
+  /**
+   * `git worktree list` under the admin lock: listing reads every worktree's admin files, which a
+   * concurrent `worktree add` is still writing (`failed to read .git/worktrees/<x>/locked`).
+   */
+  function listLocked(info: RepoInfo): Promise<ManagedWorktree[]> {
+    return info.lock.withLock(() => listEntries(info));
   }
 
   async function revParse(cwd: string, rev: string): Promise<string | null> {
@@ -252,7 +273,8 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
 
   /** Create `refs/polly/backup/<id>/<timestamp>` → commit (worktree-backup.ts); the ref guard is told it is Polly's. */
   async function createBackupRef(info: RepoInfo, id: string, commit: string, reason: string): Promise<string> {
-    const ref = await writeBackupRef(git, info.root, `refs/polly/backup/${id}/${stamp()}`, commit, reason);
+    // A ref lock held by another git is transient (retried); an existing ref takes the next name (worktree-backup.ts).
+    const ref = await retryTransientGit(() => writeBackupRef(git, info.root, `refs/polly/backup/${id}/${stamp()}`, commit, reason));
     recordPollyRefWrite('local', ref, commit);
     return ref;
   }
@@ -328,7 +350,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         return;
       }
     }
-    await git.run(['worktree', 'unlock', path], { cwd: info.root });
+    await admin(['worktree', 'unlock', path], { cwd: info.root });
   }
 
   async function choosePath(info: RepoInfo, id: string, registered: Set<string>, recovered: CreateRecovery): Promise<string> {
@@ -350,8 +372,9 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     );
   }
 
-  async function findWorktree(info: RepoInfo, id: string): Promise<ManagedWorktree | null> {
-    return (await listEntries(info)).find((e) => e.taskId === id) ?? null;
+  /** The worktree of task `id`; `held`: the caller already holds the admin lock (it is not re-entrant). */
+  async function findWorktree(info: RepoInfo, id: string, held = false): Promise<ManagedWorktree | null> {
+    return (await (held ? listEntries(info) : listLocked(info))).find((e) => e.taskId === id) ?? null;
   }
 
   async function identityEnv(cwd: string): Promise<Record<string, string>> {
@@ -407,13 +430,14 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     return result;
   }
 
-  async function backup(input: { id: string; reason: string }): Promise<BackupResult> {
+  /** Back up task `input.id` (see the interface); `held`: the caller holds the admin lock. */
+  async function backup(input: { id: string; reason: string }, held = false): Promise<BackupResult> {
     validateId(input.id);
     const info = await repo();
     const { id, reason } = input;
     const branchRef = `refs/heads/polly/${id}`;
     const tip = await revParse(info.root, branchRef);
-    const entry = await findWorktree(info, id);
+    const entry = await findWorktree(info, id, held);
     if (!entry || entry.prunable !== null || !existsSync(entry.path)) {
       if (tip === null) throw new PollyError('not_found', `task ${id} has neither a worktree nor a branch polly/${id}; nothing to back up`);
       const ref = await createBackupRef(info, id, tip, reason);
@@ -462,7 +486,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
           // Fresh task (the common case): add directly; any refusal from git (a stale registration
           // of the path, …) falls through to the careful path below.
           recordPollyRefWrite('local', branchRef, base.commit);
-          const r = await git.run(addArgs('-b', preferred), { cwd: info.root, okExitCodes: [128] });
+          const r = await admin(addArgs('-b', preferred), { cwd: info.root, okExitCodes: [128] });
           if (r.exitCode === 0) return preferred;
           journal('worktree.add_retry', { id, stderr: r.stderr.trim().slice(0, 500) });
           old = await revParse(info.root, branchRef);
@@ -470,7 +494,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         let entries = await listEntries(info);
         const stale = entries.filter((e) => e.prunable !== null);
         if (stale.length > 0) {
-          await git.run(['worktree', 'prune'], { cwd: info.root });
+          await admin(['worktree', 'prune'], { cwd: info.root });
           recovered.prunedEntries = stale.map((e) => e.path);
           journal('worktree.pruned', { id, entries: recovered.prunedEntries, why: 'registered worktree directories were missing' });
           entries = await listEntries(info);
@@ -480,10 +504,10 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
           // A creation that never finished (a crash): git's own `initializing` marker (no add is
           // in flight while we hold the admin lock) or Polly's, whose process is gone. Keep what
           // it has, then clear it.
-          await git.run(['worktree', 'unlock', holder.path], { cwd: info.root });
-          const saved = existsSync(holder.path) ? await backup({ id, reason: 'interrupted worktree creation' }) : null;
-          if (existsSync(holder.path)) await git.run(['worktree', 'remove', '--force', '--force', holder.path], { cwd: info.root });
-          else await git.run(['worktree', 'prune'], { cwd: info.root });
+          await admin(['worktree', 'unlock', holder.path], { cwd: info.root });
+          const saved = existsSync(holder.path) ? await backup({ id, reason: 'interrupted worktree creation' }, true) : null;
+          if (existsSync(holder.path)) await admin(['worktree', 'remove', '--force', '--force', holder.path], { cwd: info.root });
+          else await admin(['worktree', 'prune'], { cwd: info.root });
           recovered.interrupted = { path: holder.path, backupRef: saved?.ref ?? null };
           journal('worktree.interrupted_recovered', { id, path: holder.path, backupRef: saved?.ref ?? null });
           entries = await listEntries(info);
@@ -516,7 +540,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         }
         const path = await choosePath(info, id, new Set(entries.map((e) => resolve(e.path))), recovered);
         recordPollyRefWrite('local', branchRef, base.commit);
-        await git.run(addArgs(old === null ? '-b' : '-B', path), { cwd: info.root });
+        await admin(addArgs(old === null ? '-b' : '-B', path), { cwd: info.root });
         return path;
       });
       // The same step `git worktree add` runs for its checkout, on this worktree's own index.
@@ -527,7 +551,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       let submodules: string[] = [];
       if (existsSync(join(path, '.gitmodules'))) {
         // `submodule update --init` writes the shared config: admin lock.
-        await info.lock.withLock(() => git.run(['submodule', 'update', '--init', '--recursive'], { cwd: path, timeoutMs: 600_000 }));
+        await info.lock.withLock(() => admin(['submodule', 'update', '--init', '--recursive'], { cwd: path, timeoutMs: 600_000 }));
         const listed = await git.run(['submodule', 'status', '--recursive'], { cwd: path });
         submodules = listed.stdout
           .split('\n')
@@ -571,7 +595,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       }
     },
 
-    backup,
+    backup: (input) => backup(input),
 
     async remove(input) {
       validateId(input.id);
@@ -584,9 +608,9 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
             // `worktree remove` refuses populated submodules; their state is in the backup's gitlinks.
             await git.run(['submodule', 'deinit', '--all', '--force'], { cwd: entry.path });
           }
-          await git.run(['worktree', 'remove', '--force', '--force', entry.path], { cwd: info.root });
+          await admin(['worktree', 'remove', '--force', '--force', entry.path], { cwd: info.root });
         } else if (entry) {
-          await git.run(['worktree', 'prune'], { cwd: info.root });
+          await admin(['worktree', 'prune'], { cwd: info.root });
         }
       });
       const port = portsById.get(input.id);
@@ -598,12 +622,12 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     },
 
     async list() {
-      return listEntries(await repo());
+      return listLocked(await repo());
     },
 
     async reconcile(knownIds) {
       const info = await repo();
-      const entries = await listEntries(info);
+      const entries = await listLocked(info);
       const known = new Set(knownIds);
       const report: ReconcileReport = { live: [], missing: [], orphans: [], unregisteredDirs: [] };
       const byId = new Map<string, ManagedWorktree>();
