@@ -16,6 +16,8 @@ export interface PrBodyInput {
   reviews: ReviewRecord[];
   /** Who implemented it, e.g. `claude-code`. */
   worker?: string;
+  /** Set when a turn ran without Polly's sandbox (`workers.allow_unconfined`): the warning. */
+  unconfined?: string | null;
 }
 
 /** Longest run of backticks in `text` + 1, at least 3: a fence that `text` cannot close. */
@@ -50,6 +52,7 @@ export function renderPrBody(input: PrBodyInput): string {
   const out: string[] = [];
   out.push(`## Task ${inline(input.taskId)}: ${inline(input.title)}`, '');
   if (input.worker) out.push(`Implemented by \`${inline(input.worker)}\`.`, '');
+  if (input.unconfined) out.push(`> **Warning: this work ran without Polly's sandbox** (\`workers.allow_unconfined: true\`): ${inline(input.unconfined)}`, '');
   const f = fenceFor(input.prompt);
   out.push(`${f}text`, input.prompt.trimEnd(), f, '');
 

@@ -123,6 +123,11 @@ export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
   id: string;
   planId: string | null;
   status: TaskStatus;
+  /**
+   * Set when a turn of this task ran without Polly's sandbox (`workers.allow_unconfined: true`):
+   * the warning, kept for the PR body and `polly status --json`. Absent when every turn was confined.
+   */
+  unconfined?: string | null;
   /** Why the task is in its status, when it is a failure or a stop (e.g. the agent's stderr). */
   statusReason: string | null;
   attempts: number;

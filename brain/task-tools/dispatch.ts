@@ -99,6 +99,10 @@ export async function recordTurn(ctx: TaskToolContext, result: WorkerTurnResult,
     const t = draft.tasks[ctx.task.id];
     if (!t) return;
     if (result.sessionId) t.sessionId = result.sessionId;
+    if (result.unconfined) {
+      t.unconfined = result.unconfined;
+      tx.emit('task.unconfined', { taskId: t.id, orderId: ctx.order.id, workerId: result.workerId, warning: result.unconfined });
+    }
     t.attempts = Object.values(draft.workers).filter((w) => w.taskId === t.id && (w.purpose ?? 'implement') === 'implement').length;
     transitionTask(t, ok ? 'checking' : failedTurnStatus(result.status), { reason, at: new Date().toISOString() });
     tx.emit('task.turn_ended', { taskId: t.id, orderId: ctx.order.id, workerId: result.workerId, status: result.status, adopted: result.adopted, reason });

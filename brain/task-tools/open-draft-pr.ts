@@ -69,7 +69,7 @@ export function createOpenDraftPrTool(): TaskTool {
       } else {
         const reg = await ctx.store.read();
         const fresh = reg.tasks[task.id] ?? task;
-        const body = renderPrBody({ taskId: task.id, title: task.title, prompt: task.prompt, acceptance: task.acceptance, checks: fresh.checks, reviews: fresh.reviews, worker: task.worker });
+        const body = renderPrBody({ taskId: task.id, title: task.title, prompt: task.prompt, acceptance: task.acceptance, checks: fresh.checks, reviews: fresh.reviews, worker: task.worker, unconfined: fresh.unconfined ?? null });
         opened = await ctx.forge.openDraftPullRequest({ head, base: task.baseBranch, title: pullRequestTitle(task), body });
       }
     } catch (error) {

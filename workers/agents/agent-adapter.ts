@@ -89,6 +89,11 @@ export interface AgentRunResult {
   durationMs: number;
   /** The command line run (argv; secrets redacted). */
   command: string[];
+  /**
+   * Set when the turn ran without Polly's sandbox (`workers.allow_unconfined: true` and the sandbox
+   * could not start): the warning the worker runner printed. Absent or null when it ran confined.
+   */
+  unconfined?: string | null;
 }
 
 /** A started agent process. */

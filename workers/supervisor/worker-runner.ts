@@ -219,6 +219,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
     });
     if (run.pid > 0) writeJsonAtomic(files.agent, { pid: run.pid, startedAt: new Date().toISOString() });
     result = await run.result;
+    if (confinement.warning) result = { ...result, unconfined: confinement.warning };
   } catch (error) {
     const status = ((error as { status?: AgentRunStatus }).status ?? 'agent_exited') as AgentRunStatus;
     const message = status === 'agent_refused' ? (error as Error).message : `the worker runner failed before the agent ran: ${(error as Error).message}`;
