@@ -1,7 +1,7 @@
 /**
  * The gate's one pure function: `decide(request, policy, context) → {decision, rule, reason}`.
  *
- * Rules are named `<seed policy>.<sub-rule>`:
+ * Rules are named `<policy>.<sub-rule>`, after the config's policy keys:
  * - `blast_radius.*` — force_push, push_default_branch, delete_remote_branch, gate_pushes (ask),
  *   reset_hard, clean, branch_delete, discard, history, worktree, rm, merge, repo, git_config,
  *   protected_path, outside_worktree, unresolved_path, unresolved_command, hidden_command,

@@ -1,7 +1,7 @@
 /**
  * Role policy: who may write where. Pure.
  *
- * - read-only roles (`purpose_guard.read_only`, seed: review, explore, search) write nowhere;
+ * - read-only roles (`purpose_guard.read_only`, default: review, explore, search) write nowhere;
  * - the Brain writes only docs (`docs/`, `doc/`, `*.md`, `*.mdx`, `*.rst`), skills (a `skills/`
  *   directory) and plans (`.polly/plans/`) inside the repository, plus scratch files in temp dirs;
  * - an implementer writes inside its worktree and temp dirs;

@@ -72,7 +72,7 @@ export interface ForgeRequest {
 export type GateRequest = DispatchRequest | ToolRequest | ForgeRequest;
 
 /**
- * The gate's answer. `rule` names the seed policy and, after a dot, the sub-rule that fired
+ * The gate's answer. `rule` names the policy and, after a dot, the sub-rule that fired
  * (e.g. `blast_radius.force_push`, `purpose_guard.read_only`), or `allow` / `internal_error`.
  */
 export interface GateDecision {

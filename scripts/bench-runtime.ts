@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- runtime [seconds-per-case]`: durable steps/s of the runtime's start → claim →
  * report loop on the LMDB run store at 100, 1,000, 10,000 and 100,000 live runs, with 1 and 32
- * loops in flight, beside the in-memory baseline, the seed's figure and this disk's fsync rate,
+ * loops in flight, beside the in-memory baseline, polyflow's published figure and this disk's fsync rate,
  * all measured in the same run.
  *
  * A step is one runtime operation = one `store.updateRun` (one run, its journal lines, durable
@@ -17,7 +17,7 @@
  *   machine: a 2-core machine shared with other work gives the bench a fraction of a core), and for
  *   the memory store the steps per commit; the disk's fdatasync/s again before each live-run size;
  * - memory store (in-process baseline, no disk) at 1,000 live runs, concurrency 32;
- * - the seed's claim: polyflow reports about 1,200 steps/s (node:sqlite, WAL);
+ * - polyflow's published figure: it reports about 1,200 steps/s (node:sqlite, WAL);
  * - the targets of issue 19 (≥ 5,000 at 1,000 live with 32 in flight; 100,000 live within 20% of
  *   100 live), each MET or MISSED.
  */

@@ -3,7 +3,7 @@
  * `polly check --run RUN-ID [--json]` — hold a stored run's journal to its admitted workflow
  * (trace validation, brain/process/trace-check.ts): exit 0 conforms, 1 diverges, 2 bad input.
  *
- * Prints the seed's lines (`admitted: NAME — paths explored: N · states seen: M · exhaustive
+ * Prints the checker's verdict lines (`admitted: NAME — paths explored: N · states seen: M · exhaustive
  * within declared domains`, or `REFUSED: NAME` with each violated invariant and its shortest
  * trace). A workflow with a `polly:` block is a Polly task/plan workflow and is checked with
  * Polly's guarantees added (max dispatches per turn from DEFAULT_CONFIG). `--promela` prints the

@@ -1,5 +1,5 @@
 /**
- * The shape of `.polly/config.yaml` and its defaults (the seed's policy values).
+ * The shape of `.polly/config.yaml` and its defaults (the gate's policy defaults come from gate/policy-types.ts).
  *
  * YAML keys are snake_case as written by users; this module's types mirror them exactly so that
  * a config file and its typed value read the same. `brain/config.ts` loads, validates (with

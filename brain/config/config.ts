@@ -96,7 +96,7 @@ export const CONFIG_SPEC: Spec = {
 /** The comment written above each key of the default config (by key path). */
 export const CONFIG_COMMENTS: Record<string, string> = {
   version: 'Format version of this file.',
-  policies: "Gate policies (the seed's names). Every dispatch and every tool call passes the gate.",
+  policies: "Gate policies (named as the gate's rules are: gate/decide.ts). Every dispatch and every tool call passes the gate.",
   'policies.blast_radius':
     "blast_radius: what a worker may destroy. Always denied whatever this says: force-push in any\nspelling, pushes to the default branch, deleting remote branches, any PR merge (Polly never\nmerges), rm -rf outside the worktree, reset --hard, clean -f, branch -D, writes into .git/,\nhooks, the agents' own settings (.claude/, .codex/, .pi/) and the gate's config.",
   'policies.blast_radius.gate_pushes': "true: every git push is an ask for a human; false: plain pushes of the task's own branch are allowed.",

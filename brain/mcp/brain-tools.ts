@@ -1,5 +1,5 @@
 /**
- * The Brain's dispatch protocol as MCP tools (seed 001 §1–§2): `sys_session_send`,
+ * The Brain's dispatch protocol as MCP tools: `sys_session_send`,
  * `sys_read_inbox`, `sys_cancel_task`, `plan_propose`, and `polly_status` (read access to the
  * registry). Served by `polly mcp` next to the workflow tools, and used by the LLM brain that
  * `polly goal` starts.

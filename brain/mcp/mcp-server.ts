@@ -98,7 +98,7 @@ const record = z.record(z.unknown());
 const anyObject = z.object({}).passthrough();
 const nullableObject = anyObject.nullable();
 
-/** The seed's startup lines, one per workflow: `[polly] admitted: NAME — …` or `[polly] REFUSED: NAME` + `[polly]   invariant`. */
+/** The startup lines on stderr, one per workflow (the checker's verdict lines, workflows/check/checker.ts): `[polly] admitted: NAME — …` or `[polly] REFUSED: NAME` + `[polly]   invariant`. */
 export function admissionLines(library: WorkflowLibrary): string[] {
   const out: string[] = [];
   for (const e of library.entries()) {

@@ -1,7 +1,7 @@
 /**
  * The shared process runner for agent CLIs (Claude Code, Codex, pi): start one headless run,
  * turn its stdout JSON lines into normalised {@link AgentEvent}s, and classify how it ended with an
- * {@link AgentRunStatus} (orchestration case 1: a missing CLI, an instant exit, a blocking prompt
+ * {@link AgentRunStatus} (orchestration case 1 in test/workers/orchestration-workers.test.ts: a missing CLI, an instant exit, a blocking prompt
  * each end as a named state within seconds).
  *
  * - The child runs detached in its own process group; `cancel()` (and a timeout, an abort signal,
@@ -11,7 +11,7 @@
  *   wait on a keyboard.
  * - stdout is split into lines; each is JSON-parsed and handed to `parseLine`. Non-JSON lines, and
  *   lines `parseLine` cannot handle (it throws), become `unknown` events — never a crash
- *   (orchestration case 7).
+ *   (test/workers/agent-process.test.ts).
  * - stderr is kept as a bounded tail (16 KiB); every string in `redact` is replaced by `[redacted]`
  *   in stderr, stdout lines and the reported command line.
  */

@@ -49,7 +49,7 @@ export interface Violation {
 export interface CheckResult {
   admitted: boolean;
   name: string;
-  /** The seed's first line: `admitted: NAME — …` or `REFUSED: NAME`. */
+  /** The verdict's first line: `admitted: NAME — …` or `REFUSED: NAME`. */
   line: string;
   pathsExplored: number;
   statesSeen: number;
@@ -347,7 +347,7 @@ function verdict(model: Model, space: StateSpace, moves: Moves, search: SearchCo
 }
 
 /**
- * Render a result as the seed's lines: the admitted line, or `REFUSED: NAME` and, per violated
+ * Render a result as the verdict lines: the admitted line, or `REFUSED: NAME` and, per violated
  * invariant, its name and numbered trace steps (`ACTION {data} → changes; emitted kinds`).
  */
 export function formatCheckResult(result: CheckResult): string {

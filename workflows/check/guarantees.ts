@@ -30,7 +30,7 @@ import type { EventRef, InvariantDecl, PollyBindings, Workflow } from '../workfl
 
 /** The part of Polly's policy the guarantees read (config `policies.spawn_bounds`). */
 export interface GuaranteePolicy {
-  /** At most this many dispatches (tools `dispatch`, `dispatch_review`, `dispatch_task`) per Brain turn (seed: 5). */
+  /** At most this many dispatches (tools `dispatch`, `dispatch_review`, `dispatch_task`) per Brain turn (default 5). */
   maxDispatchesPerTurn: number;
 }
 
