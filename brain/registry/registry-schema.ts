@@ -73,6 +73,8 @@ export interface PlanTaskSpec {
   prompt: string;
   acceptance: AcceptanceContract;
   dependsOn: string[];
+  /** The branch the task starts from and its PR targets; absent: the remote's default branch. */
+  base?: string;
 }
 
 export interface AcceptanceContract {

@@ -118,6 +118,7 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
     ctx.progress(`${task.id}: creating worktree`);
     const created = await ctx.worktrees.create({ id: task.id, ...(task.baseBranch ? { baseBranch: task.baseBranch } : {}), ...(task.baseCommit ? { baseCommit: task.baseCommit } : {}) });
     record = { worktree: created.path, branch: created.branch, baseBranch: created.baseBranch ?? task.baseBranch, baseCommit: created.baseCommit };
+    if (created.freshness?.warning) ctx.progress(`${task.id}: warning: ${created.freshness.warning}`);
     env.PORT = String(created.port);
   }
   const fresh = await ctx.store.update((draft, tx) => {
