@@ -16,8 +16,9 @@
  * - every git call is non-interactive (case 13, see ./git.ts);
  * - fresh base (issue 16): the base is the remote's branch just fetched (`git fetch <remote>
  *   <branch>`, then `<remote>/<branch>`), the remote's default branch when no base is named; the
- *   local branch only when there is no such remote or branch. A local branch behind (or ahead of)
- *   the remote one is reported in {@link CreatedWorktree.freshness} and journaled.
+ *   local branch only when there is no such remote or branch, or when it is strictly ahead of the
+ *   remote's (the user's unpushed commits on top). A local branch behind, ahead of or diverged
+ *   from the remote one is reported in {@link CreatedWorktree.freshness} and journaled.
  *
  * Git admin operations (worktree add/remove/prune, branch moves, submodule init) run under the
  * per-repository admin lock (./repo-lock.ts); the checkout of the files runs outside it, so
@@ -71,7 +72,7 @@ export interface WorktreeManagerOptions {
  * Where the base commit came from, and how the local branch of the same name compares with it.
  * `local` compares `refs/heads/<branch>` with the base commit: `same`, `behind` (the remote has
  * commits the local branch lacks: a human merged, nobody pulled), `ahead` (unpushed local commits,
- * not in the base), `diverged`, or `absent`. `warning` is a sentence for the user, null when fine.
+ * the base is then the local branch), `diverged` (the base is the remote's), or `absent`. `warning` is a sentence for the user, null when fine.
  */
 export interface BaseFreshness {
   source: 'remote' | 'local';
@@ -357,7 +358,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       state === 'behind'
         ? `local ${branch} is ${behindBy} commit(s) behind ${from}; the worktree starts from ${from}. Run "git pull" in ${info.root} to update your checkout.`
         : state === 'ahead'
-          ? `local ${branch} has ${aheadBy} commit(s) not on ${from}; they are not in the task's base. Push them first if the task needs them.`
+          ? `local ${branch} has ${aheadBy} commit(s) not on ${from}; the worktree starts from local ${branch}, so its PR will carry them too. Push them first to keep the PR to the task's own work.`
           : `local ${branch} and ${from} have diverged (${aheadBy} local, ${behindBy} remote commit(s)); the worktree starts from ${from}.`;
     return { source, remoteRef, local: state, behindBy, aheadBy, warning };
   }
@@ -382,7 +383,10 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     if (fetched) {
       const freshness = await compareLocal(info, fetched.branch, fetched.commit, fetched.ref);
       if (freshness.warning) journal('worktree.base_stale_local', { branch: fetched.branch, local: freshness.local, behindBy: freshness.behindBy, aheadBy: freshness.aheadBy, warning: freshness.warning });
-      return { branch: fetched.branch, commit: fetched.commit, taskTip, freshness };
+      // The newer of the two when one contains the other: a local branch strictly ahead holds the
+      // user's unpushed commits on top of the remote's, and the task is meant to build on them.
+      const commit = freshness.local === 'ahead' ? ((await revParse(info.root, `refs/heads/${fetched.branch}`)) as string) : fetched.commit;
+      return { branch: fetched.branch, commit, taskTip, freshness };
     }
     let branch = baseBranch ?? null;
     if (branch === null) {
