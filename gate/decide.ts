@@ -10,7 +10,8 @@
  *   git write whose cwd, -C, --git-dir or --work-tree is outside the worktree), push_other_branch
  *   (a push refspec, or --tags, naming anything but the task's own branch);
  * - `spawn_bounds.max_dispatches_per_turn`;
- * - `purpose_guard.*` — unknown_purpose, read_only, brain, unknown_role, unknown_tool;
+ * - `purpose_guard.*` — unknown_purpose, plan_gate (work that is not read-only, dispatched other
+ *   than from an approved plan), read_only, brain, unknown_role, unknown_tool;
  * - `ask_timeout.expired` (see {@link resolveAsk});
  * - `allow` when nothing fired, `internal_error` when the gate itself failed (always a deny).
  * Fail closed: anything the gate cannot resolve, and any exception, is a deny.
@@ -66,6 +67,9 @@ function decideDispatch(r: DispatchRequest, policy: GatePolicy): GateDecision {
   const allowed = policy.purpose_guard.allowed as string[];
   if (!allowed.includes(r.purpose)) {
     return { decision: 'deny', rule: 'purpose_guard.unknown_purpose', reason: `purpose ${JSON.stringify(r.purpose)} is not one of ${allowed.join(', ')}` };
+  }
+  if (r.source !== 'plan' && !(policy.purpose_guard.read_only as string[]).includes(r.purpose)) {
+    return { decision: 'deny', rule: 'purpose_guard.plan_gate', reason: `${r.purpose} work is dispatched by Polly from an approved plan; propose the work with plan_propose and wait for approval` };
   }
   const max = policy.spawn_bounds.max_dispatches_per_turn;
   if (!Number.isInteger(r.dispatchesThisTurn) || r.dispatchesThisTurn < 0) throw new Error(`dispatchesThisTurn must be a non-negative integer, got ${JSON.stringify(r.dispatchesThisTurn)}`);

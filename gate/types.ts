@@ -34,6 +34,12 @@ export interface DispatchRequest {
   type: 'dispatch';
   purpose: string;
   model: string | null;
+  /**
+   * Where the dispatch comes from: `plan` (an approved plan's schedule, after the plan gate) or
+   * `brain` (the LLM brain's `sys_session_send`, which may start read-only work only). Anything
+   * but `plan` is judged as `brain` (fail closed).
+   */
+  source: 'plan' | 'brain';
   /** Dispatches already made in this Brain turn (before this one). */
   dispatchesThisTurn: number;
 }

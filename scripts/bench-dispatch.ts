@@ -13,6 +13,8 @@
  * the scripted model server and is awaited untimed. `--no-worker`: the worktree part only.
  * `--standby N`: runners the supervisor keeps booted ahead of need (default 1, the supervisor's).
  * CPU figures count reaped children only: the detached runners and agents are not in them.
+ * With the worker: the OS sandbox's cost too (scripts/bench-sandbox-cost.ts): a full turn confined
+ * vs unconfined as a ratio (target ≤ 1.10×), and an acceptance command's added ms.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,6 +26,7 @@ import type { WorkerSupervisor, WorkerTurnResult } from '../workers/worker-turn.
 import { createGitRunner, type GitRunner } from '../workers/git/git.js';
 import { createWorkerSupervisor, workerIdFor } from '../workers/supervisor/worker-supervisor.js';
 import { createWorktreeManager, type CreatedWorktree, type WorktreeManager } from '../workers/git/worktree-manager.js';
+import { measureSandboxCost } from './bench-sandbox-cost.js';
 import { parseModelScript } from './scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from './scripted-model/server.js';
 
@@ -69,6 +72,7 @@ function workerStages(repo: string, supervisor: WorkerSupervisor, stateRoot: str
             harness: 'pi',
             purpose: 'implement',
             role: 'implement',
+            readOnly: false,
             cwd: wt.path,
             prompt: `[polly task=${wt.id} role=implement] benchmark turn`,
             resumeSessionId: null,
@@ -344,6 +348,13 @@ async function main(): Promise<void> {
       `  CPU ms bare / dispatch      ${median(conc.bareCpu).toFixed(0)} / ${median(conc.oursCpu).toFixed(0)}  ratio ${(median(conc.oursCpu) / median(conc.bareCpu)).toFixed(2)}×`,
       `  bare adds that git itself failed (retried): ${bareFailures}${bareFailures ? ` — e.g. ${lastBareError.slice(0, 160)}` : ''}`,
     ];
+    if (args.worker && model) {
+      const d = await dispatch(manager, new Map());
+      const config: PollyConfig = structuredClone(DEFAULT_CONFIG);
+      config.workers.pi = { command: 'pi', model: 'scripted', provider: null, base_url: `${model.url}/v1`, api: 'openai-completions', api_key_env: BENCH_KEY_ENV };
+      out.push('', ...(await measureSandboxCost({ repo, worktree: d.wt.path, branch: d.wt.branch, config, env: { [BENCH_KEY_ENV]: 'bench-dummy-key' }, rounds: Math.max(3, args.rounds), home: homedir() })));
+      await removeManaged(d);
+    }
     out.push('', `load average (1 min) at start / end: ${load0.toFixed(1)} / ${load1.toFixed(1)} on ${cpus().length} cores — wall-clock ratios are noisy when it exceeds the core count; CPU ratios are not`);
     process.stdout.write(out.join('\n') + '\n');
   } finally {

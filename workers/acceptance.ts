@@ -3,12 +3,16 @@
  * trusts the agent's claim that tests pass.
  *
  * Each command runs through `/bin/sh -c` in its own process group (so a timeout kills the whole
- * tree, not just the shell), with stdin closed, `CI=true`, and the worker's PORT. Output
+ * tree, not just the shell), with stdin closed, `CI=true`, and the worker's PORT; with `sandbox`,
+ * inside Polly's OS sandbox (the worktree writable, no network unless `acceptance.network`, and
+ * nothing it starts outlives it). Output
  * (stdout+stderr interleaved) is kept, bounded to its tail.
  */
 import { spawn } from 'node:child_process';
 import { signalGroup } from './proc/kill.js';
 import type { CommandResult } from './proc/shell-command.js';
+import type { AgentSandbox } from './agents/agent-adapter.js';
+import { confineCommand } from './sandbox/sandbox.js';
 
 export interface AcceptanceOptions {
   cwd: string;
@@ -20,6 +24,8 @@ export interface AcceptanceOptions {
   keepBytes?: number;
   /** Stop at the first failing command (default true). */
   stopOnFailure?: boolean;
+  /** Run each command in Polly's OS sandbox (workers/sandbox/command-sandbox.ts); null or absent: unconfined. */
+  sandbox?: AgentSandbox | null;
   signal?: AbortSignal;
 }
 
@@ -39,9 +45,11 @@ export function runCheck(command: string, options: Omit<AcceptanceOptions, 'comm
       output += chunk.toString('utf8');
       if (output.length > keep * 2) output = output.slice(-keep);
     };
-    const child = spawn('/bin/sh', ['-c', command], {
+    const env = { ...(options.env ?? process.env), CI: 'true' } as Record<string, string>;
+    const confined = options.sandbox ? confineCommand(options.sandbox.bwrap, options.sandbox.spec, '/bin/sh', ['-c', command], env) : null;
+    const child = spawn(confined?.command ?? '/bin/sh', confined?.args ?? ['-c', command], {
       cwd: options.cwd,
-      env: { ...(options.env ?? process.env), CI: 'true' },
+      env: confined?.env ?? env,
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
@@ -57,6 +65,7 @@ export function runCheck(command: string, options: Omit<AcceptanceOptions, 'comm
     child.stderr.on('data', append);
     const finish = (exitCode: number | null, extra = '') => {
       clearTimeout(timer);
+      confined?.dispose();
       options.signal?.removeEventListener('abort', onAbort);
       const tail = (output + extra).slice(-keep);
       resolve({ command, exitCode, timedOut, durationMs: Date.now() - started, output: tail });

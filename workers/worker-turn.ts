@@ -17,6 +17,12 @@ export interface WorkerTurnRequest {
   purpose: Purpose;
   /** The gate role (implement, review, explore, search). */
   role: GateRole;
+  /**
+   * The agent may change nothing (its CLI's read-only tool set / sandbox). Decided once by the
+   * Brain from the purpose and the config's `purpose_guard.read_only`
+   * (brain/task-tools/dispatch.ts `workerTurnRequest`); the worker runner does not recompute it.
+   */
+  readOnly: boolean;
   /** Worktree (implement) or scratch directory (review). */
   cwd: string;
   /** First line carries `[polly task=<id> role=<purpose>]`. */

@@ -8,6 +8,7 @@
 import type { Harness } from '../core/vocabulary.js';
 import { DEFAULT_GATE_POLICY, type GatePolicy } from '../../gate/policy-types.js';
 import type { AgentOptionsByHarness } from '../../workers/agents/agent-factory.js';
+import type { WorkerSandboxOptions } from '../../workers/sandbox/sandbox-spec.js';
 
 /** The gate's policies (owned by `gate/policy-types.ts`), as config `policies`. */
 export type Policies = GatePolicy;
@@ -17,7 +18,7 @@ export interface PollyConfig {
   version: 1;
   policies: Policies;
   /** Each harness's options, owned by its adapter (workers/agents/*-adapter.ts). */
-  workers: AgentOptionsByHarness;
+  workers: AgentOptionsByHarness & WorkerSandboxOptions;
   /** Who may review whom; never the same vendor. */
   review: { pairs: Record<Harness, Harness[]>; max_rounds: number };
   acceptance: {
@@ -27,10 +28,14 @@ export interface PollyConfig {
     timeout: number;
     /** Worker attempts (the first plus fix rounds) before a task fails. */
     max_attempts: number;
+    /** Give acceptance commands the network (default false: loopback only, inside the sandbox). */
+    network?: boolean;
   };
   worktrees: {
     /** Command run in a new worktree after files from .worktreeinclude are copied (e.g. `npm ci`). */
     setup: string | null;
+    /** Give the setup command the network (e.g. `npm ci`); default false. */
+    setup_network?: boolean;
   };
   forge: {
     /** `auto`: GitHub when `origin` is a GitHub URL, otherwise the local forge. */
@@ -51,6 +56,8 @@ export const DEFAULT_CONFIG: PollyConfig = {
     'claude-code': { command: 'claude', model: 'claude-sonnet-4-5', allow_root_sandbox: false },
     codex: { command: 'codex', model: 'gpt-5-codex', provider: null },
     pi: { command: 'pi', model: null, provider: null, base_url: null, api: 'openai-completions', api_key_env: 'OPENAI_API_KEY' },
+    allow_unconfined: false,
+    env_passthrough: [],
   },
   review: {
     pairs: {
@@ -60,8 +67,8 @@ export const DEFAULT_CONFIG: PollyConfig = {
     },
     max_rounds: 2,
   },
-  acceptance: { commands: ['npm test'], timeout: 600, max_attempts: 3 },
-  worktrees: { setup: null },
+  acceptance: { commands: ['npm test'], timeout: 600, max_attempts: 3, network: false },
+  worktrees: { setup: null, setup_network: false },
   forge: { kind: 'auto', github: { base_url: null } },
   brain: { model: 'claude-sonnet-4-5' },
 };

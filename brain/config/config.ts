@@ -16,10 +16,9 @@ import { HARNESSES, PURPOSES } from '../core/vocabulary.js';
 /** The config file of a repository, relative to its root. */
 export const CONFIG_RELATIVE_PATH = join('.polly', 'config.yaml');
 
-
 /** A tiny schema language for the config tree (mirrors {@link PollyConfig}). */
 type Spec =
-  | { t: 'object'; fields: Record<string, Spec>; /** every field required (objects whose default is null) */ complete?: boolean }
+  | { t: 'object'; fields: Record<string, Spec> /** every field required (objects whose default is null) */; complete?: boolean }
   | { t: 'record'; keys: readonly string[]; of: Spec }
   | { t: 'string' }
   | { t: 'int'; min: number; max?: number }
@@ -73,6 +72,8 @@ const CONFIG_SPEC: Spec = {
             api_key_env: str,
           },
         },
+        allow_unconfined: { t: 'bool' },
+        env_passthrough: { t: 'list', of: str },
       },
     },
     review: {
@@ -82,8 +83,8 @@ const CONFIG_SPEC: Spec = {
         max_rounds: int(0, 20),
       },
     },
-    acceptance: { t: 'object', fields: { commands: { t: 'list', of: str }, timeout: int(1), max_attempts: int(1, 20) } },
-    worktrees: { t: 'object', fields: { setup: nullableStr } },
+    acceptance: { t: 'object', fields: { commands: { t: 'list', of: str }, timeout: int(1), max_attempts: int(1, 20), network: { t: 'bool' } } },
+    worktrees: { t: 'object', fields: { setup: nullableStr, setup_network: { t: 'bool' } } },
     forge: {
       t: 'object',
       fields: { kind: { t: 'enum', values: ['auto', 'local', 'github'] }, github: { t: 'object', fields: { base_url: nullableStr } } },
@@ -95,10 +96,10 @@ const CONFIG_SPEC: Spec = {
 /** The comment written above each key of the default config (by key path). */
 export const CONFIG_COMMENTS: Record<string, string> = {
   version: 'Format version of this file.',
-  policies: 'Gate policies (the seed\'s names). Every dispatch and every tool call passes the gate.',
+  policies: "Gate policies (the seed's names). Every dispatch and every tool call passes the gate.",
   'policies.blast_radius':
-    'blast_radius: what a worker may destroy. Always denied whatever this says: force-push in any\nspelling, pushes to the default branch, deleting remote branches, any PR merge (Polly never\nmerges), rm -rf outside the worktree, reset --hard, clean -f, branch -D, writes into .git/,\nhooks, the agents\' own settings (.claude/, .codex/, .pi/) and the gate\'s config.',
-  'policies.blast_radius.gate_pushes': 'true: every git push is an ask for a human; false: plain pushes of the task\'s own branch are allowed.',
+    "blast_radius: what a worker may destroy. Always denied whatever this says: force-push in any\nspelling, pushes to the default branch, deleting remote branches, any PR merge (Polly never\nmerges), rm -rf outside the worktree, reset --hard, clean -f, branch -D, writes into .git/,\nhooks, the agents' own settings (.claude/, .codex/, .pi/) and the gate's config.",
+  'policies.blast_radius.gate_pushes': "true: every git push is an ask for a human; false: plain pushes of the task's own branch are allowed.",
   'policies.spawn_bounds': 'spawn_bounds: how much the Brain may start at once.',
   'policies.spawn_bounds.max_dispatches_per_turn': 'At most this many worker dispatches in one Brain turn (1-100).',
   'policies.purpose_guard': 'purpose_guard: every dispatch carries a purpose from a closed set.',
@@ -118,25 +119,31 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'workers.pi': 'pi (pi --mode json --no-extensions -e <gate extension>).',
   'workers.pi.command': 'The CLI to run: a name on PATH or an absolute path.',
   'workers.pi.model': 'Model passed to the CLI; null lets the CLI choose.',
-  'workers.pi.provider': 'Provider name in pi\'s models.json (e.g. anthropic); null for pi\'s default.',
-  'workers.pi.base_url': 'null, or a custom endpoint (e.g. http://127.0.0.1:8080/v1) written as a provider into the worker\'s own models.json.',
+  'workers.pi.provider': "Provider name in pi's models.json (e.g. anthropic); null for pi's default.",
+  'workers.pi.base_url': "null, or a custom endpoint (e.g. http://127.0.0.1:8080/v1) written as a provider into the worker's own models.json.",
   'workers.pi.api': 'API of that endpoint: openai-completions, openai-responses or anthropic-messages.',
-  'workers.pi.api_key_env': 'Name of the environment variable holding that endpoint\'s API key (never the key itself).',
+  'workers.pi.api_key_env': "Name of the environment variable holding that endpoint's API key (never the key itself).",
+  'workers.allow_unconfined':
+    "Every worker, acceptance and setup command runs in Polly's OS sandbox (Linux bubblewrap).\nfalse: where it cannot start, Polly refuses to dispatch and says how to fix it;\ntrue: workers run WITHOUT it (a warning at every dispatch, recorded on the task).",
+  'workers.env_passthrough':
+    'Names of more environment variables workers get from yours; by default only PATH, LANG, LC_*, TERM, TZ and the model variables (ANTHROPIC_*, OPENAI_*). Never put tokens here.',
   review: 'Cross-vendor review: a reviewer sees only the diff and the acceptance contract, and never edits.',
   'review.pairs': 'Implementer -> reviewers that may review it (never the same vendor).',
   'review.max_rounds': 'Rounds of blocking findings sent back to the implementer before the task fails (0-20).',
-  acceptance: 'Acceptance: Polly itself runs these commands in the worktree; the agent\'s claim is never trusted.',
+  acceptance: "Acceptance: Polly itself runs these commands in the worktree; the agent's claim is never trusted.",
   'acceptance.commands': 'Default commands for implement tasks whose plan names none; all must exit 0.',
   'acceptance.timeout': 'Seconds each acceptance command may run.',
   'acceptance.max_attempts': 'Worker attempts (the first plus fix rounds on red checks) before a task fails (1-20).',
+  'acceptance.network': 'true: acceptance commands get the network; false: loopback only, inside the sandbox.',
   worktrees: 'Worktrees: files listed in .worktreeinclude are copied into each new worktree.',
   'worktrees.setup': 'Command run in a new worktree after that copy (e.g. npm ci); null for none.',
+  'worktrees.setup_network': 'true: the setup command gets the network (npm ci needs it); false: loopback only.',
   forge: 'Where pull requests go. Polly opens draft PRs and marks them ready; it never merges.',
   'forge.kind': 'auto: GitHub when origin is a GitHub URL, otherwise the local forge (polly pr list|show|diff); or local, github.',
   'forge.github': 'GitHub settings (token from GITHUB_TOKEN or gh auth token; it is never printed).',
   'forge.github.base_url': 'API base URL for GitHub Enterprise (e.g. https://ghe.example.com/api/v3); null for github.com.',
   brain: 'The Brain: the LLM session that plans and integrates and never writes business code.',
-  'brain.model': 'The Brain\'s own (Claude) model; null lets the SDK choose.',
+  'brain.model': "The Brain's own (Claude) model; null lets the SDK choose.",
 };
 
 /** Every key path of the config spec (objects and leaves), for the comment table and tests. */
@@ -221,7 +228,8 @@ function check(node: Node | null, spec: Spec, path: string, where: Where, parent
       }
       if (spec.t === 'object' && spec.complete) {
         const missing = Object.keys(spec.fields).filter((k) => !(k in out));
-        if (missing.length > 0) throw invalid(where, node, path, `missing ${missing.map((m) => JSON.stringify(m)).join(', ')} (all of ${Object.keys(spec.fields).join(', ')} are required)`);
+        if (missing.length > 0)
+          throw invalid(where, node, path, `missing ${missing.map((m) => JSON.stringify(m)).join(', ')} (all of ${Object.keys(spec.fields).join(', ')} are required)`);
       }
       return out;
     }
@@ -323,7 +331,11 @@ function comment(node: unknown, prefix: string): void {
     const key = pair.key as Scalar;
     const path = prefix ? `${prefix}.${String(key.value)}` : String(key.value);
     const text = CONFIG_COMMENTS[path];
-    if (text) key.commentBefore = text.split('\n').map((l) => ` ${l}`).join('\n');
+    if (text)
+      key.commentBefore = text
+        .split('\n')
+        .map((l) => ` ${l}`)
+        .join('\n');
     if (prefix === '' && i > 0) key.spaceBefore = true; // a blank line between top-level sections
     comment(pair.value, path);
   }

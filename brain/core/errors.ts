@@ -31,6 +31,7 @@
  * | `git_failed`       | 1    | a git command failed; keeps its stderr                             |
  * | `forge_failed`     | 1    | the forge (GitHub or local) rejected a request                     |
  * | `not_built`        | 1    | a placeholder: the feature is not built yet                        |
+ * | `sandbox_unavailable` | 1 | the OS sandbox cannot start here and `workers.allow_unconfined` is off (names the fix) |
  * | `internal`         | 1    | a bug in Polly                                                     |
  */
 export type PollyErrorCode =
@@ -52,6 +53,7 @@ export type PollyErrorCode =
   | 'git_failed'
   | 'forge_failed'
   | 'not_built'
+  | 'sandbox_unavailable'
   | 'internal';
 
 const BAD_INPUT_CODES: ReadonlySet<PollyErrorCode> = new Set<PollyErrorCode>([

@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 import { decide } from '../../gate/decide.js';
-import type { GateContext } from '../../gate/types.js';
+import type { DispatchRequest, GateContext } from '../../gate/types.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { defineTool, type PollyToolDefinition } from './mcp-server.js';
 import { proposePlan } from '../plan/plan-gate.js';
@@ -19,7 +19,7 @@ import type { RegistryStore } from '../registry/registry-store.js';
 import type { JournalEntry, TaskRecord } from '../registry/registry-schema.js';
 import { statusReport } from '../registry/status-report.js';
 import { newTaskRecord } from '../registry/task-record.js';
-import { HARNESSES, isReadOnlyPurpose } from '../core/vocabulary.js';
+import { HARNESSES } from '../core/vocabulary.js';
 
 /** Journal kinds the Brain's inbox carries (everything a worker, the gate or a human did that the Brain must know). */
 export const INBOX_KINDS: ReadonlySet<string> = new Set([
@@ -90,15 +90,11 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
       const at = now().toISOString();
       return deps.store.update((draft, tx) => {
         const dispatchesThisTurn = draft.turn?.dispatches ?? 0;
-        const decision = decide({ type: 'dispatch', purpose: args.purpose, model: args.model ?? null, dispatchesThisTurn }, deps.config.policies, deps.gateContext);
-        tx.emit('gate.decision', { request: { type: 'dispatch', purpose: args.purpose, model: args.model ?? null, dispatchesThisTurn }, role: 'brain', ...decision });
+        const request: DispatchRequest = { type: 'dispatch', purpose: args.purpose, model: args.model ?? null, dispatchesThisTurn, source: 'brain' };
+        const decision = decide(request, deps.config.policies, deps.gateContext);
+        tx.emit('gate.decision', { request, role: 'brain', ...decision });
         if (decision.decision !== 'allow') {
           return { structured: { dispatched: false, decision }, instruction: `Denied by the gate (${decision.rule}): ${decision.reason}.` };
-        }
-        if (!isReadOnlyPurpose(args.purpose, deps.config.policies.purpose_guard.read_only)) {
-          const reason = 'implement work is dispatched by Polly from an approved plan; propose the work with plan_propose and wait for approval';
-          tx.emit('gate.decision', { request: { type: 'dispatch', purpose: args.purpose }, role: 'brain', decision: 'deny', rule: 'purpose_guard.plan_gate', reason });
-          return { structured: { dispatched: false, decision: { decision: 'deny', rule: 'purpose_guard.plan_gate', reason } }, instruction: `Denied: ${reason}.` };
         }
         draft.counters.task += 1;
         const id = `x${draft.counters.task}`;

@@ -9,10 +9,14 @@
  *   that pairs a worker with a reviewer of the same vendor is refused by the
  *   `reviewer-vendor-differs` invariant with a counterexample, instead of silently never reviewing;
  * - one **schedule workflow** for the plan as a whole: Polly's dispatcher as a state machine over
- *   every task (waiting → running → done | failed | skipped), with turns (TURN_START … TURN_END),
+ *   every task (waiting → dispatching → running → done | failed, or skipped as failed), with turns (TURN_START … TURN_END),
  *   dependencies, at most `max_dispatches_per_turn` single dispatches per turn, and pinned
  *   `batch`es dispatched together in one step — so a plan that pins six tasks into one batch is
- *   refused by `at-most-5-dispatches-per-turn`.
+ *   refused by `at-most-5-dispatches-per-turn`. The Brain runs it on the runtime
+ *   (brain/process/plan-schedule.ts), so the bound, dependencies and batches checked here are the
+ *   ones the dispatches obey;
+ * - the task workflows take their bounds (attempts, review rounds, the acceptance lease) from the
+ *   config ({@link taskBounds}) before admission.
  *
  * Checking the parts separately is sound here because the task workflows share no variables with
  * each other and the schedule only counts their dispatches; it keeps admission linear in the
@@ -29,6 +33,7 @@ import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError } from '../core/errors.js';
 import { builtinWorkflowsDir } from '../core/install-paths.js';
 import type { Plan } from './plan-schema.js';
+import type { PlanShapingConfig } from '../registry/registry-schema.js';
 
 /** One compiled part of a plan and its verdict. */
 export interface CompiledPart {
@@ -64,37 +69,111 @@ function pollyTask(): Workflow {
 }
 
 /**
+ * The bounds from config (and the plan) that shape a task's workflow: they go into the model
+ * before admission, so the checker proves termination with the bounds the run obeys.
+ */
+export interface TaskBounds {
+  /** Worker attempts before the task fails: the first plus fix rounds on red acceptance (config `acceptance.max_attempts`, 1-20). */
+  maxAttempts: number;
+  /** Review rounds with blocking findings sent back to the implementer before the task fails (config `review.max_rounds`, 0-20). */
+  reviewRounds: number;
+  /** Seconds the `run_acceptance` order is leased: every command's timeout (config `acceptance.timeout`) plus 60 s of slack. */
+  acceptanceLeaseSeconds: number;
+}
+
+/** The part of `config` that shapes a plan's workflows, as stored on the plan record at admission (`PlanRecord.admittedWith`). */
+export function planShapingConfig(config: Pick<PollyConfig, 'policies' | 'review' | 'acceptance'>): PlanShapingConfig {
+  return {
+    maxDispatchesPerTurn: config.policies.spawn_bounds.max_dispatches_per_turn,
+    acceptance: structuredClone(config.acceptance),
+    review: structuredClone(config.review),
+  };
+}
+
+/** The bounds of one plan task under `config` (its acceptance commands, else the config's default commands). */
+export function taskBounds(config: Pick<PollyConfig, 'acceptance' | 'review'>, task: Pick<Plan['tasks'][number], 'acceptance'>): TaskBounds {
+  const commands = task.acceptance.commands.length > 0 ? task.acceptance.commands.length : Math.max(config.acceptance.commands.length, 1);
+  return {
+    maxAttempts: config.acceptance.max_attempts,
+    reviewRounds: config.review.max_rounds,
+    acceptanceLeaseSeconds: commands * config.acceptance.timeout + 60,
+  };
+}
+
+/**
  * The polly-task workflow specialised to one task of a plan: START's vendor is the plan's worker,
- * PR_OPENED's reviewer is the plan's reviewer, and no guard hides a same-vendor review.
+ * PR_OPENED's reviewer is the plan's reviewer, no guard hides a same-vendor review, and the
+ * attempt / review-round counters and the acceptance lease take `bounds` (see {@link TaskBounds}).
  * @throws PollyError `internal` if the built-in polly-task no longer has the shape this relies on.
  */
-export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number], fallbackReviewer: string): Workflow {
+export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number], fallbackReviewer: string, bounds: TaskBounds): Workflow {
   const base = structuredClone(pollyTask());
   const reviewer = task.reviewer ?? fallbackReviewer;
   const start = base.actions.find((a) => a.name === 'START');
   const opened = base.actions.find((a) => a.name === 'PR_OPENED');
   const vendorField = start?.data.find((d) => d.name === 'vendor');
   const reviewerField = opened?.data.find((d) => d.name === 'reviewer');
-  if (!vendorField || vendorField.type !== 'enum' || !reviewerField || reviewerField.type !== 'enum') {
-    throw new PollyError('internal', 'the built-in polly-task workflow changed: START.vendor and PR_OPENED.reviewer must be enum data fields');
+  const attempts = base.variables.find((v) => v.name === 'attempts');
+  const rounds = base.variables.find((v) => v.name === 'rounds');
+  const redRetry = base.transitions.find((t) => t.action === 'TESTS_RED' && t.when !== null);
+  const blockingRetry = base.transitions.find((t) => t.action === 'REVIEW_BLOCKING' && t.when !== null);
+  const acceptance = base.effects.find((e) => e.kind === 'run_acceptance');
+  if (!vendorField || vendorField.type !== 'enum' || !reviewerField || reviewerField.type !== 'enum' || attempts?.type !== 'int' || rounds?.type !== 'int' || !redRetry || !blockingRetry || !acceptance) {
+    throw new PollyError('internal', 'the built-in polly-task workflow changed: it needs START.vendor and PR_OPENED.reviewer enum data, int variables attempts and rounds, guarded TESTS_RED and REVIEW_BLOCKING retries and a run_acceptance effect');
   }
   vendorField.values = [task.worker];
   reviewerField.values = [reviewer];
   for (const t of base.transitions) if (t.action === 'PR_OPENED') t.when = null;
-  base.name = `plan-${planId}-${task.key}`.toLowerCase();
+  // attempts counts fix rounds (attempts after the first); rounds counts blocking reviews sent back.
+  attempts.max = Math.max(bounds.maxAttempts - 1, 0);
+  redRetry.when = `attempts < ${bounds.maxAttempts - 1}`;
+  rounds.max = Math.max(bounds.reviewRounds, 0);
+  blockingRetry.when = `rounds < ${bounds.reviewRounds}`;
+  acceptance.retry = { ...acceptance.retry, lease_seconds: bounds.acceptanceLeaseSeconds };
+  base.name = planTaskWorkflowName(planId, task.key);
   base.file = `plan:${planId}/${task.key}`;
   base.positions = {};
   return base;
 }
 
-const ident = (i: number): string => `t${i}`;
+/** The workflow name of a plan task's run: `plan-<planId>-<key>`, lowercased. */
+export function planTaskWorkflowName(planId: string, key: string): string {
+  return `plan-${planId}-${key}`.toLowerCase();
+}
+
+/** The workflow name of a plan's schedule run: `plan-<planId>`, lowercased. */
+export function planScheduleWorkflowName(planId: string): string {
+  return `plan-${planId}`.toLowerCase();
+}
+
+/** The schedule workflow's variable (and action suffix) for the plan's `i`-th task: `t0`, `t1`, … */
+export function scheduleTaskVar(i: number): string {
+  return `t${i}`;
+}
+
+/** The values of a schedule task variable, in order (see {@link compileScheduleWorkflow}). */
+export const SCHEDULE_TASK_STATES = ['waiting', 'dispatching', 'running', 'done', 'failed'] as const;
+
+/** The effect tool a schedule hands out per dispatch: start the task (its run or its read-only turn). */
+export const DISPATCH_TASK_TOOL = 'dispatch_task';
 
 /**
- * The plan's schedule as a workflow (see the module comment).
+ * The plan's schedule as a workflow, run by the Brain on the runtime (one run per approved plan,
+ * input `{plan}`): the Brain signals TURN_START, then the dispatches of the turn (DISPATCH_tN or
+ * DISPATCH_BATCH_B), then TURN_END; each dispatch emits a `dispatch_tN` order (tool
+ * `dispatch_task`) whose completion STARTED_tN / FAIL_tN says whether the task started; the
+ * task's end comes back as the signal DONE_tN or FAIL_tN; SKIP_tN settles a task whose
+ * dependency failed or was skipped; FINISH ends the run once every task has settled.
+ *
+ * Per task variable `tN` (N = index in `plan.tasks`): waiting → dispatching → running → done |
+ * failed, or waiting → failed by SKIP_tN (a skipped task blocks its dependants as a failed one
+ * does; one value for both keeps the state space at 5 values per task). `dispatched` counts this turn's dispatches (at most `maxPerTurn`
+ * single dispatches; a pinned batch dispatches alone as its turn's first step).
  * @throws PollyError `internal` if the generated workflow does not validate (a bug).
  */
-export function compileScheduleWorkflow(planId: string, plan: Plan, maxPerTurn: number): Workflow {
+export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks' | 'batches'>, maxPerTurn: number): Workflow {
   const tasks = plan.tasks;
+  const ident = scheduleTaskVar;
   const index = new Map(tasks.map((t, i) => [t.key, i]));
   const variables: Record<string, unknown> = {
     dispatched: { type: 'int', min: 0, max: Math.max(tasks.length, 1), initial: 0 },
@@ -108,16 +187,17 @@ export function compileScheduleWorkflow(planId: string, plan: Plan, maxPerTurn: 
 
   tasks.forEach((t, i) => {
     const v = ident(i);
-    variables[v] = { type: 'enum', values: ['waiting', 'running', 'done', 'failed', 'skipped'], initial: 'waiting' };
+    variables[v] = { type: 'enum', values: [...SCHEDULE_TASK_STATES], initial: 'waiting' };
+    actions[`STARTED_${v}`] = {};
     actions[`DONE_${v}`] = {};
     actions[`FAIL_${v}`] = {};
     actions[`SKIP_${v}`] = {};
     effects[`dispatch_${v}`] = {
-      tool: 'dispatch',
-      on_ok: `DONE_${v}`,
+      tool: DISPATCH_TASK_TOOL,
+      on_ok: `STARTED_${v}`,
       on_failure: `FAIL_${v}`,
       on_exhausted: `FAIL_${v}`,
-      retry: { max_attempts: 1, backoff_seconds: 0, lease_seconds: 86400 },
+      retry: { max_attempts: 1, backoff_seconds: 0, lease_seconds: 300 },
     };
     if (!pinned.has(t.key)) {
       actions[`DISPATCH_${v}`] = {};
@@ -125,15 +205,16 @@ export function compileScheduleWorkflow(planId: string, plan: Plan, maxPerTurn: 
         action: `DISPATCH_${v}`,
         from: 'turn',
         when: `${ready(i)} && dispatched < ${maxPerTurn}`,
-        set: { [v]: 'running', dispatched: 'dispatched + 1' },
+        set: { [v]: 'dispatching', dispatched: 'dispatched + 1' },
         emit: [`dispatch_${v}`],
       });
     }
+    transitions.push({ action: `STARTED_${v}`, from: ['idle', 'turn'], when: `${v} == "dispatching"`, set: { [v]: 'running' } });
     transitions.push({ action: `DONE_${v}`, from: ['idle', 'turn'], when: `${v} == "running"`, set: { [v]: 'done' } });
-    transitions.push({ action: `FAIL_${v}`, from: ['idle', 'turn'], when: `${v} == "running"`, set: { [v]: 'failed' } });
+    transitions.push({ action: `FAIL_${v}`, from: ['idle', 'turn'], when: `${v} in ["dispatching", "running"]`, set: { [v]: 'failed' } });
     if (t.dependsOn.length > 0) {
-      const blocked = t.dependsOn.map((d) => `${ident(index.get(d)!)} in ["failed", "skipped"]`).join(' || ');
-      transitions.push({ action: `SKIP_${v}`, from: ['idle', 'turn'], when: `${v} == "waiting" && (${blocked})`, set: { [v]: 'skipped' } });
+      const blocked = t.dependsOn.map((d) => `${ident(index.get(d)!)} == "failed"`).join(' || ');
+      transitions.push({ action: `SKIP_${v}`, from: ['idle', 'turn'], when: `${v} == "waiting" && (${blocked})`, set: { [v]: 'failed' } });
     } else {
       delete actions[`SKIP_${v}`];
     }
@@ -147,7 +228,7 @@ export function compileScheduleWorkflow(planId: string, plan: Plan, maxPerTurn: 
   for (const [b, members] of [...batches.entries()].sort((x, y) => x[0] - y[0])) {
     actions[`DISPATCH_BATCH_${b}`] = {};
     const set: Record<string, string> = { dispatched: `dispatched + ${members.length}` };
-    for (const i of members) set[ident(i)] = 'running';
+    for (const i of members) set[ident(i)] = 'dispatching';
     transitions.push({
       action: `DISPATCH_BATCH_${b}`,
       from: 'turn',
@@ -158,14 +239,16 @@ export function compileScheduleWorkflow(planId: string, plan: Plan, maxPerTurn: 
   }
 
   const dispatchable = tasks.map((_t, i) => `(${ready(i)})`).join(' || ');
-  const allSettled = tasks.map((_t, i) => `${ident(i)} in ["done", "failed", "skipped"]`).join(' && ');
+  const allSettled = tasks.map((_t, i) => `${ident(i)} in ["done", "failed"]`).join(' && ');
   transitions.push({ action: 'TURN_START', from: 'idle', to: 'turn', when: dispatchable });
   transitions.push({ action: 'TURN_END', from: 'turn', to: 'idle', when: 'dispatched > 0', set: { dispatched: 0 } });
   transitions.push({ action: 'FINISH', from: 'idle', to: 'finished', when: allSettled });
 
   const raw = {
-    name: `plan-${planId}`.toLowerCase(),
+    name: planScheduleWorkflowName(planId),
     description: `Schedule of plan ${planId}: dispatch order, dependencies and turns.`,
+    input: { plan: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]*$' } },
+    key: 'plan:{plan}',
     states: ['idle', 'turn', 'finished'],
     initial: 'idle',
     terminal: ['finished'],
@@ -184,7 +267,7 @@ export function compileScheduleWorkflow(planId: string, plan: Plan, maxPerTurn: 
  * @param planId  the plan's id (names the workflows, e.g. `plan-p1-t1`).
  * @returns the admission verdict; refused plans carry every violation with its shortest trace.
  */
-export function admitPlan(planId: string, plan: Plan, config: Pick<PollyConfig, 'policies' | 'review'>): PlanAdmission {
+export function admitPlan(planId: string, plan: Plan, config: Pick<PollyConfig, 'policies' | 'review' | 'acceptance'>): PlanAdmission {
   const policy = { maxDispatchesPerTurn: config.policies.spawn_bounds.max_dispatches_per_turn };
   const parts: CompiledPart[] = [];
   const schedule = withPollyGuarantees(compileScheduleWorkflow(planId, plan, policy.maxDispatchesPerTurn), policy);
@@ -192,14 +275,14 @@ export function admitPlan(planId: string, plan: Plan, config: Pick<PollyConfig, 
   for (const task of plan.tasks) {
     if (task.purpose !== 'implement') continue;
     const fallback = config.review.pairs[task.worker]?.[0] ?? task.worker;
-    const wf = withPollyGuarantees(compileTaskWorkflow(planId, task, fallback), policy);
+    const wf = withPollyGuarantees(compileTaskWorkflow(planId, task, fallback, taskBounds(config, task)), policy);
     parts.push({ part: task.key, workflow: wf, result: checkWorkflow(wf) });
   }
   const pathsExplored = parts.reduce((n, p) => n + p.result.pathsExplored, 0);
   const statesSeen = parts.reduce((n, p) => n + p.result.statesSeen, 0);
   const violations = parts.flatMap((p) => p.result.violations.map((v) => ({ ...v, part: p.part, invariant: `${p.part}/${v.invariant}` })));
   const admitted = parts.every((p) => p.result.admitted);
-  const name = `plan-${planId}`.toLowerCase();
+  const name = planScheduleWorkflowName(planId);
   const line = admitted
     ? `admitted: ${name} — paths explored: ${pathsExplored} · states seen: ${statesSeen} · exhaustive within declared domains`
     : `REFUSED: ${name}`;

@@ -9,7 +9,7 @@
  */
 import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError } from '../core/errors.js';
-import { admitPlan, type PlanAdmission } from './plan-compiler.js';
+import { admitPlan, planShapingConfig, type PlanAdmission } from './plan-compiler.js';
 import { validatePlan, type Plan } from './plan-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { PlanRecord, Registry } from '../registry/registry-schema.js';
@@ -74,6 +74,7 @@ export async function proposePlan(
       decidedBy: admission.admitted ? null : 'checker',
     };
     record.batches = plan.batches;
+    record.admittedWith = planShapingConfig(config);
     if (!admission.admitted) record.counterexamples = counterexamples;
     draft.plans[planId] = record;
     const goal = goalId ? draft.goals[goalId] : undefined;

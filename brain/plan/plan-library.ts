@@ -1,43 +1,52 @@
 /**
- * The Brain's workflow library: the built-in workflows plus one compiled `polly-task` workflow per
- * implement task of every approved plan (`plan-<planId>-<key>`), compiled exactly as the plan gate
- * compiled them and checked again on the way in (with Polly's guarantees). Runs of those tasks
- * execute on the runtime against these entries, so a task can only do what the checker admitted.
+ * The Brain's workflow library: the built-in workflows plus, for every approved plan, its schedule
+ * workflow (`plan-<planId>`) and one compiled `polly-task` workflow per implement task
+ * (`plan-<planId>-<key>`), compiled exactly as the plan gate compiled them (from the config the
+ * plan was admitted under, `PlanRecord.admittedWith`)
+ * and checked again on the way in (with Polly's guarantees). Runs of the schedule and the tasks
+ * execute on the runtime against these entries, so a plan can only do what the checker admitted.
  */
 import type { PollyConfig } from '../config/config-schema.js';
-import { compileTaskWorkflow } from './plan-compiler.js';
+import { compileScheduleWorkflow, compileTaskWorkflow, planScheduleWorkflowName, planShapingConfig, planTaskWorkflowName, taskBounds } from './plan-compiler.js';
 import type { PlanRecord } from '../registry/registry-schema.js';
 import type { WorkflowLibrary } from '../../workflows/workflow-library.js';
 
+export { planTaskWorkflowName, planScheduleWorkflowName };
+
 export interface PlanLibrary extends WorkflowLibrary {
-  /** Compile and add the task workflows of an approved plan (idempotent). */
+  /** Compile and add the schedule and task workflows of an approved plan (idempotent). */
   addPlan(plan: PlanRecord): void;
   /** The workflow name of a plan task's run. */
   workflowFor(planId: string, key: string): string;
-}
-
-/** Task workflow name for a plan task (matches brain/plan-compiler.ts). */
-export function planTaskWorkflowName(planId: string, key: string): string {
-  return `plan-${planId}-${key}`.toLowerCase();
+  /** The workflow name of a plan's schedule run. */
+  scheduleFor(planId: string): string;
 }
 
 /**
- * A library over `base` (whose policy must be the config's) that also serves approved plans' task workflows.
- * @param config  review pairs: the reviewer fallback the plan gate used.
+ * A library over `base` (whose policy must be the config's `policies.spawn_bounds`) that also
+ * serves approved plans' schedule and task workflows.
+ * @param config  review pairs (the reviewer fallback the plan gate used), the task bounds
+ *                (`acceptance`, `review.max_rounds`) and the spawn bound of the schedule.
  */
-export function createPlanLibrary(base: WorkflowLibrary, config: Pick<PollyConfig, 'review'>): PlanLibrary {
+export function createPlanLibrary(base: WorkflowLibrary, config: Pick<PollyConfig, 'review' | 'acceptance' | 'policies'>): PlanLibrary {
   const plans = new Set<string>();
   return {
     entries: () => base.entries(),
     get: (name) => base.get(name),
     add: (wf) => base.add(wf),
     workflowFor: planTaskWorkflowName,
+    scheduleFor: planScheduleWorkflowName,
     addPlan(plan) {
       if (plans.has(plan.id)) return;
+      // The config the plan was admitted under (older plan records: the current config).
+      const shape = plan.admittedWith ?? planShapingConfig(config);
+      if (!base.get(planScheduleWorkflowName(plan.id))) {
+        base.add(compileScheduleWorkflow(plan.id, { tasks: plan.tasks, batches: plan.batches ?? {} }, shape.maxDispatchesPerTurn));
+      }
       for (const task of plan.tasks) {
         if (task.purpose !== 'implement') continue;
         if (base.get(planTaskWorkflowName(plan.id, task.key))) continue;
-        base.add(compileTaskWorkflow(plan.id, task, config.review.pairs[task.worker]?.[0] ?? task.worker));
+        base.add(compileTaskWorkflow(plan.id, task, shape.review.pairs[task.worker]?.[0] ?? task.worker, taskBounds(shape, task)));
       }
       plans.add(plan.id);
     },

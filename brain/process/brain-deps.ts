@@ -39,11 +39,7 @@ export function agentEnvFrom(env: NodeJS.ProcessEnv, config?: Pick<PollyConfig, 
  * Build everything the Brain process needs except the LLM brain factory.
  * @throws PollyError from the forge selection (`config_invalid`, `forge_failed`).
  */
-export async function createBrainDeps(
-  ctx: RepoContext,
-  env: NodeJS.ProcessEnv,
-  log: (line: string) => void,
-): Promise<Omit<BrainProcessDeps, 'startGoalBrain' | 'messages'>> {
+export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<Omit<BrainProcessDeps, 'startGoalBrain' | 'messages'>> {
   const { repo, store, config } = ctx;
   const base = createWorkflowLibrary(builtinWorkflowDirs(), { policy: { maxDispatchesPerTurn: config.policies.spawn_bounds.max_dispatches_per_turn } });
   const library = createPlanLibrary(base, config);
@@ -52,6 +48,11 @@ export async function createBrainDeps(
   const worktrees = createWorktreeManager({
     repoRoot: repo.root,
     setupCommand: config.worktrees.setup,
+    setupSandbox: {
+      network: config.worktrees.setup_network ?? false,
+      allowUnconfined: config.workers.allow_unconfined ?? false,
+      passthrough: config.workers.env_passthrough ?? [],
+    },
     journal: (kind, data) => void store.update((_d, tx) => tx.emit(kind, data)).catch(() => {}),
   });
   const { forge, selection } = await openForge({ repoRoot: repo.root, config, store, env });

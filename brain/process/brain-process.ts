@@ -11,7 +11,8 @@
  * Brain adopts live workers (workers/worker-supervisor.ts), claims the same open orders under the
  * same owner name, and finishes the run: no dispatch is repeated and nothing is merged.
  *
- * This file is the loop; its parts live beside it: `scheduler.ts` (which plan tasks start),
+ * This file is the loop; its parts live beside it: `plan-schedule.ts` (each plan's admitted schedule
+ * workflow, run on the runtime: which plan tasks start),
  * `order-executor.ts` (work orders, read-only tasks, cancels, run ends → task statuses).
  */
 
@@ -32,7 +33,7 @@ import type { RegistryStore } from '../registry/registry-store.js';
 import type { GoalRecord, PlanRecord, Registry, TaskRecord } from '../registry/registry-schema.js';
 import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
 import { newTaskRecord } from '../registry/task-record.js';
-import { scheduleTurns, type ScheduleState } from './scheduler.js';
+import { driveSchedules, type ScheduleMemory } from './plan-schedule.js';
 import { executeOrder, finishTasksOfEndedRuns, handleCancels, runReadOnlyTask } from './order-executor.js';
 import type { TaskTool } from '../task-tools/types.js';
 import type { WorkerSupervisor } from '../../workers/worker-turn.js';
@@ -130,12 +131,13 @@ export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][numbe
   return record;
 }
 
-/** Why nothing more will happen: the registry holds no open goal and no unfinished work. */
+/** Why nothing more will happen: the registry holds no open goal, no unfinished task and no unfinished plan schedule run. */
 export function isIdle(reg: Registry): boolean {
   const openGoal = Object.values(reg.goals).some((g) => !isGoalFinal(g.status));
   const pendingPlan = Object.values(reg.plans).some((p) => p.gate === 'pending');
   const openTask = Object.values(reg.tasks).some((t) => !FINAL_TASK_STATUSES.has(t.status));
-  return !openGoal && !pendingPlan && !openTask;
+  const openSchedule = Object.values(reg.runs).some((r) => r.status === 'running' && typeof r.input.plan === 'string' && reg.plans[r.input.plan]?.gate === 'approved');
+  return !openGoal && !pendingPlan && !openTask && !openSchedule;
 }
 
 /**
@@ -147,7 +149,7 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
   const log = deps.log ?? (() => {});
   const inflight = new Map<string, Promise<void>>();
   const goalBrains = new Map<string, { brain: GoalBrain; busy: boolean; cursor: number }>();
-  const scheduledPlans: ScheduleState = new Map();
+  const scheduleMemory: ScheduleMemory = new Map();
   let wake: () => void = () => {};
   let wakePromise = new Promise<void>((r) => (wake = r));
   const poke = () => {
@@ -184,8 +186,6 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
 
       await handleCancels(deps, reg, log, now);
       reg = await createPlanTasks(deps, reg, now);
-      await scheduleTurns(deps, reg, scheduledPlans, log, now);
-      reg = await deps.store.read();
       for (const plan of Object.values(reg.plans)) if (plan.gate === 'approved') deps.library.addPlan(plan);
 
       // Drive every run of our plan tasks: claim the open order and perform its tool.
@@ -196,14 +196,18 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
         if (order.availableAt && Date.parse(order.availableAt) > now().getTime()) continue;
         spawnWork(order.id, () => executeOrder(deps, run, order, log, now));
       }
-      // Runs that ended: reflect their outcome on the task.
+      // Runs that ended: reflect their outcome on the task (each run held to its admitted workflow).
       await finishTasksOfEndedRuns(deps, now);
+      // The plans' schedules: task ends reported, dependants skipped, the next turn's dispatches.
+      await driveSchedules(deps, scheduleMemory, log, now);
 
       // Read-only ad-hoc tasks (explore, search, review dispatched by sys_session_send).
       reg = await deps.store.read();
       for (const task of Object.values(reg.tasks)) {
         if (task.purpose === 'implement' || task.cancelRequested) continue;
-        if (task.status === 'queued' || task.status === 'running') spawnWork(`adhoc:${task.id}`, () => runReadOnlyTask(deps, task.id, log, now));
+        // A plan's read-only task waits for its schedule to dispatch it; an ad-hoc one starts at once.
+        const startable = task.status === 'dispatched' || task.status === 'running' || (task.status === 'queued' && !task.planId);
+        if (startable) spawnWork(`adhoc:${task.id}`, () => runReadOnlyTask(deps, task.id, log, now));
       }
 
       await completeGoals(deps, now);
@@ -373,7 +377,9 @@ async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<v
     const approved = plans.filter((p) => p.gate === 'approved');
     if (approved.length === 0) return false;
     // Settled: a final status and its finish recorded (the task.finished/failed event was journaled).
-    return approved.every((p) => p.tasks.every((s) => {
+    // …and its schedule run finished (FINISH, its trace validated).
+    const scheduleFinished = (planId: string): boolean => Object.values(reg.runs).some((r) => r.input.plan === planId && r.status === 'finished');
+    return approved.every((p) => scheduleFinished(p.id) && p.tasks.every((s) => {
       const t = reg.tasks[`${p.id}-${s.key}`];
       return t !== undefined && FINAL_TASK_STATUSES.has(t.status) && Boolean(t.finishedAt);
     }));

@@ -1,13 +1,17 @@
 /**
  * Executing the Brain's work: claimed runtime work orders run by their task tool (and reported back),
  * read-only ad-hoc tasks run in the main checkout, requested cancels, and ended runs mapped to
- * their tasks' final statuses. Every status change goes through `brain/registry/task-lifecycle.ts`.
+ * their tasks' final statuses (each ended run held to its admitted workflow first, and a failure
+ * said in words). Every status change goes through `brain/registry/task-lifecycle.ts`.
  */
 import { isPollyError } from '../core/errors.js';
-import type { Registry, RunRecord, WorkOrderRecord } from '../registry/registry-schema.js';
+import type { Registry, RunRecord, TaskRecord, WorkOrderRecord } from '../registry/registry-schema.js';
+import type { RunJournalEntry } from '../../workflows/run/run-store.js';
+import type { RunState } from '../../workflows/run/interpreter.js';
+import { validateTrace } from '../../workflows/run/trace-validation.js';
 import { FINAL_TASK_STATUSES, type TaskStatus } from '../core/vocabulary.js';
-import { promptMarker } from '../task-tools/dispatch.js';
-import { transitionTask } from '../registry/task-lifecycle.js';
+import { NO_CHANGE, promptMarker, workerTurnRequest } from '../task-tools/dispatch.js';
+import { canTransitionTask, transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskTool, TaskToolContext } from '../task-tools/types.js';
 import type { BrainProcessDeps } from './brain-process.js';
 
@@ -81,7 +85,85 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
   if (!result.accepted) log(`[polly] ${taskId}: report not applied (${result.code}): ${result.reason}`);
 }
 
-/** Final run states → task statuses (journaled once, as inbox events). */
+/** The verdict of {@link validateEndedRun}: whether the run's journal conforms, and why not. */
+export interface RunConformance {
+  conforms: boolean;
+  /** The divergence in words, or null. */
+  reason: string | null;
+  /** The verdict's one line (`conforms: …` or `DIVERGES: …`). */
+  line: string;
+}
+
+/**
+ * Hold an ended run's journal to the admitted workflow it ran under (workflows/run/trace-validation.ts).
+ * A divergence is loud: logged, and journaled as `run.trace_divergence` {run, workflow, journalSeq, step, reason}.
+ * A run whose workflow is no longer in the library diverges too (nothing admitted to hold it to).
+ */
+export async function validateEndedRun(deps: Pick<BrainProcessDeps, 'runtime' | 'library' | 'store' | 'log'>, runId: string): Promise<RunConformance> {
+  const view = await deps.runtime.state(runId);
+  const wf = deps.library.get(view.run.workflow)?.workflow ?? null;
+  const verdict = wf
+    ? validateTrace(wf, view.run, await deps.runtime.journal(runId))
+    : null;
+  if (verdict?.conforms) return { conforms: true, reason: null, line: verdict.line };
+  const reason = verdict?.divergence?.reason ?? `workflow ${view.run.workflow} is not in the Brain's library: no admitted model to hold run ${runId} to`;
+  const line = verdict?.line ?? `DIVERGES: ${runId} (${view.run.workflow}): ${reason}`;
+  deps.log?.(`[polly] TRACE DIVERGENCE: ${line}`);
+  await deps.store.update((_d, tx) => tx.emit('run.trace_divergence', { run: runId, workflow: view.run.workflow, journalSeq: verdict?.divergence?.journalSeq ?? null, step: verdict?.divergence?.step ?? null, reason }));
+  return { conforms: false, reason, line };
+}
+
+const tail = (text: string, max = 600): string => {
+  const t = text.trim();
+  return t.length > max ? `…${t.slice(t.length - max + 1)}` : t;
+};
+
+/**
+ * Why a task's run ended where it did, in words from the step that ended it: the last `run.action`
+ * of the run's journal and the report note that applied it (the task's own record fills in the
+ * acceptance output and who cancelled). Null when the run ended `ready`.
+ */
+export function runEndReason(run: RunRecord, journal: RunJournalEntry[], task: Pick<TaskRecord, 'feedback' | 'statusReason'>): string | null {
+  if (run.outcome === 'ready') return null;
+  const steps = journal.filter((e) => e.kind === 'run.action' && e.data.run === run.id);
+  const last = steps.at(-1);
+  const action = last ? String(last.data.action) : null;
+  const reported = last ? journal.filter((e) => e.kind === 'run.reported' && e.data.run === run.id && e.seq < last.seq).at(-1) : undefined;
+  const note = reported && reported.data.applied === action && typeof reported.data.note === 'string' ? reported.data.note.replace(/^[a-z_]+: /, '') : null;
+  const vars = (run.state as unknown as RunState).vars ?? {};
+  const because = note ? `: ${note}` : '';
+  switch (action) {
+    case 'WORKER_FAILED':
+      return note?.includes(NO_CHANGE) ? NO_CHANGE : `the worker failed${because}`;
+    case 'PUSH_FAILED':
+      return note?.includes(NO_CHANGE) ? NO_CHANGE : `the push failed${because}`;
+    case 'TESTS_RED': {
+      const attempts = Number(vars.attempts ?? 0) + 1;
+      const output = task.feedback ? `; last output: ${tail(task.feedback)}` : '';
+      return `acceptance red after ${attempts} attempt${attempts === 1 ? '' : 's'}${because}${output}`;
+    }
+    case 'REVIEW_BLOCKING': {
+      const rounds = Number(vars.rounds ?? 0) + 1;
+      return `review blocking after ${rounds} round${rounds === 1 ? '' : 's'}${because}`;
+    }
+    case 'REVIEW_FAILED':
+      return `the review failed${because}`;
+    case 'PR_FAILED':
+      return `opening the draft PR failed${because}`;
+    case 'MARK_FAILED':
+      return `marking the PR ready failed${because}`;
+    case 'CANCEL':
+      return task.statusReason?.startsWith('cancelled') ? task.statusReason : 'cancelled by a CANCEL signal to its run';
+    default:
+      return `the task's workflow ended in "${run.outcome ?? 'failed'}"${action ? ` after ${action}` : ''}${because}`;
+  }
+}
+
+/**
+ * Final run states → task statuses (journaled once, as inbox events). Every ended run is first
+ * held to its admitted workflow ({@link validateEndedRun}): a divergence fails the task with the
+ * reason. A failed task says why in words ({@link runEndReason}).
+ */
 export async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => Date): Promise<void> {
   const finished = await deps.runtime.list({ status: 'finished' });
   const reg = await deps.store.read();
@@ -91,14 +173,28 @@ export async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => 
     return t && !t.finishedAt;
   });
   if (updates.length === 0) return;
+  const outcomes = new Map<string, { diverged: string | null; reason: string | null }>();
+  for (const run of updates) {
+    const conformance = await validateEndedRun(deps, run.id);
+    const t = reg.tasks[String(run.input.task)]!;
+    outcomes.set(run.id, { diverged: conformance.reason, reason: runEndReason(run, await deps.runtime.journal(run.id), t) });
+  }
   await deps.store.update((draft, tx) => {
     for (const run of updates) {
       const t = draft.tasks[String(run.input.task)];
       if (!t || t.finishedAt) continue;
+      const { diverged, reason } = outcomes.get(run.id)!;
       const outcome = run.outcome ?? (run.state as { state?: string }).state ?? 'failed';
       const at = now().toISOString();
-      if (!FINAL_TASK_STATUSES.has(t.status) || outcome !== 'ready') transitionTask(t, outcome === 'ready' ? 'ready' : outcome === 'cancelled' ? 'cancelled' : 'failed', { at });
-      if (t.status === 'failed' && !t.statusReason) t.statusReason = `the task's workflow ended in "${outcome}"`;
+      if (diverged) {
+        const why = `the run diverged from its admitted workflow: ${diverged}`;
+        if (canTransitionTask(t.status, 'failed')) transitionTask(t, 'failed', { reason: why, at });
+        else t.statusReason = why;
+      } else {
+        const to = outcome === 'ready' ? 'ready' : outcome === 'cancelled' ? 'cancelled' : 'failed';
+        if (!FINAL_TASK_STATUSES.has(t.status) || outcome !== 'ready') transitionTask(t, to, { at });
+        if (t.status !== 'ready' && reason) t.statusReason = reason;
+      }
       t.finishedAt = at;
       t.updatedAt = at;
       tx.emit(t.status === 'ready' ? 'task.finished' : 'task.failed', {
@@ -143,7 +239,7 @@ export async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, lo
   if (!task || FINAL_TASK_STATUSES.has(task.status)) return;
   await deps.store.update((draft, tx) => {
     const t = draft.tasks[taskId]!;
-    if (t.status === 'queued') {
+    if (t.status === 'queued' || t.status === 'dispatched') {
       t.startedAt = now().toISOString();
       transitionTask(t, 'running', { at: t.startedAt });
       tx.emit('task.status', { taskId, status: 'running' });
@@ -151,19 +247,18 @@ export async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, lo
   });
   log(`[polly] ${taskId}: ${task.purpose} on ${task.worker} (read-only)`);
   const result = await deps.supervisor.runTurn(
-    {
+    workerTurnRequest(deps.config, {
       taskId,
       orderId: `adhoc:${taskId}`,
       harness: task.worker,
       purpose: task.purpose,
-      role: task.purpose as 'explore' | 'search' | 'review',
       cwd: deps.repoRoot,
       prompt: `${promptMarker(task)} ${task.title}\n\n${task.prompt}\n\nYou are read-only: read and report; do not change any file. End with a short report.`,
       resumeSessionId: null,
       model: task.model,
       gateContext: { ...deps.gateContext, worktree: deps.repoRoot },
       env: deps.agentEnv,
-    },
+    }),
     { onEvent: (e) => deps.onWorkerEvent?.(taskId, e) },
   );
   await deps.store.update((draft, tx) => {

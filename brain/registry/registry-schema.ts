@@ -54,11 +54,25 @@ export interface PlanRecord {
   gate: 'pending' | 'approved' | 'rejected' | 'expired' | 'refused';
   /** Task key → the batch (turn) the plan pins it to (optional). */
   batches?: Record<string, number>;
+  /**
+   * The config the plan was admitted under, as far as it shapes the compiled workflows (spawn
+   * bound, acceptance and review bounds, reviewer pairs): the Brain compiles the plan's runs and
+   * trace validation rebuilds them from this, so a config edited after admission changes nothing
+   * of an admitted plan. Absent on plans recorded before it existed (the current config is used).
+   */
+  admittedWith?: PlanShapingConfig;
   /** When refused: each violated invariant with its shortest counterexample, as text. */
   counterexamples?: string[];
   askedAt: string | null;
   decidedAt: string | null;
   decidedBy: string | null;
+}
+
+/** The part of the config that shapes a plan's compiled workflows (brain/plan/plan-compiler.ts). */
+export interface PlanShapingConfig {
+  maxDispatchesPerTurn: number;
+  acceptance: { commands: string[]; timeout: number; max_attempts: number };
+  review: { pairs: Record<Harness, Harness[]>; max_rounds: number };
 }
 
 export interface PlanTaskSpec {

@@ -33,6 +33,7 @@ import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
 import { createReviewSandbox, produceReviewDiff, type ReviewSandbox } from '../../workers/review-sandbox.js';
 import { chooseReviewer } from './open-draft-pr.js';
 import { taskBranch } from './push.js';
+import { workerTurnRequest } from './dispatch.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnResult } from '../../workers/worker-turn.js';
 
@@ -121,12 +122,11 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
       ctx.progress(`${task.id}: review round ${round} by ${reviewer}`);
       const turn = (prompt: string, orderId: string, resume: string | null) =>
         ctx.supervisor.runTurn(
-          {
+          workerTurnRequest(ctx.config, {
             taskId: task.id,
             orderId,
             harness: reviewer,
             purpose: 'review',
-            role: 'review',
             cwd: sandbox.dir,
             prompt,
             resumeSessionId: resume,
@@ -134,7 +134,7 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
             gateContext: { repoRoot: ctx.repoRoot, worktree: sandbox.dir, branch: taskBranch(task), defaultBranch: task.baseBranch!, home: homedir() },
             env: ctx.agentEnv,
             timeoutMs: options.turnTimeoutMs ?? 20 * 60_000,
-          },
+          }),
           { signal: ctx.signal },
         );
       const first = await turn(sandbox.prompt, order.id, null);

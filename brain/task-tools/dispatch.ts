@@ -11,9 +11,11 @@ import { homedir } from 'node:os';
 import type { AgentRunResult } from '../../workers/agents/agent-adapter.js';
 import type { GateRole } from '../../gate/types.js';
 import { isPollyError } from '../core/errors.js';
+import { createGitRunner, firstLine } from '../../workers/git/git.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
-import type { TaskStatus } from '../core/vocabulary.js';
+import { isReadOnlyPurpose, type TaskStatus } from '../core/vocabulary.js';
+import type { PollyConfig } from '../config/config-schema.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
 
@@ -41,15 +43,26 @@ export function implementPrompt(task: TaskRecord, defaultCommands: readonly stri
   ].join('\n');
 }
 
+/**
+ * The one way the Brain builds an agent turn (implement, follow-up, review, explore, search): the
+ * gate role is the purpose, and whether the agent is read-only is decided here, once, from the
+ * purpose and the config's `purpose_guard.read_only` (brain/core/vocabulary.ts `isReadOnlyPurpose`).
+ */
+export function workerTurnRequest(
+  config: Pick<PollyConfig, 'policies'>,
+  turn: Omit<WorkerTurnRequest, 'role' | 'readOnly'>,
+): WorkerTurnRequest {
+  return { ...turn, role: turn.purpose as GateRole, readOnly: isReadOnlyPurpose(turn.purpose, config.policies.purpose_guard.read_only) };
+}
+
 /** The turn request for the task's implementer in its worktree. */
 export function implementTurn(ctx: TaskToolContext, task: TaskRecord, prompt: string, resumeSessionId: string | null, extraEnv: Record<string, string> = {}): WorkerTurnRequest {
   const worktree = task.worktree!;
-  return {
+  return workerTurnRequest(ctx.config, {
     taskId: task.id,
     orderId: ctx.order.id,
     harness: task.worker,
     purpose: task.purpose,
-    role: task.purpose as GateRole,
     cwd: worktree,
     prompt,
     resumeSessionId,
@@ -62,7 +75,7 @@ export function implementTurn(ctx: TaskToolContext, task: TaskRecord, prompt: st
       home: homedir(),
     },
     env: { ...ctx.agentEnv, ...extraEnv },
-  };
+  });
 }
 
 /** The task status that names how a failed turn ended (orchestration case 1). */
@@ -131,7 +144,27 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
   return { task: fresh ?? { ...task, ...record }, env };
 }
 
-/** The `dispatch` tool (see the module doc). A worktree that cannot be made is a permanent failure naming why. */
+/** The reason of a task whose worker changed nothing: its dispatch fails with it, and nothing is pushed. */
+export const NO_CHANGE = 'the worker made no change';
+
+/**
+ * True when the worktree differs from the task's base: uncommitted or untracked files
+ * (`git status --porcelain`, ignored files excluded) or commits on top of `baseCommit`.
+ */
+export async function worktreeChanged(task: Pick<TaskRecord, 'worktree' | 'baseCommit'>): Promise<boolean> {
+  const git = createGitRunner();
+  const status = await git.run(['status', '--porcelain', '--untracked-files=all'], { cwd: task.worktree! });
+  if (status.stdout.trim() !== '') return true;
+  if (!task.baseCommit) return false;
+  const ahead = await git.run(['rev-list', '--count', `${task.baseCommit}..HEAD`], { cwd: task.worktree! });
+  return Number(firstLine(ahead)) > 0;
+}
+
+/**
+ * The `dispatch` tool (see the module doc). A worktree that cannot be made is a permanent failure
+ * naming why; a first turn that ended ok but changed nothing in the worktree is a permanent
+ * failure {@link NO_CHANGE} (WORKER_FAILED: the task fails, nothing is pushed).
+ */
 export const dispatch: TaskTool = async (ctx) => {
   let prepared: Awaited<ReturnType<typeof ensureWorktree>>;
   try {
@@ -155,5 +188,13 @@ export const dispatch: TaskTool = async (ctx) => {
   ctx.progress(`${task.id}: ${task.worker} starts in ${task.worktree}`);
   const request = implementTurn(ctx, task, implementPrompt(task, ctx.config.acceptance.commands), null, env);
   const result = await ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) });
-  return recordTurn(ctx, result, 'dispatch');
+  const outcome = await recordTurn(ctx, result, 'dispatch');
+  if (outcome.outcome !== 'ok' || (await worktreeChanged(task))) return outcome;
+  await ctx.store.update((draft, tx) => {
+    const t = draft.tasks[task.id];
+    if (!t) return;
+    transitionTask(t, 'failed', { reason: NO_CHANGE, at: new Date().toISOString() });
+    tx.emit('task.no_change', { taskId: t.id, orderId: ctx.order.id, worktree: task.worktree });
+  });
+  return { outcome: 'failure', permanent: true, note: `dispatch: ${NO_CHANGE} (${task.worker} ended its turn ok, but ${task.worktree} is unchanged from ${task.baseCommit?.slice(0, 12) ?? 'its base'})` };
 };

@@ -7,7 +7,8 @@
  *   force-pushes).
  * - Idempotent: when the remote already has the branch at the local tip, the outcome is `ok`
  *   without pushing (a Brain killed after the push re-runs this order).
- * - Refuses to push the base or the remote's default branch (only `polly/<id>` goes out).
+ * - Refuses to push the base or the remote's default branch (only `polly/<id>` goes out), and a
+ *   branch still at the task's base commit (the worker made no change: nothing is pushed).
  * - Records `task.headCommit` (the pushed commit) and journals `task.pushed`. No action data (the
  *   PUSHED action takes none; the runtime refuses unknown data fields).
  */
@@ -15,6 +16,7 @@ import { existsSync } from 'node:fs';
 import { isPollyError } from '../core/errors.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
+import { NO_CHANGE } from './dispatch.js';
 
 export interface PushToolOptions {
   git?: GitRunner;
@@ -41,6 +43,9 @@ export function createPushTool(options: PushToolOptions = {}): TaskTool {
     const tipRun = await git.run(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`], { cwd, okExitCodes: [1, 128] });
     const tip = tipRun.exitCode === 0 ? firstLine(tipRun) : null;
     if (!tip) return { outcome: 'failure', permanent: true, note: `task branch ${branch} does not exist; nothing to push.` };
+    if (task.baseCommit && tip === task.baseCommit) {
+      return { outcome: 'failure', permanent: true, note: `${NO_CHANGE}: ${branch} is still at its base ${tip.slice(0, 12)}; nothing to push.` };
+    }
 
     let remoteTip: string | null;
     try {

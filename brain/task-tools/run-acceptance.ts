@@ -1,7 +1,8 @@
 /**
  * Tool `run_acceptance` (effect `run_acceptance` of polly-task): Polly itself runs the task's
  * acceptance commands (or `acceptance.commands` of the config) in the worktree, each with the
- * configured timeout.
+ * configured timeout, inside Polly's OS sandbox with an allowlisted environment (no network unless
+ * `acceptance.network`; fail closed unless `workers.allow_unconfined`).
  *
  * - green → `worktrees.commitAll` with the message `<title>\n\nPolly-Task: <id>` (everything the
  *   agent left, including when its own `git commit` failed in a sandbox: orchestration case 8),
@@ -13,8 +14,9 @@
  */
 import { existsSync } from 'node:fs';
 import { formatCheckFeedback, runAcceptance } from '../../workers/acceptance.js';
-import { scrubbedProcessEnv } from '../../workers/agents/agent-process.js';
 import { createGitRunner } from '../../workers/git/git.js';
+import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
+import { isPollyError } from '../core/errors.js';
 import type { TaskTool } from './types.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 
@@ -35,11 +37,26 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
     const t = draft.tasks[task.id];
     if (t && t.status !== 'checking') transitionTask(t, 'checking', { at: new Date().toISOString() });
   });
+  let confinement: ReturnType<typeof commandSandbox>;
+  try {
+    confinement = commandSandbox({
+      repoRoot: ctx.repoRoot,
+      worktree: task.worktree,
+      network: ctx.config.acceptance.network ?? false,
+      allowUnconfined: ctx.config.workers.allow_unconfined ?? false,
+      passthrough: ctx.config.workers.env_passthrough ?? [],
+    });
+  } catch (error) {
+    if (!isPollyError(error)) throw error;
+    return { outcome: 'failure', permanent: true, note: `run_acceptance: ${error.message}` };
+  }
+  if (confinement.warning) ctx.progress(`${task.id}: ${confinement.warning}`);
   const outcome = await runAcceptance({
     cwd: task.worktree,
     commands,
     timeoutSeconds: ctx.config.acceptance.timeout,
-    env: scrubbedProcessEnv(),
+    env: confinement.env,
+    sandbox: confinement.sandbox,
     signal: ctx.signal,
   });
   if (!outcome.green) {

@@ -30,6 +30,8 @@ export interface PrepareGateOptions {
   policy?: GatePolicy;
   /** PATH to put the shims in front of (default: process.env.PATH). */
   basePath?: string;
+  /** Claude Code only: the `sandbox` settings to write beside the hook (its own sandbox, as defence in depth); absent: none. */
+  claudeSandbox?: Record<string, unknown> | null;
 }
 
 export interface PreparedGate {
@@ -79,7 +81,8 @@ function sq(s: string): string {
  * `bin/git` and `bin/gh` (shims), plus per harness:
  * - `claude-code`: `claude-settings.json` with a `PreToolUse` command hook (matcher `*`) running
  *   `node dist/gate/bundle/run-cached.cjs dist/gate/bundle/claude-code-hook.cjs <gate-config.json>`
- *   (or `node dist/gate/claude-code-hook.js <gate-config.json>` when unbundled), and `disableAllHooks: false`;
+ *   (or `node dist/gate/claude-code-hook.js <gate-config.json>` when unbundled), `disableAllHooks: false`,
+ *   and `sandbox` when `options.claudeSandbox` is given;
  *   args `['--settings', <file>]`.
  * - `codex`: `codex-hooks.toml` (the same hook as TOML, for reference); args
  *   `['--dangerously-bypass-hook-trust', '-c', 'hooks.PreToolUse=[…]', '-c', 'sandbox_mode="workspace-write"']`
@@ -121,7 +124,8 @@ export function prepareGateSync(harness: GateHarnessName, options: PrepareGateOp
   if (harness === 'claude-code') {
     const hook = [...gateEntryCommand('claude-code-hook'), configPath].map(sq).join(' ');
     const file = join(stateDir, 'claude-settings.json');
-    writeFileSync(file, `${JSON.stringify({ disableAllHooks: false, hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command: hook, timeout: 30 }] }] } }, null, 2)}\n`);
+    const settings = { disableAllHooks: false, hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command: hook, timeout: 30 }] }] }, ...(options.claudeSandbox ? { sandbox: options.claudeSandbox } : {}) };
+    writeFileSync(file, `${JSON.stringify(settings, null, 2)}\n`);
     files.push(file);
     args.push('--settings', file);
   } else if (harness === 'codex') {

@@ -6,12 +6,19 @@
  *
  * - nothing is dispatched before the plan gate approves;
  * - a plan of 7 tasks dispatches 5 in the first turn and the other 2 only after a task finished;
+ * - dependencies, a batch and a failed task skipping its dependants dispatch as the admitted
+ *   schedule allows (the Brain runs it on the runtime);
+ * - acceptance.max_attempts 1 and review.max_rounds 1 bound the run as they bound the checked model,
+ *   and the failed task says why;
+ * - every run of every test replays through its admitted workflow (the shared trace assertion,
+ *   test/helpers/trace-conformance.ts); a corrupted journal step is a divergence: the Brain fails
+ *   the task and journals run.trace_divergence, and `polly check --run` exits 1;
  * - an expired ask (injected clock) is rejected and nothing is dispatched;
  * - cancelling a task stops it and keeps its work in a backup ref;
  * - a second Brain for the same repository is refused, naming the first one's pid.
  */
-import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, type PollyConfig } from '../../brain/config/config-schema.js';
@@ -24,11 +31,16 @@ import { openRepoContext } from '../../brain/commands/repo-context.js';
 import type { Registry } from '../../brain/registry/registry-schema.js';
 import type { TaskTool, TaskToolOutcome } from '../../brain/task-tools/types.js';
 import { createTestRepo, gitTestEnv, type TestRepo } from '../helpers/git-repo.js';
+import { expectRunsConform } from '../helpers/trace-conformance.js';
 
 const cli = join(process.cwd(), 'dist/brain/cli.js');
 
 interface Harness {
   repo: TestRepo;
+  /** The config the Brain runs with (propose plans with it: the plan gate compiles with it). */
+  config: PollyConfig;
+  /** Fail every pending `dispatch` of these tasks (the worker "fails"). */
+  fail(tasks: string[]): void;
   calls: Array<{ task: string; tool: string; order: string }>;
   /** Release every pending `dispatch` of these tasks (the worker "finishes"). */
   release(tasks?: string[]): void;
@@ -54,7 +66,7 @@ const task = (key: string) => ({
 });
 
 /** A repo with Polly initialised and a Brain process running with recording tools. */
-async function startBrain(options: { clock?: () => Date; config?: Partial<PollyConfig> } = {}): Promise<Harness> {
+async function startBrain(options: { clock?: () => Date; config?: Partial<PollyConfig>; tools?: Record<string, TaskTool>; conforming?: boolean } = {}): Promise<Harness> {
   const repo = createTestRepo();
   execFileSync(process.execPath, [cli, 'init'], { cwd: repo.dir, env: gitTestEnv(), stdio: 'pipe' });
   const ctx = await openRepoContext(repo.dir, gitTestEnv());
@@ -82,8 +94,13 @@ async function startBrain(options: { clock?: () => Date; config?: Partial<PollyC
     run_acceptance: recorder(() => ({ outcome: 'ok', note: 'green' })),
     push: recorder(() => ({ outcome: 'ok', note: 'pushed' })),
     open_draft_pr: recorder(() => ({ outcome: 'ok', data: { reviewer: 'codex' }, note: 'opened' })),
+    send_followup: recorder(() => ({ outcome: 'ok', note: 'fixed' })),
     dispatch_review: recorder(() => ({ outcome: 'ok', note: 'clean' })),
     mark_ready: recorder(() => ({ outcome: 'ok', note: 'ready' })),
+  };
+  for (const [name, tool] of Object.entries(options.tools ?? {})) tools[name] = async (tctx) => {
+    calls.push({ task: tctx.task.id, tool: tctx.order.tool, order: tctx.order.id });
+    return tool(tctx);
   };
   const controller = new AbortController();
   let markStarted: () => void = () => {};
@@ -106,15 +123,27 @@ async function startBrain(options: { clock?: () => Date; config?: Partial<PollyC
       await new Promise((r) => setTimeout(r, 25));
     }
   })();
+  let stopped = false;
   const stop = async () => {
+    if (stopped) return;
+    stopped = true;
     for (const r of waiting.values()) r({ outcome: 'failure', permanent: true, note: 'test over' });
     controller.abort();
     await done.catch(() => {});
+    // The shared trace assertion: every run replays through its admitted workflow.
+    if (options.conforming !== false) await expectRunsConform(repo.dir);
   };
   stops.push(stop);
   return {
     repo,
+    config,
     calls,
+    fail(tasks) {
+      for (const id of tasks) {
+        waiting.get(id)?.({ outcome: 'failure', permanent: true, note: 'dispatch: agent_exited: the worker crashed' });
+        waiting.delete(id);
+      }
+    },
     release(tasks) {
       for (const [id, resolve] of [...waiting.entries()]) {
         if (tasks && !tasks.includes(id)) continue;
@@ -151,7 +180,8 @@ describe('the Brain process', () => {
     expect(h.calls, 'dispatched before approval').toEqual([]);
 
     await decidePlan(ctx.store, ctx.config, plan.planId, 'approve');
-    await until('5 dispatches', async () => h.pending().length === 5);
+    // The Brain compiles and checks the plan's workflows again on the way into its library: allow for a loaded machine.
+    await until('5 dispatches', async () => h.pending().length === 5, 150_000);
     await new Promise((r) => setTimeout(r, 1500));
     expect(h.pending()).toHaveLength(5);
     expect(h.calls.filter((c) => c.tool === 'dispatch')).toHaveLength(5);
@@ -172,7 +202,7 @@ describe('the Brain process', () => {
     const journal = await ctx.store.journal();
     const firstFinish = journal.findIndex((e) => e.kind === 'task.finished');
     expect(journal.slice(0, firstFinish).filter((e) => e.kind === 'task.started')).toHaveLength(5);
-  }, 120_000);
+  }, 300_000);
 
   it('an expired plan ask is rejected and nothing is dispatched', async () => {
     let now = new Date();
@@ -185,7 +215,7 @@ describe('the Brain process', () => {
     await ctx.store.update((_d, tx) => tx.emit('test.tick', {})); // wake the Brain
     const reg = await until('the ask to expire', async () => {
       const r = await h.registry();
-      return r.plans[plan.planId]?.gate === 'expired' ? r : null;
+      return r.plans[plan.planId]?.gate === 'expired' && ['done', 'failed', 'cancelled'].includes(r.goals[goal.id]?.status ?? '') ? r : null;
     });
     expect(reg.goals[goal.id]?.status).toBe('failed');
     await expect(decidePlan(ctx.store, ctx.config, plan.planId, 'approve', { now })).rejects.toThrow(/expired/);
@@ -226,4 +256,148 @@ describe('the Brain process', () => {
     const ctx = await openRepoContext(h.repo.dir, gitTestEnv());
     await expect(claimBrain(ctx.store, () => new Date(), process.pid + 100_000)).rejects.toThrow(new RegExp(`a Brain already runs for this repository \\(pid ${process.pid}`));
   }, 60_000);
+  it('dispatches dependencies and a batch as the admitted schedule allows; a failed task skips its dependants', async () => {
+    const h = await startBrain();
+    await h.started;
+    const ctx = await openRepoContext(h.repo.dir, gitTestEnv());
+    const { goal } = await createGoal(ctx.store, 'a chain and a batch', 'plan');
+    const tasks = [task('a'), { ...task('b'), depends_on: ['a'] }, { ...task('c'), depends_on: ['b'] }, { ...task('d'), batch: 1 }, { ...task('e'), batch: 1 }, task('f')];
+    const plan = await proposePlan(ctx.store, h.config, { tasks }, { goalId: goal.id });
+    expect(plan.admitted).toBe(true);
+    await decidePlan(ctx.store, h.config, plan.planId, 'approve');
+    const id = (k: string) => `${plan.planId}-${k}`;
+    await until('a, d, e, f dispatched', async () => h.pending().length === 4);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(h.pending()).toEqual(['a', 'd', 'e', 'f'].map(id));
+    h.fail([id('a')]);
+    const reg = await until('b and c skipped', async () => {
+      const r = await h.registry();
+      return r.tasks[id('b')]?.status === 'cancelled' && r.tasks[id('c')]?.status === 'cancelled' ? r : null;
+    });
+    expect(reg.tasks[id('a')]).toMatchObject({ status: 'failed', statusReason: 'the worker failed: agent_exited: the worker crashed' });
+    expect(reg.tasks[id('b')]!.statusReason).toBe(`skipped: it depends on ${id('a')}, which ended failed (the worker failed: agent_exited: the worker crashed)`);
+    expect(reg.tasks[id('c')]!.statusReason).toMatch(new RegExp(`^skipped: it depends on ${id('b')}, which ended cancelled`));
+    h.release();
+    const end = await until('the goal to end', async () => {
+      const r = await h.registry();
+      return ['done', 'failed'].includes(r.goals[goal.id]?.status ?? '') ? r : null;
+    });
+    expect(end.goals[goal.id]?.status).toBe('failed');
+    expect(new Set(h.calls.filter((c) => c.tool === 'dispatch').map((c) => c.task))).toEqual(new Set(['a', 'd', 'e', 'f'].map(id)));
+    // The schedule run's steps: the batch in one step with both orders, then a and f, the skips, FINISH.
+    const journal = await ctx.store.journal();
+    const scheduleRun = Object.values(end.runs).find((r) => r.input.plan === plan.planId)!;
+    expect(scheduleRun).toMatchObject({ status: 'finished', outcome: 'finished' });
+    const steps = journal.filter((e) => e.kind === 'run.action' && e.data.run === scheduleRun.id).map((e) => e.data.action);
+    expect(steps.slice(0, 4)).toEqual(['TURN_START', 'DISPATCH_BATCH_1', 'DISPATCH_t0', 'DISPATCH_t5']);
+    expect(journal.find((e) => e.kind === 'run.action' && e.data.action === 'DISPATCH_BATCH_1')?.data.emitted).toEqual(['dispatch_t3', 'dispatch_t4']);
+    expect(steps).toContain('SKIP_t1');
+    expect(steps).toContain('SKIP_t2');
+    expect(steps.at(-1)).toBe('FINISH');
+    expect(steps.filter((a) => String(a).startsWith('DISPATCH_t1') || String(a).startsWith('DISPATCH_t2'))).toEqual([]);
+  }, 120_000);
+
+  it('acceptance.max_attempts 1: the task goes red once, then fails, saying why with the last output', async () => {
+    const config = structuredClone(DEFAULT_CONFIG);
+    config.acceptance = { ...config.acceptance, max_attempts: 1 };
+    const h = await startBrain({
+      config: { acceptance: config.acceptance },
+      tools: {
+        run_acceptance: async (tctx) => {
+          await tctx.store.update((d) => {
+            d.tasks[tctx.task.id]!.feedback = '$ npm test\nsum(2, 3) should be 5 but was 6';
+          });
+          return { outcome: 'failure', permanent: true, note: 'run_acceptance: red (npm test exited 1)' };
+        },
+      },
+    });
+    await h.started;
+    const ctx = await openRepoContext(h.repo.dir, gitTestEnv());
+    const { goal } = await createGoal(ctx.store, 'one red thing', 'plan');
+    const plan = await proposePlan(ctx.store, h.config, { tasks: [task('a')] }, { goalId: goal.id });
+    await decidePlan(ctx.store, h.config, plan.planId, 'approve');
+    await until('dispatched', async () => h.pending().length === 1);
+    h.release();
+    const id = `${plan.planId}-a`;
+    const reg = await until('the task to fail', async () => {
+      const r = await h.registry();
+      return r.tasks[id]?.finishedAt ? r : null;
+    });
+    expect(reg.tasks[id]!.status).toBe('failed');
+    expect(reg.tasks[id]!.statusReason).toBe('acceptance red after 1 attempt: red (npm test exited 1); last output: $ npm test\nsum(2, 3) should be 5 but was 6');
+    expect(h.calls.filter((c) => c.task === id).map((c) => c.tool)).toEqual(['dispatch', 'run_acceptance']);
+  }, 90_000);
+
+  it('review.max_rounds 1: one blocking review goes back, the second fails the task', async () => {
+    const config = structuredClone(DEFAULT_CONFIG);
+    config.review = { ...config.review, max_rounds: 1 };
+    const h = await startBrain({
+      config: { review: config.review },
+      tools: { dispatch_review: async () => ({ outcome: 'failure', permanent: true, note: 'dispatch_review: 2 blocking findings' }) },
+    });
+    await h.started;
+    const ctx = await openRepoContext(h.repo.dir, gitTestEnv());
+    const { goal } = await createGoal(ctx.store, 'one disputed thing', 'plan');
+    const plan = await proposePlan(ctx.store, h.config, { tasks: [task('a')] }, { goalId: goal.id });
+    await decidePlan(ctx.store, h.config, plan.planId, 'approve');
+    await until('dispatched', async () => h.pending().length === 1);
+    h.release();
+    const id = `${plan.planId}-a`;
+    const reg = await until('the task to fail', async () => {
+      const r = await h.registry();
+      return r.tasks[id]?.finishedAt ? r : null;
+    });
+    expect(reg.tasks[id]).toMatchObject({ status: 'failed', statusReason: 'review blocking after 2 rounds: 2 blocking findings' });
+    expect(h.calls.filter((c) => c.task === id).map((c) => c.tool)).toEqual(['dispatch', 'run_acceptance', 'push', 'open_draft_pr', 'dispatch_review', 'send_followup', 'run_acceptance', 'push', 'dispatch_review']);
+  }, 90_000);
+
+  it('a corrupted journal step is a divergence: the Brain fails the task and journals it; polly check --run exits 1', async () => {
+    const h = await startBrain({ conforming: false });
+    await h.started;
+    const ctx = await openRepoContext(h.repo.dir, gitTestEnv());
+    const { goal } = await createGoal(ctx.store, 'one thing', 'plan');
+    const plan = await proposePlan(ctx.store, h.config, { tasks: [task('a')] }, { goalId: goal.id });
+    await decidePlan(ctx.store, h.config, plan.planId, 'approve');
+    await until('dispatched', async () => h.pending().length === 1);
+    const id = `${plan.planId}-a`;
+    const runId = Object.values((await h.registry()).runs).find((r) => r.input.task === id)!.id;
+    const check = (args: string[]) => spawnSync(process.execPath, [cli, 'check', ...args], { cwd: h.repo.dir, env: gitTestEnv(), encoding: 'utf8' });
+    expect(check(['--run', runId]).stdout).toMatch(/^conforms: /);
+    // Rewrite the START step: the journal now says it went straight to testing (same line length,
+    // while the Brain waits on the worker).
+    await new Promise((r) => setTimeout(r, 2000));
+    const file = join(h.repo.dir, '.polly', 'journal.jsonl');
+    const lines = readFileSync(file, 'utf8').split('\n');
+    const at = lines.findIndex((l) => l.includes('"run.action"') && l.includes(runId) && l.includes('"START"'));
+    lines[at] = lines[at]!.replace('"to":"implementing"', '"to":     "testing"');
+    writeFileSync(file, lines.join('\n'));
+    h.release();
+    const reg = await until('the task to end', async () => {
+      const r = await h.registry();
+      return r.tasks[id]?.finishedAt ? r : null;
+    });
+    expect(reg.tasks[id]!.status).toBe('failed');
+    expect(reg.tasks[id]!.statusReason).toBe('the run diverged from its admitted workflow: START from "planned" goes to "implementing" in the model, but the journal says "testing"');
+    const journal = await ctx.store.journal();
+    expect(journal.filter((e) => e.kind === 'run.trace_divergence').map((e) => e.data)).toEqual([expect.objectContaining({ run: runId, step: 1 })]);
+    const out = check(['--run', runId, '--json']);
+    expect(out.status, out.stderr).toBe(1);
+    expect(JSON.parse(out.stdout)).toMatchObject({ run: runId, conforms: false, divergence: { step: 1, kind: 'run.action' } });
+    expect(check(['--run', 'run-nope']).status).toBe(2);
+  }, 90_000);
+  it('a worker that made no change: the task fails saying so, and nothing is pushed', async () => {
+    const h = await startBrain({ tools: { dispatch: async () => ({ outcome: 'failure', permanent: true, note: 'dispatch: the worker made no change (claude-code ended its turn ok, but the worktree is unchanged)' }) } });
+    await h.started;
+    const ctx = await openRepoContext(h.repo.dir, gitTestEnv());
+    const { goal } = await createGoal(ctx.store, 'nothing to do', 'plan');
+    const plan = await proposePlan(ctx.store, h.config, { tasks: [task('a')] }, { goalId: goal.id });
+    await decidePlan(ctx.store, h.config, plan.planId, 'approve');
+    const id = `${plan.planId}-a`;
+    const reg = await until('the task to end', async () => {
+      const r = await h.registry();
+      return r.tasks[id]?.finishedAt ? r : null;
+    });
+    expect(reg.tasks[id]).toMatchObject({ status: 'failed', statusReason: 'the worker made no change' });
+    expect(h.calls.filter((c) => c.task === id).map((c) => c.tool)).toEqual(['dispatch']);
+  }, 90_000);
 });

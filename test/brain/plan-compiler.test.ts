@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
+import { DEFAULT_CONFIG, type PollyConfig } from '../../brain/config/config-schema.js';
+import { applyAction, initialState } from '../../workflows/run/interpreter.js';
+import type { Workflow } from '../../workflows/workflow-schema.js';
 import { admitPlan } from '../../brain/plan/plan-compiler.js';
 import { validatePlan, type PlanInput } from '../../brain/plan/plan-schema.js';
 import { formatStep } from '../../workflows/check/checker.js';
@@ -60,5 +62,54 @@ describe('plan gate: a plan compiles to workflows checked with Polly guarantees'
     expect(() => validatePlan({ tasks: [task('t1', { worker: 'gpt' as never })] }, 'plan.yaml')).toThrow(/tasks\[0\]\.worker/);
     expect(() => validatePlan({ tasks: [task('t1', { depends_on: ['nope'] })] }, 'plan.yaml')).toThrow(/unknown task "nope"/);
     expect(() => validatePlan({ tasks: [task('a', { depends_on: ['b'] }), task('b', { depends_on: ['a'] })] }, 'plan.yaml')).toThrow(/cycle: a → b → a/);
+  });
+});
+
+describe('config bounds go into the checked task workflow', () => {
+  const run = (wf: Workflow, actions: Array<[string, Record<string, unknown>?]>): string => {
+    let state = initialState(wf, { task: 't1' });
+    for (const [a, data] of actions) {
+      const step = applyAction(wf, state, a, data ?? {});
+      if ('rejected' in step) throw new Error(`${a}: ${step.rejected}`);
+      state = step.state;
+    }
+    return state.state;
+  };
+  const taskPart = (config: PollyConfig) => {
+    const verdict = admitPlan('pb', validatePlan({ tasks: [task('t1')] }, 'test'), config);
+    expect(verdict.admitted, verdict.violations.map((v) => v.invariant).join(', ')).toBe(true);
+    return verdict.parts.find((p) => p.part === 't1')!.workflow;
+  };
+  const toReview: Array<[string, Record<string, unknown>?]> = [['START', { vendor: 'claude-code' }], ['WORKER_DONE'], ['TESTS_GREEN'], ['PUSHED'], ['PR_OPENED', { reviewer: 'codex' }]];
+
+  it('acceptance.max_attempts 1: the admitted model fails the task on the first red run', () => {
+    const config = structuredClone(DEFAULT_CONFIG);
+    config.acceptance.max_attempts = 1;
+    const wf = taskPart(config);
+    expect(wf.variables.find((v) => v.name === 'attempts')).toMatchObject({ type: 'int', max: 0 });
+    expect(run(wf, [['START', { vendor: 'claude-code' }], ['WORKER_DONE'], ['TESTS_RED']])).toBe('failed');
+    // The default (3) sends two red runs back before failing.
+    const three = taskPart(DEFAULT_CONFIG);
+    expect(run(three, [['START', { vendor: 'claude-code' }], ['WORKER_DONE'], ['TESTS_RED'], ['WORKER_DONE'], ['TESTS_RED'], ['WORKER_DONE']])).toBe('testing');
+    expect(run(three, [['START', { vendor: 'claude-code' }], ['WORKER_DONE'], ['TESTS_RED'], ['WORKER_DONE'], ['TESTS_RED'], ['WORKER_DONE'], ['TESTS_RED']])).toBe('failed');
+  });
+
+  it('review.max_rounds 1 and 0: blocking findings go back that many times, then the task fails', () => {
+    const one = structuredClone(DEFAULT_CONFIG);
+    one.review.max_rounds = 1;
+    const wf = taskPart(one);
+    expect(wf.variables.find((v) => v.name === 'rounds')).toMatchObject({ type: 'int', max: 1 });
+    expect(run(wf, [...toReview, ['REVIEW_BLOCKING']])).toBe('implementing');
+    expect(run(wf, [...toReview, ['REVIEW_BLOCKING'], ['WORKER_DONE'], ['TESTS_GREEN'], ['PUSHED'], ['REVIEW_BLOCKING']])).toBe('failed');
+    const zero = structuredClone(DEFAULT_CONFIG);
+    zero.review.max_rounds = 0;
+    expect(run(taskPart(zero), [...toReview, ['REVIEW_BLOCKING']])).toBe('failed');
+  });
+
+  it('the acceptance lease covers every command at the configured timeout', () => {
+    const config = structuredClone(DEFAULT_CONFIG);
+    config.acceptance.timeout = 1000;
+    const wf = admitPlan('pl', validatePlan({ tasks: [task('t1', { acceptance: { commands: ['npm test', 'npm run lint'], criteria: [] } })] }, 'test'), config).parts.find((p) => p.part === 't1')!.workflow;
+    expect(wf.effects.find((e) => e.kind === 'run_acceptance')!.retry.lease_seconds).toBe(2060);
   });
 });

@@ -17,6 +17,7 @@ import { parseModelScript, loadModelScript } from '../../scripts/scripted-model/
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
 import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
 import type { Registry } from '../../brain/registry/registry-schema.js';
+import { expectRunsConform } from '../helpers/trace-conformance.js';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
 
 const run = promisify(execFile);
@@ -126,5 +127,7 @@ describe('crash safety of the whole loop', () => {
     expect(git(repo, ['rev-parse', 'main'])).toBe(mainBefore);
     expect(git(origin, ['rev-parse', 'main'])).toBe(mainBefore);
     expect(git(repo, ['rev-list', '--merges', '--count', 'main'])).toBe('0');
+    // Across the crash, every run still replays through the admitted workflow it ran under.
+    expect(await expectRunsConform(repo)).toBeGreaterThanOrEqual(3);
   }, 300_000);
 });

@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import type { Registry } from '../../brain/registry/registry-schema.js';
 import { git } from '../helpers/git-repo.js';
+import { expectRunsConform } from '../helpers/trace-conformance.js';
 
 const run = promisify(execFile);
 
@@ -39,5 +40,7 @@ describe('npm run demo', () => {
     expect(reg.plans.p1?.gate).toBe('refused');
     expect(reg.plans.p2?.gate).toBe('approved');
     expect(git(join(dir, 'origin.git'), ['rev-list', '--count', 'main'])).toBe('1');
+    // Every run (the schedule and each task) replays through the admitted workflow it ran under.
+    expect(await expectRunsConform(repo)).toBeGreaterThanOrEqual(3);
   }, 300_000);
 });

@@ -28,6 +28,7 @@ import { parseModelScript } from '../../scripts/scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
 import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
 import type { Registry } from '../../brain/registry/registry-schema.js';
+import { expectRunsConform } from '../helpers/trace-conformance.js';
 
 const PACKAGE = '@fastify/error';
 const VERSION = '4.3.0';
@@ -148,6 +149,10 @@ describe(`polly run on a real package (${PACKAGE}@${VERSION}, fetched with npm p
     return tasks[0]!;
   };
   const originGit = (args: string[]) => git(root, ['--git-dir', origin, ...args]);
+
+  it('every run replays through the admitted workflow it ran under', async () => {
+    expect(await expectRunsConform(repo)).toBeGreaterThanOrEqual(2);
+  });
 
   it('polly run exits 0 with the one task ready', () => {
     expect(result.code, `polly run failed:\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`).toBe(0);

@@ -244,8 +244,12 @@ describe('decide: dispatch, forge, totality, ask_timeout', () => {
   const p = DEFAULT_CONFIG.policies;
   const ctx: GateContext = { repoRoot: '/repo', worktree: '/repo/.worktrees/t1', branch: 'polly/t1', defaultBranch: 'main', home: '/home/dev' };
   it('bounds dispatches per turn and closes the purpose set', () => {
-    expect(decide({ type: 'dispatch', purpose: 'implement', model: 'x', dispatchesThisTurn: 4 }, p, ctx).decision).toBe('allow');
-    expect(decide({ type: 'dispatch', purpose: 'implement', model: 'x', dispatchesThisTurn: 5 }, p, ctx).rule).toBe('spawn_bounds.max_dispatches_per_turn');
+    expect(decide({ type: 'dispatch', purpose: 'implement', model: 'x', dispatchesThisTurn: 4, source: 'plan' }, p, ctx).decision).toBe('allow');
+    expect(decide({ type: 'dispatch', purpose: 'implement', model: 'x', dispatchesThisTurn: 5, source: 'plan' }, p, ctx).rule).toBe('spawn_bounds.max_dispatches_per_turn');
+    // Implement work comes only from an approved plan: the LLM brain may start read-only work.
+    expect(decide({ type: 'dispatch', purpose: 'implement', model: 'x', dispatchesThisTurn: 0, source: 'brain' }, p, ctx).rule).toBe('purpose_guard.plan_gate');
+    expect(decide({ type: 'dispatch', purpose: 'implement', model: 'x', dispatchesThisTurn: 0 } as never, p, ctx).rule).toBe('purpose_guard.plan_gate');
+    expect(decide({ type: 'dispatch', purpose: 'explore', model: 'x', dispatchesThisTurn: 0, source: 'brain' }, p, ctx).decision).toBe('allow');
     expect(decide({ type: 'dispatch', purpose: 'merge', model: 'x', dispatchesThisTurn: 0 }, p, ctx).rule).toBe('purpose_guard.unknown_purpose');
   });
   it('denies every forge merge operation and unknown operations', () => {

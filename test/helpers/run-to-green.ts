@@ -7,6 +7,8 @@
  */
 import { expect } from 'vitest';
 import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { repoStateDir } from '../../workers/sandbox/agent-state-dir.js';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import type { Harness } from '../../brain/core/vocabulary.js';
 import { dispatch } from '../../brain/task-tools/dispatch.js';
@@ -22,7 +24,8 @@ import { humanMessages, makeTask, processWith, runTool, scriptedAgentEnv, script
 export const SUM_REPO: Record<string, string> = {
   'package.json': '{\n  "name": "sum",\n  "private": true,\n  "scripts": { "test": "node test.js" }\n}\n',
   'sum.js': 'module.exports = (a, b) => a - b;\n',
-  'test.js': "const sum = require('./sum.js');\nconst got = sum(2, 3);\nif (got !== 5) {\n  console.error(`sum(2, 3) should be 5 but was ${got}`);\n  process.exit(1);\n}\nconsole.log('ok');\n",
+  'test.js':
+    "const sum = require('./sum.js');\nconst got = sum(2, 3);\nif (got !== 5) {\n  console.error(`sum(2, 3) should be 5 but was ${got}`);\n  process.exit(1);\n}\nconsole.log('ok');\n",
 };
 
 /** Per task: the first turn multiplies (red: 6), the follow-up adds (green). */
@@ -108,7 +111,9 @@ export async function runToGreen(rig: ToolRig, server: ScriptedModelServer, id: 
   expect(reqs.filter((r) => r.turnIndex === 0).every((r) => r.view?.humanTurns === 1)).toBe(true);
 
   // One clean commit on polly/<id>, with the trailer; the worktree is clean; sum adds.
-  const log = git(['log', '--format=%H%x09%s%x09%b', `${task.baseCommit}..polly/${id}`]).split('\n').filter(Boolean);
+  const log = git(['log', '--format=%H%x09%s%x09%b', `${task.baseCommit}..polly/${id}`])
+    .split('\n')
+    .filter(Boolean);
   expect(log).toHaveLength(1);
   expect(log[0]).toContain(`Polly-Task: ${id}`);
   expect(task.headCommit).toBe(git(['rev-parse', `polly/${id}`]));
@@ -117,9 +122,17 @@ export async function runToGreen(rig: ToolRig, server: ScriptedModelServer, id: 
   expect(git(['diff', '--name-only', `${task.baseCommit}`, `polly/${id}`])).toBe('sum.js');
   // Nothing left running.
   expect(processWith(`${rig.repoRoot}/.polly/workers/w-${id}-`)).toEqual([]);
-  expect(processWith(`${rig.repoRoot}/.polly/workers/agents/${id}/`)).toEqual([]);
+  expect(processWith(`${repoStateDir(rig.repoRoot)}/agents/${id}/`)).toEqual([]);
+  // Every turn ran in Polly's sandbox: the runner (or the standby runner that took the turn) logs it before starting the agent.
+  const workersDir = join(rig.repoRoot, '.polly', 'workers');
+  const logs = readdirSync(workersDir)
+    .map((d) => (d === 'standby.log' ? join(workersDir, d) : join(workersDir, d, 'runner.log')))
+    .filter((f) => existsSync(f))
+    .map((f) => readFileSync(f, 'utf8'))
+    .join('\n');
+  const confinedTurns = logs.split('\n').filter((l) => /\[polly\] sandbox: \S+ runs in bubblewrap/.test(l) && l.includes(task.worktree!));
+  expect(confinedTurns).toHaveLength(2);
   expect((await rig.supervisor.live()).filter((w) => w.taskId === id)).toEqual([]);
   const workers = Object.values((await rig.store.read()).workers).filter((w) => w.taskId === id);
   expect(workers.map((w) => w.state)).toEqual(['exited', 'exited']);
 }
-

@@ -90,7 +90,7 @@ describe('Claude Code adapter (real claude)', () => {
     expect(calls[0]!.input).toEqual({ file_path: join(repo.dir, 'notes/hello.txt'), content: 'hello\n' });
     const results = r.events.filter((e): e is Extract<AgentEvent, { type: 'tool_result' }> => e.type === 'tool_result');
     expect(results).toHaveLength(4);
-    expect(results.every((x) => !x.isError)).toBe(true);
+    expect(results.filter((x) => x.isError)).toEqual([]);
     expect(results.map((x) => x.id)).toEqual(calls.map((c) => c.id));
     expect(results[3]!.output.trim()).toBe('5');
     const usage = r.events.find((e) => e.type === 'usage');

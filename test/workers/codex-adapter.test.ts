@@ -12,6 +12,7 @@ import { parseModelScript } from '../../scripts/scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
 import type { AgentEvent, AgentRunOptions } from '../../workers/agents/agent-adapter.js';
 import { CODEX_PROMPT_PATTERNS, codexArgs, createCodexAdapter, createCodexEventParser, sandboxFailure, type CodexAdapterConfig } from '../../workers/agents/codex-adapter.js';
+import { repoStateDir } from '../../workers/sandbox/agent-state-dir.js';
 import { createTestRepo, gitTestEnv } from '../helpers/git-repo.js';
 
 const SCRIPT = `
@@ -82,7 +83,9 @@ function runOptions(cwd: string, stateRoot: string, extra: Partial<AgentRunOptio
     readOnly: false,
     gate: { args: [], env: {} },
     env: { ...(gitTestEnv() as Record<string, string>), POLLY_SCRIPTED_KEY: KEY },
-    stateDir: join(stateRoot, 'state'),
+    // Outside the OS temp dir, as Polly keeps it (workers/sandbox/agent-state-dir.ts): codex refuses
+    // to start its sandbox helper when CODEX_HOME is under it, and these runs use codex's own sandbox.
+    stateDir: join(repoStateDir(stateRoot), 'codex-adapter-test'),
     timeoutMs: 30_000,
     ...extra,
   };
@@ -123,7 +126,7 @@ describe('codex adapter with the real codex CLI', () => {
     expect(r.command.join(' ')).not.toContain('Do the smoke task');
     expect(JSON.stringify(r)).not.toContain(KEY);
     // Codex kept its state in the worker's state dir.
-    expect(existsSync(join(repo.root, 'state', 'codex', 'sessions'))).toBe(true);
+    expect(existsSync(join(repoStateDir(repo.root), 'codex-adapter-test', 'codex', 'sessions'))).toBe(true);
 
     const before = server.requests.length;
     const again = await adapter.start(runOptions(repo.dir, repo.root, { prompt: 'Acceptance is red: fix it.', resumeSessionId: r.sessionId })).result;
@@ -320,7 +323,7 @@ describe('sandbox failure detection', () => {
       { type: 'tool_call', id: '1', tool: 'shell', input: {} },
       { type: 'tool_result', id: '1', isError: true, output: 'bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.\n' },
     ];
-    expect(sandboxFailure(failed)).toMatch(/codex's sandbox cannot run on this machine.*bwrap: No permissions/);
+    expect(sandboxFailure(failed)).toMatch(/codex's own sandbox cannot run here.*bwrap: No permissions.*apt-get install bubblewrap/);
     expect(sandboxFailure([{ type: 'tool_result', id: '1', isError: true, output: 'npm ERR! test failed' }])).toBeNull();
     expect(sandboxFailure([...failed, { type: 'tool_result', id: '2', isError: false, output: 'hello' }])).toBeNull();
   });

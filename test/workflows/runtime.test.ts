@@ -11,7 +11,8 @@ import { createFileRegistryStore, createMemoryRegistryStore, type RegistryStore 
 import { orderIdFor, runIdFor } from '../../workflows/run/run-identity.js';
 import { createRuntime, type Runtime } from '../../workflows/run/runtime.js';
 import { builtinWorkflowDirs, createWorkflowLibrary } from '../../workflows/workflow-library.js';
-import { compileTaskWorkflow } from '../../brain/plan/plan-compiler.js';
+import { compileTaskWorkflow, taskBounds } from '../../brain/plan/plan-compiler.js';
+import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import type { PlanTaskSpec } from '../../brain/registry/registry-schema.js';
 
 const library = createWorkflowLibrary(builtinWorkflowDirs());
@@ -196,9 +197,9 @@ transitions:
   it('a compiled plan task added to the library starts on its own (single-valued START) and runs to ready, Brain-style', async () => {
     const task: PlanTaskSpec = { key: 't1', title: 'Fix sum', purpose: 'implement', worker: 'claude-code', model: null, reviewer: 'codex', prompt: 'Fix sum', acceptance: { commands: ['npm test'], criteria: [] }, dependsOn: [] };
     const lib = createWorkflowLibrary(builtinWorkflowDirs());
-    const entry = lib.add(compileTaskWorkflow('p1', task, 'codex'));
+    const entry = lib.add(compileTaskWorkflow('p1', task, 'codex', taskBounds(DEFAULT_CONFIG, task)));
     expect(entry).toMatchObject({ name: 'plan-p1-t1', admitted: true });
-    expect(lib.add(compileTaskWorkflow('p1', task, 'codex'))).toBe(entry);
+    expect(lib.add(compileTaskWorkflow('p1', task, 'codex', taskBounds(DEFAULT_CONFIG, task)))).toBe(entry);
     const rt = createRuntime({ store: createMemoryRegistryStore(), library: lib, agentArea: 'brain', instanceArea: 'repo' });
     const s = await rt.start('plan-p1-t1', { task: 't1' });
     expect(s.order).toMatchObject({ kind: 'dispatch_implementer', tool: 'dispatch' });

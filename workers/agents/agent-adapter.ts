@@ -4,6 +4,13 @@
  * emits into {@link AgentEvent}s. Worker state comes from these streams, never from screen text.
  */
 import type { Harness } from '../../brain/core/vocabulary.js';
+import type { SandboxSpec } from '../sandbox/sandbox-spec.js';
+
+/** Polly's OS sandbox for one run: the bwrap executable (from a successful probe) and what the run may see. */
+export interface AgentSandbox {
+  bwrap: string;
+  spec: SandboxSpec;
+}
 
 /** The options every harness shares (`.polly/config.yaml` `workers.<harness>`). */
 export interface AgentCliOptions {
@@ -47,10 +54,19 @@ export interface AgentRunOptions {
   readOnly: boolean;
   /** From gate/harness-gate.ts `prepareGate`: extra CLI args and env that install the gate. */
   gate: { args: string[]; env: Record<string, string> };
-  /** Extra environment (base URLs, API keys, PORT…). Merged over a scrubbed process env. */
+  /**
+   * Extra environment (base URLs, API keys, PORT, `workers.env_passthrough` values). Merged over
+   * the allowlisted process env (workers/sandbox/worker-env.ts): nothing else reaches the CLI.
+   */
   env: Record<string, string>;
-  /** A private directory for this worker's config/home files (never inside the worktree). */
+  /** A private directory for this worker's config/home files (never inside the worktree); `<stateDir>/home` is its HOME. */
   stateDir: string;
+  /**
+   * Polly's OS sandbox around the CLI (workers/sandbox/). Null or absent: unconfined
+   * (`workers.allow_unconfined`); then the CLI's own sandbox is the only OS layer (Codex
+   * `workspace-write`, Claude Code's `sandbox` settings where they can start).
+   */
+  sandbox?: AgentSandbox | null;
   /** Kill the run after this many ms (default: no limit). */
   timeoutMs?: number;
   /** Called for every normalised event, in order. */

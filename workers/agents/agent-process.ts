@@ -19,7 +19,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { redactSecrets } from '../../brain/core/redact.js';
 import { signalGroupOrPid } from '../proc/kill.js';
-import type { AgentEvent, AgentRun, AgentRunResult, AgentRunStatus } from './agent-adapter.js';
+import { confineCommand, type ConfinedCommand } from '../sandbox/sandbox.js';
+import type { AgentEvent, AgentRun, AgentRunResult, AgentRunStatus, AgentSandbox } from './agent-adapter.js';
 
 /** Output that means the CLI waits for a human (trust dialog, login, first-run questions). */
 export const DEFAULT_PROMPT_PATTERNS: readonly RegExp[] = [
@@ -62,6 +63,11 @@ export interface SpawnAgentProcessOptions {
    * Return null to keep the runner's classification.
    */
   classify?: (outcome: AgentOutcome) => { status: AgentRunStatus; message: string } | null;
+  /**
+   * Run the CLI inside Polly's OS sandbox (workers/sandbox/): bubblewrap with this spec, the model
+   * endpoints bridged in. Null or absent: unconfined (only with `workers.allow_unconfined`).
+   */
+  sandbox?: AgentSandbox | null;
 }
 
 /** What the runner saw, handed to {@link SpawnAgentProcessOptions.classify}. */
@@ -141,17 +147,25 @@ export function spawnAgentProcess(options: SpawnAgentProcessOptions): AgentRun {
 
   if (!isDirectory(options.cwd)) {
     // spawn would report ENOENT, indistinguishable from a missing CLI: say what is really wrong.
-    return refusedRun('agent_exited', `the working directory ${JSON.stringify(options.cwd)} does not exist or is not a directory; create the worktree first`, command, options.onEvent);
+    return refusedRun(
+      'agent_exited',
+      `the working directory ${JSON.stringify(options.cwd)} does not exist or is not a directory; create the worktree first`,
+      command,
+      options.onEvent,
+    );
   }
   let child: ChildProcess;
+  let confined: ConfinedCommand | null = null;
   try {
-    child = spawn(options.command, options.args, {
+    confined = options.sandbox ? confineCommand(options.sandbox.bwrap, options.sandbox.spec, options.command, options.args, options.env) : null;
+    child = spawn(confined?.command ?? options.command, confined?.args ?? options.args, {
       cwd: options.cwd,
-      env: options.env,
+      env: confined?.env ?? options.env,
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
     });
   } catch (error) {
+    confined?.dispose();
     // spawn throws synchronously for e.g. a bad cwd type; report it like a missing CLI.
     const message = `could not start ${options.command}: ${(error as Error).message}`;
     return refusedRun('agent_missing', message, command, options.onEvent);
@@ -257,6 +271,7 @@ export function spawnAgentProcess(options: SpawnAgentProcessOptions): AgentRun {
       if (settled) return;
       settled = true;
       exited = true;
+      confined?.dispose();
       if (partial) handleLine(partial);
       partial = '';
       for (const t of [promptTimer, killTimer, timeoutTimer]) if (t) clearTimeout(t);

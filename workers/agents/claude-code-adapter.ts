@@ -8,7 +8,8 @@
  *   [--model M] [--resume <session>] [--tools Read,Grep,Glob,Bash --disallowedTools …] <gate args>`
  * with the prompt on stdin (never a TTY).
  *
- * Environment (never the developer's own Claude config): `CLAUDE_CONFIG_DIR=<stateDir>/claude`
+ * Environment (by allowlist, workers/sandbox/worker-env.ts; never the developer's own Claude
+ * config): `HOME=<stateDir>/home`, `CLAUDE_CONFIG_DIR=<stateDir>/claude`
  * (sessions live there, so a resume needs the same stateDir and cwd), `DISABLE_AUTOUPDATER=1`,
  * `DISABLE_TELEMETRY=1`, `DISABLE_ERROR_REPORTING=1`, `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`,
  * then `options.env` (e.g. `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`), then the gate's env.
@@ -203,7 +204,9 @@ export function createClaudeCodeAdapter(config: ClaudeCodeAdapterConfig): AgentA
         return refusedRun('agent_refused', rootRefusalMessage(), [binary], options.onEvent);
       }
       const { configDir, emptyMcpConfig } = prepareClaudeConfigDir(options.stateDir);
-      const env = claudeCodeEnv({ configDir, isRoot, allowRootSandbox: config.allow_root_sandbox, layers: [options.env, options.gate.env] });
+      const home = join(options.stateDir, 'home');
+      mkdirSync(home, { recursive: true });
+      const env = claudeCodeEnv({ configDir, isRoot, allowRootSandbox: config.allow_root_sandbox, layers: [options.env, options.gate.env], home });
       return spawnAgentProcess({
         command: binary,
         args: claudeArgs(config, options, emptyMcpConfig),
@@ -216,6 +219,7 @@ export function createClaudeCodeAdapter(config: ClaudeCodeAdapterConfig): AgentA
         redact: [...secretsIn(options.env), ...secretsIn(options.gate.env)],
         onEvent: options.onEvent,
         classify: classifyClaudeOutcome,
+        sandbox: options.sandbox ?? null,
       });
     },
   };

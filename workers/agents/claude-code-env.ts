@@ -9,6 +9,7 @@
  * and `IS_SANDBOX=1` only as root with `allow_root_sandbox` (claude refuses
  * `--permission-mode bypassPermissions` as root otherwise).
  */
+import { workerEnv } from '../sandbox/worker-env.js';
 import { scrubbedProcessEnv } from './agent-process.js';
 
 /** claude's stderr when it refuses bypassPermissions as root without IS_SANDBOX. */
@@ -30,16 +31,22 @@ export interface ClaudeCodeEnvInput {
   settings?: Record<string, string>;
   /** Caller env layers (model endpoint, gate env), later ones win; they may not set IS_SANDBOX. */
   layers: Array<Record<string, string>>;
+  /**
+   * A worker's private HOME: the base is then the allowlisted environment (workers/sandbox/worker-env.ts),
+   * not the caller's whole one. Absent for the Brain, which is Polly's own process.
+   */
+  home?: string;
 }
 
 /**
- * The env for a `claude` child: the caller's environment without `GIT_*` (scrubbedProcessEnv),
+ * The env for a `claude` child: for a worker (`home` set) the allowlisted environment with that
+ * private HOME, for the Brain the caller's environment without `GIT_*` (scrubbedProcessEnv);
  * then the settings above, then `layers`. `IS_SANDBOX` is Polly's decision alone: set to `1` as root
  * with `allowRootSandbox`, otherwise removed even when inherited or given in a layer.
  */
 export function claudeCodeEnv(input: ClaudeCodeEnvInput): Record<string, string> {
   const sandbox = input.isRoot && input.allowRootSandbox;
-  const env = scrubbedProcessEnv({
+  const vars: Record<string, string> = {
     CLAUDE_CONFIG_DIR: input.configDir,
     DISABLE_AUTOUPDATER: '1',
     DISABLE_TELEMETRY: '1',
@@ -48,7 +55,8 @@ export function claudeCodeEnv(input: ClaudeCodeEnvInput): Record<string, string>
     ...input.settings,
     ...(sandbox ? { IS_SANDBOX: '1' } : {}),
     ...Object.assign({}, ...input.layers),
-  });
+  };
+  const env = input.home ? workerEnv(vars, { home: input.home }) : scrubbedProcessEnv(vars);
   if (sandbox) env.IS_SANDBOX = '1';
   else delete env.IS_SANDBOX;
   return env;

@@ -16,7 +16,9 @@
  * The prompt goes on stdin (`-`), never in argv. `CODEX_HOME=<stateDir>/codex` keeps the
  * developer's own `~/.codex` untouched (sessions, config and logs of the worker live there).
  *
- * Sandbox: `workspace-write` lets codex's commands write the workspace (and /tmp) only; codex
+ * Sandbox: inside Polly's OS sandbox (workers/sandbox/) codex runs with `--sandbox
+ * danger-full-access`: its own nested bubblewrap hangs inside an outer one, and the outer one
+ * already confines it. Unconfined (`workers.allow_unconfined`), `workspace-write` lets codex's commands write the workspace (and /tmp) only; codex
  * mounts the workspace's `.git` (and a linked worktree's git dirs) read-only, so the agent cannot
  * commit (orchestration case 8: Polly commits afterwards) nor write `.git/hooks`; its apply_patch
  * refuses paths outside the writable roots ("patch rejected: writing outside of the project").
@@ -36,7 +38,9 @@ import { join } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
 import type { AgentAdapter, AgentCliOptions, AgentEvent, AgentRun, AgentRunOptions } from './agent-adapter.js';
 import { resolveAgentBinary } from './agent-binary.js';
-import { DEFAULT_PROMPT_PATTERNS, refusedRun, scrubbedProcessEnv, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
+import { blockingSysctls } from '../sandbox/sandbox.js';
+import { workerEnv } from '../sandbox/worker-env.js';
+import { DEFAULT_PROMPT_PATTERNS, refusedRun, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
 
 /** `.polly/config.yaml` `workers.codex` (composed into the config schema by brain/config/config-schema.ts). */
 export interface CodexOptions extends AgentCliOptions {
@@ -84,14 +88,25 @@ export function validateCodexConfig(config: CodexOptions): void {
 }
 
 /**
+ * Codex's own `--sandbox` for a run: `danger-full-access` inside Polly's OS sandbox (codex's
+ * nested bubblewrap hangs inside an outer one; Polly's sandbox already makes everything outside
+ * the worktree read-only and hides the rest), else `workspace-write` (implement) or `read-only`,
+ * where codex's sandbox is the only OS layer.
+ */
+export function codexSandboxMode(options: Pick<AgentRunOptions, 'readOnly' | 'sandbox'>): 'danger-full-access' | 'workspace-write' | 'read-only' {
+  if (options.sandbox) return 'danger-full-access';
+  return options.readOnly ? 'read-only' : 'workspace-write';
+}
+
+/**
  * The argv (after the binary) for one codex turn. Pure. `options.gate.args` go before the prompt
  * (and before `resume`), so they may be any `codex exec` flags (`-c hooks…`, `--dangerously-…`).
  */
 export function codexArgs(
-  options: Pick<AgentRunOptions, 'cwd' | 'model' | 'readOnly' | 'resumeSessionId' | 'gate'>,
+  options: Pick<AgentRunOptions, 'cwd' | 'model' | 'readOnly' | 'resumeSessionId' | 'gate' | 'sandbox'>,
   config: CodexOptions & { maxRetries?: number },
 ): string[] {
-  const args = ['exec', '--json', '--skip-git-repo-check', '--sandbox', options.readOnly ? 'read-only' : 'workspace-write', '-C', options.cwd];
+  const args = ['exec', '--json', '--skip-git-repo-check', '--sandbox', codexSandboxMode(options), '-C', options.cwd];
   // Never ask for approval (there is nobody to ask), and never wait forever for an unreachable
   // model endpoint: without this codex 0.171 retries "waiting for network" without end.
   args.push('-c', 'approval_policy="never"', '--disable', 'unbounded_connection_retries');
@@ -254,10 +269,12 @@ export function sandboxFailure(events: readonly AgentEvent[]): string | null {
   if (!hit) return null;
   if (results.some((r) => !r.isError && r.output !== '' && !SANDBOX_FAILURE.test(r.output))) return null;
   const line = hit.output.split('\n').find((l) => SANDBOX_FAILURE.test(l)) ?? hit.output.slice(0, 200);
+  const sysctls = blockingSysctls();
   return (
-    `codex's sandbox cannot run on this machine, so its commands fail: "${line.trim()}". ` +
-    'Run the worker where bubblewrap can create namespaces (e.g. allow unprivileged user namespaces: ' +
-    'sysctl kernel.unprivileged_userns_clone=1 / kernel.apparmor_restrict_unprivileged_userns=0), or run Polly inside an outer sandbox.'
+    `codex's own sandbox cannot run here, so its commands fail: "${line.trim()}". ` +
+    "Codex runs its own sandbox only where Polly's is off (workers.allow_unconfined). Install bubblewrap (`apt-get install bubblewrap`) so that Polly's sandbox runs codex, " +
+    "and keep codex's state (CODEX_HOME) outside the OS temp dir (codex refuses to start its helper there; Polly keeps it under $XDG_STATE_HOME/polly/)" +
+    (sysctls.length > 0 ? `; this kernel also blocks user namespaces: \`sysctl -w ${sysctls.join(' ')}\`.` : '.')
   );
 }
 
@@ -307,12 +324,14 @@ export function createCodexAdapter(config: CodexAdapterConfig): AgentAdapter {
     vendor: 'openai',
     start(options: AgentRunOptions): AgentRun {
       // The gate's env (e.g. PATH with the git/gh shims first) wins over the caller's.
-      const env = scrubbedProcessEnv({ ...options.env, ...options.gate.env });
+      const home = join(options.stateDir, 'home');
+      const env = workerEnv({ ...options.env, ...options.gate.env }, { home, passthrough: config.provider ? [config.provider.env_key] : [] });
       const command = config.binary ?? resolveAgentBinary('codex', config, env);
       const args = codexArgs(options, config);
       const codexHome = join(options.stateDir, 'codex');
       try {
         mkdirSync(codexHome, { recursive: true });
+        mkdirSync(home, { recursive: true });
       } catch (error) {
         return refusedRun('agent_exited', `cannot create the codex state directory ${codexHome}: ${(error as Error).message}`, [command, ...args], options.onEvent);
       }
@@ -335,6 +354,7 @@ export function createCodexAdapter(config: CodexAdapterConfig): AgentAdapter {
         parseLine: (json) => parse(json),
         redact,
         promptPatterns: CODEX_PROMPT_PATTERNS,
+        sandbox: options.sandbox ?? null,
         classify: (outcome: AgentOutcome) => {
           if (outcome.status !== 'ok') return null;
           const sandbox = sandboxFailure(outcome.events);

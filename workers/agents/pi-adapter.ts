@@ -27,7 +27,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFile
 import { join } from 'node:path';
 import type { AgentAdapter, AgentCliOptions, AgentEvent, AgentRun, AgentRunOptions } from './agent-adapter.js';
 import { findOnPath, resolveAgentBinary } from './agent-binary.js';
-import { refusedRun, scrubbedProcessEnv, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
+import { workerEnv } from '../sandbox/worker-env.js';
+import { refusedRun, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
 
 /** pi's built-in read-only tools (`pi --help`: "Read-only mode … --tools read,grep,find,ls"). */
 export const PI_READ_ONLY_TOOLS = ['read', 'grep', 'find', 'ls'] as const;
@@ -325,13 +326,18 @@ export function createPiAdapter(config: PiAdapterConfig): AgentAdapter {
       }
 
       const extra: Record<string, string> = { ...options.env, ...options.gate.env };
-      const env = scrubbedProcessEnv({
-        ...extra,
-        PI_CODING_AGENT_DIR: agentDir,
-        PI_OFFLINE: '1',
-        PI_SKIP_VERSION_CHECK: '1',
-        PI_TELEMETRY: '0',
-      });
+      const home = join(options.stateDir, 'home');
+      mkdirSync(home, { recursive: true });
+      const env = workerEnv(
+        {
+          ...extra,
+          PI_CODING_AGENT_DIR: agentDir,
+          PI_OFFLINE: '1',
+          PI_SKIP_VERSION_CHECK: '1',
+          PI_TELEMETRY: '0',
+        },
+        { home, passthrough: custom ? [custom.apiKeyEnv] : [] },
+      );
       delete env.PI_CODING_AGENT_SESSION_DIR;
       if (options.readOnly) args.push('--tools', piReadOnlyTools(agentDir, env.PATH).join(','));
       if (custom && !env[custom.apiKeyEnv]) {
@@ -360,6 +366,7 @@ export function createPiAdapter(config: PiAdapterConfig): AgentAdapter {
         redact,
         onEvent: options.onEvent,
         classify: (outcome) => classifyPi(outcome, agentDir),
+        sandbox: options.sandbox ?? null,
       });
     },
   };

@@ -29,7 +29,9 @@ import { existsSync, realpathSync } from 'node:fs';
 import { appendFile, copyFile, mkdir, mkdtemp, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
-import { PollyError } from '../../brain/core/errors.js';
+import { isPollyError, PollyError } from '../../brain/core/errors.js';
+import { commandSandbox } from '../sandbox/command-sandbox.js';
+import { confineCommand } from '../sandbox/sandbox.js';
 import { createGitRunner, firstLine, type GitRunner } from './git.js';
 import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
@@ -51,6 +53,13 @@ export interface WorktreeManagerOptions {
   setupCommand?: string | null;
   /** Timeout of the setup command, ms. Default 900 000 (15 min). */
   setupTimeoutMs?: number;
+  /**
+   * The setup command runs in Polly's OS sandbox (workers/sandbox/command-sandbox.ts):
+   * `network` is `worktrees.setup_network`, `allowUnconfined` is `workers.allow_unconfined`
+   * (fail closed: without it, a machine without the sandbox gets a red setup naming the fix).
+   * Default `{network: false, allowUnconfined: false}`.
+   */
+  setupSandbox?: { network: boolean; allowUnconfined: boolean; passthrough?: string[] };
   /** Where setup output is kept. Default `<repoRoot>/.polly/logs`. */
   logsDir?: string;
   journal?: WorktreeJournal;
@@ -458,9 +467,28 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     const logsDir = options.logsDir ?? join(info.root, '.polly', 'logs');
     await mkdir(logsDir, { recursive: true });
     const logPath = join(logsDir, `worktree-setup-${id}.log`);
-    const subprocess = execa('sh', ['-c', command], {
+    const started = Date.now();
+    let confinement: ReturnType<typeof commandSandbox>;
+    try {
+      const box = options.setupSandbox ?? { network: false, allowUnconfined: false };
+      confinement = commandSandbox({
+        repoRoot: info.root,
+        worktree: path,
+        network: box.network,
+        allowUnconfined: box.allowUnconfined,
+        ...(box.passthrough ? { passthrough: box.passthrough } : {}),
+        extraEnv: { PORT: String(port), POLLY_TASK_ID: id, POLLY_WORKTREE: path },
+      });
+    } catch (error) {
+      if (!isPollyError(error)) throw error;
+      await writeFile(logPath, `$ ${command}\n${error.message}\n`);
+      journal('worktree.setup', { id, command, exitCode: null, timedOut: false, durationMs: Date.now() - started, logPath });
+      return { command, exitCode: null, timedOut: false, durationMs: Date.now() - started, output: error.message, logPath };
+    }
+    const confined = confinement.sandbox ? confineCommand(confinement.sandbox.bwrap, confinement.sandbox.spec, 'sh', ['-c', command], confinement.env) : null;
+    const subprocess = execa(confined?.command ?? 'sh', confined?.args ?? ['-c', command], {
       cwd: path,
-      env: git.env({ PORT: String(port), POLLY_TASK_ID: id, POLLY_WORKTREE: path }),
+      env: confined?.env ?? confinement.env,
       extendEnv: false,
       all: true,
       reject: false,
@@ -473,7 +501,10 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       timedOut = true;
       signalGroup(subprocess.pid, 'SIGKILL');
     }, options.setupTimeoutMs ?? 900_000);
-    const r = await subprocess.finally(() => clearTimeout(timer));
+    const r = await subprocess.finally(() => {
+      clearTimeout(timer);
+      confined?.dispose();
+    });
     const all = typeof r.all === 'string' ? r.all : '';
     await writeFile(logPath, `$ ${command}\n${all}\n[exit ${r.exitCode ?? 'none'}${timedOut ? ', timed out' : ''}]\n`);
     const result: SetupResult = {
@@ -518,9 +549,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       const workTree = firstLine(await git.run(['write-tree'], { cwd, env }));
       const identity = await identityEnv(cwd);
       const when = clock.now().toISOString();
-      const indexCommit = firstLine(
-        await git.run(['commit-tree', indexTree, '-p', head, '-m', `polly backup of the index of ${id} (${when})`], { cwd, env: identity }),
-      );
+      const indexCommit = firstLine(await git.run(['commit-tree', indexTree, '-p', head, '-m', `polly backup of the index of ${id} (${when})`], { cwd, env: identity }));
       const parents = ['-p', head, '-p', indexCommit];
       if (tip !== null && tip !== head && !(await isAncestor(cwd, tip, head))) parents.push('-p', tip);
       const message = `polly backup of ${id}: ${reason}\n\nworktree: ${cwd}\nhead: ${head}\nbranch tip: ${tip ?? '(none)'}\nat: ${when}\n`;
@@ -532,7 +561,6 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       await rm(tmp, { recursive: true, force: true });
     }
   }
-
 
   /** The body of create(); `creating` guards against the same id twice at once in this process. */
   async function createWorktree(input: { id: string; baseBranch?: string; baseCommit?: string }): Promise<CreatedWorktree> {
@@ -550,8 +578,18 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       // and the next create() recovers the worktree instead of tripping over it. A commit, not the
       // base branch: never a second checkout of a branch (case 4). No checkout here: the files are
       // written below, outside the admin lock.
-      const addArgs = (mode: '-b' | '-B', path: string) =>
-        ['worktree', 'add', '--no-checkout', '--lock', '--reason', `${CREATING_PREFIX}${process.pid}`, mode, branch, path, base.commit];
+      const addArgs = (mode: '-b' | '-B', path: string) => [
+        'worktree',
+        'add',
+        '--no-checkout',
+        '--lock',
+        '--reason',
+        `${CREATING_PREFIX}${process.pid}`,
+        mode,
+        branch,
+        path,
+        base.commit,
+      ];
       const path = await info.lock.withLock(async () => {
         await ensureWorktreesDirIgnored(info);
         const preferred = join(info.worktreesDir, id);
@@ -653,7 +691,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       ports.release(port);
       throw error;
     }
-    }
+  }
 
   return {
     async create(input) {

@@ -9,9 +9,11 @@
  * 2. builds the adapter for `spec.harness` from `spec.config` (workers/agent-factory.ts) and
  *    installs the gate (`prepareGate(harness, {role, context, stateDir: <dir>/gate, journalPath,
  *    policy: config.policies})`);
- * 3. starts the agent (its own process group) with the environment variables named in
- *    `spec.envKeys` (their values come from the runner's own environment: secrets never go to disk)
- *    and records its pid in `agent.json`;
+ * 3. decides the sandbox (workers/sandbox/agent-turn-sandbox.ts: fail closed unless
+ *    `workers.allow_unconfined`, whose warning becomes an `error` event) and starts the agent in it
+ *    (its own process group) with the environment variables named in `spec.envKeys` and
+ *    `workers.env_passthrough` (their values come from the runner's own environment: secrets never
+ *    go to disk), and records its pid in `agent.json`;
  * 4. appends every normalised {@link AgentEvent} as one JSON line to `events.jsonl`;
  * 5. when the turn ends writes `result.json` (an {@link AgentRunResult}) atomically (temp file +
  *    rename) and exits 0.
@@ -29,11 +31,14 @@ import type { GatePolicy } from '../../gate/types.js';
 import type { WorkerTurnRequest } from '../worker-turn.js';
 import type { AgentEvent, AgentRunResult, AgentRunStatus } from '../agents/agent-adapter.js';
 import { createAgentAdapter, type AgentOptionsByHarness } from '../agents/agent-factory.js';
+import { claudeCodeSandboxSettings } from '../agents/claude-code-sandbox.js';
+import { agentTurnSandbox } from '../sandbox/agent-turn-sandbox.js';
+import type { WorkerSandboxOptions } from '../sandbox/sandbox-spec.js';
 
 /** The part of `.polly/config.yaml` a runner reads: the gate's policies and each harness's options (a PollyConfig satisfies it). */
 export interface WorkerRunConfig {
   policies: GatePolicy;
-  workers: AgentOptionsByHarness;
+  workers: AgentOptionsByHarness & WorkerSandboxOptions;
 }
 
 /**
@@ -152,27 +157,58 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       record({ type: 'error', message });
       throw Object.assign(new Error(message), { status: 'agent_refused' as AgentRunStatus });
     }
+    const env: Record<string, string> = {};
+    for (const key of [...spec.envKeys, ...(spec.config.workers.env_passthrough ?? [])]) {
+      const value = process.env[key];
+      if (value !== undefined) env[key] = value;
+    }
+    let confinement: ReturnType<typeof agentTurnSandbox>;
+    try {
+      confinement = agentTurnSandbox({
+        repoRoot: spec.gateContext.repoRoot,
+        cwd: spec.cwd,
+        role: spec.role,
+        agentStateDir: spec.agentStateDir,
+        gateDir: spec.gateDir,
+        journalPath: spec.journalPath === undefined ? join(spec.gateContext.repoRoot, '.polly', 'gate-decisions.jsonl') : spec.journalPath,
+        env,
+        configuredUrls: [spec.config.workers.codex.provider?.base_url, spec.config.workers.pi.base_url],
+        allowUnconfined: spec.config.workers.allow_unconfined ?? false,
+        realHome: spec.gateContext.home,
+      });
+    } catch (error) {
+      const message = isPollyError(error) ? error.message : `could not set up the sandbox: ${(error as Error).message}`;
+      record({ type: 'error', message });
+      throw Object.assign(new Error(message), { status: 'agent_refused' as AgentRunStatus });
+    }
+    if (confinement.sandbox) {
+      const net = confinement.sandbox.spec.network;
+      const reach = net.mode === 'endpoints' ? net.endpoints.map((e) => `${e.host}:${e.port}`).join(', ') || 'nothing' : net.mode;
+      process.stderr.write(`[polly] sandbox: ${spec.harness} runs in bubblewrap (${confinement.sandbox.bwrap}); writable: ${confinement.sandbox.spec.writable.join(', ')}; network: ${reach}\n`);
+    }
+    if (confinement.warning) {
+      process.stderr.write(`[polly] ${confinement.warning}\n`);
+      record({ type: 'error', message: confinement.warning });
+    }
     const gate = await prepareGate(spec.harness, {
       role: spec.role,
       context: spec.gateContext,
       stateDir: spec.gateDir,
       ...(spec.journalPath !== undefined ? { journalPath: spec.journalPath } : {}),
       policy: spec.config.policies,
+      claudeSandbox: spec.harness === 'claude-code' ? claudeCodeSandboxSettings({ confined: confinement.sandbox !== null, gitDir: join(spec.gateContext.repoRoot, '.git') }) : null,
     });
-    const env: Record<string, string> = {};
-    for (const key of spec.envKeys) {
-      const value = process.env[key];
-      if (value !== undefined) env[key] = value;
-    }
     const run = adapter.start({
       cwd: spec.cwd,
       prompt: spec.prompt,
       resumeSessionId: spec.resumeSessionId,
       model: spec.model,
-      readOnly: spec.role !== 'implement',
+      // Decided by the Brain (spec.readOnly); a spec written before that field existed: implement writes.
+      readOnly: typeof spec.readOnly === 'boolean' ? spec.readOnly : spec.role !== 'implement',
       gate: { args: gate.args, env: gate.env },
       env,
       stateDir: spec.agentStateDir,
+      sandbox: confinement.sandbox,
       ...(spec.timeoutMs ? { timeoutMs: spec.timeoutMs } : {}),
       onEvent: record,
       signal: controller.signal,

@@ -7,7 +7,8 @@
  * run; env VALUES are not in it — they reach the runner through its environment), `runner.pid`,
  * `heartbeat`, `events.jsonl` (one normalised event per line), `agent.json` (the agent's pid),
  * `result.json` (written last, atomically), `runner.log` (the runner's stdout+stderr). The agent's
- * own state (its sessions) lives in `<stateRoot>/agents/<taskId>/<harness>/`, shared by the turns of
+ * own state (its sessions) lives in `<agentStateRoot>/agents/<taskId>/<harness>/` (default under
+ * `$XDG_STATE_HOME/polly/`, see workers/sandbox/agent-state-dir.ts), shared by the turns of
  * one task so that a follow-up can resume the session.
  *
  * Identity: the worker id is derived from the order id (`w-<taskId>-<sha1(orderId)[0:10]>`), so a
@@ -34,6 +35,7 @@ import type { WorkerSupervisor, WorkerTurnRequest, WorkerTurnResult } from '../w
 import type { AgentEvent, AgentRunResult } from '../agents/agent-adapter.js';
 import { scrubbedProcessEnv } from '../agents/agent-process.js';
 import { killTree, signalPid } from '../proc/kill.js';
+import { repoStateDir } from '../sandbox/agent-state-dir.js';
 import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerFiles, type WorkerRunConfig, type WorkerSpec } from './worker-runner.js';
 import { createEventTail, logTail, readAgentPid, readRunnerPid, runnerAlive } from './worker-files.js';
 import type { WorkerRecord, WorkerRecordStore } from './worker-record-store.js';
@@ -47,6 +49,12 @@ export interface WorkerSupervisorOptions {
   config: WorkerRunConfig;
   /** Where worker directories go. Default `<repoRoot>/.polly/workers`. */
   stateRoot?: string;
+  /**
+   * Where the agents' own state goes (`<root>/agents/<taskId>/<harness>/`: CLI config dirs,
+   * sessions, the private HOME). Default {@link repoStateDir}: outside the repository and the OS
+   * temp dir.
+   */
+  agentStateRoot?: string;
   /** The built runner. Default `dist/workers/supervisor/worker-runner.js` of this package. */
   runnerPath?: string;
   /** The node executable for the runner. Default `process.execPath`. */
@@ -283,7 +291,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
   const start = async (request: WorkerTurnRequest, id: string, files: WorkerFiles): Promise<WorkerRecord | null> => {
     const runnerPath = options.runnerPath ?? defaultRunnerPath();
     mkdirSync(files.dir, { recursive: true });
-    const agentStateDir = join(stateRoot, 'agents', request.taskId, request.harness);
+    const agentStateDir = join(options.agentStateRoot ?? repoStateDir(options.repoRoot), 'agents', request.taskId, request.harness);
     mkdirSync(agentStateDir, { recursive: true });
     const spec: WorkerSpec = {
       version: 1,
@@ -293,6 +301,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
       harness: request.harness,
       purpose: request.purpose,
       role: request.role,
+      readOnly: request.readOnly,
       cwd: request.cwd,
       prompt: request.prompt,
       resumeSessionId: request.resumeSessionId,

@@ -13,6 +13,7 @@
  * | `force_push`      | force-push — never allowed               |
  * | `dispatch`        | start a worker (counts toward the turn)  |
  * | `dispatch_review` | start a reviewer (counts toward the turn)|
+ * | `dispatch_task`   | start a plan task from the plan's schedule (counts toward the turn) |
  * | `open_draft_pr`   | open a draft PR: only after tests green   |
  * | `open_pr`         | open a non-draft PR: only after tests green and a clean review |
  * | `mark_ready`      | mark a PR ready: only after tests green and a clean review |
@@ -29,14 +30,14 @@ import type { EventRef, InvariantDecl, PollyBindings, Workflow } from '../workfl
 
 /** The part of Polly's policy the guarantees read (config `policies.spawn_bounds`). */
 export interface GuaranteePolicy {
-  /** At most this many dispatches (tools `dispatch`, `dispatch_review`) per Brain turn (seed: 5). */
+  /** At most this many dispatches (tools `dispatch`, `dispatch_review`, `dispatch_task`) per Brain turn (seed: 5). */
   maxDispatchesPerTurn: number;
 }
 
 /** The default guarantee policy: 5 dispatches per turn. `brain/config/config-schema.ts` composes it into config `policies.spawn_bounds`. */
 export const DEFAULT_GUARANTEE_POLICY: Readonly<GuaranteePolicy> = Object.freeze({ maxDispatchesPerTurn: 5 });
 
-export const DISPATCH_TOOLS = ['dispatch', 'dispatch_review'];
+export const DISPATCH_TOOLS = ['dispatch', 'dispatch_review', 'dispatch_task'];
 
 /** Default bindings for a workflow without a `polly:` block: one task with the conventional names. */
 export function defaultBindings(): PollyBindings {

@@ -1,0 +1,100 @@
+/**
+ * The OS sandbox's cost, measured inside `npm run bench -- dispatch` in the same run: one full
+ * agent turn (the real `pi` against the scripted model, gate installed) confined and unconfined,
+ * alternated ABBA so drifting load weighs on both alike, and one acceptance command (`true`)
+ * confined and unconfined. Prints the turn ratio (target ≤ 1.10×) and the acceptance run's added ms.
+ */
+import { join } from 'node:path';
+import type { PollyConfig } from '../brain/config/config-schema.js';
+import { prepareGate } from '../gate/hooks/harness-gate.js';
+import { runAcceptance } from '../workers/acceptance.js';
+import { createAgentAdapter } from '../workers/agents/agent-factory.js';
+import { agentTurnSandbox } from '../workers/sandbox/agent-turn-sandbox.js';
+import { commandSandbox } from '../workers/sandbox/command-sandbox.js';
+import { repoStateDir } from '../workers/sandbox/agent-state-dir.js';
+
+export interface SandboxCostInput {
+  repo: string;
+  worktree: string;
+  branch: string;
+  config: PollyConfig;
+  /** Environment handed to the agent (its key variable). */
+  env: Record<string, string>;
+  rounds: number;
+  home: string;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s[(s.length - 1) >> 1]! + s[s.length >> 1]!) / 2 : Number.NaN;
+};
+
+/** Run the measurement; returns the lines to print. Throws when a turn does not end `ok`. */
+export async function measureSandboxCost(input: SandboxCostInput): Promise<string[]> {
+  const adapter = createAgentAdapter('pi', input.config, { model: input.config.workers.pi.model });
+  const stateDir = join(repoStateDir(input.repo), 'agents', 'bench-sandbox', 'pi');
+  const gateDir = join(input.repo, '.polly', 'workers', 'bench-sandbox', 'gate');
+  const turn = async (confined: boolean, i: number): Promise<number> => {
+    const started = performance.now();
+    const box = confined
+      ? agentTurnSandbox({
+          repoRoot: input.repo,
+          cwd: input.worktree,
+          role: 'implement',
+          agentStateDir: stateDir,
+          gateDir,
+          journalPath: null,
+          env: input.env,
+          configuredUrls: [input.config.workers.pi.base_url],
+          allowUnconfined: false,
+          realHome: input.home,
+        }).sandbox
+      : null;
+    const gate = await prepareGate('pi', {
+      role: 'implement',
+      context: { repoRoot: input.repo, worktree: input.worktree, branch: input.branch, defaultBranch: 'main', home: input.home },
+      stateDir: gateDir,
+      journalPath: null,
+      policy: input.config.policies,
+    });
+    const r = await adapter.start({
+      cwd: input.worktree,
+      prompt: `[polly task=bench-sandbox-${i} role=implement] benchmark turn`,
+      resumeSessionId: null,
+      model: input.config.workers.pi.model,
+      readOnly: false,
+      gate: { args: gate.args, env: gate.env },
+      env: input.env,
+      stateDir,
+      sandbox: box,
+    }).result;
+    if (r.status !== 'ok') throw new Error(`bench turn (${confined ? 'confined' : 'unconfined'}) ended ${r.status}: ${r.message ?? ''}`);
+    return performance.now() - started;
+  };
+  const accept = async (confined: boolean): Promise<number> => {
+    const c = commandSandbox({ repoRoot: input.repo, worktree: input.worktree, network: false, allowUnconfined: false });
+    const started = performance.now();
+    const o = await runAcceptance({ cwd: input.worktree, commands: ['true'], timeoutSeconds: 60, env: c.env, sandbox: confined ? c.sandbox : null });
+    if (!o.green) throw new Error(`bench acceptance (${confined ? 'confined' : 'unconfined'}) was red: ${o.results[0]?.output ?? ''}`);
+    return performance.now() - started;
+  };
+  await turn(true, -1); // warm-up: page cache, the bundled gate's code cache
+  await turn(false, -2);
+  const free: number[] = [];
+  const boxed: number[] = [];
+  const freeAcc: number[] = [];
+  const boxedAcc: number[] = [];
+  for (let r = 0; r < input.rounds; r++) {
+    const order = r % 2 === 0 ? [false, true] : [true, false];
+    for (const confined of order) (confined ? boxed : free).push(await turn(confined, r * 2 + Number(confined)));
+    for (const confined of order) (confined ? boxedAcc : freeAcc).push(await accept(confined));
+  }
+  const f = (ms: number) => `${ms.toFixed(0).padStart(6)} ms`;
+  return [
+    `sandbox cost (median of ${input.rounds}, ABBA; a full pi turn against the scripted model, gate installed)`,
+    `  unconfined turn             ${f(median(free))}`,
+    `  confined turn (bubblewrap)  ${f(median(boxed))}`,
+    `  ratio confined / unconfined ${(median(boxed) / median(free)).toFixed(2)}×   (target ≤ 1.10×)`,
+    `  acceptance \`true\`          ${f(median(freeAcc))} unconfined, ${f(median(boxedAcc))} confined: +${(median(boxedAcc) - median(freeAcc)).toFixed(0)} ms per command`,
+  ];
+}

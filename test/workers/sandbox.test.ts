@@ -1,0 +1,329 @@
+/**
+ * Polly's OS sandbox, against the real bubblewrap: what a confined command can read, write and
+ * reach, which environment it gets, that nothing it starts outlives it, and that Polly fails
+ * closed when the sandbox cannot start. Ground truth comes from files and listeners outside.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isPollyError } from '../../brain/core/errors.js';
+import { confineCommand, decideConfinement, probeSandbox } from '../../workers/sandbox/sandbox.js';
+import { agentSandboxSpec, commandSandboxSpec } from '../../workers/sandbox/sandbox-profiles.js';
+import { bwrapArgs, type SandboxSpec } from '../../workers/sandbox/sandbox-spec.js';
+import { workerEnv } from '../../workers/sandbox/worker-env.js';
+import { repoStateDir } from '../../workers/sandbox/agent-state-dir.js';
+import { claudeCodeSandboxSettings } from '../../workers/agents/claude-code-sandbox.js';
+
+interface Layout {
+  root: string;
+  repo: string;
+  worktree: string;
+  sibling: string;
+  home: string;
+  state: string;
+  gate: string;
+  journal: string;
+}
+
+function layout(): Layout {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'polly-sbx-')));
+  const repo = join(root, 'repo');
+  const worktree = join(repo, '.worktrees', 't1');
+  const sibling = join(repo, '.worktrees', 't2');
+  const home = join(root, 'home');
+  const state = join(root, 'state', 'agents', 't1', 'claude-code');
+  const gate = join(state, 'gate');
+  for (const d of [worktree, sibling, join(repo, '.polly'), join(repo, '.git'), join(home, '.ssh'), join(state, 'home'), gate]) mkdirSync(d, { recursive: true });
+  writeFileSync(join(home, '.ssh', 'id_ed25519'), 'PRIVATE KEY');
+  writeFileSync(join(home, '.git-credentials'), 'https://x:token@github.com');
+  writeFileSync(join(repo, '.polly', 'registry.json'), '{}');
+  writeFileSync(join(sibling, 'secret.txt'), 'sibling');
+  writeFileSync(join(repo, 'README.md'), 'readme');
+  writeFileSync(join(gate, 'gate-config.json'), '{"role":"implement"}');
+  const journal = join(repo, '.polly', 'gate-decisions.jsonl');
+  writeFileSync(journal, '');
+  return { root, repo, worktree, sibling, home, state, gate, journal };
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(spec: SandboxSpec, command: string, args: string[], env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin' }): Promise<Run> {
+  const probe = probeSandbox();
+  if (!probe.ok) throw new Error(`the sandbox cannot start here: ${probe.reason}`);
+  const c = confineCommand(probe.bwrap, spec, command, args, env);
+  return new Promise((resolve) => {
+    const child = spawn(c.command, c.args, { env: c.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (code) => {
+      c.dispose();
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+function agentSpec(l: Layout, endpoints: { host: string; port: number }[] = []): SandboxSpec {
+  return agentSandboxSpec({
+    repoRoot: l.repo,
+    cwd: l.worktree,
+    writableCwd: true,
+    agentStateDir: l.state,
+    gateDir: l.gate,
+    writableFiles: [l.journal],
+    endpoints,
+    realHome: l.home,
+  });
+}
+
+const sh = (script: string): [string, string[]] => ['/bin/sh', ['-c', script]];
+
+describe('the sandbox (real bubblewrap)', () => {
+  let l: Layout;
+  let server: Server;
+  let port = 0;
+  let other: Server;
+  let otherPort = 0;
+  let hits = 0;
+  beforeAll(async () => {
+    l = layout();
+    const listen = (s: Server) => new Promise<number>((r) => s.listen(0, '127.0.0.1', () => r((s.address() as { port: number }).port)));
+    server = createServer((_req, res) => res.end('model says hi'));
+    port = await listen(server);
+    other = createServer((_req, res) => {
+      hits++;
+      res.end('exfiltrated');
+    });
+    otherPort = await listen(other);
+  });
+  afterAll(() => {
+    server.close();
+    other.close();
+  });
+
+  it('probes bubblewrap as working on this machine', () => {
+    expect(probeSandbox()).toMatchObject({ ok: true });
+  });
+
+  it('writes only the worktree and the agent state; the root, the git dir and the gate config are read-only', async () => {
+    const r = await run(
+      agentSpec(l),
+      ...sh(
+        [
+          `echo w > ${l.worktree}/ok && echo wt-ok`,
+          `echo s > ${l.state}/session && echo state-ok`,
+          `echo x > ${l.gate}/gate-config.json 2>/dev/null || echo gate-ro`,
+          `echo x > ${l.repo}/README.md 2>/dev/null || echo repo-ro`,
+          `mkdir ${l.repo}/.git/hooks 2>/dev/null || echo git-ro`,
+          `echo x > /etc/polly-x 2>/dev/null || echo etc-ro`,
+          'echo t > "$TMPDIR/t" && echo tmp-ok',
+          'echo "home=$HOME"',
+        ].join('; '),
+      ),
+    );
+    expect(r.stderr).toContain('Read-only file system');
+    expect(r.stdout.split('\n')).toEqual(expect.arrayContaining(['wt-ok', 'state-ok', 'gate-ro', 'repo-ro', 'git-ro', 'etc-ro', 'tmp-ok', `home=${l.state}/home`]));
+    expect(readFileSync(join(l.worktree, 'ok'), 'utf8')).toBe('w\n');
+    expect(readFileSync(join(l.gate, 'gate-config.json'), 'utf8')).toBe('{"role":"implement"}');
+    expect(existsSync(join(l.repo, '.git', 'hooks'))).toBe(false);
+  });
+
+  it('hides the real HOME (ssh keys, git credentials), .polly/ and the other worktrees; the gate journal stays appendable', async () => {
+    const r = await run(
+      agentSpec(l),
+      ...sh(
+        [
+          `cat ${l.home}/.ssh/id_ed25519 2>/dev/null || echo no-ssh`,
+          `cat ${l.home}/.git-credentials 2>/dev/null || echo no-creds`,
+          `cat ${l.repo}/.polly/registry.json 2>/dev/null || echo no-registry`,
+          `cat ${l.sibling}/secret.txt 2>/dev/null || echo no-sibling`,
+          `echo '{"kind":"x"}' >> ${l.journal} && echo journal-ok`,
+          `cat ${l.repo}/README.md`,
+        ].join('; '),
+      ),
+    );
+    expect(r.stdout.split('\n').filter(Boolean)).toEqual(['no-ssh', 'no-creds', 'no-registry', 'no-sibling', 'journal-ok', 'readme']);
+    expect(readFileSync(l.journal, 'utf8')).toBe('{"kind":"x"}\n');
+    expect(readFileSync(join(l.home, '.ssh', 'id_ed25519'), 'utf8')).toBe('PRIVATE KEY');
+  });
+
+  it('reaches the model endpoint on the host loopback through the bridge, and nothing else', async () => {
+    const fetchIn = (p: number) => `fetch('http://127.0.0.1:${p}/v1').then(r => r.text()).then(t => console.log('${p}:' + t), e => console.log('${p}:blocked'))`;
+    const script = `${fetchIn(port)}; ${fetchIn(otherPort)}`;
+    const r = await run(agentSpec(l, [{ host: '127.0.0.1', port }]), process.execPath, ['-e', script]);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toContain(`${port}:model says hi`);
+    expect(r.stdout).toContain(`${otherPort}:blocked`);
+    expect(hits).toBe(0);
+  });
+
+  it('gives an acceptance command no network unless config allows it', async () => {
+    const script = `fetch('http://127.0.0.1:${otherPort}/').then(r => r.text()).then(t => console.log(t), () => console.log('blocked'))`;
+    const offline = await run(commandSandboxSpec({ repoRoot: l.repo, worktree: l.worktree, stateDir: join(l.root, 'acc'), network: false, realHome: l.home }), process.execPath, [
+      '-e',
+      script,
+    ]);
+    expect(offline.stdout.trim()).toBe('blocked');
+    expect(hits).toBe(0);
+    const online = await run(commandSandboxSpec({ repoRoot: l.repo, worktree: l.worktree, stateDir: join(l.root, 'acc'), network: true, realHome: l.home }), process.execPath, [
+      '-e',
+      script,
+    ]);
+    expect(online.stdout.trim()).toBe('exfiltrated');
+    expect(hits).toBe(1);
+  });
+
+  it('kills what the command left running (nohup, setsid) when it ends', async () => {
+    const late = join(l.worktree, 'late');
+    const started = Date.now();
+    const r = await run(agentSpec(l), ...sh(`nohup sh -c 'sleep 1; echo late > ${late}' >/dev/null 2>&1 & setsid sh -c 'sleep 1; echo late > ${late}' & echo started`));
+    expect(r.stdout.trim()).toBe('started');
+    expect(Date.now() - started).toBeLessThan(1000);
+    await new Promise((res) => setTimeout(res, 2000));
+    expect(existsSync(late)).toBe(false);
+    // the control: the same command outside the sandbox leaves its child running
+    const free = spawn('/bin/sh', ['-c', `setsid sh -c 'sleep 1; echo late > ${late}' & echo started`], { stdio: 'ignore' });
+    await new Promise((res) => free.on('close', res));
+    await new Promise((res) => setTimeout(res, 2000));
+    expect(existsSync(late)).toBe(true);
+  });
+
+  it('runs in its own PID namespace with no capabilities', async () => {
+    const r = await run(agentSpec(l), ...sh('grep CapEff /proc/self/status; ls /proc | grep -c "^[0-9]"'));
+    const [cap, count] = r.stdout.trim().split('\n');
+    expect(cap).toMatch(/CapEff:\s+0+$/);
+    expect(Number(count)).toBeLessThan(10);
+  });
+
+  it('shows a reviewer its scratch dir only: not the repository, not the worktree, not other scratch dirs', async () => {
+    const scratchRoot = join(l.root, 'scratch');
+    const mine = join(scratchRoot, 'polly-review-a');
+    const theirs = join(scratchRoot, 'polly-review-b');
+    for (const d of [mine, theirs]) mkdirSync(d, { recursive: true });
+    writeFileSync(join(mine, 'DIFF.patch'), 'diff');
+    writeFileSync(join(theirs, 'DIFF.patch'), 'other');
+    writeFileSync(join(l.worktree, 'impl.ts'), 'impl');
+    const spec = agentSandboxSpec({ repoRoot: l.repo, cwd: mine, writableCwd: false, agentStateDir: l.state, gateDir: l.gate, writableFiles: [], endpoints: [], realHome: l.home });
+    const r = await run(
+      spec,
+      ...sh(
+        `cat DIFF.patch; echo; cat ${l.worktree}/impl.ts 2>/dev/null || echo no-worktree; cat ${l.repo}/README.md 2>/dev/null || echo no-repo; cat ${theirs}/DIFF.patch 2>/dev/null || echo no-other; echo x > note 2>/dev/null || echo scratch-ro`,
+      ),
+    );
+    expect(r.stdout.split('\n').filter(Boolean)).toEqual(['diff', 'no-worktree', 'no-repo', 'no-other', 'scratch-ro']);
+  });
+});
+
+describe('fail closed', () => {
+  it('refuses to dispatch when bubblewrap is missing, saying how to install it', () => {
+    const probe = probeSandbox({ bwrap: '/nonexistent/bwrap' });
+    expect(probe.ok).toBe(false);
+    let error: unknown;
+    try {
+      decideConfinement(false, probe);
+    } catch (e) {
+      error = e;
+    }
+    expect(isPollyError(error) && error.code).toBe('sandbox_unavailable');
+    expect((error as Error).message).toContain('apt-get install bubblewrap');
+    expect((error as Error).message).toContain('allow_unconfined');
+  });
+
+  it('refuses when bubblewrap cannot create namespaces (a bwrap that fails)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'polly-badbwrap-'));
+    const fake = join(dir, 'bwrap');
+    writeFileSync(fake, '#!/bin/sh\necho "bwrap: No permissions to creating new namespace" >&2\nexit 1\n', { mode: 0o755 });
+    const probe = probeSandbox({ bwrap: fake });
+    expect(probe).toMatchObject({ ok: false });
+    expect(() => decideConfinement(false, probe)).toThrow(/No permissions to creating new namespace/);
+  });
+
+  it('runs unconfined with a warning when workers.allow_unconfined is true', () => {
+    const c = decideConfinement(true, probeSandbox({ bwrap: '/nonexistent/bwrap' }));
+    expect(c.confined).toBe(false);
+    expect(c.warning).toMatch(/WITHOUT Polly's OS sandbox/);
+    expect(decideConfinement(false, probeSandbox())).toEqual({ confined: true, warning: null });
+  });
+});
+
+describe('environments by allowlist', () => {
+  it('passes the model variables and the passthrough list, never tokens', () => {
+    const base = {
+      PATH: '/usr/bin',
+      LANG: 'C.UTF-8',
+      LC_ALL: 'C',
+      ANTHROPIC_API_KEY: 'ak',
+      OPENAI_BASE_URL: 'http://x',
+      GITHUB_TOKEN: 'ghp_x',
+      GH_TOKEN: 'gho_x',
+      AWS_SECRET_ACCESS_KEY: 's',
+      SSH_AUTH_SOCK: '/run/ssh',
+      HOME: '/root',
+      MY_VAR: '1',
+    };
+    const env = workerEnv({ PI_OFFLINE: '1' }, { base, passthrough: ['MY_VAR'], home: '/state/home' });
+    expect(env).toEqual({
+      PATH: '/usr/bin',
+      LANG: 'C.UTF-8',
+      LC_ALL: 'C',
+      ANTHROPIC_API_KEY: 'ak',
+      OPENAI_BASE_URL: 'http://x',
+      MY_VAR: '1',
+      PI_OFFLINE: '1',
+      HOME: '/state/home',
+    });
+  });
+});
+
+describe('agent state dir', () => {
+  it('lives under XDG_STATE_HOME (default ~/.local/state), keyed by the repository, outside the temp dir', () => {
+    const a = repoStateDir('/work/repo-a', { XDG_STATE_HOME: '/xdg', HOME: '/home/u' });
+    expect(a).toMatch(/^\/xdg\/polly\/repo-a-[0-9a-f]{16}$/);
+    expect(repoStateDir('/work/repo-b', { XDG_STATE_HOME: '/xdg' })).not.toBe(a);
+    expect(repoStateDir('/work/repo-a', { HOME: '/home/u' })).toMatch(/^\/home\/u\/\.local\/state\/polly\/repo-a-/);
+  });
+});
+
+describe('bwrapArgs', () => {
+  it('mounts hidden dirs before the binds inside them, and read-only last at equal depth', () => {
+    const spec: SandboxSpec = {
+      cwd: '/h/s/wt',
+      writable: ['/h/s', '/h/s/wt'],
+      readOnly: ['/h/s/gate'],
+      hidden: ['/h'],
+      home: '/h/s/home',
+      tmpDir: null,
+      network: { mode: 'none' },
+      gitMetadata: { mode: 'read-only' },
+    };
+    const args = bwrapArgs(spec, () => true);
+    const order = args.filter((a, i) => ['--tmpfs', '--bind', '--ro-bind'].includes(args[i - 1] ?? '') && a !== '/');
+    expect(order).toEqual(['/tmp', '/h', '/h/s', '/h/s/wt', '/h/s/gate']);
+    expect(args).toContain('--unshare-net');
+    expect(args.slice(-2)).toEqual(['--chdir', '/h/s/wt']);
+  });
+});
+
+describe("Claude Code's own sandbox (defence in depth)", () => {
+  it('is written only where Polly sandbox is off and claude can start its own', () => {
+    const bin = mkdtempSync(join(tmpdir(), 'polly-bin-'));
+    for (const b of ['bwrap', 'socat']) writeFileSync(join(bin, b), '#!/bin/sh\n', { mode: 0o755 });
+    expect(claudeCodeSandboxSettings({ confined: true, gitDir: '/r/.git', platform: 'darwin' })).toBeNull();
+    expect(claudeCodeSandboxSettings({ confined: false, gitDir: '/r/.git', platform: 'darwin' })).toEqual({
+      enabled: true,
+      failIfUnavailable: true,
+      allowUnsandboxedCommands: false,
+      filesystem: { denyWrite: ['/r/.git'] },
+    });
+    expect(claudeCodeSandboxSettings({ confined: false, gitDir: '/r/.git', platform: 'linux', pathVar: bin })).toMatchObject({ enabled: true });
+    expect(claudeCodeSandboxSettings({ confined: false, gitDir: '/r/.git', platform: 'linux', pathVar: '/nonexistent' })).toBeNull();
+  });
+});

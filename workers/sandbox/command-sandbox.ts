@@ -1,0 +1,51 @@
+/**
+ * The sandbox and environment of a command Polly runs in a worktree on a worker's behalf: an
+ * acceptance command (`acceptance.network`) or the `worktrees.setup` command
+ * (`worktrees.setup_network`). Both run code the worker may have written or chosen.
+ */
+import { mkdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, join } from 'node:path';
+import type { AgentSandbox } from '../agents/agent-adapter.js';
+import { repoStateDir } from './agent-state-dir.js';
+import { decideConfinement, probeSandbox, type SandboxProbe } from './sandbox.js';
+import { commandSandboxSpec } from './sandbox-profiles.js';
+import { workerEnv } from './worker-env.js';
+
+export interface CommandSandboxInput {
+  repoRoot: string;
+  worktree: string;
+  /** The network switch from config for this kind of command. */
+  network: boolean;
+  /** `workers.allow_unconfined`. */
+  allowUnconfined: boolean;
+  /** `workers.env_passthrough`. */
+  passthrough?: readonly string[];
+  /** Variables the command gets on top of the allowlist (PORT, POLLY_TASK_ID…). */
+  extraEnv?: Record<string, string>;
+  /** Where the private HOME goes (default `<repoStateDir>/commands/<worktree name>`). */
+  stateDir?: string;
+  /** The real HOME to hide (default `os.homedir()`). */
+  realHome?: string;
+  /** Default: the cached {@link probeSandbox}. */
+  probe?: SandboxProbe;
+  /** Where allowlisted values come from (default `process.env`). */
+  baseEnv?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Decide and build the sandbox and environment for one command.
+ * @returns `sandbox` (null when unconfined), the allowlisted `env` (private HOME), and a `warning` when unconfined.
+ * @throws PollyError `sandbox_unavailable` when the sandbox cannot start and unconfined runs are not allowed.
+ */
+export function commandSandbox(input: CommandSandboxInput): { sandbox: AgentSandbox | null; env: Record<string, string>; warning: string | null } {
+  const probe = input.probe ?? probeSandbox();
+  const decision = decideConfinement(input.allowUnconfined, probe);
+  const stateDir = input.stateDir ?? join(repoStateDir(input.repoRoot), 'commands', basename(input.worktree));
+  const home = join(stateDir, 'home');
+  mkdirSync(home, { recursive: true });
+  const env = workerEnv(input.extraEnv ?? {}, { home, ...(input.passthrough ? { passthrough: input.passthrough } : {}), ...(input.baseEnv ? { base: input.baseEnv } : {}) });
+  if (!decision.confined || !probe.ok) return { sandbox: null, env, warning: decision.warning };
+  const spec = commandSandboxSpec({ repoRoot: input.repoRoot, worktree: input.worktree, stateDir, network: input.network, realHome: input.realHome ?? homedir() });
+  return { sandbox: { bwrap: probe.bwrap, spec }, env, warning: null };
+}

@@ -1,0 +1,142 @@
+/**
+ * The sandboxes Polly builds, one function per kind of process: an agent turn (implementer,
+ * read-only worker, reviewer) and a command Polly runs in a worktree (acceptance, setup).
+ * Pure: paths in, {@link SandboxSpec} out.
+ *
+ * Common to all: hidden are the real `$HOME` (so `~/.ssh`, `~/.config/gh`, `~/.git-credentials`
+ * are absent), the repository's `.polly/` and `.worktrees/` (other tasks' worktrees), and `/run`
+ * (host sockets: docker, D-Bus, user sessions). The repository itself, its git dir included, is
+ * visible read-only (the root is read-only), unless the process works outside the repository (a
+ * reviewer in its scratch dir), then the repository is hidden too.
+ */
+import { realpathSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative } from 'node:path';
+import type { SandboxEndpoint, SandboxNetwork, SandboxSpec } from './sandbox-spec.js';
+
+function inside(child: string, parent: string): boolean {
+  const rel = relative(parent, child);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/** The paths every sandbox hides for `repoRoot`. */
+export function commonHidden(repoRoot: string, realHome: string): string[] {
+  return [realHome, join(repoRoot, '.polly'), join(repoRoot, '.worktrees'), '/run'];
+}
+
+export interface AgentSandboxInput {
+  /** The repository's main checkout. */
+  repoRoot: string;
+  /** The agent's working directory: its worktree, the repository (explore), or a review scratch dir. */
+  cwd: string;
+  /** True for implement: `cwd` is writable. Read-only roles get `cwd` read-only. */
+  writableCwd: boolean;
+  /** The agent's own state (CLI config dirs, sessions); read-write. Its `home/` is the private HOME. */
+  agentStateDir: string;
+  /** The gate's files for this worker (config, shims, hook settings): read-only, even inside a writable dir. */
+  gateDir: string;
+  /** Files the gate's hooks append to (the decision log): read-write. Must exist. */
+  writableFiles: string[];
+  /** The model endpoints the agent may reach. */
+  endpoints: SandboxEndpoint[];
+  /** The real `$HOME` (hidden). */
+  realHome: string;
+  /** See {@link SandboxSpec.gitMetadata}; default read-only. */
+  gitMetadata?: SandboxSpec['gitMetadata'];
+}
+
+/**
+ * The sandbox of one agent turn. A reviewer (cwd outside the repository) sees its scratch dir and
+ * nothing of the repository; other scratch dirs next to it are hidden.
+ */
+export function agentSandboxSpec(input: AgentSandboxInput): SandboxSpec {
+  const outside = !inside(input.cwd, input.repoRoot);
+  const hidden = commonHidden(input.repoRoot, input.realHome);
+  if (outside) hidden.push(input.repoRoot, dirname(input.cwd));
+  const writable = [input.agentStateDir, join(input.agentStateDir, 'home'), ...input.writableFiles];
+  // The repository (main checkout and git dir) read-only: under a hidden HOME or /tmp it would vanish.
+  const readOnly = outside || (input.writableCwd && input.cwd === input.repoRoot) ? [input.gateDir] : [input.repoRoot, input.gateDir];
+  if (input.writableCwd) writable.push(input.cwd);
+  else readOnly.push(input.cwd);
+  return {
+    cwd: input.cwd,
+    writable,
+    readOnly,
+    hidden,
+    home: join(input.agentStateDir, 'home'),
+    tmpDir: null,
+    network: { mode: 'endpoints', endpoints: input.endpoints },
+    gitMetadata: input.gitMetadata ?? { mode: 'read-only' },
+  };
+}
+
+export interface CommandSandboxInput {
+  repoRoot: string;
+  /** The worktree the command runs in (writable). */
+  worktree: string;
+  /** A private dir for the command's HOME (`<dir>/home`, writable). */
+  stateDir: string;
+  /** `acceptance.network` / `worktrees.setup_network`: true gives the host's network. */
+  network: boolean;
+  realHome: string;
+  gitMetadata?: SandboxSpec['gitMetadata'];
+}
+
+/** Where /etc/resolv.conf really is (it may point into the hidden /run): bound back read-only for a networked command. */
+function resolvConf(): string {
+  try {
+    return realpathSync('/etc/resolv.conf');
+  } catch {
+    return '/etc/resolv.conf';
+  }
+}
+
+/** The sandbox of an acceptance or setup command: the worktree writable, no network unless config allows. */
+export function commandSandboxSpec(input: CommandSandboxInput): SandboxSpec {
+  const network: SandboxNetwork = input.network ? { mode: 'host' } : { mode: 'none' };
+  const home = join(input.stateDir, 'home');
+  return {
+    cwd: input.worktree,
+    writable: [input.worktree, home],
+    readOnly: [input.repoRoot, ...(input.network ? [resolvConf()] : [])],
+    hidden: commonHidden(input.repoRoot, input.realHome),
+    home,
+    tmpDir: null,
+    network,
+    gitMetadata: input.gitMetadata ?? { mode: 'read-only' },
+  };
+}
+
+/**
+ * The model endpoints named by an agent's environment and config: every `*_BASE_URL` variable
+ * (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, …) and the configured provider URLs; when none is set,
+ * the vendors' public APIs (`api.anthropic.com:443`, `api.openai.com:443`, `chatgpt.com:443`).
+ */
+export function modelEndpoints(
+  env: Record<string, string | undefined>,
+  configuredUrls: readonly (string | null | undefined)[],
+  parse: (url: string) => SandboxEndpoint | null,
+): SandboxEndpoint[] {
+  const urls = [
+    ...Object.entries(env)
+      .filter(([k, v]) => /_BASE_URL$/.test(k) && v)
+      .map(([, v]) => v as string),
+    ...configuredUrls.filter((u): u is string => !!u),
+  ];
+  const out: SandboxEndpoint[] = [];
+  const seen = new Set<string>();
+  const add = (e: SandboxEndpoint | null): void => {
+    if (!e) return;
+    const key = `${e.host}:${e.port}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(e);
+    }
+  };
+  for (const u of urls) add(parse(u));
+  if (!env.ANTHROPIC_BASE_URL) add({ host: 'api.anthropic.com', port: 443 });
+  if (!env.OPENAI_BASE_URL && configuredUrls.every((u) => !u)) {
+    add({ host: 'api.openai.com', port: 443 });
+    add({ host: 'chatgpt.com', port: 443 });
+  }
+  return out;
+}

@@ -1,0 +1,147 @@
+/**
+ * What one confined process may see and reach: the data a {@link SandboxSpec} holds, and the pure
+ * translation into bubblewrap's command line ({@link bwrapArgs}).
+ *
+ * Shape of the sandbox (Linux, bubblewrap 0.8; flags from `bwrap --help` and bwrap(1),
+ * https://github.com/containers/bubblewrap/blob/main/bwrap.xml):
+ * - the host's root bound read-only (`--ro-bind / /`), a fresh `/dev` and `/proc`, a tmpfs on `/tmp`;
+ * - every `hidden` path covered by an empty tmpfs (the real `$HOME`, `.polly/`, `.worktrees/`,
+ *   other scratch dirs): not readable at all;
+ * - `readOnly` paths bound back read-only and `writable` paths bound back read-write on top
+ *   (mounts are applied from the shallowest path to the deepest, so a read-only file inside a
+ *   writable dir stays read-only);
+ * - its own PID, IPC, UTS and network namespaces (`--unshare-pid --unshare-ipc --unshare-uts
+ *   --unshare-net`): the network is loopback only, and the model endpoints are bridged in by
+ *   {@link import('./net-bridge.js')}; `--die-with-parent` and a new session; every capability
+ *   dropped (`--cap-drop ALL`: bwrap run by root would otherwise keep them, and CAP_SYS_ADMIN
+ *   could unmount the read-only binds).
+ * When the command ends, bwrap's PID 1 exits and the kernel kills every process left in the
+ * namespace (`nohup`, `setsid`, double forks included): nothing outlives the turn.
+ */
+
+/** One model endpoint a confined process may reach, parsed from its base URL. */
+export interface SandboxEndpoint {
+  /** Host name or IP as written in the URL (`127.0.0.1`, `localhost`, `api.anthropic.com`). */
+  host: string;
+  /** TCP port (the URL's port, or 443/80 from its scheme). */
+  port: number;
+}
+
+/** How a confined process reaches the network. */
+export type SandboxNetwork =
+  /** Loopback only: no route anywhere. */
+  | { mode: 'none' }
+  /** Only these endpoints (loopback ones bridged to the same address inside; others through an allowlisting CONNECT proxy). */
+  | { mode: 'endpoints'; endpoints: SandboxEndpoint[] }
+  /** The host's network namespace, unfiltered (acceptance/setup commands when config allows network). */
+  | { mode: 'host' };
+
+/** Everything a confined process may see. All paths absolute. */
+export interface SandboxSpec {
+  /** The working directory (the worktree, or a reviewer's scratch dir). */
+  cwd: string;
+  /** Bound read-write (the worktree or scratch dir, the agent's state dir, its private HOME and TMPDIR). */
+  writable: string[];
+  /** Bound read-only on top of anything hidden or writable (the gate's config dir, Polly's install). */
+  readOnly: string[];
+  /** Covered by an empty tmpfs: the real HOME, `.polly/`, `.worktrees/`, other scratch dirs. Missing paths are skipped. */
+  hidden: string[];
+  /** The private `$HOME` (must be inside `writable`). */
+  home: string;
+  /** The private `$TMPDIR` (inside `writable`), or null for the sandbox's own tmpfs `/tmp`. */
+  tmpDir: string | null;
+  network: SandboxNetwork;
+  /**
+   * The git metadata policy (c3 owns the design). `read-only`: the repository's common git dir
+   * and the worktree's admin dir are read-only (the root is); Polly is the only writer of git
+   * metadata. `worktree-admin-writable`: the worktree's own admin dir (`.git/worktrees/<id>`,
+   * index and HEAD) is bound read-write on top, refs and objects stay read-only.
+   */
+  gitMetadata: { mode: 'read-only' } | { mode: 'worktree-admin-writable'; adminDir: string };
+}
+
+type Mount = { kind: 'tmpfs' | 'rw' | 'ro'; path: string };
+
+const KIND_ORDER: Record<Mount['kind'], number> = { tmpfs: 0, rw: 1, ro: 2 };
+
+function depth(path: string): number {
+  return path.split('/').filter(Boolean).length;
+}
+
+/**
+ * The mounts of `spec` in the order bwrap must apply them: shallow before deep, and at equal depth
+ * tmpfs, then read-write, then read-only (so read-only wins for the same path). Pure.
+ */
+export function sandboxMounts(spec: SandboxSpec, exists: (path: string) => boolean): Mount[] {
+  const mounts: Mount[] = [];
+  const seen = new Set<string>();
+  const add = (kind: Mount['kind'], path: string): void => {
+    const key = `${kind}:${path}`;
+    if (seen.has(key) || !exists(path)) return;
+    seen.add(key);
+    mounts.push({ kind, path });
+  };
+  for (const p of spec.hidden) add('tmpfs', p);
+  for (const p of spec.writable) add('rw', p);
+  if (spec.gitMetadata.mode === 'worktree-admin-writable') add('rw', spec.gitMetadata.adminDir);
+  for (const p of spec.readOnly) add('ro', p);
+  return mounts
+    .map((m, i) => ({ m, i }))
+    .sort((a, b) => depth(a.m.path) - depth(b.m.path) || KIND_ORDER[a.m.kind] - KIND_ORDER[b.m.kind] || a.i - b.i)
+    .map(({ m }) => m);
+}
+
+/**
+ * bubblewrap's arguments (after the `bwrap` executable, before the command) for `spec`. Pure but
+ * for `exists`, which says which paths are there (bwrap fails on a missing bind source, and cannot
+ * create a mount point under the read-only root).
+ * `extraBinds`: paths bound read-write after everything else (the network bridge's socket dir).
+ */
+export function bwrapArgs(spec: SandboxSpec, exists: (path: string) => boolean, extraBinds: string[] = []): string[] {
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  for (const m of sandboxMounts(spec, exists)) {
+    if (m.kind === 'tmpfs') args.push('--tmpfs', m.path);
+    else args.push(m.kind === 'rw' ? '--bind' : '--ro-bind', m.path, m.path);
+  }
+  for (const p of extraBinds) args.push('--bind', p, p);
+  args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts');
+  if (spec.network.mode !== 'host') args.push('--unshare-net');
+  args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--chdir', spec.cwd);
+  return args;
+}
+
+/**
+ * The endpoint a base URL names (`http://127.0.0.1:41234/v1` → `{host: '127.0.0.1', port: 41234}`),
+ * or null for a value that is not an http(s) URL.
+ */
+export function endpointOf(url: string): SandboxEndpoint | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return null;
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  const port = u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+  return { host, port };
+}
+
+/** True for a host that names this machine's loopback (`127.0.0.0/8`, `localhost`, `::1`). */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/**
+ * The sandbox's keys in `.polly/config.yaml` `workers` (the config schema composes them with each
+ * harness's options). Optional for configs written before they existed.
+ */
+export interface WorkerSandboxOptions {
+  /**
+   * Run workers, acceptance and setup commands without Polly's OS sandbox when it cannot start
+   * (no bubblewrap, user namespaces off, macOS, Windows). Default false: Polly refuses to dispatch.
+   */
+  allow_unconfined?: boolean;
+  /** Names of more environment variables a worker gets from Polly's environment (beyond PATH, LANG, LC_*, TERM, TZ, the model variables). */
+  env_passthrough?: string[];
+}

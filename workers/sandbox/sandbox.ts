@@ -1,0 +1,188 @@
+/**
+ * The one sandbox Polly owns around everything that runs code a worker controls: the agent CLIs,
+ * acceptance commands, `worktrees.setup` commands and reviewers (Linux: bubblewrap, run directly).
+ *
+ * - {@link probeSandbox}: can bubblewrap start a sandbox here? Probed once per process and bwrap
+ *   path (a real `bwrap … true`), then cached.
+ * - {@link decideConfinement}: fail closed. No sandbox → PollyError `sandbox_unavailable` saying
+ *   how to fix it, unless config sets `workers.allow_unconfined: true` (then a warning to record).
+ * - {@link confineCommand}: the command line, environment and clean-up that run one command inside
+ *   a {@link SandboxSpec}. Synchronous, so `spawn` can follow at once.
+ *
+ * Why bubblewrap directly and not `@anthropic-ai/sandbox-runtime` (0.0.83): that package requires
+ * Node ≥ 22.12 (`engines`; Polly supports Node 20) and, on Linux, `socat` for its unix-socket
+ * bridges (not a Debian default; not installed here), while what Polly needs from it is one
+ * bwrap command line and a ~100-line bridge (net-bridge.ts, sandbox-init.ts) in Node itself.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { PollyError } from '../../brain/core/errors.js';
+import { distPath, packageRoot } from '../../brain/core/install-paths.js';
+import { openNetBridge } from './net-bridge.js';
+import { bwrapArgs, type SandboxSpec } from './sandbox-spec.js';
+
+/** The outcome of probing: a working bwrap, or why not and how to fix it. */
+export type SandboxProbe = { ok: true; bwrap: string } | { ok: false; reason: string; fix: string };
+
+const probes = new Map<string, SandboxProbe>();
+
+function findBwrap(pathVar: string | undefined): string | null {
+  for (const dir of (pathVar ?? '/usr/bin:/bin').split(':')) {
+    if (!dir) continue;
+    const p = join(dir, 'bwrap');
+    if (existsSync(p)) return p;
+  }
+  return null;
+}
+
+function readSysctl(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8').trim();
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The sysctls that block unprivileged user namespaces on this kernel, as `name=value-to-set`, only
+ * those whose `/proc/sys` file exists and currently blocks (Debian's
+ * `kernel.unprivileged_userns_clone`, Ubuntu's `kernel.apparmor_restrict_unprivileged_userns`,
+ * and `user.max_user_namespaces`; see user_namespaces(7)).
+ */
+export function blockingSysctls(read: (path: string) => string | null = readSysctl): string[] {
+  const out: string[] = [];
+  if (read('/proc/sys/kernel/unprivileged_userns_clone') === '0') out.push('kernel.unprivileged_userns_clone=1');
+  if (read('/proc/sys/kernel/apparmor_restrict_unprivileged_userns') === '1') out.push('kernel.apparmor_restrict_unprivileged_userns=0');
+  if (read('/proc/sys/user/max_user_namespaces') === '0') out.push('user.max_user_namespaces=15000');
+  return out;
+}
+
+/**
+ * Probe whether bubblewrap can start Polly's sandbox here, by running it (`bwrap --ro-bind / /
+ * --unshare-pid --unshare-net … true`). Cached per bwrap path for the life of the process.
+ * @param options.bwrap  the bwrap executable (default: `bwrap` on `PATH`); tests point it elsewhere.
+ * @param options.refresh  probe again instead of using the cached answer.
+ */
+export function probeSandbox(options: { bwrap?: string; refresh?: boolean } = {}): SandboxProbe {
+  const key = options.bwrap ?? '(PATH)';
+  const cached = probes.get(key);
+  if (cached && !options.refresh) return cached;
+  let probe: SandboxProbe;
+  const bwrap = options.bwrap ?? findBwrap(process.env.PATH);
+  if (process.platform !== 'linux') {
+    probe = {
+      ok: false,
+      reason: `Polly's sandbox needs Linux bubblewrap; this is ${process.platform}`,
+      fix: 'run Polly on Linux (a VM or container is fine), or set `workers: {allow_unconfined: true}` in .polly/config.yaml to run workers without the OS sandbox',
+    };
+  } else if (!bwrap || !existsSync(bwrap)) {
+    probe = {
+      ok: false,
+      reason: `bubblewrap is not installed (no ${bwrap ?? 'bwrap on PATH'})`,
+      fix: 'install it: `apt-get install bubblewrap` (Debian, Ubuntu), `dnf install bubblewrap` (Fedora), `pacman -S bubblewrap` (Arch)',
+    };
+  } else {
+    const r = spawnSync(bwrap, ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--unshare-net', '--die-with-parent', '--cap-drop', 'ALL', 'true'], {
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+    if (r.status === 0) probe = { ok: true, bwrap };
+    else {
+      const said = `${r.error?.message ?? ''}${r.stderr ?? ''}`.trim().split('\n').at(-1) ?? '';
+      const sysctls = blockingSysctls();
+      probe = {
+        ok: false,
+        reason: `${bwrap} cannot create a sandbox here (exit ${r.status ?? r.signal}: ${said || 'no message'})`,
+        fix:
+          sysctls.length > 0
+            ? `allow unprivileged user namespaces: \`sysctl -w ${sysctls.join(' ')}\` (persist it in /etc/sysctl.d/), or run Polly as root`
+            : 'run Polly where bubblewrap can create namespaces (a container needs e.g. `--security-opt seccomp=unconfined` or `--privileged`)',
+      };
+    }
+  }
+  probes.set(key, probe);
+  return probe;
+}
+
+/** What {@link decideConfinement} decided for one dispatch. */
+export interface Confinement {
+  /** True: run inside the sandbox. False only with `workers.allow_unconfined: true`. */
+  confined: boolean;
+  /** Set when unconfined: the warning to print at this dispatch and record on the task and PR. */
+  warning: string | null;
+}
+
+/**
+ * Fail closed: confined when the sandbox works; otherwise unconfined only when the config allows
+ * it (with a warning), else a PollyError.
+ * @throws PollyError `sandbox_unavailable` naming the reason and the fix.
+ */
+export function decideConfinement(allowUnconfined: boolean, probe: SandboxProbe = probeSandbox()): Confinement {
+  if (probe.ok) return { confined: true, warning: null };
+  if (allowUnconfined) {
+    return {
+      confined: false,
+      warning: `WARNING: running workers WITHOUT Polly's OS sandbox (workers.allow_unconfined: true): ${probe.reason}. A worker can read your credentials and write outside its worktree.`,
+    };
+  }
+  throw new PollyError(
+    'sandbox_unavailable',
+    `Polly refuses to dispatch: ${probe.reason}, and workers must run in Polly's OS sandbox. To fix: ${probe.fix}. ` +
+      'To run without it anyway, set `workers: {allow_unconfined: true}` in .polly/config.yaml (every dispatch then warns, and the task and its PR record it).',
+  );
+}
+
+/** A command ready to spawn inside the sandbox. */
+export interface ConfinedCommand {
+  command: string;
+  args: string[];
+  /** The environment for the spawn: the caller's, plus HOME, TMPDIR and any proxy variables. */
+  env: Record<string, string>;
+  /** Close the network bridge and remove its socket dir (idempotent; call after the process exited). */
+  dispose(): void;
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+/**
+ * Wrap `command args` in bubblewrap for `spec`. Polly's install and Node's prefix are bound
+ * read-only on top (the gate's hooks run from them inside, even when they live under a hidden
+ * HOME); with `endpoints` network the bridge is opened now and Polly's sandbox init runs first
+ * inside. `bwrap` comes from a successful {@link probeSandbox}.
+ */
+export function confineCommand(bwrap: string, spec: SandboxSpec, command: string, args: readonly string[], env: Record<string, string>): ConfinedCommand {
+  const nodePrefix = dirname(dirname(realOrSelf(process.execPath)));
+  const withRuntime: SandboxSpec = { ...spec, readOnly: [...spec.readOnly, packageRoot(), ...(nodePrefix === '/' ? [] : [nodePrefix])] };
+  const outEnv: Record<string, string> = { ...env, HOME: spec.home, TMPDIR: spec.tmpDir ?? '/tmp' };
+  if (spec.network.mode !== 'endpoints' || spec.network.endpoints.length === 0) {
+    return { command: bwrap, args: [...bwrapArgs(withRuntime, existsSync), '--', command, ...args], env: outEnv, dispose: () => {} };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'polly-net-'));
+  const bridge = openNetBridge(spec.network.endpoints, dir);
+  const init = distPath('workers', 'sandbox', 'sandbox-init.js');
+  if (!existsSync(init)) {
+    bridge.close();
+    rmSync(dir, { recursive: true, force: true });
+    throw new PollyError('not_built', `the sandbox init ${init} is not built. Run "npm run build" first.`);
+  }
+  let disposed = false;
+  return {
+    command: bwrap,
+    args: [...bwrapArgs(withRuntime, existsSync, [dir]), '--', process.execPath, init, JSON.stringify(bridge.inside), command, ...args],
+    env: { ...outEnv, ...bridge.env },
+    dispose() {
+      if (disposed) return;
+      disposed = true;
+      bridge.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
