@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { createLocalForge } from '../../brain/forge/local-forge.js';
+import { toInboxEvents } from '../../brain/mcp/brain-tools.js';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { runCli } from '../helpers/registry-cli.js';
@@ -120,8 +121,13 @@ describe('polly pr (local forge)', () => {
     expect(list.map((p) => [p.number, p.conflicts, p.conflictFiles])).toEqual([[2, 'conflicts', ['top.txt']]]);
     expect(runCli(['pr', 'list'], repo.dir).stdout).toMatch(/2\s+draft\s+polly\/b → main\s+changes_requested\s+none\s+conflicts: top\.txt\s+Top b/);
     expect(runCli(['pr', 'show', '2'], repo.dir).stdout).toContain('review: changes_requested   checks: none   conflicts: conflicts (top.txt)');
-    const journal = store.journalPath ? '' : '';
-    void journal;
+    // The Brain's inbox carries both, with what the worker needs: the file and line, the conflicted paths.
+    const inbox = toInboxEvents(await store.journal()).filter((e) => e.kind === 'pr.feedback' || e.kind === 'pr.conflicts');
+    expect(inbox.map((e) => [e.kind, e.number, e.event ?? null, e.file ?? null, e.line ?? null, e.files ?? null])).toEqual([
+      ['pr.feedback', 2, 'COMMENT', null, null, null],
+      ['pr.feedback', 2, 'REQUEST_CHANGES', 'top.txt', 1, null],
+      ['pr.conflicts', 2, null, null, null, ['top.txt']],
+    ]);
   });
 
   test('bad input exits 2 naming the value; an unknown PR exits 1 not_found; no .polly is not_initialized', () => {
