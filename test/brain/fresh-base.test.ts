@@ -123,6 +123,23 @@ describe('fresh base', () => {
     expect(await forge.diff(prs[0]!.number)).not.toContain('VERSION');
   });
 
+  test('a base the remote does not have: the local branch, with a warning that it may be stale', async () => {
+    const s = createPrStepSetting({ 'README.md': '# r\n' });
+    s.repo.git(['branch', 'local-only']);
+    const [task] = await approvePlan(s, 'p4', PLAN('local-only'));
+    const forge = createLocalForge({ repoRoot: s.repo.dir, store: s.store });
+    const runner = toolRunner(s, { forge, supervisor: noAgents, config: testConfig(null), agentEnv: {} });
+    let base: string | null = null;
+    await runner.run(async (ctx) => {
+      base = (await ensureWorktree(ctx)).task.baseCommit;
+      return { outcome: 'ok', note: 'worktree ready' };
+    }, task!.id, 'o1');
+    expect(base).toBe(s.repo.git(['rev-parse', 'local-only']));
+    const warnings = runner.progress.filter((l) => l.includes('warning'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^p4-t1: warning: could not fetch local-only from origin \(.*\); the worktree starts from the local local-only, which may be stale\./);
+  });
+
   test('a plan with a base that is not a branch name is refused naming the field', () => {
     expect(() => parsePlanFile(PLAN('../etc'), 'bad.yaml')).toThrow(/tasks\[0\]\.base: a base is a branch name/);
   });

@@ -323,10 +323,11 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
    * Fetch the base from the remote (issue 16): `git fetch <remote> +refs/heads/<b>:refs/remotes/<remote>/<b>`
    * (only the remote-tracking ref moves). `branch` null: the remote's default branch
    * (`refs/remotes/<remote>/HEAD`, else `git ls-remote --symref <remote> HEAD`).
-   * @returns the branch and its fetched commit; null when there is no such remote or branch, or the
-   *   fetch failed (journaled `worktree.base_fetch_failed`; the local branch is used then).
+   * @returns the branch and its fetched commit; null when there is no such remote; `{failed}` (a
+   *   sentence) when the fetch failed or the remote has no such branch (journaled
+   *   `worktree.base_fetch_failed`; the local branch is used then, with that warning).
    */
-  async function fetchRemoteBase(info: RepoInfo, branch: string | null): Promise<{ branch: string; commit: string; ref: string } | null> {
+  async function fetchRemoteBase(info: RepoInfo, branch: string | null): Promise<{ branch: string; commit: string; ref: string } | { failed: string } | null> {
     if (remote === null) return null;
     const url = await git.run(['remote', 'get-url', remote], { cwd: info.root, okExitCodes: [2, 128] });
     if (url.exitCode !== 0) return null;
@@ -343,11 +344,12 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     const ref = `refs/remotes/${remote}/${name}`;
     // Under the admin lock: two creates fetching the same ref at once would race on its lock file.
     const fetched = await info.lock.withLock(() =>
-      git.run(['fetch', '--quiet', '--no-tags', remote, `+refs/heads/${name}:${ref}`], { cwd: info.root, okExitCodes: [1, 128], timeoutMs: 300_000 }),
+      git.run(['fetch', '--quiet', '--no-tags', remote, `+refs/heads/${name}:${ref}`], { cwd: info.root, okExitCodes: [1, 128], timeoutMs: 120_000 }),
     );
     if (fetched.exitCode !== 0) {
-      journal('worktree.base_fetch_failed', { remote, branch: name, stderr: fetched.stderr.trim().slice(0, 500) });
-      return null;
+      const stderr = fetched.stderr.trim().slice(0, 500);
+      journal('worktree.base_fetch_failed', { remote, branch: name, stderr });
+      return { failed: `could not fetch ${name} from ${remote} (${stderr.split('\n').pop() || `exit ${fetched.exitCode}`}); the worktree starts from the local ${name}, which may be stale. Check "git fetch ${remote} ${name}".` };
     }
     const commit = await revParse(info.root, `${ref}^{commit}`);
     return commit ? { branch: name, commit, ref } : null;
@@ -389,7 +391,8 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       return { branch: baseBranch ?? null, commit, taskTip, freshness: null };
     }
     const fetched = await fetchRemoteBase(info, baseBranch ?? null);
-    if (fetched) {
+    const fetchWarning = fetched !== null && 'failed' in fetched ? fetched.failed : null;
+    if (fetched !== null && !('failed' in fetched)) {
       const freshness = await compareLocal(info, fetched.branch, fetched.commit, fetched.ref);
       if (freshness.warning) journal('worktree.base_stale_local', { branch: fetched.branch, local: freshness.local, behindBy: freshness.behindBy, aheadBy: freshness.aheadBy, warning: freshness.warning });
       // The newer of the two when one contains the other: a local branch strictly ahead holds the
@@ -407,7 +410,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     }
     const commit = await revParse(info.root, `refs/heads/${branch}^{commit}`) ?? (await revParse(info.root, `${branch}^{commit}`));
     if (!commit) throw new PollyError('bad_input', `base branch "${branch}" does not exist in ${info.root}${remote ? ` nor on ${remote}` : ''}; pass an existing branch (e.g. main)`);
-    return { branch, commit, taskTip, freshness: { source: 'local', remoteRef: null, local: 'same', behindBy: 0, aheadBy: 0, warning: null } };
+    return { branch, commit, taskTip, freshness: { source: 'local', remoteRef: null, local: 'same', behindBy: 0, aheadBy: 0, warning: fetchWarning } };
   }
 
   /**
