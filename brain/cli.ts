@@ -16,6 +16,7 @@ import { PollyError, exitCodeFor, isPollyError } from './core/errors.js';
 export const COMMANDS: Record<string, { module: string; summary: string }> = {
   init: { module: './commands/init.js', summary: 'set up Polly in this git repository (.polly/config.yaml)' },
   status: { module: './commands/status.js', summary: 'show goals, plans, tasks, workers and PRs' },
+  doctor: { module: './commands/doctor.js', summary: 'check this repository and machine for Polly (config, agents, sandbox, git)' },
   check: { module: './commands/check.js', summary: 'model-check a workflow: admitted or REFUSED' },
   gate: { module: './commands/gate.js', summary: 'decide tool calls with the gate; show the decision log' },
   mcp: { module: './commands/mcp.js', summary: 'run the MCP workflow server on stdio' },
@@ -24,6 +25,8 @@ export const COMMANDS: Record<string, { module: string; summary: string }> = {
   brain: { module: './commands/brain.js', summary: 'run the Brain process for this repository' },
   plan: { module: './commands/plan.js', summary: 'show, approve or reject a proposed plan' },
   run: { module: './commands/run.js', summary: 'admit and execute a human-written plan file' },
+  try: { module: './commands/try.js', summary: 'run a plan with the real agent CLIs against a scripted model (no API key)' },
+  resume: { module: './commands/resume.js', summary: 'resume a plan after the Brain stopped or crashed' },
   pr: { module: './commands/pr.js', summary: 'list, show or diff pull requests on the local forge' },
 };
 

@@ -8,10 +8,13 @@
  *   interpreter, parse_error, default_branch (moving or switching to the default branch locally:
  *   update-ref, branch -f, checkout -B, fetch/pull refspecs, symbolic-ref …), other_repository (a
  *   git write whose cwd, -C, --git-dir or --work-tree is outside the worktree), push_other_branch
- *   (a push refspec, or --tags, naming anything but the task's own branch);
+ *   (a push refspec, or --tags, naming anything but the task's own branch), forge_write (any gh
+ *   subcommand outside the forge reads, a gh api call that writes, or an HTTP client writing to a
+ *   forge API: a worker makes no forge writes, Polly does them), credentials (`gh auth token`);
  * - `spawn_bounds.max_dispatches_per_turn`;
  * - `purpose_guard.*` — unknown_purpose, plan_gate (work that is not read-only, dispatched other
- *   than from an approved plan), read_only, brain, unknown_role, unknown_tool;
+ *   than from an approved plan), read_only (any change, and any inline interpreter code: `node -e`,
+ *   `python -c`, `bash -c`, a heredoc fed to an interpreter, `eval`), brain, unknown_role, unknown_tool;
  * - `ask_timeout.expired` (see {@link resolveAsk});
  * - `allow` when nothing fired, `internal_error` when the gate itself failed (always a deny).
  * Fail closed: anything the gate cannot resolve, and any exception, is a deny.

@@ -9,7 +9,7 @@
  *   the gate's state dir) — rule `blast_radius.protected_path`.
  */
 import { isHarmlessDevice, isTempPath, isUnder, protectedReason } from './paths.js';
-import type { GateContext, GatePolicy, GateRole } from './types.js';
+import type { Analyzer, GateContext, GatePolicy, GateRole } from './types.js';
 
 export interface Finding {
   decision: 'deny' | 'ask';
@@ -21,6 +21,22 @@ export interface Finding {
 export function isReadOnlyRole(role: GateRole, policy: GatePolicy): boolean {
   if (role === 'brain' || role === 'implement') return (policy.purpose_guard.read_only as string[]).includes(role);
   return true; // review, explore, search — and any unknown role, failing closed
+}
+
+/**
+ * Read-only roles: any inline interpreter code (`node -e`, `python -c`, `bash -c '…'`, a heredoc fed
+ * to an interpreter, `eval`) counts as a change, because the gate cannot prove code only reads.
+ * Reports a `purpose_guard.read_only` deny naming `what` and returns true for a read-only role;
+ * returns false (and reports nothing) otherwise.
+ */
+export function denyInlineCodeForReadOnly(a: Pick<Analyzer, 'role' | 'policy' | 'finding'>, what: string): boolean {
+  if (!isReadOnlyRole(a.role, a.policy)) return false;
+  a.finding({
+    decision: 'deny',
+    rule: 'purpose_guard.read_only',
+    reason: `the ${a.role} role is read-only, and inline code (${what}) counts as a change: the gate cannot prove code only reads. Read with cat, grep, rg, jq, sed -n or git log/show/diff instead`,
+  });
+  return true;
 }
 
 function isBrainWritable(path: string, context: GateContext): boolean {

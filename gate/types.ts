@@ -28,6 +28,12 @@ export interface GateContext {
   protectedDirs?: string[];
   /** Directories where scratch writes are allowed (default `/tmp`, `/var/tmp`). */
   tempDirs?: string[];
+  /**
+   * Host names of forge APIs beyond the ones the gate knows (`api.github.com`, `uploads.github.com`,
+   * `api.<name>.ghe.com`, any `/api/v3/` path): e.g. a GitHub Enterprise Server host from
+   * `forge.github.base_url`. An HTTP client writing to one is denied (`blast_radius.forge_write`).
+   */
+  forgeApiHosts?: string[];
 }
 
 export interface DispatchRequest {

@@ -5,7 +5,7 @@
  * a ~1 MB polly-task input (`task` is a 1 000 000-character id, valid for its pattern), the store's
  * size after it, and the same median latency after it (the baseline is the "before" figure).
  */
-import { mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,10 +20,16 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
+/** Bytes of the registry files and the run store (`runs/`) in `dir`. */
 function storeBytes(dir: string): number {
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.json') || f.endsWith('.jsonl') || f.endsWith('.bak'))
-    .reduce((n, f) => n + statSync(join(dir, f)).size, 0);
+  const runs = join(dir, 'runs');
+  const inRuns = existsSync(runs) ? readdirSync(runs).reduce((n, f) => n + statSync(join(runs, f)).size, 0) : 0;
+  return (
+    inRuns +
+    readdirSync(dir)
+      .filter((f) => f.endsWith('.json') || f.endsWith('.jsonl') || f.endsWith('.bak'))
+      .reduce((n, f) => n + statSync(join(dir, f)).size, 0)
+  );
 }
 
 const registry = mkdtempSync(join(tmpdir(), 'polly-bench-mcp-'));

@@ -1,96 +1,159 @@
 /**
- * `npm run bench -- registry [seconds-per-case]`: read-modify-write throughput of the registry on a
- * registry holding 1,000 tasks, each op changing one task.
+ * `npm run bench -- registry [seconds-per-case]`: latency of one registry update (one task
+ * changed, one journal event: lock, temp file + fsync + rename + dir fsync, `.bak`, journal append
+ * + fsync) with 1,000 and 10,000 finished tasks in the history, beside 100 live tasks.
  *
- * Cases, measured in the same run on the same data:
- * - baseline: `JSON.parse(readFileSync)` + change + `writeFileSync(JSON.stringify)`, no lock, no
- *   fsync, no backup, no journal: the floor of "rewrite a JSON file";
- * - file store: `store.update()` with lock, temp file + fsync + rename + dir fsync, `.bak` link,
- *   one journal event per op;
- * - memory store: `store.update()` in memory (structured clones, validation).
- * Prints ops/s, ms/op and the file store's ratio to the baseline.
+ * Cases, in the same run, for each history size:
+ * - kept: a schema v2 registry that still holds every finished task (what every update paid before
+ *   finished history left the file: its cost grows with everything ever done);
+ * - archived: the same history written as a schema v1 file, migrated on the first update (timed
+ *   once: it archives the finished goals into the journal and archive.jsonl), then updates on the
+ *   small registry that is left.
+ * Also printed: the registry's size on disk, the disk's fdatasync/s and the load average, and the
+ * target of issue 19 (≤ 5 ms per update at 10,000 finished tasks), MET or MISSED.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { emptyRegistry, type Registry, type TaskRecord } from '../brain/registry/registry-schema.js';
-import { createFileRegistryStore, createMemoryRegistryStore } from '../brain/registry/registry-store.js';
+import type { TaskRecord } from '../brain/registry/registry-schema.js';
+import { createFileRegistryStore, type FileRegistryStore } from '../brain/registry/registry-store.js';
 
-const TASKS = 1000;
-const seconds = Number(process.argv[2] ?? '3');
+const LIVE_GOALS = 10; // 100 live tasks
+const HISTORY = [1000, 10_000];
+const seconds = Number(process.argv[2] ?? '2');
 
-function task(id: string): TaskRecord {
-  const at = '2026-11-01T00:00:00.000Z';
+function task(id: string, planId: string, done: boolean): TaskRecord {
+  const at = '2026-10-01T00:00:00.000Z';
   return {
-    id, planId: 'p1', title: `task ${id}: make the widget configurable`, purpose: 'implement', worker: 'claude-code',
-    model: 'claude-sonnet-4-5', reviewer: 'codex', prompt: `Implement ${id}. Keep the public API stable and add tests for the new option.`,
-    acceptance: { commands: ['npm test', 'npm run lint'], criteria: ['tests pass', 'no new warnings'] }, dependsOn: [],
-    status: 'queued', statusReason: null, attempts: 0, reviewRounds: 0, branch: `polly/${id}`, worktree: `.worktrees/${id}`,
-    baseBranch: 'main', baseCommit: '0123456789abcdef0123456789abcdef01234567', headCommit: null, checks: [], reviews: [],
-    pr: null, backupRefs: [], sessionId: null, createdAt: at, updatedAt: at,
+    id,
+    planId,
+    title: `task ${id}: make the widget configurable`,
+    purpose: 'implement',
+    worker: 'claude-code',
+    model: 'claude-sonnet-4-5',
+    reviewer: 'codex',
+    prompt: `Implement ${id}. Keep the public API stable and add tests for the new option.`,
+    acceptance: { commands: ['npm test', 'npm run lint'], criteria: ['tests pass', 'no new warnings'] },
+    dependsOn: [],
+    status: done ? 'done' : 'queued',
+    statusReason: null,
+    attempts: done ? 1 : 0,
+    reviewRounds: done ? 1 : 0,
+    branch: `polly/${id}`,
+    worktree: done ? null : `.worktrees/${id}`,
+    baseBranch: 'main',
+    baseCommit: '0123456789abcdef0123456789abcdef01234567',
+    headCommit: done ? '89abcdef0123456789abcdef0123456789abcdef' : null,
+    checks: [],
+    reviews: [],
+    pr: done ? { forge: 'local', number: 1, url: 'local:1', state: 'merged' } : null,
+    backupRefs: [],
+    sessionId: null,
+    finishedAt: done ? '2026-10-02T00:00:00.000Z' : null,
+    createdAt: at,
+    updatedAt: at,
   };
 }
 
-function bigRegistry(): Registry {
-  const reg = emptyRegistry();
-  for (let i = 1; i <= TASKS; i++) reg.tasks[`t${i}`] = task(`t${i}`);
-  reg.counters.task = TASKS;
-  return reg;
+/** A registry (schema `version`) with `finished` done tasks in goals of 10 and 100 live tasks. */
+function registry(finished: number, version: number): Record<string, unknown> {
+  const goals: Record<string, unknown> = {};
+  const plans: Record<string, unknown> = {};
+  const tasks: Record<string, TaskRecord> = {};
+  const finishedGoals = finished / 10;
+  for (let k = 1; k <= finishedGoals + LIVE_GOALS; k++) {
+    const done = k <= finishedGoals;
+    goals[`g${k}`] = { id: `g${k}`, text: `goal ${k}`, createdAt: '2026-10-01T00:00:00.000Z', status: done ? 'done' : 'running', planIds: [`p${k}`] };
+    plans[`p${k}`] = {
+      id: `p${k}`,
+      goalId: `g${k}`,
+      createdAt: '2026-10-01T00:00:00.000Z',
+      tasks: [],
+      admission: null,
+      gate: 'approved',
+      askedAt: null,
+      decidedAt: null,
+      decidedBy: null,
+    };
+    for (let i = 1; i <= 10; i++) tasks[`p${k}-t${i}`] = task(`p${k}-t${i}`, `p${k}`, done);
+  }
+  const n = finishedGoals + LIVE_GOALS;
+  return {
+    schemaVersion: version,
+    goals,
+    plans,
+    tasks,
+    runs: {},
+    workers: {},
+    pullRequests: {},
+    counters: { journalSeq: 0, pullRequest: 0, task: n * 10, plan: n, goal: n },
+    brain: null,
+  };
 }
 
-/** Change one task, as a status transition would. */
-function touch(reg: Registry, n: number): void {
-  const t = reg.tasks[`t${(n % TASKS) + 1}`]!;
-  t.attempts += 1;
-  t.status = t.status === 'queued' ? 'running' : 'queued';
-  t.updatedAt = new Date().toISOString();
+/** Change one live task, as a status transition would. */
+async function touch(store: FileRegistryStore, n: number, finished: number): Promise<void> {
+  await store.update((d, tx) => {
+    const t = d.tasks[`p${finished / 10 + 1 + (n % LIVE_GOALS)}-t1`];
+    if (!t) throw new Error('bench: live task missing');
+    t.attempts += 1;
+    t.status = t.status === 'queued' ? 'running' : 'queued';
+    t.updatedAt = new Date().toISOString();
+    tx.emit('bench.touch', { taskId: t.id, n });
+  });
 }
 
-async function measure(name: string, op: (n: number) => unknown): Promise<number> {
-  for (let i = 0; i < 5; i++) await op(i); // warm-up
+async function measure(name: string, store: FileRegistryStore, finished: number, atLeast = 20): Promise<number> {
+  for (let i = 0; i < Math.min(5, atLeast); i++) await touch(store, i, finished); // warm-up
   (globalThis as { gc?: () => void }).gc?.();
   let n = 0;
   const start = process.hrtime.bigint();
   const deadline = start + BigInt(Math.round(seconds * 1e9));
-  while (process.hrtime.bigint() < deadline || n < 20) await op(n++);
-  const secs = Number(process.hrtime.bigint() - start) / 1e9;
-  const opsPerSec = n / secs;
-  process.stdout.write(`${name.padEnd(44)} ${opsPerSec.toFixed(1).padStart(9)} ops/s  ${((secs / n) * 1000).toFixed(2).padStart(8)} ms/op  (${n} ops)\n`);
-  return opsPerSec;
+  while (process.hrtime.bigint() < deadline || n < atLeast) await touch(store, n++, finished);
+  const ms = Number(process.hrtime.bigint() - start) / 1e6 / n;
+  const kib = statSync(store.paths.registry).size / 1024;
+  process.stdout.write(`${name.padEnd(44)} ${ms.toFixed(2).padStart(7)} ms/update  (${n} updates; registry.json ${kib.toFixed(0)} KiB)\n`);
+  return ms;
+}
+
+function fsyncRate(dir: string): number {
+  const fd = openSync(join(dir, 'fsync-probe'), 'w');
+  let n = 0;
+  const start = Date.now();
+  while (Date.now() - start < 500) {
+    writeSync(fd, 'x');
+    fdatasyncSync(fd);
+    n++;
+  }
+  closeSync(fd);
+  return n / ((Date.now() - start) / 1000);
 }
 
 const root = mkdtempSync(join(tmpdir(), 'polly-bench-registry-'));
 try {
-  const baseFile = join(root, 'baseline.json');
-  const text = `${JSON.stringify(bigRegistry(), null, 2)}\n`;
-  writeFileSync(baseFile, text);
-  const store = createFileRegistryStore(join(root, '.polly'));
-  await store.update((d) => void Object.assign(d, bigRegistry()));
-  const mem = createMemoryRegistryStore({ initial: bigRegistry() });
-
-  process.stdout.write(`registry: ${TASKS} tasks, ${(statSync(store.paths.registry).size / 1024).toFixed(0)} KiB on disk; ${seconds} s per case; node ${process.version}\n`);
-  const base = await measure('baseline: parse + writeFileSync (no lock/fsync)', (n) => {
-    const reg = JSON.parse(readFileSync(baseFile, 'utf8')) as Registry;
-    touch(reg, n);
-    writeFileSync(baseFile, `${JSON.stringify(reg, null, 2)}\n`);
-  });
-  const file = await measure('file store: update() (lock+fsync+bak+journal)', (n) =>
-    store.update((d, tx) => {
-      touch(d, n);
-      tx.emit('bench.touch', { n });
-    }),
+  process.stdout.write(
+    `registry: one task update with finished history beside ${LIVE_GOALS * 10} live tasks; ${seconds} s per case; node ${process.version}, load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores, disk ${fsyncRate(root).toFixed(0)} fdatasync/s\n`,
   );
-  const memory = await measure('memory store: update()', (n) =>
-    mem.update((d, tx) => {
-      touch(d, n);
-      tx.emit('bench.touch', { n });
-    }),
-  );
-  const reads = await measure('file store: read()', () => store.read());
-  process.stdout.write(`ratio file store / baseline: ${(file / base).toFixed(2)}x (${((base / file - 1) * 100).toFixed(0)}% slower per op)\n`);
-  process.stdout.write(`ratio memory store / file store: ${(memory / file).toFixed(2)}x; file read() ${reads.toFixed(1)} ops/s\n`);
-  const journal = await store.journal();
-  if (journal.length === 0 || journal[journal.length - 1]!.seq !== journal.length) throw new Error('journal is not gapless after the benchmark');
+  const archived = new Map<number, number>();
+  for (const finished of HISTORY) {
+    const keptDir = join(root, `kept-${finished}`);
+    mkdirSync(keptDir);
+    writeFileSync(join(keptDir, 'registry.json'), JSON.stringify(registry(finished, 2), null, 2));
+    await measure(`${finished.toLocaleString('en')} finished, kept in registry.json`, createFileRegistryStore(keptDir), finished, 3);
+    const dir = join(root, `archived-${finished}`);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'registry.json'), JSON.stringify(registry(finished, 1), null, 2));
+    const store = createFileRegistryStore(dir);
+    const t0 = process.hrtime.bigint();
+    await touch(store, 0, finished); // migrates v1 → v2: the finished goals go to the journal and archive.jsonl
+    await touch(store, 1, finished); // the archived records leave the file's pendingJournal
+    process.stdout.write(
+      `${`${finished.toLocaleString('en')} finished: migration + first 2 updates`.padEnd(44)} ${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(0).padStart(7)} ms  (archive.jsonl ${(statSync(store.paths.archive).size / 1024).toFixed(0)} KiB)\n`,
+    );
+    archived.set(finished, await measure(`${finished.toLocaleString('en')} finished, archived`, store, finished));
+  }
+  const at10k = archived.get(10_000)!;
+  process.stdout.write(`target ≤ 5 ms per registry update at 10,000 finished tasks: ${at10k.toFixed(2)} ms — ${at10k <= 5 ? 'MET' : 'MISSED'}\n`);
 } finally {
   rmSync(root, { recursive: true, force: true });
 }

@@ -1,97 +1,162 @@
 /**
- * `npm run bench -- runtime [seconds-per-case]`: steps/s of the runtime's start → claim → report
- * loop with 1,000 live runs in the registry (customer-brief runs each holding an open order).
+ * `npm run bench -- runtime [seconds-per-case]`: durable steps/s of the runtime's start → claim →
+ * report loop on the LMDB run store at 100, 1,000, 10,000 and 100,000 live runs, with 1 and 32
+ * loops in flight, beside the in-memory baseline, the seed's figure and this disk's fsync rate,
+ * all measured in the same run.
  *
- * A step is one runtime operation = one `store.update` (one atomic registry write with its journal
- * lines). Each loop starts a new run (its START fires and the first order opens), claims that
- * order and reports it (`ok`, zero tickets: the run ends), so the 1,000 live runs stay live and
- * the registry grows by one finished run per loop.
+ * A step is one runtime operation = one `store.updateRun` (one run, its journal lines, durable
+ * before it returns). Each loop starts a new run (its START fires and the first order opens),
+ * claims that order and reports it (`ok`, zero tickets: the run ends), so the live runs stay live
+ * and the history grows by one finished run per loop. Live runs are customer-brief runs each
+ * holding an open order, added to the same store between cases (100 → 1,000 → 10,000 → 100,000).
  *
- * Cases, in the same run on the same data:
- * - file store: `.polly/registry.json` under the lock, temp file + fsync + rename + `.bak` + journal;
- * - memory store: the in-process baseline (same runtime, no disk);
- * - file store with no live runs: how much of a step's cost is the registry's size (every update
- *   parses, clones, validates and rewrites the whole registry);
- * - the seed's claim: polyflow reports about 1,200 steps/s (node:sqlite, WAL), printed for comparison.
+ * Figures printed:
+ * - fsync: fdatasync() calls per second on a 1-byte append in the bench directory (the disk's
+ *   ceiling for one durable commit per step, without group commit);
+ * - per case: steps/s, ms/step, CPU µs/step of this process (what the figures would be on an idle
+ *   machine: a 2-core machine shared with other work gives the bench a fraction of a core), and for
+ *   the memory store the steps per commit; the disk's fdatasync/s again before each live-run size;
+ * - memory store (in-process baseline, no disk) at 1,000 live runs, concurrency 32;
+ * - the seed's claim: polyflow reports about 1,200 steps/s (node:sqlite, WAL);
+ * - the targets of issue 19 (≥ 5,000 at 1,000 live with 32 in flight; 100,000 live within 20% of
+ *   100 live), each MET or MISSED.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RunRecord } from '../brain/registry/registry-schema.js';
-import { createFileRegistryStore, createMemoryRegistryStore, type RegistryStore } from '../brain/registry/registry-store.js';
+import type { RunRecord } from '../workflows/run/run-records.js';
+import { createLmdbRunStore } from '../workflows/run/lmdb-run-store.js';
+import { createMemoryRunStore } from '../workflows/run/memory-run-store.js';
+import type { RunStore } from '../workflows/run/run-store.js';
 import { orderIdFor, runIdFor } from '../workflows/run/run-identity.js';
 import { createRuntime } from '../workflows/run/runtime.js';
 import { builtinWorkflowDirs, createWorkflowLibrary } from '../workflows/workflow-library.js';
 
-const LIVE = 1000;
 const SEED_CLAIM = 1200;
-const seconds = Number(process.argv[2] ?? '3');
+const LIVE_STEPS = [100, 1000, 10_000, 100_000];
+const CONCURRENCY = [1, 32];
+const seconds = Number(process.argv[2] ?? '2');
 const library = createWorkflowLibrary(builtinWorkflowDirs());
 
 function day(n: number): string {
-  const d = new Date(Date.UTC(2020, 0, 1) + n * 86_400_000);
-  return d.toISOString().slice(0, 10);
+  return new Date(Date.UTC(2020, 0, 1) + n * 86_400_000).toISOString().slice(0, 10);
 }
 
-/** 1,000 live customer-brief runs, each with its fetch_tickets order open (ids derived as the runtime derives them). */
-async function liveRuns(): Promise<Record<string, RunRecord>> {
-  const rt = createRuntime({ store: createMemoryRegistryStore(), library, agentArea: 'bench', instanceArea: 'live' });
-  const template = (await rt.start('customer-brief', { channel: '#live', day: day(0) })).run!;
-  const runs: Record<string, RunRecord> = {};
-  for (let i = 0; i < LIVE; i++) {
-    const key = `brief:#live:${day(i)}`;
-    const id = runIdFor('bench', 'live', 'customer-brief', key);
-    const run = structuredClone(template);
-    run.id = id;
-    run.key = key;
-    run.input = { channel: '#live', day: day(i) };
-    run.openOrder = { ...run.openOrder!, id: orderIdFor(id, 1, 'fetch_tickets', 0), args: { input: run.input, vars: { tickets: 0 } } };
-    runs[id] = run;
-  }
-  return runs;
-}
-
-async function measure(name: string, store: RegistryStore, runs: Record<string, RunRecord>, expectLive = LIVE): Promise<number> {
-  await store.update((draft) => {
-    Object.assign(draft.runs, structuredClone(runs));
-  });
-  const rt = createRuntime({ store, library, agentArea: 'bench', instanceArea: 'loop' });
+/** fdatasync() per second on a 1-byte append, for `ms` milliseconds. */
+function fsyncRate(dir: string, ms = 1000): number {
+  const fd = openSync(join(dir, 'fsync-probe'), 'w');
   let n = 0;
+  const start = Date.now();
+  try {
+    while (Date.now() - start < ms) {
+      writeSync(fd, 'x');
+      fdatasyncSync(fd);
+      n++;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return n / ((Date.now() - start) / 1000);
+}
+
+/** A live customer-brief run with its fetch_tickets order open (ids derived as the runtime derives them). */
+async function template(): Promise<RunRecord> {
+  const rt = createRuntime({ store: createMemoryRunStore(), library, agentArea: 'bench', instanceArea: 'live' });
+  return (await rt.start('customer-brief', { channel: '#live', day: day(0) })).run!;
+}
+
+/** Add live runs numbered [from, to) to `store`, in batches that share commits. */
+async function addLive(store: RunStore, base: RunRecord, from: number, to: number): Promise<void> {
+  for (let i = from; i < to; i += 2000) {
+    const batch: Array<Promise<void>> = [];
+    for (let j = i; j < Math.min(to, i + 2000); j++) {
+      const key = `brief:#live:${day(j)}`;
+      const id = runIdFor('bench', 'live', 'customer-brief', key);
+      const run = structuredClone(base);
+      run.id = id;
+      run.key = key;
+      run.input = { channel: '#live', day: day(j) };
+      run.openOrder = { ...run.openOrder!, id: orderIdFor(id, 1, 'fetch_tickets', 0), args: { input: run.input, vars: { tickets: 0 } } };
+      batch.push(store.updateRun(id, (d) => void (d.run = run)));
+    }
+    await Promise.all(batch);
+  }
+}
+
+let dayCounter = 0;
+
+async function measure(name: string, store: RunStore, live: number, concurrency: number, commits?: () => number): Promise<number> {
+  const rt = createRuntime({ store, library, agentArea: 'bench', instanceArea: 'loop' });
+  let loops = 0;
   const loop = async (): Promise<void> => {
-    const s = await rt.start('customer-brief', { channel: '#bench', day: day(n++) });
+    const s = await rt.start('customer-brief', { channel: '#bench', day: day(dayCounter++) });
     const order = await rt.claim(s.run!.id, { owner: 'bench' });
     const r = await rt.report(s.run!.id, order!.id, { outcome: 'ok', data: { count: 0 } });
-    if (!r.accepted || r.run.status !== 'finished') throw new Error(`bench loop ${n}: unexpected ${JSON.stringify(r)}`);
+    if (!r.accepted || r.run.status !== 'finished') throw new Error(`bench loop: unexpected ${JSON.stringify(r)}`);
+    loops++;
   };
-  for (let i = 0; i < 3; i++) await loop(); // warm-up
+  await Promise.all(Array.from({ length: concurrency }, () => loop())); // warm-up
   (globalThis as { gc?: () => void }).gc?.();
-  const loopsBefore = n;
+  const loopsBefore = loops;
+  const commitsBefore = commits?.() ?? 0;
+  const cpuBefore = process.cpuUsage();
   const start = process.hrtime.bigint();
   const deadline = start + BigInt(Math.round(seconds * 1e9));
-  while (process.hrtime.bigint() < deadline || n - loopsBefore < 10) await loop();
+  const worker = async (): Promise<void> => {
+    while (process.hrtime.bigint() < deadline || loops - loopsBefore < 10) await loop();
+  };
+  await Promise.all(Array.from({ length: concurrency }, () => worker()));
   const secs = Number(process.hrtime.bigint() - start) / 1e9;
-  const steps = (n - loopsBefore) * 3;
-  const live = (await rt.list({ allAreas: true, status: 'running' })).length;
-  if (live !== expectLive) throw new Error(`expected ${expectLive} live runs, found ${live}`);
+  const cpu = process.cpuUsage(cpuBefore);
+  const steps = (loops - loopsBefore) * 3;
+  const running = (await store.listRuns({ status: 'running' })).length;
+  if (running !== live) throw new Error(`expected ${live} live runs, found ${running}`);
   const perSec = steps / secs;
-  process.stdout.write(`${name.padEnd(46)} ${perSec.toFixed(1).padStart(9)} steps/s  ${((secs / steps) * 1000).toFixed(2).padStart(8)} ms/step  (${steps} steps, ${live} live runs)\n`);
+  const shared = commits ? `, ${(steps / Math.max(1, commits() - commitsBefore)).toFixed(1)} steps/commit` : '';
+  const cpuUs = (cpu.user + cpu.system) / steps;
+  process.stdout.write(
+    `${name.padEnd(40)} ${perSec.toFixed(0).padStart(7)} steps/s  ${((secs / steps) * 1000).toFixed(3).padStart(7)} ms/step  ${cpuUs.toFixed(0).padStart(5)} µs CPU/step  (${steps} steps${shared})\n`,
+  );
   return perSec;
 }
 
-const runs = await liveRuns();
-process.stdout.write(`runtime: start → claim → report, ${LIVE} live runs in the registry, ${seconds}s per case (load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores)\n`);
 const dir = mkdtempSync(join(tmpdir(), 'polly-bench-runtime-'));
 try {
-  const file = await measure('file store (.polly/registry.json, lock+fsync)', createFileRegistryStore(dir), runs);
-  const memory = await measure('memory store (in-process baseline)', createMemoryRegistryStore(), runs);
-  const empty = mkdtempSync(join(tmpdir(), 'polly-bench-runtime-empty-'));
-  try {
-    await measure('file store, no live runs (size effect)', createFileRegistryStore(empty), {}, 0);
-  } finally {
-    rmSync(empty, { recursive: true, force: true });
+  const fsyncs = fsyncRate(dir);
+  process.stdout.write(
+    `runtime: start → claim → report on the LMDB run store, ${seconds}s per case; node ${process.version}, load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores\n`,
+  );
+  process.stdout.write(`${'disk: fdatasync/s (1-byte append)'.padEnd(40)} ${fsyncs.toFixed(0).padStart(7)} /s\n`);
+  const base = await template();
+  const memory = createMemoryRunStore();
+  await addLive(memory, base, 0, 1000);
+  const mem = await measure('memory store, 1,000 live, 32 in flight', memory, 1000, 32, () => memory.commits);
+  await memory.close();
+  const store = createLmdbRunStore(join(dir, 'store'));
+  const results = new Map<string, number>();
+  let have = 0;
+  for (const live of LIVE_STEPS) {
+    const t0 = Date.now();
+    await addLive(store, base, have, live);
+    have = live;
+    process.stdout.write(
+      `  (added live runs up to ${live.toLocaleString('en')} in ${((Date.now() - t0) / 1000).toFixed(1)} s; rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB)\n`,
+    );
+    process.stdout.write(`  (disk now: ${fsyncRate(dir, 500).toFixed(0)} fdatasync/s)\n`);
+    for (const c of CONCURRENCY)
+      results.set(`${live}/${c}`, await measure(`lmdb, ${live.toLocaleString('en').padStart(7)} live, ${String(c).padStart(2)} in flight`, store, live, c));
   }
-  process.stdout.write(`${"seed's claim (polyflow, node:sqlite)".padEnd(46)} ${`~${SEED_CLAIM.toLocaleString('en')}`.padStart(9)} steps/s\n`);
-  process.stdout.write(`file store / seed's claim: ${(file / SEED_CLAIM).toFixed(3)}×   file store / memory store: ${(file / memory).toFixed(3)}×\n`);
+  await store.close();
+  process.stdout.write(`${"seed's claim (polyflow, node:sqlite)".padEnd(40)} ${`~${SEED_CLAIM.toLocaleString('en')}`.padStart(7)} steps/s\n`);
+  const at1k = results.get('1000/32')!;
+  const at100 = results.get('100/32')!;
+  const at100k = results.get('100000/32')!;
+  const ratio = at100k / at100;
+  process.stdout.write(
+    `lmdb at 1,000 live, 32 in flight / seed: ${(at1k / SEED_CLAIM).toFixed(2)}×; / memory store: ${(at1k / mem).toFixed(2)}×; steps/s per fdatasync/s: ${(at1k / fsyncs).toFixed(1)}\n`,
+  );
+  process.stdout.write(`target ≥ 5,000 durable steps/s at 1,000 live, 32 in flight: ${at1k.toFixed(0)} — ${at1k >= 5000 ? 'MET' : 'MISSED'}\n`);
+  process.stdout.write(`target 100,000 live within 20% of 100 live (32 in flight): ${(ratio * 100).toFixed(0)}% — ${ratio >= 0.8 ? 'MET' : 'MISSED'}\n`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -8,11 +8,8 @@
  * nothing it starts outlives it). Output
  * (stdout+stderr interleaved) is kept, bounded to its tail.
  */
-import { spawn } from 'node:child_process';
-import { signalGroup } from './proc/kill.js';
-import type { CommandResult } from './proc/shell-command.js';
 import type { AgentSandbox } from './agents/agent-adapter.js';
-import { confineCommand } from './sandbox/sandbox.js';
+import { confinedSpawn, runShellCommand, type CommandResult } from './proc/shell-command.js';
 
 export interface AcceptanceOptions {
   cwd: string;
@@ -37,44 +34,17 @@ export interface AcceptanceOutcome {
 
 /** Run one command; never throws (a spawn failure is a result with exitCode null). */
 export function runCheck(command: string, options: Omit<AcceptanceOptions, 'commands'>): Promise<CommandResult> {
-  const keep = options.keepBytes ?? 16 * 1024;
-  const started = Date.now();
-  return new Promise((resolve) => {
-    let output = '';
-    const append = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      if (output.length > keep * 2) output = output.slice(-keep);
-    };
-    const env = { ...(options.env ?? process.env), CI: 'true' } as Record<string, string>;
-    const confined = options.sandbox ? confineCommand(options.sandbox.bwrap, options.sandbox.spec, '/bin/sh', ['-c', command], env) : null;
-    const child = spawn(confined?.command ?? '/bin/sh', confined?.args ?? ['-c', command], {
-      cwd: options.cwd,
-      env: confined?.env ?? env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    let timedOut = false;
-    const killGroup = () => signalGroup(child.pid, 'SIGKILL');
-    const timer = setTimeout(() => {
-      timedOut = true;
-      killGroup();
-    }, options.timeoutSeconds * 1000);
-    const onAbort = () => killGroup();
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    child.stdout.on('data', append);
-    child.stderr.on('data', append);
-    const finish = (exitCode: number | null, extra = '') => {
-      clearTimeout(timer);
-      confined?.dispose();
-      options.signal?.removeEventListener('abort', onAbort);
-      const tail = (output + extra).slice(-keep);
-      resolve({ command, exitCode, timedOut, durationMs: Date.now() - started, output: tail });
-    };
-    child.on('error', (error) => finish(null, `\n[polly] could not start the check: ${error.message}\n`));
-    child.on('close', (code) => {
-      killGroup(); // reap anything the command left in its group (a dev server, a watcher)
-      finish(timedOut ? null : code, timedOut ? `\n[polly] timed out after ${options.timeoutSeconds}s\n` : '');
-    });
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(options.env ?? process.env)) if (v !== undefined) env[k] = v;
+  return runShellCommand(command, {
+    cwd: options.cwd,
+    env: { ...env, CI: 'true' },
+    timeoutMs: options.timeoutSeconds * 1000,
+    keepBytes: options.keepBytes ?? 16 * 1024,
+    timeoutNote: () => `\n[polly] timed out after ${options.timeoutSeconds}s\n`,
+    spawnErrorNote: (error) => `\n[polly] could not start the check: ${error.message}\n`,
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.sandbox ? { wrap: (spec) => confinedSpawn(options.sandbox!, spec) } : {}),
   });
 }
 

@@ -5,7 +5,8 @@
 import { parseCommandArgs } from './args.js';
 import type { Command } from './command.js';
 import { createBrainDeps } from '../process/brain-deps.js';
-import { runBrainProcess, goalStateDir, type GoalBrain } from '../process/brain-process.js';
+import { runBrainProcess, goalStateDir } from '../process/brain-process.js';
+import type { GoalBrain } from '../process/brain-deps.js';
 import { openRepoContext } from './repo-context.js';
 import { cliPath } from '../core/install-paths.js';
 import type { GoalRecord } from '../registry/registry-schema.js';
@@ -50,13 +51,20 @@ is named) or a fault; 2 bad flags.`,
             });
       messages = { first: (goal) => llm.firstBrainMessage({ id: goal.id, text: goal.text }), wake: (events) => llm.wakeMessage(events) };
     }
-    await runBrainProcess({
-      ...deps,
-      startGoalBrain: startGoalBrain ? (goal, resume) => startGoalBrain!(goal, resume) : null,
-      ...(messages ? { messages } : {}),
-      exitWhenIdle: Boolean(values['exit-when-idle']),
-      signal: controller.signal,
-    });
-    return 0;
+    try {
+      await runBrainProcess({
+        ...deps,
+        startGoalBrain: startGoalBrain ? (goal, resume) => startGoalBrain!(goal, resume) : null,
+        ...(messages ? { messages } : {}),
+        exitWhenIdle: Boolean(values['exit-when-idle']),
+        signal: controller.signal,
+      });
+      if (controller.signal.aborted) log('[polly] stopped on request; workers keep running and the next Brain adopts them (polly resume, or any polly goal/run)');
+      return 0;
+    } finally {
+      // In-flight work (a worker turn being waited on) is left to the next Brain: once the CLI has
+      // printed and set the exit code, the process ends even though those waits are still pending.
+      setTimeout(() => process.exit(), 1000).unref();
+    }
   },
 };

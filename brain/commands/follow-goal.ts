@@ -4,19 +4,17 @@
  * and the summary table on stdout once the goal is done.
  */
 import { pidAlive } from '../../workers/proc/process-liveness.js';
-import { spawn } from 'node:child_process';
-import { openSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { PollyError } from '../core/errors.js';
-import { cliPath } from '../core/install-paths.js';
 import { isGoalFinal } from '../core/vocabulary.js';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import type { CommandIO } from './command.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { decidePlan } from '../plan/plan-gate.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { GoalRecord, JournalEntry, Registry, TaskRecord } from '../registry/registry-schema.js';
+import { ensureBrain } from '../process/daemon.js';
 import { formatTable } from './table.js';
 import { runLiveView } from './live-view.js';
 
@@ -123,24 +121,6 @@ export function progressLine(e: JournalEntry): string | null {
 }
 
 
-
-/**
- * Start `polly brain --exit-when-idle` detached (its log in `.polly/brain.log`) unless a live Brain
- * owns the repository. Returns the pid of the Brain that runs.
- */
-export async function ensureBrain(store: RegistryStore, repoRoot: string, pollyDir: string, env: NodeJS.ProcessEnv, extraArgs: string[] = []): Promise<{ pid: number; started: boolean }> {
-  const reg = await store.read();
-  if (reg.brain && pidAlive(reg.brain.pid)) return { pid: reg.brain.pid, started: false };
-  const log = openSync(join(pollyDir, 'brain.log'), 'a');
-  const child = spawn(process.execPath, [cliPath(), 'brain', '--exit-when-idle', ...extraArgs], {
-    cwd: repoRoot,
-    env,
-    detached: true,
-    stdio: ['ignore', log, log],
-  });
-  child.unref();
-  return { pid: child.pid ?? -1, started: true };
-}
 
 export interface FollowOptions {
   /** The pid of a Brain the caller just started (it may not own the registry yet). */

@@ -7,7 +7,8 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { createGoal } from '../registry/goal-record.js';
-import { ensureBrain, followGoal, formatSummary, goalSummary } from './follow-goal.js';
+import { followGoal, formatSummary, goalSummary } from './follow-goal.js';
+import { ensureBrain } from '../process/daemon.js';
 import { openRepoContext } from './repo-context.js';
 
 export const command: Command = {

@@ -1,7 +1,9 @@
 /**
  * `polly init [--json]`: set up Polly in the git repository containing the working directory.
  *
- * Creates (each only if absent): `.polly/config.yaml` (every default, commented), `.polly/.gitignore`
+ * Creates (each only if absent): `.polly/config.yaml` (every default, commented; its
+ * `acceptance.commands` and `worktrees.setup` fitted to the project found in the repository by
+ * `detectProject`, and a first line pointing the YAML language server at the shipped JSON Schema), `.polly/.gitignore`
  * (keeps runtime state out of git, so config.yaml can be committed), `.polly/registry.json` (empty,
  * with a `polly.initialized` journal entry); adds `.worktrees/` to the repository's
  * `info/exclude` once (in the common git dir, so it works from a linked worktree too).
@@ -13,7 +15,10 @@ import { mkdir, readFile, writeFile, appendFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
+import { detectToolExclusions, type ToolExclusion } from '../config/tool-exclusions.js';
 import { CONFIG_RELATIVE_PATH, loadConfig, renderDefaultConfig } from '../config/config.js';
+import { detectProject, type ProjectDetection } from '../config/project-detection.js';
+import { schemaPath } from '../core/install-paths.js';
 import { findRepo } from '../../workers/git/repo.js';
 import { createFileRegistryStore } from '../registry/registry-store.js';
 
@@ -26,6 +31,8 @@ export const POLLY_GITIGNORE = [
   'registry.json',
   'registry.json.*',
   'journal.jsonl',
+  'archive.jsonl',
+  'runs/',
   '*.lock',
   '*.tmp',
   'brain.log',
@@ -45,6 +52,33 @@ export interface InitResult {
   updated: string[];
   repoRoot: string;
   pollyDir: string;
+  /** The project found and the commands written; null when config.yaml existed (nothing written). */
+  detected: ProjectDetection | null;
+  /** Tools whose config would crawl `.worktrees/`, each with the exclusion to add (brain/config/tool-exclusions.ts). */
+  toolExclusions: ToolExclusion[];
+}
+
+/**
+ * How the written config names its JSON Schema: relative to `.polly/` when this Polly is installed
+ * inside the repository (e.g. `node_modules/polly`), so the committed file works on every clone;
+ * otherwise the absolute path of the installed schema.
+ */
+export function configSchemaRef(repoRoot: string): string {
+  const file = schemaPath('config.schema.json');
+  const rel = relative(join(repoRoot, '.polly'), file);
+  return relative(repoRoot, file).startsWith('..') || isAbsolute(rel) ? file : rel;
+}
+
+/** The stderr lines that say what `polly init` detected and wrote. */
+export function describeDetection(d: ProjectDetection): string[] {
+  if (d.ecosystems.length === 0) {
+    return [
+      'polly init: detected no package.json, pyproject.toml, setup.cfg, tox.ini, go.mod, Cargo.toml or Makefile test target: acceptance.commands is [] (set it, or give commands in each plan task).',
+    ];
+  }
+  const lines = d.ecosystems.map((e) => `polly init: detected ${e.kind} (${e.evidence.join(', ')})${e.notes.map((n) => `; ${n}`).join('')}`);
+  lines.push(`polly init: acceptance.commands: ${JSON.stringify(d.acceptanceCommands)}; worktrees.setup: ${JSON.stringify(d.setup)}`);
+  return lines;
 }
 
 /** True when `text` (an exclude or ignore file) already ignores the top-level `.worktrees` directory. */
@@ -72,8 +106,11 @@ export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promi
   }
 
   const configPath = join(repo.root, CONFIG_RELATIVE_PATH);
+  let detected: ProjectDetection | null = null;
   if (!existsSync(configPath)) {
-    await writeFile(configPath, renderDefaultConfig(), { flag: 'wx' });
+    detected = detectProject(repo.root);
+    const text = renderDefaultConfig({ acceptanceCommands: detected.acceptanceCommands, setup: detected.setup, schemaRef: configSchemaRef(repo.root) });
+    await writeFile(configPath, text, { flag: 'wx' });
     created.push(show(configPath));
   } else {
     await loadConfig(repo.root); // validate: a damaged config is reported, not replaced
@@ -108,7 +145,8 @@ export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promi
     (existed ? updated : created).push(show(excludePath));
   }
 
-  return { initialized: created.length + updated.length > 0, created, updated, repoRoot: repo.root, pollyDir: repo.pollyDir };
+  const toolExclusions = detectToolExclusions(repo.root).filter((t) => !t.excluded);
+  return { initialized: created.length + updated.length > 0, created, updated, repoRoot: repo.root, pollyDir: repo.pollyDir, detected, toolExclusions };
 }
 
 export const command: Command = {
@@ -123,17 +161,24 @@ Set up Polly in the git repository containing the current directory:
 Running it again changes nothing. Existing files are validated, never overwritten.
 
 Options:
-  --json   print {initialized, created, updated, repoRoot, pollyDir}
+  --json   print {initialized, created, updated, repoRoot, pollyDir, detected}
+
+The config's acceptance.commands and worktrees.setup fit the project found at the
+repository's top level (package.json and its lockfile, pyproject.toml/setup.cfg/tox.ini,
+go.mod, Cargo.toml, a Makefile with a test target); what was detected goes to stderr.
 
 Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yaml;
 1 a corrupt registry (the message says how to restore the backup).`,
   async run(argv, io) {
     const args = parseCommandArgs('init', argv, { json: { type: 'boolean' } }, 0);
     const result = await initRepository(io.cwd, io.env);
+    if (result.detected) for (const line of describeDetection(result.detected)) io.stderr.write(`${line}\n`);
     if (args.values.json) {
       writeJson(io.stdout, result);
       return 0;
     }
+    // Worktrees live in .worktrees/ inside the repository: say how to keep each crawling tool out.
+    for (const t of result.toolExclusions) writeLine(io.stdout, `${t.tool} (${t.file}) will also see the worker worktrees in .worktrees/: ${t.fix}`);
     if (!result.initialized) {
       writeLine(io.stdout, `Polly is already initialised in ${result.repoRoot} (nothing changed).`);
       return 0;

@@ -16,7 +16,7 @@
  * context; it needs a git repository (the working directory, or `--repo DIR`). The LLM brain's
  * `claude` starts the server this way (brain/llm-brain.ts).
  *
- * Store (the directory holding `registry.json` and `journal.jsonl`): `--registry DIR` or
+ * Store (the directory holding `registry.json`, `journal.jsonl` and the run store `runs/`): `--registry DIR` or
  * `$POLLY_HOME` (explicit: a pinned store), else — implicit — `<repo>/.polly` inside a git
  * repository, else `~/.polly`. stderr says at start which store is used and where that came from.
  * An implicit store is refused (`bad_input`, exit 2) in two unexpected cases, where the store
@@ -38,6 +38,7 @@ import { PollyError, isPollyError } from '../core/errors.js';
 import { admissionLines, createPollyMcpServer, newSessionId, type PollyToolDefinition } from '../mcp/mcp-server.js';
 import { createJsonRpcStdioTransport, DEFAULT_MAX_LINE_BYTES } from '../mcp/stdio-transport.js';
 import { createFileRegistryStore, type RegistryStore } from '../registry/registry-store.js';
+import { openRunStore } from '../registry/run-storage.js';
 import { findRepo } from '../../workers/git/repo.js';
 import { createRuntime, type Runtime } from '../../workflows/run/runtime.js';
 import { builtinWorkflowDirs, createWorkflowLibrary } from '../../workflows/workflow-library.js';
@@ -210,7 +211,9 @@ Register the server with a host: polly install --host claude-code|kiro|openworke
     const library = createWorkflowLibrary(setup.sources);
     for (const line of admissionLines(library)) io.stderr.write(`${line}\n`);
     const store = createFileRegistryStore(setup.registryDir);
-    const tracked = trackInFlight(createRuntime({ store, library, agentArea: setup.agentArea, instanceArea: setup.instanceArea, leaseSeconds }));
+    const runs = await openRunStore(setup.registryDir, store);
+    if (runs.moved > 0) io.stderr.write(`[polly] moved ${runs.moved} workflow runs from registry.json into ${runs.store.path}\n`);
+    const tracked = trackInFlight(createRuntime({ store: runs.store, library, agentArea: setup.agentArea, instanceArea: setup.instanceArea, leaseSeconds }));
     const extraTools = values.brain ? await brainExtraTools(store, where, values.goal ?? null) : [];
     const session = newSessionId();
     const server = createPollyMcpServer({ runtime: tracked.runtime, library, extraTools, version: packageVersion(), session });
@@ -225,6 +228,7 @@ Register the server with a host: polly install --host claude-code|kiro|openworke
     });
     await server.connect(transport);
     await closed;
+    await runs.store.close();
     return 0;
   },
 };

@@ -8,10 +8,31 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { createGoal } from '../registry/goal-record.js';
-import { ensureBrain, followGoal, formatSummary, goalSummary } from './follow-goal.js';
+import { followGoal, formatSummary, goalSummary } from './follow-goal.js';
+import { ensureBrain } from '../process/daemon.js';
 import { proposePlan } from '../plan/plan-gate.js';
 import { parsePlanFile } from '../plan/plan-schema.js';
 import { openRepoContext } from './repo-context.js';
+import { createGitRunner } from '../../workers/git/git.js';
+import { describeIdentity, resolveCommitIdentity, uncommittedChanges } from '../../workers/git/commit-identity.js';
+
+/**
+ * What a run should say before it starts (stderr lines): whose identity Polly's commits will carry,
+ * and the uncommitted changes of the main checkout that no worktree will see (worktrees start
+ * from the base branch's last commit).
+ */
+export async function checkoutNotes(root: string, env: NodeJS.ProcessEnv): Promise<string[]> {
+  const git = createGitRunner({ baseEnv: env });
+  const lines = [`[polly] commits by ${describeIdentity(await resolveCommitIdentity(git, root, env))}`];
+  const changes = await uncommittedChanges(git, root);
+  if (changes.length > 0) {
+    const shown = changes.slice(0, 10).join(', ') + (changes.length > 10 ? `, … (${changes.length - 10} more)` : '');
+    lines.push(`[polly] warning: ${changes.length} uncommitted change(s) in ${root} are left out of every worktree (they start from the last commit): ${shown}. Commit them first if the workers need them.`);
+  }
+  return lines;
+}
+import { findPlanByContent, reconcileDeadBrain } from '../process/resume.js';
+import { followExisting } from './resume.js';
 
 export const command: Command = {
   summary: 'admit and execute a human-written plan file',
@@ -41,6 +62,15 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired or a task failed; 2
     }
     const plan = parsePlanFile(text, path);
     const ctx = await openRepoContext(io.cwd, io.env);
+    await reconcileDeadBrain(ctx.store);
+    const known = findPlanByContent(await ctx.store.read(), plan.tasks);
+    if (known?.goalId) {
+      // The same plan file again (e.g. after a crash of the Brain and of this command): re-attach to
+      // its tasks and runs instead of proposing it anew, which would open a second PR per task.
+      io.stderr.write(`[polly] ${file} is plan ${known.id} (${known.gate}), already proposed for goal ${known.goalId}; resuming it (no new plan, no second PR)\n`);
+      return followExisting(ctx, known.id, known.goalId, Boolean(values.yes), Boolean(values.json), Boolean(values.detach), io);
+    }
+    for (const line of await checkoutNotes(ctx.repo.root, io.env)) io.stderr.write(`${line}\n`);
     const { goal, seq } = await createGoal(ctx.store, plan.goal ?? `polly run ${file}`, 'plan');
     const proposed = await proposePlan(ctx.store, ctx.config, { ...(plan.goal ? { goal: plan.goal } : {}), tasks: plan.tasks.map((t) => ({ key: t.key, title: t.title, purpose: t.purpose, worker: t.worker, model: t.model, reviewer: t.reviewer, prompt: t.prompt, acceptance: t.acceptance, depends_on: t.dependsOn, ...(plan.batches[t.key] !== undefined ? { batch: plan.batches[t.key] } : {}) })) }, { goalId: goal.id, source: path });
     io.stderr.write(`[polly] ${proposed.line}\n`);

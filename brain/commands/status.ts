@@ -9,6 +9,7 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { findRepo } from '../../workers/git/repo.js';
+import { loadConfig } from '../config/config.js';
 import { createFileRegistryStore } from '../registry/registry-store.js';
 import { formatTable } from './table.js';
 import { statusReport, type StatusReport } from '../registry/status-report.js';
@@ -17,7 +18,13 @@ import { runLiveView } from './live-view.js';
 /** The human-readable status: one table per non-empty section. */
 export function formatStatus(report: StatusReport): string[] {
   const out: string[] = [`Polly in ${report.repoRoot}`];
-  out.push(report.brain ? `Brain: pid ${report.brain.pid}, heartbeat ${report.brain.heartbeatAt}` : 'Brain: not running');
+  out.push(
+    report.brain
+      ? `Brain: pid ${report.brain.pid}, heartbeat ${report.brain.heartbeatAt}`
+      : report.brainGone
+        ? `Brain: not running (pid ${report.brainGone.pid} is gone, last heartbeat ${report.brainGone.heartbeatAt}); polly resume continues its work`
+        : 'Brain: not running',
+  );
   const section = (title: string, count: number, lines: () => string[], empty: string): void => {
     out.push('', `${title} (${count})`);
     if (count === 0) out.push(`  ${empty}`);
@@ -82,9 +89,11 @@ export function formatStatus(report: StatusReport): string[] {
 }
 
 /**
- * Load the status of the repository containing `cwd`.
+ * Load the status of the repository containing `cwd`, after validating its `.polly/config.yaml`
+ * (a misspelt key is reported here, not first by `polly run`).
  * @throws PollyError `not_a_git_repo`; `not_initialized` when `.polly/` is missing (run
- *         `polly init`); `registry_corrupt` / `registry_newer` from the store.
+ *         `polly init`); `config_invalid` with file:line:column; `registry_corrupt` /
+ *         `registry_newer` from the store.
  */
 export async function loadStatus(cwd: string, env: NodeJS.ProcessEnv): Promise<StatusReport> {
   const repo = await findRepo(cwd, env);
@@ -93,6 +102,7 @@ export async function loadStatus(cwd: string, env: NodeJS.ProcessEnv): Promise<S
       details: { repoRoot: repo.root },
     });
   }
+  await loadConfig(repo.root);
   const reg = await createFileRegistryStore(repo.pollyDir).read();
   return statusReport(repo.root, reg);
 }
@@ -110,8 +120,11 @@ Options:
   --json   print {repoRoot, brain, goals, plans, tasks, workers}; each task is
            {id, title, purpose, worker, reviewer, status, branch, worktree, pr}
 
+Checks .polly/config.yaml first: an unknown (misspelt) key or a wrong value is reported with
+file:line:column (exit 2); "polly doctor" checks the rest of the setup.
+
 Exit codes: 0 ok; 1 not initialised (run "polly init") or a corrupt registry;
-2 not in a git repository or a bad flag.`,
+2 not in a git repository, an invalid config.yaml or a bad flag.`,
   async run(argv, io) {
     const args = parseCommandArgs('status', argv, { json: { type: 'boolean' }, watch: { type: 'boolean' } }, 0);
     const report = await loadStatus(io.cwd, io.env);

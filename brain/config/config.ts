@@ -17,7 +17,7 @@ import { HARNESSES, PURPOSES } from '../core/vocabulary.js';
 export const CONFIG_RELATIVE_PATH = join('.polly', 'config.yaml');
 
 /** A tiny schema language for the config tree (mirrors {@link PollyConfig}). */
-type Spec =
+export type Spec =
   | { t: 'object'; fields: Record<string, Spec> /** every field required (objects whose default is null) */; complete?: boolean }
   | { t: 'record'; keys: readonly string[]; of: Spec }
   | { t: 'string' }
@@ -33,7 +33,7 @@ const nullableStr: Spec = { t: 'nullable', of: str };
 const int = (min: number, max?: number): Spec => (max === undefined ? { t: 'int', min } : { t: 'int', min, max });
 
 /** The accepted shape of config.yaml. */
-const CONFIG_SPEC: Spec = {
+export const CONFIG_SPEC: Spec = {
   t: 'object',
   fields: {
     version: { t: 'literal', value: 1 },
@@ -341,18 +341,36 @@ function comment(node: unknown, prefix: string): void {
   }
 }
 
+/** What `polly init` fills in beyond the defaults (from {@link detectProject} and the install). */
+export interface RenderConfigOptions {
+  /** `acceptance.commands` to write instead of the default. */
+  acceptanceCommands?: string[];
+  /** `worktrees.setup` to write instead of the default (null for none). */
+  setup?: string | null;
+  /**
+   * Where the config's JSON Schema is (a path relative to the config file, an absolute path or a
+   * URL): written as the first line, `# yaml-language-server: $schema=<ref>`, the inline form the
+   * YAML language server reads (https://github.com/redhat-developer/yaml-language-server#using-inlined-schema).
+   */
+  schemaRef?: string;
+}
+
 /**
  * The commented default `.polly/config.yaml` written by `polly init`: every key of
- * {@link DEFAULT_CONFIG} with its default value and a comment explaining it. Parsing it gives
- * exactly DEFAULT_CONFIG.
+ * {@link DEFAULT_CONFIG} with its default value (or the detected commands in `options`) and a
+ * comment explaining it. Parsing it gives exactly DEFAULT_CONFIG with those overrides.
  */
-export function renderDefaultConfig(): string {
-  const doc = new Document(structuredClone(DEFAULT_CONFIG));
+export function renderDefaultConfig(options: RenderConfigOptions = {}): string {
+  const value = structuredClone(DEFAULT_CONFIG);
+  if (options.acceptanceCommands) value.acceptance.commands = [...options.acceptanceCommands];
+  if (options.setup !== undefined) value.worktrees.setup = options.setup;
+  const doc = new Document(value);
   doc.commentBefore = [
     ' Polly configuration (written by "polly init"; edit freely, then run "polly status").',
     ' Missing keys take the defaults shown here; unknown keys and wrong types are errors.',
     ' Polly never merges: the gate denies any merge, and the forge has no merge method.',
   ].join('\n');
   comment(doc.contents, '');
-  return doc.toString({ lineWidth: 0 });
+  const text = doc.toString({ lineWidth: 0 });
+  return options.schemaRef ? `# yaml-language-server: $schema=${options.schemaRef}\n${text}` : text;
 }

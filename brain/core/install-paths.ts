@@ -67,3 +67,8 @@ export function builtinWorkflowsDir(): string {
 export function brainSkillsDir(): string {
   return join(packageRoot(), 'brain', 'llm', 'skills');
 }
+
+/** A shipped JSON Schema (`<root>/schemas/<file>`, e.g. `config.schema.json`; written by `npm run schemas`). */
+export function schemaPath(file: string): string {
+  return join(packageRoot(), 'schemas', file);
+}

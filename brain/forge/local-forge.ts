@@ -28,6 +28,7 @@ import { detectMerge } from './merge-detection.js';
 import { checkMergeability, type Mergeability } from './pr-mergeability.js';
 import type { LocalPullRequest, Registry } from '../registry/registry-schema.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
+import { recordPollyRefWrite } from '../../workers/git/ref-guard.js';
 
 /** The part of `RegistryStore` (brain/registry-store.ts) the local forge uses. */
 export interface LocalForgeStore {
@@ -234,8 +235,9 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
       if (existing) {
         throw new PollyError('conflict', `a local PR for ${input.head} → ${input.base} is already open: #${existing.number}.`, { details: { number: existing.number } });
       }
+      recordPollyRefWrite('remote', `refs/heads/${input.head}`, headCommit);
       // A plain push of the one branch: no --force, no leading "+", never the default branch.
-      const push = await git.run(['push', '--quiet', '--porcelain', remote, `refs/heads/${input.head}:refs/heads/${input.head}`], { cwd, okExitCodes: [1] });
+      const push = await git.run(['push', '--quiet', '--porcelain', '--no-verify', remote, `refs/heads/${input.head}:refs/heads/${input.head}`], { cwd, okExitCodes: [1] });
       if (push.exitCode !== 0) {
         throw new PollyError(
           'forge_failed',

@@ -91,14 +91,44 @@ async function patchIds(git: GitRunner, cwd: string, range: string[]): Promise<M
   return out;
 }
 
+/** How many commits {@link containedEarlier} examines at most (newest first), per base ref. */
+export const MAX_HISTORY_CANDIDATES = 200;
+
+/**
+ * A squash merge that the base changed again afterwards (the human, or a later PR, edited the same
+ * lines): the base's tip no longer contains the head's changes, but a commit on the base's
+ * first-parent line since the merge base did. Only commits that touch a file of the head's diff
+ * (`git diff --name-only <merge-base> <head>`) can change whether the head is contained (for every
+ * other file a three-way merge keeps the base's side), so those are the candidates, examined with
+ * the same test as the tip ({@link contains}: merging head into the commit changes nothing). The
+ * oldest commit that contained the work is where it landed.
+ *
+ * Bounded: at most {@link MAX_HISTORY_CANDIDATES} candidates, newest first (a squash is found
+ * when it is among the last 200 commits of the base that touched the task's files).
+ * @returns the commit where the work landed, or null when none of the candidates contained it.
+ */
+async function containedEarlier(git: GitRunner, cwd: string, mergeBase: string, base: string, head: string): Promise<string | null> {
+  const files = (await git.run(['diff', '--name-only', '--no-renames', '-z', mergeBase, head], { cwd })).stdout.split('\0').filter(Boolean);
+  if (files.length === 0) return null;
+  const listed = await git.run(['rev-list', '--first-parent', `--max-count=${MAX_HISTORY_CANDIDATES}`, `${mergeBase}..${base}`, '--', ...files], { cwd });
+  const candidates = listed.stdout.split('\n').filter(Boolean);
+  let landed: string | null = null;
+  // Newest first; keep going to find the oldest that contained it (where the work came in).
+  for (const c of candidates) {
+    if (await contains(git, cwd, c, head)) landed = c;
+    else if (landed !== null) break;
+  }
+  return landed;
+}
+
 /**
  * Has the work of `head` (a commit sha) been merged into any of `baseRefs` (e.g.
  * `refs/remotes/origin/main`, `refs/heads/main`)? Missing refs are skipped. Read-only: runs only
  * `rev-parse`, `merge-base`, `merge-tree --write-tree` (writes objects, no refs), `rev-list`,
  * `cherry`, `log` and `patch-id`. Needs git >= 2.38 (`merge-tree --write-tree`).
  *
- * A squash merge whose lines the base later changed again, and that is not patch-equal, is not
- * recognised (reported as not merged).
+ * A squash merge whose lines the base later changed again is recognised too: some commit of the
+ * base since the merge base contained the head's changes ({@link containedEarlier}).
  * @throws PollyError `git_failed` when git fails other than by the expected exit codes.
  */
 export async function detectMerge(git: GitRunner, cwd: string, input: { head: string; baseRefs: string[] }): Promise<MergeDetection> {
@@ -126,6 +156,8 @@ export async function detectMerge(git: GitRunner, cwd: string, input: { head: st
       const first = await firstSatisfying(chain, (c) => contains(git, cwd, c, head));
       return { merged: true, how: 'tree', baseRef, mergeCommitSha: first };
     }
+    const landed = await containedEarlier(git, cwd, mergeBase, base, head);
+    if (landed !== null) return { merged: true, how: 'tree', baseRef, mergeCommitSha: landed };
     const cherry = await git.run(['cherry', base, head], { cwd });
     const lines = cherry.stdout.split('\n').filter((l) => l.trim() !== '');
     if (lines.length > 0 && lines.every((l) => l.startsWith('-'))) {

@@ -7,14 +7,67 @@ import { homedir } from 'node:os';
 import { createWorkerSupervisor } from '../../workers/supervisor/worker-supervisor.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
 import { createRuntime } from '../../workflows/run/runtime.js';
+import { openRunStore } from '../registry/run-storage.js';
 import { builtinWorkflowDirs, createWorkflowLibrary } from '../../workflows/workflow-library.js';
-import type { BrainProcessDeps } from './brain-process.js';
 import { openForge } from '../forge/forge-select.js';
 import { createPlanLibrary } from '../plan/plan-library.js';
 import type { RepoContext } from '../commands/repo-context.js';
 import { TASK_TOOLS } from '../task-tools/index.js';
 import type { GateContext } from '../../gate/types.js';
 import type { PollyConfig } from '../config/config-schema.js';
+import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
+import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
+import type { Runtime } from '../../workflows/run/runtime.js';
+import type { Forge } from '../forge/forge.js';
+import type { PlanLibrary } from '../plan/plan-library.js';
+import type { RegistryStore } from '../registry/registry-store.js';
+import type { GoalRecord } from '../registry/registry-schema.js';
+import type { TaskTool } from '../task-tools/types.js';
+import type { WorkerSupervisor } from '../../workers/worker-turn.js';
+import type { InboxEvent } from '../mcp/brain-tools.js';
+
+/** The LLM brain the process hosts per goal (brain/llm-brain.ts), behind a narrow interface. */
+export interface GoalBrain {
+  pid: number;
+  sessionId(): string | null;
+  turn(text: string): Promise<{ ok: boolean; text: string; sessionId: string | null }>;
+  close(): Promise<void>;
+}
+
+export interface BrainProcessDeps {
+  repoRoot: string;
+  pollyDir: string;
+  store: RegistryStore;
+  config: PollyConfig;
+  runtime: Runtime;
+  library: PlanLibrary;
+  supervisor: WorkerSupervisor;
+  worktrees: WorktreeManager;
+  forge: Forge;
+  /** Effect tool name → implementation (brain/task-tools/index.ts). */
+  tools: Record<string, TaskTool>;
+  /** Env for agent processes (model endpoints). */
+  agentEnv: Record<string, string>;
+  gateContext: GateContext;
+  /**
+   * Start the LLM brain of a goal, or null to run without one (plans come from `polly run`).
+   * `resumeSessionId` continues the goal's session after a restart.
+   */
+  startGoalBrain?: ((goal: GoalRecord, resumeSessionId: string | null) => GoalBrain) | null;
+  /** First message for a goal's brain and the wake-up digest of inbox events. */
+  messages?: { first(goal: GoalRecord): string; wake(events: InboxEvent[]): string };
+  /** Exit once nothing is open (no open goal, no pending or running work). */
+  exitWhenIdle?: boolean;
+  /** Seconds between after-merge passes (default 30). */
+  mergeWatchSeconds?: number;
+  /** One line per notable step, for the live view / log (stderr). */
+  log?: (line: string) => void;
+  /** Called with every agent event of every worker (for the live view). */
+  onWorkerEvent?: (taskId: string, event: AgentEvent) => void;
+  clock?: () => Date;
+  signal?: AbortSignal;
+}
+
 import { readRepoBranchContext } from '../../workers/git/repo.js';
 
 /** The agent area and instance area of the Brain's own runs (polly-task instances). */
@@ -43,7 +96,9 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
   const { repo, store, config } = ctx;
   const base = createWorkflowLibrary(builtinWorkflowDirs(), { policy: { maxDispatchesPerTurn: config.policies.spawn_bounds.max_dispatches_per_turn } });
   const library = createPlanLibrary(base, config);
-  const runtime = createRuntime({ store, library, agentArea: BRAIN_AGENT_AREA, instanceArea: BRAIN_INSTANCE_AREA });
+  const runs = await openRunStore(repo.pollyDir, store);
+  if (runs.moved > 0) log(`[polly] moved ${runs.moved} workflow runs from registry.json into ${runs.store.path}`);
+  const runtime = createRuntime({ store: runs.store, library, agentArea: BRAIN_AGENT_AREA, instanceArea: BRAIN_INSTANCE_AREA });
   const supervisor = createWorkerSupervisor({ repoRoot: repo.root, store, config });
   const worktrees = createWorktreeManager({
     repoRoot: repo.root,

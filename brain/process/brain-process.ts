@@ -18,72 +18,28 @@
 
 export { BRAIN_OWNER } from './order-executor.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
-import { signalGroupOrPid } from '../../workers/proc/kill.js';
 import { join } from 'node:path';
-import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
-import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
-import type { Runtime } from '../../workflows/run/runtime.js';
 import { watchMerges } from '../forge/after-merge.js';
+import { archiveFinished } from '../registry/registry-archive.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError, isPollyError } from '../core/errors.js';
-import type { Forge } from '../forge/forge.js';
 import { expirePlanAsks } from '../plan/plan-gate.js';
-import type { PlanLibrary } from '../plan/plan-library.js';
 import type { RegistryStore } from '../registry/registry-store.js';
-import type { GoalRecord, PlanRecord, Registry, TaskRecord } from '../registry/registry-schema.js';
+import type { PlanRecord, Registry, TaskRecord } from '../registry/registry-schema.js';
 import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
 import { newTaskRecord } from '../registry/task-record.js';
 import { driveSchedules, type ScheduleMemory } from './plan-schedule.js';
 import { executeOrder, finishTasksOfEndedRuns, handleCancels, runReadOnlyTask } from './order-executor.js';
-import type { TaskTool } from '../task-tools/types.js';
-import type { WorkerSupervisor } from '../../workers/worker-turn.js';
-import { toInboxEvents, type InboxEvent } from '../mcp/brain-tools.js';
-import type { GateContext } from '../../gate/types.js';
+import { toInboxEvents } from '../mcp/brain-tools.js';
+import type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
+import { brainTurn, failGoal, reapPreviousGoalBrains } from './goal-brains.js';
+import { acquireBrainLock } from './brain-lock.js';
+
+/** How long a finished goal tree stays in registry.json (for `polly status` and `polly goal`'s summary) before the Brain archives it (ms). */
+export const ARCHIVE_AFTER_MS = 24 * 3600 * 1000;
 
 
 
-
-/** The LLM brain the process hosts per goal (brain/llm-brain.ts), behind a narrow interface. */
-export interface GoalBrain {
-  pid: number;
-  sessionId(): string | null;
-  turn(text: string): Promise<{ ok: boolean; text: string; sessionId: string | null }>;
-  close(): Promise<void>;
-}
-
-export interface BrainProcessDeps {
-  repoRoot: string;
-  pollyDir: string;
-  store: RegistryStore;
-  config: PollyConfig;
-  runtime: Runtime;
-  library: PlanLibrary;
-  supervisor: WorkerSupervisor;
-  worktrees: WorktreeManager;
-  forge: Forge;
-  /** Effect tool name → implementation (brain/task-tools/index.ts). */
-  tools: Record<string, TaskTool>;
-  /** Env for agent processes (model endpoints). */
-  agentEnv: Record<string, string>;
-  gateContext: GateContext;
-  /**
-   * Start the LLM brain of a goal, or null to run without one (plans come from `polly run`).
-   * `resumeSessionId` continues the goal's session after a restart.
-   */
-  startGoalBrain?: ((goal: GoalRecord, resumeSessionId: string | null) => GoalBrain) | null;
-  /** First message for a goal's brain and the wake-up digest of inbox events. */
-  messages?: { first(goal: GoalRecord): string; wake(events: InboxEvent[]): string };
-  /** Exit once nothing is open (no open goal, no pending or running work). */
-  exitWhenIdle?: boolean;
-  /** Seconds between after-merge passes (default 30). */
-  mergeWatchSeconds?: number;
-  /** One line per notable step, for the live view / log (stderr). */
-  log?: (line: string) => void;
-  /** Called with every agent event of every worker (for the live view). */
-  onWorkerEvent?: (taskId: string, event: AgentEvent) => void;
-  clock?: () => Date;
-  signal?: AbortSignal;
-}
 
 
 /**
@@ -146,6 +102,16 @@ export function isIdle(reg: Registry): boolean {
  */
 export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
   const now = deps.clock ?? (() => new Date());
+  const lock = await acquireBrainLock(deps.pollyDir, { now });
+  try {
+    await runLocked(deps, now);
+  } finally {
+    await lock.release();
+  }
+}
+
+/** The Brain's loop, run while this process holds `.polly/brain.lock`. */
+async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void> {
   const log = deps.log ?? (() => {});
   const inflight = new Map<string, Promise<void>>();
   const goalBrains = new Map<string, { brain: GoalBrain; busy: boolean; cursor: number }>();
@@ -262,6 +228,8 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
         lastMergePass = Date.now();
         const report = await watchMerges({ store: deps.store, forge: deps.forge, worktrees: deps.worktrees, progress: log, now });
         for (const d of report.done) log(`[polly] ${d.taskId}: PR #${d.number} was merged by a human; task done, worktree removed after backup ${d.backupRef ?? ''}`);
+        // Finished goal trees a day old leave registry.json for archive.jsonl (registry-archive.ts): the registry stays small.
+        await deps.store.update((draft, tx) => void archiveFinished(draft, tx, now().getTime() - ARCHIVE_AFTER_MS));
       }
       if (Date.now() - lastHeartbeat > 10_000) {
         lastHeartbeat = Date.now();
@@ -282,70 +250,25 @@ export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
       ]);
       if (entries.length) cursor = entries[entries.length - 1]!.seq;
     }
+  } catch (error) {
+    if (isPollyError(error, 'registry_corrupt')) log(`[polly] the Brain stops: ${error.message}`);
+    throw error;
   } finally {
     for (const { brain } of goalBrains.values()) await brain.close().catch(() => {});
-    await Promise.allSettled(inflight.values());
+    // A graceful stop (SIGTERM/SIGINT) or a fault does not wait for in-flight work: the workers are
+    // detached runners and keep running; the next Brain adopts them and claims the same open work
+    // orders (tools are idempotent per order id), exactly as after a SIGKILL. No task fails because
+    // its orchestrator stopped. The caller exits the process (brain/commands/brain.ts).
+    const left = [...inflight.keys()];
     await deps.store
       .update((draft, tx) => {
         if (draft.brain?.pid === process.pid) {
           draft.brain = null;
-          tx.emit('brain.stopped', { pid: process.pid });
+          tx.emit('brain.stopped', { pid: process.pid, graceful: deps.signal?.aborted ?? false, inFlight: left });
         }
       })
       .catch(() => {});
-  }
-}
-
-/** End a goal as failed with a reason the user sees (`polly goal` prints it and exits 1). */
-async function failGoal(deps: BrainProcessDeps, goalId: string, reason: string): Promise<void> {
-  deps.log?.(`[polly] goal ${goalId} failed: ${reason}`);
-  await deps.store.update((draft, tx) => {
-    const goal = draft.goals[goalId];
-    if (!goal || isGoalFinal(goal.status)) return;
-    goal.status = 'failed';
-    goal.brainReport = reason;
-    tx.emit('goal.done', { goalId, status: 'failed', reason });
-  });
-}
-
-/** Kill the process group of an LLM brain a crashed Brain left behind (recorded on its goal). */
-async function reapPreviousGoalBrains(deps: BrainProcessDeps, log: (l: string) => void): Promise<void> {
-  const reg = await deps.store.read();
-  for (const goal of Object.values(reg.goals)) {
-    if (goal.brainPid && goal.brainPid !== process.pid && pidAlive(goal.brainPid)) {
-      signalGroupOrPid(goal.brainPid, 'SIGTERM');
-      log(`[polly] stopped the LLM brain a previous Brain left running (pid ${goal.brainPid}); its session resumes`);
-    }
-  }
-}
-
-async function brainTurn(deps: BrainProcessDeps, goalId: string, entry: { brain: GoalBrain; busy: boolean; cursor: number }, text: string, now: () => Date): Promise<void> {
-  entry.busy = true;
-  try {
-    await deps.store.update((draft, tx) => {
-      const seq = (draft.turn?.seq ?? 0) + 1;
-      draft.turn = { seq, startedAt: now().toISOString(), dispatches: 0 };
-      tx.emit('brain.turn', { goalId, turn: seq });
-    });
-    const result = await entry.brain.turn(text);
-    const sessionId = result.sessionId ?? entry.brain.sessionId();
-    const goalNow = (await deps.store.read()).goals[goalId];
-    if (!result.ok && goalNow && goalNow.planIds.length === 0 && !goalNow.brainSessionId) {
-      // The first turn failed before any plan (e.g. no API key: "Not logged in"): say so and stop.
-      await failGoal(deps, goalId, `the Brain's model session failed: ${result.text.slice(0, 1000)}`);
-      return;
-    }
-    await deps.store.update((draft, tx) => {
-      const goal = draft.goals[goalId];
-      if (goal) {
-        goal.brainSessionId = sessionId;
-        goal.brainReport = result.text;
-        if (goal.status === 'open') goal.status = 'planning';
-      }
-      tx.emit('brain.turn_ended', { goalId, ok: result.ok, text: result.text.slice(0, 2000) });
-    });
-  } finally {
-    entry.busy = false;
+    if (left.length > 0) log(`[polly] stopped; left running for the next Brain to adopt: ${left.join(', ')}`);
   }
 }
 

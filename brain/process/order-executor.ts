@@ -11,9 +11,10 @@ import type { RunState } from '../../workflows/run/interpreter.js';
 import { validateTrace } from '../../workflows/run/trace-validation.js';
 import { FINAL_TASK_STATUSES, type TaskStatus } from '../core/vocabulary.js';
 import { NO_CHANGE, promptMarker, workerTurnRequest } from '../task-tools/dispatch.js';
+import { withRefGuard } from '../task-tools/ref-guard-step.js';
 import { canTransitionTask, transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskTool, TaskToolContext } from '../task-tools/types.js';
-import type { BrainProcessDeps } from './brain-process.js';
+import type { BrainProcessDeps } from './brain-deps.js';
 
 /** The lease owner name of the repository's Brain: stable across restarts, so a new Brain renews the old one's leases. */
 export const BRAIN_OWNER = 'polly-brain';
@@ -62,7 +63,9 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
     forge: deps.forge,
     agentEnv: deps.agentEnv,
     progress: (line) => log(`[polly] ${line}`),
-    signal: deps.signal ?? controller.signal,
+    // Not the Brain's stop signal: a Brain that stops leaves its workers running (detached runners)
+    // and the next Brain adopts them; a task is cancelled only through its run's CANCEL.
+    signal: controller.signal,
   };
   let outcome: Awaited<ReturnType<TaskTool>>;
   if (!tool) {
@@ -102,14 +105,20 @@ export interface RunConformance {
 export async function validateEndedRun(deps: Pick<BrainProcessDeps, 'runtime' | 'library' | 'store' | 'log'>, runId: string): Promise<RunConformance> {
   const view = await deps.runtime.state(runId);
   const wf = deps.library.get(view.run.workflow)?.workflow ?? null;
-  const verdict = wf
-    ? validateTrace(wf, view.run, await deps.runtime.journal(runId))
-    : null;
+  const verdict = wf ? validateTrace(wf, view.run, await deps.runtime.journal(runId)) : null;
   if (verdict?.conforms) return { conforms: true, reason: null, line: verdict.line };
   const reason = verdict?.divergence?.reason ?? `workflow ${view.run.workflow} is not in the Brain's library: no admitted model to hold run ${runId} to`;
   const line = verdict?.line ?? `DIVERGES: ${runId} (${view.run.workflow}): ${reason}`;
   deps.log?.(`[polly] TRACE DIVERGENCE: ${line}`);
-  await deps.store.update((_d, tx) => tx.emit('run.trace_divergence', { run: runId, workflow: view.run.workflow, journalSeq: verdict?.divergence?.journalSeq ?? null, step: verdict?.divergence?.step ?? null, reason }));
+  await deps.store.update((_d, tx) =>
+    tx.emit('run.trace_divergence', {
+      run: runId,
+      workflow: view.run.workflow,
+      journalSeq: verdict?.divergence?.journalSeq ?? null,
+      step: verdict?.divergence?.step ?? null,
+      reason,
+    }),
+  );
   return { conforms: false, reason, line };
 }
 
@@ -246,27 +255,35 @@ export async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, lo
     }
   });
   log(`[polly] ${taskId}: ${task.purpose} on ${task.worker} (read-only)`);
-  const result = await deps.supervisor.runTurn(
-    workerTurnRequest(deps.config, {
-      taskId,
-      orderId: `adhoc:${taskId}`,
-      harness: task.worker,
-      purpose: task.purpose,
-      cwd: deps.repoRoot,
-      prompt: `${promptMarker(task)} ${task.title}\n\n${task.prompt}\n\nYou are read-only: read and report; do not change any file. End with a short report.`,
-      resumeSessionId: null,
-      model: task.model,
-      gateContext: { ...deps.gateContext, worktree: deps.repoRoot },
-      env: deps.agentEnv,
-    }),
-    { onEvent: (e) => deps.onWorkerEvent?.(taskId, e) },
+  // Read-only work runs in the main checkout: no ref may move (the ref guard puts back any that did).
+  const guardCtx = { repoRoot: deps.repoRoot, store: deps.store, progress: log, task: { id: taskId, branch: null }, order: { id: `adhoc:${taskId}` } };
+  const { value: result, violation } = await withRefGuard(
+    guardCtx,
+    `the ${task.worker} ${task.purpose} turn`,
+    () =>
+      deps.supervisor.runTurn(
+        workerTurnRequest(deps.config, {
+          taskId,
+          orderId: `adhoc:${taskId}`,
+          harness: task.worker,
+          purpose: task.purpose,
+          cwd: deps.repoRoot,
+          prompt: `${promptMarker(task)} ${task.title}\n\n${task.prompt}\n\nYou are read-only: read and report; do not change any file. End with a short report.`,
+          resumeSessionId: null,
+          model: task.model,
+          gateContext: { ...deps.gateContext, worktree: deps.repoRoot },
+          env: deps.agentEnv,
+        }),
+        { onEvent: (e) => deps.onWorkerEvent?.(taskId, e) },
+      ),
+    { allowLocal: [] },
   );
   await deps.store.update((draft, tx) => {
     const t = draft.tasks[taskId]!;
     t.sessionId = result.sessionId;
     t.report = result.finalText;
-    transitionTask(t, result.status === 'ok' ? 'done' : result.status === 'cancelled' ? 'cancelled' : 'failed', {
-      reason: result.status === 'ok' ? null : `${result.status}: ${result.message ?? result.stderr.slice(-500)}`,
+    transitionTask(t, violation ? 'failed' : result.status === 'ok' ? 'done' : result.status === 'cancelled' ? 'cancelled' : 'failed', {
+      reason: violation ? violation.reason : result.status === 'ok' ? null : `${result.status}: ${result.message ?? result.stderr.slice(-500)}`,
       at: now().toISOString(),
       finished: true,
     });

@@ -27,7 +27,7 @@ import { DEPENDENCY_MET_STATUSES, FINAL_TASK_STATUSES, isGoalFinal, type TaskSta
 import { SCHEDULE_TASK_STATES, scheduleTaskVar } from '../plan/plan-compiler.js';
 import type { PlanRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
-import type { BrainProcessDeps } from './brain-process.js';
+import type { BrainProcessDeps } from './brain-deps.js';
 import { BRAIN_OWNER, validateEndedRun } from './order-executor.js';
 
 /** Per plan id: how many tasks had settled when the Brain's last schedule turn ended. */

@@ -11,9 +11,14 @@
  *   `goals`, `plans`, `tasks`, `runs`, `workers`, and none of `pullRequests`, `counters`, `brain`.
  * - v1: adds `schemaVersion`, `pullRequests` (the local forge), `counters` (journal seq and id
  *   sequences) and `brain` (the owning Brain process).
+ * - v2: finished history leaves the file: every finished goal tree (`registry-archive.ts`) moves to
+ *   `pendingArchive`, which the first write journals as `registry.archived` events and appends to
+ *   `.polly/archive.jsonl`; that first write also keeps the v1 file as `registry.json.v1.bak`.
+ *   (Runs leave too, into the run store, when `run-storage.ts` opens it: that move needs the store.)
  */
 import { PollyError } from '../core/errors.js';
 import { REGISTRY_SCHEMA_VERSION } from './registry-schema.js';
+import { takeFinished, type ArchivableMaps } from './registry-archive.js';
 
 /** A parsed registry file of unknown version, as plain JSON. */
 export type RawRegistry = Record<string, unknown>;
@@ -62,8 +67,25 @@ export const migrateV0ToV1: RegistryMigration = {
   },
 };
 
+/** v1 → v2: move every finished goal tree, whatever its age, out of the maps into `pendingArchive`. */
+export const migrateV1ToV2: RegistryMigration = {
+  from: 1,
+  describe: 'move finished goals, plans, tasks, their PRs and ended workers to the archive',
+  migrate(raw) {
+    const isMap = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
+    // A malformed map is left as it is, for validation to name (the migration repairs nothing).
+    if (!['goals', 'plans', 'tasks', 'pullRequests', 'workers'].every((k) => isMap(raw[k]))) return { ...raw, schemaVersion: 2 };
+    const maps = {} as Record<string, Record<string, unknown>>;
+    for (const key of ['goals', 'plans', 'tasks', 'pullRequests', 'workers']) maps[key] = { ...((raw[key] as Record<string, unknown> | undefined) ?? {}) };
+    const units = takeFinished(maps as unknown as ArchivableMaps, Number.POSITIVE_INFINITY);
+    const out: RawRegistry = { ...raw, ...maps, schemaVersion: 2 };
+    if (units.length > 0) out.pendingArchive = units;
+    return out;
+  },
+};
+
 /** Every step, in order of `from`. Add a step here whenever REGISTRY_SCHEMA_VERSION is bumped. */
-export const REGISTRY_MIGRATIONS: readonly RegistryMigration[] = [migrateV0ToV1];
+export const REGISTRY_MIGRATIONS: readonly RegistryMigration[] = [migrateV0ToV1, migrateV1ToV2];
 
 /** The schema version of a parsed file: `schemaVersion`, or 0 for the unversioned pre-release shape. */
 export function registryVersionOf(raw: RawRegistry): number {

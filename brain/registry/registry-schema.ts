@@ -8,10 +8,11 @@
  */
 
 /** Bump when the shape changes, and add a migration step from the previous version. */
-export const REGISTRY_SCHEMA_VERSION = 1;
+export const REGISTRY_SCHEMA_VERSION = 2;
 
 import type { GoalStatus, Harness, Purpose, TaskStatus } from '../core/vocabulary.js';
 import type { RunRecord } from '../../workflows/run/run-records.js';
+import type { ArchiveUnit } from './registry-archive.js';
 
 /** The runtime owns its records (workflows/run/run-records.ts); the registry stores them under `runs`. */
 export type { RunRecord, WorkOrderRecord } from '../../workflows/run/run-records.js';
@@ -193,6 +194,10 @@ export interface Registry {
   goals: Record<string, GoalRecord>;
   plans: Record<string, PlanRecord>;
   tasks: Record<string, TaskRecord>;
+  /**
+   * Workflow runs of registries before the run store (`brain/registry/run-storage.ts` moves them
+   * into `.polly/runs/` when it opens); empty afterwards. New runs are never written here.
+   */
   runs: Record<string, RunRecord>;
   workers: Record<string, WorkerRecord>;
   pullRequests: Record<string, LocalPullRequest>;
@@ -215,6 +220,12 @@ export interface Registry {
    * absent from what `RegistryStore.read()` returns.
    */
   pendingJournal?: JournalEntry[];
+  /**
+   * Store-internal: finished trees a migration took out of the registry (v1 → v2), not yet
+   * journaled. The next update journals each as a `registry.archived` event and drops the field
+   * (`registry-archive.ts`). Never set by callers; absent from what `RegistryStore.read()` returns.
+   */
+  pendingArchive?: ArchiveUnit[];
 }
 
 /** One line of `.polly/journal.jsonl`. `seq` is strictly increasing from 1. */

@@ -5,16 +5,22 @@
  * - {@link createFileRegistryStore}: the real one. Every update is a read-modify-write under a
  *   proper-lockfile lock (`registry.json.lock`, a directory; stale after `lockStaleMs` without a
  *   heartbeat), written to `registry.json.tmp`, fsynced, the previous good file hard-linked to
- *   `registry.json.bak`, renamed over `registry.json`, the directory fsynced, then the transaction's
- *   events appended to the journal. A crash leaves the old or the new registry, never half of one.
+ *   `registry.json.bak`, renamed over `registry.json` (the commit point), then the directory fsynced
+ *   while the transaction's events are appended to the journal and fsynced (concurrently: both
+ *   follow the commit point, and the update resolves after both). A crash leaves the old or the new registry, never half of one.
  * - {@link createMemoryRegistryStore}: the same semantics in memory, for tests.
+ *
+ * Archive: `registry.archived` events (finished goal trees leaving the registry, see
+ * `registry-archive.ts`) are also appended to `archive.jsonl` after the journal, exactly once by
+ * seq; a crash between the two is repaired from the journal by {@link repairArchive}. Nothing on
+ * the hot path (read, update, journal) reads the archive.
  *
  * Journal exactly-once: the events of a transaction are written into the registry file itself
  * (`pendingJournal`) in the same atomic rename that commits the transaction. The next read, update
  * or journal read compares them with the journal's last seq and appends any that a crash between
  * the rename and the append left out; seqs make the append idempotent.
  */
-import { watch, type FSWatcher } from 'node:fs';
+import { existsSync, watch, type FSWatcher } from 'node:fs';
 import { copyFile, link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import { join, resolve } from 'node:path';
@@ -23,6 +29,7 @@ import { PollyError, isPollyError } from '../core/errors.js';
 import { appendJournal, readJournalFrom, readJournalTail, type JournalCursor } from './journal.js';
 import { migrateRegistry, registryVersionOf, type RawRegistry } from './registry-migrations.js';
 import { emptyRegistry, type JournalEntry, type Registry } from './registry-schema.js';
+import { ARCHIVE_EVENT } from './registry-archive.js';
 import { registryProblem } from './registry-validate.js';
 
 /** Handed to an update function: records journal events committed with the transaction. */
@@ -69,6 +76,8 @@ export interface RegistryPaths {
   registry: string;
   backup: string;
   journal: string;
+  /** `archive.jsonl`: the `registry.archived` journal lines, the registry's finished history. */
+  archive: string;
   /** The lock directory proper-lockfile creates while an update runs. */
   lock: string;
 }
@@ -127,6 +136,7 @@ function assertValidDraft(draft: Registry): void {
 
 function stripPending(reg: Registry): Registry {
   delete reg.pendingJournal;
+  delete reg.pendingArchive;
   return reg;
 }
 
@@ -233,6 +243,7 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
     registry: join(dir, 'registry.json'),
     backup: join(dir, 'registry.json.bak'),
     journal: join(dir, 'journal.jsonl'),
+    archive: join(dir, 'archive.jsonl'),
     lock: join(dir, 'registry.json.lock'),
   };
   const tmpPath = join(dir, 'registry.json.tmp');
@@ -240,14 +251,56 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
   /** stat signature of a registry file whose pending journal is known to be in the journal. */
   let flushedSignature: string | null = null;
 
+  /**
+   * The identity of the registry this store works on: the `.polly` directory's dev+ino+birth time (the file
+   * itself gets a new inode on every atomic write, so its own inode is no identity) and whether a
+   * registry file has been seen there. A registry that was there and is gone, or a `.polly`
+   * directory replaced under a running process, is a lost registry, never an empty one.
+   */
+  let identity: { dirId: string | null; seen: boolean } = { dirId: null, seen: false };
+
+  async function dirIdentity(): Promise<string | null> {
+    try {
+      // An inode number is reused at once after a delete; with the birth time (statx, where the file
+      // system records it) a recreated directory differs.
+      const s = await stat(dir, { bigint: true });
+      return `${s.dev}:${s.ino}:${s.birthtimeNs}`;
+    } catch {
+      return null;
+    }
+  }
+
+  /** The `registry_corrupt` error for a registry that disappeared, with the restore command. */
+  async function lostError(why: string): Promise<PollyError> {
+    const b = await describeBackup(paths.backup);
+    const next = b.loads
+      ? `Stop every Polly process of this repository, then restore the last good copy:\n  cp '${paths.backup}' '${paths.registry}'\nand start again (the next start reconciles tasks with git and live processes).`
+      : `No loadable backup is left. Stop every Polly process of this repository; to start over with an empty registry (git branches, worktrees and backup refs are untouched) remove ${paths.dir}/registry.json.bak if present and run polly init.`;
+    return new PollyError('registry_corrupt', `${paths.registry} ${why}. Polly will not treat it as empty. ${b.summary} ${next}`, {
+      details: { file: paths.registry, backup: paths.backup, backupExists: b.exists, backupLoads: b.loads, missing: true },
+    });
+  }
+
   async function loadFile(): Promise<LoadedFile> {
+    const dirId = await dirIdentity();
+    if (identity.dirId !== null && dirId !== identity.dirId) {
+      throw await lostError(`is gone: its directory ${dir} was ${dirId === null ? 'deleted' : 'replaced'} while this process used it`);
+    }
+    identity.dirId ??= dirId;
     let text: string;
     try {
       text = await readFile(paths.registry, 'utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { registry: emptyRegistry(), text: null, fileVersion: emptyRegistry().schemaVersion };
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        // A write renames over the file, so it is never absent once written: absent after it was
+        // seen, or beside a backup (written from the second update on), it was deleted.
+        if (identity.seen) throw await lostError('was deleted while this process used it');
+        if (existsSync(paths.backup)) throw await lostError(`is missing while its backup ${paths.backup} exists (it was deleted)`);
+        return { registry: emptyRegistry(), text: null, fileVersion: emptyRegistry().schemaVersion };
+      }
       throw error;
     }
+    identity.seen = true;
     const parsed = parseRegistryText(text, paths.registry);
     if ('problem' in parsed) throw await corruptError(paths.registry, paths.backup, parsed.problem);
     return { registry: parsed.registry, text, fileVersion: parsed.fileVersion };
@@ -399,7 +452,7 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
       });
     }
     await rename(tmpPath, paths.registry);
-    await fsyncDir(dir);
+    identity = { dirId: await dirIdentity(), seen: true };
   }
 
   const store: FileRegistryStore = {
@@ -417,6 +470,7 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
         const loaded = await loadFile();
         const journalLast = await flushPending(loaded.registry.pendingJournal);
         const previousPending = loaded.registry.pendingJournal;
+        const migratedArchive = loaded.registry.pendingArchive ?? [];
         const draft = stripPending(loaded.registry);
         const t = createTx();
         let result: T;
@@ -426,6 +480,8 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
           t.close();
         }
         assertValidDraft(draft);
+        // Trees a migration took out (v1 → v2) are journaled with the first write, the journal being the archive's source.
+        for (const unit of migratedArchive) t.events.push({ kind: ARCHIVE_EVENT, data: JSON.parse(JSON.stringify(unit)) as Record<string, unknown> });
         const base = Math.max(draft.counters.journalSeq, journalLast);
         const at = now().toISOString();
         const entries: JournalEntry[] = t.events.map((e, i) => ({ seq: base + i + 1, at, kind: e.kind, data: e.data }));
@@ -438,12 +494,23 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
         await writeRegistry(text, loaded.text !== null, loaded.fileVersion, lost);
         // The rename was the commit point. If the append fails now (e.g. a full disk), the events are
         // safe in the registry's pendingJournal and the next read, update or journal read appends them.
-        try {
-          if (entries.length > 0) await appendJournal(paths.journal, entries, await readJournalTail(paths.journal));
-          flushedSignature = await signature();
-        } catch {
-          flushedSignature = null;
-        }
+        // The directory's fsync (which makes the rename durable) and the journal's run at the same
+        // time: both come after the commit point, and the update returns only when both are done.
+        const appended = (async () => {
+          try {
+            if (entries.length > 0) await appendJournal(paths.journal, entries, await readJournalTail(paths.journal));
+            const archived = entries.filter((e) => e.kind === ARCHIVE_EVENT);
+            if (archived.length > 0) {
+              const tail = await readJournalTail(paths.archive);
+              await appendJournal(paths.archive, archived.filter((e) => e.seq > tail.lastSeq), tail);
+            }
+            return true;
+          } catch {
+            return false;
+          }
+        })();
+        const [, ok] = await Promise.all([fsyncDir(dir), appended]);
+        flushedSignature = ok ? await signature() : null;
         return result;
       });
     },
@@ -607,4 +674,19 @@ export function createMemoryRegistryStore(options: Pick<RegistryStoreOptions, 'n
     },
   };
   return store;
+}
+
+/**
+ * Bring `archive.jsonl` up to date with the journal: append the `registry.archived` entries the
+ * journal has beyond the archive's last seq (a crash between the journal append and the archive
+ * append leaves such a gap; deleting the archive rebuilds it whole). Reads the whole journal: for
+ * history commands and repair, never the hot path.
+ * @returns how many lines were appended.
+ * @throws PollyError `registry_corrupt` when a journal or archive line does not parse.
+ */
+export async function repairArchive(store: FileRegistryStore): Promise<number> {
+  const tail = await readJournalTail(store.paths.archive);
+  const missing = (await store.journal(tail.lastSeq)).filter((e) => e.kind === ARCHIVE_EVENT);
+  if (missing.length > 0 || tail.size > tail.completeSize) await appendJournal(store.paths.archive, missing, tail);
+  return missing.length;
 }

@@ -51,6 +51,14 @@ export function registryProblem(raw: unknown): string | null {
       }
     }
   }
+  if (raw.pendingArchive !== undefined) {
+    if (!Array.isArray(raw.pendingArchive)) return 'pendingArchive: expected an array';
+    for (const [i, u] of raw.pendingArchive.entries()) {
+      if (!isObject(u) || !Array.isArray(u.plans) || !Array.isArray(u.tasks) || !Array.isArray(u.pullRequests) || !Array.isArray(u.workers)) {
+        return `pendingArchive[${i}]: expected {goal, plans, tasks, pullRequests, workers}`;
+      }
+    }
+  }
   return null;
 }
 

@@ -32,7 +32,10 @@ export interface StatusTask {
 
 export interface StatusReport {
   repoRoot: string;
+  /** The Brain that runs; null when none does (a row whose pid is gone is reported in `brainGone`). */
   brain: Registry['brain'];
+  /** The row a stopped or crashed Brain left (its pid is gone); `polly resume` continues its work. */
+  brainGone: Registry['brain'];
   goals: Array<Pick<GoalRecord, 'id' | 'text' | 'status' | 'planIds' | 'createdAt'>>;
   plans: Array<{ id: string; goalId: string | null; gate: PlanRecord['gate']; admitted: boolean | null; tasks: number; createdAt: string }>;
   tasks: StatusTask[];
@@ -54,7 +57,9 @@ function workerLive(w: WorkerRecord): boolean {
 export function statusReport(repoRoot: string, reg: Registry): StatusReport {
   return {
     repoRoot,
-    brain: reg.brain,
+    // Reconciled before it is shown: a Brain row whose process is gone is not a running Brain.
+    brain: reg.brain && pidAlive(reg.brain.pid) ? reg.brain : null,
+    brainGone: reg.brain && !pidAlive(reg.brain.pid) ? reg.brain : null,
     goals: byId(reg.goals).map((g) => ({ id: g.id, text: g.text, status: g.status, planIds: g.planIds, createdAt: g.createdAt })),
     plans: byId(reg.plans).map((p) => ({
       id: p.id,

@@ -33,6 +33,8 @@ import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
 import { createReviewSandbox, produceReviewDiff, type ReviewSandbox } from '../../workers/review-sandbox.js';
 import { chooseReviewer } from './open-draft-pr.js';
 import { taskBranch } from './push.js';
+import { guardFailure, withRefGuard } from './ref-guard-step.js';
+import { sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
 import { workerTurnRequest } from './dispatch.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnResult } from '../../workers/worker-turn.js';
@@ -137,14 +139,22 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
           }),
           { signal: ctx.signal },
         );
-      const first = await turn(sandbox.prompt, order.id, null);
+      const guarded = await withRefGuard(ctx, `the ${reviewer} review turn`, () => turn(sandbox.prompt, order.id, null), { allowLocal: [] });
+      if (guarded.violation) return guardFailure(guarded.violation);
+      const first = guarded.value;
+      const refused = turnRefusals(first.events ?? []);
+      if (refused.length > 0) return sandboxRefusalFailure(ctx, `the ${reviewer} review turn`, refused);
       if (first.status !== 'ok') return { outcome: 'failure', note: `reviewer ${reviewer} did not finish: ${summarize(first)}` };
       try {
         findings = parseFindings(first.finalText);
       } catch (error) {
         const why = isPollyError(error) ? error.message : String(error);
         if (!first.sessionId) return { outcome: 'failure', note: `reviewer ${reviewer} answered without valid findings and without a session to ask again: ${why}` };
-        const second = await turn(JSON_RETRY_PROMPT(why), `${order.id}#json-retry`, first.sessionId);
+        const retried = await withRefGuard(ctx, `the ${reviewer} review turn (JSON retry)`, () => turn(JSON_RETRY_PROMPT(why), `${order.id}#json-retry`, first.sessionId), {
+          allowLocal: [],
+        });
+        if (retried.violation) return guardFailure(retried.violation);
+        const second = retried.value;
         if (second.status !== 'ok') return { outcome: 'failure', note: `reviewer ${reviewer} did not finish the JSON retry: ${summarize(second)}` };
         try {
           findings = parseFindings(second.finalText);
@@ -159,7 +169,15 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
     await ctx.store.update((draft, tx) => {
       const t = draft.tasks[task.id];
       if (!t) return;
-      const rec: PollyReviewRecord = { reviewer, round, blocking: findings.blocking, nonBlocking: findings.nonBlocking, at: new Date().toISOString(), orderId: order.id, forgeReviewId: null };
+      const rec: PollyReviewRecord = {
+        reviewer,
+        round,
+        blocking: findings.blocking,
+        nonBlocking: findings.nonBlocking,
+        at: new Date().toISOString(),
+        orderId: order.id,
+        forgeReviewId: null,
+      };
       t.reviews.push(rec);
       t.reviewRounds = round;
       t.updatedAt = rec.at;

@@ -11,6 +11,8 @@ import { homedir } from 'node:os';
 import type { AgentRunResult } from '../../workers/agents/agent-adapter.js';
 import type { GateRole } from '../../gate/types.js';
 import { isPollyError } from '../core/errors.js';
+import { commandProblems } from '../config/project-detection.js';
+import type { SetupResult } from '../../workers/git/worktree-manager.js';
 import { createGitRunner, firstLine } from '../../workers/git/git.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
@@ -18,6 +20,9 @@ import { isReadOnlyPurpose, type TaskStatus } from '../core/vocabulary.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
+import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-step.js';
+import { sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
+import { POLLY_COMMITS_LINE } from '../../workers/git/git-policy.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
 export const PERMANENT_AGENT_STATUSES: ReadonlySet<string> = new Set(['agent_missing', 'agent_refused', 'blocked_on_prompt']);
@@ -39,7 +44,7 @@ export function implementPrompt(task: TaskRecord, defaultCommands: readonly stri
     ...commands.map((c) => `  $ ${c}`),
     ...(task.acceptance.criteria.length > 0 ? ['Criteria:', ...task.acceptance.criteria.map((c) => `  - ${c}`)] : []),
     '',
-    'Work only in this directory. Do not commit, push or open a pull request: Polly does that.',
+    `Work only in this directory. ${POLLY_COMMITS_LINE}`,
   ].join('\n');
 }
 
@@ -48,10 +53,7 @@ export function implementPrompt(task: TaskRecord, defaultCommands: readonly stri
  * gate role is the purpose, and whether the agent is read-only is decided here, once, from the
  * purpose and the config's `purpose_guard.read_only` (brain/core/vocabulary.ts `isReadOnlyPurpose`).
  */
-export function workerTurnRequest(
-  config: Pick<PollyConfig, 'policies'>,
-  turn: Omit<WorkerTurnRequest, 'role' | 'readOnly'>,
-): WorkerTurnRequest {
+export function workerTurnRequest(config: Pick<PollyConfig, 'policies'>, turn: Omit<WorkerTurnRequest, 'role' | 'readOnly'>): WorkerTurnRequest {
   return { ...turn, role: turn.purpose as GateRole, readOnly: isReadOnlyPurpose(turn.purpose, config.policies.purpose_guard.read_only) };
 }
 
@@ -111,15 +113,46 @@ function oneLine(text: string, max = 300): string {
 }
 
 /**
- * Give the task a worktree (once) and record it: `worktree`, `branch`, `baseBranch`, `baseCommit`.
- * @returns the fresh task and the worker's PORT when the worktree was created now.
+ * Why a setup command's failure ends the task: the command, how it ended, the last lines of its
+ * output and the log file that holds all of it.
  */
-export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: TaskRecord; env: Record<string, string> }> {
+export function setupFailureReason(setup: SetupResult, lines = 15): string {
+  const how = setup.timedOut ? `timed out after ${Math.round(setup.durationMs / 1000)}s` : `exited ${setup.exitCode ?? 'without a code (it could not start or was killed)'}`;
+  const tail = setup.output.trimEnd().split('\n').slice(-lines).join('\n');
+  return [
+    `worktrees.setup "${setup.command}" ${how}; the agent was not started. Full log: ${setup.logPath}`,
+    ...(tail ? ['Last lines:', tail] : []),
+    'Fix the command in .polly/config.yaml (worktrees.setup) or the project, then run the task again.',
+  ].join('\n');
+}
+
+/**
+ * Acceptance commands of an implement task that cannot run in this repository (`npm test` without
+ * package.json, …; see `commandProblems`), as one reason, or null when all may run. Checked before
+ * the worktree and the agent, so no attempt is spent on a check that can never go green.
+ */
+export function acceptanceCommandProblem(repoRoot: string, task: Pick<TaskRecord, 'purpose' | 'acceptance'>, defaultCommands: readonly string[]): string | null {
+  if (task.purpose !== 'implement') return null;
+  const fromPlan = task.acceptance.commands.length > 0;
+  const problems = commandProblems(repoRoot, fromPlan ? task.acceptance.commands : defaultCommands);
+  if (problems.length === 0) return null;
+  const where = fromPlan ? "the plan task's acceptance.commands" : 'acceptance.commands in .polly/config.yaml';
+  const list = problems.map((p) => `"${p.command}" needs ${p.missing}, which ${repoRoot} does not have`).join('; ');
+  return `acceptance command cannot run in this repository: ${list}. Change ${where} to commands this project has (polly init suggests them; see polly doctor), then run the task again.`;
+}
+
+/**
+ * Give the task a worktree (once) and record it: `worktree`, `branch`, `baseBranch`, `baseCommit`.
+ * @returns the fresh task, the worker's PORT when the worktree was created now, and the setup
+ *          command's outcome when it ran now (null otherwise).
+ */
+export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: TaskRecord; env: Record<string, string>; setup: SetupResult | null }> {
   const task = ctx.task;
-  if (task.worktree && existsSync(task.worktree) && task.branch && task.baseCommit) return { task, env: {} };
+  if (task.worktree && existsSync(task.worktree) && task.branch && task.baseCommit) return { task, env: {}, setup: null };
   const registered = (await ctx.worktrees.list()).find((w) => w.taskId === task.id && w.prunable === null && existsSync(w.path));
   let record: Pick<TaskRecord, 'worktree' | 'branch' | 'baseBranch' | 'baseCommit'>;
   const env: Record<string, string> = {};
+  let setup: SetupResult | null = null;
   if (registered) {
     record = {
       worktree: registered.path,
@@ -129,10 +162,15 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
     };
   } else {
     ctx.progress(`${task.id}: creating worktree`);
-    const created = await ctx.worktrees.create({ id: task.id, ...(task.baseBranch ? { baseBranch: task.baseBranch } : {}), ...(task.baseCommit ? { baseCommit: task.baseCommit } : {}) });
+    const created = await ctx.worktrees.create({
+      id: task.id,
+      ...(task.baseBranch ? { baseBranch: task.baseBranch } : {}),
+      ...(task.baseCommit ? { baseCommit: task.baseCommit } : {}),
+    });
     record = { worktree: created.path, branch: created.branch, baseBranch: created.baseBranch ?? task.baseBranch, baseCommit: created.baseCommit };
     if (created.freshness?.warning) ctx.progress(`${task.id}: warning: ${created.freshness.warning}`);
     env.PORT = String(created.port);
+    setup = created.setup;
   }
   const fresh = await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
@@ -141,7 +179,18 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
     tx.emit('task.worktree', { taskId: t.id, orderId: ctx.order.id, ...record, adopted: Boolean(registered) });
     return structuredClone(t);
   });
-  return { task: fresh ?? { ...task, ...record }, env };
+  return { task: fresh ?? { ...task, ...record }, env, setup };
+}
+
+/** Fail the task for good before its agent starts (a setup or command problem no retry can fix). */
+async function failBeforeAgent(ctx: TaskToolContext, kind: string, reason: string): Promise<TaskToolOutcome> {
+  await ctx.store.update((draft, tx) => {
+    const t = draft.tasks[ctx.task.id];
+    if (!t) return;
+    transitionTask(t, 'failed', { reason, at: new Date().toISOString() });
+    tx.emit(kind, { taskId: t.id, orderId: ctx.order.id, reason });
+  });
+  return { outcome: 'failure', permanent: true, note: `dispatch: ${reason.split('\n')[0]}` };
 }
 
 /** The reason of a task whose worker changed nothing: its dispatch fails with it, and nothing is pushed. */
@@ -166,6 +215,8 @@ export async function worktreeChanged(task: Pick<TaskRecord, 'worktree' | 'baseC
  * failure {@link NO_CHANGE} (WORKER_FAILED: the task fails, nothing is pushed).
  */
 export const dispatch: TaskTool = async (ctx) => {
+  const commandProblem = acceptanceCommandProblem(ctx.repoRoot, ctx.task, ctx.config.acceptance.commands);
+  if (commandProblem) return failBeforeAgent(ctx, 'task.command_refused', commandProblem);
   let prepared: Awaited<ReturnType<typeof ensureWorktree>>;
   try {
     prepared = await ensureWorktree(ctx);
@@ -180,15 +231,24 @@ export const dispatch: TaskTool = async (ctx) => {
     });
     return { outcome: 'failure', permanent: error.code !== 'git_failed', note: `dispatch: ${reason}` };
   }
-  const { task, env } = prepared;
+  const { task, env, setup } = prepared;
+  if (setup && (setup.exitCode !== 0 || setup.timedOut)) return failBeforeAgent(ctx, 'task.setup_failed', setupFailureReason(setup));
   await ctx.store.update((draft) => {
     const t = draft.tasks[task.id];
     if (t && t.status !== 'running') transitionTask(t, 'running', { reason: null, at: new Date().toISOString() });
   });
   ctx.progress(`${task.id}: ${task.worker} starts in ${task.worktree}`);
   const request = implementTurn(ctx, task, implementPrompt(task, ctx.config.acceptance.commands), null, env);
-  const result = await ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) });
+  const { value: result, violation } = await withRefGuard({ ...ctx, task }, `the ${task.worker} implementer turn`, () =>
+    ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) }),
+  );
   const outcome = await recordTurn(ctx, result, 'dispatch');
+  if (violation) {
+    await reassertGuardFailure(ctx, violation);
+    return guardFailure(violation);
+  }
+  const refused = turnRefusals(result.events ?? []);
+  if (refused.length > 0) return sandboxRefusalFailure(ctx, `the ${task.worker} implementer turn`, refused);
   if (outcome.outcome !== 'ok' || (await worktreeChanged(task))) return outcome;
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
@@ -196,5 +256,9 @@ export const dispatch: TaskTool = async (ctx) => {
     transitionTask(t, 'failed', { reason: NO_CHANGE, at: new Date().toISOString() });
     tx.emit('task.no_change', { taskId: t.id, orderId: ctx.order.id, worktree: task.worktree });
   });
-  return { outcome: 'failure', permanent: true, note: `dispatch: ${NO_CHANGE} (${task.worker} ended its turn ok, but ${task.worktree} is unchanged from ${task.baseCommit?.slice(0, 12) ?? 'its base'})` };
+  return {
+    outcome: 'failure',
+    permanent: true,
+    note: `dispatch: ${NO_CHANGE} (${task.worker} ended its turn ok, but ${task.worktree} is unchanged from ${task.baseCommit?.slice(0, 12) ?? 'its base'})`,
+  };
 };

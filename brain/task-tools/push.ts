@@ -15,6 +15,8 @@
 import { existsSync } from 'node:fs';
 import { isPollyError } from '../core/errors.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
+import { recordPollyRefWrite } from '../../workers/git/ref-guard.js';
+import { secretScanStep } from './secret-scan-step.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import { NO_CHANGE } from './dispatch.js';
 
@@ -58,8 +60,13 @@ export function createPushTool(options: PushToolOptions = {}): TaskTool {
       await record(ctx, branch, tip, true);
       return { outcome: 'ok', note: `${remote} already has ${branch} at ${tip.slice(0, 12)}` };
     }
-    // A plain push of the one branch: no "+" in the refspec, no --force of any kind.
-    const push = await git.run(['push', '--porcelain', remote, `refs/heads/${branch}:refs/heads/${branch}`], { cwd, okExitCodes: [1, 128], timeoutMs: 300_000 });
+    // What goes out is scanned again (a worker without a sandbox may have committed itself).
+    const secrets = await secretScanStep(ctx, 'push', tip, git);
+    if (secrets) return secrets;
+    recordPollyRefWrite('remote', `refs/heads/${branch}`, tip);
+    // A plain push of the one branch: no "+" in the refspec, no --force of any kind; no pre-push
+    // hook (--no-verify, and the runner's core.hooksPath=/dev/null).
+    const push = await git.run(['push', '--porcelain', '--no-verify', remote, `refs/heads/${branch}:refs/heads/${branch}`], { cwd, okExitCodes: [1, 128], timeoutMs: 300_000 });
     if (push.exitCode !== 0) {
       const text = `${push.stdout}\n${push.stderr}`;
       const nonFastForward = /\[rejected\]|non-fast-forward|fetch first|\(stale info\)/.test(text);

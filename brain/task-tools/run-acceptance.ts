@@ -10,6 +10,9 @@
  * - red → store {@link formatCheckFeedback} as the task's `feedback` for `send_followup`, record
  *   `checks` → a permanent failure: TESTS_RED at once (the workflow bounds the fix attempts).
  *
+ * The run is wrapped in the ref guard (./ref-guard-step.ts): a ref or git metadata file changed by
+ * the checks fails the task at once, and nothing is committed.
+ *
  * Idempotent: a re-run after a crash finds nothing left to commit and records the branch tip.
  */
 import { existsSync } from 'node:fs';
@@ -18,6 +21,9 @@ import { createGitRunner } from '../../workers/git/git.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
 import { isPollyError } from '../core/errors.js';
 import type { TaskTool } from './types.js';
+import { guardFailure, withRefGuard } from './ref-guard-step.js';
+import { secretScanStep } from './secret-scan-step.js';
+import { refusalLines, sandboxRefusalFailure } from './sandbox-refusals.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 
 /** The commit message Polly writes for a task's work. */
@@ -51,14 +57,21 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
     return { outcome: 'failure', permanent: true, note: `run_acceptance: ${error.message}` };
   }
   if (confinement.warning) ctx.progress(`${task.id}: ${confinement.warning}`);
-  const outcome = await runAcceptance({
-    cwd: task.worktree,
-    commands,
-    timeoutSeconds: ctx.config.acceptance.timeout,
-    env: confinement.env,
-    sandbox: confinement.sandbox,
-    signal: ctx.signal,
-  });
+  const { value: outcome, violation } = await withRefGuard(ctx, 'acceptance', () =>
+    runAcceptance({
+      cwd: task.worktree!,
+      commands,
+      timeoutSeconds: ctx.config.acceptance.timeout,
+      env: confinement.env,
+      sandbox: confinement.sandbox,
+      signal: ctx.signal,
+    }),
+  );
+  // A ref moved while the checks ran (a worker-written test, unconfined or through a hole): nothing
+  // is committed, the task fails.
+  if (violation) return guardFailure(violation);
+  const refused = refusalLines(outcome.results.map((r) => r.output));
+  if (refused.length > 0) return sandboxRefusalFailure(ctx, 'acceptance', refused);
   if (!outcome.green) {
     const feedback = formatCheckFeedback(outcome.results);
     const failed = outcome.results.find((r) => r.exitCode !== 0);
@@ -75,6 +88,9 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
     // re-running the same code under the effect's retry policy.
     return { outcome: 'failure', permanent: true, note: `run_acceptance: red (${why})` };
   }
+  // Before anything is committed: a token or key left in the worktree never enters a commit.
+  const secrets = await secretScanStep(ctx, 'commit', null);
+  if (secrets) return secrets;
   const commit =
     (await ctx.worktrees.commitAll({ id: task.id, message: taskCommitMessage(task) })) ??
     (await createGitRunner().run(['rev-parse', 'HEAD'], { cwd: task.worktree })).stdout.trim();

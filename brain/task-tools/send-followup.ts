@@ -11,6 +11,9 @@ import { implementTurn, promptMarker, recordTurn } from './dispatch.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskTool } from './types.js';
+import { FINAL_TASK_STATUSES } from '../core/vocabulary.js';
+import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-step.js';
+import { sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
 
 /** The follow-up prompt: the marker line, then the feedback verbatim. */
 export function followupPrompt(task: Pick<TaskRecord, 'id' | 'purpose' | 'attempts'>, feedback: string): string {
@@ -21,6 +24,10 @@ export function followupPrompt(task: Pick<TaskRecord, 'id' | 'purpose' | 'attemp
 export const sendFollowup: TaskTool = async (ctx) => {
   const task = ctx.task;
   const feedback = task.feedback ?? null;
+  if (FINAL_TASK_STATUSES.has(task.status)) {
+    // E.g. the ref guard failed it during acceptance or review: a failed task is not resumed.
+    return { outcome: 'failure', permanent: true, note: `send_followup: task ${task.id} is ${task.status}${task.statusReason ? ` (${task.statusReason})` : ''}; it is not resumed` };
+  }
   if (!feedback) {
     return { outcome: 'failure', permanent: true, note: `send_followup: task ${task.id} has no feedback to send (run_acceptance or a review stores it first)` };
   }
@@ -36,6 +43,15 @@ export const sendFollowup: TaskTool = async (ctx) => {
   });
   ctx.progress(`${task.id}: feedback to ${task.worker} (session ${task.sessionId})`);
   const request = implementTurn(ctx, task, followupPrompt(task, feedback), task.sessionId);
-  const result = await ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) });
-  return recordTurn(ctx, result, 'send_followup');
+  const { value: result, violation } = await withRefGuard(ctx, `the ${task.worker} follow-up turn`, () =>
+    ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) }),
+  );
+  const outcome = await recordTurn(ctx, result, 'send_followup');
+  if (violation) {
+    await reassertGuardFailure(ctx, violation);
+    return guardFailure(violation);
+  }
+  const refused = turnRefusals(result.events ?? []);
+  if (refused.length > 0) return sandboxRefusalFailure(ctx, `the ${task.worker} follow-up turn`, refused);
+  return outcome;
 };

@@ -1,10 +1,14 @@
 /**
  * Rules for individual commands (after wrappers are stripped): file writers and deleters (`rm`,
- * `find -delete`, `mv`, `cp`, `ln`, `tee`, `sed -i`, …), `gh`, HTTP clients hitting merge
- * endpoints, interpreter one-liners, and the read-only command set. Pure; reports to an Analyzer.
+ * `find -delete`, `mv`, `cp`, `ln`, `tee`, `sed -i`, …), `gh` (gh-grammar.ts), HTTP clients hitting
+ * merge endpoints or writing to a forge API (forge-http.ts), interpreter one-liners (a change for
+ * read-only roles), and the read-only command set. Pure; reports to an Analyzer.
  */
 import { analyzeGit } from '../git/git-grammar.js';
+import { forgeWriteUrl } from './forge-http.js';
+import { analyzeGh, analyzeGlab, analyzeHub, denyForgeWrite, mentionsMerge } from './gh-grammar.js';
 import { UNKNOWN, globPrefix, isTempPath, isUnder, protectedReason, resolvePath } from '../paths.js';
+import { denyInlineCodeForReadOnly } from '../policy.js';
 import type { Analyzer, ExecFlags } from '../types.js';
 
 const deny = (a: Analyzer, rule: string, reason: string): void => a.finding({ decision: 'deny', rule, reason });
@@ -12,27 +16,14 @@ const show = (s: string): string => JSON.stringify(s.replace(/\u0000/g, '…'));
 
 /** Commands that only read (given no write flags): allowed for read-only roles and the Brain. */
 const READ_ONLY = new Set(
-  ('cat less more head tail ls ll la tree pwd echo printf grep egrep fgrep rg ag ack fd wc sort uniq cut tr diff cmp comm file stat du df ' +
-    'which whereis type true false test [ [[ date printenv basename dirname realpath readlink jq yq nl column fold fmt paste join expand ' +
+  (
+    'cat less more head tail ls ll la tree pwd echo printf grep egrep fgrep rg ag ack fd wc sort uniq cut tr diff cmp comm file stat du df ' +
+    'which whereis type true false test [ [[ date printenv env basename dirname realpath readlink jq yq nl column fold fmt paste join expand ' +
     'unexpand rev tac od hexdump xxd strings sha1sum sha256sum sha512sum md5sum shasum cksum b2sum base64 base32 sleep id whoami uname ' +
     'hostname ps uptime cd pushd popd : export set unset local read shift wait seq yes expr bc tput locale getconf nproc free lsof ' +
-    'git-status tokei cloc scc wc look zcat zgrep bzcat xzcat less').split(' '),
+    'git-status tokei cloc scc wc look zcat zgrep bzcat xzcat less'
+  ).split(' '),
 );
-
-const MERGE_URL = [
-  /\/pulls\/[^/\s]+\/merge\b/i,
-  /\/repos\/[^/\s]+\/[^/\s]+\/merges\b/i,
-  /\/merge-upstream\b/i,
-  /\/merge_requests\/[^/\s]+\/merge\b/i,
-  /\/pullrequests\/[^/\s]+\/merge\b/i,
-  /\/pull-requests\/[^/\s]+\/merge\b/i,
-];
-const MERGE_GRAPHQL = /\b(mergePullRequest|enablePullRequestAutoMerge|mergeBranch|enqueuePullRequest|updatePullRequestBranch|mergeQueue)\b/;
-
-/** True when a text names a merge endpoint or a GraphQL merge mutation. */
-export function mentionsMerge(text: string): boolean {
-  return MERGE_URL.some((re) => re.test(text)) || MERGE_GRAPHQL.test(text);
-}
 
 /** Interpreters and their inline-code flags. */
 const INTERPRETERS: Record<string, { flags: string[]; lang: string }> = {
@@ -59,7 +50,8 @@ const RUNS_COMMANDS =
 const CHANGES_FILES =
   /\b(write\w*|unlink\w*|rmtree|rmSync|rmdir\w*|remove|rename\w*|mkdir\w*|copy\w*|cpSync|move|truncate\w*|chmod\w*|chown\w*|symlink\w*|link\w*|FileUtils|shutil|fopen|file_put_contents|touch|utime[s]?|append\w*|syswrite|print\s*\{?\s*\$?[A-Z]+)\b|open\s*\([^)]*,\s*(mode\s*=\s*)?['"][^'"]*[wax+]|open\s*\(\s*[A-Z]*\s*,\s*['"]?[>+]/;
 /** Ways to build a path the gate cannot read in the code (string building, decoding). */
-const OBFUSCATED = /\bchr\s*\(|fromCharCode|\\x[0-9a-f]{2}|\\u00|\\[0-7]{3}|atob|b64decode|base64|unhexlify|codecs|rot13|decode\s*\(|Buffer\.from|\[\s*::\s*-1\s*\]|reverse\s*\(|getattr|join\s*\(|['"]\s*\+\s*['"]|\+\s*['"]\.|%\s*\(|\.format\s*\(|\$\{|`/;
+const OBFUSCATED =
+  /\bchr\s*\(|fromCharCode|\\x[0-9a-f]{2}|\\u00|\\[0-7]{3}|atob|b64decode|base64|unhexlify|codecs|rot13|decode\s*\(|Buffer\.from|\[\s*::\s*-1\s*\]|reverse\s*\(|getattr|join\s*\(|['"]\s*\+\s*['"]|\+\s*['"]\.|%\s*\(|\.format\s*\(|\$\{|`/;
 /** Absolute paths written as string literals. */
 const ABS_LITERAL = /['"](\/[^'"\s]*)['"]/g;
 const PROTECTED_MENTION = /(^|[^\w])\.(git|claude|codex|pi|polly|husky|githooks)([^\w]|$)|hooksPath|core\.hooks/i;
@@ -80,7 +72,8 @@ function interpreterName(base: string): string | null {
  */
 function analyzeCode(code: string, what: string, cwd: string | null, a: Analyzer): void {
   if (code.includes(UNKNOWN)) return deny(a, 'blast_radius.interpreter', `${what} code is produced at run time and cannot be checked`);
-  if (RUNS_COMMANDS.test(code)) return deny(a, 'blast_radius.interpreter', `${what} one-liner runs other programs or evaluates generated code; run the command directly so the gate can check it`);
+  if (RUNS_COMMANDS.test(code))
+    return deny(a, 'blast_radius.interpreter', `${what} one-liner runs other programs or evaluates generated code; run the command directly so the gate can check it`);
   if (mentionsMerge(code)) return deny(a, 'blast_radius.merge', `${what} one-liner calls a merge endpoint or mutation: Polly never merges`);
   if (PROTECTED_MENTION.test(code)) return deny(a, 'blast_radius.protected_path', `${what} one-liner touches git metadata or agent/gate settings`);
   if (!CHANGES_FILES.test(code)) return;
@@ -105,15 +98,23 @@ function analyzeInterpreter(lang: string, argv: string[], cwd: string | null, fl
       inPlace = true;
       a.mutate(`${base} -i edits files in place`);
     }
-    const bundled = (lang === 'perl' || lang === 'ruby') && /^-[a-zA-Z]*[eE]$/.test(x) ? '-e' : lang === 'python' && /^-[a-zA-Z]*c$/.test(x) ? '-c' : null;
+    const bundled =
+      (lang === 'perl' || lang === 'ruby') && /^-[a-zA-Z]*[eE]$/.test(x)
+        ? '-e'
+        : lang === 'python' && /^-[a-zA-Z]*c$/.test(x)
+          ? '-c'
+          : INTERPRETERS[lang]?.lang === 'js' && /^-(pe|ep)$/.test(x)
+            ? '-e'
+            : null;
     if (spec.flags.includes(x) || bundled) {
+      if (denyInlineCodeForReadOnly(a, `${base} ${x}`)) return;
       analyzeCode(argv[i + 1] ?? '', `${base} ${x}`, cwd, a);
       if (inPlace) for (const f of argv.slice(i + 2).filter((y) => !y.startsWith('-'))) a.write(f, resolvePath(f, cwd, a.context.home));
       return;
     }
     const eq = spec.flags.find((f) => f.startsWith('--') && x.startsWith(`${f}=`));
-    if (eq) return analyzeCode(x.slice(eq.length + 1), `${base} ${eq}`, cwd, a);
-    if (lang === 'python' && (x === '-m')) {
+    if (eq) return denyInlineCodeForReadOnly(a, `${base} ${eq}`) ? undefined : analyzeCode(x.slice(eq.length + 1), `${base} ${eq}`, cwd, a);
+    if (lang === 'python' && x === '-m') {
       a.mutate(`${base} -m ${argv[i + 1] ?? ''}`);
       return;
     }
@@ -122,7 +123,8 @@ function analyzeInterpreter(lang: string, argv: string[], cwd: string | null, fl
       return;
     }
   }
-  if (flags.stdinText != null) return analyzeCode(flags.stdinText, `${base} reading a here-document`, cwd, a);
+  if (flags.stdinText != null)
+    return denyInlineCodeForReadOnly(a, `${base} reading a here-document`) ? undefined : analyzeCode(flags.stdinText, `${base} reading a here-document`, cwd, a);
   if (flags.stdinFromPipe) return deny(a, 'blast_radius.hidden_command', `${base} reads its program from a pipe; the gate cannot check code it does not see`);
   a.mutate(base);
 }
@@ -170,10 +172,15 @@ function checkDelete(raw: string, recursive: boolean, cwd: string | null, a: Ana
   const base = g.prefix;
   if (recursive || g.glob) {
     if (base === '/' && !g.glob) return deny(a, 'blast_radius.rm', `${what} -r / deletes the whole file system`);
-    if (base === ctx.home || base === '/' || isUnder(ctx.home, base) && !g.glob) return deny(a, 'blast_radius.rm', `${what} ${show(raw)} deletes ${base === ctx.home ? 'the home directory' : base}`);
+    if (base === ctx.home || base === '/' || (isUnder(ctx.home, base) && !g.glob))
+      return deny(a, 'blast_radius.rm', `${what} ${show(raw)} deletes ${base === ctx.home ? 'the home directory' : base}`);
     for (const keep of [ctx.worktree, ctx.repoRoot, ctx.home]) {
       if (isUnder(keep, base) && (!g.glob || g.firstGlobSegment.startsWith('.') || base !== ctx.worktree)) {
-        return deny(a, 'blast_radius.rm', `${what} ${show(raw)} would delete ${keep === ctx.home ? 'the home directory' : keep === ctx.repoRoot ? 'the repository' : 'the worktree itself'} (${base})`);
+        return deny(
+          a,
+          'blast_radius.rm',
+          `${what} ${show(raw)} would delete ${keep === ctx.home ? 'the home directory' : keep === ctx.repoRoot ? 'the repository' : 'the worktree itself'} (${base})`,
+        );
       }
     }
     if (g.glob && base === ctx.worktree && g.firstGlobSegment.startsWith('.')) return deny(a, 'blast_radius.rm', `${what} ${show(raw)} matches .git in the worktree`);
@@ -203,15 +210,17 @@ function analyzeFind(argv: string[], cwd: string | null, depth: number, flags: E
     if (['-name', '-iname', '-path', '-ipath', '-wholename', '-regex', '-iregex'].includes(argv[k] as string)) patterns.push(argv[k + 1] ?? '*');
   }
   const protectedNames = ['.git', '.claude', '.codex', '.pi', '.polly', '.husky', '.githooks', 'hooks'];
-  const matchesProtected = patterns.length === 0 || patterns.some((p) => {
-    const last = p.split('/').filter(Boolean).pop() ?? p;
-    try {
-      const re = globToRegExp(last);
-      return protectedNames.some((n) => re.test(n)) || /\.git|\.claude|\.codex|\.polly/.test(p);
-    } catch {
-      return true;
-    }
-  });
+  const matchesProtected =
+    patterns.length === 0 ||
+    patterns.some((p) => {
+      const last = p.split('/').filter(Boolean).pop() ?? p;
+      try {
+        const re = globToRegExp(last);
+        return protectedNames.some((n) => re.test(n)) || /\.git|\.claude|\.codex|\.polly/.test(p);
+      } catch {
+        return true;
+      }
+    });
   const target = (start: string): string => {
     const p = resolvePath(start, cwd, a.context.home);
     if (p === null) return UNKNOWN;
@@ -230,7 +239,12 @@ function analyzeFind(argv: string[], cwd: string | null, depth: number, flags: E
       i = end < 0 ? argv.length : end;
       for (const s of starts) {
         const placeholder = target(s);
-        a.exec(cmd.map((w) => w.split('{}').join(placeholder)), cwd, depth + 1, { ...flags, argsFromStdin: cmd.every((w) => !w.includes('{}')) ? flags.argsFromStdin : false });
+        a.exec(
+          cmd.map((w) => w.split('{}').join(placeholder)),
+          cwd,
+          depth + 1,
+          { ...flags, argsFromStdin: cmd.every((w) => !w.includes('{}')) ? flags.argsFromStdin : false },
+        );
       }
     } else if (x === '-fprint' || x === '-fprint0' || x === '-fprintf' || x === '-fls') {
       const f = argv[i + 1] ?? '';
@@ -294,7 +308,7 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
       const tIdx = argv.findIndex((x) => x === '-t' || x.startsWith('--target-directory'));
       const ps = positionals(['-S', '--suffix', '-m', '--mode', '-o', '-g', '--owner', '--group', '-e', '--exclude', '--include']);
       if (tIdx > 0) {
-        const t = argv[tIdx] === '-t' ? argv[tIdx + 1] ?? '' : (argv[tIdx] as string).split('=')[1] ?? '';
+        const t = argv[tIdx] === '-t' ? (argv[tIdx + 1] ?? '') : ((argv[tIdx] as string).split('=')[1] ?? '');
         w(t);
       } else if (ps.length > 0) w(ps[ps.length - 1] as string);
       else if (flags.argsFromStdin) a.write('(target from input)', null);
@@ -325,7 +339,7 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
       for (const x of argv.slice(1)) if (x.startsWith('of=')) w(x.slice(3));
       return true;
     case 'sed': {
-      const inPlace = argv.some((x) => /^-[a-zA-Z]*i/.test(x) && !x.startsWith('--') || x.startsWith('--in-place'));
+      const inPlace = argv.some((x) => (/^-[a-zA-Z]*i/.test(x) && !x.startsWith('--')) || x.startsWith('--in-place'));
       const scriptWrites = argv.some((x) => /(^|[;}\s])w\s|\/w\s|\be\b/.test(x) && x !== argv[0]);
       if (!inPlace && !scriptWrites) return true;
       a.mutate('sed -i');
@@ -336,7 +350,7 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
     }
     case 'tar': {
       a.mutate('tar');
-      const extract = argv.slice(1).some((x) => x === '--extract' || x === '--get' || /^-?[a-zA-Z]*x/.test(x) && !x.startsWith('--'));
+      const extract = argv.slice(1).some((x) => x === '--extract' || x === '--get' || (/^-?[a-zA-Z]*x/.test(x) && !x.startsWith('--')));
       const create = argv.slice(1).find((x, k) => x === '-f' || x === '--file' || (/^-?[a-zA-Z]*f$/.test(x) && !x.startsWith('--') && k === 0));
       let dir: string | null = null;
       for (let i = 1; i < argv.length; i++) {
@@ -358,7 +372,7 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
     case 'unzip': {
       a.mutate('unzip');
       const i = argv.indexOf('-d');
-      const d = i > 0 ? argv[i + 1] ?? '' : '.';
+      const d = i > 0 ? (argv[i + 1] ?? '') : '.';
       const p = resolvePath(d, cwd, home);
       a.write(`${d}/…`, p === null ? null : `${p}/extracted`);
       return true;
@@ -377,53 +391,6 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
   }
 }
 
-function analyzeGh(args: string[], a: Analyzer): void {
-  const [group, sub] = args;
-  const all = args.join(' ');
-  if (args.some((x) => x.includes(UNKNOWN))) {
-    if (mentionsMerge(all) || group === 'api' || (group === 'pr' && sub === 'merge')) return deny(a, 'blast_radius.unresolved_command', `gh ${show(all)} has parts produced at run time`);
-  }
-  if (group === 'pr' && sub === 'merge') return deny(a, 'blast_radius.merge', `gh pr merge ${args.slice(2).join(' ')}: Polly never merges; a human merges on GitHub`);
-  if (group === 'api') {
-    if (mentionsMerge(all)) return deny(a, 'blast_radius.merge', `gh api ${args.slice(1).join(' ')} calls a merge endpoint or mutation: Polly never merges`);
-    const endpoint = (() => {
-      const withValue = new Set(['-X', '--method', '-f', '-F', '--field', '--raw-field', '-H', '--header', '--input', '-q', '--jq', '-t', '--template', '--hostname', '--cache', '-p', '--preview']);
-      for (let i = 1; i < args.length; i++) {
-        const x = args[i] as string;
-        if (withValue.has(x)) i += 1;
-        else if (!x.startsWith('-')) return x;
-      }
-      return '';
-    })();
-    const method = (() => {
-      for (let i = 1; i < args.length; i++) {
-        const x = args[i] as string;
-        if (x === '-X' || x === '--method') return (args[i + 1] ?? '').toUpperCase();
-        if (x.startsWith('--method=')) return x.slice(9).toUpperCase();
-        if (x.startsWith('-X') && x.length > 2) return x.slice(2).toUpperCase();
-      }
-      return args.some((x) => /^(-f|-F|--field|--raw-field|--input)/.test(x)) ? 'POST' : 'GET';
-    })();
-    if (/git\/refs/.test(endpoint) && method !== 'GET') return deny(a, 'blast_radius.force_push', `gh api ${method} ${endpoint} rewrites or deletes refs directly`);
-    if (/^graphql$/.test(endpoint) && args.some((x) => /=@/.test(x) || x === '--input')) return deny(a, 'blast_radius.unresolved_command', 'gh api graphql with a query read from a file: the gate cannot see the mutation');
-    if (method !== 'GET' || endpoint === 'graphql') a.mutate(`gh api ${method} ${endpoint}`);
-    return;
-  }
-  if (group === 'alias' || group === 'extension' || group === 'ext') {
-    if (sub === 'list' || sub === 'ls') return;
-    return deny(a, 'blast_radius.unresolved_command', `gh ${group} ${sub ?? ''} defines commands the gate cannot check`);
-  }
-  if (group === 'repo' && (sub === 'delete' || sub === 'archive' || sub === 'rename')) return deny(a, 'blast_radius.repo', `gh repo ${sub} changes the repository itself`);
-  const known = new Set(['auth', 'browse', 'codespace', 'gist', 'issue', 'org', 'pr', 'project', 'release', 'repo', 'cache', 'run', 'workflow', 'label', 'ruleset', 'search', 'secret', 'ssh-key', 'gpg-key', 'status', 'variable', 'config', 'completion', 'help', 'version', 'attestation', 'copilot', 'preview', 'agent-task']);
-  if (group !== undefined && !group.startsWith('-') && !known.has(group)) {
-    return deny(a, 'blast_radius.unresolved_command', `"gh ${group}" is not a gh command the gate knows: it may be an alias or extension whose effect cannot be checked`);
-  }
-  const readOnly =
-    group === undefined || group === 'status' || group === 'help' || group === 'version' || group === 'browse' || group === 'search' ||
-    ['view', 'list', 'ls', 'diff', 'checks', 'status'].includes(sub ?? '') || (group === 'auth' && sub === 'status');
-  if (!readOnly) a.mutate(`gh ${group ?? ''} ${sub ?? ''}`.trim());
-}
-
 function analyzeHttp(base: string, args: string[], cwd: string | null, a: Analyzer): void {
   const all = args.join(' ');
   if (mentionsMerge(all)) return deny(a, 'blast_radius.merge', `${base} to a merge endpoint or with a merge mutation: Polly never merges`);
@@ -431,6 +398,8 @@ function analyzeHttp(base: string, args: string[], cwd: string | null, a: Analyz
   if (/graphql/.test(url) && args.some((x) => /^@|[=\s]@/.test(x) || x.startsWith('--data-binary') || x === '-T')) {
     return deny(a, 'blast_radius.unresolved_command', `${base} posts a GraphQL body read from a file or stdin: the gate cannot see the mutation`);
   }
+  const forge = forgeWriteUrl(base, args, a.context);
+  if (forge !== null) return denyForgeWrite(a, `${base} ${forge.method} ${forge.url.replace(/\u0000/g, '…')} (the sandbox's network allowlist blocks it too)`);
   let writes = false;
   for (let i = 0; i < args.length; i++) {
     const x = args[i] as string;
@@ -448,7 +417,30 @@ function analyzeHttp(base: string, args: string[], cwd: string | null, a: Analyz
 
 function analyzeNpmLike(base: string, args: string[], a: Analyzer): void {
   const sub = args.find((x) => !x.startsWith('-'));
-  const ro = new Set(['ls', 'list', 'll', 'view', 'info', 'show', 'outdated', 'explain', 'why', 'search', 'help', 'config', 'root', 'prefix', 'bin', 'whoami', 'ping', 'doctor', 'fund', 'audit', '--version', 'version']);
+  const ro = new Set([
+    'ls',
+    'list',
+    'll',
+    'view',
+    'info',
+    'show',
+    'outdated',
+    'explain',
+    'why',
+    'search',
+    'help',
+    'config',
+    'root',
+    'prefix',
+    'bin',
+    'whoami',
+    'ping',
+    'doctor',
+    'fund',
+    'audit',
+    '--version',
+    'version',
+  ]);
   if (sub === undefined || !ro.has(sub) || (sub === 'audit' && args.includes('fix')) || (sub === 'config' && !['get', 'list', 'ls'].includes(args[1] ?? ''))) {
     a.mutate(`${base} ${sub ?? ''}`.trim());
   }
@@ -462,11 +454,13 @@ export function analyzeCommand(base: string, argv: string[], cwd: string | null,
   const args = argv.slice(1);
   if (base === 'git') return analyzeGit(args, cwd, depth, a);
   if (base.startsWith('git-') && base.length > 4) return analyzeGit([base.slice(4), ...args], cwd, depth, a);
-  if (base === 'gh') return analyzeGh(args, a);
+  if (base === 'gh') return analyzeGh(args, a, cwd);
   if (base === 'find') return analyzeFind(argv, cwd, depth, flags, a);
   if (base === 'curl' || base === 'wget' || base === 'http' || base === 'https' || base === 'xh' || base === 'httpie') return analyzeHttp(base, args, cwd, a);
   if (base === 'npm' || base === 'pnpm' || base === 'yarn') return analyzeNpmLike(base, args, a);
-  if ((base === 'hub' || base === 'glab' || base === 'tea' || base === 'bb') && (args.includes('merge') || mentionsMerge(args.join(' ')))) {
+  if (base === 'hub') return analyzeHub(args, a, (gitArgs) => analyzeGit(gitArgs, cwd, depth, a));
+  if (base === 'glab') return analyzeGlab(args, a);
+  if ((base === 'tea' || base === 'bb') && (args.includes('merge') || mentionsMerge(args.join(' ')))) {
     return deny(a, 'blast_radius.merge', `${base} ${args.join(' ')}: Polly never merges; a human merges`);
   }
   const interp = interpreterName(base);

@@ -6,9 +6,11 @@
  * rules report findings, writes and changes to an {@link Analyzer}. Pure.
  */
 import { parse } from 'unbash';
-import type { Command as ShCommand, ParsedScript, Redirection, Word, WordPart } from 'unbash';
+import type { Assignment, Command as ShCommand, ParsedScript, Redirection, Word, WordPart } from 'unbash';
 import { analyzeCommand } from './command-rules.js';
-import { UNKNOWN, isHarmlessDevice, resolvePath } from '../paths.js';
+import { UNKNOWN, isHarmlessDevice, isUnder, resolvePath } from '../paths.js';
+import { noOpProgramSetting } from '../git/git-config.js';
+import { denyInlineCodeForReadOnly } from '../policy.js';
 import type { Analyzer, ExecFlags, GateContext, GateFinding, GateRole, GatePolicy } from '../types.js';
 import { unwrap } from './wrappers.js';
 
@@ -29,15 +31,18 @@ interface Scope {
   vars: Map<string, string>;
 }
 
-/** Evaluate a word statically. Unknown parts become {@link UNKNOWN}. */
-export function wordValue(word: Word | undefined, scope: Scope, home: string): string {
+/** The value of a command substitution known before it runs (by its source text), or null when unknown. */
+export type SubstitutionValue = (text: string, scope: Scope) => string | null;
+
+/** Evaluate a word statically. Unknown parts become {@link UNKNOWN}; `substitution` resolves the few substitutions whose value is known. */
+export function wordValue(word: Word | undefined, scope: Scope, home: string, substitution?: SubstitutionValue): string {
   if (!word) return '';
   if (!word.parts || word.parts.length === 0) {
     return expandTilde(word.value, home);
   }
   let out = '';
   word.parts.forEach((p, i) => {
-    out += partValue(p, scope, home, i === 0);
+    out += partValue(p, scope, home, i === 0, substitution);
   });
   return out;
 }
@@ -54,7 +59,7 @@ function varValue(name: string, scope: Scope, home: string): string {
   return UNKNOWN;
 }
 
-function partValue(p: WordPart, scope: Scope, home: string, first: boolean): string {
+function partValue(p: WordPart, scope: Scope, home: string, first: boolean, substitution?: SubstitutionValue): string {
   switch (p.type) {
     case 'Literal':
       return first ? expandTilde(p.value, home) : p.value;
@@ -63,7 +68,7 @@ function partValue(p: WordPart, scope: Scope, home: string, first: boolean): str
       return p.value;
     case 'DoubleQuoted':
     case 'LocaleString':
-      return p.parts.map((c) => partValue(c as WordPart, scope, home, false)).join('');
+      return p.parts.map((c) => partValue(c as WordPart, scope, home, false, substitution)).join('');
     case 'SimpleExpansion':
       return varValue(p.text.replace(/^\$/, ''), scope, home);
     case 'ParameterExpansion':
@@ -72,9 +77,78 @@ function partValue(p: WordPart, scope: Scope, home: string, first: boolean): str
       return p.text;
     case 'BraceExpansion':
       return UNKNOWN;
+    case 'CommandExpansion':
+      return substitution?.(p.text, scope) ?? UNKNOWN;
     default:
       return UNKNOWN;
   }
+}
+
+/**
+ * Command substitutions whose output the gate knows when the cwd is inside the worktree: the
+ * current branch (issue 13: `git push origin "$(git branch --show-current)"`) and the top level
+ * (`cd "$(git rev-parse --show-toplevel)"`), by their source text with whitespace collapsed.
+ */
+const KNOWN_SUBSTITUTIONS = new Map<string, 'branch' | 'toplevel'>([
+  ['git branch --show-current', 'branch'],
+  ['git rev-parse --abbrev-ref HEAD', 'branch'],
+  ['git symbolic-ref --short HEAD', 'branch'],
+  ['git symbolic-ref --short -q HEAD', 'branch'],
+  ['git symbolic-ref -q --short HEAD', 'branch'],
+  ['git rev-parse --show-toplevel', 'toplevel'],
+]);
+
+/** Environment variables that name a program git runs, and the config key each stands for. */
+const GIT_PROGRAM_VARS: Record<string, string> = {
+  GIT_EDITOR: 'core.editor',
+  GIT_SEQUENCE_EDITOR: 'sequence.editor',
+  GIT_PAGER: 'core.pager',
+  EDITOR: 'core.editor',
+  VISUAL: 'core.editor',
+  PAGER: 'core.pager',
+};
+/** `NODE_OPTIONS` flags that load no code (nodejs.org/api/cli.html#node_optionsoptions): memory limits, warnings, source maps. */
+const HARMLESS_NODE_OPTION =
+  /^--(max-old-space-size=\d+|max-semi-space-size=\d+|stack-size=\d+|stack-trace-limit=\d+|enable-source-maps|no-warnings|no-deprecation|trace-warnings|trace-deprecation|experimental-vm-modules|unhandled-rejections=[a-z-]+|openssl-legacy-provider|dns-result-order=[a-z-]+|max-http-header-size=\d+|disable-warning=[A-Za-z0-9_-]+)$/;
+
+/**
+ * True when a variable set for a command is one the gate would deny but whose value is harmless:
+ * `GIT_EDITOR=true`, `GIT_PAGER=cat` (see {@link noOpProgramSetting}), or `NODE_OPTIONS` holding only
+ * flags that load no code (`--max-old-space-size=4096`, `--experimental-vm-modules`).
+ */
+function harmlessSetting(name: string, value: string): boolean {
+  if (value.includes(UNKNOWN)) return false;
+  const key = GIT_PROGRAM_VARS[name];
+  if (key !== undefined) return noOpProgramSetting(key, value);
+  if (name === 'NODE_OPTIONS')
+    return value
+      .trim()
+      .split(/\s+/)
+      .every((f) => HARMLESS_NODE_OPTION.test(f));
+  return false;
+}
+
+/** {@link harmlessSetting} for a `NAME=value` word (after `export`, `declare` …). */
+function harmlessAssignmentWord(word: string): boolean {
+  const eq = word.indexOf('=');
+  return eq > 0 && harmlessSetting(word.slice(0, eq), word.slice(eq + 1));
+}
+
+/** The command inside `$(…)` or backticks, whitespace collapsed. */
+function substitutionSource(text: string): string {
+  const inner = text.startsWith('$(') && text.endsWith(')') ? text.slice(2, -1) : text.startsWith('`') && text.endsWith('`') ? text.slice(1, -1) : text;
+  return inner.trim().replace(/\s+/g, ' ');
+}
+
+/** True when a command may switch the worktree to another branch (or rename it). */
+function switchesBranch(base: string, args: string[]): boolean {
+  if (base !== 'git' && base !== 'gh' && !base.startsWith('git-')) return false;
+  const words = args.filter((x) => !x.startsWith('-'));
+  if (base.startsWith('git-')) words.unshift(base.slice(4));
+  return (
+    words.some((w) => ['checkout', 'switch', 'bisect', 'rebase', 'worktree', 'symbolic-ref', 'update-ref', 'am', 'pull'].includes(w)) ||
+    (words.includes('branch') && args.some((x) => /^-[a-zA-Z]*[mMcC]|^--(move|copy)/.test(x)))
+  );
 }
 
 /**
@@ -95,10 +169,19 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
     exec: (argv, c, depth, flags) => exec(argv, c, depth, flags),
   };
   const deny = (rule: string, reason: string): void => analyzer.finding({ decision: 'deny', rule, reason });
+  /** Set once a command in this input may switch the worktree's branch: later `$(git branch --show-current)` is then unknown. */
+  let branchMayMove = false;
+  const substitution: SubstitutionValue = (text, scope) => {
+    const known = KNOWN_SUBSTITUTIONS.get(substitutionSource(text));
+    if (known === undefined || scope.cwd === null || !isUnder(scope.cwd, context.worktree)) return null;
+    if (known === 'branch') return branchMayMove ? null : context.branch;
+    return context.worktree;
+  };
 
   function runScript(src: string, scope: Scope, depth: number, origin: string): void {
     if (depth > MAX_DEPTH) return deny('blast_radius.unresolved_command', `commands nested more than ${MAX_DEPTH} levels deep (${origin})`);
-    if (src.includes(UNKNOWN)) return deny('blast_radius.hidden_command', `${origin} runs a script produced at run time (decoded, substituted or read); the gate cannot check what it does`);
+    if (src.includes(UNKNOWN))
+      return deny('blast_radius.hidden_command', `${origin} runs a script produced at run time (decoded, substituted or read); the gate cannot check what it does`);
     let ast: ParsedScript;
     try {
       ast = parse(src);
@@ -116,16 +199,24 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
       return deny('blast_radius.unresolved_command', `the command word ${JSON.stringify(name.replace(/\u0000/g, '…'))} is produced at run time; the gate cannot tell what runs`);
     }
     const base = name.includes('/') ? (name.split('/').pop() as string) : name;
+    if (!branchMayMove && switchesBranch(base, argv.slice(1))) branchMayMove = true;
     if (base === '') return deny('blast_radius.unresolved_command', `command ${JSON.stringify(name)} names a directory`);
     const w = unwrap([base, ...argv.slice(1)]);
     switch (w.kind) {
       case 'exec':
-        return exec(w.argv, w.cwd ?? cwd, depth + 1, { ...flags, argsFromStdin: flags.argsFromStdin || w.argsFromStdin === true, stdinText: w.argsFromStdin ? null : flags.stdinText });
+        return exec(w.argv, w.cwd ?? cwd, depth + 1, {
+          ...flags,
+          argsFromStdin: flags.argsFromStdin || w.argsFromStdin === true,
+          stdinText: w.argsFromStdin ? null : flags.stdinText,
+        });
       case 'script':
+        if (w.origin !== 'watch' && w.origin !== 'parallel' && denyInlineCodeForReadOnly(analyzer, w.origin)) return;
         return runScript(w.source, { cwd, vars: new Map() }, depth + 1, w.origin);
       case 'stdin-shell':
+        if (flags.stdinText != null && denyInlineCodeForReadOnly(analyzer, `${w.origin} reading a here-document`)) return;
         if (flags.stdinText != null) return runScript(flags.stdinText, { cwd, vars: new Map() }, depth + 1, `${w.origin} reading a here-document`);
-        if (flags.stdinFromPipe) return deny('blast_radius.hidden_command', `a shell (${w.origin}) reads commands from a pipe: anything decoded or downloaded into a shell is denied`);
+        if (flags.stdinFromPipe)
+          return deny('blast_radius.hidden_command', `a shell (${w.origin}) reads commands from a pipe: anything decoded or downloaded into a shell is denied`);
         return;
       case 'lookup':
         return;
@@ -151,7 +242,7 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
     if (!parts) return;
     for (const p of parts as AnyNode[]) {
       if (!p || typeof p !== 'object') continue;
-      if ((p.type === 'CommandExpansion' || p.type === 'ProcessSubstitution' || p.type === 'ArithmeticCommandExpansion')) {
+      if (p.type === 'CommandExpansion' || p.type === 'ProcessSubstitution' || p.type === 'ArithmeticCommandExpansion') {
         const script = p.script as AnyNode | undefined;
         if (!script) {
           deny('blast_radius.parse_error', `a substitution ${JSON.stringify(String(p.text))} does not parse`);
@@ -161,7 +252,22 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
         walk(script, { cwd: scope.cwd, vars: new Map(scope.vars) }, depth + 1, false);
         continue;
       }
-      for (const key of ['parts', 'operand', 'pattern', 'replacement', 'offset', 'length', 'index', 'operation', 'expression', 'left', 'right', 'test', 'consequent', 'alternate']) {
+      for (const key of [
+        'parts',
+        'operand',
+        'pattern',
+        'replacement',
+        'offset',
+        'length',
+        'index',
+        'operation',
+        'expression',
+        'left',
+        'right',
+        'test',
+        'consequent',
+        'alternate',
+      ]) {
         const child = p[key] as AnyNode | AnyNode[] | undefined;
         if (Array.isArray(child)) walkWordParts(child, scope, depth);
         else if (child && typeof child === 'object') walkWordParts([child], scope, depth);
@@ -187,14 +293,14 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
         walkWord(r.target, scope, depth);
         const op = r.operator;
         if (op === '>' || op === '>>' || op === '>|' || op === '&>' || op === '&>>' || op === '<>' || (op === '>&' && r.target && !/^\d+-?$|^-$/.test(r.target.value))) {
-          const raw = wordValue(r.target, scope, context.home);
+          const raw = wordValue(r.target, scope, context.home, substitution);
           const path = resolvePath(raw, scope.cwd, context.home);
           analyzer.write(raw, path);
           if (path === null || !isHarmlessDevice(path)) analyzer.mutate(`redirect to ${raw.replace(/\u0000/g, '…')}`);
         }
       } else if (r.type === 'HereString') {
         walkWord(r.target, scope, depth);
-        stdinText = wordValue(r.target, scope, context.home);
+        stdinText = wordValue(r.target, scope, context.home, substitution);
       } else if (r.type === 'HereDoc') {
         const body = r.body;
         walkWordParts(body.parts as unknown[] | undefined, scope, depth);
@@ -212,7 +318,12 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
     const { stdinText } = redirects(node.redirects, scope, depth);
     for (const pre of node.prefix) {
       if (pre.type !== 'Assignment') continue;
-      if (/^GIT_(CONFIG|EXEC_PATH|DIR$|WORK_TREE$|COMMON_DIR$|INDEX_FILE$|OBJECT_DIRECTORY$|SSH|ASKPASS|EDITOR|PAGER|PROXY)|^(BASH_ENV|ENV|PROMPT_COMMAND|LD_PRELOAD|LD_LIBRARY_PATH|NODE_OPTIONS|PYTHONSTARTUP|PERL5OPT|RUBYOPT)$/.test(pre.name)) {
+      if (node.name && pre.value.type === 'Word' && harmlessSetting(pre.name, wordValue(pre.value, scope, context.home, substitution))) continue;
+      if (
+        /^GIT_(CONFIG|EXEC_PATH|DIR$|WORK_TREE$|COMMON_DIR$|INDEX_FILE$|OBJECT_DIRECTORY$|SSH|ASKPASS|EDITOR|PAGER|PROXY)|^(BASH_ENV|ENV|PROMPT_COMMAND|LD_PRELOAD|LD_LIBRARY_PATH|NODE_OPTIONS|PYTHONSTARTUP|PERL5OPT|RUBYOPT|GIT_SEQUENCE_EDITOR|EDITOR|VISUAL|PAGER)$/.test(
+          pre.name,
+        )
+      ) {
         if (node.name) return deny('blast_radius.git_config', `setting ${pre.name} for a command changes what it loads or runs`);
       }
       if (!node.name && /^GIT_(DIR|WORK_TREE|COMMON_DIR|INDEX_FILE|OBJECT_DIRECTORY)$/.test(pre.name)) {
@@ -221,12 +332,23 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
       if (!node.name) scope.vars.set(pre.name, UNKNOWN);
     }
     if (!node.name) return;
-    const argv = [node.name, ...node.suffix.filter((s): s is Word => s.type === 'Word')].map((w) => wordValue(w, scope, context.home));
+    const argv = [node.name, ...node.suffix.filter((s): s is Word => s.type === 'Word')].map((w) => wordValue(w, scope, context.home, substitution));
     // `export GIT_DIR=…` parses as an assignment in the suffix: check its name like a word
-    const assigned = node.suffix.filter((s) => s.type === 'Assignment').map((s) => `${(s as { name: string }).name}=`);
+    const assigned = node.suffix
+      .filter((s): s is Assignment => s.type === 'Assignment')
+      .map((s) => `${s.name}=${s.value.type === 'Word' ? wordValue(s.value, scope, context.home, substitution) : UNKNOWN}`);
     // env-style NAME=value words after a wrapper are handled by the wrappers; export/declare can hide GIT_CONFIG
     const first = argv[0] as string;
-    if ((first === 'export' || first === 'declare' || first === 'typeset' || first === 'local' || first === 'readonly') && [...argv.slice(1), ...assigned].some((x) => /^(GIT_CONFIG|GIT_EXEC_PATH|GIT_DIR=|GIT_WORK_TREE=|GIT_COMMON_DIR=|GIT_INDEX_FILE=|GIT_OBJECT_DIRECTORY=|BASH_ENV|ENV=|PROMPT_COMMAND|LD_PRELOAD|NODE_OPTIONS)/.test(x))) {
+    if (
+      (first === 'export' || first === 'declare' || first === 'typeset' || first === 'local' || first === 'readonly') &&
+      [...argv.slice(1), ...assigned].some(
+        (x) =>
+          !harmlessAssignmentWord(x) &&
+          /^(GIT_CONFIG|GIT_EXEC_PATH|GIT_DIR=|GIT_WORK_TREE=|GIT_COMMON_DIR=|GIT_INDEX_FILE=|GIT_OBJECT_DIRECTORY=|GIT_EDITOR=|GIT_SEQUENCE_EDITOR=|GIT_PAGER=|EDITOR=|VISUAL=|BASH_ENV|ENV=|PROMPT_COMMAND|LD_PRELOAD|NODE_OPTIONS)/.test(
+            x,
+          ),
+      )
+    ) {
       return deny('blast_radius.git_config', `${argv.join(' ').replace(/\u0000/g, '…')} sets a variable that changes what later commands load or run`);
     }
     if (first === 'cd' || first === 'pushd') {
@@ -235,10 +357,12 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
       return;
     }
     if (first === 'eval') {
+      if (denyInlineCodeForReadOnly(analyzer, 'eval')) return;
       return runScript(argv.slice(1).join(' '), scope, depth + 1, 'eval');
     }
     const envWrap = argv[0] === 'env' || argv[0]?.endsWith('/env');
-    if (envWrap && argv.some((x) => /^GIT_(CONFIG|EXEC_PATH|DIR=|WORK_TREE=|COMMON_DIR=|INDEX_FILE=|OBJECT_DIRECTORY=)/.test(x))) return deny('blast_radius.git_config', `env sets GIT_CONFIG*/GIT_EXEC_PATH/GIT_DIR/GIT_WORK_TREE, changing what git runs or which repository it changes`);
+    if (envWrap && argv.some((x) => /^GIT_(CONFIG|EXEC_PATH|DIR=|WORK_TREE=|COMMON_DIR=|INDEX_FILE=|OBJECT_DIRECTORY=)/.test(x)))
+      return deny('blast_radius.git_config', `env sets GIT_CONFIG*/GIT_EXEC_PATH/GIT_DIR/GIT_WORK_TREE, changing what git runs or which repository it changes`);
     exec(argv, scope.cwd, depth, { stdinFromPipe: pipeIn, stdinText, argsFromStdin: false });
   }
 
@@ -259,7 +383,7 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
         return;
       case 'Pipeline': {
         const cmds = node.commands as AnyNode[];
-        cmds.forEach((c, i) => walk(c, i === 0 ? scope : { cwd: scope.cwd, vars: new Map(scope.vars) }, depth, i > 0 || pipeIn));
+        for (const [i, c] of cmds.entries()) walk(c, i === 0 ? scope : { cwd: scope.cwd, vars: new Map(scope.vars) }, depth, i > 0 || pipeIn);
         return;
       }
       case 'Command':

@@ -16,7 +16,26 @@ export type Unwrapped =
   | { kind: 'lookup' }
   | { kind: 'unresolved'; reason: string };
 
-export const SHELLS: ReadonlySet<string> = new Set(['sh', 'bash', 'zsh', 'dash', 'ksh', 'mksh', 'ash', 'busybox', 'fish', 'csh', 'tcsh', 'rbash', 'yash', 'posh', 'elvish', 'nu', 'xonsh', 'pwsh']);
+export const SHELLS: ReadonlySet<string> = new Set([
+  'sh',
+  'bash',
+  'zsh',
+  'dash',
+  'ksh',
+  'mksh',
+  'ash',
+  'busybox',
+  'fish',
+  'csh',
+  'tcsh',
+  'rbash',
+  'yash',
+  'posh',
+  'elvish',
+  'nu',
+  'xonsh',
+  'pwsh',
+]);
 
 /** Skip options of a wrapper: `withValue` are short/long options taking a value. Returns the index of the command. */
 function skipOptions(argv: string[], start: number, withValue: ReadonlySet<string>, stopAtFirstPositional = true): number {
@@ -64,7 +83,7 @@ export function unwrap(argv: string[]): Unwrapped {
       while (i < argv.length) {
         const a = argv[i] as string;
         if (a === '-S' || a === '--split-string' || a.startsWith('--split-string=') || (a.startsWith('-S') && a.length > 2)) {
-          const s = a === '-S' || a === '--split-string' ? argv[i + 1] ?? '' : a.startsWith('-S') ? a.slice(2) : a.slice(15);
+          const s = a === '-S' || a === '--split-string' ? (argv[i + 1] ?? '') : a.startsWith('-S') ? a.slice(2) : a.slice(15);
           const after = argv.slice(a === '-S' || a === '--split-string' ? i + 2 : i + 1);
           return { kind: 'script', source: [s, ...after.map((w) => `'${w.replace(/'/g, `'\\''`)}'`)].join(' '), origin: 'env -S' };
         }
@@ -81,7 +100,32 @@ export function unwrap(argv: string[]): Unwrapped {
     case 'sudo':
     case 'doas':
     case 'run0': {
-      const i = skipOptions(argv, 1, v('-u', '-g', '-h', '-p', '-C', '-D', '-r', '-t', '-T', '-U', '--user', '--group', '--host', '--prompt', '--close-from', '--chdir', '--role', '--type', '--command-timeout', '--other-user'));
+      const i = skipOptions(
+        argv,
+        1,
+        v(
+          '-u',
+          '-g',
+          '-h',
+          '-p',
+          '-C',
+          '-D',
+          '-r',
+          '-t',
+          '-T',
+          '-U',
+          '--user',
+          '--group',
+          '--host',
+          '--prompt',
+          '--close-from',
+          '--chdir',
+          '--role',
+          '--type',
+          '--command-timeout',
+          '--other-user',
+        ),
+      );
       return rest(skipAssignments(argv, i));
     }
     case 'su': {
@@ -165,7 +209,26 @@ export function unwrap(argv: string[]): Unwrapped {
           i += 1;
           break;
         }
-        if (['-I', '-E', '-L', '-n', '-P', '-s', '-d', '-a', '--arg-file', '--delimiter', '--max-args', '--max-procs', '--max-chars', '--max-lines', '--eof', '--process-slot-var'].includes(a)) {
+        if (
+          [
+            '-I',
+            '-E',
+            '-L',
+            '-n',
+            '-P',
+            '-s',
+            '-d',
+            '-a',
+            '--arg-file',
+            '--delimiter',
+            '--max-args',
+            '--max-procs',
+            '--max-chars',
+            '--max-lines',
+            '--eof',
+            '--process-slot-var',
+          ].includes(a)
+        ) {
           i += 2;
           continue;
         }
@@ -182,7 +245,11 @@ export function unwrap(argv: string[]): Unwrapped {
       return { kind: 'script', source: cmd.join(' '), origin: 'parallel' };
     }
     case 'watch': {
-      const i = skipOptions(argv, 1, v('-n', '-d', '-q', '--interval', '--differences', '--equexit', '-g', '--chgexit', '-e', '-x', '--exec', '--color', '-c', '-t', '-b', '-p', '-w'));
+      const i = skipOptions(
+        argv,
+        1,
+        v('-n', '-d', '-q', '--interval', '--differences', '--equexit', '-g', '--chgexit', '-e', '-x', '--exec', '--color', '-c', '-t', '-b', '-p', '-w'),
+      );
       if (argv.slice(1, i).some((x) => x === '-x' || x === '--exec')) return rest(i);
       return i < argv.length ? { kind: 'script', source: argv.slice(i).join(' '), origin: 'watch' } : { kind: 'none' };
     }
@@ -231,6 +298,7 @@ function unwrapShell(argv: string[]): Unwrapped {
   }
   if (i >= argv.length) return { kind: 'stdin-shell', origin: name };
   const file = argv[i] as string;
-  if (file.includes(UNKNOWN)) return { kind: 'unresolved', reason: `${name} runs a script ${JSON.stringify(file.replace(/\u0000/g, '…'))} whose name or content is produced at run time` };
+  if (file.includes(UNKNOWN))
+    return { kind: 'unresolved', reason: `${name} runs a script ${JSON.stringify(file.replace(/\u0000/g, '…'))} whose name or content is produced at run time` };
   return { kind: 'none' }; // a script file: the agent's own code, run as-is
 }

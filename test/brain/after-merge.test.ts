@@ -13,7 +13,7 @@ import { createOpenDraftPrTool } from '../../brain/task-tools/open-draft-pr.js';
 import { createPushTool } from '../../brain/task-tools/push.js';
 import { createFakeClock, startGitHubSimulator, type GitHubSimulator } from '../helpers/github-simulator.js';
 import { humanMerge } from '../helpers/human-merge.js';
-import { createGreenTask, createPrStepSetting, noAgents, testConfig, toolRunner } from '../helpers/pr-step-fixture.js';
+import { commitIn, createGreenTask, createPrStepSetting, noAgents, testConfig, toolRunner } from '../helpers/pr-step-fixture.js';
 
 let sim: GitHubSimulator | null = null;
 afterAll(async () => {
@@ -27,9 +27,17 @@ describe('after merge (watchMerges, one pass)', () => {
     const runner = toolRunner(s, { forge, supervisor: noAgents, config: testConfig(null), agentEnv: {} });
     const base = s.repo.git(['rev-parse', 'main']);
     const tasks = [];
-    for (const [id, file] of [['m1', 'src/a.js'], ['m2', 'src/b.js'], ['m3', 'src/c.js']] as const) {
+    for (const [id, file] of [
+      ['m1', 'src/a.js'],
+      ['m2', 'src/b.js'],
+      ['m3', 'src/c.js'],
+    ] as const) {
       tasks.push(await createGreenTask(s, id, { [file]: `${id} was here\n` }));
-      for (const [name, tool] of [['push', createPushTool()], ['open', createOpenDraftPrTool()], ['ready', createMarkReadyTool()]] as const) {
+      for (const [name, tool] of [
+        ['push', createPushTool()],
+        ['open', createOpenDraftPrTool()],
+        ['ready', createMarkReadyTool()],
+      ] as const) {
         expect((await runner.run(tool, id, `${id}-${name}`)).outcome).toBe('ok');
       }
     }
@@ -73,6 +81,48 @@ describe('after merge (watchMerges, one pass)', () => {
     // A second pass finds nothing more to do.
     expect(await watchMerges({ store: s.store, forge, worktrees: s.worktrees })).toMatchObject({ checked: ['m3'], done: [], errors: [] });
   }, 60_000);
+
+  test('local forge: two commits squashed, then another commit on main edits the same lines → task done, worktree removed after backup; an unmerged PR on the same file stays open', async () => {
+    const lines10 = Array.from({ length: 10 }, (_, i) => `line ${i}`).join('\n') + '\n';
+    const s = createPrStepSetting({ 'README.md': '# calc\n', 'src/a.js': lines10, 'src/b.js': 'b\n' });
+    const forge = createLocalForge({ repoRoot: s.repo.dir, store: s.store });
+    const runner = toolRunner(s, { forge, supervisor: noAgents, config: testConfig(null), agentEnv: {} });
+    const edited = lines10.replace('line 2', 'line 2 (e1)');
+    const task = await createGreenTask(s, 'e1', { 'src/a.js': edited });
+    // A second commit on the task branch: line 7 too, and a new file.
+    commitIn(task.worktree!, { 'src/a.js': edited.replace('line 7', 'line 7 (e1)'), 'src/e1.js': 'e1\n' }, 'e1: second commit');
+    // Another task changes the same file elsewhere and is never merged.
+    const other = await createGreenTask(s, 'e2', { 'src/a.js': lines10.replace('line 9', 'line 9 (e2)') });
+    for (const id of ['e1', 'e2']) {
+      for (const [name, tool] of [
+        ['push', createPushTool()],
+        ['open', createOpenDraftPrTool()],
+        ['ready', createMarkReadyTool()],
+      ] as const) {
+        expect((await runner.run(tool, id, `${id}-${name}`)).outcome).toBe('ok');
+      }
+    }
+    const head = (await s.store.read()).tasks.e1!.headCommit!;
+    // The human squashes e1's two commits, then edits the same lines again on main, and pushes.
+    const squashCommit = humanMerge(s.repo, 'polly/e1', 'squash', { message: 'Squash e1 (human)', push: false });
+    s.repo.write('src/a.js', edited.replace('line 7', 'line 7 (e1, reworded by the human)').replace('line 2 (e1)', 'line two'));
+    s.repo.commitAll('human: reword lines 2 and 7');
+    s.repo.git(['push', '-q', 'origin', 'main']);
+    // The tip of main no longer contains e1's change (its lines read otherwise now).
+    expect(s.repo.git(['show', 'main:src/a.js'])).not.toContain('line 2 (e1)');
+
+    const report = await watchMerges({ store: s.store, forge, worktrees: s.worktrees });
+    expect(report.errors).toEqual([]);
+    expect(report.closed).toEqual([]);
+    expect(report.done.map((d) => [d.taskId, d.mergeCommitSha])).toEqual([['e1', squashCommit]]);
+    const reg = await s.store.read();
+    expect(reg.tasks.e1).toMatchObject({ status: 'done', pr: { state: 'merged' } });
+    expect(reg.tasks.e1!.backupRefs[0]).toMatch(/^refs\/polly\/backup\/e1\//);
+    expect(s.repo.git(['merge-base', '--is-ancestor', head, reg.tasks.e1!.backupRefs[0]!])).toBe('');
+    expect(existsSync(task.worktree!)).toBe(false);
+    expect(reg.tasks.e2).toMatchObject({ status: 'ready', pr: { state: 'ready' } });
+    expect(existsSync(other.worktree!)).toBe(true);
+  }, 180_000);
 
   test('GitHub: the human squash-merges on GitHub → the task is done and its worktree removed after a backup; Polly sent no merge request', async () => {
     const s = createPrStepSetting({ 'README.md': '# calc\n' });

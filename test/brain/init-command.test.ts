@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { renderDefaultConfig } from '../../brain/config/config.js';
+import { packageRoot } from '../../brain/core/install-paths.js';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import { createTestRepo } from '../helpers/git-repo.js';
 import { ensureBuilt } from '../helpers/registry-build.js';
@@ -25,11 +26,15 @@ describe('polly init', () => {
   it('creates the commented config, the registry and the exclude entry', () => {
     const repo = createTestRepo();
     const r = runCli(['init'], repo.dir);
-    expect(r.stderr).toBe('');
+    expect(r.stderr).toBe(
+      'polly init: detected no package.json, pyproject.toml, setup.cfg, tox.ini, go.mod, Cargo.toml or Makefile test target: acceptance.commands is [] (set it, or give commands in each plan task).\n',
+    );
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`Initialised Polly in ${repo.dir}`);
     expect(r.stdout).toContain('created .polly/config.yaml');
-    expect(readFileSync(join(repo.dir, '.polly/config.yaml'), 'utf8')).toBe(renderDefaultConfig());
+    expect(readFileSync(join(repo.dir, '.polly/config.yaml'), 'utf8')).toBe(
+      renderDefaultConfig({ acceptanceCommands: [], setup: null, schemaRef: join(packageRoot(), 'schemas', 'config.schema.json') }),
+    );
     const exclude = readFileSync(join(repo.dir, '.git/info/exclude'), 'utf8');
     expect(exclude.split('\n').filter((l) => l === '.worktrees/')).toHaveLength(1);
     // git really ignores a worktree directory now, and the runtime state, but not config.yaml
@@ -56,7 +61,7 @@ describe('polly init', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('already initialised');
     const j = runCli(['init', '--json'], repo.dir);
-    expect(JSON.parse(j.stdout)).toEqual({ initialized: false, created: [], updated: [], repoRoot: repo.dir, pollyDir: join(repo.dir, '.polly') });
+    expect(JSON.parse(j.stdout)).toEqual({ initialized: false, created: [], updated: [], repoRoot: repo.dir, pollyDir: join(repo.dir, '.polly'), detected: null, toolExclusions: [] });
     expect(snapshot(join(repo.dir, '.polly'))).toEqual(before);
     expect(readFileSync(join(repo.dir, '.git/info/exclude'))).toEqual(exclude);
   });

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
+import { storedRuns } from '../helpers/stored-runs.js';
 import { runIdFor } from '../../workflows/run/run-identity.js';
 import { createTestRepo, gitTestEnv } from '../helpers/git-repo.js';
 import { startMcp } from '../helpers/mcp-stdio.js';
@@ -28,12 +28,12 @@ describe('polly mcp areas and stores', () => {
       expect(a.structured.run.id).toBe(runIdFor('openworker/cowork', 'acme', 'customer-brief', 'brief:#cs:2026-11-30'));
       expect(b.structured.run.id).toBe(runIdFor('openworker/cowork', 'beta', 'customer-brief', 'brief:#cs:2026-11-30'));
       expect(a.structured.run.id).not.toBe(b.structured.run.id);
-      expect(Object.keys((await createFileRegistryStore(home).read()).runs).sort()).toEqual([a.structured.run.id, b.structured.run.id].sort());
+      expect(Object.keys(await storedRuns(home)).sort()).toEqual([a.structured.run.id, b.structured.run.id].sort());
       // Same areas, other store: a fresh run there, nothing shared.
       const o = await other.call('workflow_start', { workflow: 'customer-brief', input: INPUT });
       expect(o.structured.status).toBe('started');
       expect(o.structured.run.id).toBe(a.structured.run.id);
-      expect(Object.keys((await createFileRegistryStore(apart).read()).runs)).toEqual([o.structured.run.id]);
+      expect(Object.keys(await storedRuns(apart))).toEqual([o.structured.run.id]);
       expect(other.stderr()).toContain(`registry ${apart}`);
       // The order is leased to acme's session: beta cannot report it, acme can, and both see the run move through the shared store.
       const stolen = await beta.call('workflow_report', { run_id: a.structured.run.id, order_id: a.structured.order.id, outcome: 'ok', data: { count: 1 } });
@@ -65,7 +65,7 @@ describe('polly mcp areas and stores', () => {
       expect(list.structured.workflows.map((w: any) => `${w.name}:${w.admitted}`)).toEqual(['customer-brief:true', 'polly-task:true', 'team-brief:true', 'unsafe-brief:false']);
       const s = await mcp.call('workflow_start', { workflow: 'team-brief', input: INPUT });
       expect(s.structured.status).toBe('started');
-      expect((await createFileRegistryStore(join(repo.dir, '.polly')).read()).runs[s.structured.run.id]).toMatchObject({ workflow: 'team-brief', agentArea: 'default', instanceArea: 'default' });
+      expect((await storedRuns(join(repo.dir, '.polly')))[s.structured.run.id]).toMatchObject({ workflow: 'team-brief', agentArea: 'default', instanceArea: 'default' });
     } finally {
       await mcp.close();
     }

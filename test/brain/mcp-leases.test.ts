@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
+import { storedRunJournal } from '../helpers/stored-runs.js';
 import { startMcp, type McpProcess } from '../helpers/mcp-stdio.js';
 
 const started: McpProcess[] = [];
@@ -27,7 +27,7 @@ async function server(registry: string, extra: string[] = []): Promise<McpProces
 const brief = (day: string) => ({ workflow: 'customer-brief', input: { channel: '#cs', day } });
 
 async function journal(registry: string, runId: string) {
-  return (await createFileRegistryStore(registry).journal()).filter((e) => e.data.run === runId);
+  return (await storedRunJournal(registry)).filter((e) => e.data.run === runId);
 }
 
 function alive(pid: number): boolean {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
+import { storedRuns } from '../helpers/stored-runs.js';
 import { runIdFor } from '../../workflows/run/run-identity.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';
@@ -98,8 +98,8 @@ describe('a real MCP host (claude) drives polly mcp', () => {
     expect(started.status).toBe('started');
     expect(started.instruction).toContain('run your tool "zendesk_search"');
 
-    // The registry holds the run, with its first order open.
-    const reg = await createFileRegistryStore(registry).read();
+    // The run store beside the registry holds the run, with its first order open.
+    const reg = { runs: await storedRuns(registry) };
     const runId = runIdFor('default', 'default', 'customer-brief', 'brief:#cs:2026-11-30');
     expect(reg.runs[runId]).toMatchObject({ workflow: 'customer-brief', status: 'running', key: 'brief:#cs:2026-11-30', openOrder: { kind: 'fetch_tickets', tool: 'zendesk_search' } });
     expect(started.order.id).toBe(reg.runs[runId]!.openOrder!.id);

@@ -8,11 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import { checkWorkflow } from '../../workflows/check/checker.js';
 import { loadWorkflow } from '../../workflows/load-workflow.js';
 import { runIdFor } from '../../workflows/run/run-identity.js';
 import { startMcp, type McpProcess } from '../helpers/mcp-stdio.js';
+import { storedRunJournal, storedRuns } from '../helpers/stored-runs.js';
 
 const UNSAFE = join(process.cwd(), 'test/fixtures/unsafe-brief');
 let registry: string;
@@ -34,7 +34,7 @@ async function journalKinds(runId: string): Promise<Array<{ kind: string; data: 
 }
 
 async function runs(): Promise<Record<string, any>> {
-  return (await createFileRegistryStore(registry).read()).runs;
+  return storedRuns(registry);
 }
 
 describe('polyflow seed tests over stdio', () => {
@@ -237,7 +237,7 @@ describe('polyflow seed tests over stdio', () => {
       // A late report of the approval (as if process 1 had finished its tool) is a duplicate.
       const late = await p2.call('workflow_report', { run_id: runId, order_id: approvalOrder.id, outcome: 'ok' });
       expect(late.structured.code).toBe('duplicate');
-      const entries = (await createFileRegistryStore(reg).journal()).filter((e) => e.data.run === runId);
+      const entries = (await storedRunJournal(reg)).filter((e) => e.data.run === runId);
       expect(entries.filter((e) => e.kind === 'run.order' && e.data.kind === 'post_brief')).toHaveLength(1);
       expect(entries.filter((e) => e.kind === 'run.reported' && e.data.kind === 'post_brief')).toHaveLength(1);
     } finally {

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { admitPlan } from '../../brain/plan/plan-compiler.js';
 import { validatePlan, type PlanInput } from '../../brain/plan/plan-schema.js';
-import { createMemoryRegistryStore } from '../../brain/registry/registry-store.js';
+import { createMemoryRunStore } from '../../workflows/run/memory-run-store.js';
 import { createRuntime } from '../../workflows/run/runtime.js';
 import { validateTrace } from '../../workflows/run/trace-validation.js';
 import { createWorkflowLibrary } from '../../workflows/workflow-library.js';
@@ -30,7 +30,7 @@ async function scheduleRun(id: string, tasks: ReturnType<typeof task>[]) {
   const verdict = admitPlan(id, validatePlan({ tasks }, 'test'), DEFAULT_CONFIG);
   expect(verdict.admitted, verdict.violations.map((v) => v.invariant).join(', ')).toBe(true);
   const schedule = verdict.parts.find((p) => p.part === 'schedule')!.workflow;
-  const store = createMemoryRegistryStore();
+  const store = createMemoryRunStore();
   const library = createWorkflowLibrary([], { workflows: [schedule] });
   const runtime = createRuntime({ store, library, agentArea: 'polly', instanceArea: 'brain' });
   const started = await runtime.start(schedule.name, { plan: id });
@@ -93,7 +93,7 @@ describe('the admitted schedule bounds the dispatches on the runtime', () => {
     const end = await runtime.signal(runId, 'FINISH');
     expect(end).toMatchObject({ accepted: true, run: { status: 'finished', outcome: 'finished' } });
 
-    const run = (await store.read()).runs[runId]!;
+    const run = (await store.getRun(runId))!;
     const journal = await store.journal();
     const verdict = validateTrace(schedule, run, journal);
     expect(verdict, verdict.line).toMatchObject({ conforms: true, steps: 13, orders: 3 });

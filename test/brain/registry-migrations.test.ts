@@ -20,7 +20,7 @@ describe('registry migrations', () => {
   it('migrates the v0 fixture to v1: pullRequests, brain and counters derived from existing ids', () => {
     const raw = JSON.parse(readFileSync(V0, 'utf8')) as RawRegistry;
     const copy = structuredClone(raw);
-    const { registry, fromVersion, applied } = migrateRegistry(raw, V0);
+    const { registry, fromVersion, applied } = migrateRegistry(raw, V0, undefined, 1);
     expect(raw).toEqual(copy); // input untouched
     expect(fromVersion).toBe(0);
     expect(applied).toHaveLength(1);
@@ -34,13 +34,13 @@ describe('registry migrations', () => {
     expect(registry.tasks).toEqual(raw.tasks);
   });
 
-  it('reads a v0 file through the store, and keeps the v0 original once when it first writes v1', async () => {
+  it('reads a v0 file through the store, and keeps the v0 original once when it first writes the current version', async () => {
     const dir = join(mkdtempSync(join(tmpdir(), 'polly-mig-')), '.polly');
     mkdirSync(dir);
     const store = createFileRegistryStore(dir);
     copyFileSync(V0, store.paths.registry);
     const reg = await store.read();
-    expect(reg.schemaVersion).toBe(1);
+    expect(reg.schemaVersion).toBe(REGISTRY_SCHEMA_VERSION);
     expect(Object.keys(reg.tasks)).toEqual(['t1', 't7']);
     expect(readFileSync(store.paths.registry)).toEqual(readFileSync(V0)); // reading never writes
     await store.update((d, tx) => {
@@ -48,7 +48,7 @@ describe('registry migrations', () => {
       tx.emit('task.created', { id: `t${d.counters.task}` });
     });
     const onDisk = JSON.parse(readFileSync(store.paths.registry, 'utf8')) as RawRegistry;
-    expect(onDisk.schemaVersion).toBe(1);
+    expect(onDisk.schemaVersion).toBe(REGISTRY_SCHEMA_VERSION);
     expect((onDisk.counters as { task: number }).task).toBe(8);
     expect(readFileSync(join(dir, 'registry.json.v0.bak'))).toEqual(readFileSync(V0));
     expect(readFileSync(store.paths.backup)).toEqual(readFileSync(V0));

@@ -1,7 +1,7 @@
 // The registry store: one contract for the file and memory stores, then the file store's
 // durability under real concurrent processes, SIGKILL, corruption and the journal crash window.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -259,6 +259,50 @@ describe('file registry store', () => {
     // Following the message's instructions restores the previous good state.
     writeFileSync(store.paths.registry, readFileSync(store.paths.backup));
     expect(Object.keys((await store.read()).tasks)).toEqual(['t1']);
+  });
+
+  it('a registry deleted while in use is lost, not empty: read and update refuse with the restore command, and nothing is written', async () => {
+    const dir = tempPollyDir();
+    const store = createFileRegistryStore(dir);
+    await store.update((d) => {
+      d.tasks.t1 = sampleTask('t1');
+    });
+    rmSync(store.paths.registry);
+    // Only one write so far (no backup yet): this store saw the file, so it knows it was deleted.
+    const err = await caught(store.read());
+    expect(err.code).toBe('registry_corrupt');
+    expect(err.message).toContain(`${store.paths.registry} was deleted while this process used it`);
+    expect(err.details).toMatchObject({ missing: true, backupExists: false });
+    expect((await caught(store.update((d) => void (d.counters.goal = 1)))).code).toBe('registry_corrupt');
+    expect(existsSync(store.paths.registry)).toBe(false);
+
+    // With a backup, a fresh process (another Brain, polly status) sees the deletion too, and the
+    // message's command restores the last good copy.
+    const dir2 = tempPollyDir();
+    const a = createFileRegistryStore(dir2);
+    await a.update((d) => void (d.tasks.t1 = sampleTask('t1')));
+    await a.update((d) => void (d.tasks.t2 = sampleTask('t2')));
+    rmSync(a.paths.registry);
+    const fresh = createFileRegistryStore(dir2);
+    const err2 = await caught(fresh.read());
+    expect(err2.code).toBe('registry_corrupt');
+    expect(err2.message).toContain(`cp '${a.paths.backup}' '${a.paths.registry}'`);
+    copyFileSync(a.paths.backup, a.paths.registry);
+    expect(Object.keys((await fresh.read()).tasks)).toEqual(['t1']);
+    expect(Object.keys((await a.read()).tasks)).toEqual(['t1']);
+  });
+
+  it('a .polly directory replaced under a running store is a lost registry', async () => {
+    const dir = tempPollyDir();
+    const store = createFileRegistryStore(dir);
+    await store.update((d) => void (d.tasks.t1 = sampleTask('t1')));
+    const text = readFileSync(store.paths.registry);
+    rmSync(dir, { recursive: true });
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(store.paths.registry, text);
+    const err = await caught(store.read());
+    expect(err.code).toBe('registry_corrupt');
+    expect(err.message).toContain('was replaced while this process used it');
   });
 
   it('a corrupt registry without a backup says so, and an empty file is corrupt too', async () => {

@@ -25,10 +25,20 @@ describe('polly status', () => {
     expect(runCli(['init'], repo.dir).code).toBe(0);
     const r = runCli(['status', '--json'], repo.dir);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ repoRoot: repo.dir, brain: null, goals: [], plans: [], tasks: [], workers: [] });
+    expect(JSON.parse(r.stdout)).toEqual({ repoRoot: repo.dir, brain: null, brainGone: null, goals: [], plans: [], tasks: [], workers: [] });
     const human = runCli(['status'], repo.dir);
     expect(human.code).toBe(0);
     expect(human.stdout).toContain('Tasks (0)');
+  });
+
+  it('validates the config: a misspelt key is reported with file:line:column (exit 2)', () => {
+    const repo = createTestRepo();
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    const path = join(repo.dir, '.polly/config.yaml');
+    writeFileSync(path, readFileSync(path, 'utf8').replace('max_attempts:', 'max_atempts:'));
+    const r = runCli(['status'], repo.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(new RegExp(`${path}:\\d+:\\d+: acceptance\\.max_atempts: unknown key "max_atempts"`));
   });
 
   it('shows goals, plans, tasks (with worker, reviewer, branch, PR) and workers', async () => {

@@ -41,7 +41,7 @@ afterAll(async () => {
 });
 
 describe('crash safety of the whole loop', () => {
-  it('SIGKILL the Brain while workers run: every task still gets exactly one PR, nothing repeated, orphaned or merged', async () => {
+  it.each(['SIGKILL', 'SIGTERM'] as const)('%s to the Brain while workers run: every task still gets exactly one PR, nothing repeated, failed, orphaned or merged', async (signal) => {
     const root = realpathSync(mkdtempSync(join(tmpdir(), 'polly-crash-')));
     const repo = join(root, 'stats');
     const origin = join(root, 'origin.git');
@@ -83,7 +83,7 @@ describe('crash safety of the whole loop', () => {
       const running = Object.values(reg.workers).filter((w) => (w as { state?: string }).state === 'running' && w.purpose === 'implement');
       if (reg.brain && running.length >= 2) {
         killed = reg.brain.pid;
-        process.kill(killed, 'SIGKILL');
+        process.kill(killed, signal);
       }
     }
     expect(killed, `the workers never ran together; polly run said:\n${stderr}`).not.toBeNull();
@@ -111,6 +111,9 @@ describe('crash safety of the whole loop', () => {
     const implementStarts = starts.filter((e) => e.data.harness !== undefined && tasks.some((t) => t.id === e.data.taskId));
     expect(implementStarts.length).toBeGreaterThanOrEqual(2);
     expect(journal.filter((e) => e.kind === 'brain.started').length).toBe(2);
+    // Nothing failed along the way (a stop is not a failure), and a SIGTERM was a graceful stop.
+    expect(journal.filter((e) => e.kind === 'task.failed')).toEqual([]);
+    if (signal === 'SIGTERM') expect(journal.some((e) => e.kind === 'brain.stopped' && e.data.graceful === true && (e.data.inFlight as string[]).length > 0)).toBe(true);
 
     // No process orphaned: the Brain has exited, and no worker process it recorded is alive.
     await new Promise((r) => setTimeout(r, 2000));

@@ -117,7 +117,9 @@ describe(`polly run on a real package (${PACKAGE}@${VERSION}, fetched with npm p
     const init = await run(process.execPath, [CLI, 'init'], repo, env, 30_000);
     expect(init.code, `polly init failed:\n${init.stderr}`).toBe(0);
     server = await startScriptedModelServer({ script: parseModelScript(readFileSync(join(FIXTURES, 'workers-script.yaml'), 'utf8'), 'workers-script.yaml') });
-    const modelEnv = useScriptedModels(repo, server.url);
+    // polly init fits worktrees.setup to the package (npm install of its devDependencies: c8, tsd, …);
+    // the acceptance command here is plain `node --test`, so no install is needed in the worktree.
+    const modelEnv = useScriptedModels(repo, server.url, { extra: [[['worktrees', 'setup'], null]] });
     const plan = join(root, 'plan.yaml');
     copyFileSync(join(FIXTURES, 'plan.yaml'), plan);
     result = await run(process.execPath, [CLI, 'run', plan, '--yes', '--json'], repo, { ...env, ...modelEnv }, 150_000);

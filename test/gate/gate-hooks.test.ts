@@ -250,7 +250,7 @@ describe('decide: dispatch, forge, totality, ask_timeout', () => {
     expect(decide({ type: 'dispatch', purpose: 'implement', model: 'x', dispatchesThisTurn: 0, source: 'brain' }, p, ctx).rule).toBe('purpose_guard.plan_gate');
     expect(decide({ type: 'dispatch', purpose: 'implement', model: 'x', dispatchesThisTurn: 0 } as never, p, ctx).rule).toBe('purpose_guard.plan_gate');
     expect(decide({ type: 'dispatch', purpose: 'explore', model: 'x', dispatchesThisTurn: 0, source: 'brain' }, p, ctx).decision).toBe('allow');
-    expect(decide({ type: 'dispatch', purpose: 'merge', model: 'x', dispatchesThisTurn: 0 }, p, ctx).rule).toBe('purpose_guard.unknown_purpose');
+    expect(decide({ type: 'dispatch', purpose: 'merge', model: 'x', dispatchesThisTurn: 0, source: 'plan' }, p, ctx).rule).toBe('purpose_guard.unknown_purpose');
   });
   it('denies every forge merge operation and unknown operations', () => {
     for (const op of ['merge', 'merge_pr', 'enableAutoMerge', 'auto_merge']) expect(decide({ type: 'forge', operation: op }, p, ctx).rule).toBe('blast_radius.merge');

@@ -18,6 +18,15 @@ import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
 
 export const SCRIPTED_KEY_ENV = 'POLLY_SCRIPTED_KEY';
 
+/**
+ * Files of a repository where {@link makeTask}'s `npm test` can run (dispatch refuses a command
+ * whose program cannot exist in the repository, e.g. `npm test` without package.json).
+ */
+export const NPM_TEST_PROJECT: Record<string, string> = {
+  'README.md': '# test\n',
+  'package.json': `${JSON.stringify({ name: 'polly-test', version: '1.0.0', private: true, scripts: { test: 'node -e 0' } })}\n`,
+};
+
 /** A queued implement task. */
 export function makeTask(id: string, worker: Harness, extra: Partial<TaskRecord> = {}): TaskRecord {
   const now = new Date().toISOString();

@@ -27,7 +27,7 @@ import { createWorkerSupervisor, workerIdFor } from '../../workers/supervisor/wo
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
 import { createTestRepo, type TestRepo } from '../helpers/git-repo.js';
 import { stopAll } from '../helpers/run-to-green.js';
-import { makeTask, processWith, runTool, scriptedAgentEnv, scriptedConfig, type ToolRig } from '../helpers/worker-tools.js';
+import { makeTask, NPM_TEST_PROJECT, processWith, runTool, scriptedAgentEnv, scriptedConfig, type ToolRig } from '../helpers/worker-tools.js';
 
 const SCRIPT = `
 sessions:
@@ -113,7 +113,7 @@ describe('case 1: a worker that never starts gets a named task state within seco
   ];
   for (const c of cases) {
     it(`${c.name} → ${c.status}`, async () => {
-      const repo = createTestRepo();
+      const repo = createTestRepo(NPM_TEST_PROJECT);
       const rig = rigFor(repo, scriptedConfig(server.url, (cfg) => (cfg.workers.pi.command = c.command)));
       await addTask(rig, 'c1', 'pi');
       const t0 = Date.now();
@@ -132,7 +132,7 @@ describe('case 1: a worker that never starts gets a named task state within seco
 
 describe('case 1 (before the agent): a worktree that cannot be made', () => {
   it('an unknown base branch fails dispatch permanently, naming the branch, and starts no worker', async () => {
-    const repo = createTestRepo();
+    const repo = createTestRepo(NPM_TEST_PROJECT);
     const rig = rigFor(repo, scriptedConfig(server.url));
     await rig.store.update((d) => {
       d.tasks.c1wt = makeTask('c1wt', 'pi', { baseBranch: 'no-such-base' });
@@ -173,6 +173,7 @@ function turnRequest(repo: TestRepo, taskId: string, orderId: string): WorkerTur
     harness: 'pi',
     purpose: 'implement',
     role: 'implement',
+    readOnly: false,
     cwd: repo.dir,
     prompt: `[polly task=${taskId} role=implement] go`,
     resumeSessionId: null,
@@ -192,7 +193,7 @@ async function waitFor(what: string, fn: () => boolean | Promise<boolean>, ms = 
 
 describe('case 6: a SIGKILLed Brain leaves no row running for ever', () => {
   it('a new supervisor adopts the live worker and gets its result; the order never starts a second agent', async () => {
-    const repo = createTestRepo();
+    const repo = createTestRepo(NPM_TEST_PROJECT);
     const config = scriptedConfig(server.url);
     const rig = rigFor(repo, config);
     try {
@@ -226,7 +227,7 @@ describe('case 6: a SIGKILLed Brain leaves no row running for ever', () => {
   }, 30_000);
 
   it('runner killed too: reconcile marks the row dead with the cause, kills the agent, and the re-offered order fails with it', async () => {
-    const repo = createTestRepo();
+    const repo = createTestRepo(NPM_TEST_PROJECT);
     const config = scriptedConfig(server.url);
     const rig = rigFor(repo, config);
     try {
@@ -268,7 +269,7 @@ describe('case 6: a SIGKILLed Brain leaves no row running for ever', () => {
 
 describe('case 8: Polly commits after the agent, so the result is clean either way', () => {
   it('codex under workspace-write cannot commit in a linked worktree; Polly makes one clean commit', async () => {
-    const repo = createTestRepo();
+    const repo = createTestRepo(NPM_TEST_PROJECT);
     const rig = rigFor(repo, scriptedConfig(server.url));
     try {
       await addTask(rig, 'c8codex', 'codex', ['test -f feature.txt']);
@@ -292,7 +293,7 @@ describe('case 8: Polly commits after the agent, so the result is clean either w
   }, 30_000);
 
   it('pi commits part itself and leaves a file; Polly commits the rest on top, tree clean', async () => {
-    const repo = createTestRepo();
+    const repo = createTestRepo(NPM_TEST_PROJECT);
     const rig = rigFor(repo, scriptedConfig(server.url));
     try {
       await addTask(rig, 'c8pi', 'pi', ['test -f feature.txt', 'test -f extra.txt']);

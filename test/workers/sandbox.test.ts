@@ -306,7 +306,8 @@ describe('bwrapArgs', () => {
     };
     const args = bwrapArgs(spec, () => true);
     const order = args.filter((a, i) => ['--tmpfs', '--bind', '--ro-bind'].includes(args[i - 1] ?? '') && a !== '/');
-    expect(order).toEqual(['/tmp', '/h', '/h/s', '/h/s/wt', '/h/s/gate']);
+    // The worktree's .git file last (deepest): read-only over the writable worktree (git policy).
+    expect(order).toEqual(['/tmp', '/h', '/h/s', '/h/s/wt', '/h/s/gate', '/h/s/wt/.git']);
     expect(args).toContain('--unshare-net');
     expect(args.slice(-2)).toEqual(['--chdir', '/h/s/wt']);
   });

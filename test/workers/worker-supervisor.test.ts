@@ -15,7 +15,7 @@ import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import { createWorkerSupervisor, workerIdFor } from '../../workers/supervisor/worker-supervisor.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
 import { createTestRepo, type TestRepo } from '../helpers/git-repo.js';
-import { makeTask, processWith, runTool, scriptedAgentEnv, scriptedConfig, SCRIPTED_KEY_ENV } from '../helpers/worker-tools.js';
+import { makeTask, processWith, runTool, scriptedAgentEnv, scriptedConfig, SCRIPTED_KEY_ENV, NPM_TEST_PROJECT } from '../helpers/worker-tools.js';
 
 const SCRIPT = `
 sessions:
@@ -47,6 +47,7 @@ function request(repo: TestRepo, taskId: string, orderId: string): WorkerTurnReq
     harness: 'pi',
     purpose: 'implement',
     role: 'implement',
+    readOnly: false,
     cwd: repo.dir,
     prompt: `[polly task=${taskId} role=implement] do it`,
     resumeSessionId: null,
@@ -136,7 +137,7 @@ describe('worker supervisor (real pi, detached runner)', () => {
   }, 60_000);
 
   it.skipIf(process.getuid?.() !== 0)('Claude as root without allow_root_sandbox: dispatch fails at once, permanently, saying how to enable it', async () => {
-    const repo = createTestRepo();
+    const repo = createTestRepo(NPM_TEST_PROJECT);
     const store = createFileRegistryStore(join(repo.dir, '.polly'));
     const config = scriptedConfig(server.url, (c) => {
       c.workers['claude-code'].allow_root_sandbox = false;

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { createMemoryRegistryStore } from '../../brain/registry/registry-store.js';
+import { createMemoryRunStore } from '../../workflows/run/memory-run-store.js';
 import { checkWorkflow } from '../../workflows/check/checker.js';
 import { loadWorkflow, parseWorkflow } from '../../workflows/load-workflow.js';
 import { mapActionData, mapValue } from '../../workflows/run/data-mapping.js';
@@ -123,7 +123,7 @@ describe('data mapping', () => {
     const brief = loadWorkflow(join(process.cwd(), 'workflows/customer-brief'));
     const check = checkWorkflow(brief);
     expect(check).toMatchObject({ admitted: true, exhaustive: true });
-    const rt = createRuntime({ store: createMemoryRegistryStore(), library: createWorkflowLibrary(builtinWorkflowDirs()), agentArea: 'a', instanceArea: 'w' });
+    const rt = createRuntime({ store: createMemoryRunStore(), library: createWorkflowLibrary(builtinWorkflowDirs()), agentArea: 'a', instanceArea: 'w' });
     const s = await rt.start('customer-brief', { channel: '#cs', day: '2026-12-01' });
     const raw = { count: 5, tickets: [1, 2, 3, 4, 5].map((id) => ({ id, subject: `ticket ${id}` })), has_more: false };
     const r = await rt.report(s.run!.id, s.order!.id, { outcome: 'ok', data: raw });

@@ -1,13 +1,15 @@
 /**
  * The durable runtime in-process: leases, retries, stale and queued reports, signals that
- * supersede orders, polly-task started by a signal, one store.update per operation, and two
- * runtimes (two store instances, as two processes would have) racing on one registry directory.
+ * supersede orders, polly-task started by a signal, one store.updateRun per operation, and two
+ * runtimes (two store instances, as two processes would have) racing on one run store directory.
  */
 import { describe, expect, it } from 'vitest';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createFileRegistryStore, createMemoryRegistryStore, type RegistryStore } from '../../brain/registry/registry-store.js';
+import { createLmdbRunStore } from '../../workflows/run/lmdb-run-store.js';
+import { createMemoryRunStore } from '../../workflows/run/memory-run-store.js';
+import type { RunStore } from '../../workflows/run/run-store.js';
 import { orderIdFor, runIdFor } from '../../workflows/run/run-identity.js';
 import { createRuntime, type Runtime } from '../../workflows/run/runtime.js';
 import { builtinWorkflowDirs, createWorkflowLibrary } from '../../workflows/workflow-library.js';
@@ -18,11 +20,11 @@ import type { PlanTaskSpec } from '../../brain/registry/registry-schema.js';
 const library = createWorkflowLibrary(builtinWorkflowDirs());
 const BRIEF = { channel: '#cs', day: '2026-11-30' };
 
-function setup(store: RegistryStore = createMemoryRegistryStore()) {
+function setup(store: RunStore = createMemoryRunStore()) {
   let t = Date.parse('2026-11-30T09:00:00Z');
   const clock = { now: () => new Date(t), advance: (s: number) => { t += s * 1000; } };
   const updates = { count: 0 };
-  const counted: RegistryStore = { ...store, update: (fn) => { updates.count++; return store.update(fn); } };
+  const counted: RunStore = { ...store, updateRun: (id, fn) => { updates.count++; return store.updateRun(id, fn); } };
   const rt = createRuntime({ store: counted, library, agentArea: 'a', instanceArea: 'w', clock: clock.now });
   return { rt, clock, store, updates };
 }
@@ -41,7 +43,7 @@ describe('runtime', () => {
     expect(runIdFor('a|w', '', 'customer-brief', 'brief:#cs:2026-11-30')).not.toBe(runIdFor('a', 'w|', 'customer-brief', 'brief:#cs:2026-11-30'));
   });
 
-  it('every operation is one store.update with its journal lines; attach writes nothing', async () => {
+  it('every operation is one store.updateRun with its journal lines; attach writes nothing', async () => {
     const { rt, updates, store } = setup();
     const s = await rt.start('customer-brief', BRIEF);
     expect(updates.count).toBe(1);
@@ -165,7 +167,7 @@ transitions:
 `);
     const lib = createWorkflowLibrary([dir]);
     expect(lib.get('two-effects')?.line).toMatch(/^admitted: two-effects/);
-    const rt = createRuntime({ store: createMemoryRegistryStore(), library: lib, agentArea: 'a', instanceArea: 'w' });
+    const rt = createRuntime({ store: createMemoryRunStore(), library: lib, agentArea: 'a', instanceArea: 'w' });
     const s = await rt.start('two-effects', {});
     expect(s.order).toMatchObject({ kind: 'a', ordinal: 0 });
     expect(s.run!.outbox).toHaveLength(1);
@@ -176,10 +178,10 @@ transitions:
     expect(await rt.report(s.run!.id, bId, { outcome: 'ok' })).toMatchObject({ accepted: true, run: { outcome: 'done' } });
   });
 
-  it('two runtimes on one registry directory (two store instances) apply a raced report exactly once', async () => {
+  it('two runtimes on one run store directory (two store instances) apply a raced report exactly once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'polly-runtime-race-'));
-    const one = createRuntime({ store: createFileRegistryStore(dir), library, agentArea: 'a', instanceArea: 'w' });
-    const two = createRuntime({ store: createFileRegistryStore(dir), library, agentArea: 'a', instanceArea: 'w' });
+    const one = createRuntime({ store: createLmdbRunStore(dir), library, agentArea: 'a', instanceArea: 'w' });
+    const two = createRuntime({ store: createLmdbRunStore(dir), library, agentArea: 'a', instanceArea: 'w' });
     const [s1, s2] = await Promise.all([one.start('customer-brief', BRIEF), two.start('customer-brief', BRIEF)]);
     expect([s1.status, s2.status].sort()).toEqual(['attached', 'started']);
     expect(s1.order!.id).toBe(s2.order!.id);
@@ -189,7 +191,7 @@ transitions:
     ]);
     expect(results.filter((r) => r.accepted)).toHaveLength(1);
     expect(results.filter((r) => !r.accepted).map((r) => !r.accepted && r.code)).toEqual(Array(7).fill('duplicate'));
-    const j = await createFileRegistryStore(dir).journal();
+    const j = await createLmdbRunStore(dir).journal();
     expect(j.filter((e) => e.kind === 'run.order' && e.data.kind === 'ask_approval')).toHaveLength(1);
     expect(j.map((e) => e.seq)).toEqual(j.map((_e, i) => i + 1));
   });
@@ -200,7 +202,7 @@ transitions:
     const entry = lib.add(compileTaskWorkflow('p1', task, 'codex', taskBounds(DEFAULT_CONFIG, task)));
     expect(entry).toMatchObject({ name: 'plan-p1-t1', admitted: true });
     expect(lib.add(compileTaskWorkflow('p1', task, 'codex', taskBounds(DEFAULT_CONFIG, task)))).toBe(entry);
-    const rt = createRuntime({ store: createMemoryRegistryStore(), library: lib, agentArea: 'brain', instanceArea: 'repo' });
+    const rt = createRuntime({ store: createMemoryRunStore(), library: lib, agentArea: 'brain', instanceArea: 'repo' });
     const s = await rt.start('plan-p1-t1', { task: 't1' });
     expect(s.order).toMatchObject({ kind: 'dispatch_implementer', tool: 'dispatch' });
     const tools: string[] = [];

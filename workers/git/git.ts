@@ -9,7 +9,20 @@
  * - gets `LC_ALL=C.UTF-8` (untranslated messages in errors and porcelain markers),
  * - runs with every `GIT_*` variable of the parent removed (Polly may run inside a git hook, where
  *   `GIT_DIR`, `GIT_INDEX_FILE`, … would redirect it), then the variables Polly sets added back,
- * - is killed after a timeout (default 120 s).
+ * - is killed after a timeout (default 120 s),
+ * - runs no repository hook and no fsmonitor: {@link SAFE_GIT_CONFIG_ARGS} come first on every
+ *   command line (`-c core.hooksPath=/dev/null`: git looks hooks up as `/dev/null/<name>`, which
+ *   cannot exist; `-c core.fsmonitor=false`; see githooks(5) and git-config(1) `core.hooksPath`,
+ *   `core.fsmonitor`). A `-c` on the command line wins over every config file, so a hook path or
+ *   fsmonitor command a worker wrote into `.git/config` or a `config.worktree` is never run by
+ *   Polly. Callers add `--no-verify` to `commit` and `push` as well (belt and braces).
+ *
+ * Config keys that run programs and are not overridden here (`core.sshCommand`,
+ * `credential.helper`, `remote.<name>.uploadpack`, `filter.<driver>.*`, `url.<base>.insteadOf`, …)
+ * are the user's to set. A worker cannot write them: inside the sandbox the common git dir is
+ * read-only (workers/git/git-policy.ts), and without a sandbox the ref guard
+ * (workers/git/ref-guard.ts) compares the repository's config files around every turn and restores
+ * them before Polly runs git again.
  *
  * A failure becomes a {@link PollyError} with code `git_failed` whose `details` keep the command,
  * the cwd, the exit code and stderr. Callers that expect a non-zero exit (e.g. `merge-base
@@ -46,7 +59,7 @@ export interface GitCallOptions {
 /** Runs git. The real one is {@link createGitRunner}; tests use the real one against temp repos. */
 export interface GitRunner {
   /**
-   * Run `git --no-pager <args…>`.
+   * Run `git --no-pager -c core.hooksPath=/dev/null -c core.fsmonitor=false <args…>`.
    * @returns the result when the exit code is 0 or in `okExitCodes`.
    * @throws PollyError `git_failed` (other exit code, timeout, git missing) with details
    *   `{command, cwd, exitCode, stderr, timedOut}`.
@@ -69,6 +82,12 @@ export interface GitRunnerOptions {
   /** The git executable. Default `git` (from PATH). */
   gitBinary?: string;
 }
+
+/**
+ * `-c` options placed before every subcommand Polly runs: no repository hooks, no fsmonitor.
+ * Source: git-config(1) (`core.hooksPath`, `core.fsmonitor`), git(1) (`-c` wins over config files).
+ */
+export const SAFE_GIT_CONFIG_ARGS: readonly string[] = Object.freeze(['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false']);
 
 /** The settings that make git non-interactive; applied last so nothing overrides them. */
 export const NON_INTERACTIVE_GIT_ENV: Readonly<Record<string, string>> = Object.freeze({
@@ -113,7 +132,7 @@ export function createGitRunner(options: GitRunnerOptions = {}): GitRunner {
   return {
     env: envFor,
     async run(args, call) {
-      const fullArgs = ['--no-pager', ...args];
+      const fullArgs = ['--no-pager', ...SAFE_GIT_CONFIG_ARGS, ...args];
       const command = `git ${args.join(' ')}`;
       const timeout = call.timeoutMs ?? defaultTimeout;
       // Own process group, killed as a whole on timeout: a hook or alias that started a child

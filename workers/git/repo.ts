@@ -9,6 +9,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
+import { SAFE_GIT_CONFIG_ARGS } from './git.js';
 
 export interface RepoLocation {
   /** The main worktree's root: where `.polly/` and `.worktrees/` live. */
@@ -23,7 +24,7 @@ export interface RepoLocation {
 
 function git(cwd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ stdout: string; stderr: string; code: number | null; spawnError?: NodeJS.ErrnoException }> {
   return new Promise((resolvePromise) => {
-    execFile('git', args, { cwd, env, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile('git', [...SAFE_GIT_CONFIG_ARGS, ...args], { cwd, env, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       if (error && typeof (error as NodeJS.ErrnoException).code === 'string') {
         resolvePromise({ stdout, stderr, code: null, spawnError: error as NodeJS.ErrnoException });
       } else {
@@ -94,7 +95,7 @@ export interface RepoBranchContext {
 
 function gitLine(cwd: string, args: string[], env: NodeJS.ProcessEnv): string | null {
   try {
-    const out = execFileSync('git', args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const out = execFileSync('git', [...SAFE_GIT_CONFIG_ARGS, ...args], { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     return out === '' ? null : (out.split('\n')[0] ?? null);
   } catch {
     return null;
@@ -123,7 +124,7 @@ export function readRepoBranchContext(cwd: string, env: NodeJS.ProcessEnv = proc
   else {
     const list = (() => {
       try {
-        return execFileSync('git', ['worktree', 'list', '--porcelain'], { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+        return execFileSync('git', [...SAFE_GIT_CONFIG_ARGS, 'worktree', 'list', '--porcelain'], { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
       } catch {
         return '';
       }

@@ -24,21 +24,22 @@
  * per-repository admin lock (./repo-lock.ts); the checkout of the files runs outside it, so
  * concurrent creates populate their worktrees in parallel.
  */
-import { execa } from 'execa';
 import { existsSync, realpathSync } from 'node:fs';
-import { appendFile, copyFile, mkdir, mkdtemp, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { appendFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { isPollyError, PollyError } from '../../brain/core/errors.js';
+import { describeIdentity, resolveCommitIdentity } from './commit-identity.js';
+import { snapshotWorktree, writeBackupRef, type BackupResult } from './worktree-backup.js';
+import { isNpmInstallOnly, reuseNodeModules } from './dependency-reuse.js';
 import { commandSandbox } from '../sandbox/command-sandbox.js';
-import { confineCommand } from '../sandbox/sandbox.js';
-import { createGitRunner, firstLine, type GitRunner } from './git.js';
+import { createGitRunner, firstLine, type GitCallOptions, type GitRunner } from './git.js';
 import { createPortAllocator, type PortAllocator } from '../ports.js';
+import { retryTransientGit } from './git-retry.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
+import { recordPollyRefWrite } from './ref-guard.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
-import type { CommandResult } from '../proc/shell-command.js';
-import { signalGroup } from '../proc/kill.js';
+import { confinedSpawn, runShellCommand, type CommandResult, type SpawnSpec } from '../proc/shell-command.js';
 import { pidAlive } from '../proc/process-liveness.js';
 
 /** Journal sink: `kind` is dotted (`worktree.created`, …); `data` never holds secrets. */
@@ -51,8 +52,19 @@ export interface WorktreeManagerOptions {
   worktreesDir?: string;
   /** Shell command run in each new worktree after includes are copied (e.g. `npm ci`); null: none. */
   setupCommand?: string | null;
+  /**
+   * Before the setup command, copy the main checkout's node_modules when package-lock.json is
+   * identical (dependency-reuse.ts); an install-only setup (`npm ci`, `npm install`) is then
+   * skipped. Default true; false always runs the setup command (the benchmark's baseline).
+   */
+  reuseDependencies?: boolean;
   /** Timeout of the setup command, ms. Default 900 000 (15 min). */
   setupTimeoutMs?: number;
+  /**
+   * The user's environment whose GIT_AUTHOR_* / GIT_COMMITTER_* commits honour (see
+   * commit-identity.ts; every other GIT_* is dropped). Default `process.env`.
+   */
+  identityEnv?: NodeJS.ProcessEnv;
   /**
    * The setup command runs in Polly's OS sandbox (workers/sandbox/command-sandbox.ts):
    * `network` is `worktrees.setup_network`, `allowUnconfined` is `workers.allow_unconfined`
@@ -144,20 +156,7 @@ export interface CreatedWorktree {
   freshness: BaseFreshness | null;
 }
 
-export interface BackupResult {
-  /** `refs/polly/backup/<id>/<timestamp>`. */
-  ref: string;
-  /** The backup commit the ref points to. */
-  commit: string;
-  /**
-   * True when the worktree's files were saved: then `commit` is a stash-like commit whose tree is
-   * the working tree (tracked + untracked, not ignored), first parent the worktree's HEAD (so
-   * unpushed commits are reachable), second parent a commit of the index (staged state), and a
-   * third parent the `polly/<id>` tip when HEAD had moved off it. False when the directory was
-   * gone: then `commit` is the branch tip.
-   */
-  files: boolean;
-}
+export type { BackupResult } from './worktree-backup.js';
 
 export interface RemoveResult extends BackupResult {
   /** The path removed (or found missing). */
@@ -208,8 +207,9 @@ export interface WorktreeManager {
   reconcile(knownIds: readonly string[]): Promise<ReconcileReport>;
   /**
    * Commit everything the agent left in the worktree (`git add -A`; ignored files stay out) on its
-   * current branch, with `--no-verify`. Author/committer: git config `user.name`/`user.email`, else
-   * `Polly <polly@localhost>`. Call after the agent process has exited: a leftover `index.lock` is
+   * current branch, with `--no-verify`. Author/committer: the user's GIT_AUTHOR_* / GIT_COMMITTER_*,
+   * else git config (`author.*`, `committer.*`, `user.*`), else `Polly <polly@localhost>`
+   * (commit-identity.ts); the journal entry `worktree.committed` names which. Call after the agent process has exited: a leftover `index.lock` is
    * then stale and is moved aside (renamed, not deleted) and journaled.
    * @returns the new commit, or null when there was nothing to commit.
    */
@@ -224,7 +224,6 @@ interface RepoInfo {
 }
 
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/;
-const EMPTY_OLD = '';
 
 /** Create a worktree manager for one repository. Nothing runs until the first call. */
 export function createWorktreeManager(options: WorktreeManagerOptions): WorktreeManager {
@@ -262,12 +261,32 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     return infoPromise;
   }
 
+  /**
+   * A git admin call (worktree add/list/prune/remove/unlock, submodule init): retried while it
+   * fails because another git process was writing shared metadata (./git-retry.ts). Callers hold
+   * the admin lock, so the other writer is a git Polly does not control (the user's, an IDE's).
+   */
+  function admin(args: string[], call: GitCallOptions) {
+    return retryTransientGit(() => git.run(args, call), {
+      onRetry: (attempt, stderr) => journal('worktree.git_retry', { command: `git ${args.join(' ')}`, attempt, stderr }),
+    });
+  }
+
+  /** `git worktree list`, parsed; the caller holds the admin lock (see {@link listLocked}). */
   async function listEntries(info: RepoInfo): Promise<ManagedWorktree[]> {
-    const r = await git.run(['worktree', 'list', '--porcelain', '-z'], { cwd: info.root });
+    const r = await admin(['worktree', 'list', '--porcelain', '-z'], { cwd: info.root });
     return parseWorktreeListPorcelainZ(r.stdout).map((e) => ({
       ...e,
       taskId: e.branch?.startsWith('refs/heads/polly/') ? e.branch.slice('refs/heads/polly/'.length) : null,
     }));
+  }
+
+  /**
+   * `git worktree list` under the admin lock: listing reads every worktree's admin files, which a
+   * concurrent `worktree add` is still writing (`failed to read .git/worktrees/<x>/locked`).
+   */
+  function listLocked(info: RepoInfo): Promise<ManagedWorktree[]> {
+    return info.lock.withLock(() => listEntries(info));
   }
 
   async function revParse(cwd: string, rev: string): Promise<string | null> {
@@ -284,20 +303,12 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     return clock.now().toISOString().replace(/[-:]/g, '');
   }
 
-  /** Create `refs/polly/backup/<id>/<timestamp>` → commit; never overwrites an existing ref. */
+  /** Create `refs/polly/backup/<id>/<timestamp>` → commit (worktree-backup.ts); the ref guard is told it is Polly's. */
   async function createBackupRef(info: RepoInfo, id: string, commit: string, reason: string): Promise<string> {
-    const base = `refs/polly/backup/${id}/${stamp()}`;
-    for (let n = 1; n <= 20; n++) {
-      const ref = n === 1 ? base : `${base}-${n}`;
-      const r = await git.run(['update-ref', '-m', `polly backup: ${reason}`, ref, commit, EMPTY_OLD], { cwd: info.root, okExitCodes: [1, 128] });
-      if (r.exitCode === 0) return ref;
-      if ((await revParse(info.root, ref)) === null) {
-        throw new PollyError('git_failed', `cannot create backup ref ${ref} → ${commit}: ${r.stderr.trim()}`, {
-          details: { command: r.command, cwd: r.cwd, exitCode: r.exitCode, stderr: r.stderr },
-        });
-      }
-    }
-    throw new PollyError('internal', `20 backup refs named ${base}… already exist; the clock given to the worktree manager is not moving`);
+    // A ref lock held by another git is transient (retried); an existing ref takes the next name (worktree-backup.ts).
+    const ref = await retryTransientGit(() => writeBackupRef(git, info.root, `refs/polly/backup/${id}/${stamp()}`, commit, reason));
+    recordPollyRefWrite('local', ref, commit);
+    return ref;
   }
 
   async function ensureWorktreesDirIgnored(info: RepoInfo): Promise<void> {
@@ -428,7 +439,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         return;
       }
     }
-    await git.run(['worktree', 'unlock', path], { cwd: info.root });
+    await admin(['worktree', 'unlock', path], { cwd: info.root });
   }
 
   async function choosePath(info: RepoInfo, id: string, registered: Set<string>, recovered: CreateRecovery): Promise<string> {
@@ -450,26 +461,28 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     );
   }
 
-  async function findWorktree(info: RepoInfo, id: string): Promise<ManagedWorktree | null> {
-    return (await listEntries(info)).find((e) => e.taskId === id) ?? null;
+  /** The worktree of task `id`; `held`: the caller already holds the admin lock (it is not re-entrant). */
+  async function findWorktree(info: RepoInfo, id: string, held = false): Promise<ManagedWorktree | null> {
+    return (await (held ? listEntries(info) : listLocked(info))).find((e) => e.taskId === id) ?? null;
   }
 
   async function identityEnv(cwd: string): Promise<Record<string, string>> {
-    const name = await git.run(['config', '--get', 'user.name'], { cwd, okExitCodes: [1] });
-    const email = await git.run(['config', '--get', 'user.email'], { cwd, okExitCodes: [1] });
-    if (name.exitCode === 0 && email.exitCode === 0 && firstLine(name) && firstLine(email)) return {};
-    return {
-      GIT_AUTHOR_NAME: 'Polly',
-      GIT_AUTHOR_EMAIL: 'polly@localhost',
-      GIT_COMMITTER_NAME: 'Polly',
-      GIT_COMMITTER_EMAIL: 'polly@localhost',
-    };
+    return (await resolveCommitIdentity(git, cwd, options.identityEnv ?? process.env)).env;
   }
 
   async function runSetup(id: string, path: string, port: number, command: string, info: RepoInfo): Promise<SetupResult> {
     const logsDir = options.logsDir ?? join(info.root, '.polly', 'logs');
     await mkdir(logsDir, { recursive: true });
     const logPath = join(logsDir, `worktree-setup-${id}.log`);
+    if (options.reuseDependencies !== false) {
+      const reuse = await reuseNodeModules(info.root, path);
+      journal('worktree.dependencies', { id, ...reuse });
+      if (reuse.reused && isNpmInstallOnly(command)) {
+        const note = `[polly] ${reuse.reason} in ${reuse.durationMs} ms; "${command}" skipped (it would install the same tree)`;
+        await writeFile(logPath, `$ ${command}\n${note}\n[exit 0]\n`);
+        return { command, exitCode: 0, timedOut: false, durationMs: reuse.durationMs, output: note, logPath };
+      }
+    }
     const started = Date.now();
     let confinement: ReturnType<typeof commandSandbox>;
     try {
@@ -488,81 +501,42 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       journal('worktree.setup', { id, command, exitCode: null, timedOut: false, durationMs: Date.now() - started, logPath });
       return { command, exitCode: null, timedOut: false, durationMs: Date.now() - started, output: error.message, logPath };
     }
-    const confined = confinement.sandbox ? confineCommand(confinement.sandbox.bwrap, confinement.sandbox.spec, 'sh', ['-c', command], confinement.env) : null;
-    const subprocess = execa(confined?.command ?? 'sh', confined?.args ?? ['-c', command], {
+    const box = confinement.sandbox;
+    const chunks: Buffer[] = [];
+    const r = await runShellCommand(command, {
       cwd: path,
-      env: confined?.env ?? confinement.env,
-      extendEnv: false,
-      all: true,
-      reject: false,
-      stdin: 'ignore',
-      detached: true, // own process group: a timeout kills what the command started too
-      maxBuffer: 256 * 1024 * 1024,
+      env: confinement.env,
+      timeoutMs: options.setupTimeoutMs ?? 900_000,
+      keepBytes: 4000,
+      onOutput: (chunk) => chunks.push(chunk),
+      reapOnExit: false,
+      ...(box ? { wrap: (spec: SpawnSpec) => confinedSpawn(box, spec) } : {}),
     });
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      signalGroup(subprocess.pid, 'SIGKILL');
-    }, options.setupTimeoutMs ?? 900_000);
-    const r = await subprocess.finally(() => {
-      clearTimeout(timer);
-      confined?.dispose();
-    });
-    const all = typeof r.all === 'string' ? r.all : '';
-    await writeFile(logPath, `$ ${command}\n${all}\n[exit ${r.exitCode ?? 'none'}${timedOut ? ', timed out' : ''}]\n`);
-    const result: SetupResult = {
-      command,
-      exitCode: r.exitCode ?? null,
-      timedOut,
-      durationMs: Math.round(r.durationMs),
-      output: all.length > 4000 ? all.slice(-4000) : all,
-      logPath,
-    };
+    const all = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+    await writeFile(logPath, `$ ${command}\n${all}\n[exit ${r.exitCode ?? 'none'}${r.timedOut ? ', timed out' : ''}]\n`);
+    const result: SetupResult = { ...r, output: all.length > 4000 ? all.slice(-4000) : all, logPath };
     journal('worktree.setup', { id, command, exitCode: result.exitCode, timedOut: result.timedOut, durationMs: result.durationMs, logPath });
     return result;
   }
 
-  async function backup(input: { id: string; reason: string }): Promise<BackupResult> {
+  /** Back up task `input.id` (see the interface); `held`: the caller holds the admin lock. */
+  async function backup(input: { id: string; reason: string }, held = false): Promise<BackupResult> {
     validateId(input.id);
     const info = await repo();
     const { id, reason } = input;
     const branchRef = `refs/heads/polly/${id}`;
     const tip = await revParse(info.root, branchRef);
-    const entry = await findWorktree(info, id);
+    const entry = await findWorktree(info, id, held);
     if (!entry || entry.prunable !== null || !existsSync(entry.path)) {
       if (tip === null) throw new PollyError('not_found', `task ${id} has neither a worktree nor a branch polly/${id}; nothing to back up`);
       const ref = await createBackupRef(info, id, tip, reason);
       journal('worktree.backup', { id, reason, ref, commit: tip, files: false, note: 'worktree directory missing: only the branch commits could be kept' });
       return { ref, commit: tip, files: false };
     }
-    const cwd = entry.path;
-    const head = await revParse(cwd, 'HEAD');
-    if (head === null) throw new PollyError('git_failed', `worktree ${cwd} of task ${id} has no HEAD commit; cannot back it up`);
-    const tmp = await mkdtemp(join(tmpdir(), 'polly-backup-'));
-    try {
-      const tmpIndex = join(tmp, 'index');
-      const env = { GIT_INDEX_FILE: tmpIndex };
-      const realIndex = firstLine(await git.run(['rev-parse', '--path-format=absolute', '--git-path', 'index'], { cwd }));
-      if (existsSync(realIndex)) await copyFile(realIndex, tmpIndex);
-      else await git.run(['read-tree', 'HEAD'], { cwd, env });
-      // The staged state; an index with conflicts cannot be written as a tree: use HEAD's then.
-      const staged = await git.run(['write-tree'], { cwd, env, okExitCodes: [128] });
-      const indexTree = staged.exitCode === 0 ? firstLine(staged) : ((await revParse(cwd, 'HEAD^{tree}')) as string);
-      await git.run(['add', '--all', '--', ':/'], { cwd, env });
-      const workTree = firstLine(await git.run(['write-tree'], { cwd, env }));
-      const identity = await identityEnv(cwd);
-      const when = clock.now().toISOString();
-      const indexCommit = firstLine(await git.run(['commit-tree', indexTree, '-p', head, '-m', `polly backup of the index of ${id} (${when})`], { cwd, env: identity }));
-      const parents = ['-p', head, '-p', indexCommit];
-      if (tip !== null && tip !== head && !(await isAncestor(cwd, tip, head))) parents.push('-p', tip);
-      const message = `polly backup of ${id}: ${reason}\n\nworktree: ${cwd}\nhead: ${head}\nbranch tip: ${tip ?? '(none)'}\nat: ${when}\n`;
-      const commit = firstLine(await git.run(['commit-tree', workTree, ...parents, '-F', '-'], { cwd, env: identity, input: message }));
-      const ref = await createBackupRef(info, id, commit, reason);
-      journal('worktree.backup', { id, reason, ref, commit, files: true, head });
-      return { ref, commit, files: true };
-    } finally {
-      await rm(tmp, { recursive: true, force: true });
-    }
+    const snapshot = await snapshotWorktree(git, { id, reason, cwd: entry.path, tip, when: clock.now().toISOString(), identityEnv });
+    const ref = await createBackupRef(info, id, snapshot.commit, reason);
+    journal('worktree.backup', { id, reason, ref, commit: snapshot.commit, files: true, head: snapshot.head });
+    return { ref, commit: snapshot.commit, files: true };
   }
 
   /** The body of create(); `creating` guards against the same id twice at once in this process. */
@@ -600,7 +574,8 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         if (old === null && !existsSync(preferred)) {
           // Fresh task (the common case): add directly; any refusal from git (a stale registration
           // of the path, …) falls through to the careful path below.
-          const r = await git.run(addArgs('-b', preferred), { cwd: info.root, okExitCodes: [128] });
+          recordPollyRefWrite('local', branchRef, base.commit);
+          const r = await admin(addArgs('-b', preferred), { cwd: info.root, okExitCodes: [128] });
           if (r.exitCode === 0) return preferred;
           journal('worktree.add_retry', { id, stderr: r.stderr.trim().slice(0, 500) });
           old = await revParse(info.root, branchRef);
@@ -608,7 +583,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         let entries = await listEntries(info);
         const stale = entries.filter((e) => e.prunable !== null);
         if (stale.length > 0) {
-          await git.run(['worktree', 'prune'], { cwd: info.root });
+          await admin(['worktree', 'prune'], { cwd: info.root });
           recovered.prunedEntries = stale.map((e) => e.path);
           journal('worktree.pruned', { id, entries: recovered.prunedEntries, why: 'registered worktree directories were missing' });
           entries = await listEntries(info);
@@ -618,10 +593,10 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
           // A creation that never finished (a crash): git's own `initializing` marker (no add is
           // in flight while we hold the admin lock) or Polly's, whose process is gone. Keep what
           // it has, then clear it.
-          await git.run(['worktree', 'unlock', holder.path], { cwd: info.root });
-          const saved = existsSync(holder.path) ? await backup({ id, reason: 'interrupted worktree creation' }) : null;
-          if (existsSync(holder.path)) await git.run(['worktree', 'remove', '--force', '--force', holder.path], { cwd: info.root });
-          else await git.run(['worktree', 'prune'], { cwd: info.root });
+          await admin(['worktree', 'unlock', holder.path], { cwd: info.root });
+          const saved = existsSync(holder.path) ? await backup({ id, reason: 'interrupted worktree creation' }, true) : null;
+          if (existsSync(holder.path)) await admin(['worktree', 'remove', '--force', '--force', holder.path], { cwd: info.root });
+          else await admin(['worktree', 'prune'], { cwd: info.root });
           recovered.interrupted = { path: holder.path, backupRef: saved?.ref ?? null };
           journal('worktree.interrupted_recovered', { id, path: holder.path, backupRef: saved?.ref ?? null });
           entries = await listEntries(info);
@@ -653,7 +628,8 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
           }
         }
         const path = await choosePath(info, id, new Set(entries.map((e) => resolve(e.path))), recovered);
-        await git.run(addArgs(old === null ? '-b' : '-B', path), { cwd: info.root });
+        recordPollyRefWrite('local', branchRef, base.commit);
+        await admin(addArgs(old === null ? '-b' : '-B', path), { cwd: info.root });
         return path;
       });
       // The same step `git worktree add` runs for its checkout, on this worktree's own index.
@@ -664,7 +640,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       let submodules: string[] = [];
       if (existsSync(join(path, '.gitmodules'))) {
         // `submodule update --init` writes the shared config: admin lock.
-        await info.lock.withLock(() => git.run(['submodule', 'update', '--init', '--recursive'], { cwd: path, timeoutMs: 600_000 }));
+        await info.lock.withLock(() => admin(['submodule', 'update', '--init', '--recursive'], { cwd: path, timeoutMs: 600_000 }));
         const listed = await git.run(['submodule', 'status', '--recursive'], { cwd: path });
         submodules = listed.stdout
           .split('\n')
@@ -709,7 +685,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       }
     },
 
-    backup,
+    backup: (input) => backup(input),
 
     async remove(input) {
       validateId(input.id);
@@ -722,9 +698,9 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
             // `worktree remove` refuses populated submodules; their state is in the backup's gitlinks.
             await git.run(['submodule', 'deinit', '--all', '--force'], { cwd: entry.path });
           }
-          await git.run(['worktree', 'remove', '--force', '--force', entry.path], { cwd: info.root });
+          await admin(['worktree', 'remove', '--force', '--force', entry.path], { cwd: info.root });
         } else if (entry) {
-          await git.run(['worktree', 'prune'], { cwd: info.root });
+          await admin(['worktree', 'prune'], { cwd: info.root });
         }
       });
       const port = portsById.get(input.id);
@@ -736,12 +712,12 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     },
 
     async list() {
-      return listEntries(await repo());
+      return listLocked(await repo());
     },
 
     async reconcile(knownIds) {
       const info = await repo();
-      const entries = await listEntries(info);
+      const entries = await listLocked(info);
       const known = new Set(knownIds);
       const report: ReconcileReport = { live: [], missing: [], orphans: [], unregisteredDirs: [] };
       const byId = new Map<string, ManagedWorktree>();
@@ -782,10 +758,12 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       await git.run(['add', '--all', '--', ':/'], { cwd });
       const diff = await git.run(['diff', '--cached', '--quiet'], { cwd, okExitCodes: [1] });
       if (diff.exitCode === 0) return null;
-      const env = await identityEnv(cwd);
-      await git.run(['commit', '--quiet', '--no-verify', '--no-edit', '-F', '-'], { cwd, env, input: input.message });
+      const identity = await resolveCommitIdentity(git, cwd, options.identityEnv ?? process.env);
+      await git.run(['commit', '--quiet', '--no-verify', '--no-edit', '-F', '-'], { cwd, env: identity.env, input: input.message });
       const commit = (await revParse(cwd, 'HEAD')) as string;
-      journal('worktree.committed', { id: input.id, commit });
+      const branchRef = await git.run(['symbolic-ref', '-q', 'HEAD'], { cwd, okExitCodes: [1] });
+      if (branchRef.exitCode === 0) recordPollyRefWrite('local', firstLine(branchRef), commit);
+      journal('worktree.committed', { id: input.id, commit, identity: describeIdentity(identity) });
       return commit;
     },
   };

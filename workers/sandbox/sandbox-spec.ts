@@ -85,6 +85,9 @@ export function sandboxMounts(spec: SandboxSpec, exists: (path: string) => boole
   for (const p of spec.writable) add('rw', p);
   if (spec.gitMetadata.mode === 'worktree-admin-writable') add('rw', spec.gitMetadata.adminDir);
   for (const p of spec.readOnly) add('ro', p);
+  // The git policy (workers/git/git-policy.ts): the worktree's `.git` file sits in the writable
+  // worktree; pointed at another git dir, Polly's own `git add` would run that dir's config.
+  add('ro', `${spec.cwd.replace(/\/+$/, '')}/.git`);
   return mounts
     .map((m, i) => ({ m, i }))
     .sort((a, b) => depth(a.m.path) - depth(b.m.path) || KIND_ORDER[a.m.kind] - KIND_ORDER[b.m.kind] || a.i - b.i)

@@ -27,6 +27,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isPollyError } from '../../brain/core/errors.js';
 import { prepareGate } from '../../gate/hooks/harness-gate.js';
+import { forgeApiHostsFromBaseUrl } from '../../gate/shell/forge-http.js';
 import type { GatePolicy } from '../../gate/types.js';
 import type { WorkerTurnRequest } from '../worker-turn.js';
 import type { AgentEvent, AgentRunResult, AgentRunStatus } from '../agents/agent-adapter.js';
@@ -39,6 +40,8 @@ import type { WorkerSandboxOptions } from '../sandbox/sandbox-spec.js';
 export interface WorkerRunConfig {
   policies: GatePolicy;
   workers: AgentOptionsByHarness & WorkerSandboxOptions;
+  /** `forge.github.base_url` (GitHub Enterprise): its host is a forge API for the gate (GateContext.forgeApiHosts). */
+  forge?: { github?: { base_url?: string | null } };
 }
 
 /**
@@ -192,7 +195,8 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
     }
     const gate = await prepareGate(spec.harness, {
       role: spec.role,
-      context: spec.gateContext,
+      // HTTP writes to the configured GitHub Enterprise API get the gate's readable forge_write denial too
+      context: { ...spec.gateContext, forgeApiHosts: forgeApiHostsFromBaseUrl(spec.config.forge?.github?.base_url) },
       stateDir: spec.gateDir,
       ...(spec.journalPath !== undefined ? { journalPath: spec.journalPath } : {}),
       policy: spec.config.policies,

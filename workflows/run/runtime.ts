@@ -1,10 +1,11 @@
 /**
- * The durable workflow runtime: admitted workflows run on the registry, one work order at a time.
+ * The durable workflow runtime: admitted workflows run on a run store, one work order at a time.
  *
- * Every operation is ONE `store.update` (one atomic registry write under the lock) that emits its
- * journal lines in the same transaction, and no run state is cached in memory: an MCP server, a
- * second MCP server and the Brain may drive the same registry concurrently, and a process killed
- * at any point leaves the registry before or after a step, never inside one.
+ * Every operation is ONE `store.updateRun` of the one run it touches (one atomic, durable commit
+ * with its journal lines), and no run state is cached in memory: an MCP server, a second MCP
+ * server and the Brain may drive the same store concurrently, and a process killed at any point
+ * leaves the store before or after a step, never inside one. A step's cost does not depend on how
+ * many other runs exist; concurrent steps share a commit (group commit, `run-store.ts`).
  *
  * Semantics:
  * - Identity: run id = hash(agent area | instance area | workflow | key), the key derived from
@@ -46,7 +47,7 @@
  */
 import { PollyError, isPollyError } from '../../brain/core/errors.js';
 import type { RunRecord, WorkOrderRecord } from './run-records.js';
-import type { RunJournalEntry, RunStore, RunStoreState, RunStoreTx } from './run-store.js';
+import type { RunDraft, RunJournalEntry, RunStore, RunStoreTx } from './run-store.js';
 import { applyAction, enabledActions, initialState, isTerminal, runKey, validateInput, type RunState, type StepApplied } from './interpreter.js';
 import { runIdFor } from './run-identity.js';
 import { createOrder, idleInstruction, orderInstruction } from './work-order.js';
@@ -209,9 +210,9 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     return e as LibraryEntry & { workflow: Workflow };
   }
 
-  function getRun(reg: RunStoreState, runId: string): RunRecord {
-    const run = reg.runs[runId];
-    if (!run) throw new PollyError('not_found', `no workflow run ${JSON.stringify(runId)} in this registry. Call workflow_start to start or attach (the run id comes back from it).`, { details: { run: runId } });
+  function getRun(draft: RunDraft, runId: string): RunRecord {
+    const run = draft.run;
+    if (!run) throw new PollyError('not_found', `no workflow run ${JSON.stringify(runId)} in this store. Call workflow_start to start or attach (the run id comes back from it).`, { details: { run: runId } });
     return run;
   }
 
@@ -355,9 +356,9 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
         return { status: 'refused', run: null, order: null, code: 'bad_input', reasons: [error.message], instruction: `${error.message} Nothing was started. The run key (${wf.key ?? 'none'}) is derived from the input, so the input must be valid: pass exactly ${fields || 'no fields'}.` };
       }
       const id = runIdFor(agentArea, instanceArea, wf.name, key);
-      return store.update((draft, tx) => {
+      return store.updateRun(id, (draft, tx) => {
         const at = now();
-        const existing = draft.runs[id];
+        const existing = draft.run;
         if (existing) {
           const status: StartStatus = existing.status === 'finished' ? 'finished' : 'attached';
           const seen = offer(existing, wf, options.session, tx, at);
@@ -369,7 +370,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
           seq: 0, status: 'running', openOrder: null, completedOrders: [], outbox: [], droppedOrders: [], outcome: null,
           createdAt: at.toISOString(), updatedAt: at.toISOString(),
         };
-        draft.runs[id] = run;
+        draft.run = run;
         tx.emit('run.started', { run: id, workflow: wf.name, key, agentArea, instanceArea, input: run.input });
         const starts = enabledActions(wf, runState(run)).filter((e) => e.action === 'START');
         if (starts.length === 1) {
@@ -384,7 +385,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
 
     async claim(runId, { owner }) {
       if (!owner) throw new PollyError('bad_input', 'claim needs an owner (who holds the lease), e.g. "brain:1234".');
-      return store.update((draft, tx) => {
+      return store.updateRun(runId, (draft, tx) => {
         const run = getRun(draft, runId);
         const order = run.openOrder;
         if (run.status !== 'running' || !order) return null;
@@ -398,7 +399,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     },
 
     async report(runId, orderId, report) {
-      return store.update((draft, tx) => {
+      return store.updateRun(runId, (draft, tx) => {
         const run = getRun(draft, runId);
         const wf = entryFor(run).workflow;
         const at = now();
@@ -472,7 +473,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     },
 
     async signal(runId, action, data = {}, options = {}) {
-      return store.update((draft, tx) => {
+      return store.updateRun(runId, (draft, tx) => {
         const run = getRun(draft, runId);
         const wf = entryFor(run).workflow;
         const at = now();
@@ -494,12 +495,11 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
 
     async state(runId, options = {}) {
       if (options.session === undefined) {
-        const reg = await store.read();
-        const run = getRun(reg, runId);
+        const run = getRun({ run: await store.getRun(runId) }, runId);
         const wf = entryFor(run).workflow;
         return { run, order: run.openOrder, instruction: instructionFor(wf, run, now()), enabled: run.status === 'finished' ? [] : enabledActions(wf, runState(run)) };
       }
-      return store.update((draft, tx) => {
+      return store.updateRun(runId, (draft, tx) => {
         const run = getRun(draft, runId);
         const wf = entryFor(run).workflow;
         const seen = offer(run, wf, options.session, tx, now());
@@ -508,14 +508,12 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     },
 
     async journal(runId, afterSeq = 0) {
-      const reg = await store.read();
-      getRun(reg, runId);
-      return (await store.journal(afterSeq)).filter((e) => e.data.run === runId);
+      getRun({ run: await store.getRun(runId) }, runId);
+      return store.journal(afterSeq, { run: runId });
     },
 
     async list(filter = {}) {
-      const reg = await store.read();
-      return Object.values(reg.runs)
+      return (await store.listRuns(filter.status ? { status: filter.status } : {}))
         .filter((r) => filter.allAreas || (r.agentArea === agentArea && r.instanceArea === instanceArea))
         .filter((r) => !filter.workflow || r.workflow === filter.workflow)
         .filter((r) => !filter.status || r.status === filter.status)
@@ -523,20 +521,29 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     },
 
     async expireLeases() {
-      return store.update((draft, tx) => {
-        const at = now();
-        const out: Array<{ run: string; order: string; owner: string | null }> = [];
-        for (const run of Object.values(draft.runs)) {
-          const o = run.openOrder;
-          if (run.status !== 'running' || !o || o.leaseExpiresAt === null || new Date(o.leaseExpiresAt) > at) continue;
-          out.push({ run: run.id, order: o.id, owner: o.leasedBy });
-          tx.emit('run.lease_expired', { run: run.id, order: o.id, owner: o.leasedBy, expiredAt: o.leaseExpiresAt });
-          o.leasedBy = null;
-          o.leaseExpiresAt = null;
-          o.leaseId = null;
-        }
-        return out;
-      });
+      const at = now();
+      const expired = (r: RunRecord): boolean => {
+        const o = r.openOrder;
+        return r.status === 'running' && o !== null && o.leaseExpiresAt !== null && new Date(o.leaseExpiresAt) <= at;
+      };
+      // Candidates from a snapshot of the live runs, each re-checked inside its own update (another process may have moved it).
+      const candidates = (await store.listRuns({ status: 'running' })).filter(expired);
+      const results = await Promise.all(
+        candidates.map((c) =>
+          store.updateRun(c.id, (draft, tx) => {
+            const run = draft.run;
+            if (!run || !expired(run)) return null;
+            const o = run.openOrder!;
+            tx.emit('run.lease_expired', { run: run.id, order: o.id, owner: o.leasedBy, expiredAt: o.leaseExpiresAt });
+            const out = { run: run.id, order: o.id, owner: o.leasedBy };
+            o.leasedBy = null;
+            o.leaseExpiresAt = null;
+            o.leaseId = null;
+            return out;
+          }),
+        ),
+      );
+      return results.filter((r): r is { run: string; order: string; owner: string | null } => r !== null);
     },
   };
   return runtime;

@@ -1,0 +1,265 @@
+/**
+ * `polly doctor [--json]`: is this repository and machine ready for Polly? One check per line,
+ * each `ok` or a `problem` with what to do; exit 0 when every check is ok, 1 when any is not.
+ *
+ * Checks: the config validates; each agent CLI is found and answers `--version`; bubblewrap can
+ * start a sandbox; which git identity commits will carry; the default branch is not behind its
+ * remote-tracking branch (as of the last fetch: doctor does not touch the network); the project's
+ * test runner will not collect tests from `.worktrees/`; the acceptance commands can run here;
+ * the main checkout has no uncommitted work that worktrees would leave out.
+ */
+import { execFile, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseCommandArgs } from './args.js';
+import { writeJson, writeLine, type Command } from './command.js';
+import { loadConfig } from '../config/config.js';
+import { DEFAULT_CONFIG, type PollyConfig } from '../config/config-schema.js';
+import { commandProblems } from '../config/project-detection.js';
+import { isPollyError } from '../core/errors.js';
+import { HARNESSES } from '../core/vocabulary.js';
+import { findOnPath, resolveAgentBinary } from '../../workers/agents/agent-binary.js';
+import { describeIdentity, resolveCommitIdentity, uncommittedChanges } from '../../workers/git/commit-identity.js';
+import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
+import { findRepo } from '../../workers/git/repo.js';
+
+/** One line of the report. */
+export interface DoctorCheck {
+  /** Stable id, e.g. `config`, `agent:codex`, `sandbox`, `identity`. */
+  id: string;
+  status: 'ok' | 'problem';
+  /** What was found (a version, a path, an identity, the offending value). */
+  detail: string;
+  /** What to do, for a problem. */
+  fix?: string;
+}
+
+export interface DoctorReport {
+  repoRoot: string;
+  /** True when every check is ok. */
+  ok: boolean;
+  checks: DoctorCheck[];
+}
+
+/** Outcome of the sandbox probe (the shape of c1-sandbox's `probeSandbox`, workers/sandbox/sandbox.ts). */
+export type SandboxProbe = { ok: true; bwrap: string } | { ok: false; reason: string; fix: string };
+
+/**
+ * Can bubblewrap (https://github.com/containers/bubblewrap) start a sandbox here: `bwrap` on PATH
+ * runs `true` with a read-only root and new user, PID and network namespaces.
+ */
+export function probeBubblewrap(env: NodeJS.ProcessEnv): SandboxProbe {
+  const bwrap = findOnPath('bwrap', env.PATH);
+  if (!bwrap) return { ok: false, reason: 'bubblewrap (bwrap) is not installed', fix: 'install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)' };
+  const r = spawnSync(bwrap, ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-user', '--unshare-pid', '--unshare-net', '--die-with-parent', 'true'], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
+  if (r.status === 0) return { ok: true, bwrap };
+  const why = (r.stderr || r.error?.message || `exit ${r.status}`).trim().split('\n')[0];
+  return {
+    ok: false,
+    reason: `${bwrap} cannot create a sandbox: ${why}`,
+    fix: 'allow unprivileged user namespaces for bwrap (e.g. an AppArmor profile for bwrap on Ubuntu 24.04, or kernel.unprivileged_userns_clone=1), or run Polly in a VM/container that allows them',
+  };
+}
+
+function run(binary: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number | null; out: string; error: string | null }> {
+  return new Promise((resolve) => {
+    execFile(binary, args, { env, timeout: timeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
+      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : null) : 0;
+      resolve({ code, out: `${stdout}${stderr}`.trim(), error: error && code === null ? error.message : null });
+    });
+  });
+}
+
+async function agentChecks(config: PollyConfig, env: NodeJS.ProcessEnv, cwd: string): Promise<DoctorCheck[]> {
+  return Promise.all(
+    HARNESSES.map(async (h): Promise<DoctorCheck> => {
+      const configured = config.workers[h].command;
+      const binary = resolveAgentBinary(h, { command: configured }, env, cwd);
+      if (!binary.includes('/') || !existsSync(binary)) {
+        return {
+          id: `agent:${h}`,
+          status: 'problem',
+          detail: `${configured} not found (PATH and Polly's node_modules/.bin)`,
+          fix: `install the ${h} CLI, or set workers.${h}.command in .polly/config.yaml to its path`,
+        };
+      }
+      const r = await run(binary, ['--version'], env, 30_000);
+      if (r.code !== 0)
+        return {
+          id: `agent:${h}`,
+          status: 'problem',
+          detail: `${binary} --version failed: ${r.error ?? r.out.split('\n')[0] ?? `exit ${r.code}`}`,
+          fix: `run "${binary} --version" yourself and fix what it says`,
+        };
+      return { id: `agent:${h}`, status: 'ok', detail: `${binary}: ${r.out.split('\n')[0]}` };
+    }),
+  );
+}
+
+/** The default branch: what `origin/HEAD` names, else the main checkout's current branch. */
+async function defaultBranch(git: GitRunner, root: string): Promise<string | null> {
+  const head = await git.run(['symbolic-ref', '--quiet', '--short', 'refs/remotes/origin/HEAD'], { cwd: root, okExitCodes: [1, 128] });
+  if (head.exitCode === 0 && firstLine(head)) return firstLine(head).replace(/^origin\//, '');
+  const current = await git.run(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: root, okExitCodes: [1, 128] });
+  return current.exitCode === 0 ? firstLine(current) : null;
+}
+
+async function behindCheck(git: GitRunner, root: string): Promise<DoctorCheck> {
+  const branch = await defaultBranch(git, root);
+  if (!branch)
+    return {
+      id: 'default-branch',
+      status: 'problem',
+      detail: 'no default branch: origin/HEAD is not set and HEAD is detached',
+      fix: 'run "git remote set-head origin --auto", or check out your default branch',
+    };
+  const upstream = `refs/remotes/origin/${branch}`;
+  const has = await git.run(['rev-parse', '--verify', '--quiet', upstream], { cwd: root, okExitCodes: [1] });
+  if (has.exitCode !== 0) return { id: 'default-branch', status: 'ok', detail: `${branch} (no origin/${branch} to compare with)` };
+  const counts = firstLine(await git.run(['rev-list', '--left-right', '--count', `${branch}...${upstream}`], { cwd: root }));
+  const [ahead, behind] = counts.split(/\s+/).map(Number);
+  if ((behind ?? 0) > 0) {
+    return {
+      id: 'default-branch',
+      status: 'problem',
+      detail: `${branch} is ${behind} commit(s) behind origin/${branch} (as of the last fetch)`,
+      fix: `update it before planning: git pull --ff-only (worktrees start from the local ${branch})`,
+    };
+  }
+  return { id: 'default-branch', status: 'ok', detail: `${branch} is up to date with origin/${branch} as of the last fetch${ahead ? ` (${ahead} ahead)` : ''}` };
+}
+
+const RUNNER_CONFIGS: Record<string, RegExp> = { vitest: /^(vitest|vite)\.config\.[cm]?[jt]s$/, jest: /^jest\.config\.[cm]?[jt]s(on)?$/ };
+
+/**
+ * Vitest's default `exclude` is `**\/node_modules/**` and `**\/.git/**` (https://vitest.dev/config/#exclude)
+ * and Jest's `testPathIgnorePatterns` is `/node_modules/` (https://jestjs.io/docs/configuration#testpathignorepatterns-arraystring):
+ * both collect the test files of every worktree under `.worktrees/` unless their config names it.
+ * Go (`./...` skips directories starting with `.`), pytest (`norecursedirs` has `.*`) and cargo do not.
+ */
+function worktreeVisibilityCheck(root: string): DoctorCheck {
+  const pkgText = existsSync(join(root, 'package.json')) ? readFileSync(join(root, 'package.json'), 'utf8') : null;
+  if (pkgText === null) return { id: 'worktrees-visible', status: 'ok', detail: 'no JavaScript test runner that would collect tests from .worktrees/' };
+  const files = readdirSync(root);
+  const seen: string[] = [];
+  for (const [runner, pattern] of Object.entries(RUNNER_CONFIGS)) {
+    if (!new RegExp(`"${runner}"`).test(pkgText)) continue;
+    const configs = files.filter((f) => pattern.test(f));
+    const mentions = configs.some((f) => readFileSync(join(root, f), 'utf8').includes('.worktrees')) || (runner === 'jest' && pkgText.includes('.worktrees'));
+    if (!mentions) seen.push(`${runner}${configs.length > 0 ? ` (${configs.join(', ')})` : ''}`);
+  }
+  if (seen.length === 0) return { id: 'worktrees-visible', status: 'ok', detail: 'the test runners exclude .worktrees/ or do not look there' };
+  return {
+    id: 'worktrees-visible',
+    status: 'problem',
+    detail: `${seen.join(', ')} will also run the tests of every worker worktree under .worktrees/`,
+    fix: 'exclude it: vitest test.exclude [...configDefaults.exclude, "**/.worktrees/**"]; jest testPathIgnorePatterns ["/node_modules/", "/.worktrees/"]',
+  };
+}
+
+/**
+ * Run every check for the repository containing `cwd`.
+ * @param probe  the sandbox probe (default {@link probeBubblewrap}); a parameter so tests can give a machine without one.
+ * @throws PollyError `not_a_git_repo` outside a repository. A bad config is a problem line, not an error.
+ */
+export async function runDoctor(cwd: string, env: NodeJS.ProcessEnv, probe: (env: NodeJS.ProcessEnv) => SandboxProbe = probeBubblewrap): Promise<DoctorReport> {
+  const repo = await findRepo(cwd, env);
+  const git = createGitRunner({ baseEnv: env });
+  const checks: DoctorCheck[] = [];
+  let config: PollyConfig | null = null;
+  try {
+    config = await loadConfig(repo.root);
+    checks.push({
+      id: 'config',
+      status: 'ok',
+      detail: existsSync(join(repo.pollyDir, 'config.yaml')) ? '.polly/config.yaml is valid' : 'no .polly/config.yaml: the defaults apply (polly init writes one)',
+    });
+  } catch (error) {
+    if (!isPollyError(error, 'config_invalid')) throw error;
+    checks.push({ id: 'config', status: 'problem', detail: error.message });
+  }
+  const effective = config ?? DEFAULT_CONFIG;
+  checks.push(...(await agentChecks(effective, env, repo.root)));
+  const sandbox = probe(env);
+  checks.push(
+    sandbox.ok ? { id: 'sandbox', status: 'ok', detail: `bubblewrap works (${sandbox.bwrap})` } : { id: 'sandbox', status: 'problem', detail: sandbox.reason, fix: sandbox.fix },
+  );
+  const identity = await resolveCommitIdentity(git, repo.root, env);
+  const fallback = identity.author.source === 'polly fallback' || identity.committer.source === 'polly fallback';
+  checks.push({
+    id: 'identity',
+    status: fallback ? 'problem' : 'ok',
+    detail: `commits by ${describeIdentity(identity)}`,
+    ...(fallback ? { fix: 'git config user.name "Your Name" && git config user.email you@example.com (or export GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL)' } : {}),
+  });
+  checks.push(await behindCheck(git, repo.root));
+  checks.push(worktreeVisibilityCheck(repo.root));
+  const problems = commandProblems(repo.root, effective.acceptance.commands);
+  checks.push(
+    problems.length === 0
+      ? {
+          id: 'acceptance',
+          status: 'ok',
+          detail:
+            effective.acceptance.commands.length > 0
+              ? `acceptance.commands can run here: ${effective.acceptance.commands.join('; ')}`
+              : 'acceptance.commands is empty: each plan task names its own',
+        }
+      : {
+          id: 'acceptance',
+          status: 'problem',
+          detail: problems.map((p) => `"${p.command}" needs ${p.missing}`).join('; '),
+          fix: 'set acceptance.commands in .polly/config.yaml to commands this project has (polly init detects them in a fresh repository)',
+        },
+  );
+  const changes = await uncommittedChanges(git, repo.root);
+  checks.push(
+    changes.length === 0
+      ? { id: 'uncommitted', status: 'ok', detail: 'no uncommitted changes in the main checkout' }
+      : {
+          id: 'uncommitted',
+          status: 'problem',
+          detail: `${changes.length} uncommitted change(s) that no worktree will get: ${changes.slice(0, 10).join(', ')}${changes.length > 10 ? ', …' : ''}`,
+          fix: 'commit (or stash) them before a run if the workers need them',
+        },
+  );
+  return { repoRoot: repo.root, ok: checks.every((c) => c.status === 'ok'), checks };
+}
+
+export const command: Command = {
+  summary: 'check this repository and machine for Polly (config, agents, sandbox, git)',
+  usage: `Usage: polly doctor [--json]
+
+Checks, one line each (ok, or PROBLEM with what to do):
+  config              .polly/config.yaml validates (unknown keys, wrong types)
+  agent:<harness>     claude, codex and pi are found and answer --version
+  sandbox             bubblewrap can start a sandbox on this machine
+  identity            the git identity Polly's commits will carry, and where it comes from
+  default-branch      the default branch is not behind origin (as of the last fetch)
+  worktrees-visible   vitest/jest will not run the tests of .worktrees/*
+  acceptance          acceptance.commands can run in this repository
+  uncommitted         no uncommitted work in the main checkout (worktrees start from a commit)
+
+Options:
+  --json   print {repoRoot, ok, checks: [{id, status, detail, fix?}]}
+
+Exit codes: 0 every check ok; 1 a problem found; 2 not in a git repository or a bad flag.`,
+  async run(argv, io) {
+    const args = parseCommandArgs('doctor', argv, { json: { type: 'boolean' } }, 0);
+    const report = await runDoctor(io.cwd, io.env);
+    if (args.values.json) writeJson(io.stdout, report);
+    else {
+      writeLine(io.stdout, `Polly doctor for ${report.repoRoot}`);
+      for (const c of report.checks) {
+        writeLine(io.stdout, `  ${c.status === 'ok' ? 'ok     ' : 'PROBLEM'} ${c.id}: ${c.detail}`);
+        if (c.fix) writeLine(io.stdout, `          fix: ${c.fix}`);
+      }
+      const n = report.checks.filter((c) => c.status !== 'ok').length;
+      writeLine(io.stdout, n === 0 ? 'All checks passed.' : `${n} problem(s) found.`);
+    }
+    return report.ok ? 0 : 1;
+  },
+};

@@ -1,0 +1,86 @@
+/**
+ * `polly resume [PLAN-ID] [--yes] [--json] [--detach]`: after a stop or a crash of the Brain (and of
+ * the `polly run`/`polly goal` that followed it), start the Brain again and follow the plan's
+ * existing tasks to the end. The Brain re-attaches: it adopts workers that still run, claims the
+ * same open work orders (tools are idempotent per order id), and never opens a second PR for a task.
+ */
+import { parseCommandArgs } from './args.js';
+import { writeJson, writeLine, type Command, type CommandIO } from './command.js';
+import { PollyError } from '../core/errors.js';
+import { followGoal, formatSummary, goalSummary } from './follow-goal.js';
+import { decidePlan } from '../plan/plan-gate.js';
+import { ensureBrain } from '../process/daemon.js';
+import { reconcileDeadBrain, resumablePlans } from '../process/resume.js';
+import { openRepoContext, type RepoContext } from './repo-context.js';
+
+/**
+ * Follow an existing plan's goal to its end: approve a pending plan with `yes`, start the Brain when
+ * none runs, print the summary (table or JSON).
+ * @returns the exit code: 0 when the goal is done, 1 otherwise.
+ */
+export async function followExisting(ctx: RepoContext, planId: string, goalId: string, yes: boolean, json: boolean, detach: boolean, io: CommandIO): Promise<number> {
+  const plan = (await ctx.store.read()).plans[planId];
+  if (plan?.gate === 'pending' && yes) await decidePlan(ctx.store, ctx.config, planId, 'approve', { by: 'polly --yes' });
+  const afterSeq = (await ctx.store.journal()).at(-1)?.seq ?? 0;
+  const brain = await ensureBrain(ctx.store, ctx.repo.root, ctx.repo.pollyDir, io.env);
+  if (detach) {
+    if (json) writeJson(io.stdout, { plan: planId, goal: goalId, brainPid: brain.pid });
+    else writeLine(io.stdout, `plan ${planId} resumed (Brain pid ${brain.pid}); follow with polly status`);
+    return 0;
+  }
+  const interactive = Boolean((io.stdin as NodeJS.ReadStream).isTTY);
+  const final = await followGoal({
+    store: ctx.store,
+    config: ctx.config,
+    repoRoot: ctx.repo.root,
+    pollyDir: ctx.repo.pollyDir,
+    goalId,
+    afterSeq,
+    yes,
+    interactive,
+    io,
+    brainPid: brain.pid,
+  });
+  const rows = goalSummary(await ctx.store.read(), goalId, await ctx.store.journal());
+  if (json) writeJson(io.stdout, { plan: planId, goal: goalId, status: final.status, tasks: rows });
+  else for (const l of formatSummary(rows)) writeLine(io.stdout, l);
+  return final.status === 'done' ? 0 : 1;
+}
+
+export const command: Command = {
+  summary: 'resume a plan after the Brain stopped or crashed',
+  usage: `Usage: polly resume [PLAN-ID] [--yes] [--json] [--detach]
+
+Start the Brain again (unless one runs) and follow a plan's existing tasks to the end. Workers
+that still run are adopted, open work orders are claimed again (never repeated), and no task
+gets a second PR. Without PLAN-ID: every approved plan with unfinished tasks. "polly run" on the
+same plan file does the same.
+
+  --yes     approve the plan if it still waits at the plan gate
+  --json    print {plan, goal, status, tasks} as JSON
+  --detach  return once the Brain runs
+
+Exit codes: 0 every task ready (or nothing to resume); 1 a task failed; 2 bad input.`,
+  async run(argv, io) {
+    const { values, positionals } = parseCommandArgs('resume', argv, { yes: { type: 'boolean' }, json: { type: 'boolean' }, detach: { type: 'boolean' } }, 1);
+    const ctx = await openRepoContext(io.cwd, io.env);
+    const dead = await reconcileDeadBrain(ctx.store);
+    if (dead !== null) io.stderr.write(`[polly] the Brain (pid ${dead}) is gone; its work resumes\n`);
+    const reg = await ctx.store.read();
+    const wanted = positionals[0];
+    const plans = wanted ? [reg.plans[wanted]].filter((p) => p !== undefined) : resumablePlans(reg);
+    if (wanted && plans.length === 0) throw new PollyError('not_found', `polly resume: no plan ${wanted}. List plans with polly plan list.`, { details: { plan: wanted } });
+    if (plans.length === 0) {
+      if (values.json) writeJson(io.stdout, { resumed: [] });
+      else writeLine(io.stdout, 'nothing to resume: no approved plan has unfinished tasks');
+      return 0;
+    }
+    let code = 0;
+    for (const plan of plans) {
+      if (!plan.goalId) continue;
+      io.stderr.write(`[polly] resuming plan ${plan.id} (goal ${plan.goalId})\n`);
+      code = Math.max(code, await followExisting(ctx, plan.id, plan.goalId, Boolean(values.yes), Boolean(values.json), Boolean(values.detach), io));
+    }
+    return code;
+  },
+};

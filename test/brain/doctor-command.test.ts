@@ -1,0 +1,105 @@
+// `polly doctor` through the real CLI on fixture repositories: all good (exit 0), and each
+// problem reported on a fixture that has it (exit 1): a misspelt config key, a missing agent CLI,
+// a sandbox that cannot start, no git identity, a default branch behind its remote, vitest that
+// would run the worktrees' tests, an acceptance command that cannot run, uncommitted work.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { probeBubblewrap, runDoctor, type DoctorReport } from '../../brain/commands/doctor.js';
+import { createTestRepo, git, gitTestEnv } from '../helpers/git-repo.js';
+import { ensureBuilt } from '../helpers/registry-build.js';
+import { runCli } from '../helpers/registry-cli.js';
+
+const byId = (r: DoctorReport) => Object.fromEntries(r.checks.map((c) => [c.id, c]));
+const workingSandbox = () => ({ ok: true as const, bwrap: '/usr/bin/bwrap' });
+const NODE = { 'README.md': '# t\n', 'package.json': `${JSON.stringify({ name: 't', scripts: { test: 'node --test' } })}\n` };
+
+describe('polly doctor', () => {
+  beforeAll(() => ensureBuilt(), 120_000);
+
+  it('a healthy repository: every check ok, exit 0; --json lists the checks', () => {
+    const repo = createTestRepo(NODE);
+    repo.git(['config', 'user.name', 'Repo User']);
+    repo.git(['config', 'user.email', 'repo@example.org']);
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    repo.commitAll('polly init');
+    const r = runCli(['doctor', '--json'], repo.dir);
+    const report = JSON.parse(r.stdout) as DoctorReport;
+    const problems = report.checks.filter((c) => c.status !== 'ok');
+    // The sandbox line depends on this machine; everything else must be ok here.
+    expect(
+      problems.filter((c) => c.id !== 'sandbox'),
+      r.stdout,
+    ).toEqual([]);
+    expect(report.checks.map((c) => c.id)).toEqual([
+      'config',
+      'agent:claude-code',
+      'agent:codex',
+      'agent:pi',
+      'sandbox',
+      'identity',
+      'default-branch',
+      'worktrees-visible',
+      'acceptance',
+      'uncommitted',
+    ]);
+    expect(byId(report)['agent:claude-code']!.detail).toMatch(/claude: \d+\.\d+/);
+    expect(byId(report).identity!.detail).toBe('commits by Polly Test <polly-test@example.invalid> (from environment)');
+    expect(r.code).toBe(problems.length === 0 ? 0 : 1);
+    const human = runCli(['doctor'], repo.dir);
+    expect(human.stdout).toContain('ok      config: .polly/config.yaml is valid');
+  });
+
+  it('reports each problem on a fixture that has it, and exits 1', async () => {
+    const repo = createTestRepo({ ...NODE, 'package.json': `${JSON.stringify({ name: 't', scripts: { test: 'vitest run' }, devDependencies: { vitest: '4' } })}\n` });
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    const config = join(repo.dir, '.polly/config.yaml');
+    // behind: origin/main gets a commit the local main does not have
+    const other = join(repo.root, 'other');
+    git(repo.root, ['clone', '-q', repo.remote, other]);
+    writeFileSync(join(other, 'upstream.txt'), 'u\n');
+    git(other, ['add', '-A']);
+    git(other, ['commit', '-q', '-m', 'upstream']);
+    git(other, ['push', '-q', 'origin', 'main']);
+    repo.git(['fetch', '-q', 'origin']);
+    repo.git(['remote', 'set-head', 'origin', 'main']);
+    // uncommitted work, a misspelt key, an acceptance command that cannot run, a missing CLI
+    repo.write('src.js', 'wip\n');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('max_attempts:', 'max_atempts:'));
+    // Polly drops GIT_CONFIG_GLOBAL with the other GIT_*: an empty HOME keeps this machine's identity out.
+    const env: NodeJS.ProcessEnv = { ...gitTestEnv(), PATH: '/usr/bin:/bin', HOME: repo.root, XDG_CONFIG_HOME: repo.root };
+    for (const k of ['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL']) delete env[k];
+    const noSandbox = () => ({ ok: false as const, reason: 'bubblewrap (bwrap) is not installed', fix: 'install it' });
+    const report = await runDoctor(repo.dir, env, noSandbox);
+    const c = byId(report);
+    expect(report.ok).toBe(false);
+    expect(c.config).toMatchObject({ status: 'problem' });
+    expect(c.config!.detail).toContain('acceptance.max_atempts: unknown key "max_atempts"');
+    expect(c.sandbox).toMatchObject({ status: 'problem', detail: 'bubblewrap (bwrap) is not installed' });
+    expect(c.identity).toMatchObject({ status: 'problem', detail: "commits by Polly <polly@localhost> (Polly's fallback: set user.name and user.email with git config)" });
+    expect(c['default-branch']).toMatchObject({ status: 'problem', detail: 'main is 1 commit(s) behind origin/main (as of the last fetch)' });
+    expect(c['worktrees-visible']).toMatchObject({ status: 'problem' });
+    expect(c['worktrees-visible']!.detail).toContain('vitest will also run the tests of every worker worktree under .worktrees/');
+    expect(c.uncommitted!.detail).toContain('src.js');
+    expect(c.uncommitted!.status).toBe('problem');
+
+    // with config valid again: an acceptance command that cannot run, and a configured CLI that does not exist
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8').replace('max_atempts:', 'max_attempts:').replace('- npm test', '- cargo test').replace('command: pi', 'command: /nonexistent/pi'),
+    );
+    const again = byId(await runDoctor(repo.dir, env, workingSandbox));
+    expect(again.config!.status).toBe('ok');
+    expect(again.acceptance).toMatchObject({ status: 'problem', detail: '"cargo test" needs Cargo.toml' });
+    expect(again['agent:pi']).toMatchObject({ status: 'problem', detail: "/nonexistent/pi not found (PATH and Polly's node_modules/.bin)" });
+    expect(again.sandbox!.status).toBe('ok');
+
+    const cli = runCli(['doctor'], repo.dir);
+    expect(cli.code).toBe(1);
+    expect(cli.stdout).toContain('PROBLEM default-branch: main is 1 commit(s) behind origin/main');
+  });
+
+  it('the bubblewrap probe answers with a reason and a fix when bwrap is not on PATH', () => {
+    expect(probeBubblewrap({ PATH: '/nonexistent' })).toMatchObject({ ok: false, reason: 'bubblewrap (bwrap) is not installed' });
+  });
+});

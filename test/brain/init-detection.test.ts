@@ -1,0 +1,114 @@
+// `polly init` fits acceptance.commands and worktrees.setup to the project it finds (npm, pnpm,
+// yarn, Python, Go, Rust, make), says so on stderr; and the command check dispatch runs before an
+// agent attempt refuses programs that cannot run in the repository.
+import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../brain/config/config.js';
+import { commandProblems, detectProject } from '../../brain/config/project-detection.js';
+import { createTestRepo } from '../helpers/git-repo.js';
+import { ensureBuilt } from '../helpers/registry-build.js';
+import { runCli } from '../helpers/registry-cli.js';
+
+function dirWith(files: Record<string, string>): string {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'polly-detect-')));
+  for (const [p, c] of Object.entries(files)) writeFileSync(join(dir, p), c);
+  return dir;
+}
+
+const pkg = (scripts: Record<string, string>, deps: Record<string, string> = {}) => JSON.stringify({ name: 'x', version: '1.0.0', scripts, devDependencies: deps });
+
+describe('detectProject', () => {
+  it('npm: npm ci only with package-lock.json; npm install without a lockfile; no setup without dependencies', () => {
+    expect(detectProject(dirWith({ 'package.json': pkg({ test: 'vitest run' }, { vitest: '4' }), 'package-lock.json': '{}' }))).toMatchObject({
+      acceptanceCommands: ['npm test'],
+      setup: 'npm ci --prefer-offline --no-audit --no-fund',
+    });
+    const noLock = detectProject(dirWith({ 'package.json': pkg({ test: 'nyc mocha' }, { nyc: '17', mocha: '10' }) }));
+    expect(noLock.setup).toBe('npm install --no-package-lock --prefer-offline --no-audit --no-fund');
+    expect(noLock.ecosystems[0]!.notes.join(' ')).toContain('no lockfile');
+    expect(detectProject(dirWith({ 'package.json': pkg({ test: 'node --test' }) }))).toMatchObject({ acceptanceCommands: ['npm test'], setup: null });
+    // npm init's placeholder test script always fails: it is not a test command
+    expect(detectProject(dirWith({ 'package.json': pkg({ test: 'echo "Error: no test specified" && exit 1' }) })).acceptanceCommands).toEqual([]);
+  });
+
+  it('pnpm and yarn by their lockfiles', () => {
+    expect(detectProject(dirWith({ 'package.json': pkg({ test: 't' }, { a: '1' }), 'pnpm-lock.yaml': '' }))).toMatchObject({
+      acceptanceCommands: ['pnpm test'],
+      setup: 'pnpm install --frozen-lockfile',
+    });
+    expect(detectProject(dirWith({ 'package.json': pkg({ test: 't' }, { a: '1' }), 'yarn.lock': '' }))).toMatchObject({
+      acceptanceCommands: ['yarn test'],
+      setup: 'yarn install --frozen-lockfile',
+    });
+    expect(detectProject(dirWith({ 'package.json': pkg({ test: 't' }, { a: '1' }), 'yarn.lock': '', '.yarnrc.yml': '' })).setup).toBe('yarn install --immutable');
+  });
+
+  it('Python, Go, Rust, and a Makefile test target', () => {
+    expect(detectProject(dirWith({ 'pyproject.toml': '[project]\nname = "x"\n' }))).toMatchObject({ acceptanceCommands: ['python -m pytest'], setup: null });
+    expect(detectProject(dirWith({ 'setup.cfg': '[metadata]\n', 'uv.lock': '' }))).toMatchObject({ acceptanceCommands: ['python -m pytest'], setup: 'uv sync' });
+    expect(detectProject(dirWith({ 'tox.ini': '[tox]\n' })).ecosystems.map((e) => e.kind)).toEqual(['python']);
+    expect(detectProject(dirWith({ 'go.mod': 'module x\n\ngo 1.22\n' }))).toMatchObject({ acceptanceCommands: ['go test ./...'], setup: null });
+    expect(detectProject(dirWith({ 'Cargo.toml': '[package]\nname = "x"\n' }))).toMatchObject({ acceptanceCommands: ['cargo test'], setup: null });
+    expect(detectProject(dirWith({ 'go.mod': 'module x\n', Makefile: 'VAR := 1\nbuild:\n\tgo build\ntest: build\n\tgo test ./...\n' })).acceptanceCommands).toEqual(['make test']);
+    // `test :=` is a variable, not a target
+    expect(detectProject(dirWith({ 'go.mod': 'module x\n', Makefile: 'test := 1\nall:\n\ttrue\n' })).acceptanceCommands).toEqual(['go test ./...']);
+    expect(detectProject(dirWith({ 'README.md': '# x\n' }))).toEqual({ ecosystems: [], acceptanceCommands: [], setup: null });
+  });
+});
+
+describe('commandProblems (checked before an agent attempt is spent)', () => {
+  it('names the missing manifest, script or target; passes what may run', () => {
+    const py = dirWith({ 'pyproject.toml': '' });
+    expect(commandProblems(py, ['npm test', 'python -m pytest', 'CI=1 cargo test', 'go test ./...', 'make test', 'go version'])).toEqual([
+      { command: 'npm test', missing: 'package.json' },
+      { command: 'CI=1 cargo test', missing: 'Cargo.toml' },
+      { command: 'go test ./...', missing: 'go.mod' },
+      { command: 'make test', missing: 'a Makefile' },
+    ]);
+    const node = dirWith({ 'package.json': pkg({ test: 'node --test', lint: 'x' }), Makefile: 'check:\n\ttrue\n' });
+    expect(commandProblems(node, ['npm test', 'npm run lint', 'npm run typecheck && npm test', 'make check', 'make test', 'node --test'])).toEqual([
+      { command: 'npm run typecheck && npm test', missing: 'the "typecheck" script in package.json' },
+      { command: 'make test', missing: 'the "test" target in the Makefile' },
+    ]);
+  });
+});
+
+describe('polly init in real repositories', () => {
+  beforeAll(() => ensureBuilt(), 120_000);
+
+  const cases: Array<{ name: string; files: Record<string, string>; commands: string[]; setup: string | null; detected: string }> = [
+    {
+      name: 'npm',
+      files: { 'package.json': pkg({ test: 'vitest run' }, { vitest: '4' }), 'package-lock.json': '{}' },
+      commands: ['npm test'],
+      setup: 'npm ci --prefer-offline --no-audit --no-fund',
+      detected: 'detected npm (package.json, package-lock.json)',
+    },
+    {
+      name: 'Python',
+      files: { 'pyproject.toml': '[project]\nname = "x"\n', 'tests/test_x.py': '' },
+      commands: ['python -m pytest'],
+      setup: null,
+      detected: 'detected python (pyproject.toml)',
+    },
+    { name: 'Go', files: { 'go.mod': 'module example.com/x\n\ngo 1.22\n' }, commands: ['go test ./...'], setup: null, detected: 'detected go (go.mod)' },
+    { name: 'Rust', files: { 'Cargo.toml': '[package]\nname = "x"\nversion = "0.1.0"\n' }, commands: ['cargo test'], setup: null, detected: 'detected rust (Cargo.toml)' },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: writes fitting acceptance.commands and worktrees.setup and says what it detected`, () => {
+      const repo = createTestRepo(c.files);
+      const r = runCli(['init'], repo.dir);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain(c.detected);
+      expect(r.stderr).toContain(`acceptance.commands: ${JSON.stringify(c.commands)}`);
+      const text = readFileSync(join(repo.dir, '.polly/config.yaml'), 'utf8');
+      expect(text.split('\n')[0]).toMatch(/^# yaml-language-server: \$schema=.*schemas\/config\.schema\.json$/);
+      const config = parseConfig(text, 'config.yaml');
+      expect(config.acceptance.commands).toEqual(c.commands);
+      expect(config.worktrees.setup).toBe(c.setup);
+      expect(commandProblems(repo.dir, config.acceptance.commands)).toEqual([]);
+    });
+  }
+});

@@ -1,0 +1,21 @@
+/** The sandbox refusal reader (brain/task-tools/sandbox-refusals.ts) on captured tool output. */
+import { describe, expect, it } from 'vitest';
+import { refusalLines, refusalReason, turnRefusals } from '../../brain/task-tools/sandbox-refusals.js';
+
+describe('sandbox refusals', () => {
+  it('keeps the distinct EROFS lines git, the shell and node print, and nothing else', () => {
+    const git = "fatal: update_ref failed for ref 'refs/heads/main': cannot lock ref 'refs/heads/main': Unable to create '/r/.git/refs/heads/main.lock': Read-only file system";
+    const sh = 'attack.sh: 13: cannot create /r/.git/hooks/post-commit: Read-only file system';
+    const node = "Error: EROFS: read-only file system, open '/r/PWNED'";
+    expect(refusalLines([`ok\n${git}\n${sh}\n${git}`, 'all good'])).toEqual([git, sh]);
+    expect(refusalLines([node])).toEqual([node]);
+    expect(refusalLines(Array.from({ length: 9 }, (_, i) => `x${i}: Read-only file system`))).toHaveLength(5);
+    expect(
+      turnRefusals([
+        { type: 'tool_result', id: '1', isError: true, output: sh },
+        { type: 'text', text: 'I will now write Read-only file system into my reply' },
+      ]),
+    ).toEqual([sh]);
+    expect(refusalReason('acceptance', [sh])).toBe(`sandbox refused a write outside the worktree during acceptance: ${sh}`);
+  });
+});

@@ -1,0 +1,55 @@
+// `polly try`: a scripted two-task plan on a fixture repository with the real claude and pi CLIs
+// and no API key in the environment; config.yaml is put back byte for byte afterwards.
+import { execFile } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { git, gitTestEnv } from '../helpers/git-repo.js';
+import { ensureBuilt } from '../helpers/registry-build.js';
+
+const cli = join(process.cwd(), 'dist/brain/cli.js');
+const demo = join(process.cwd(), 'scripts/demo');
+
+// The demo's plan with pi (not codex) as the second implementer: two tasks, two vendors, cross-reviewed.
+const PLAN = readFileSync(join(demo, 'plan.yaml'), 'utf8').replace('    worker: codex\n', '    worker: pi\n');
+
+describe('polly try', () => {
+  beforeAll(() => ensureBuilt(), 120_000);
+
+  it('runs a scripted two-task plan on a fixture repository with no API key, and restores the config', async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), 'polly-try-')));
+    const repo = join(root, 'stats');
+    const origin = join(root, 'origin.git');
+    cpSync(join(demo, 'sample-project'), repo, { recursive: true });
+    git(root, ['init', '-q', '--bare', '-b', 'main', origin]);
+    git(repo, ['init', '-q', '-b', 'main']);
+    git(repo, ['add', '-A']);
+    git(repo, ['commit', '-q', '-m', 'initial']);
+    git(repo, ['remote', 'add', 'origin', origin]);
+    git(repo, ['push', '-q', '-u', 'origin', 'main']);
+    const env: NodeJS.ProcessEnv = gitTestEnv();
+    for (const k of Object.keys(env)) if (/API_KEY|BASE_URL|_TOKEN$/.test(k)) delete env[k];
+    const run = promisify(execFile);
+    await run(process.execPath, [cli, 'init'], { cwd: repo, env });
+    const configBefore = readFileSync(join(repo, '.polly/config.yaml'), 'utf8');
+    const plan = join(root, 'plan.yaml');
+    writeFileSync(plan, PLAN);
+
+    const r = await run(process.execPath, [cli, 'try', plan, '--script', join(demo, 'workers-script.yaml'), '--yes', '--json'], { cwd: repo, env, timeout: 420_000 }).catch(
+      (e: { code: number; stdout: string; stderr: string }) => e,
+    );
+    const out = JSON.parse(r.stdout) as { admitted: boolean; status: string; tasks: Array<{ key?: string; id: string; status: string; worker: string }> };
+    expect(out.admitted, r.stderr).toBe(true);
+    expect(out.tasks.map((t) => [t.worker, t.status]).sort(), r.stderr).toEqual([
+      ['claude-code', 'ready'],
+      ['pi', 'ready'],
+    ]);
+    expect(r.stderr).toContain('no API key is used');
+    expect(r.stderr).toContain('[polly] commits by Polly Test <polly-test@example.invalid> (from environment)');
+    expect(readFileSync(join(repo, '.polly/config.yaml'), 'utf8')).toBe(configBefore);
+    // Polly never merges: main is where it was; both task branches are on origin
+    expect(git(origin, ['branch', '--list', 'polly/*']).split('\n').length).toBe(2);
+  }, 480_000);
+});

@@ -1,0 +1,149 @@
+/**
+ * Issue 13, item 3: the ref guard, on real repositories with a bare origin. What a worker without a
+ * sandbox can do to refs and git metadata is done with plain git; the guard lists exactly that,
+ * ignores the task's own branch and Polly's own writes, and puts everything back.
+ */
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createGitRunner } from '../../workers/git/git.js';
+import { createRefGuard, describeChanges, diffSnapshots, localRemotePath, recordPollyRefWrite } from '../../workers/git/ref-guard.js';
+import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
+import { createTestRepo, git } from '../helpers/git-repo.js';
+
+const ISOLATED = { GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' };
+
+describe('ref guard', () => {
+  it('sees moved, created and deleted refs (local and on a path origin), HEAD and metadata files; restores them; keeps the overwritten values', async () => {
+    const repo = createTestRepo({ 'README.md': '# r\n' });
+    git(repo.dir, ['tag', 'v1']);
+    git(repo.dir, ['branch', 'feature']);
+    git(repo.dir, ['push', '-q', 'origin', 'feature', 'v1']);
+    const runner = createGitRunner({ env: ISOLATED });
+    const wt = await createWorktreeManager({ repoRoot: repo.dir, git: runner }).create({ id: 'g1', baseBranch: 'main' });
+    const guard = createRefGuard({ git: runner, repoRoot: repo.dir });
+    const before = await guard.snapshot();
+    const main0 = before.local['refs/heads/main']!;
+    expect(before.remotes).toEqual([expect.objectContaining({ name: 'origin', path: repo.remote, skipped: null })]);
+    const config0 = readFileSync(join(repo.dir, '.git', 'config'), 'utf8');
+
+    // The attack, as a worker with plain git would do it from its worktree.
+    writeFileSync(join(wt.path, 'x.txt'), 'x\n');
+    git(wt.path, ['add', '-A']);
+    git(wt.path, ['commit', '-q', '-m', 'worker commit on its own branch']);
+    const own = git(wt.path, ['rev-parse', 'HEAD']);
+    const evil = git(wt.path, ['commit-tree', `${own}^{tree}`, '-p', main0, '-m', 'evil']);
+    git(wt.path, ['update-ref', 'refs/heads/main', evil]);
+    git(wt.path, ['update-ref', '-d', 'refs/tags/v1']);
+    git(wt.path, ['branch', 'sneaky', evil]);
+    git(wt.path, ['push', '-q', '--force', 'origin', `${evil}:refs/heads/main`, ':refs/heads/feature']);
+    writeFileSync(join(repo.dir, '.git', 'hooks', 'post-commit'), '#!/bin/sh\necho pwned\n');
+    chmodSync(join(repo.dir, '.git', 'hooks', 'post-commit'), 0o755);
+    writeFileSync(join(repo.dir, '.git', 'config'), `${config0}[core]\n\tsshCommand = /tmp/evil\n`);
+    const gitFile0 = readFileSync(join(wt.path, '.git'), 'utf8');
+    writeFileSync(join(wt.path, '.git'), 'gitdir: /tmp/a-git-dir-of-the-workers\n');
+
+    const after = await guard.snapshot(before.remotes);
+    const changes = diffSnapshots(before, after, { allowLocal: ['refs/heads/polly/g1'] });
+    const names = changes.map((c) => `${c.scope} ${c.kind} ${c.name} ${c.old === null ? 'created' : c.new === null ? 'deleted' : 'changed'}`).sort();
+    expect(names).toEqual(
+      [
+        'local file config changed',
+        `local file ${join(wt.path, '.git')} changed`,
+        'local file hooks/post-commit created',
+        'local ref refs/heads/main changed',
+        'local ref refs/heads/sneaky created',
+        'local ref refs/tags/v1 deleted',
+        'remote:origin ref refs/heads/feature deleted',
+        'remote:origin ref refs/heads/main changed',
+      ].sort(),
+    );
+    expect(describeChanges(changes)).toContain(`refs/heads/main changed, ${main0.slice(0, 12)} → ${evil.slice(0, 12)}`);
+    expect(describeChanges(changes)).toContain(`origin: refs/heads/feature deleted`);
+
+    const report = await guard.restore(before, changes);
+    expect(report.failed).toEqual([]);
+    expect(report.restored).toHaveLength(changes.length);
+    expect(git(repo.dir, ['rev-parse', 'refs/heads/main'])).toBe(main0);
+    expect(git(repo.dir, ['rev-parse', 'refs/tags/v1'])).toBe(before.local['refs/tags/v1']);
+    expect(git(repo.dir, ['for-each-ref', 'refs/heads/sneaky'])).toBe('');
+    expect(git(repo.remote, ['rev-parse', 'refs/heads/main'])).toBe(main0);
+    expect(git(repo.remote, ['rev-parse', 'refs/heads/feature'])).toBe(before.remotes[0]!.refs!['refs/heads/feature']);
+    expect(existsSync(join(repo.dir, '.git', 'hooks', 'post-commit'))).toBe(false);
+    expect(readFileSync(join(repo.dir, '.git', 'config'), 'utf8')).toBe(config0);
+    expect(readFileSync(join(wt.path, '.git'), 'utf8')).toBe(gitFile0);
+    // The task's own branch is left as the worker made it; the overwritten values are kept.
+    expect(git(repo.dir, ['rev-parse', 'refs/heads/polly/g1'])).toBe(own);
+    expect(report.quarantined.length).toBeGreaterThanOrEqual(3);
+    expect(git(repo.dir, ['for-each-ref', '--format=%(objectname)', 'refs/polly/quarantine/']).split('\n')).toContain(evil);
+    // After restoring, nothing differs from the first snapshot but the allowed branch and the quarantine.
+    const again = diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: ['refs/heads/polly/g1'] });
+    expect(again.filter((c) => !c.name.startsWith('refs/polly/quarantine/'))).toEqual([]);
+  });
+
+  it("does not count Polly's own writes to a sibling task's refs (parallel tasks), but does count a worker's", async () => {
+    const repo = createTestRepo();
+    const runner = createGitRunner({ env: ISOLATED });
+    const manager = createWorktreeManager({ repoRoot: repo.dir, git: runner });
+    const a = await manager.create({ id: 'pa', baseBranch: 'main' });
+    const guard = createRefGuard({ git: runner, repoRoot: repo.dir });
+    const before = await guard.snapshot();
+    // Polly, for task pb, while pa's turn runs: a worktree, a commit and a backup ref.
+    const b = await manager.create({ id: 'pb', baseBranch: 'main' });
+    writeFileSync(join(b.path, 'b.txt'), 'b\n');
+    await manager.commitAll({ id: 'pb', message: 'pb\n' });
+    await manager.backup({ id: 'pb', reason: 'test' });
+    expect(diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: ['refs/heads/polly/pa'] })).toEqual([]);
+    // A worker of pa moves pb's branch to a commit Polly never wrote.
+    const forged = git(a.path, ['commit-tree', 'HEAD^{tree}', '-m', 'forged']);
+    git(a.path, ['update-ref', 'refs/heads/polly/pb', forged]);
+    const changes = diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: ['refs/heads/polly/pa'] });
+    expect(changes.map((c) => [c.name, c.new])).toEqual([['refs/heads/polly/pb', forged]]);
+    // The ledger is per ref and value: recording a different value does not excuse this one.
+    recordPollyRefWrite('local', 'refs/heads/polly/pb', '0'.repeat(40));
+    expect(diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [] }).map((c) => c.name)).toContain('refs/heads/polly/pb');
+  });
+
+  it('lists path remotes and skips network remotes, saying why', () => {
+    expect(localRemotePath('/srv/origin.git', '/r')).toBe('/srv/origin.git');
+    expect(localRemotePath('../origin.git', '/w/r')).toBe('/w/origin.git');
+    expect(localRemotePath('file:///srv/o.git', '/r')).toBe('/srv/o.git');
+    expect(localRemotePath('https://github.com/o/r.git', '/r')).toBeNull();
+    expect(localRemotePath('git@github.com:o/r.git', '/r')).toBeNull();
+    expect(localRemotePath('ssh://git@github.com/o/r.git', '/r')).toBeNull();
+  });
+
+  it('costs little per turn on a repository with 1,000 refs (two snapshots and a diff)', async () => {
+    const repo = createTestRepo();
+    const head = repo.git(['rev-parse', 'HEAD']);
+    const lines = Array.from({ length: 1000 }, (_, i) => `create refs/heads/b${String(i).padStart(4, '0')} ${head}`).join('\n');
+    const { execFileSync } = await import('node:child_process');
+    execFileSync('git', ['update-ref', '--stdin'], { cwd: repo.dir, input: `${lines}\n`, env: { ...process.env, ...ISOLATED } });
+    execFileSync('git', ['push', '-q', 'origin', 'refs/heads/*:refs/heads/*'], { cwd: repo.dir, env: { ...process.env, ...ISOLATED } });
+    const runner = createGitRunner({ env: ISOLATED });
+    const guard = createRefGuard({ git: runner, repoRoot: repo.dir });
+    await guard.snapshot(); // warm
+    const times: number[] = [];
+    const baseline: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      // Baseline in the same run: one git spawn through the same runner.
+      const b0 = performance.now();
+      await runner.run(['rev-parse', 'HEAD'], { cwd: repo.dir });
+      baseline.push(performance.now() - b0);
+      const t0 = performance.now();
+      const before = await guard.snapshot();
+      const after = await guard.snapshot(before.remotes);
+      expect(diffSnapshots(before, after)).toEqual([]);
+      times.push(performance.now() - t0);
+    }
+    expect(Object.keys((await guard.snapshot()).local).length).toBeGreaterThanOrEqual(1001);
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+    const ratio = median(times) / median(baseline);
+    process.stderr.write(
+      `ref guard per turn (2 snapshots + diff, 1,000 refs local and on origin): median ${median(times).toFixed(1)} ms of 7; one git spawn (baseline): ${median(baseline).toFixed(1)} ms; ratio ${ratio.toFixed(1)}\n`,
+    );
+    // Five git calls per turn (remotes, local and origin refs, twice less the cached remotes) and a
+    // diff of 2,000 entries: well under fifteen bare spawns, whatever the machine's load.
+    expect(ratio).toBeLessThan(15);
+  });
+});

@@ -1,0 +1,346 @@
+/**
+ * The ref guard: refs and git metadata are compared around every agent turn and every acceptance
+ * run, so a ref a worker moved (by any means: a script, `/usr/bin/git`, an interpreter, git's own
+ * `rebase --exec`) is caught even where no sandbox exists (`workers.allow_unconfined`).
+ *
+ * A snapshot holds:
+ * - every local ref (`git for-each-ref`, loose and packed alike) except remote-tracking refs
+ *   (`refs/remotes/`: caches that any fetch rewrites; the remote itself is compared instead), and
+ *   what the main checkout's `HEAD` points to;
+ * - for each remote whose URL is a path on this machine (a bare `origin` next to the repository,
+ *   `file://…`), every ref of that repository, read with `for-each-ref` in it (no upload-pack is
+ *   run, so a `remote.<name>.uploadpack` a worker wrote cannot run either). Network remotes
+ *   (GitHub over https/ssh) are not listed: a listing per turn costs a round trip and needs
+ *   credentials that Polly keeps away from workers, and a sandboxed worker has no route to them
+ *   (only the model endpoint is reachable); they are recorded as skipped, with the reason;
+ * - the content of the git files that make git run programs or say where things are: the common
+ *   `config`, every `worktrees/<name>/config.worktree`, every file under `hooks/`, and each linked
+ *   worktree's `.git` file (keyed by its absolute path).
+ *
+ * {@link diffSnapshots} (pure) lists what changed, minus the refs the caller allows (the task's own
+ * branch) and minus what Polly itself wrote in the meantime ({@link recordPollyRefWrite}: parallel
+ * tasks commit, back up and push their own refs while another task's turn runs). The guard's
+ * `restore` puts the old values back (local refs with `update-ref <ref> <old> <new>`, a compare-and-
+ * swap; remote refs in the remote repository the same way; files rewritten or deleted), after
+ * keeping every value it overwrites under `refs/polly/quarantine/<stamp>/…` so nothing is lost
+ * (the user may have committed on `main` during the turn: the commit stays reachable there).
+ *
+ * Cost: two `for-each-ref` calls per snapshot plus a few small file reads (measured on a repository
+ * with 1,000 refs: see `npm run bench -- ref-guard`).
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { firstLine, type GitRunner } from './git.js';
+
+/** Where a ref lives: the repository itself, or the repository of a path remote. */
+export type RefScope = 'local' | `remote:${string}`;
+
+/** A remote whose refs the snapshot holds, or why not. */
+export interface RemoteSnapshot {
+  name: string;
+  url: string;
+  /** Absolute path of the remote repository when it is on this machine; else null. */
+  path: string | null;
+  /** ref → object id; null when the remote was not listed (see `skipped`). */
+  refs: Record<string, string> | null;
+  /** Why the remote was not listed (network remote, missing path), else null. */
+  skipped: string | null;
+}
+
+export interface RefSnapshot {
+  /** ISO-8601 time the snapshot was taken. */
+  takenAt: string;
+  /** Local ref → object id (no `refs/remotes/`). */
+  local: Record<string, string>;
+  /** What the main checkout's HEAD is: `ref: refs/heads/main` or an object id. */
+  head: string;
+  remotes: RemoteSnapshot[];
+  /** Path relative to the common git dir → base64 content. */
+  files: Record<string, string>;
+  /** Absolute common git dir the snapshot was taken of. */
+  commonDir: string;
+}
+
+/** One change between two snapshots. `old`/`new` are object ids (refs) or short content hashes (files); null: absent. */
+export interface RefChange {
+  kind: 'ref' | 'head' | 'file';
+  scope: RefScope;
+  /** Ref name, `HEAD`, or the file's path relative to the common git dir. */
+  name: string;
+  old: string | null;
+  new: string | null;
+}
+
+/** What `restore` did with each change. */
+export interface RestoreReport {
+  restored: RefChange[];
+  /** Changes that could not be undone, each with the reason. */
+  failed: Array<{ change: RefChange; reason: string }>;
+  /** Quarantine refs keeping the values that were overwritten or deleted. */
+  quarantined: string[];
+}
+
+export interface RefGuard {
+  /**
+   * Take a snapshot of the repository (see the module doc).
+   * @param knownRemotes  the remotes of an earlier snapshot: the after-snapshot reads the same
+   *   remote paths even if a worker rewrote `remote.<name>.url`.
+   * @throws PollyError `git_failed` when git cannot list the refs.
+   */
+  snapshot(knownRemotes?: RemoteSnapshot[]): Promise<RefSnapshot>;
+  /**
+   * Undo `changes` (from {@link diffSnapshots} of `before` and a later snapshot). Files first (so
+   * git runs with the trusted config again), then refs. Never throws for a change it cannot undo:
+   * it is reported in `failed`.
+   */
+  restore(before: RefSnapshot, changes: readonly RefChange[]): Promise<RestoreReport>;
+}
+
+export interface RefGuardOptions {
+  git: GitRunner;
+  /** The repository's main checkout. */
+  repoRoot: string;
+  clock?: { now(): Date };
+}
+
+/** One write Polly itself made to a ref (so another task's guard does not count it). */
+interface LedgerEntry {
+  scope: 'local' | 'remote';
+  ref: string;
+  oid: string | null;
+  at: number;
+}
+
+const ledger: LedgerEntry[] = [];
+const LEDGER_MAX = 4096;
+
+/**
+ * Record that Polly itself set `ref` to `oid` (null: deleted), locally or on a remote. Called by
+ * the worktree manager, the push tool and the local forge after each ref write. Process-wide:
+ * the Brain process runs every task tool of a repository.
+ */
+export function recordPollyRefWrite(scope: 'local' | 'remote', ref: string, oid: string | null): void {
+  ledger.push({ scope, ref, oid, at: Date.now() });
+  if (ledger.length > LEDGER_MAX) ledger.splice(0, ledger.length - LEDGER_MAX);
+}
+
+function pollyWrote(scope: RefScope, ref: string, oid: string | null, since: number): boolean {
+  const kind = scope === 'local' ? 'local' : 'remote';
+  // Slack of 1 s: a write recorded just before the snapshot's timestamp was taken.
+  return ledger.some((e) => e.scope === kind && e.ref === ref && e.oid === oid && e.at >= since - 1000);
+}
+
+export interface DiffOptions {
+  /** Local refs the worker may move (the task's own branch, e.g. `refs/heads/polly/t1`). */
+  allowLocal?: readonly string[];
+  /** Also accept changes Polly recorded with {@link recordPollyRefWrite}. Default true. */
+  useLedger?: boolean;
+}
+
+/** The changes from `before` to `after`, minus the allowed ones. Pure but for the process-wide ledger. */
+export function diffSnapshots(before: RefSnapshot, after: RefSnapshot, options: DiffOptions = {}): RefChange[] {
+  const allow = new Set(options.allowLocal ?? []);
+  const since = Date.parse(before.takenAt);
+  const useLedger = options.useLedger ?? true;
+  const out: RefChange[] = [];
+  const compareRefs = (scope: RefScope, a: Record<string, string>, b: Record<string, string>) => {
+    for (const name of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      const old = a[name] ?? null;
+      const now = b[name] ?? null;
+      if (old === now) continue;
+      if (scope === 'local' && allow.has(name)) continue;
+      if (useLedger && pollyWrote(scope, name, now, since)) continue;
+      out.push({ kind: 'ref', scope, name, old, new: now });
+    }
+  };
+  compareRefs('local', before.local, after.local);
+  if (before.head !== after.head) out.push({ kind: 'head', scope: 'local', name: 'HEAD', old: before.head, new: after.head });
+  for (const r of before.remotes) {
+    const later = after.remotes.find((x) => x.name === r.name);
+    if (r.refs === null) continue;
+    compareRefs(`remote:${r.name}`, r.refs, later?.refs ?? {});
+  }
+  for (const name of new Set([...Object.keys(before.files), ...Object.keys(after.files)])) {
+    const old = before.files[name] ?? null;
+    const now = after.files[name] ?? null;
+    // A worktree's `.git` file appears and disappears with the worktree (Polly adds and removes
+    // worktrees of parallel tasks); only a rewritten one counts.
+    if (isAbsolute(name) && (old === null || now === null)) continue;
+    if (old !== now) out.push({ kind: 'file', scope: 'local', name, old: old === null ? null : shortHash(old), new: now === null ? null : shortHash(now) });
+  }
+  return out;
+}
+
+/** `ref, old → new` lines for a task's reason and the journal (object ids shortened to 12). */
+export function describeChanges(changes: readonly RefChange[]): string {
+  const short = (v: string | null) => (v === null ? '(none)' : v.startsWith('ref: ') ? v.slice(5) : v.slice(0, 12));
+  return changes
+    .map((c) => {
+      const where = c.scope === 'local' ? '' : `${c.scope.slice('remote:'.length)}: `;
+      const what = c.kind === 'file' && !isAbsolute(c.name) ? `.git/${c.name}` : c.name;
+      const verb = c.old === null ? 'created' : c.new === null ? 'deleted' : 'changed';
+      return `${where}${what} ${verb}, ${short(c.old)} → ${short(c.new)}`;
+    })
+    .join('; ');
+}
+
+function shortHash(base64: string): string {
+  // FNV-1a over the content: a stable short label for a file's content in messages.
+  let h = 0x811c9dc5;
+  for (let i = 0; i < base64.length; i++) {
+    h ^= base64.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return `content:${h.toString(16).padStart(8, '0')}`;
+}
+
+/** The path of a remote URL on this machine, or null for a network URL. */
+export function localRemotePath(url: string, repoRoot: string): string | null {
+  if (url.startsWith('file://')) return fileURLToPath(url);
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(url)) return null; // https://, ssh://, git://
+  if (/^[^/]+@[^/:]+:/.test(url) || /^[A-Za-z0-9.-]+:(?!\/\/)/.test(url)) return null; // scp-like user@host:path
+  return isAbsolute(url) ? url : resolve(repoRoot, url);
+}
+
+/** Create the ref guard of one repository. */
+export function createRefGuard(options: RefGuardOptions): RefGuard {
+  const { git, repoRoot } = options;
+  const clock = options.clock ?? { now: () => new Date() };
+  let commonDirPromise: Promise<string> | null = null;
+  const commonDir = () => (commonDirPromise ??= git.run(['rev-parse', '--path-format=absolute', '--git-common-dir'], { cwd: repoRoot }).then((r) => firstLine(r)));
+
+  async function listRefs(cwd: string): Promise<Record<string, string>> {
+    const r = await git.run(['for-each-ref', '--format=%(objectname) %(refname)'], { cwd });
+    const out: Record<string, string> = {};
+    for (const line of r.stdout.split('\n')) {
+      const sp = line.indexOf(' ');
+      if (sp > 0) out[line.slice(sp + 1)] = line.slice(0, sp);
+    }
+    return out;
+  }
+
+  async function remotesOf(): Promise<RemoteSnapshot[]> {
+    const r = await git.run(['config', '--get-regexp', '^remote\\..*\\.url$'], { cwd: repoRoot, okExitCodes: [1] });
+    const out: RemoteSnapshot[] = [];
+    for (const line of r.stdout.split('\n')) {
+      const m = /^remote\.(.+)\.url (.*)$/.exec(line.trim());
+      if (!m) continue;
+      const path = localRemotePath(m[2]!, repoRoot);
+      out.push({ name: m[1]!, url: m[2]!, path, refs: null, skipped: null });
+    }
+    return out;
+  }
+
+  function readFiles(dir: string): Record<string, string> {
+    const files: Record<string, string> = {};
+    const add = (rel: string) => {
+      const p = join(dir, rel);
+      try {
+        if (statSync(p).isFile()) files[rel] = readFileSync(p).toString('base64');
+      } catch {
+        // absent
+      }
+    };
+    add('config');
+    for (const sub of ['hooks', 'worktrees']) {
+      const d = join(dir, sub);
+      if (!existsSync(d)) continue;
+      for (const name of readdirSync(d).sort()) {
+        if (sub === 'hooks') add(`hooks/${name}`);
+        else {
+          add(`worktrees/${name}/config.worktree`);
+          // The worktree's `.git` file (`gitdir: …`), which lives in the writable worktree: a
+          // worker pointing it at a git dir of its own would have Polly's `git add` run that
+          // dir's config (filters, …). Keyed by its absolute path.
+          try {
+            const gitFile = readFileSync(join(d, name, 'gitdir'), 'utf8').trim();
+            if (isAbsolute(gitFile) && statSync(gitFile).isFile()) files[gitFile] = readFileSync(gitFile).toString('base64');
+          } catch {
+            // no gitdir file, or the worktree is gone
+          }
+        }
+      }
+    }
+    return files;
+  }
+
+  return {
+    async snapshot(knownRemotes) {
+      const takenAt = clock.now().toISOString();
+      const dir = await commonDir();
+      const files = readFiles(dir);
+      // The local listing and each remote's run in parallel (one git process each).
+      const [local, remotes] = await Promise.all([
+        listRefs(repoRoot),
+        (async () => {
+          const list = (knownRemotes ?? (await remotesOf())).map((r) => ({ ...r, refs: null as Record<string, string> | null, skipped: null as string | null }));
+          await Promise.all(
+            list.map(async (r) => {
+              if (r.path === null) r.skipped = `network remote (${r.url}): not listed per turn; workers have no credentials and, in the sandbox, no route to it`;
+              else if (!existsSync(r.path)) r.skipped = `remote path ${r.path} does not exist`;
+              else r.refs = await listRefs(r.path);
+            }),
+          );
+          return list;
+        })(),
+      ]);
+      for (const name of Object.keys(local)) if (name.startsWith('refs/remotes/')) delete local[name];
+      const headFile = join(dir, 'HEAD');
+      const head = existsSync(headFile) ? readFileSync(headFile, 'utf8').trim() : '';
+      return { takenAt, local, head, remotes, files, commonDir: dir };
+    },
+
+    async restore(before, changes) {
+      const report: RestoreReport = { restored: [], failed: [], quarantined: [] };
+      const stamp = clock.now().toISOString().replace(/[-:.]/g, '');
+      // Files first: later git calls then run with the trusted config and hooks.
+      for (const c of changes.filter((x) => x.kind === 'file')) {
+        const p = isAbsolute(c.name) ? c.name : join(before.commonDir, c.name);
+        try {
+          const old = before.files[c.name];
+          if (old === undefined) rmSync(p, { force: true });
+          else {
+            mkdirSync(dirname(p), { recursive: true });
+            writeFileSync(p, Buffer.from(old, 'base64'));
+          }
+          report.restored.push(c);
+        } catch (error) {
+          report.failed.push({ change: c, reason: (error as Error).message });
+        }
+      }
+      for (const c of changes.filter((x) => x.kind !== 'file')) {
+        if (c.kind === 'head') {
+          report.failed.push({ change: c, reason: "the main checkout's HEAD is not moved back by Polly (its files would not follow); check out the branch again yourself" });
+          continue;
+        }
+        const remote = c.scope === 'local' ? null : before.remotes.find((r) => `remote:${r.name}` === c.scope);
+        const cwd = remote ? remote.path : repoRoot;
+        if (!cwd) {
+          report.failed.push({ change: c, reason: `no local path for ${c.scope}` });
+          continue;
+        }
+        try {
+          if (c.new !== null) {
+            const q = `refs/polly/quarantine/${stamp}/${c.scope === 'local' ? 'local' : c.scope.slice('remote:'.length)}/${c.name.replace(/^refs\//, '')}`;
+            // In this repository: the objects the worker wrote exist here (a push to a path
+            // remote copied them from here). Keeps the overwritten value reachable.
+            const have = await git.run(['cat-file', '-e', `${c.new}^{object}`], { cwd: repoRoot, okExitCodes: [1, 128] });
+            if (have.exitCode === 0) {
+              await git.run(['update-ref', '-m', 'polly ref guard: quarantine', q, c.new, ''], { cwd: repoRoot });
+              recordPollyRefWrite('local', q, c.new);
+              report.quarantined.push(q);
+            }
+          }
+          const args = c.old === null ? ['update-ref', '-d', c.name, c.new ?? ''] : ['update-ref', '-m', 'polly ref guard: restore', c.name, c.old, c.new ?? ''];
+          await git.run(args, { cwd });
+          recordPollyRefWrite(c.scope === 'local' ? 'local' : 'remote', c.name, c.old);
+          report.restored.push(c);
+        } catch (error) {
+          report.failed.push({ change: c, reason: (error as Error).message.split('\n')[0] ?? 'update-ref failed' });
+        }
+      }
+      return report;
+    },
+  };
+}
