@@ -29,7 +29,10 @@ export async function checkMergeability(git: GitRunner, cwd: string, input: { ba
   const r = await git.run(['merge-tree', '--write-tree', '--name-only', '--no-messages', input.baseCommit, input.headCommit], { cwd, okExitCodes: [1] });
   const lines = r.stdout.split('\n').map((l) => l.trim());
   if (!/^[0-9a-f]{40,64}$/.test(lines[0] ?? '')) {
-    throw new PollyError('git_failed', `git merge-tree gave no tree for ${input.headCommit} into ${input.baseCommit} in ${cwd}: ${(r.stderr || r.stdout).trim().slice(0, 300)}. Polly needs git 2.38 or newer.`);
+    throw new PollyError(
+      'git_failed',
+      `git merge-tree gave no tree for ${input.headCommit} into ${input.baseCommit} in ${cwd}: ${(r.stderr || r.stdout).trim().slice(0, 300)}. Polly needs git 2.38 or newer.`,
+    );
   }
   const files = r.exitCode === 1 ? [...new Set(lines.slice(1).filter((l) => l !== ''))].sort() : [];
   return { state: r.exitCode === 1 ? 'conflicts' : 'clean', files, baseCommit: input.baseCommit, headCommit: input.headCommit };

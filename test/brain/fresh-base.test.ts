@@ -69,10 +69,14 @@ describe('fresh base', () => {
     expect(task!.baseBranch).toBeNull();
     const runner = toolRunner(s, { forge, supervisor: noAgents, config: testConfig(null), agentEnv: {} });
     let prepared: TaskRecord | null = null;
-    await runner.run(async (ctx) => {
-      prepared = (await ensureWorktree(ctx)).task;
-      return { outcome: 'ok', note: 'worktree ready' };
-    }, task!.id, 'o1');
+    await runner.run(
+      async (ctx) => {
+        prepared = (await ensureWorktree(ctx)).task;
+        return { outcome: 'ok', note: 'worktree ready' };
+      },
+      task!.id,
+      'o1',
+    );
     const t = prepared as unknown as TaskRecord;
     expect(t.baseBranch).toBe('main');
     expect(t.baseCommit).toBe(merged);
@@ -90,7 +94,7 @@ describe('fresh base', () => {
     const s = createPrStepSetting({ 'README.md': '# r\n' });
     const human = humanClone(s);
     git(human, ['switch', '-q', '-c', 'release/1.x']);
-    commitIn(human, { 'VERSION': '1.4.2\n' }, 'release 1.4.2');
+    commitIn(human, { VERSION: '1.4.2\n' }, 'release 1.4.2');
     git(human, ['push', '-q', 'origin', 'release/1.x']);
     const releaseTip = git(human, ['rev-parse', 'HEAD']);
 
@@ -100,12 +104,16 @@ describe('fresh base', () => {
     const forge = createLocalForge({ repoRoot: s.repo.dir, store: s.store });
     const runner = toolRunner(s, { forge, supervisor: noAgents, config: testConfig(null), agentEnv: {} });
     let worktree = '';
-    await runner.run(async (ctx) => {
-      const { task: t } = await ensureWorktree(ctx);
-      expect(t.baseCommit).toBe(releaseTip);
-      worktree = t.worktree!;
-      return { outcome: 'ok', note: 'worktree ready' };
-    }, task!.id, 'o1');
+    await runner.run(
+      async (ctx) => {
+        const { task: t } = await ensureWorktree(ctx);
+        expect(t.baseCommit).toBe(releaseTip);
+        worktree = t.worktree!;
+        return { outcome: 'ok', note: 'worktree ready' };
+      },
+      task!.id,
+      'o1',
+    );
     // No local release/1.x exists: nothing is behind, nothing to warn about.
     expect(runner.progress.filter((l) => l.includes('warning'))).toEqual([]);
     const head = commitIn(worktree, { 'b.txt': 'b\n' }, 't1: implement');
@@ -130,10 +138,14 @@ describe('fresh base', () => {
     const forge = createLocalForge({ repoRoot: s.repo.dir, store: s.store });
     const runner = toolRunner(s, { forge, supervisor: noAgents, config: testConfig(null), agentEnv: {} });
     let base: string | null = null;
-    await runner.run(async (ctx) => {
-      base = (await ensureWorktree(ctx)).task.baseCommit;
-      return { outcome: 'ok', note: 'worktree ready' };
-    }, task!.id, 'o1');
+    await runner.run(
+      async (ctx) => {
+        base = (await ensureWorktree(ctx)).task.baseCommit;
+        return { outcome: 'ok', note: 'worktree ready' };
+      },
+      task!.id,
+      'o1',
+    );
     expect(base).toBe(s.repo.git(['rev-parse', 'local-only']));
     const warnings = runner.progress.filter((l) => l.includes('warning'));
     expect(warnings).toHaveLength(1);
