@@ -14,16 +14,28 @@ import type { LocalPullRequest } from '../registry/registry-schema.js';
 import { createFileRegistryStore } from '../registry/registry-store.js';
 import { findRepo } from '../../workers/git/repo.js';
 import { formatTable } from './table.js';
+import { pullRequestStatus, type PullRequestStatus } from '../forge/pr-status.js';
+import type { Registry } from '../registry/registry-schema.js';
+
+/** The status of `pr` with its task's last acceptance results from `registry`. */
+function statusOf(pr: LocalPullRequest, registry: Registry): PullRequestStatus {
+  return pullRequestStatus(pr, pr.taskId ? (registry.tasks[pr.taskId]?.checks ?? []) : []);
+}
 
 const USAGE = `Usage: polly pr list [--all] [--json]
        polly pr show <number> [--json]
        polly pr diff <number> [--json]
+       polly pr comment <number> [--file <path> [--line <n>]] "<text>" [--json]
+       polly pr request-changes <number> [--file <path> [--line <n>]] "<text>" [--json]
        polly pr sync [--json]
 
 Pull requests on the local forge (recorded in .polly/registry.json, branches on origin).
   list   open PRs (draft or ready); --all includes merged and closed ones
   show   one PR: state, branches, commits, body, reviews and their line comments
   diff   what the PR changes: git diff <base>...<head> (after a merge: from the base it was opened on)
+  comment          add a comment to the PR (on one line of a file with --file/--line: the new
+                   side of the diff); journaled as pr.feedback
+  request-changes  ask for changes, the same way; the PR's REVIEW becomes changes_requested
   sync   notice human merges now: merged tasks become done and their worktrees are removed
          after a backup under refs/polly/backup/ (a running Brain does this every 30 s)
 
@@ -31,8 +43,13 @@ Polly never merges: review the diff, then merge with git (merge, fast-forward, s
 rebase) and push; Polly notices and marks the PR merged.
 
 Options:
-  --json   machine output: list → [{number, state, title, head, base, headCommit, taskId, url}],
-           show → the PR record with url, diff → {number, diff}
+  --json   machine output: list → [{number, state, title, head, base, headCommit, taskId, url,
+           review, checks, conflicts, conflictFiles}], show → the PR record with url and status,
+           diff → {number, diff}, comment/request-changes → {number, id, event}
+
+  list shows each open PR's REVIEW (changes_requested|approved|commented|none), CHECKS (the
+  task's acceptance commands: passing|failing|none) and CONFLICTS (clean|conflicts|unknown:
+  Polly merges the head into the base's current tip in memory, git merge-tree, on every read).
 
 Exit codes: 0 ok; 1 unknown PR number or not initialised; 2 bad arguments.`;
 
@@ -45,14 +62,15 @@ function parseNumber(raw: string | undefined, sub: string): number {
   return n;
 }
 
-async function openLocalForge(cwd: string, env: NodeJS.ProcessEnv): Promise<LocalForge> {
+async function openLocalForge(cwd: string, env: NodeJS.ProcessEnv): Promise<LocalForge & { readRegistry(): Promise<Registry> }> {
   const repo = await findRepo(cwd, env);
   if (!existsSync(repo.pollyDir)) {
     throw new PollyError('not_initialized', `Polly is not initialised in ${repo.root} (no .polly/ directory). Run "polly init" there first.`, {
       details: { repoRoot: repo.root },
     });
   }
-  return createLocalForge({ repoRoot: repo.root, store: createFileRegistryStore(repo.pollyDir) });
+  const store = createFileRegistryStore(repo.pollyDir);
+  return Object.assign(createLocalForge({ repoRoot: repo.root, store }), { readRegistry: () => store.read() });
 }
 
 /** The human-readable lines of one PR (pure). */
@@ -83,10 +101,12 @@ export const command: Command = {
       const args = parseCommandArgs('pr list', rest, { json: { type: 'boolean' }, all: { type: 'boolean' } }, 0);
       const forge = await openLocalForge(io.cwd, io.env);
       const records = await forge.records({ state: args.values.all ? 'all' : 'open' });
+      const registry = await forge.readRegistry();
+      const status = new Map(records.map((p) => [p.number, statusOf(p, registry)]));
       if (args.values.json) {
         writeJson(
           io.stdout,
-          records.map((p) => ({ number: p.number, state: p.state, title: p.title, head: p.head, base: p.base, headCommit: p.headCommit, taskId: p.taskId, url: localPullRequestUrl(p.number) })),
+          records.map((p) => ({ number: p.number, state: p.state, title: p.title, head: p.head, base: p.base, headCommit: p.headCommit, taskId: p.taskId, url: localPullRequestUrl(p.number), ...status.get(p.number) })),
         );
       } else if (records.length === 0) {
         writeLine(io.stdout, args.values.all ? 'no pull requests' : 'no open pull requests (polly pr list --all shows merged and closed ones)');
@@ -95,7 +115,9 @@ export const command: Command = {
           { header: '#', value: (p: LocalPullRequest) => p.number },
           { header: 'STATE', value: (p) => p.state },
           { header: 'BRANCH', value: (p) => `${p.head} → ${p.base}`, max: 50 },
-          { header: 'REVIEWS', value: (p) => p.reviews.length },
+          { header: 'REVIEW', value: (p) => status.get(p.number)!.review },
+          { header: 'CHECKS', value: (p) => status.get(p.number)!.checks },
+          { header: 'CONFLICTS', value: (p) => { const st = status.get(p.number)!; return st.conflicts === 'conflicts' ? `conflicts: ${st.conflictFiles.join(',')}` : st.conflicts; }, max: 40 },
           { header: 'TITLE', value: (p) => p.title, max: 60 },
         ], records)) writeLine(io.stdout, line);
       }
@@ -107,13 +129,38 @@ export const command: Command = {
       const forge = await openLocalForge(io.cwd, io.env);
       if (sub === 'show') {
         const pr = await forge.record(number);
-        if (args.values.json) writeJson(io.stdout, { ...pr, url: localPullRequestUrl(number) });
-        else for (const line of formatPullRequest(pr)) writeLine(io.stdout, line);
+        const st = statusOf(pr, await forge.readRegistry());
+        if (args.values.json) writeJson(io.stdout, { ...pr, url: localPullRequestUrl(number), status: st });
+        else {
+          for (const line of formatPullRequest(pr)) writeLine(io.stdout, line);
+          writeLine(io.stdout, '');
+          writeLine(io.stdout, `review: ${st.review}   checks: ${st.checks}   conflicts: ${st.conflicts}${st.conflictFiles.length ? ` (${st.conflictFiles.join(', ')})` : ''}`);
+        }
       } else {
         const diff = await forge.diff(number);
         if (args.values.json) writeJson(io.stdout, { number, diff });
         else io.stdout.write(diff);
       }
+      return 0;
+    }
+    if (sub === 'comment' || sub === 'request-changes') {
+      const args = parseCommandArgs(`pr ${sub}`, rest, { json: { type: 'boolean' }, file: { type: 'string' }, line: { type: 'string' } }, 2);
+      const number = parseNumber(args.positionals[0], sub);
+      const body = args.positionals[1];
+      if (body === undefined || body.trim() === '') {
+        throw new PollyError('bad_input', `polly pr ${sub}: missing the text. Usage: polly pr ${sub} <number> "what should change".`);
+      }
+      const values = args.values as { json?: boolean; file?: string; line?: string };
+      let line: number | undefined;
+      if (values.line !== undefined) {
+        line = Number(values.line);
+        if (!/^\d+$/.test(values.line) || line < 1) throw new PollyError('bad_input', `polly pr ${sub}: --line ${JSON.stringify(values.line)} is not a line number (a positive integer).`, { details: { argument: values.line } });
+      }
+      const forge = await openLocalForge(io.cwd, io.env);
+      const event = sub === 'comment' ? 'COMMENT' : 'REQUEST_CHANGES';
+      const { id } = await forge.addFeedback(number, { event, body, ...(values.file !== undefined ? { file: values.file } : {}), ...(line !== undefined ? { line } : {}) });
+      if (values.json) writeJson(io.stdout, { number, id, event });
+      else writeLine(io.stdout, `PR #${number}: ${event === 'COMMENT' ? 'comment' : 'change request'} recorded${values.file ? ` on ${values.file}${line ? `:${line}` : ''}` : ''} (journal: pr.feedback).`);
       return 0;
     }
     if (sub === 'sync') {
@@ -138,6 +185,6 @@ export const command: Command = {
     if (sub === 'merge') {
       throw new PollyError('bad_input', 'polly pr has no merge: Polly never merges. Review with "polly pr diff <number>", then merge with git yourself.');
     }
-    throw new PollyError('bad_input', `polly pr: unknown subcommand ${JSON.stringify(sub ?? '')}. Use list, show <number>, diff <number> or sync.`, { details: { argument: sub ?? null } });
+    throw new PollyError('bad_input', `polly pr: unknown subcommand ${JSON.stringify(sub ?? '')}. Use list, show <number>, diff <number>, comment <number>, request-changes <number> or sync.`, { details: { argument: sub ?? null } });
   },
 };

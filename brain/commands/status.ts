@@ -65,6 +65,11 @@ export function formatStatus(report: StatusReport): string[] {
       { header: 'STATUS', value: (t) => t.status },
       { header: 'BRANCH', value: (t) => t.branch },
       { header: 'PR', value: (t) => (t.pr ? `#${t.pr.number} ${t.pr.state}` : null) },
+      {
+        header: 'PR STATE',
+        value: (t) => (t.prStatus ? `review ${t.prStatus.review}, checks ${t.prStatus.checks}, ${t.prStatus.conflicts === 'conflicts' ? `conflicts: ${t.prStatus.conflictFiles.join(',')}` : `merge ${t.prStatus.conflicts}`}` : null),
+        max: 60,
+      },
     ], report.tasks),
     'none',
   );

@@ -9,7 +9,10 @@
  *
  * Journal events (emitted with the registry update): `pr.opened`, `pr.ready`, `pr.review`,
  * `pr.comment`, `pr.merged`, `pr.closed` (the head branch was deleted from the remote unmerged, as
- * GitHub closes such a PR), `pr.head_moved`.
+ * GitHub closes such a PR), `pr.head_moved`; and the PR's life after "ready" (issue 16):
+ * `pr.feedback` (a human's comment or change request, with file and line when given),
+ * `pr.conflicts` (the head no longer merges into the base's current tip: Polly checks it itself on
+ * every refresh, see `pr-mergeability.ts`) and `pr.conflicts_resolved`.
  */
 import { PollyError } from '../core/errors.js';
 import type {
@@ -22,6 +25,7 @@ import type {
   ReviewInput,
 } from './forge.js';
 import { detectMerge } from './merge-detection.js';
+import { checkMergeability, type Mergeability } from './pr-mergeability.js';
 import type { LocalPullRequest, Registry } from '../registry/registry-schema.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
 import { recordPollyRefWrite } from '../../workers/git/ref-guard.js';
@@ -50,6 +54,14 @@ export interface LocalForge extends Forge {
   records(options?: ListPullRequestsOptions): Promise<LocalPullRequest[]>;
   /** `git diff base...head` of the PR (what a reviewer sees), as text. */
   diff(number: number): Promise<string>;
+  /**
+   * Record a human's feedback on an open PR (`polly pr comment` / `polly pr request-changes`):
+   * a review with `author: 'human'`, and a `pr.feedback` journal event the Brain and the follow-up
+   * round act on. `line` needs `file`; both name the new side of the PR's diff.
+   * @returns the review's id (its 1-based index in the record's reviews).
+   * @throws PollyError `not_found` (unknown PR), `conflict` (merged or closed), `bad_input` (empty body, line without file).
+   */
+  addFeedback(number: number, input: { event: 'COMMENT' | 'REQUEST_CHANGES'; body: string; file?: string; line?: number }): Promise<{ id: number }>;
 }
 
 const OPEN_STATES: ReadonlySet<LocalPullRequest['state']> = new Set(['draft', 'open', 'ready']);
@@ -130,19 +142,29 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
     if (open.length === 0) return;
     await fetch();
     const heads = await remoteHeads();
-    const changes: Array<{ number: number; headCommit?: string; merged?: { commit: string | null; how: string }; closed?: boolean }> = [];
+    const changes: Array<{ number: number; headCommit?: string; merged?: { commit: string | null; how: string }; closed?: boolean; mergeability?: Mergeability }> = [];
     for (const pr of open) {
       const pushed = heads.get(pr.head) ?? null;
       const head = pushed ?? pr.headCommit;
       const m = await detectMerge(git, cwd, { head, baseRefs: [`refs/remotes/${remote}/${pr.base}`, `refs/heads/${pr.base}`] });
       // As on GitHub: deleting an unmerged PR's head branch closes the PR.
       const closed = !m.merged && pushed === null;
-      if (head !== pr.headCommit || m.merged || closed) {
+      // Still open: does it merge into the base's current tip? (Re-checked only when either moved.)
+      let mergeability: Mergeability | undefined;
+      if (!m.merged && !closed) {
+        const baseTip = (await revParse(`refs/remotes/${remote}/${pr.base}`)) ?? (await revParse(`refs/heads/${pr.base}`));
+        const known = pr.mergeability;
+        if (baseTip && (known?.baseCommit !== baseTip || known.headCommit !== head)) {
+          mergeability = await checkMergeability(git, cwd, { baseCommit: baseTip, headCommit: head });
+        }
+      }
+      if (head !== pr.headCommit || m.merged || closed || mergeability) {
         changes.push({
           number: pr.number,
           ...(head !== pr.headCommit ? { headCommit: head } : {}),
           ...(m.merged ? { merged: { commit: m.mergeCommitSha, how: m.how ?? '' } } : {}),
           ...(closed ? { closed } : {}),
+          ...(mergeability ? { mergeability } : {}),
         });
       }
     }
@@ -162,6 +184,14 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
         } else if (c.closed) {
           pr.state = 'closed';
           tx.emit('pr.closed', { forge: 'local', number: pr.number, taskId: pr.taskId, reason: `branch ${pr.head} was deleted from ${remote} unmerged` });
+        } else if (c.mergeability) {
+          const was = pr.mergeability?.state ?? null;
+          pr.mergeability = { ...c.mergeability, checkedAt: now() };
+          if (c.mergeability.state === 'conflicts' && was !== 'conflicts') {
+            tx.emit('pr.conflicts', { forge: 'local', number: pr.number, taskId: pr.taskId, base: pr.base, baseCommit: c.mergeability.baseCommit, headCommit: c.mergeability.headCommit, files: c.mergeability.files });
+          } else if (c.mergeability.state === 'clean' && was === 'conflicts') {
+            tx.emit('pr.conflicts_resolved', { forge: 'local', number: pr.number, taskId: pr.taskId, baseCommit: c.mergeability.baseCommit, headCommit: c.mergeability.headCommit });
+          }
         }
         pr.updatedAt = now();
       }
@@ -276,6 +306,30 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
         p.reviews.push({ event: 'COMMENT', body, comments: [], at: now() });
         p.updatedAt = now();
         tx.emit('pr.comment', { forge: 'local', number });
+        return { id: p.reviews.length };
+      });
+    },
+
+    async addFeedback(number: number, input: { event: 'COMMENT' | 'REQUEST_CHANGES'; body: string; file?: string; line?: number }): Promise<{ id: number }> {
+      if (input.body.trim() === '') throw new PollyError('bad_input', `feedback on PR #${number} is empty; say what should change.`);
+      if (input.line !== undefined && input.file === undefined) throw new PollyError('bad_input', `--line ${input.line} needs --file: a line comment names the file it is on.`);
+      if (input.line !== undefined && (!Number.isInteger(input.line) || input.line < 1)) {
+        throw new PollyError('bad_input', `--line ${input.line} is not a line number; give a 1-based line of the new version of ${input.file}.`, { details: { line: input.line } });
+      }
+      requireOpen(await load(number), 'give feedback on it');
+      return options.store.update((draft, tx) => {
+        const p = draft.pullRequests[String(number)]!;
+        const comments = input.file === undefined ? [] : [{ file: input.file, line: input.line ?? 1, message: input.body }];
+        p.reviews.push({ event: input.event, body: input.body, comments, at: now(), author: 'human' });
+        p.updatedAt = now();
+        tx.emit('pr.feedback', {
+          forge: 'local',
+          number,
+          taskId: p.taskId,
+          event: input.event,
+          body: input.body.slice(0, 2000),
+          ...(input.file !== undefined ? { file: input.file, line: input.line ?? 1 } : {}),
+        });
         return { id: p.reviews.length };
       });
     },

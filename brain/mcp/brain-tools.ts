@@ -37,6 +37,10 @@ export const INBOX_KINDS: ReadonlySet<string> = new Set([
   'pr.merged',
   'pr.closed',
   'pr.review',
+  // The PR's life after "ready" (issue 16): a human's feedback, a PR that stopped merging, and back.
+  'pr.feedback',
+  'pr.conflicts',
+  'pr.conflicts_resolved',
   'goal.done',
 ]);
 

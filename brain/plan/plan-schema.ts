@@ -29,6 +29,9 @@ import { HARNESSES, PURPOSES, type Harness, type Purpose } from '../core/vocabul
 /** A task key: short, lowercase, usable in branch names (`polly/<plan>-<key>`). */
 export const TASK_KEY_RE = /^[a-z0-9][a-z0-9-]{0,30}$/;
 
+/** A base branch name a plan may give (a safe subset of git-check-ref-format(1)). */
+export const BASE_BRANCH_RE = /^(?![-/.])(?!.*\.\.)(?!.*\/\/)(?!.*@\{)[A-Za-z0-9._\/-]{1,200}(?<!\.lock)(?<![./])$/;
+
 export const planTaskSchema = z
   .object({
     key: z.string().regex(TASK_KEY_RE, 'a task key is lowercase letters, digits and dashes (at most 31), e.g. "t1"'),
@@ -47,6 +50,14 @@ export const planTaskSchema = z
       .default({ commands: [], criteria: [] }),
     depends_on: z.array(z.string()).default([]),
     batch: z.number().int().min(1).max(1000).optional(),
+    /**
+     * The branch the task starts from and its PR targets (e.g. `release/1.x`); default: the
+     * remote's default branch. Issue 16.
+     */
+    base: z
+      .string()
+      .regex(BASE_BRANCH_RE, 'a base is a branch name such as "main" or "release/1.x" (letters, digits, ".", "_", "-", "/"; no "..", no leading "-")')
+      .optional(),
   })
   .strict();
 
@@ -124,6 +135,7 @@ export function validatePlan(raw: unknown, source: string, locate?: (path: Array
       prompt: t.prompt,
       acceptance: { commands: t.acceptance.commands, criteria: t.acceptance.criteria },
       dependsOn: t.depends_on,
+      ...(t.base !== undefined ? { base: t.base } : {}),
     })),
   };
 }

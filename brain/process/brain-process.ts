@@ -64,7 +64,7 @@ export async function claimBrain(store: RegistryStore, now: () => Date, pid = pr
 
 /** A task record for one task of an approved plan. */
 export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][number], config: PollyConfig, at: string): TaskRecord {
-  return newTaskRecord(
+  const record = newTaskRecord(
     {
       id: `${plan.id}-${spec.key}`,
       planId: plan.id,
@@ -79,6 +79,12 @@ export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][numbe
     },
     at,
   );
+  // A declared base: the worktree starts from it and the PR targets it (issue 16).
+  if (spec.base !== undefined) {
+    record.base = spec.base;
+    record.baseBranch = spec.base;
+  }
+  return record;
 }
 
 /** Why nothing more will happen: the registry holds no open goal, no unfinished task and no unfinished plan schedule run. */

@@ -88,6 +88,8 @@ export interface PlanTaskSpec {
   prompt: string;
   acceptance: AcceptanceContract;
   dependsOn: string[];
+  /** The branch the task starts from and its PR targets; absent: the remote's default branch. */
+  base?: string;
 }
 
 export interface AcceptanceContract {
@@ -177,7 +179,17 @@ export interface LocalPullRequest {
   baseCommit?: string | null;
   /** Once merged: the commit on the base that carries the work (merge, fast-forward or squash commit), when found. */
   mergeCommit?: string | null;
-  reviews: Array<{ event: 'COMMENT' | 'APPROVE' | 'REQUEST_CHANGES'; body: string; comments: ReviewFinding[]; at: string }>;
+  /**
+   * Reviews and comments, oldest first. `author`: `human` for feedback given with `polly pr comment`
+   * / `polly pr request-changes`, `polly` for Polly's cross-review; absent on records written before
+   * it existed (treated as `polly`).
+   */
+  reviews: Array<{ event: 'COMMENT' | 'APPROVE' | 'REQUEST_CHANGES'; body: string; comments: ReviewFinding[]; at: string; author?: 'human' | 'polly' }>;
+  /**
+   * Polly's last check that the head merges into the base's current tip (brain/forge/pr-mergeability.ts),
+   * absent before the first check. `checkedAt` is an ISO time.
+   */
+  mergeability?: { state: 'clean' | 'conflicts'; files: string[]; baseCommit: string; headCommit: string; checkedAt: string };
   createdAt: string;
   updatedAt: string;
 }

@@ -5,6 +5,7 @@
  */
 import type { GoalRecord, PlanRecord, PullRequestRef, Registry, TaskRecord, WorkerRecord } from './registry-schema.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
+import { pullRequestStatus, type PullRequestStatus } from '../forge/pr-status.js';
 
 /** Compare ids so that `t2` sorts before `t10`. */
 export function compareIds(a: string, b: string): number {
@@ -21,6 +22,12 @@ export interface StatusTask {
   branch: string | null;
   worktree: string | null;
   pr: PullRequestRef | null;
+  /**
+   * The PR's review/check/conflict state (brain/forge/pr-status.ts) as last recorded: for a local
+   * forge PR from its registry record; for any PR the checks are the task's acceptance results.
+   * Null without a PR.
+   */
+  prStatus: PullRequestStatus | null;
 }
 
 export interface StatusReport {
@@ -72,6 +79,12 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
       branch: t.branch,
       worktree: t.worktree,
       pr: t.pr,
+      prStatus: t.pr
+        ? pullRequestStatus(
+            (t.pr.forge === 'local' ? reg.pullRequests[String(t.pr.number)] : undefined) ?? { reviews: [], state: t.pr.state },
+            t.checks,
+          )
+        : null,
     })),
     // Live workers only: a row whose runner and agent have exited is history (see the journal).
     workers: byId(reg.workers).filter((w) => workerLive(w)).map((w) => ({

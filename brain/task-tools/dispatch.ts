@@ -172,6 +172,7 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
       ...(task.baseCommit ? { baseCommit: task.baseCommit } : {}),
     });
     record = { worktree: created.path, branch: created.branch, baseBranch: created.baseBranch ?? task.baseBranch, baseCommit: created.baseCommit };
+    if (created.freshness?.warning) ctx.progress(`${task.id}: warning: ${created.freshness.warning}`);
     env.PORT = String(created.port);
     setup = created.setup;
   }

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { createLocalForge } from '../../brain/forge/local-forge.js';
+import { toInboxEvents } from '../../brain/mcp/brain-tools.js';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { runCli } from '../helpers/registry-cli.js';
@@ -18,7 +19,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Build dist/ when the compiled pr command is missing or older than its sources. */
 function ensureFreshBuild(): void {
   const out = join(ROOT, 'dist/brain/commands/pr.js');
-  const sources = ['brain/commands/pr.ts', 'brain/forge/local-forge.ts', 'brain/forge/merge-detection.ts', 'brain/forge/forge.ts'].map((p) => statSync(join(ROOT, p)).mtimeMs);
+  const sources = ['brain/commands/pr.ts', 'brain/forge/local-forge.ts', 'brain/forge/pr-status.ts', 'brain/forge/pr-mergeability.ts', 'brain/forge/merge-detection.ts', 'brain/forge/forge.ts'].map((p) => statSync(join(ROOT, p)).mtimeMs);
   if (existsSync(out) && existsSync(join(ROOT, 'dist/brain/cli.js')) && statSync(out).mtimeMs >= Math.max(...sources)) return;
   try {
     execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.json')], { cwd: ROOT, stdio: 'pipe' });
@@ -49,11 +50,14 @@ describe('polly pr (local forge)', () => {
     const list = runCli(['pr', 'list', '--json'], repo.dir);
     expect(list.code).toBe(0);
     expect(JSON.parse(list.stdout)).toEqual([
-      { number: 1, state: 'draft', title: 'Say hello', head: 'polly/t1', base: 'main', headCommit: head, taskId: 't1', url: 'polly-local:pr/1' },
+      {
+        number: 1, state: 'draft', title: 'Say hello', head: 'polly/t1', base: 'main', headCommit: head, taskId: 't1', url: 'polly-local:pr/1',
+        review: 'commented', checks: 'none', conflicts: 'clean', conflictFiles: [],
+      },
     ]);
     const human = runCli(['pr', 'list'], repo.dir);
-    expect(human.stdout.split('\n')[0]).toMatch(/^#\s+STATE\s+BRANCH\s+REVIEWS\s+TITLE$/);
-    expect(human.stdout).toMatch(/1\s+draft\s+polly\/t1 → main\s+1\s+Say hello/);
+    expect(human.stdout.split('\n')[0]).toMatch(/^#\s+STATE\s+BRANCH\s+REVIEW\s+CHECKS\s+CONFLICTS\s+TITLE$/);
+    expect(human.stdout).toMatch(/1\s+draft\s+polly\/t1 → main\s+commented\s+none\s+clean\s+Say hello/);
 
     const show = runCli(['pr', 'show', '#1'], repo.dir);
     expect(show.code).toBe(0);
@@ -78,6 +82,52 @@ describe('polly pr (local forge)', () => {
     const merge = runCli(['pr', 'merge', '1'], repo.dir);
     expect(merge.code).toBe(2);
     expect(merge.stderr).toContain('Polly never merges');
+  });
+
+  test('a human comments and requests changes on a line; another PR merges first and this one shows its conflict', async () => {
+    const repo = createTestRepo({ 'top.txt': 'one\ntwo\n' });
+    mkdirSync(join(repo.dir, '.polly'));
+    const store = createFileRegistryStore(join(repo.dir, '.polly'));
+    const forge = createLocalForge({ repoRoot: repo.dir, store });
+    for (const [id, text] of [['a', 'A\n'], ['b', 'B\n']] as const) {
+      const wt = join(repo.root, `wt-${id}`);
+      repo.git(['worktree', 'add', '-q', '-b', `polly/${id}`, wt]);
+      writeFileSync(join(wt, 'top.txt'), `${text}one\ntwo\n`);
+      git(wt, ['commit', '-q', '-am', `top of the file: ${id}`]);
+      await forge.openDraftPullRequest({ head: `polly/${id}`, base: 'main', title: `Top ${id}`, body: id });
+    }
+    const comment = runCli(['pr', 'comment', '2', 'Why a capital letter?', '--json'], repo.dir);
+    expect(comment.code).toBe(0);
+    expect(JSON.parse(comment.stdout)).toEqual({ number: 2, id: 1, event: 'COMMENT' });
+    const change = runCli(['pr', 'request-changes', '2', '--file', 'top.txt', '--line', '1', 'Use a lowercase b.'], repo.dir);
+    expect(change.code).toBe(0);
+    expect(change.stdout).toBe('PR #2: change request recorded on top.txt:1 (journal: pr.feedback).\n');
+    expect(runCli(['pr', 'request-changes', '2', '--line', 'x', 'no'], repo.dir).stderr).toContain('--line "x" is not a line number');
+    expect(runCli(['pr', 'request-changes', '2', '--line', '3', 'no file'], repo.dir).stderr).toContain('--line 3 needs --file');
+    expect(runCli(['pr', 'comment', '2'], repo.dir).code).toBe(2);
+
+    let list = JSON.parse(runCli(['pr', 'list', '--json'], repo.dir).stdout) as Array<Record<string, unknown>>;
+    expect(list.map((p) => [p.number, p.review, p.conflicts])).toEqual([[2, 'changes_requested', 'clean'], [1, 'none', 'clean']]);
+    const record = (await store.read()).pullRequests['2']!;
+    expect(record.reviews.map((r) => [r.event, r.author, r.comments])).toEqual([
+      ['COMMENT', 'human', []],
+      ['REQUEST_CHANGES', 'human', [{ file: 'top.txt', line: 1, message: 'Use a lowercase b.' }]],
+    ]);
+
+    // The human merges PR 1; PR 2 touches the same line and no longer merges.
+    repo.git(['merge', '--no-ff', '-q', '-m', 'Merge #1', 'polly/a']);
+    repo.git(['push', '-q', 'origin', 'main']);
+    list = JSON.parse(runCli(['pr', 'list', '--json'], repo.dir).stdout) as Array<Record<string, unknown>>;
+    expect(list.map((p) => [p.number, p.conflicts, p.conflictFiles])).toEqual([[2, 'conflicts', ['top.txt']]]);
+    expect(runCli(['pr', 'list'], repo.dir).stdout).toMatch(/2\s+draft\s+polly\/b → main\s+changes_requested\s+none\s+conflicts: top\.txt\s+Top b/);
+    expect(runCli(['pr', 'show', '2'], repo.dir).stdout).toContain('review: changes_requested   checks: none   conflicts: conflicts (top.txt)');
+    // The Brain's inbox carries both, with what the worker needs: the file and line, the conflicted paths.
+    const inbox = toInboxEvents(await store.journal()).filter((e) => e.kind === 'pr.feedback' || e.kind === 'pr.conflicts');
+    expect(inbox.map((e) => [e.kind, e.number, e.event ?? null, e.file ?? null, e.line ?? null, e.files ?? null])).toEqual([
+      ['pr.feedback', 2, 'COMMENT', null, null, null],
+      ['pr.feedback', 2, 'REQUEST_CHANGES', 'top.txt', 1, null],
+      ['pr.conflicts', 2, null, null, null, ['top.txt']],
+    ]);
   });
 
   test('bad input exits 2 naming the value; an unknown PR exits 1 not_found; no .polly is not_initialized', () => {

@@ -55,6 +55,12 @@ describe('polly status', () => {
       for (const id of ['t10', 't2']) d.tasks[id] = sampleTask(id);
       d.tasks.t2!.status = 'pr_open';
       d.tasks.t2!.pr = { forge: 'local', number: 3, url: 'local:3', state: 'draft' };
+      d.pullRequests['3'] = {
+        number: 3, taskId: 't2', title: 't2', body: '', head: 'polly/t2', base: 'main', headCommit: 'b'.repeat(40), state: 'draft',
+        reviews: [{ event: 'REQUEST_CHANGES', body: 'rename it', comments: [{ file: 'src/a.ts', line: 4, message: 'rename it' }], at: '2026-11-29T10:04:00.000Z', author: 'human' }],
+        mergeability: { state: 'conflicts', files: ['src/a.ts'], baseCommit: 'c'.repeat(40), headCommit: 'b'.repeat(40), checkedAt: '2026-11-29T10:05:00.000Z' },
+        createdAt: '2026-11-29T10:03:00.000Z', updatedAt: '2026-11-29T10:05:00.000Z',
+      };
       d.workers.w1 = { id: 'w1', taskId: 't10', harness: 'claude-code', pid: process.pid, pgid: process.pid, sessionId: 's-1', startedAt: '2026-11-29T10:02:00.000Z', heartbeatAt: '2026-11-29T10:03:00.000Z', supervisor: null };
       // A worker that has exited is history, not a live worker.
       d.workers.w0 = { id: 'w0', taskId: 't2', harness: 'pi', pid: 2147483640, pgid: 2147483640, sessionId: null, startedAt: '2026-11-29T10:00:00.000Z', heartbeatAt: '2026-11-29T10:01:00.000Z', supervisor: null };
@@ -64,6 +70,7 @@ describe('polly status', () => {
     expect(json.tasks[0]).toEqual({
       id: 't2', title: 'task t2: make the widget configurable', purpose: 'implement', worker: 'claude-code', reviewer: 'codex',
       status: 'pr_open', branch: 'polly/t2', worktree: '.worktrees/t2', pr: { forge: 'local', number: 3, url: 'local:3', state: 'draft' },
+      prStatus: { review: 'changes_requested', checks: 'none', conflicts: 'conflicts', conflictFiles: ['src/a.ts'] },
     });
     expect(json.plans).toEqual([{ id: 'p1', goalId: 'g1', gate: 'approved', admitted: true, tasks: 0, createdAt: '2026-11-29T10:01:00.000Z' }]);
     expect(json.goals[0]).toMatchObject({ id: 'g1', status: 'running', text: 'add a --verbose flag' });
@@ -71,9 +78,9 @@ describe('polly status', () => {
     expect(json.workers[0]).toMatchObject({ id: 'w1', taskId: 't10', harness: 'claude-code', pid: process.pid });
     const out = runCli(['status'], repo.dir).stdout;
     const taskLines = out.split('\n').filter((l) => /^\s+(ID\s+TITLE|t2\s|t10\s)/.test(l));
-    expect(taskLines[0]).toMatch(/ID\s+TITLE\s+PURPOSE\s+WORKER\s+REVIEWER\s+STATUS\s+BRANCH\s+PR/);
-    expect(taskLines[1]).toMatch(/^\s+t2\s+task t2: make the widget configurab…\s+implement\s+claude-code\s+codex\s+pr_open\s+polly\/t2\s+#3 draft$/);
-    expect(taskLines[2]).toMatch(/t10 .* queued\s+polly\/t10\s+-$/);
+    expect(taskLines[0]).toMatch(/ID\s+TITLE\s+PURPOSE\s+WORKER\s+REVIEWER\s+STATUS\s+BRANCH\s+PR\s+PR STATE$/);
+    expect(taskLines[1]).toMatch(/^\s+t2\s+task t2: make the widget configurab…\s+implement\s+claude-code\s+codex\s+pr_open\s+polly\/t2\s+#3 draft\s+review changes_requested, checks none, conflicts: src\/a\.ts$/);
+    expect(taskLines[2]).toMatch(/t10 .* queued\s+polly\/t10\s+-\s+-$/);
     expect(out).toContain('Plans (1)');
     expect(out).toMatch(/p1\s+g1\s+yes\s+approved\s+0/);
   });

@@ -13,7 +13,12 @@
  *   submodules are initialised (case 12), a free `PORT` is allocated (case 9);
  * - teardown first saves modified, staged and untracked files and unpushed commits to a ref under
  *   `refs/polly/backup/` without touching the worktree (case 5);
- * - every git call is non-interactive (case 13, see ./git.ts).
+ * - every git call is non-interactive (case 13, see ./git.ts);
+ * - fresh base (issue 16): the base is the remote's branch just fetched (`git fetch <remote>
+ *   <branch>`, then `<remote>/<branch>`), the remote's default branch when no base is named; the
+ *   local branch only when there is no such remote or branch, or when it is strictly ahead of the
+ *   remote's (the user's unpushed commits on top). A local branch behind, ahead of or diverged
+ *   from the remote one is reported in {@link CreatedWorktree.freshness} and journaled.
  *
  * Git admin operations (worktree add/remove/prune, branch moves, submodule init) run under the
  * per-repository admin lock (./repo-lock.ts); the checkout of the files runs outside it, so
@@ -77,6 +82,29 @@ export interface WorktreeManagerOptions {
   ports?: PortAllocator;
   /** Wait for another process's admin lock at most this long, ms. Default 60 000. */
   lockTimeoutMs?: number;
+  /**
+   * The remote whose branch is fetched and used as the base (default `origin`); null: always the
+   * local branch (the behaviour before issue 16).
+   */
+  remote?: string | null;
+}
+
+/**
+ * Where the base commit came from, and how the local branch of the same name compares with it.
+ * `local` compares `refs/heads/<branch>` with the base commit: `same`, `behind` (the remote has
+ * commits the local branch lacks: a human merged, nobody pulled), `ahead` (unpushed local commits,
+ * the base is then the local branch), `diverged` (the base is the remote's), or `absent`. `warning` is a sentence for the user, null when fine.
+ */
+export interface BaseFreshness {
+  source: 'remote' | 'local';
+  /** `refs/remotes/<remote>/<branch>` when the base came from the remote, else null. */
+  remoteRef: string | null;
+  local: 'same' | 'behind' | 'ahead' | 'diverged' | 'absent';
+  /** Commits in the base that the local branch lacks. */
+  behindBy: number;
+  /** Commits in the local branch that the base lacks. */
+  aheadBy: number;
+  warning: string | null;
 }
 
 /** What `create()` recovered from before creating (all empty on a clean run). */
@@ -124,6 +152,8 @@ export interface CreatedWorktree {
   /** Paths of submodules initialised (from `.gitmodules`), empty when none. */
   submodules: string[];
   setup: SetupResult | null;
+  /** The fresh-base report; null when an explicit `baseCommit` was given. */
+  freshness: BaseFreshness | null;
 }
 
 export type { BackupResult } from './worktree-backup.js';
@@ -152,7 +182,8 @@ export interface ReconcileReport {
 export interface WorktreeManager {
   /**
    * Create the worktree of task `id` on `polly/<id>` from the base's current commit.
-   * @param baseBranch  branch to start from (default: the branch checked out in repoRoot)
+   * @param baseBranch  branch to start from: `<remote>/<baseBranch>` freshly fetched, else the local
+   *   branch (default: the remote's default branch, else the branch checked out in repoRoot)
    * @param baseCommit  explicit commit (wins over the branch's tip; the branch is then only recorded)
    * @throws PollyError `bad_input` (bad id, unknown base), `conflict` (the task already has a live
    *   worktree, or no free path), `git_failed`, `lock_timeout`.
@@ -200,6 +231,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
   const ports = options.ports ?? createPortAllocator();
   const clock = options.clock ?? { now: () => new Date() };
   const journal: WorktreeJournal = options.journal ?? (() => undefined);
+  const remote = options.remote === undefined ? 'origin' : options.remote;
   const portsById = new Map<string, number>();
   const creating = new Set<string>();
   let infoPromise: Promise<RepoInfo> | null = null;
@@ -299,40 +331,97 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
   }
 
   /**
-   * The base's commit and the current tip of the task branch (null when absent), in one git call
-   * where the base is a local branch (`for-each-ref`), else with `rev-parse`.
+   * Fetch the base from the remote (issue 16): `git fetch <remote> +refs/heads/<b>:refs/remotes/<remote>/<b>`
+   * (only the remote-tracking ref moves). `branch` null: the remote's default branch
+   * (`refs/remotes/<remote>/HEAD`, else `git ls-remote --symref <remote> HEAD`).
+   * @returns the branch and its fetched commit; null when there is no such remote; `{failed}` (a
+   *   sentence) when the fetch failed or the remote has no such branch (journaled
+   *   `worktree.base_fetch_failed`; the local branch is used then, with that warning).
+   */
+  async function fetchRemoteBase(info: RepoInfo, branch: string | null): Promise<{ branch: string; commit: string; ref: string } | { failed: string } | null> {
+    if (remote === null) return null;
+    const url = await git.run(['remote', 'get-url', remote], { cwd: info.root, okExitCodes: [2, 128] });
+    if (url.exitCode !== 0) return null;
+    let name = branch;
+    if (name === null) {
+      const sym = await git.run(['symbolic-ref', '--quiet', `refs/remotes/${remote}/HEAD`], { cwd: info.root, okExitCodes: [1, 128] });
+      name = sym.exitCode === 0 ? firstLine(sym).replace(`refs/remotes/${remote}/`, '') : null;
+      if (name === null || name === '') {
+        const ls = await git.run(['ls-remote', '--symref', remote, 'HEAD'], { cwd: info.root, okExitCodes: [1, 2, 128] });
+        name = /^ref: refs\/heads\/(\S+)\tHEAD$/m.exec(ls.stdout)?.[1] ?? null;
+      }
+      if (name === null) return null;
+    }
+    const ref = `refs/remotes/${remote}/${name}`;
+    // Under the admin lock: two creates fetching the same ref at once would race on its lock file.
+    const fetched = await info.lock.withLock(() =>
+      git.run(['fetch', '--quiet', '--no-tags', remote, `+refs/heads/${name}:${ref}`], { cwd: info.root, okExitCodes: [1, 128], timeoutMs: 120_000 }),
+    );
+    if (fetched.exitCode !== 0) {
+      const stderr = fetched.stderr.trim().slice(0, 500);
+      journal('worktree.base_fetch_failed', { remote, branch: name, stderr });
+      return { failed: `could not fetch ${name} from ${remote} (${stderr.split('\n').pop() || `exit ${fetched.exitCode}`}); the worktree starts from the local ${name}, which may be stale. Check "git fetch ${remote} ${name}".` };
+    }
+    const commit = await revParse(info.root, `${ref}^{commit}`);
+    return commit ? { branch: name, commit, ref } : null;
+  }
+
+  /** How `refs/heads/<branch>` compares with `commit` (see {@link BaseFreshness}). */
+  async function compareLocal(info: RepoInfo, branch: string, commit: string, remoteRef: string | null): Promise<BaseFreshness> {
+    const source = remoteRef === null ? 'local' : 'remote';
+    const local = await revParse(info.root, `refs/heads/${branch}`);
+    if (local === null) return { source, remoteRef, local: 'absent', behindBy: 0, aheadBy: 0, warning: null };
+    if (local === commit) return { source, remoteRef, local: 'same', behindBy: 0, aheadBy: 0, warning: null };
+    const counts = firstLine(await git.run(['rev-list', '--left-right', '--count', `${local}...${commit}`], { cwd: info.root }));
+    const [aheadBy, behindBy] = counts.split(/\s+/).map(Number) as [number, number];
+    const state = aheadBy === 0 ? 'behind' : behindBy === 0 ? 'ahead' : 'diverged';
+    const from = remoteRef === null ? commit : remoteRef.replace(/^refs\/remotes\//, '');
+    const warning =
+      state === 'behind'
+        ? `local ${branch} is ${behindBy} commit(s) behind ${from}; the worktree starts from ${from}. Run "git pull" in ${info.root} to update your checkout.`
+        : state === 'ahead'
+          ? `local ${branch} has ${aheadBy} commit(s) not on ${from}; the worktree starts from local ${branch}, so its PR will carry them too. Push them first to keep the PR to the task's own work.`
+          : `local ${branch} and ${from} have diverged (${aheadBy} local, ${behindBy} remote commit(s)); the worktree starts from ${from}.`;
+    return { source, remoteRef, local: state, behindBy, aheadBy, warning };
+  }
+
+  /**
+   * The base's commit and the current tip of the task branch (null when absent): the freshly
+   * fetched remote branch when there is one (see {@link fetchRemoteBase}), else the local branch.
    */
   async function resolveBase(
     info: RepoInfo,
     taskRef: string,
     baseBranch?: string,
     baseCommit?: string,
-  ): Promise<{ branch: string | null; commit: string; taskTip: string | null }> {
+  ): Promise<{ branch: string | null; commit: string; taskTip: string | null; freshness: BaseFreshness | null }> {
+    const taskTip = await revParse(info.root, taskRef);
+    if (baseCommit !== undefined) {
+      const commit = await revParse(info.root, `${baseCommit}^{commit}`);
+      if (!commit) throw new PollyError('bad_input', `base commit "${baseCommit}" is not a commit in ${info.root}; pass an existing commit id`);
+      return { branch: baseBranch ?? null, commit, taskTip, freshness: null };
+    }
+    const fetched = await fetchRemoteBase(info, baseBranch ?? null);
+    const fetchWarning = fetched !== null && 'failed' in fetched ? fetched.failed : null;
+    if (fetched !== null && !('failed' in fetched)) {
+      const freshness = await compareLocal(info, fetched.branch, fetched.commit, fetched.ref);
+      if (freshness.warning) journal('worktree.base_stale_local', { branch: fetched.branch, local: freshness.local, behindBy: freshness.behindBy, aheadBy: freshness.aheadBy, warning: freshness.warning });
+      // The newer of the two when one contains the other: a local branch strictly ahead holds the
+      // user's unpushed commits on top of the remote's, and the task is meant to build on them.
+      const commit = freshness.local === 'ahead' ? ((await revParse(info.root, `refs/heads/${fetched.branch}`)) as string) : fetched.commit;
+      return { branch: fetched.branch, commit, taskTip, freshness };
+    }
     let branch = baseBranch ?? null;
-    if (branch === null && baseCommit === undefined) {
+    if (branch === null) {
       const r = await git.run(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: info.root, okExitCodes: [1] });
       if (r.exitCode !== 0) {
         throw new PollyError('bad_input', `${info.root} has a detached HEAD, so there is no default base branch; pass baseBranch or baseCommit`);
       }
       branch = firstLine(r);
     }
-    const patterns = [taskRef];
-    if (baseCommit === undefined && branch !== null) patterns.push(`refs/heads/${branch}`);
-    const listed = await git.run(['for-each-ref', '--format=%(objectname) %(refname)', ...patterns], { cwd: info.root });
-    const tips = new Map<string, string>();
-    for (const line of listed.stdout.split('\n')) {
-      const sp = line.indexOf(' ');
-      if (sp > 0) tips.set(line.slice(sp + 1), line.slice(0, sp));
-    }
-    const taskTip = tips.get(taskRef) ?? null;
-    if (baseCommit !== undefined) {
-      const commit = await revParse(info.root, `${baseCommit}^{commit}`);
-      if (!commit) throw new PollyError('bad_input', `base commit "${baseCommit}" is not a commit in ${info.root}; pass an existing commit id`);
-      return { branch, commit, taskTip };
-    }
-    const commit = tips.get(`refs/heads/${branch}`) ?? (await revParse(info.root, `${branch}^{commit}`));
-    if (!commit) throw new PollyError('bad_input', `base branch "${branch}" does not exist in ${info.root}; pass an existing branch (e.g. main)`);
-    return { branch, commit, taskTip };
+    const commit = await revParse(info.root, `refs/heads/${branch}^{commit}`) ?? (await revParse(info.root, `${branch}^{commit}`));
+    if (!commit) throw new PollyError('bad_input', `base branch "${branch}" does not exist in ${info.root}${remote ? ` nor on ${remote}` : ''}; pass an existing branch (e.g. main)`);
+    return { branch, commit, taskTip, freshness: { source: 'local', remoteRef: null, local: 'same', behindBy: 0, aheadBy: 0, warning: fetchWarning } };
   }
 
   /**
@@ -573,8 +662,9 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         included: includes.copied,
         submodules,
         setup,
+        freshness: base.freshness,
       };
-      journal('worktree.created', { id, path, branch, baseBranch: base.branch, baseCommit: base.commit, port, recovered });
+      journal('worktree.created', { id, path, branch, baseBranch: base.branch, baseCommit: base.commit, baseSource: base.freshness?.source ?? 'commit', port, recovered });
       return created;
     } catch (error) {
       ports.release(port);

@@ -1,0 +1,40 @@
+/**
+ * One line of truth about an open PR's life after "ready" (issue 16): its review state, its check
+ * state and whether it still merges. Pure: computed from the local forge's record and the task's
+ * acceptance results, for `polly pr list` and `polly status`.
+ */
+import type { CommandResult, LocalPullRequest } from '../registry/registry-schema.js';
+
+/**
+ * - `review`: the latest decisive review wins (`changes_requested` or `approved`); with none, a
+ *   comment makes it `commented`; else `none`.
+ * - `checks`: the task's acceptance commands as Polly last ran them: `passing` (all exit 0),
+ *   `failing`, or `none` (never run / no task).
+ * - `conflicts`: Polly's last merge check against the base's tip: `clean`, `conflicts`, or
+ *   `unknown` (not checked yet, or the PR is merged/closed).
+ */
+export interface PullRequestStatus {
+  review: 'changes_requested' | 'approved' | 'commented' | 'none';
+  checks: 'passing' | 'failing' | 'none';
+  conflicts: 'clean' | 'conflicts' | 'unknown';
+  /** Conflicted paths (empty unless `conflicts`). */
+  conflictFiles: string[];
+}
+
+/** The status of `pr`; `checks` are the task's last acceptance results (empty: none run). */
+export function pullRequestStatus(pr: Pick<LocalPullRequest, 'reviews' | 'mergeability' | 'state'>, checks: readonly CommandResult[]): PullRequestStatus {
+  let review: PullRequestStatus['review'] = 'none';
+  for (const r of pr.reviews) {
+    if (r.event === 'REQUEST_CHANGES') review = 'changes_requested';
+    else if (r.event === 'APPROVE') review = 'approved';
+    else if (review === 'none') review = 'commented';
+  }
+  const open = pr.state === 'draft' || pr.state === 'open' || pr.state === 'ready';
+  const m = open ? pr.mergeability : undefined;
+  return {
+    review,
+    checks: checks.length === 0 ? 'none' : checks.every((c) => c.exitCode === 0 && !c.timedOut) ? 'passing' : 'failing',
+    conflicts: m ? m.state : 'unknown',
+    conflictFiles: m?.state === 'conflicts' ? m.files : [],
+  };
+}
