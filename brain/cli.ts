@@ -46,18 +46,18 @@ export function pollyVersion(): string {
 async function loadCommand(name: string): Promise<Command> {
   const entry = COMMANDS[name];
   if (!entry) {
-    throw new PollyError(
-      'unknown_command',
-      `unknown command ${JSON.stringify(name)}. Run "polly help" to list the commands.`,
-      { details: { command: name } },
-    );
+    throw new PollyError('unknown_command', `unknown command ${JSON.stringify(name)}. Run "polly help" to list the commands.`, { details: { command: name } });
   }
   let mod: { command?: Command };
   try {
     mod = (await import(entry.module)) as { command?: Command };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(entry.module.replace(/^\.\.?\//, ''))) {
-      throw new PollyError('not_built', `"polly ${name}" is missing from this build of Polly (${entry.module} next to ${fileURLToPath(import.meta.url)}). Run "npm run build" in the Polly checkout, or reinstall Polly.`, { cause: error });
+      throw new PollyError(
+        'not_built',
+        `"polly ${name}" is missing from this build of Polly (${entry.module} next to ${fileURLToPath(import.meta.url)}). Run "npm run build" in the Polly checkout, or reinstall Polly.`,
+        { cause: error },
+      );
     }
     throw error;
   }
@@ -76,7 +76,7 @@ function helpText(): string {
     'Commands:',
     ...lines,
     '',
-    '  help [command]  show this help, or a command\'s usage',
+    "  help [command]  show this help, or a command's usage",
     '  --version       print the version',
     '',
     'Every command that prints data takes --json. Exit codes: 0 ok, 1 refused or failed, 2 bad input.',

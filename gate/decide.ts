@@ -49,8 +49,11 @@ function decideUnsafe(request: GateRequest, policy: GatePolicy, context: GateCon
     if (typeof context?.[k] !== 'string' || context[k] === '') throw new Error(`context.${k} is missing`);
   }
   if (
-    typeof policy?.blast_radius?.gate_pushes !== 'boolean' || !Number.isInteger(policy.spawn_bounds?.max_dispatches_per_turn) ||
-    !Array.isArray(policy.purpose_guard?.allowed) || !Array.isArray(policy.purpose_guard?.read_only) || typeof policy.ask_timeout !== 'number'
+    typeof policy?.blast_radius?.gate_pushes !== 'boolean' ||
+    !Number.isInteger(policy.spawn_bounds?.max_dispatches_per_turn) ||
+    !Array.isArray(policy.purpose_guard?.allowed) ||
+    !Array.isArray(policy.purpose_guard?.read_only) ||
+    typeof policy.ask_timeout !== 'number'
   ) {
     throw new Error('the policy is not a valid `policies` section (blast_radius, spawn_bounds, purpose_guard, ask_timeout)');
   }
@@ -72,10 +75,15 @@ function decideDispatch(r: DispatchRequest, policy: GatePolicy): GateDecision {
     return { decision: 'deny', rule: 'purpose_guard.unknown_purpose', reason: `purpose ${JSON.stringify(r.purpose)} is not one of ${allowed.join(', ')}` };
   }
   if (r.source !== 'plan' && !(policy.purpose_guard.read_only as string[]).includes(r.purpose)) {
-    return { decision: 'deny', rule: 'purpose_guard.plan_gate', reason: `${r.purpose} work is dispatched by Polly from an approved plan; propose the work with plan_propose and wait for approval` };
+    return {
+      decision: 'deny',
+      rule: 'purpose_guard.plan_gate',
+      reason: `${r.purpose} work is dispatched by Polly from an approved plan; propose the work with plan_propose and wait for approval`,
+    };
   }
   const max = policy.spawn_bounds.max_dispatches_per_turn;
-  if (!Number.isInteger(r.dispatchesThisTurn) || r.dispatchesThisTurn < 0) throw new Error(`dispatchesThisTurn must be a non-negative integer, got ${JSON.stringify(r.dispatchesThisTurn)}`);
+  if (!Number.isInteger(r.dispatchesThisTurn) || r.dispatchesThisTurn < 0)
+    throw new Error(`dispatchesThisTurn must be a non-negative integer, got ${JSON.stringify(r.dispatchesThisTurn)}`);
   if (r.dispatchesThisTurn >= max) {
     return { decision: 'deny', rule: 'spawn_bounds.max_dispatches_per_turn', reason: `${r.dispatchesThisTurn} dispatches already this turn; at most ${max} per turn` };
   }

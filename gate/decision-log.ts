@@ -56,7 +56,11 @@ export function createFileJournal(path: string, clock: () => Date = () => new Da
     appendJournal(kind, data) {
       let line = JSON.stringify({ at: clock().toISOString(), kind, data });
       if (Buffer.byteLength(line) > MAX_LINE) {
-        line = JSON.stringify({ at: clock().toISOString(), kind, data: { ...data, input: String(data.input ?? '').slice(0, 300), reason: String(data.reason ?? '').slice(0, 300), truncated: true } });
+        line = JSON.stringify({
+          at: clock().toISOString(),
+          kind,
+          data: { ...data, input: String(data.input ?? '').slice(0, 300), reason: String(data.reason ?? '').slice(0, 300), truncated: true },
+        });
       }
       const fd = openSync(path, 'a', 0o600);
       try {

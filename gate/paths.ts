@@ -74,7 +74,8 @@ export function protectedReason(path: string, context: GateContext): string | nu
   // another repository's git dir (a bare `*.git` repository, refs, packed-refs) — temp dirs included
   const lower = path.toLowerCase();
   const inner = segs.slice(0, -1).map((x) => x.toLowerCase());
-  if (inner.some((x) => x.endsWith('.git') && x.length > 4)) return `${path} is inside a git repository's metadata (a *.git directory): refs, HEAD, config and hooks are not the agent's to change`;
+  if (inner.some((x) => x.endsWith('.git') && x.length > 4))
+    return `${path} is inside a git repository's metadata (a *.git directory): refs, HEAD, config and hooks are not the agent's to change`;
   if (/(^|\/)refs\/(heads|tags|remotes|notes)(\/|$)/.test(lower) || /(^|\/)(packed-refs|orig_head|fetch_head)$/.test(lower)) {
     return `${path} looks like git refs (refs/heads, packed-refs): writing refs by hand moves branches in a repository`;
   }

@@ -66,7 +66,11 @@ export function checkWrite(path: string | null, raw: string, role: GateRole, con
   if (path === null) {
     const p = protectedReason(raw, context);
     if (p) return { decision: 'deny', rule: 'blast_radius.protected_path', reason: p };
-    return { decision: 'deny', rule: 'blast_radius.unresolved_path', reason: `write target ${shown} cannot be resolved before it runs (an expansion or unknown directory); write to a literal path inside the worktree` };
+    return {
+      decision: 'deny',
+      rule: 'blast_radius.unresolved_path',
+      reason: `write target ${shown} cannot be resolved before it runs (an expansion or unknown directory); write to a literal path inside the worktree`,
+    };
   }
   if (role === 'brain') {
     if (path.startsWith('/') && isBrainWritable(path, context)) return null;
@@ -78,5 +82,9 @@ export function checkWrite(path: string | null, raw: string, role: GateRole, con
   if (isUnder(path, context.worktree)) return null;
   // a temp dir is scratch space, unless the repository itself lives there (tests, CI)
   if (isTempPath(path, context) && !isUnder(path, context.repoRoot)) return null;
-  return { decision: 'deny', rule: 'blast_radius.outside_worktree', reason: `${path} is outside the worktree ${context.worktree}: a worker writes only inside its own worktree (or a temp dir)` };
+  return {
+    decision: 'deny',
+    rule: 'blast_radius.outside_worktree',
+    reason: `${path} is outside the worktree ${context.worktree}: a worker writes only inside its own worktree (or a temp dir)`,
+  };
 }

@@ -216,7 +216,7 @@ async function bareAdd(git: GitRunner, repo: string, commit: string): Promise<st
       return path;
     } catch (error) {
       bareFailures++;
-      lastBareError = error instanceof Error ? error.message.split('\n')[0] ?? '' : String(error);
+      lastBareError = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error);
       if (attempt >= 10) throw error;
     }
   }
@@ -352,10 +352,24 @@ async function main(): Promise<void> {
       const d = await dispatch(manager, new Map());
       const config: PollyConfig = structuredClone(DEFAULT_CONFIG);
       config.workers.pi = { command: 'pi', model: 'scripted', provider: null, base_url: `${model.url}/v1`, api: 'openai-completions', api_key_env: BENCH_KEY_ENV };
-      out.push('', ...(await measureSandboxCost({ repo, worktree: d.wt.path, branch: d.wt.branch, config, env: { [BENCH_KEY_ENV]: 'bench-dummy-key' }, rounds: Math.max(3, args.rounds), home: homedir() })));
+      out.push(
+        '',
+        ...(await measureSandboxCost({
+          repo,
+          worktree: d.wt.path,
+          branch: d.wt.branch,
+          config,
+          env: { [BENCH_KEY_ENV]: 'bench-dummy-key' },
+          rounds: Math.max(3, args.rounds),
+          home: homedir(),
+        })),
+      );
       await removeManaged(d);
     }
-    out.push('', `load average (1 min) at start / end: ${load0.toFixed(1)} / ${load1.toFixed(1)} on ${cpus().length} cores — wall-clock ratios are noisy when it exceeds the core count; CPU ratios are not`);
+    out.push(
+      '',
+      `load average (1 min) at start / end: ${load0.toFixed(1)} / ${load1.toFixed(1)} on ${cpus().length} cores — wall-clock ratios are noisy when it exceeds the core count; CPU ratios are not`,
+    );
     process.stdout.write(out.join('\n') + '\n');
   } finally {
     await model?.close();

@@ -39,11 +39,20 @@ const codex = await prepareGate('codex', { role: 'implement', context, stateDir:
 const hookOf = (g: typeof claude, name: string): string[] => {
   const file = g.files.find((f) => f.endsWith(name === 'claude-code-hook' ? 'claude-settings.json' : 'codex-hooks.toml')) as string;
   const text = readFileSync(file, 'utf8');
-  const command = name === 'claude-code-hook' ? (JSON.parse(text) as { hooks: { PreToolUse: Array<{ hooks: Array<{ command: string }> }> } }).hooks.PreToolUse[0]?.hooks[0]?.command ?? '' : (JSON.parse(/command = (".*")/.exec(text)?.[1] ?? '""') as string);
+  const command =
+    name === 'claude-code-hook'
+      ? ((JSON.parse(text) as { hooks: { PreToolUse: Array<{ hooks: Array<{ command: string }> }> } }).hooks.PreToolUse[0]?.hooks[0]?.command ?? '')
+      : (JSON.parse(/command = (".*")/.exec(text)?.[1] ?? '""') as string);
   const words = [...command.matchAll(/'((?:[^']|'\\'')*)'/g)].map((m) => (m[1] as string).replace(/'\\''/g, "'"));
   return words.slice(1);
 };
-const payload = JSON.stringify({ session_id: 's', cwd: context.worktree, hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command: 'git push --force origin polly/t1 && rm -rf node_modules' } });
+const payload = JSON.stringify({
+  session_id: 's',
+  cwd: context.worktree,
+  hook_event_name: 'PreToolUse',
+  tool_name: 'Bash',
+  tool_input: { command: 'git push --force origin polly/t1 && rm -rf node_modules' },
+});
 
 // warm the file cache
 timeSpawn(process.execPath, ['-e', '0'], '');

@@ -7,13 +7,15 @@ import { fileURLToPath } from 'node:url';
 
 const dist = fileURLToPath(new URL('../dist/scripts/', import.meta.url));
 const available = existsSync(dist)
-  ? readdirSync(dist).filter((f) => /^bench-.+\.js$/.test(f)).map((f) => f.slice(6, -3)).sort()
+  ? readdirSync(dist)
+      .filter((f) => /^bench-.+\.js$/.test(f))
+      .map((f) => f.slice(6, -3))
+      .sort()
   : [];
 const [name, ...rest] = process.argv.slice(2);
 if (!name || !available.includes(name)) {
   process.stderr.write(
-    `${name ? `unknown benchmark "${name}". ` : ''}Usage: npm run bench -- <name>\n` +
-      `Available: ${available.join(', ') || '(none: run "npm run build" first)'}\n`,
+    `${name ? `unknown benchmark "${name}". ` : ''}Usage: npm run bench -- <name>\n` + `Available: ${available.join(', ') || '(none: run "npm run build" first)'}\n`,
   );
   process.exit(2);
 }

@@ -58,7 +58,9 @@ function git(cwd: string, args: string[]): string {
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { dir: { type: 'string' }, live: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, strict: true });
   if (values.help) {
-    process.stdout.write('Usage: npm run demo [-- --dir PATH] [-- --live]\n  --dir PATH  keep the sample repository there (must not exist or be empty)\n  --live      use real models (needs ANTHROPIC_API_KEY and OPENAI_API_KEY)\n');
+    process.stdout.write(
+      'Usage: npm run demo [-- --dir PATH] [-- --live]\n  --dir PATH  keep the sample repository there (must not exist or be empty)\n  --live      use real models (needs ANTHROPIC_API_KEY and OPENAI_API_KEY)\n',
+    );
     return 0;
   }
   const started = Date.now();
@@ -111,7 +113,10 @@ async function main(): Promise<number> {
   // Polly never merges: the default branch is exactly where it was, locally and on the remote.
   const mainAfter = git(repo, ['rev-parse', 'main']);
   const originMain = git(origin, ['rev-parse', 'main']);
-  const branches = git(origin, ['branch', '--list', 'polly/*']).split('\n').map((b) => b.replace(/^[* ]+/, '')).filter(Boolean);
+  const branches = git(origin, ['branch', '--list', 'polly/*'])
+    .split('\n')
+    .map((b) => b.replace(/^[* ]+/, ''))
+    .filter(Boolean);
   const merges = git(repo, ['rev-list', '--merges', '--count', 'main']);
   const untouched = mainAfter === mainBefore && originMain === mainBefore && merges === '0';
   await server?.close();

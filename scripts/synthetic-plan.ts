@@ -34,7 +34,13 @@ export function syntheticPlan(tasks: number, retries: number): Workflow {
       { action: `${P}_RED`, from: 'running', when: `${p} == 'test' && ${p}_tries < ${retries}`, set: { [p]: 'impl', [`${p}_tries`]: `${p}_tries + 1` }, emit: [`${p}_dispatch`] },
       { action: `${P}_RED`, from: 'running', when: `${p} == 'test'`, set: { [p]: 'failed', [`${p}_tries`]: 0 } },
       { action: `${P}_CLEAN`, from: 'running', when: `${p} == 'review'`, set: { [p]: 'done', [`${p}_tries`]: 0 }, emit: [`${p}_ready`] },
-      { action: `${P}_BLOCKING`, from: 'running', when: `${p} == 'review' && ${p}_tries < ${retries}`, set: { [p]: 'impl', [`${p}_tries`]: `${p}_tries + 1` }, emit: [`${p}_dispatch`] },
+      {
+        action: `${P}_BLOCKING`,
+        from: 'running',
+        when: `${p} == 'review' && ${p}_tries < ${retries}`,
+        set: { [p]: 'impl', [`${p}_tries`]: `${p}_tries + 1` },
+        emit: [`${p}_dispatch`],
+      },
       { action: `${P}_BLOCKING`, from: 'running', when: `${p} == 'review'`, set: { [p]: 'failed', [`${p}_tries`]: 0 } },
     );
     invariants.push({ name: `${p}-ready-after-green`, requires_before: { event: `${p}_ready`, requires: [`${P}_GREEN`], reset_by: [`${P}_RED`, `${P}_BLOCKING`] } });
@@ -43,7 +49,16 @@ export function syntheticPlan(tasks: number, retries: number): Workflow {
   transitions.push({ action: 'FINISH', from: 'running', to: 'finished', when: allFinal });
   invariants.push({ name: 'dispatch-bound', at_most: { event: { tool: ['dispatch', 'dispatch_review'] }, count: tasks * (2 * retries + 2) } });
   invariants.push({ name: 'every-path-terminates', terminates: true });
-  const raw = { name: `synthetic-plan-${tasks}x${retries}`, states: ['running', 'finished'], initial: 'running', terminal: ['finished'], variables, actions, effects, transitions, invariants };
+  const raw = {
+    name: `synthetic-plan-${tasks}x${retries}`,
+    states: ['running', 'finished'],
+    initial: 'running',
+    terminal: ['finished'],
+    variables,
+    actions,
+    effects,
+    transitions,
+    invariants,
+  };
   return validateWorkflow(raw, { file: `synthetic:${tasks}x${retries}` });
 }
-

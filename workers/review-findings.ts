@@ -124,8 +124,7 @@ export function validateFindings(value: unknown): ReviewFindings {
   if (!r.success) {
     throw new PollyError(
       'bad_input',
-      `review findings do not match the schema: ${describeIssues(r.error)}. ` +
-        'Expected {"blocking": [{"file", "line", "message"}], "non_blocking": [...]}.',
+      `review findings do not match the schema: ${describeIssues(r.error)}. ` + 'Expected {"blocking": [{"file", "line", "message"}], "non_blocking": [...]}.',
       { details: { issues: r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })) } },
     );
   }
@@ -225,10 +224,7 @@ export function reviewFromFindings(
   findings: ReviewFindings,
   options: ReviewFromFindingsOptions,
 ): { event: 'COMMENT'; body: string; comments: Array<{ path: string; line: number; body: string }> } {
-  const all = [
-    ...findings.blocking.map((f) => ({ ...f, blocking: true })),
-    ...findings.nonBlocking.map((f) => ({ ...f, blocking: false })),
-  ];
+  const all = [...findings.blocking.map((f) => ({ ...f, blocking: true })), ...findings.nonBlocking.map((f) => ({ ...f, blocking: false }))];
   const text = (f: { message: string; blocking: boolean }) => `${f.blocking ? '**Blocking**' : 'Non-blocking'} (${options.reviewer}, round ${options.round}): ${f.message}`;
   const inDiff = (f: ReviewFinding) => !options.commentable || (options.commentable.get(f.file)?.has(f.line) ?? false);
   const comments = all.filter(inDiff).map((f) => ({ path: f.file, line: f.line, body: text(f) }));

@@ -161,7 +161,10 @@ export async function createReviewSandbox(input: ReviewSandboxInput): Promise<Re
   }
   for (const form of pathForms(input.repoRoot ?? null)) {
     if (isInside(root, form)) {
-      throw new PollyError('bad_input', `the review sandbox root ${root} is inside the repository ${form}; a reviewer must not work in the repository. Use a directory outside it (default: the OS temp dir; check TMPDIR).`);
+      throw new PollyError(
+        'bad_input',
+        `the review sandbox root ${root} is inside the repository ${form}; a reviewer must not work in the repository. Use a directory outside it (default: the OS temp dir; check TMPDIR).`,
+      );
     }
   }
   const worktreeName = worktree ? basename(worktree) : null;
@@ -181,7 +184,11 @@ export async function createReviewSandbox(input: ReviewSandboxInput): Promise<Re
   const diffText = redactWorktreePath(input.diff, worktree);
   const contract = redactWorktreePath(renderContract(input.task), worktree);
   const prompt = redactWorktreePath(renderReviewPrompt(input.task, input.round ?? 1), worktree);
-  for (const [what, text] of [['DIFF.patch', diffText], ['CONTRACT.md', contract], ['prompt', prompt]] as const) {
+  for (const [what, text] of [
+    ['DIFF.patch', diffText],
+    ['CONTRACT.md', contract],
+    ['prompt', prompt],
+  ] as const) {
     if (forms.some((f) => text.includes(f))) throw new PollyError('internal', `the review ${what} still names the worktree after redaction.`);
   }
   const files = { diff: join(dir, 'DIFF.patch'), contract: join(dir, 'CONTRACT.md') };

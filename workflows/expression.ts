@@ -25,7 +25,10 @@
 
 /** A parse or type error at a 0-based character offset of the expression text. */
 export class ExpressionError extends Error {
-  constructor(message: string, readonly offset: number) {
+  constructor(
+    message: string,
+    readonly offset: number,
+  ) {
     super(message);
     this.name = 'ExpressionError';
   }
@@ -317,7 +320,14 @@ function check(n: Node, resolve: (name: string) => Symbol | null): Typed {
       const set = new Set(codes);
       if (codes.length <= 4) {
         const [c0 = NaN, c1 = NaN, c2 = NaN, c3 = NaN] = codes;
-        return { type: { kind: 'bool' }, fn: (v, d) => { const x = f(v, d); return x === c0 || x === c1 || x === c2 || x === c3 ? 1 : 0; }, at: n.at };
+        return {
+          type: { kind: 'bool' },
+          fn: (v, d) => {
+            const x = f(v, d);
+            return x === c0 || x === c1 || x === c2 || x === c3 ? 1 : 0;
+          },
+          at: n.at,
+        };
       }
       return { type: { kind: 'bool' }, fn: (v, d) => (set.has(f(v, d)) ? 1 : 0), at: n.at };
     }
@@ -364,32 +374,60 @@ function checkBinary(n: Extract<Node, { k: 'bin' }>, resolve: (name: string) => 
     const c = rhsConst;
     const i = lhsSym.index;
     switch (n.op) {
-      case '==': return { type: bool, fn: (v) => (v[i] === c ? 1 : 0), at: n.at };
-      case '!=': return { type: bool, fn: (v) => (v[i] !== c ? 1 : 0), at: n.at };
-      case '<': return { type: bool, fn: (v) => (v[i]! < c ? 1 : 0), at: n.at };
-      case '<=': return { type: bool, fn: (v) => (v[i]! <= c ? 1 : 0), at: n.at };
-      case '>': return { type: bool, fn: (v) => (v[i]! > c ? 1 : 0), at: n.at };
-      default: return { type: bool, fn: (v) => (v[i]! >= c ? 1 : 0), at: n.at };
+      case '==':
+        return { type: bool, fn: (v) => (v[i] === c ? 1 : 0), at: n.at };
+      case '!=':
+        return { type: bool, fn: (v) => (v[i] !== c ? 1 : 0), at: n.at };
+      case '<':
+        return { type: bool, fn: (v) => (v[i]! < c ? 1 : 0), at: n.at };
+      case '<=':
+        return { type: bool, fn: (v) => (v[i]! <= c ? 1 : 0), at: n.at };
+      case '>':
+        return { type: bool, fn: (v) => (v[i]! > c ? 1 : 0), at: n.at };
+      default:
+        return { type: bool, fn: (v) => (v[i]! >= c ? 1 : 0), at: n.at };
     }
   }
   if (rhsConst !== null) {
     const c = rhsConst;
     switch (n.op) {
-      case '==': fn = (v, d) => (a(v, d) === c ? 1 : 0); break;
-      case '!=': fn = (v, d) => (a(v, d) !== c ? 1 : 0); break;
-      case '<': fn = (v, d) => (a(v, d) < c ? 1 : 0); break;
-      case '<=': fn = (v, d) => (a(v, d) <= c ? 1 : 0); break;
-      case '>': fn = (v, d) => (a(v, d) > c ? 1 : 0); break;
-      default: fn = (v, d) => (a(v, d) >= c ? 1 : 0);
+      case '==':
+        fn = (v, d) => (a(v, d) === c ? 1 : 0);
+        break;
+      case '!=':
+        fn = (v, d) => (a(v, d) !== c ? 1 : 0);
+        break;
+      case '<':
+        fn = (v, d) => (a(v, d) < c ? 1 : 0);
+        break;
+      case '<=':
+        fn = (v, d) => (a(v, d) <= c ? 1 : 0);
+        break;
+      case '>':
+        fn = (v, d) => (a(v, d) > c ? 1 : 0);
+        break;
+      default:
+        fn = (v, d) => (a(v, d) >= c ? 1 : 0);
     }
   } else {
     switch (n.op) {
-      case '==': fn = (v, d) => (a(v, d) === b(v, d) ? 1 : 0); break;
-      case '!=': fn = (v, d) => (a(v, d) !== b(v, d) ? 1 : 0); break;
-      case '<': fn = (v, d) => (a(v, d) < b(v, d) ? 1 : 0); break;
-      case '<=': fn = (v, d) => (a(v, d) <= b(v, d) ? 1 : 0); break;
-      case '>': fn = (v, d) => (a(v, d) > b(v, d) ? 1 : 0); break;
-      default: fn = (v, d) => (a(v, d) >= b(v, d) ? 1 : 0);
+      case '==':
+        fn = (v, d) => (a(v, d) === b(v, d) ? 1 : 0);
+        break;
+      case '!=':
+        fn = (v, d) => (a(v, d) !== b(v, d) ? 1 : 0);
+        break;
+      case '<':
+        fn = (v, d) => (a(v, d) < b(v, d) ? 1 : 0);
+        break;
+      case '<=':
+        fn = (v, d) => (a(v, d) <= b(v, d) ? 1 : 0);
+        break;
+      case '>':
+        fn = (v, d) => (a(v, d) > b(v, d) ? 1 : 0);
+        break;
+      default:
+        fn = (v, d) => (a(v, d) >= b(v, d) ? 1 : 0);
     }
   }
   return { type: bool, fn, at: n.at };
@@ -405,8 +443,10 @@ export function expressionToPromela(src: string, resolve: (name: string) => Symb
   check(tree, resolve); // same type rules as the checker
   const render = (n: Node, hint: ExprType | null): string => {
     switch (n.k) {
-      case 'int': return String(n.value);
-      case 'bool': return n.value ? '1' : '0';
+      case 'int':
+        return String(n.value);
+      case 'bool':
+        return n.value ? '1' : '0';
       case 'str': {
         if (hint?.kind !== 'enum') throw new ExpressionError('a string literal needs an enum to compare with', n.at);
         return String(hint.values.indexOf(n.value));
@@ -422,8 +462,10 @@ export function expressionToPromela(src: string, resolve: (name: string) => Symb
         }
         return name;
       }
-      case 'not': return `!(${render(n.e, null)})`;
-      case 'neg': return `-(${render(n.e, null)})`;
+      case 'not':
+        return `!(${render(n.e, null)})`;
+      case 'neg':
+        return `-(${render(n.e, null)})`;
       case 'in': {
         const t = typeOf(n.e);
         return `(${n.list.map((item) => `(${render(n.e, null)}) == ${render(item, t)}`).join(' || ')}${n.list.length ? '' : '0'})`;
@@ -445,7 +487,12 @@ export function expressionToPromela(src: string, resolve: (name: string) => Symb
 
 /** An expression error located in a field of the workflow (thrown by the model compiler). */
 export class ExpressionInFieldError extends Error {
-  constructor(readonly path: string, readonly source: string, readonly offset: number, message: string) {
+  constructor(
+    readonly path: string,
+    readonly source: string,
+    readonly offset: number,
+    message: string,
+  ) {
     super(message);
     this.name = 'ExpressionInFieldError';
   }
@@ -455,7 +502,6 @@ export class ExpressionInFieldError extends Error {
     return error;
   }
 }
-
 
 /**
  * The top-level conjuncts of a guard that pin a state slot to a set of values (`x == 'v'`,

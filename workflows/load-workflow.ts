@@ -50,7 +50,7 @@ export function parseWorkflow(text: string, file: string): Workflow {
       for (const pair of node.items) {
         const k = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
         const childPath = path ? `${path}.${k}` : k;
-        const kOff = isScalar(pair.key) ? pair.key.range?.[0] ?? null : null;
+        const kOff = isScalar(pair.key) ? (pair.key.range?.[0] ?? null) : null;
         if (kOff !== null) {
           positions[childPath] = at(kOff);
           positions[`${childPath}@key`] = at(kOff);
@@ -63,7 +63,9 @@ export function parseWorkflow(text: string, file: string): Workflow {
   };
   walk(doc.contents as YamlNode | null, '', null);
   if (doc.contents === null) {
-    throw new PollyError('workflow_invalid', `${file}:1:1: the file is empty; a workflow needs at least name, states, initial, terminal, actions and transitions.`, { details: { file, line: 1, column: 1 } });
+    throw new PollyError('workflow_invalid', `${file}:1:1: the file is empty; a workflow needs at least name, states, initial, terminal, actions and transitions.`, {
+      details: { file, line: 1, column: 1 },
+    });
   }
   return validateWorkflow(doc.toJS(), { file, positions, quoteOffsets });
 }
@@ -76,7 +78,9 @@ export function loadWorkflow(path: string): Workflow {
   let file = path;
   if (existsSync(path) && statSync(path).isDirectory()) file = join(path, WORKFLOW_FILE);
   if (!existsSync(file)) {
-    throw new PollyError('bad_input', `no workflow at ${JSON.stringify(path)} (looked for ${file}). Pass a directory holding ${WORKFLOW_FILE} or the YAML file itself.`, { details: { path } });
+    throw new PollyError('bad_input', `no workflow at ${JSON.stringify(path)} (looked for ${file}). Pass a directory holding ${WORKFLOW_FILE} or the YAML file itself.`, {
+      details: { path },
+    });
   }
   return parseWorkflow(readFileSync(file, 'utf8'), file);
 }

@@ -159,7 +159,8 @@ export function validateWorkflow(raw: unknown, src: SourceInfo): Workflow {
   if (top.key !== undefined && top.key !== null) {
     key = str(top.key, 'key');
     for (const m of key.matchAll(/\{([^}]*)\}/g)) {
-      if (!input.some((f) => f.name === m[1])) fail('key', `the key template names "{${m[1]}}" but input declares no such field (declared: ${input.map((f) => f.name).join(', ') || 'none'})`);
+      if (!input.some((f) => f.name === m[1]))
+        fail('key', `the key template names "{${m[1]}}" but input declares no such field (declared: ${input.map((f) => f.name).join(', ') || 'none'})`);
     }
   }
 
@@ -281,8 +282,7 @@ export function validateWorkflow(raw: unknown, src: SourceInfo): Workflow {
     const o = obj(v, p);
     only(o, p, ['tool', 'on_ok', 'on_failure', 'on_exhausted', 'retry', 'description']);
     if (actionNames.has(k)) fail(p, `"${k}" is both an action and an effect kind; invariants could not tell them apart — rename one`);
-    const completion = (f: 'on_ok' | 'on_failure' | 'on_exhausted'): string | null =>
-      o[f] === undefined || o[f] === null ? null : actionIn(str(o[f], `${p}.${f}`), `${p}.${f}`);
+    const completion = (f: 'on_ok' | 'on_failure' | 'on_exhausted'): string | null => (o[f] === undefined || o[f] === null ? null : actionIn(str(o[f], `${p}.${f}`), `${p}.${f}`));
     const r = o.retry === undefined ? {} : obj(o.retry, `${p}.retry`);
     only(r, `${p}.retry`, ['max_attempts', 'backoff_seconds', 'lease_seconds']);
     effects.push({
@@ -371,7 +371,8 @@ export function validateWorkflow(raw: unknown, src: SourceInfo): Workflow {
     const patterns = ['never', 'requires_before', 'at_most', 'eventually_after', 'terminates'].filter((k) => o[k] !== undefined);
     only(o, p, ['name', 'description', 'scope', 'never', 'requires_before', 'at_most', 'eventually_after', 'terminates']);
     const iname = str(o.name, `${p}.name`);
-    if (patterns.length !== 1) fail(p, `an invariant has exactly one pattern (never, requires_before, at_most, eventually_after, terminates); found ${patterns.length ? patterns.join(', ') : 'none'}`);
+    if (patterns.length !== 1)
+      fail(p, `an invariant has exactly one pattern (never, requires_before, at_most, eventually_after, terminates); found ${patterns.length ? patterns.join(', ') : 'none'}`);
     const sc = scope(o.scope, `${p}.scope`);
     const pat = patterns[0]!;
     const pp = `${p}.${pat}`;
@@ -387,7 +388,14 @@ export function validateWorkflow(raw: unknown, src: SourceInfo): Workflow {
         const reqRaw = b.requires;
         const reqs = Array.isArray(reqRaw) ? reqRaw.map((r, j) => eventRef(r, `${pp}.requires[${j}]`)) : [eventRef(reqRaw, `${pp}.requires`)];
         if (reqs.length === 0 || reqs.length > 8) fail(`${pp}.requires`, 'list 1 to 8 required events');
-        invariants.push({ name: iname, pattern: 'requires_before', event: eventRef(b.event, `${pp}.event`), requires: reqs, reset_by: b.reset_by === undefined ? null : eventRef(b.reset_by, `${pp}.reset_by`), scope: sc });
+        invariants.push({
+          name: iname,
+          pattern: 'requires_before',
+          event: eventRef(b.event, `${pp}.event`),
+          requires: reqs,
+          reset_by: b.reset_by === undefined ? null : eventRef(b.reset_by, `${pp}.reset_by`),
+          scope: sc,
+        });
       } else if (pat === 'at_most') {
         only(b, pp, ['event', 'count']);
         const count = int(b.count, `${pp}.count`, 0);
@@ -399,7 +407,11 @@ export function validateWorkflow(raw: unknown, src: SourceInfo): Workflow {
       }
     }
   });
-  dupes(invariants.map((x) => x.name), 'invariants', fail);
+  dupes(
+    invariants.map((x) => x.name),
+    'invariants',
+    fail,
+  );
 
   // polly bindings
   let polly: PollyBindings | null = null;
@@ -444,7 +456,20 @@ export function validateWorkflow(raw: unknown, src: SourceInfo): Workflow {
   }
 
   const wf: Workflow = {
-    name, description, file: src.file, input, key, states, initial, terminal, variables, actions, effects, transitions, invariants, polly,
+    name,
+    description,
+    file: src.file,
+    input,
+    key,
+    states,
+    initial,
+    terminal,
+    variables,
+    actions,
+    effects,
+    transitions,
+    invariants,
+    polly,
     positions: src.positions ?? {},
   };
   try {

@@ -83,7 +83,10 @@ export function workflowFiles(sources: string[]): string[] {
   const out: string[] = [];
   for (const src of sources) {
     const path = resolve(src);
-    if (!existsSync(path)) throw new PollyError('bad_input', `workflow source ${JSON.stringify(src)} does not exist. Pass a directory holding ${WORKFLOW_FILE}, or a directory of such directories.`, { details: { path: src } });
+    if (!existsSync(path))
+      throw new PollyError('bad_input', `workflow source ${JSON.stringify(src)} does not exist. Pass a directory holding ${WORKFLOW_FILE}, or a directory of such directories.`, {
+        details: { path: src },
+      });
     if (!statSync(path).isDirectory()) {
       out.push(path);
     } else if (existsSync(join(path, WORKFLOW_FILE))) {
@@ -107,11 +110,16 @@ function refText(r: EventRef): string {
 /** An invariant in words (pattern and events), for `workflow_list`. */
 export function describeInvariant(inv: InvariantDecl): string {
   switch (inv.pattern) {
-    case 'never': return `never ${refText(inv.event)}`;
-    case 'requires_before': return `${refText(inv.event)} only after ${inv.requires.map(refText).join(' and ')}${inv.reset_by ? ` (again after ${refText(inv.reset_by)})` : ''}`;
-    case 'at_most': return `at most ${inv.count} × ${refText(inv.event)}`;
-    case 'eventually_after': return `every ${refText(inv.event)} is followed by ${refText(inv.then)}`;
-    case 'terminates': return 'every path terminates';
+    case 'never':
+      return `never ${refText(inv.event)}`;
+    case 'requires_before':
+      return `${refText(inv.event)} only after ${inv.requires.map(refText).join(' and ')}${inv.reset_by ? ` (again after ${refText(inv.reset_by)})` : ''}`;
+    case 'at_most':
+      return `at most ${inv.count} × ${refText(inv.event)}`;
+    case 'eventually_after':
+      return `every ${refText(inv.event)} is followed by ${refText(inv.then)}`;
+    case 'terminates':
+      return 'every path terminates';
   }
 }
 
@@ -122,7 +130,19 @@ export function checkedEntry(loaded: Workflow, policy: GuaranteePolicy, file = l
     wf = loaded.polly ? withPollyGuarantees(loaded, policy) : loaded;
   } catch (error) {
     if (!isPollyError(error)) throw error;
-    return { name: loaded.name, file, admitted: false, workflow: null, check: null, line: `REFUSED: ${loaded.name}`, reasons: [error.message], guarantees: [], tools: {}, key: null, description: loaded.description };
+    return {
+      name: loaded.name,
+      file,
+      admitted: false,
+      workflow: null,
+      check: null,
+      line: `REFUSED: ${loaded.name}`,
+      reasons: [error.message],
+      guarantees: [],
+      tools: {},
+      key: null,
+      description: loaded.description,
+    };
   }
   const check = checkWorkflow(wf);
   return {
@@ -154,7 +174,9 @@ export function loadLibraryEntry(file: string, policy: GuaranteePolicy): Library
 }
 
 function duplicate(name: string, a: string, b: string): PollyError {
-  return new PollyError('bad_input', `two workflows are named ${JSON.stringify(name)}: ${a} and ${b}. Rename one (the name is part of every run's identity).`, { details: { name, files: [a, b] } });
+  return new PollyError('bad_input', `two workflows are named ${JSON.stringify(name)}: ${a} and ${b}. Rename one (the name is part of every run's identity).`, {
+    details: { name, files: [a, b] },
+  });
 }
 
 /** The refused entry for a workflow file whose name `first` already holds (the first one wins). */

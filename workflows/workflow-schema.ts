@@ -13,10 +13,7 @@
 export type Value = string | number | boolean;
 
 /** A finite domain: an enum (closed list of names), a bool, or a bounded integer [min, max]. */
-export type Domain =
-  | { type: 'enum'; values: string[] }
-  | { type: 'bool' }
-  | { type: 'int'; min: number; max: number };
+export type Domain = { type: 'enum'; values: string[] } | { type: 'bool' } | { type: 'int'; min: number; max: number };
 
 /** A workflow variable: a finite domain and its initial value. */
 export type VariableDecl = Domain & { name: string; initial: Value };
@@ -108,7 +105,7 @@ export interface EventRef {
 export type Scope =
   | { kind: 'global' }
   | { kind: 'after'; after: EventRef }
-  | { kind: 'between'; between: EventRef; until: EventRef; /** The first window is open from the start of the run. */ initially_open: boolean };
+  | { kind: 'between'; between: EventRef; until: EventRef /** The first window is open from the start of the run. */; initially_open: boolean };
 
 /**
  * An invariant as a specification pattern (Dwyer et al.), with a name a user can agree to:

@@ -21,12 +21,7 @@ export interface ParsedArgs<O extends OptionSpec> {
  * @param maxPositionals  how many positionals are accepted (default: any number).
  * @throws PollyError `bad_input` for an unknown flag, a missing flag value or too many positionals.
  */
-export function parseCommandArgs<O extends OptionSpec>(
-  command: string,
-  argv: string[],
-  options: O,
-  maxPositionals = Number.POSITIVE_INFINITY,
-): ParsedArgs<O> {
+export function parseCommandArgs<O extends OptionSpec>(command: string, argv: string[], options: O, maxPositionals = Number.POSITIVE_INFINITY): ParsedArgs<O> {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
@@ -34,19 +29,11 @@ export function parseCommandArgs<O extends OptionSpec>(
     const raw = error instanceof Error ? error.message : String(error);
     const flag = /'(-{1,2}[^' ]+)/.exec(raw)?.[1] ?? /(-{1,2}[\w-]+)/.exec(raw)?.[1];
     const what = flag ? `unknown or malformed option ${JSON.stringify(flag)}` : raw;
-    throw new PollyError(
-      'bad_input',
-      `polly ${command}: ${what}. Run "polly help ${command}" for the accepted options.`,
-      { cause: error, details: { flag: flag ?? null } },
-    );
+    throw new PollyError('bad_input', `polly ${command}: ${what}. Run "polly help ${command}" for the accepted options.`, { cause: error, details: { flag: flag ?? null } });
   }
   if (parsed.positionals.length > maxPositionals) {
     const extra = parsed.positionals[maxPositionals];
-    throw new PollyError(
-      'bad_input',
-      `polly ${command}: unexpected argument ${JSON.stringify(extra)}. Run "polly help ${command}" for usage.`,
-      { details: { argument: extra } },
-    );
+    throw new PollyError('bad_input', `polly ${command}: unexpected argument ${JSON.stringify(extra)}. Run "polly help ${command}" for usage.`, { details: { argument: extra } });
   }
   return parsed as unknown as ParsedArgs<O>;
 }

@@ -40,15 +40,15 @@ is named) or a fault; 2 bad flags.`,
       const llm = await import('../llm/llm-brain.js');
       startGoalBrain = (goal, resume) =>
         llm.startLlmBrain({
-              repoRoot: ctx.repo.root,
-              pollyDir: ctx.repo.pollyDir,
-              config: ctx.config,
-              goal: { id: goal.id, text: goal.text },
-              stateDir: goalStateDir(ctx.repo.pollyDir, goal.id),
-              env: deps.agentEnv,
-              resumeSessionId: resume,
-              cliPath: cliPath(),
-            });
+          repoRoot: ctx.repo.root,
+          pollyDir: ctx.repo.pollyDir,
+          config: ctx.config,
+          goal: { id: goal.id, text: goal.text },
+          stateDir: goalStateDir(ctx.repo.pollyDir, goal.id),
+          env: deps.agentEnv,
+          resumeSessionId: resume,
+          cliPath: cliPath(),
+        });
       messages = { first: (goal) => llm.firstBrainMessage({ id: goal.id, text: goal.text }), wake: (events) => llm.wakeMessage(events) };
     }
     try {

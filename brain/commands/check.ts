@@ -39,10 +39,17 @@ within its declared domains.
 Exit codes: 0 admitted (or the run conforms), 1 refused (or the run diverges), 2 invalid workflow,
 run id or arguments.`,
   async run(argv, io) {
-    const { values, positionals } = parseCommandArgs('check', argv, { json: { type: 'boolean' }, promela: { type: 'boolean' }, 'state-cap': { type: 'string' }, run: { type: 'string' } }, 1);
+    const { values, positionals } = parseCommandArgs(
+      'check',
+      argv,
+      { json: { type: 'boolean' }, promela: { type: 'boolean' }, 'state-cap': { type: 'string' }, run: { type: 'string' } },
+      1,
+    );
     if (values.run !== undefined) {
       if (positionals.length > 0 || values.promela || values['state-cap'] !== undefined) {
-        throw new PollyError('bad_input', 'polly check --run RUN-ID takes no PATH, --promela or --state-cap. Run "polly check --run <run-id> [--json]".', { details: { flag: '--run' } });
+        throw new PollyError('bad_input', 'polly check --run RUN-ID takes no PATH, --promela or --state-cap. Run "polly check --run <run-id> [--json]".', {
+          details: { flag: '--run' },
+        });
       }
       const ctx = await openRepoContext(io.cwd, io.env);
       const verdict = await checkRunTrace(ctx.store, ctx.config, values.run);
@@ -55,7 +62,8 @@ run id or arguments.`,
     let stateCap: number | undefined;
     if (values['state-cap'] !== undefined) {
       stateCap = Number(values['state-cap']);
-      if (!Number.isInteger(stateCap) || stateCap < 1) throw new PollyError('bad_input', `polly check: --state-cap ${JSON.stringify(values['state-cap'])} is not a positive integer.`, { details: { flag: '--state-cap' } });
+      if (!Number.isInteger(stateCap) || stateCap < 1)
+        throw new PollyError('bad_input', `polly check: --state-cap ${JSON.stringify(values['state-cap'])} is not a positive integer.`, { details: { flag: '--state-cap' } });
     }
     const loaded = loadWorkflow(resolve(io.cwd, path));
     const wf = loaded.polly ? withPollyGuarantees(loaded, { maxDispatchesPerTurn: DEFAULT_CONFIG.policies.spawn_bounds.max_dispatches_per_turn }) : loaded;

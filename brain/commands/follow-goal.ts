@@ -120,8 +120,6 @@ export function progressLine(e: JournalEntry): string | null {
   }
 }
 
-
-
 export interface FollowOptions {
   /** The pid of a Brain the caller just started (it may not own the registry yet). */
   brainPid?: number | null;
@@ -181,55 +179,58 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
   }
 
   async function followLoop(): Promise<GoalRecord> {
-  for (;;) {
-    const entries = await store.waitForJournal(cursor, 2000, options.signal);
-    for (const e of entries) {
-      cursor = e.seq;
-      const line = progressLine(e);
-      if (line && !(live && (e.kind.startsWith('task.') || e.kind.startsWith('pr.')))) io.stderr.write(`${line}\n`);
-      if (e.kind === 'plan.approved' && (e.data as { goalId?: string }).goalId === options.goalId) startLive();
-      if (e.kind === 'plan.proposed' && (e.data as { goalId?: string }).goalId === options.goalId) {
-        const planId = String((e.data as { planId: string }).planId);
-        const approve = options.yes || (options.interactive && (await ask(io, `Approve plan ${planId}? Polly will dispatch its tasks; it never merges. [y/N] `)));
-        if (approve) {
-          await decidePlan(store, options.config, planId, 'approve', { by: options.yes ? 'polly --yes' : `human:${io.env.USER ?? 'terminal'}` }).catch((error: unknown) => {
-            io.stderr.write(`[polly] could not approve ${planId}: ${(error as Error).message}\n`);
-          });
-        } else if (options.interactive) {
-          await decidePlan(store, options.config, planId, 'reject', { by: `human:${io.env.USER ?? 'terminal'}` }).catch(() => {});
-        } else {
-          io.stderr.write(`[polly] plan ${planId} waits for approval: polly plan approve ${planId} (or reject)\n`);
-        }
-      }
-    }
-    const reg = await store.read();
-    const goal = reg.goals[options.goalId];
-    if (!goal) throw new Error(`goal ${options.goalId} disappeared from the registry`);
-    if (isGoalFinal(goal.status)) return goal;
-    if (options.signal?.aborted) return goal;
-    if (options.keepBrainAlive !== false && Date.now() - lastBrainCheck > 3000) {
-      lastBrainCheck = Date.now();
-      const brainAlive = reg.brain !== null && pidAlive(reg.brain.pid);
-      const starting = startedPid !== null && pidAlive(startedPid);
-      if (!brainAlive && !starting) {
-        const { pid, started } = await ensureBrain(store, options.repoRoot, options.pollyDir, io.env, options.brainArgs);
-        if (started) {
-          restarts += 1;
-          if (restarts > 3) {
-            const log = join(options.pollyDir, 'brain.log');
-            let tail = '';
-            try {
-              tail = readFileSync(log, 'utf8').trim().split('\n').slice(-5).join('\n');
-            } catch {
-              // no log
-            }
-            throw new PollyError('internal', `the Brain exited ${restarts - 1} times without finishing goal ${options.goalId}; not starting it again. The end of ${log}:\n${tail}`);
+    for (;;) {
+      const entries = await store.waitForJournal(cursor, 2000, options.signal);
+      for (const e of entries) {
+        cursor = e.seq;
+        const line = progressLine(e);
+        if (line && !(live && (e.kind.startsWith('task.') || e.kind.startsWith('pr.')))) io.stderr.write(`${line}\n`);
+        if (e.kind === 'plan.approved' && (e.data as { goalId?: string }).goalId === options.goalId) startLive();
+        if (e.kind === 'plan.proposed' && (e.data as { goalId?: string }).goalId === options.goalId) {
+          const planId = String((e.data as { planId: string }).planId);
+          const approve = options.yes || (options.interactive && (await ask(io, `Approve plan ${planId}? Polly will dispatch its tasks; it never merges. [y/N] `)));
+          if (approve) {
+            await decidePlan(store, options.config, planId, 'approve', { by: options.yes ? 'polly --yes' : `human:${io.env.USER ?? 'terminal'}` }).catch((error: unknown) => {
+              io.stderr.write(`[polly] could not approve ${planId}: ${(error as Error).message}\n`);
+            });
+          } else if (options.interactive) {
+            await decidePlan(store, options.config, planId, 'reject', { by: `human:${io.env.USER ?? 'terminal'}` }).catch(() => {});
+          } else {
+            io.stderr.write(`[polly] plan ${planId} waits for approval: polly plan approve ${planId} (or reject)\n`);
           }
-          startedPid = pid;
-          io.stderr.write(`[polly] the Brain was not running; started it again (pid ${pid})\n`);
+        }
+      }
+      const reg = await store.read();
+      const goal = reg.goals[options.goalId];
+      if (!goal) throw new Error(`goal ${options.goalId} disappeared from the registry`);
+      if (isGoalFinal(goal.status)) return goal;
+      if (options.signal?.aborted) return goal;
+      if (options.keepBrainAlive !== false && Date.now() - lastBrainCheck > 3000) {
+        lastBrainCheck = Date.now();
+        const brainAlive = reg.brain !== null && pidAlive(reg.brain.pid);
+        const starting = startedPid !== null && pidAlive(startedPid);
+        if (!brainAlive && !starting) {
+          const { pid, started } = await ensureBrain(store, options.repoRoot, options.pollyDir, io.env, options.brainArgs);
+          if (started) {
+            restarts += 1;
+            if (restarts > 3) {
+              const log = join(options.pollyDir, 'brain.log');
+              let tail = '';
+              try {
+                tail = readFileSync(log, 'utf8').trim().split('\n').slice(-5).join('\n');
+              } catch {
+                // no log
+              }
+              throw new PollyError(
+                'internal',
+                `the Brain exited ${restarts - 1} times without finishing goal ${options.goalId}; not starting it again. The end of ${log}:\n${tail}`,
+              );
+            }
+            startedPid = pid;
+            io.stderr.write(`[polly] the Brain was not running; started it again (pid ${pid})\n`);
+          }
         }
       }
     }
-  }
   }
 }

@@ -78,8 +78,11 @@ async function runDecide(argv: string[], io: CommandIO): Promise<number> {
         defaultBranch: pick(c, 'defaultBranch', 'default_branch') ?? defaults.defaultBranch ?? '',
         home: pick(c, 'home', 'home') ?? defaults.home ?? '',
       };
-      const cwd = typeof raw.cwd === 'string' ? resolve(io.cwd, raw.cwd) : pick(c, 'cwd', 'cwd') ?? io.cwd;
-      request = typeof raw.type === 'string' ? ({ cwd, ...raw } as unknown as GateRequest) : ({ type: 'tool', harness: 'cli', role: raw.role, tool: raw.tool, input: raw.input, cwd } as GateRequest);
+      const cwd = typeof raw.cwd === 'string' ? resolve(io.cwd, raw.cwd) : (pick(c, 'cwd', 'cwd') ?? io.cwd);
+      request =
+        typeof raw.type === 'string'
+          ? ({ cwd, ...raw } as unknown as GateRequest)
+          : ({ type: 'tool', harness: 'cli', role: raw.role, tool: raw.tool, input: raw.input, cwd } as GateRequest);
       d = decide(request, policies, context);
     } catch (error) {
       d = { decision: 'deny', rule: 'internal_error', reason: `stdin line ${n}: ${(error as Error).message}; expected {"role","tool","input"} as JSON` };
@@ -108,7 +111,9 @@ function readLines(path: string, onlyGate: boolean): LogEntry[] {
         const e = JSON.parse(line) as LogEntry;
         if (e.kind === 'gate.decision' || !onlyGate) out.push(e);
       } catch {
-        throw new PollyError('registry_corrupt', `${path}:${i + 1}: not a JSON line. Move the file aside (it is an append-only log) and rerun.`, { details: { file: path, line: i + 1 } });
+        throw new PollyError('registry_corrupt', `${path}:${i + 1}: not a JSON line. Move the file aside (it is an append-only log) and rerun.`, {
+          details: { file: path, line: i + 1 },
+        });
       }
     });
   return out.filter((e) => e.kind === 'gate.decision');
@@ -119,7 +124,8 @@ async function runLog(argv: string[], io: CommandIO): Promise<number> {
   const defaults = repoDefaults(io.cwd, io.env);
   if (!defaults.repoRoot) throw new PollyError('not_a_git_repo', `${io.cwd} is not inside a git repository. Run "polly gate log" in the repository whose decisions you want.`);
   const limit = values.limit === undefined ? null : Number(values.limit);
-  if (limit !== null && (!Number.isInteger(limit) || limit < 0)) throw new PollyError('bad_input', `polly gate log: --limit ${JSON.stringify(values.limit)} is not a non-negative integer.`, { details: { flag: '--limit' } });
+  if (limit !== null && (!Number.isInteger(limit) || limit < 0))
+    throw new PollyError('bad_input', `polly gate log: --limit ${JSON.stringify(values.limit)} is not a non-negative integer.`, { details: { flag: '--limit' } });
   const entries = [...readLines(join(defaults.repoRoot, GATE_DECISIONS_FILE), true), ...readLines(join(defaults.repoRoot, '.polly', 'journal.jsonl'), true)]
     .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))
     .slice(limit === null ? 0 : limit === 0 ? Number.POSITIVE_INFINITY : -limit);
@@ -134,7 +140,9 @@ async function runLog(argv: string[], io: CommandIO): Promise<number> {
   for (const e of entries) {
     const d = e.data;
     const who = [d.harness, d.role, d.tool ?? d.type].filter((x) => x !== undefined && x !== null).join('/');
-    const what = String(d.input ?? d.purpose ?? d.operation ?? '').replace(/\s+/g, ' ').slice(0, 80);
+    const what = String(d.input ?? d.purpose ?? d.operation ?? '')
+      .replace(/\s+/g, ' ')
+      .slice(0, 80);
     io.stdout.write(`${e.at}  ${String(d.decision).padEnd(5)}  ${String(d.rule).padEnd(36)}  ${who.padEnd(24)}  ${redact(what)}\n`);
   }
   return 0;
@@ -147,6 +155,8 @@ export const command: Command = {
     const [sub, ...rest] = argv;
     if (sub === 'decide') return runDecide(rest, io);
     if (sub === 'log') return runLog(rest, io);
-    throw new PollyError('bad_input', `polly gate: unknown subcommand ${JSON.stringify(sub ?? '')}. Use "polly gate decide" or "polly gate log".`, { details: { argument: sub ?? null } });
+    throw new PollyError('bad_input', `polly gate: unknown subcommand ${JSON.stringify(sub ?? '')}. Use "polly gate decide" or "polly gate log".`, {
+      details: { argument: sub ?? null },
+    });
   },
 };

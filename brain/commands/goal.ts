@@ -43,11 +43,29 @@ Exit codes: 0 every task ready; 1 refused/rejected/failed; 2 bad input.`,
       return 0;
     }
     const interactive = Boolean((io.stdin as NodeJS.ReadStream).isTTY);
-    const final = await followGoal({ store: ctx.store, config: ctx.config, repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), interactive, io, brainPid: brain.pid });
+    const final = await followGoal({
+      store: ctx.store,
+      config: ctx.config,
+      repoRoot: ctx.repo.root,
+      pollyDir: ctx.repo.pollyDir,
+      goalId: goal.id,
+      afterSeq: seq,
+      yes: Boolean(values.yes),
+      interactive,
+      io,
+      brainPid: brain.pid,
+    });
     const reg = await ctx.store.read();
     const rows = goalSummary(reg, goal.id, await ctx.store.journal());
     const plans = final.planIds.map((id) => reg.plans[id]).filter(Boolean);
-    if (values.json) writeJson(io.stdout, { goal: final.id, status: final.status, plans: plans.map((p) => ({ id: p!.id, gate: p!.gate, line: p!.admission?.line })), tasks: rows, report: final.brainReport ?? null });
+    if (values.json)
+      writeJson(io.stdout, {
+        goal: final.id,
+        status: final.status,
+        plans: plans.map((p) => ({ id: p!.id, gate: p!.gate, line: p!.admission?.line })),
+        tasks: rows,
+        report: final.brainReport ?? null,
+      });
     else {
       for (const p of plans) writeLine(io.stdout, `${p!.id}: ${p!.admission?.line ?? ''} [${p!.gate}]`);
       if (rows.length === 0) writeLine(io.stdout, `goal ${final.id}: ${final.status}${final.brainReport ? ` — ${final.brainReport}` : ''}`);

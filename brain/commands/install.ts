@@ -14,7 +14,19 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { cliPath } from '../core/install-paths.js';
-import { HOSTS, SERVER_NAME, defaultStoreDir, hostConfigPath, hostEntry, mergeServerEntry, nemoYaml, registryCommand, serverCommand, type Host, type Scope } from '../mcp/host-installer.js';
+import {
+  HOSTS,
+  SERVER_NAME,
+  defaultStoreDir,
+  hostConfigPath,
+  hostEntry,
+  mergeServerEntry,
+  nemoYaml,
+  registryCommand,
+  serverCommand,
+  type Host,
+  type Scope,
+} from '../mcp/host-installer.js';
 
 const USAGE = `Usage: polly install --host HOST [--scope user|workspace] [--agent AREA] [--workspace AREA] [--registry DIR] [--print] [--json]
 
@@ -41,18 +53,25 @@ export const command: Command = {
   summary: 'register the MCP server with an agent host',
   usage: USAGE,
   async run(argv, io) {
-    const { values } = parseCommandArgs('install', argv, {
-      host: { type: 'string' },
-      scope: { type: 'string' },
-      agent: { type: 'string' },
-      workspace: { type: 'string' },
-      registry: { type: 'string' },
-      print: { type: 'boolean' },
-      json: { type: 'boolean' },
-    }, 0);
+    const { values } = parseCommandArgs(
+      'install',
+      argv,
+      {
+        host: { type: 'string' },
+        scope: { type: 'string' },
+        agent: { type: 'string' },
+        workspace: { type: 'string' },
+        registry: { type: 'string' },
+        print: { type: 'boolean' },
+        json: { type: 'boolean' },
+      },
+      0,
+    );
     const host = values.host as Host | undefined;
     if (!host || !HOSTS.includes(host)) {
-      throw new PollyError('bad_input', `polly install: ${host ? `unknown --host ${JSON.stringify(host)}` : 'missing --host'}; choose one of ${HOSTS.join(', ')}.`, { details: { flag: '--host' } });
+      throw new PollyError('bad_input', `polly install: ${host ? `unknown --host ${JSON.stringify(host)}` : 'missing --host'}; choose one of ${HOSTS.join(', ')}.`, {
+        details: { flag: '--host' },
+      });
     }
     const scope = values.scope as Scope | undefined;
     if (scope !== undefined && scope !== 'user' && scope !== 'workspace') {
@@ -60,15 +79,24 @@ export const command: Command = {
     }
     const agent = values.agent ?? 'default';
     const workspace = values.workspace ?? 'default';
-    for (const [flag, v] of [['--agent', agent], ['--workspace', workspace]] as const) {
-      if (!/^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$/.test(v) || v.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')) throw new PollyError('bad_input', `polly install: ${flag} ${JSON.stringify(v)} is not a valid area name; use letters, digits and . _ / -.`, { details: { flag } });
+    for (const [flag, v] of [
+      ['--agent', agent],
+      ['--workspace', workspace],
+    ] as const) {
+      if (!/^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$/.test(v) || v.split('/').some((seg) => seg === '' || seg === '.' || seg === '..'))
+        throw new PollyError('bad_input', `polly install: ${flag} ${JSON.stringify(v)} is not a valid area name; use letters, digits and . _ / -.`, { details: { flag } });
     }
     const cli = cliPath();
     const cmd = serverCommand(process.execPath, cli, agent, workspace, defaultStoreDir(workspace, io.cwd, io.env, values.registry));
     const entry = hostEntry(host, cmd);
 
     if (host === 'nemo' || host === 'registry' || host === 'generic') {
-      const text = host === 'nemo' ? nemoYaml(cmd) : host === 'registry' ? registryCommand(cmd, 'Polly: model-checked workflows for AI agents, one work order at a time (MCP stdio).') : `${JSON.stringify({ [SERVER_NAME]: entry }, null, 2)}\n`;
+      const text =
+        host === 'nemo'
+          ? nemoYaml(cmd)
+          : host === 'registry'
+            ? registryCommand(cmd, 'Polly: model-checked workflows for AI agents, one work order at a time (MCP stdio).')
+            : `${JSON.stringify({ [SERVER_NAME]: entry }, null, 2)}\n`;
       if (values.json) writeJson(io.stdout, { host, path: null, action: 'printed', entry, text });
       else io.stdout.write(text);
       return 0;
@@ -80,7 +108,10 @@ export const command: Command = {
     if (values.print) {
       if (values.json) writeJson(io.stdout, { host, path, action: 'printed', wouldBe: merged.action, entry });
       else {
-        writeLine(io.stdout, `# ${host}: would ${merged.action === 'unchanged' ? 'leave unchanged' : merged.action === 'created' ? 'create' : merged.action === 'added' ? 'add to' : 'update'} ${path}`);
+        writeLine(
+          io.stdout,
+          `# ${host}: would ${merged.action === 'unchanged' ? 'leave unchanged' : merged.action === 'created' ? 'create' : merged.action === 'added' ? 'add to' : 'update'} ${path}`,
+        );
         io.stdout.write(`${JSON.stringify({ mcpServers: { [SERVER_NAME]: entry } }, null, 2)}\n`);
       }
       return 0;
@@ -92,7 +123,11 @@ export const command: Command = {
       renameSync(tmp, path);
     }
     if (values.json) writeJson(io.stdout, { host, path, action: merged.action, entry });
-    else writeLine(io.stdout, `polly: ${merged.action} the "${SERVER_NAME}" entry in ${path}${host === 'claude-code' ? ' (restart Claude Code in this directory to load it)' : ' (restart the host to load it)'}`);
+    else
+      writeLine(
+        io.stdout,
+        `polly: ${merged.action} the "${SERVER_NAME}" entry in ${path}${host === 'claude-code' ? ' (restart Claude Code in this directory to load it)' : ' (restart the host to load it)'}`,
+      );
     return 0;
   },
 };

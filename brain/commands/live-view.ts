@@ -107,7 +107,12 @@ export async function runLiveView(options: LiveViewOptions): Promise<void> {
     const reg = await options.store.read();
     const rows = liveRows(reg, new Date());
     if (update) {
-      update([`polly — ${rows.filter((r) => !['ready', 'done', 'merged', 'failed', 'cancelled'].includes(r.status)).length} task(s) active   (Ctrl-C to stop watching)`, ...formatLive(rows)].join('\n'));
+      update(
+        [
+          `polly — ${rows.filter((r) => !['ready', 'done', 'merged', 'failed', 'cancelled'].includes(r.status)).length} task(s) active   (Ctrl-C to stop watching)`,
+          ...formatLive(rows),
+        ].join('\n'),
+      );
     } else {
       for (const r of rows) {
         const line = `${r.task} ${r.worker} ${r.status}${r.current ? ` · ${r.current}` : ''}${r.pr ? ` · PR ${r.pr}` : ''}`;

@@ -71,11 +71,20 @@ export interface McpServerSetup {
  * @throws PollyError `bad_input` for an area name that is empty or has characters outside
  *         `[A-Za-z0-9._/-]`, or a `--workflows` path that does not exist.
  */
-export async function resolveMcpSetup(values: { agent?: string; workspace?: string; registry?: string; workflows?: string[] }, io: Pick<CommandIO, 'cwd' | 'env'>): Promise<McpServerSetup> {
+export async function resolveMcpSetup(
+  values: { agent?: string; workspace?: string; registry?: string; workflows?: string[] },
+  io: Pick<CommandIO, 'cwd' | 'env'>,
+): Promise<McpServerSetup> {
   const agentArea = values.agent ?? 'default';
   const instanceArea = values.workspace ?? 'default';
-  for (const [flag, v] of [['--agent', agentArea], ['--workspace', instanceArea]] as const) {
-    if (!AREA.test(v) || v.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')) throw new PollyError('bad_input', `polly mcp: ${flag} ${JSON.stringify(v)} is not a valid area name; use letters, digits and . _ / - (e.g. openworker/cowork).`, { details: { flag } });
+  for (const [flag, v] of [
+    ['--agent', agentArea],
+    ['--workspace', instanceArea],
+  ] as const) {
+    if (!AREA.test(v) || v.split('/').some((seg) => seg === '' || seg === '.' || seg === '..'))
+      throw new PollyError('bad_input', `polly mcp: ${flag} ${JSON.stringify(v)} is not a valid area name; use letters, digits and . _ / - (e.g. openworker/cowork).`, {
+        details: { flag },
+      });
   }
   let repoPolly: string | null = null;
   try {
@@ -97,10 +106,18 @@ export async function resolveMcpSetup(values: { agent?: string; workspace?: stri
     storeSource = repoPolly ? 'repository' : 'home';
     const fix = 'Pin the store: pass --registry DIR (run "polly install" again: it writes one into the host entry) or set POLLY_HOME.';
     if (values.workspace !== undefined) {
-      throw new PollyError('bad_input', `polly mcp: --workspace ${values.workspace} names a workspace but no store, so its runs would live in ${registryDir} — a store chosen by the directory the host started in (${io.cwd}); started elsewhere, the same workspace would get another store and run every key again. ${fix}`, { details: { cwd: io.cwd, store: registryDir } });
+      throw new PollyError(
+        'bad_input',
+        `polly mcp: --workspace ${values.workspace} names a workspace but no store, so its runs would live in ${registryDir} — a store chosen by the directory the host started in (${io.cwd}); started elsewhere, the same workspace would get another store and run every key again. ${fix}`,
+        { details: { cwd: io.cwd, store: registryDir } },
+      );
     }
     if (repoPolly && !existsSync(repoPolly)) {
-      throw new PollyError('bad_input', `polly mcp: the working directory ${io.cwd} is inside a git repository that has no ${repoPolly} (polly init was never run there), so an implicit store would be created there just because the host started in it. ${fix} Or run "polly init" in that repository to make its .polly the store.`, { details: { cwd: io.cwd, store: registryDir } });
+      throw new PollyError(
+        'bad_input',
+        `polly mcp: the working directory ${io.cwd} is inside a git repository that has no ${repoPolly} (polly init was never run there), so an implicit store would be created there just because the host started in it. ${fix} Or run "polly init" in that repository to make its .polly the store.`,
+        { details: { cwd: io.cwd, store: registryDir } },
+      );
     }
   }
   const sources = [...builtinWorkflowDirs()];
@@ -112,7 +129,12 @@ export async function resolveMcpSetup(values: { agent?: string; workspace?: stri
   }
   for (const w of values.workflows ?? []) {
     const p = resolve(io.cwd, w);
-    if (!existsSync(p)) throw new PollyError('bad_input', `polly mcp: --workflows ${JSON.stringify(w)} does not exist (resolved to ${p}). Pass a directory holding workflow.yaml, or a directory of such directories.`, { details: { flag: '--workflows', path: p } });
+    if (!existsSync(p))
+      throw new PollyError(
+        'bad_input',
+        `polly mcp: --workflows ${JSON.stringify(w)} does not exist (resolved to ${p}). Pass a directory holding workflow.yaml, or a directory of such directories.`,
+        { details: { flag: '--workflows', path: p } },
+      );
     sources.push(p);
   }
   return { registryDir, storeSource, sources, agentArea, instanceArea };
@@ -122,24 +144,32 @@ export async function resolveMcpSetup(values: { agent?: string; workspace?: stri
 function trackInFlight(inner: Runtime): { runtime: Runtime; drained(): Promise<void> } {
   let inFlight = 0;
   let waiters: Array<() => void> = [];
-  const wrap = <A extends unknown[], R>(fn: (...a: A) => Promise<R>) => async (...a: A): Promise<R> => {
-    inFlight++;
-    try {
-      return await fn(...a);
-    } finally {
-      inFlight--;
-      if (inFlight === 0) {
-        const w = waiters;
-        waiters = [];
-        w.forEach((f) => f());
+  const wrap =
+    <A extends unknown[], R>(fn: (...a: A) => Promise<R>) =>
+    async (...a: A): Promise<R> => {
+      inFlight++;
+      try {
+        return await fn(...a);
+      } finally {
+        inFlight--;
+        if (inFlight === 0) {
+          const w = waiters;
+          waiters = [];
+          w.forEach((f) => f());
+        }
       }
-    }
-  };
+    };
   const runtime: Runtime = {
     agentArea: inner.agentArea,
     instanceArea: inner.instanceArea,
-    start: wrap(inner.start), claim: wrap(inner.claim), report: wrap(inner.report), signal: wrap(inner.signal),
-    state: wrap(inner.state), journal: wrap(inner.journal), list: wrap(inner.list), expireLeases: wrap(inner.expireLeases),
+    start: wrap(inner.start),
+    claim: wrap(inner.claim),
+    report: wrap(inner.report),
+    signal: wrap(inner.signal),
+    state: wrap(inner.state),
+    journal: wrap(inner.journal),
+    list: wrap(inner.list),
+    expireLeases: wrap(inner.expireLeases),
   };
   return {
     runtime,
@@ -161,7 +191,11 @@ function trackInFlight(inner: Runtime): { runtime: Runtime; drained(): Promise<v
  */
 async function brainExtraTools(store: RegistryStore, io: Pick<CommandIO, 'cwd' | 'env'>, goalId: string | null): Promise<PollyToolDefinition[]> {
   const repo = await findRepo(io.cwd, io.env);
-  const [{ createBrainTools }, { loadConfig }, { brainGateContext }] = await Promise.all([import('../mcp/brain-tools.js'), import('../config/config.js'), import('../llm/llm-brain.js')]);
+  const [{ createBrainTools }, { loadConfig }, { brainGateContext }] = await Promise.all([
+    import('../mcp/brain-tools.js'),
+    import('../config/config.js'),
+    import('../llm/llm-brain.js'),
+  ]);
   return createBrainTools({ store, config: await loadConfig(repo.root), gateContext: brainGateContext(repo.root, io.env), goalId });
 }
 
@@ -190,24 +224,34 @@ Every workflow is model-checked at startup; stderr shows "[polly] admitted: …"
 be started. A request line over ${DEFAULT_MAX_LINE_BYTES} bytes is answered with JSON-RPC error -32600.
 Register the server with a host: polly install --host claude-code|kiro|openworker|generic|nemo|registry.`,
   async run(argv, io) {
-    const { values } = parseCommandArgs('mcp', argv, {
-      agent: { type: 'string' },
-      workspace: { type: 'string' },
-      registry: { type: 'string' },
-      workflows: { type: 'string', multiple: true },
-      'lease-seconds': { type: 'string' },
-      brain: { type: 'boolean' },
-      repo: { type: 'string' },
-      goal: { type: 'string' },
-    }, 0);
+    const { values } = parseCommandArgs(
+      'mcp',
+      argv,
+      {
+        agent: { type: 'string' },
+        workspace: { type: 'string' },
+        registry: { type: 'string' },
+        workflows: { type: 'string', multiple: true },
+        'lease-seconds': { type: 'string' },
+        brain: { type: 'boolean' },
+        repo: { type: 'string' },
+        goal: { type: 'string' },
+      },
+      0,
+    );
     const where = values.repo ? { ...io, cwd: resolve(io.cwd, values.repo) } : io;
     let leaseSeconds: number | undefined;
     if (values['lease-seconds'] !== undefined) {
       leaseSeconds = Number(values['lease-seconds']);
-      if (!Number.isInteger(leaseSeconds) || leaseSeconds < 1) throw new PollyError('bad_input', `polly mcp: --lease-seconds ${JSON.stringify(values['lease-seconds'])} is not a whole number of seconds >= 1.`, { details: { flag: '--lease-seconds' } });
+      if (!Number.isInteger(leaseSeconds) || leaseSeconds < 1)
+        throw new PollyError('bad_input', `polly mcp: --lease-seconds ${JSON.stringify(values['lease-seconds'])} is not a whole number of seconds >= 1.`, {
+          details: { flag: '--lease-seconds' },
+        });
     }
     const setup = await resolveMcpSetup(values, where);
-    io.stderr.write(`[polly] store: ${setup.registryDir} (from ${setup.storeSource === 'repository' ? 'the repository of the working directory' : setup.storeSource === 'home' ? 'the home directory: no --registry, POLLY_HOME or repository' : setup.storeSource})\n`);
+    io.stderr.write(
+      `[polly] store: ${setup.registryDir} (from ${setup.storeSource === 'repository' ? 'the repository of the working directory' : setup.storeSource === 'home' ? 'the home directory: no --registry, POLLY_HOME or repository' : setup.storeSource})\n`,
+    );
     const library = createWorkflowLibrary(setup.sources);
     for (const line of admissionLines(library)) io.stderr.write(`${line}\n`);
     const store = createFileRegistryStore(setup.registryDir);

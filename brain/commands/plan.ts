@@ -15,7 +15,9 @@ type PlanView = PlanRecord & { counterexamples?: string[]; batches?: Record<stri
 /** Human-readable lines for one plan: verdict, gate, tasks, and counterexamples when refused. */
 export function formatPlan(plan: PlanView): string[] {
   const out = [`Plan ${plan.id}${plan.goalId ? ` (goal ${plan.goalId})` : ''}`, `  ${plan.admission?.line ?? 'not checked'}`];
-  out.push(`  gate: ${plan.gate}${plan.decidedBy ? ` (by ${plan.decidedBy} at ${plan.decidedAt})` : plan.gate === 'pending' ? ` since ${plan.askedAt} — approve with: polly plan approve ${plan.id}` : ''}`);
+  out.push(
+    `  gate: ${plan.gate}${plan.decidedBy ? ` (by ${plan.decidedBy} at ${plan.decidedAt})` : plan.gate === 'pending' ? ` since ${plan.askedAt} — approve with: polly plan approve ${plan.id}` : ''}`,
+  );
   out.push(
     '',
     ...formatTable(

@@ -57,7 +57,9 @@ function parseNumber(raw: string | undefined, sub: string): number {
   if (raw === undefined) throw new PollyError('bad_input', `polly pr ${sub}: missing the PR number. Usage: polly pr ${sub} <number>.`);
   const n = Number(raw.replace(/^#/, ''));
   if (!Number.isInteger(n) || n < 1) {
-    throw new PollyError('bad_input', `polly pr ${sub}: ${JSON.stringify(raw)} is not a PR number (a positive integer, e.g. 3). Run "polly pr list".`, { details: { argument: raw } });
+    throw new PollyError('bad_input', `polly pr ${sub}: ${JSON.stringify(raw)} is not a PR number (a positive integer, e.g. 3). Run "polly pr list".`, {
+      details: { argument: raw },
+    });
   }
   return n;
 }
@@ -83,10 +85,20 @@ export function formatPullRequest(pr: LocalPullRequest): string[] {
     `task:    ${pr.taskId ?? '-'}`,
     `opened:  ${pr.createdAt}   updated: ${pr.updatedAt}`,
     '',
-    ...pr.body.trimEnd().split('\n').map((l) => `    ${l}`.trimEnd()),
+    ...pr.body
+      .trimEnd()
+      .split('\n')
+      .map((l) => `    ${l}`.trimEnd()),
   ];
   for (const [i, r] of pr.reviews.entries()) {
-    out.push('', `review ${i + 1}: ${r.event} at ${r.at}`, ...r.body.trimEnd().split('\n').map((l) => `    ${l}`.trimEnd()));
+    out.push(
+      '',
+      `review ${i + 1}: ${r.event} at ${r.at}`,
+      ...r.body
+        .trimEnd()
+        .split('\n')
+        .map((l) => `    ${l}`.trimEnd()),
+    );
     for (const c of r.comments) out.push(`  ${c.file}:${c.line}: ${c.message.replace(/\s+/g, ' ')}`);
   }
   return out;
@@ -106,20 +118,41 @@ export const command: Command = {
       if (args.values.json) {
         writeJson(
           io.stdout,
-          records.map((p) => ({ number: p.number, state: p.state, title: p.title, head: p.head, base: p.base, headCommit: p.headCommit, taskId: p.taskId, url: localPullRequestUrl(p.number), ...status.get(p.number) })),
+          records.map((p) => ({
+            number: p.number,
+            state: p.state,
+            title: p.title,
+            head: p.head,
+            base: p.base,
+            headCommit: p.headCommit,
+            taskId: p.taskId,
+            url: localPullRequestUrl(p.number),
+            ...status.get(p.number),
+          })),
         );
       } else if (records.length === 0) {
         writeLine(io.stdout, args.values.all ? 'no pull requests' : 'no open pull requests (polly pr list --all shows merged and closed ones)');
       } else {
-        for (const line of formatTable([
-          { header: '#', value: (p: LocalPullRequest) => p.number },
-          { header: 'STATE', value: (p) => p.state },
-          { header: 'BRANCH', value: (p) => `${p.head} → ${p.base}`, max: 50 },
-          { header: 'REVIEW', value: (p) => status.get(p.number)!.review },
-          { header: 'CHECKS', value: (p) => status.get(p.number)!.checks },
-          { header: 'CONFLICTS', value: (p) => { const st = status.get(p.number)!; return st.conflicts === 'conflicts' ? `conflicts: ${st.conflictFiles.join(',')}` : st.conflicts; }, max: 40 },
-          { header: 'TITLE', value: (p) => p.title, max: 60 },
-        ], records)) writeLine(io.stdout, line);
+        for (const line of formatTable(
+          [
+            { header: '#', value: (p: LocalPullRequest) => p.number },
+            { header: 'STATE', value: (p) => p.state },
+            { header: 'BRANCH', value: (p) => `${p.head} → ${p.base}`, max: 50 },
+            { header: 'REVIEW', value: (p) => status.get(p.number)!.review },
+            { header: 'CHECKS', value: (p) => status.get(p.number)!.checks },
+            {
+              header: 'CONFLICTS',
+              value: (p) => {
+                const st = status.get(p.number)!;
+                return st.conflicts === 'conflicts' ? `conflicts: ${st.conflictFiles.join(',')}` : st.conflicts;
+              },
+              max: 40,
+            },
+            { header: 'TITLE', value: (p) => p.title, max: 60 },
+          ],
+          records,
+        ))
+          writeLine(io.stdout, line);
       }
       return 0;
     }
@@ -154,13 +187,20 @@ export const command: Command = {
       let line: number | undefined;
       if (values.line !== undefined) {
         line = Number(values.line);
-        if (!/^\d+$/.test(values.line) || line < 1) throw new PollyError('bad_input', `polly pr ${sub}: --line ${JSON.stringify(values.line)} is not a line number (a positive integer).`, { details: { argument: values.line } });
+        if (!/^\d+$/.test(values.line) || line < 1)
+          throw new PollyError('bad_input', `polly pr ${sub}: --line ${JSON.stringify(values.line)} is not a line number (a positive integer).`, {
+            details: { argument: values.line },
+          });
       }
       const forge = await openLocalForge(io.cwd, io.env);
       const event = sub === 'comment' ? 'COMMENT' : 'REQUEST_CHANGES';
       const { id } = await forge.addFeedback(number, { event, body, ...(values.file !== undefined ? { file: values.file } : {}), ...(line !== undefined ? { line } : {}) });
       if (values.json) writeJson(io.stdout, { number, id, event });
-      else writeLine(io.stdout, `PR #${number}: ${event === 'COMMENT' ? 'comment' : 'change request'} recorded${values.file ? ` on ${values.file}${line ? `:${line}` : ''}` : ''} (journal: pr.feedback).`);
+      else
+        writeLine(
+          io.stdout,
+          `PR #${number}: ${event === 'COMMENT' ? 'comment' : 'change request'} recorded${values.file ? ` on ${values.file}${line ? `:${line}` : ''}` : ''} (journal: pr.feedback).`,
+        );
       return 0;
     }
     if (sub === 'sync') {
@@ -185,6 +225,10 @@ export const command: Command = {
     if (sub === 'merge') {
       throw new PollyError('bad_input', 'polly pr has no merge: Polly never merges. Review with "polly pr diff <number>", then merge with git yourself.');
     }
-    throw new PollyError('bad_input', `polly pr: unknown subcommand ${JSON.stringify(sub ?? '')}. Use list, show <number>, diff <number>, comment <number>, request-changes <number> or sync.`, { details: { argument: sub ?? null } });
+    throw new PollyError(
+      'bad_input',
+      `polly pr: unknown subcommand ${JSON.stringify(sub ?? '')}. Use list, show <number>, diff <number>, comment <number>, request-changes <number> or sync.`,
+      { details: { argument: sub ?? null } },
+    );
   },
 };

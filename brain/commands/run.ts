@@ -27,7 +27,9 @@ export async function checkoutNotes(root: string, env: NodeJS.ProcessEnv): Promi
   const changes = await uncommittedChanges(git, root);
   if (changes.length > 0) {
     const shown = changes.slice(0, 10).join(', ') + (changes.length > 10 ? `, … (${changes.length - 10} more)` : '');
-    lines.push(`[polly] warning: ${changes.length} uncommitted change(s) in ${root} are left out of every worktree (they start from the last commit): ${shown}. Commit them first if the workers need them.`);
+    lines.push(
+      `[polly] warning: ${changes.length} uncommitted change(s) in ${root} are left out of every worktree (they start from the last commit): ${shown}. Commit them first if the workers need them.`,
+    );
   }
   return lines;
 }
@@ -72,7 +74,26 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired or a task failed; 2
     }
     for (const line of await checkoutNotes(ctx.repo.root, io.env)) io.stderr.write(`${line}\n`);
     const { goal, seq } = await createGoal(ctx.store, plan.goal ?? `polly run ${file}`, 'plan');
-    const proposed = await proposePlan(ctx.store, ctx.config, { ...(plan.goal ? { goal: plan.goal } : {}), tasks: plan.tasks.map((t) => ({ key: t.key, title: t.title, purpose: t.purpose, worker: t.worker, model: t.model, reviewer: t.reviewer, prompt: t.prompt, acceptance: t.acceptance, depends_on: t.dependsOn, ...(plan.batches[t.key] !== undefined ? { batch: plan.batches[t.key] } : {}) })) }, { goalId: goal.id, source: path });
+    const proposed = await proposePlan(
+      ctx.store,
+      ctx.config,
+      {
+        ...(plan.goal ? { goal: plan.goal } : {}),
+        tasks: plan.tasks.map((t) => ({
+          key: t.key,
+          title: t.title,
+          purpose: t.purpose,
+          worker: t.worker,
+          model: t.model,
+          reviewer: t.reviewer,
+          prompt: t.prompt,
+          acceptance: t.acceptance,
+          depends_on: t.dependsOn,
+          ...(plan.batches[t.key] !== undefined ? { batch: plan.batches[t.key] } : {}),
+        })),
+      },
+      { goalId: goal.id, source: path },
+    );
     io.stderr.write(`[polly] ${proposed.line}\n`);
     if (!proposed.admitted) {
       for (const c of proposed.counterexamples) io.stderr.write(`${c}\n`);
@@ -91,7 +112,18 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired or a task failed; 2
       return 0;
     }
     const interactive = Boolean((io.stdin as NodeJS.ReadStream).isTTY);
-    const final = await followGoal({ store: ctx.store, config: ctx.config, repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), interactive, io, brainPid: brain.pid });
+    const final = await followGoal({
+      store: ctx.store,
+      config: ctx.config,
+      repoRoot: ctx.repo.root,
+      pollyDir: ctx.repo.pollyDir,
+      goalId: goal.id,
+      afterSeq: seq,
+      yes: Boolean(values.yes),
+      interactive,
+      io,
+      brainPid: brain.pid,
+    });
     const reg = await ctx.store.read();
     const rows = goalSummary(reg, goal.id, await ctx.store.journal());
     if (values.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: final.id, status: final.status, tasks: rows });

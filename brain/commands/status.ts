@@ -33,56 +33,75 @@ export function formatStatus(report: StatusReport): string[] {
   section(
     'Goals',
     report.goals.length,
-    () => formatTable([
-      { header: 'ID', value: (g) => g.id },
-      { header: 'STATUS', value: (g) => g.status },
-      { header: 'PLANS', value: (g) => g.planIds.join(',') },
-      { header: 'GOAL', value: (g) => g.text, max: 70 },
-    ], report.goals),
+    () =>
+      formatTable(
+        [
+          { header: 'ID', value: (g) => g.id },
+          { header: 'STATUS', value: (g) => g.status },
+          { header: 'PLANS', value: (g) => g.planIds.join(',') },
+          { header: 'GOAL', value: (g) => g.text, max: 70 },
+        ],
+        report.goals,
+      ),
     'none yet: state one with polly goal "…"',
   );
   section(
     'Plans',
     report.plans.length,
-    () => formatTable([
-      { header: 'ID', value: (p) => p.id },
-      { header: 'GOAL', value: (p) => p.goalId },
-      { header: 'ADMITTED', value: (p) => (p.admitted === null ? 'unchecked' : p.admitted ? 'yes' : 'REFUSED') },
-      { header: 'GATE', value: (p) => p.gate },
-      { header: 'TASKS', value: (p) => p.tasks },
-    ], report.plans),
+    () =>
+      formatTable(
+        [
+          { header: 'ID', value: (p) => p.id },
+          { header: 'GOAL', value: (p) => p.goalId },
+          { header: 'ADMITTED', value: (p) => (p.admitted === null ? 'unchecked' : p.admitted ? 'yes' : 'REFUSED') },
+          { header: 'GATE', value: (p) => p.gate },
+          { header: 'TASKS', value: (p) => p.tasks },
+        ],
+        report.plans,
+      ),
     'none',
   );
   section(
     'Tasks',
     report.tasks.length,
-    () => formatTable([
-      { header: 'ID', value: (t) => t.id },
-      { header: 'TITLE', value: (t) => t.title, max: 36 },
-      { header: 'PURPOSE', value: (t) => t.purpose },
-      { header: 'WORKER', value: (t) => t.worker },
-      { header: 'REVIEWER', value: (t) => t.reviewer },
-      { header: 'STATUS', value: (t) => t.status },
-      { header: 'BRANCH', value: (t) => t.branch },
-      { header: 'PR', value: (t) => (t.pr ? `#${t.pr.number} ${t.pr.state}` : null) },
-      {
-        header: 'PR STATE',
-        value: (t) => (t.prStatus ? `review ${t.prStatus.review}, checks ${t.prStatus.checks}, ${t.prStatus.conflicts === 'conflicts' ? `conflicts: ${t.prStatus.conflictFiles.join(',')}` : `merge ${t.prStatus.conflicts}`}` : null),
-        max: 60,
-      },
-    ], report.tasks),
+    () =>
+      formatTable(
+        [
+          { header: 'ID', value: (t) => t.id },
+          { header: 'TITLE', value: (t) => t.title, max: 36 },
+          { header: 'PURPOSE', value: (t) => t.purpose },
+          { header: 'WORKER', value: (t) => t.worker },
+          { header: 'REVIEWER', value: (t) => t.reviewer },
+          { header: 'STATUS', value: (t) => t.status },
+          { header: 'BRANCH', value: (t) => t.branch },
+          { header: 'PR', value: (t) => (t.pr ? `#${t.pr.number} ${t.pr.state}` : null) },
+          {
+            header: 'PR STATE',
+            value: (t) =>
+              t.prStatus
+                ? `review ${t.prStatus.review}, checks ${t.prStatus.checks}, ${t.prStatus.conflicts === 'conflicts' ? `conflicts: ${t.prStatus.conflictFiles.join(',')}` : `merge ${t.prStatus.conflicts}`}`
+                : null,
+            max: 60,
+          },
+        ],
+        report.tasks,
+      ),
     'none',
   );
   section(
     'Workers',
     report.workers.length,
-    () => formatTable([
-      { header: 'ID', value: (w) => w.id },
-      { header: 'TASK', value: (w) => w.taskId },
-      { header: 'HARNESS', value: (w) => w.harness },
-      { header: 'PID', value: (w) => w.pid },
-      { header: 'HEARTBEAT', value: (w) => w.heartbeatAt },
-    ], report.workers),
+    () =>
+      formatTable(
+        [
+          { header: 'ID', value: (w) => w.id },
+          { header: 'TASK', value: (w) => w.taskId },
+          { header: 'HARNESS', value: (w) => w.harness },
+          { header: 'PID', value: (w) => w.pid },
+          { header: 'HEARTBEAT', value: (w) => w.heartbeatAt },
+        ],
+        report.workers,
+      ),
     'none running',
   );
   return out;

@@ -20,6 +20,10 @@ function cell(v: string | number | null | undefined, max: number): string {
 export function formatTable<Row>(columns: readonly Column<Row>[], rows: readonly Row[]): string[] {
   const cells = rows.map((r) => columns.map((c) => cell(c.value(r), c.max ?? 40)));
   const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((row) => row[i]!.length)));
-  const line = (parts: string[]): string => parts.map((p, i) => p.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (parts: string[]): string =>
+    parts
+      .map((p, i) => p.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(columns.map((c) => c.header)), ...cells.map(line)];
 }

@@ -49,7 +49,16 @@ export const TASK_STATUSES = [
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 /** Statuses after which no worker runs for the task (it may still be carried by the forge: `ready`). */
-export const FINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>(['ready', 'merged', 'done', 'failed', 'cancelled', 'agent_missing', 'agent_exited', 'blocked_on_prompt']);
+export const FINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>([
+  'ready',
+  'merged',
+  'done',
+  'failed',
+  'cancelled',
+  'agent_missing',
+  'agent_exited',
+  'blocked_on_prompt',
+]);
 
 /** Statuses of a task that satisfy a dependant's `depends_on`. */
 export const DEPENDENCY_MET_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>(['ready', 'merged', 'done']);

@@ -11,9 +11,7 @@ import { resolveGitHubToken } from './github-token.js';
 import { createLocalForge, type LocalForgeStore } from './local-forge.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
 
-export type ForgeSelection =
-  | { kind: 'local'; reason: string }
-  | { kind: 'github'; reason: string; owner: string; repo: string; baseUrl: string; host: string };
+export type ForgeSelection = { kind: 'local'; reason: string } | { kind: 'github'; reason: string; owner: string; repo: string; baseUrl: string; host: string };
 
 /** The GitHub host and API root for a `forge.github.base_url` (null: github.com). */
 export function githubEndpoint(baseUrl: string | null): { host: string; baseUrl: string } {

@@ -17,15 +17,7 @@
  */
 import { Octokit } from '@octokit/rest';
 import { PollyError } from '../core/errors.js';
-import type {
-  Forge,
-  ListPullRequestsOptions,
-  NoMergeKeys,
-  OpenPullRequestInput,
-  OpenedPullRequest,
-  PullRequestInfo,
-  ReviewInput,
-} from './forge.js';
+import type { Forge, ListPullRequestsOptions, NoMergeKeys, OpenPullRequestInput, OpenedPullRequest, PullRequestInfo, ReviewInput } from './forge.js';
 import { redactToken } from './github-token.js';
 
 /** Time for rate-limit waits: ms since the epoch and a sleep (simulated in tests). */
@@ -189,10 +181,7 @@ export function createGitHubForge(options: GitHubForgeOptions): GitHubForge {
   const forgeError = (request: string, error: unknown): PollyError => {
     if (error instanceof PollyError) return error;
     const e = error as OctokitLikeError;
-    const detail = redactToken(
-      [e.message ?? String(error), ...(e.errors ?? []).map((x) => x.message ?? '')].filter(Boolean).join('; '),
-      options.token,
-    );
+    const detail = redactToken([e.message ?? String(error), ...(e.errors ?? []).map((x) => x.message ?? '')].filter(Boolean).join('; '), options.token);
     if (e.status === 404) {
       return new PollyError('not_found', `GitHub ${request} in ${owner}/${repo}: not found (404). Check the PR number and that the token can see the repository.`, {
         details: { status: 404 },
@@ -251,19 +240,23 @@ export function createGitHubForge(options: GitHubForgeOptions): GitHubForge {
   }
 
   const rawPull = (number: number) =>
-    getCached<RawPull>(`GET pulls/${number}`, `pull:${number}`, (headers) =>
-      octokit.rest.pulls.get({ owner, repo, pull_number: number, headers }) as unknown as Promise<{ data: RawPull; headers: Headers }>,
+    getCached<RawPull>(
+      `GET pulls/${number}`,
+      `pull:${number}`,
+      (headers) => octokit.rest.pulls.get({ owner, repo, pull_number: number, headers }) as unknown as Promise<{ data: RawPull; headers: Headers }>,
     );
 
   const forge: GitHubForge = {
     kind: 'github',
 
     async openDraftPullRequest(input: OpenPullRequestInput): Promise<OpenedPullRequest> {
-      const r = await send('POST pulls (create draft)', () =>
-        octokit.rest.pulls.create({ owner, repo, head: input.head, base: input.base, title: input.title, body: input.body, draft: true }) as unknown as Promise<{
-          data: RawPull;
-          headers: Headers;
-        }>,
+      const r = await send(
+        'POST pulls (create draft)',
+        () =>
+          octokit.rest.pulls.create({ owner, repo, head: input.head, base: input.base, title: input.title, body: input.body, draft: true }) as unknown as Promise<{
+            data: RawPull;
+            headers: Headers;
+          }>,
       );
       if (r.notModified) throw new PollyError('internal', 'POST answered 304');
       const info = pullRequestInfoFromRest(r.data);
@@ -284,23 +277,26 @@ export function createGitHubForge(options: GitHubForgeOptions): GitHubForge {
     },
 
     async postReview(number: number, review: ReviewInput): Promise<{ id: number }> {
-      const r = await send(`POST pulls/${number}/reviews`, () =>
-        octokit.rest.pulls.createReview({
-          owner,
-          repo,
-          pull_number: number,
-          event: review.event,
-          body: review.body,
-          comments: review.comments.map((c) => ({ path: c.path, line: c.line, side: 'RIGHT', body: c.body })),
-        }) as unknown as Promise<{ data: { id: number }; headers: Headers }>,
+      const r = await send(
+        `POST pulls/${number}/reviews`,
+        () =>
+          octokit.rest.pulls.createReview({
+            owner,
+            repo,
+            pull_number: number,
+            event: review.event,
+            body: review.body,
+            comments: review.comments.map((c) => ({ path: c.path, line: c.line, side: 'RIGHT', body: c.body })),
+          }) as unknown as Promise<{ data: { id: number }; headers: Headers }>,
       );
       if (r.notModified) throw new PollyError('internal', 'POST answered 304');
       return { id: r.data.id };
     },
 
     async comment(number: number, body: string): Promise<{ id: number }> {
-      const r = await send(`POST issues/${number}/comments`, () =>
-        octokit.rest.issues.createComment({ owner, repo, issue_number: number, body }) as unknown as Promise<{ data: { id: number }; headers: Headers }>,
+      const r = await send(
+        `POST issues/${number}/comments`,
+        () => octokit.rest.issues.createComment({ owner, repo, issue_number: number, body }) as unknown as Promise<{ data: { id: number }; headers: Headers }>,
       );
       if (r.notModified) throw new PollyError('internal', 'POST answered 304');
       return { id: r.data.id };
@@ -314,8 +310,10 @@ export function createGitHubForge(options: GitHubForgeOptions): GitHubForge {
       const state = opts.state ?? 'open';
       const out: PullRequestInfo[] = [];
       for (let page = 1; page <= 50; page++) {
-        const data = await getCached<RawPull[]>(`GET pulls?state=${state}&page=${page}`, `list:${state}:${page}`, (headers) =>
-          octokit.rest.pulls.list({ owner, repo, state, per_page: 100, page, headers }) as unknown as Promise<{ data: RawPull[]; headers: Headers }>,
+        const data = await getCached<RawPull[]>(
+          `GET pulls?state=${state}&page=${page}`,
+          `list:${state}:${page}`,
+          (headers) => octokit.rest.pulls.list({ owner, repo, state, per_page: 100, page, headers }) as unknown as Promise<{ data: RawPull[]; headers: Headers }>,
         );
         out.push(...data.map(pullRequestInfoFromRest));
         if (data.length < 100) break;

@@ -15,15 +15,7 @@
  * every refresh, see `pr-mergeability.ts`) and `pr.conflicts_resolved`.
  */
 import { PollyError } from '../core/errors.js';
-import type {
-  Forge,
-  ListPullRequestsOptions,
-  NoMergeKeys,
-  OpenPullRequestInput,
-  OpenedPullRequest,
-  PullRequestInfo,
-  ReviewInput,
-} from './forge.js';
+import type { Forge, ListPullRequestsOptions, NoMergeKeys, OpenPullRequestInput, OpenedPullRequest, PullRequestInfo, ReviewInput } from './forge.js';
 import { detectMerge } from './merge-detection.js';
 import { checkMergeability, type Mergeability } from './pr-mergeability.js';
 import type { LocalPullRequest, Registry } from '../registry/registry-schema.js';
@@ -65,7 +57,7 @@ export interface LocalForge extends Forge {
 }
 
 const OPEN_STATES: ReadonlySet<LocalPullRequest['state']> = new Set(['draft', 'open', 'ready']);
-const BRANCH_NAME = /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)[A-Za-z0-9._\/-]+(?<!\.lock)(?<![./])$/;
+const BRANCH_NAME = /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)[A-Za-z0-9._/-]+(?<!\.lock)(?<![./])$/;
 
 /** The URL shown for a local PR. */
 export function localPullRequestUrl(number: number): string {
@@ -188,9 +180,23 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
           const was = pr.mergeability?.state ?? null;
           pr.mergeability = { ...c.mergeability, checkedAt: now() };
           if (c.mergeability.state === 'conflicts' && was !== 'conflicts') {
-            tx.emit('pr.conflicts', { forge: 'local', number: pr.number, taskId: pr.taskId, base: pr.base, baseCommit: c.mergeability.baseCommit, headCommit: c.mergeability.headCommit, files: c.mergeability.files });
+            tx.emit('pr.conflicts', {
+              forge: 'local',
+              number: pr.number,
+              taskId: pr.taskId,
+              base: pr.base,
+              baseCommit: c.mergeability.baseCommit,
+              headCommit: c.mergeability.headCommit,
+              files: c.mergeability.files,
+            });
           } else if (c.mergeability.state === 'clean' && was === 'conflicts') {
-            tx.emit('pr.conflicts_resolved', { forge: 'local', number: pr.number, taskId: pr.taskId, baseCommit: c.mergeability.baseCommit, headCommit: c.mergeability.headCommit });
+            tx.emit('pr.conflicts_resolved', {
+              forge: 'local',
+              number: pr.number,
+              taskId: pr.taskId,
+              baseCommit: c.mergeability.baseCommit,
+              headCommit: c.mergeability.headCommit,
+            });
           }
         }
         pr.updatedAt = now();
@@ -229,9 +235,7 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
       if (Number(firstLine(ahead)) === 0) {
         throw new PollyError('forge_failed', `no commits between ${input.base} and ${input.head}: nothing to review.`);
       }
-      const existing = Object.values((await options.store.read()).pullRequests).find(
-        (p) => p.head === input.head && p.base === input.base && OPEN_STATES.has(p.state),
-      );
+      const existing = Object.values((await options.store.read()).pullRequests).find((p) => p.head === input.head && p.base === input.base && OPEN_STATES.has(p.state));
       if (existing) {
         throw new PollyError('conflict', `a local PR for ${input.head} → ${input.base} is already open: #${existing.number}.`, { details: { number: existing.number } });
       }

@@ -25,7 +25,6 @@ export interface BrainSkill {
   text: string;
 }
 
-
 /**
  * Read the front matter of a SKILL.md: `name` and `description` (single-line values).
  * @throws PollyError `internal` when the file has no front matter or lacks either field.
@@ -66,7 +65,7 @@ export function brainSystemPrompt(options: { skills: ReadonlyArray<Pick<BrainSki
   return [
     '# You are the Brain of Polly',
     '',
-    'Polly is a git-native orchestrator for coding agents. You turn a human\'s goal into verified, reviewed pull requests by directing worker agents. ' +
+    "Polly is a git-native orchestrator for coding agents. You turn a human's goal into verified, reviewed pull requests by directing worker agents. " +
       'Your job is to DECOMPOSE the goal, DISPATCH workers, VERIFY their results, and INTEGRATE them into a coherent outcome the human can merge.',
     '',
     '## Rules (Polly enforces them; a denied call tells you why)',
@@ -87,7 +86,7 @@ export function brainSystemPrompt(options: { skills: ReadonlyArray<Pick<BrainSki
     '1. Investigate (skill investigate): read the code, dispatch explore/search workers for wide questions.',
     '2. Fan out (skill fanout): small independent tasks with acceptance commands; propose the plan; revise when refused.',
     '3. Wait for approval and results with sys_read_inbox, or end your turn: Polly wakes you with a new message when events arrive.',
-    '4. Verify (skill cross-review): trust checks and cross-vendor reviews, not a worker\'s claims. Report to the human what is done and what is left.',
+    "4. Verify (skill cross-review): trust checks and cross-vendor reviews, not a worker's claims. Report to the human what is done and what is left.",
     '',
     'Keep each turn short and end it with a one-paragraph status for the human.',
     '',

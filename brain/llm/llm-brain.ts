@@ -140,7 +140,16 @@ export function writeBrainMcpConfig(stateDir: string, cliPath: string, repoRoot:
   const file = join(stateDir, 'brain-mcp.json');
   // alwaysLoad: claude -p connects --mcp-config servers in the background and starts the first turn
   // without them ("MCP server 'polly' is still connecting"); an alwaysLoad server is connected first.
-  const config = { mcpServers: { polly: { type: 'stdio', command: process.execPath, args: [cliPath, 'mcp', '--brain', '--repo', repoRoot, '--registry', pollyDir, ...(goalId ? ['--goal', goalId] : [])], alwaysLoad: true } } };
+  const config = {
+    mcpServers: {
+      polly: {
+        type: 'stdio',
+        command: process.execPath,
+        args: [cliPath, 'mcp', '--brain', '--repo', repoRoot, '--registry', pollyDir, ...(goalId ? ['--goal', goalId] : [])],
+        alwaysLoad: true,
+      },
+    },
+  };
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`);
   return file;
 }
@@ -185,8 +194,6 @@ export function pollyMcpInitProblem(json: unknown): string | null {
     'Run "node dist/brain/cli.js mcp --brain" in the repository to see why (a missing build, a broken .polly/config.yaml or registry).'
   );
 }
-
-
 
 /**
  * Start the Brain's claude for a goal (no turn yet: call `turn(firstBrainMessage(goal))`).
@@ -244,12 +251,19 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
   try {
     child = spawn(binary, args, { cwd: options.repoRoot, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
   } catch (error) {
-    throw new PollyError('agent_missing', `cannot start claude (${binary}) for the Brain: ${(error as Error).message}. Install @anthropic-ai/claude-code or set workers.claude-code.command.`, { cause: error });
+    throw new PollyError(
+      'agent_missing',
+      `cannot start claude (${binary}) for the Brain: ${(error as Error).message}. Install @anthropic-ai/claude-code or set workers.claude-code.command.`,
+      { cause: error },
+    );
   }
   if (child.pid === undefined) {
     // spawn reports ENOENT asynchronously; pid is undefined when it will.
     child.on('error', () => undefined);
-    throw new PollyError('agent_missing', `cannot start claude (${binary}) for the Brain: not found or not executable. Install @anthropic-ai/claude-code or set workers.claude-code.command.`);
+    throw new PollyError(
+      'agent_missing',
+      `cannot start claude (${binary}) for the Brain: not found or not executable. Install @anthropic-ai/claude-code or set workers.claude-code.command.`,
+    );
   }
 
   let session: string | null = options.resumeSessionId;
@@ -310,7 +324,11 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
         pending = null;
         const why = exitInfo.stderr.trim().split('\n').slice(-3).join(' | ');
         const refused = isRootRefusal(exitInfo.stderr) ? ` ${rootRefusalMessage()}` : '';
-        p.resolve({ ok: false, text: `the Brain's claude exited (code ${code}, signal ${signal}) before the turn's result${why ? `: ${why}` : ''}.${refused} Start it again with resumeSessionId ${session ?? '(none yet)'}.`, sessionId: session });
+        p.resolve({
+          ok: false,
+          text: `the Brain's claude exited (code ${code}, signal ${signal}) before the turn's result${why ? `: ${why}` : ''}.${refused} Start it again with resumeSessionId ${session ?? '(none yet)'}.`,
+          sessionId: session,
+        });
       }
       resolveExit(exitInfo);
     };
@@ -331,7 +349,11 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
       () =>
         new Promise<{ ok: boolean; text: string; sessionId: string | null }>((resolveTurn) => {
           if (exitInfo) {
-            resolveTurn({ ok: false, text: `the Brain's claude has exited (code ${exitInfo.code}); start it again with resumeSessionId ${session ?? '(none yet)'}.`, sessionId: session });
+            resolveTurn({
+              ok: false,
+              text: `the Brain's claude has exited (code ${exitInfo.code}); start it again with resumeSessionId ${session ?? '(none yet)'}.`,
+              sessionId: session,
+            });
             return;
           }
           pending = { resolve: resolveTurn };

@@ -69,7 +69,6 @@ export interface BrainToolsDeps {
   goalId?: string | null;
 }
 
-
 /** Build the Brain's tools over a registry store. */
 export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
   const now = deps.now ?? (() => new Date());
@@ -80,7 +79,7 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
     title: 'Dispatch a worker',
     description:
       'Dispatch one worker session: title, purpose (implement | review | explore | search), model, and the prompt. ' +
-      'Every dispatch passes Polly\'s gate (purpose_guard, spawn_bounds: at most 5 per turn). Read-only purposes (explore, search, review) run at once; ' +
+      "Every dispatch passes Polly's gate (purpose_guard, spawn_bounds: at most 5 per turn). Read-only purposes (explore, search, review) run at once; " +
       'implement work is dispatched by Polly itself from an approved plan (propose one with plan_propose). ' +
       'The result arrives in your inbox: call sys_read_inbox to wait for it.',
     inputSchema: {
@@ -104,7 +103,18 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
         const id = `x${draft.counters.task}`;
         const worker = args.worker ?? 'pi';
         draft.tasks[id] = newTaskRecord(
-          { id, planId: null, title: args.title, purpose: args.purpose as TaskRecord['purpose'], worker, model: args.model ?? null, reviewer: null, prompt: args.prompt, acceptance: { commands: [], criteria: [] }, dependsOn: [] },
+          {
+            id,
+            planId: null,
+            title: args.title,
+            purpose: args.purpose as TaskRecord['purpose'],
+            worker,
+            model: args.model ?? null,
+            reviewer: null,
+            prompt: args.prompt,
+            acceptance: { commands: [], criteria: [] },
+            dependsOn: [],
+          },
           at,
         );
         draft.turn = { seq: draft.turn?.seq ?? 0, startedAt: draft.turn?.startedAt ?? at, dispatches: dispatchesThisTurn + 1 };
@@ -152,7 +162,9 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
       }
       return {
         structured: { events, cursor: next },
-        instruction: events.length ? `${events.length} event(s). Integrate them; call sys_read_inbox again to wait for more.` : 'No new events yet. Call sys_read_inbox again to keep waiting, or end your turn: Polly wakes you when something happens.',
+        instruction: events.length
+          ? `${events.length} event(s). Integrate them; call sys_read_inbox again to wait for more.`
+          : 'No new events yet. Call sys_read_inbox again to keep waiting, or end your turn: Polly wakes you when something happens.',
       };
     },
   });
@@ -160,19 +172,26 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
   const cancelTask = defineTool({
     name: 'sys_cancel_task',
     title: 'Cancel a task',
-    description: 'Stop a task: its worker process group is killed and its work is kept in a backup ref under refs/polly/backup/ (nothing is deleted). The confirmation arrives in your inbox.',
+    description:
+      'Stop a task: its worker process group is killed and its work is kept in a backup ref under refs/polly/backup/ (nothing is deleted). The confirmation arrives in your inbox.',
     inputSchema: { task_id: z.string().min(1) },
     async handler(args) {
       return deps.store.update((draft, tx) => {
         const task = draft.tasks[args.task_id];
         if (!task) return { structured: { cancelled: false, reason: `no task "${args.task_id}"` }, instruction: `No task "${args.task_id}"; see polly_status for the ids.` };
         if (['done', 'merged', 'cancelled', 'failed'].includes(task.status)) {
-          return { structured: { cancelled: false, reason: `task ${task.id} already ${task.status}` }, instruction: `Task ${task.id} is already ${task.status}; nothing to cancel.` };
+          return {
+            structured: { cancelled: false, reason: `task ${task.id} already ${task.status}` },
+            instruction: `Task ${task.id} is already ${task.status}; nothing to cancel.`,
+          };
         }
         task.cancelRequested = true;
         task.updatedAt = now().toISOString();
         tx.emit('task.cancel_requested', { taskId: task.id });
-        return { structured: { cancelled: true, task_id: task.id }, instruction: `Cancelling ${task.id}: Polly stops its worker and keeps its work in a backup ref. The confirmation arrives in your inbox.` };
+        return {
+          structured: { cancelled: true, task_id: task.id },
+          instruction: `Cancelling ${task.id}: Polly stops its worker and keeps its work in a backup ref. The confirmation arrives in your inbox.`,
+        };
       });
     },
   });

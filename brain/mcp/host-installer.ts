@@ -57,7 +57,8 @@ export const OPENWORKER_RISKS = ['low', 'medium', 'high'] as const;
  * @throws PollyError `internal` for a relative store path.
  */
 export function serverCommand(nodePath: string, cliPath: string, agent: string, workspace: string, registry: string, env: Record<string, string> = {}): ServerCommand {
-  if (!isAbsolute(registry)) throw new PollyError('internal', `serverCommand: the store path ${JSON.stringify(registry)} is not absolute; resolve it before pinning it in a host entry.`);
+  if (!isAbsolute(registry))
+    throw new PollyError('internal', `serverCommand: the store path ${JSON.stringify(registry)} is not absolute; resolve it before pinning it in a host entry.`);
   return { command: nodePath, args: [cliPath, 'mcp', '--agent', agent, '--workspace', workspace, '--registry', registry], env };
 }
 
@@ -79,7 +80,13 @@ export function hostEntry(host: Host, cmd: ServerCommand): Record<string, unknow
     case 'kiro':
       return { command: cmd.command, args: cmd.args, env: cmd.env, disabled: false, autoApprove: READ_ONLY_TOOLS };
     case 'openworker':
-      return { command: cmd.command, args: cmd.args, env: cmd.env, requires_approval: false, tool_risk: Object.fromEntries(READ_ONLY_TOOLS.map((t) => [t, 'low' satisfies (typeof OPENWORKER_RISKS)[number]])) };
+      return {
+        command: cmd.command,
+        args: cmd.args,
+        env: cmd.env,
+        requires_approval: false,
+        tool_risk: Object.fromEntries(READ_ONLY_TOOLS.map((t) => [t, 'low' satisfies (typeof OPENWORKER_RISKS)[number]])),
+      };
     default:
       return { command: cmd.command, args: cmd.args, env: cmd.env };
   }
@@ -95,12 +102,20 @@ export function hostConfigPath(host: Host, scope: Scope | undefined, cwd: string
   const home = env.HOME ?? env.USERPROFILE ?? '';
   switch (host) {
     case 'claude-code':
-      if (scope === 'user') throw new PollyError('bad_input', 'polly install: --host claude-code writes the project file ./.mcp.json only (--scope workspace). For a user-wide entry run "claude mcp add --scope user polly -- <command>" with the command "polly install --host generic" prints.', { details: { flag: '--scope' } });
+      if (scope === 'user')
+        throw new PollyError(
+          'bad_input',
+          'polly install: --host claude-code writes the project file ./.mcp.json only (--scope workspace). For a user-wide entry run "claude mcp add --scope user polly -- <command>" with the command "polly install --host generic" prints.',
+          { details: { flag: '--scope' } },
+        );
       return join(cwd, '.mcp.json');
     case 'kiro':
       return scope === 'workspace' ? join(cwd, '.kiro', 'settings', 'mcp.json') : join(home, '.kiro', 'settings', 'mcp.json');
     case 'openworker':
-      if (scope === 'workspace') throw new PollyError('bad_input', 'polly install: OpenWorker reads one global mcp.json (--scope user); use --workspace NAME to keep runs of different workspaces apart.', { details: { flag: '--scope' } });
+      if (scope === 'workspace')
+        throw new PollyError('bad_input', 'polly install: OpenWorker reads one global mcp.json (--scope user); use --workspace NAME to keep runs of different workspaces apart.', {
+          details: { flag: '--scope' },
+        });
       if (env.COWORKER_STATE_DIR) return join(env.COWORKER_STATE_DIR, 'mcp.json');
       if (platform === 'win32' && env.APPDATA) return join(env.APPDATA, 'coworker', 'mcp.json');
       return join(home, '.config', 'coworker', 'mcp.json');
@@ -130,19 +145,25 @@ export function mergeServerEntry(existing: string | null, name: string, entry: R
   const root = parseTree(existing, errors, { allowTrailingComma: false, disallowComments: false });
   const refuse = (offset: number, what: string): never => {
     const at = lineCol(existing, offset);
-    throw new PollyError('bad_input', `${file}:${at.line}:${at.column}: ${what}; the file was left unchanged. Fix it (or move it aside), then run polly install again.`, { details: { file, line: at.line, column: at.column } });
+    throw new PollyError('bad_input', `${file}:${at.line}:${at.column}: ${what}; the file was left unchanged. Fix it (or move it aside), then run polly install again.`, {
+      details: { file, line: at.line, column: at.column },
+    });
   };
   if (errors.length > 0) refuse(errors[0]!.offset, `cannot parse the file as JSON (${printParseErrorCode(errors[0]!.error)})`);
   if (!root || root.type !== 'object') refuse(root?.offset ?? 0, 'the top level is not a JSON object');
   const servers = findNodeAtLocation(root!, ['mcpServers']);
   if (servers && servers.type !== 'object') refuse(servers.offset, '"mcpServers" is not an object');
   const current = servers ? findNodeAtLocation(servers, [name]) : undefined;
-  if (current && JSON.stringify(JSON.parse(existing.slice(current.offset, current.offset + current.length))) === JSON.stringify(entry)) return { text: existing, action: 'unchanged' };
+  if (current && JSON.stringify(JSON.parse(existing.slice(current.offset, current.offset + current.length))) === JSON.stringify(entry))
+    return { text: existing, action: 'unchanged' };
   // Our own edits (jsonc-parser's formatter would also re-indent the neighbouring member).
   const eol = existing.includes('\r\n') ? '\r\n' : '\n';
   const unit = /\n([ \t]+)"/.exec(existing)?.[1] ?? '  ';
   const indentAt = (offset: number): string => /^[ \t]*/.exec(existing.slice(existing.lastIndexOf('\n', offset - 1) + 1))?.[0] ?? '';
-  const pretty = (value: unknown, base: string): string => JSON.stringify(value, null, unit).split('\n').join(eol + base);
+  const pretty = (value: unknown, base: string): string =>
+    JSON.stringify(value, null, unit)
+      .split('\n')
+      .join(eol + base);
   const splice = (from: number, to: number, insert: string): string => existing.slice(0, from) + insert + existing.slice(to);
   if (current) {
     return { text: splice(current.offset, current.offset + current.length, pretty(entry, indentAt(current.parent!.offset))), action: 'updated' };
@@ -154,7 +175,10 @@ export function mergeServerEntry(existing: string | null, name: string, entry: R
       return { text: splice(last.offset + last.length, last.offset + last.length, `,${eol}${base}${JSON.stringify(name)}: ${pretty(entry, base)}`), action: 'added' };
     }
     const base = indentAt(servers.parent!.offset);
-    return { text: splice(servers.offset, servers.offset + servers.length, `{${eol}${base}${unit}${JSON.stringify(name)}: ${pretty(entry, base + unit)}${eol}${base}}`), action: 'added' };
+    return {
+      text: splice(servers.offset, servers.offset + servers.length, `{${eol}${base}${unit}${JSON.stringify(name)}: ${pretty(entry, base + unit)}${eol}${base}}`),
+      action: 'added',
+    };
   }
   const lastTop = root!.children?.at(-1);
   const block = (base: string): string => `${JSON.stringify('mcpServers')}: {${eol}${base}${unit}${JSON.stringify(name)}: ${pretty(entry, base + unit)}${eol}${base}}`;
@@ -183,7 +207,7 @@ export function nemoYaml(cmd: ServerCommand): string {
     `      args: [${cmd.args.map(yamlString).join(', ')}]`,
     ...(env.length ? ['      env:', ...env.map(([k, v]) => `        ${k}: ${yamlString(v)}`)] : []),
     '',
-    '# Add the group to your workflow\'s tools:',
+    "# Add the group to your workflow's tools:",
     'workflow:',
     '  _type: react_agent',
     `  tool_names: [${SERVER_NAME}]`,

@@ -82,7 +82,11 @@ export function newSessionId(): string {
  *         (the SDK returns it to the caller as an `isError` result).
  */
 function runIdOf(a: { run_id?: string; instance?: string }): string {
-  if (a.run_id !== undefined && a.instance !== undefined && a.run_id !== a.instance) throw new PollyError('bad_input', `pass the run as run_id or as instance (polyflow's name), not both with different values (run_id ${JSON.stringify(a.run_id)}, instance ${JSON.stringify(a.instance)}).`);
+  if (a.run_id !== undefined && a.instance !== undefined && a.run_id !== a.instance)
+    throw new PollyError(
+      'bad_input',
+      `pass the run as run_id or as instance (polyflow's name), not both with different values (run_id ${JSON.stringify(a.run_id)}, instance ${JSON.stringify(a.instance)}).`,
+    );
   const id = a.run_id ?? a.instance;
   if (id === undefined) throw new PollyError('bad_input', 'missing run_id (or its polyflow alias instance): pass the run id workflow_start returned.');
   return id;
@@ -90,7 +94,7 @@ function runIdOf(a: { run_id?: string; instance?: string }): string {
 
 const runArgs = {
   run_id: z.string().optional().describe('the run id workflow_start returned'),
-  instance: z.string().optional().describe('polyflow\'s name for run_id'),
+  instance: z.string().optional().describe("polyflow's name for run_id"),
 };
 const leaseShape = z.object({ id: z.string(), order: z.string(), expiresAt: z.string() }).nullable().optional();
 
@@ -116,7 +120,7 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
     description:
       'List the workflows you can run here. Each admitted workflow was model-checked: it comes with the guarantees it was admitted under, ' +
       'the tools its work orders will ask you to run, and its key template (the run identity, derived from the input). Refused workflows are listed with the violated invariants and cannot be started. ' +
-      'Next: pick the admitted workflow that covers the user\'s task and call workflow_start with its input.',
+      "Next: pick the admitted workflow that covers the user's task and call workflow_start with its input.",
     inputSchema: {},
     outputSchema: { workflows: z.array(anyObject), agentArea: z.string(), instanceArea: z.string(), instruction: z.string().optional() },
     annotations: { readOnlyHint: true },
@@ -135,7 +139,10 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
         statesSeen: e.check?.statesSeen ?? 0,
       }));
       const admitted = workflows.filter((w) => w.admitted).map((w) => w.name);
-      return { structured: { workflows, agentArea: runtime.agentArea, instanceArea: runtime.instanceArea }, instruction: `Admitted: ${admitted.join(', ') || 'none'}. Start one with workflow_start {workflow, input}.` };
+      return {
+        structured: { workflows, agentArea: runtime.agentArea, instanceArea: runtime.instanceArea },
+        instruction: `Admitted: ${admitted.join(', ') || 'none'}. Start one with workflow_start {workflow, input}.`,
+      };
     },
   });
 
@@ -143,11 +150,20 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
     name: 'workflow_start',
     title: 'Start or attach to a workflow run',
     description:
-      'Start a run of an admitted workflow, or attach to the run already in progress for the same input: the run key is derived from the input by the workflow\'s key template, never chosen by you, so calling this again is safe. ' +
+      "Start a run of an admitted workflow, or attach to the run already in progress for the same input: the run key is derived from the input by the workflow's key template, never chosen by you, so calling this again is safe. " +
       'It returns the one open work order: run that tool yourself, under your own permissions, then call workflow_report. ' +
       'A refused workflow cannot be started (the result says why); invalid input is refused with what to pass; a finished run says so — do not start another.',
-    inputSchema: { workflow: z.string().describe('workflow name from workflow_list'), input: record.default({}).describe('the workflow\'s input fields (see workflow_list)') },
-    outputSchema: { status: z.enum(['started', 'attached', 'finished', 'refused']), run: nullableObject, order: nullableObject, instruction: z.string(), code: z.string().optional(), reasons: z.array(z.string()).optional(), lease: leaseShape, leasedUntil: z.string().optional() },
+    inputSchema: { workflow: z.string().describe('workflow name from workflow_list'), input: record.default({}).describe("the workflow's input fields (see workflow_list)") },
+    outputSchema: {
+      status: z.enum(['started', 'attached', 'finished', 'refused']),
+      run: nullableObject,
+      order: nullableObject,
+      instruction: z.string(),
+      code: z.string().optional(),
+      reasons: z.array(z.string()).optional(),
+      lease: leaseShape,
+      leasedUntil: z.string().optional(),
+    },
     async handler({ workflow, input }) {
       const r = await runtime.start(workflow, input, { session });
       return { structured: { ...r }, instruction: r.instruction };
@@ -161,30 +177,43 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
       'Report the outcome of the open work order, exactly once: outcome "ok" with the data the order asked for; "failure" with permanent: true when the failure is a result (a human denied, a refusal) — the workflow takes its failure branch; ' +
       '"failure" without permanent for a transient fault (it is re-offered while attempts remain). The result holds the next work order (run it, then report it) or says the run finished. ' +
       'A duplicate or stale report is refused and changes nothing. Quote the lease_id the order came with: once the lease lapses the order may go to another session, and a report on the old lease is refused (stale_lease). ' +
-      'polyflow names are accepted too: instance for run_id, ok (true/false) for outcome, result for data; order_id may be omitted for the run\'s open order.',
+      "polyflow names are accepted too: instance for run_id, ok (true/false) for outcome, result for data; order_id may be omitted for the run's open order.",
     inputSchema: {
       ...runArgs,
-      order_id: z.string().optional().describe('the work order id (default: the run\'s open order)'),
+      order_id: z.string().optional().describe("the work order id (default: the run's open order)"),
       lease_id: z.string().optional().describe('the lease id the order came with'),
       outcome: z.enum(['ok', 'failure', 'exhausted']).optional(),
       ok: z.boolean().optional().describe('polyflow: true = outcome "ok", false = outcome "failure"'),
       data: record.optional().describe('data of the completion action, as the order instruction says (the raw tool result may carry more fields)'),
-      result: record.optional().describe('polyflow\'s name for data'),
+      result: record.optional().describe("polyflow's name for data"),
       note: z.string().optional().describe('one line: what happened'),
       permanent: z.boolean().optional().describe('true when a failure is a result (e.g. a denial), not a fault'),
       attempt: z.number().int().optional(),
     },
-    outputSchema: { accepted: z.boolean(), run: anyObject, order: nullableObject.optional(), instruction: z.string().optional(), code: z.string().optional(), reason: z.string().optional(), lease: leaseShape, leasedUntil: z.string().optional() },
+    outputSchema: {
+      accepted: z.boolean(),
+      run: anyObject,
+      order: nullableObject.optional(),
+      instruction: z.string().optional(),
+      code: z.string().optional(),
+      reason: z.string().optional(),
+      lease: leaseShape,
+      leasedUntil: z.string().optional(),
+    },
     async handler(a) {
       const runId = runIdOf(a);
-      if (a.outcome !== undefined && a.ok !== undefined && a.outcome !== (a.ok ? 'ok' : 'failure')) throw new PollyError('bad_input', `outcome ${JSON.stringify(a.outcome)} and ok ${a.ok} disagree: pass one of them.`);
+      if (a.outcome !== undefined && a.ok !== undefined && a.outcome !== (a.ok ? 'ok' : 'failure'))
+        throw new PollyError('bad_input', `outcome ${JSON.stringify(a.outcome)} and ok ${a.ok} disagree: pass one of them.`);
       const outcome = a.outcome ?? (a.ok === undefined ? undefined : a.ok ? 'ok' : 'failure');
       if (outcome === undefined) throw new PollyError('bad_input', 'missing outcome: pass outcome "ok" | "failure" | "exhausted" (or polyflow\'s ok: true | false).');
-      if (a.data !== undefined && a.result !== undefined) throw new PollyError('bad_input', 'pass the completion data as data or as result (polyflow\'s name), not both.');
+      if (a.data !== undefined && a.result !== undefined) throw new PollyError('bad_input', "pass the completion data as data or as result (polyflow's name), not both.");
       const orderId = a.order_id ?? (await runtime.state(runId)).order?.id;
       if (orderId === undefined) {
         const v = await runtime.state(runId);
-        return { structured: { accepted: false, code: 'not_open', reason: `run ${runId} has no open work order to report.`, run: v.run }, instruction: `Refused (not_open): run ${runId} has no open work order to report. ${v.instruction}` };
+        return {
+          structured: { accepted: false, code: 'not_open', reason: `run ${runId} has no open work order to report.`, run: v.run },
+          instruction: `Refused (not_open): run ${runId} has no open work order to report. ${v.instruction}`,
+        };
       }
       const r = await runtime.report(runId, orderId, { outcome, data: a.data ?? a.result, note: a.note, permanent: a.permanent, attempt: a.attempt, lease: a.lease_id, session });
       return { structured: { ...r }, instruction: r.accepted ? r.instruction : `Refused (${r.code}): ${r.reason}` };
@@ -194,7 +223,8 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
   const state = defineTool({
     name: 'workflow_state',
     title: 'Show a run',
-    description: 'Show a run: its state, its open work order (if any) and what to do next. Use it to pick up a run after a restart; the open order is the same one as before. ' +
+    description:
+      'Show a run: its state, its open work order (if any) and what to do next. Use it to pick up a run after a restart; the open order is the same one as before. ' +
       'The open order is leased to you (lease in the result) unless another session holds it: then order is null and leasedUntil says when it may be offered to you.',
     inputSchema: { ...runArgs },
     outputSchema: { run: anyObject, order: nullableObject, instruction: z.string(), enabled: z.array(anyObject), lease: leaseShape, leasedUntil: z.string().optional() },
@@ -208,10 +238,19 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
     name: 'workflow_signal',
     title: 'Deliver an action to a run',
     description:
-      'Deliver an action from outside the work orders (e.g. START with its data when a run waits for it, or CANCEL). An action that does not apply in the run\'s state is refused with the reason and changes nothing. ' +
+      "Deliver an action from outside the work orders (e.g. START with its data when a run waits for it, or CANCEL). An action that does not apply in the run's state is refused with the reason and changes nothing. " +
       'Do not use it to report a work order: use workflow_report.',
     inputSchema: { ...runArgs, action: z.string(), data: record.optional() },
-    outputSchema: { accepted: z.boolean(), run: anyObject, order: nullableObject.optional(), instruction: z.string().optional(), code: z.string().optional(), reason: z.string().optional(), lease: leaseShape, leasedUntil: z.string().optional() },
+    outputSchema: {
+      accepted: z.boolean(),
+      run: anyObject,
+      order: nullableObject.optional(),
+      instruction: z.string().optional(),
+      code: z.string().optional(),
+      reason: z.string().optional(),
+      lease: leaseShape,
+      leasedUntil: z.string().optional(),
+    },
     async handler(a) {
       const { action, data } = a;
       const r = await runtime.signal(runIdOf(a), action, data ?? {}, { session });
@@ -221,8 +260,8 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
 
   const journal = defineTool({
     name: 'workflow_journal',
-    title: 'Read a run\'s journal',
-    description: 'The run\'s journal: every step, order, report and reject, in order (seq). Pass after_seq to read only newer lines.',
+    title: "Read a run's journal",
+    description: "The run's journal: every step, order, report and reject, in order (seq). Pass after_seq to read only newer lines.",
     inputSchema: { ...runArgs, after_seq: z.number().int().min(0).optional() },
     outputSchema: { entries: z.array(anyObject), instruction: z.string().optional() },
     annotations: { readOnlyHint: true },

@@ -118,8 +118,21 @@ export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number],
   const redRetry = base.transitions.find((t) => t.action === 'TESTS_RED' && t.when !== null);
   const blockingRetry = base.transitions.find((t) => t.action === 'REVIEW_BLOCKING' && t.when !== null);
   const acceptance = base.effects.find((e) => e.kind === 'run_acceptance');
-  if (!vendorField || vendorField.type !== 'enum' || !reviewerField || reviewerField.type !== 'enum' || attempts?.type !== 'int' || rounds?.type !== 'int' || !redRetry || !blockingRetry || !acceptance) {
-    throw new PollyError('internal', 'the built-in polly-task workflow changed: it needs START.vendor and PR_OPENED.reviewer enum data, int variables attempts and rounds, guarded TESTS_RED and REVIEW_BLOCKING retries and a run_acceptance effect');
+  if (
+    !vendorField ||
+    vendorField.type !== 'enum' ||
+    !reviewerField ||
+    reviewerField.type !== 'enum' ||
+    attempts?.type !== 'int' ||
+    rounds?.type !== 'int' ||
+    !redRetry ||
+    !blockingRetry ||
+    !acceptance
+  ) {
+    throw new PollyError(
+      'internal',
+      'the built-in polly-task workflow changed: it needs START.vendor and PR_OPENED.reviewer enum data, int variables attempts and rounds, guarded TESTS_RED and REVIEW_BLOCKING retries and a run_acceptance effect',
+    );
   }
   vendorField.values = [task.worker];
   reviewerField.values = [reviewer];
@@ -283,8 +296,6 @@ export function admitPlan(planId: string, plan: Plan, config: Pick<PollyConfig, 
   const violations = parts.flatMap((p) => p.result.violations.map((v) => ({ ...v, part: p.part, invariant: `${p.part}/${v.invariant}` })));
   const admitted = parts.every((p) => p.result.admitted);
   const name = planScheduleWorkflowName(planId);
-  const line = admitted
-    ? `admitted: ${name} — paths explored: ${pathsExplored} · states seen: ${statesSeen} · exhaustive within declared domains`
-    : `REFUSED: ${name}`;
+  const line = admitted ? `admitted: ${name} — paths explored: ${pathsExplored} · states seen: ${statesSeen} · exhaustive within declared domains` : `REFUSED: ${name}`;
   return { admitted, line, pathsExplored, statesSeen, violations, parts };
 }

@@ -125,7 +125,9 @@ function requirePlan(reg: Registry, id: string): PlanRecord {
   const plan = reg.plans[id];
   if (!plan) {
     const known = Object.keys(reg.plans);
-    throw new PollyError('not_found', `no plan "${id}"${known.length ? `; known plans: ${known.join(', ')}` : ' (no plans yet)'}. Run "polly plan list".`, { details: { planId: id } });
+    throw new PollyError('not_found', `no plan "${id}"${known.length ? `; known plans: ${known.join(', ')}` : ' (no plans yet)'}. Run "polly plan list".`, {
+      details: { planId: id },
+    });
   }
   return plan;
 }

@@ -25,12 +25,11 @@ import { PollyError } from '../core/errors.js';
 import type { PlanTaskSpec } from '../registry/registry-schema.js';
 import { HARNESSES, PURPOSES, type Harness, type Purpose } from '../core/vocabulary.js';
 
-
 /** A task key: short, lowercase, usable in branch names (`polly/<plan>-<key>`). */
 export const TASK_KEY_RE = /^[a-z0-9][a-z0-9-]{0,30}$/;
 
 /** A base branch name a plan may give (a safe subset of git-check-ref-format(1)). */
-export const BASE_BRANCH_RE = /^(?![-/.])(?!.*\.\.)(?!.*\/\/)(?!.*@\{)[A-Za-z0-9._\/-]{1,200}(?<!\.lock)(?<![./])$/;
+export const BASE_BRANCH_RE = /^(?![-/.])(?!.*\.\.)(?!.*\/\/)(?!.*@\{)[A-Za-z0-9._/-]{1,200}(?<!\.lock)(?<![./])$/;
 
 export const planTaskSchema = z
   .object({
@@ -54,10 +53,7 @@ export const planTaskSchema = z
      * The branch the task starts from and its PR targets (e.g. `release/1.x`); default: the
      * remote's default branch. Issue 16.
      */
-    base: z
-      .string()
-      .regex(BASE_BRANCH_RE, 'a base is a branch name such as "main" or "release/1.x" (letters, digits, ".", "_", "-", "/"; no "..", no leading "-")')
-      .optional(),
+    base: z.string().regex(BASE_BRANCH_RE, 'a base is a branch name such as "main" or "release/1.x" (letters, digits, ".", "_", "-", "/"; no "..", no leading "-")').optional(),
   })
   .strict();
 

@@ -38,10 +38,6 @@ import { acquireBrainLock } from './brain-lock.js';
 /** How long a finished goal tree stays in registry.json (for `polly status` and `polly goal`'s summary) before the Brain archives it (ms). */
 export const ARCHIVE_AFTER_MS = 24 * 3600 * 1000;
 
-
-
-
-
 /**
  * Take the repository's Brain row for this process.
  * @throws PollyError `already_running` naming the live Brain's pid.
@@ -51,9 +47,13 @@ export async function claimBrain(store: RegistryStore, now: () => Date, pid = pr
   return store.update((draft, tx) => {
     const previous = draft.brain;
     if (previous && previous.pid !== pid && pidAlive(previous.pid)) {
-      throw new PollyError('already_running', `a Brain already runs for this repository (pid ${previous.pid}, started ${previous.startedAt}). Stop it first (kill ${previous.pid}) or let it finish; one Brain per repository.`, {
-        details: { pid: previous.pid },
-      });
+      throw new PollyError(
+        'already_running',
+        `a Brain already runs for this repository (pid ${previous.pid}, started ${previous.startedAt}). Stop it first (kill ${previous.pid}) or let it finish; one Brain per repository.`,
+        {
+          details: { pid: previous.pid },
+        },
+      );
     }
     const at = now().toISOString();
     draft.brain = { pid, startedAt: at, heartbeatAt: at };
@@ -72,7 +72,7 @@ export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][numbe
       purpose: spec.purpose,
       worker: spec.worker,
       model: spec.model,
-      reviewer: spec.purpose === 'implement' ? spec.reviewer ?? config.review.pairs[spec.worker]?.[0] ?? null : null,
+      reviewer: spec.purpose === 'implement' ? (spec.reviewer ?? config.review.pairs[spec.worker]?.[0] ?? null) : null,
       prompt: spec.prompt,
       acceptance: spec.acceptance,
       dependsOn: spec.dependsOn.map((d) => `${plan.id}-${d}`),
@@ -127,7 +127,8 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
   if (previous && previous.pid !== process.pid) log(`[polly] the previous Brain (pid ${previous.pid}) is gone; adopting its work`);
   await reapPreviousGoalBrains(deps, log);
   const reconciled = await deps.supervisor.reconcile();
-  if (reconciled.adopted.length || reconciled.reaped.length) log(`[polly] workers adopted: ${reconciled.adopted.join(', ') || 'none'}; reaped: ${reconciled.reaped.join(', ') || 'none'}`);
+  if (reconciled.adopted.length || reconciled.reaped.length)
+    log(`[polly] workers adopted: ${reconciled.adopted.join(', ') || 'none'}; reaped: ${reconciled.reaped.join(', ') || 'none'}`);
 
   let cursor = (await deps.store.journal()).at(-1)?.seq ?? 0;
   let lastMergePass = 0;
@@ -244,10 +245,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
         break;
       }
       // Sleep until the journal moves, in-flight work ends, or a timer is due.
-      const entries = await Promise.race([
-        deps.store.waitForJournal(cursor, 5000, deps.signal),
-        wakePromise.then(() => [] as const),
-      ]);
+      const entries = await Promise.race([deps.store.waitForJournal(cursor, 5000, deps.signal), wakePromise.then(() => [] as const)]);
       if (entries.length) cursor = entries[entries.length - 1]!.seq;
     }
   } catch (error) {
@@ -302,10 +300,14 @@ async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<v
     // Settled: a final status and its finish recorded (the task.finished/failed event was journaled).
     // …and its schedule run finished (FINISH, its trace validated).
     const scheduleFinished = (planId: string): boolean => Object.values(reg.runs).some((r) => r.input.plan === planId && r.status === 'finished');
-    return approved.every((p) => scheduleFinished(p.id) && p.tasks.every((s) => {
-      const t = reg.tasks[`${p.id}-${s.key}`];
-      return t !== undefined && FINAL_TASK_STATUSES.has(t.status) && Boolean(t.finishedAt);
-    }));
+    return approved.every(
+      (p) =>
+        scheduleFinished(p.id) &&
+        p.tasks.every((s) => {
+          const t = reg.tasks[`${p.id}-${s.key}`];
+          return t !== undefined && FINAL_TASK_STATUSES.has(t.status) && Boolean(t.finishedAt);
+        }),
+    );
   });
   if (done.length === 0) return;
   await deps.store.update((draft, tx) => {
@@ -323,4 +325,3 @@ async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<v
 export function goalStateDir(pollyDir: string, goalId: string): string {
   return join(pollyDir, 'brain', goalId);
 }
-

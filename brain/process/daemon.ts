@@ -13,7 +13,13 @@ import type { RegistryStore } from '../registry/registry-store.js';
  * Start `polly brain --exit-when-idle` detached (its log in `.polly/brain.log`) unless a live Brain
  * owns the repository. Returns the pid of the Brain that runs.
  */
-export async function ensureBrain(store: RegistryStore, repoRoot: string, pollyDir: string, env: NodeJS.ProcessEnv, extraArgs: string[] = []): Promise<{ pid: number; started: boolean }> {
+export async function ensureBrain(
+  store: RegistryStore,
+  repoRoot: string,
+  pollyDir: string,
+  env: NodeJS.ProcessEnv,
+  extraArgs: string[] = [],
+): Promise<{ pid: number; started: boolean }> {
   const reg = await store.read();
   if (reg.brain && pidAlive(reg.brain.pid)) return { pid: reg.brain.pid, started: false };
   const log = openSync(join(pollyDir, 'brain.log'), 'a');

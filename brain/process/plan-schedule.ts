@@ -24,7 +24,7 @@
 import type { RunRecord } from '../../workflows/run/run-records.js';
 import type { RunState } from '../../workflows/run/interpreter.js';
 import { DEPENDENCY_MET_STATUSES, FINAL_TASK_STATUSES, isGoalFinal, type TaskStatus } from '../core/vocabulary.js';
-import { SCHEDULE_TASK_STATES, scheduleTaskVar } from '../plan/plan-compiler.js';
+import { type SCHEDULE_TASK_STATES, scheduleTaskVar } from '../plan/plan-compiler.js';
 import type { PlanRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import type { BrainProcessDeps } from './brain-deps.js';

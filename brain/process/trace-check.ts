@@ -29,19 +29,30 @@ export function createTraceChecker(reg: Registry, journal: RunJournalEntry[], co
   const base = createWorkflowLibrary(builtinWorkflowDirs(), { policy: { maxDispatchesPerTurn: config.policies.spawn_bounds.max_dispatches_per_turn } });
   const library = createPlanLibrary(base, config);
   return {
-    runIds: () => Object.values(reg.runs).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id)).map((r) => r.id),
+    runIds: () =>
+      Object.values(reg.runs)
+        .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
+        .map((r) => r.id),
     check(runId) {
       const run = reg.runs[runId];
       if (!run) {
         const known = Object.keys(reg.runs).slice(0, 10);
-        throw new PollyError('bad_input', `no workflow run ${JSON.stringify(runId)} in this repository's registry. Known runs: ${known.join(', ') || 'none'}${Object.keys(reg.runs).length > 10 ? ', …' : ''}. "polly status --json" lists them.`, { details: { run: runId } });
+        throw new PollyError(
+          'bad_input',
+          `no workflow run ${JSON.stringify(runId)} in this repository's registry. Known runs: ${known.join(', ') || 'none'}${Object.keys(reg.runs).length > 10 ? ', …' : ''}. "polly status --json" lists them.`,
+          { details: { run: runId } },
+        );
       }
-      const planId = typeof run.input.plan === 'string' ? run.input.plan : typeof run.input.task === 'string' ? reg.tasks[run.input.task]?.planId ?? null : null;
+      const planId = typeof run.input.plan === 'string' ? run.input.plan : typeof run.input.task === 'string' ? (reg.tasks[run.input.task]?.planId ?? null) : null;
       const plan = planId ? reg.plans[planId] : undefined;
       if (plan) library.addPlan(plan);
       const entry = library.get(run.workflow);
       if (!entry?.workflow || !entry.admitted) {
-        throw new PollyError('bad_input', `run ${runId} ran workflow ${JSON.stringify(run.workflow)}, which Polly cannot rebuild as admitted here (${entry ? `refused: ${entry.reasons.join(', ')}` : 'not a built-in workflow nor one of an approved plan'}). Check it where its workflow library lives.`, { details: { run: runId, workflow: run.workflow } });
+        throw new PollyError(
+          'bad_input',
+          `run ${runId} ran workflow ${JSON.stringify(run.workflow)}, which Polly cannot rebuild as admitted here (${entry ? `refused: ${entry.reasons.join(', ')}` : 'not a built-in workflow nor one of an approved plan'}). Check it where its workflow library lives.`,
+          { details: { run: runId, workflow: run.workflow } },
+        );
       }
       return validateTrace(entry.workflow, run, journal);
     },

@@ -64,10 +64,14 @@ export function parseJournalLine(line: string, path: string, where: string): Jou
   try {
     value = JSON.parse(line);
   } catch (error) {
-    throw new PollyError('registry_corrupt', `${path}: ${where} is not valid JSON (${(error as Error).message}): ${JSON.stringify(line.slice(0, 80))}. The journal is append-only; move the damaged line out by hand after keeping a copy of the file.`, {
-      cause: error,
-      details: { file: path },
-    });
+    throw new PollyError(
+      'registry_corrupt',
+      `${path}: ${where} is not valid JSON (${(error as Error).message}): ${JSON.stringify(line.slice(0, 80))}. The journal is append-only; move the damaged line out by hand after keeping a copy of the file.`,
+      {
+        cause: error,
+        details: { file: path },
+      },
+    );
   }
   const e = value as Partial<JournalEntry>;
   if (typeof e !== 'object' || e === null || typeof e.seq !== 'number' || typeof e.kind !== 'string' || typeof e.at !== 'string' || typeof e.data !== 'object') {

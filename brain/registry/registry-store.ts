@@ -339,7 +339,10 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
           // heartbeat (plus a second of slack) is dead or frozen: wait (once) until its lock is
           // stale and take it over, instead of timing out on a corpse.
           extended = true;
-          const mtime = await stat(paths.lock).then((s) => s.mtimeMs, () => null);
+          const mtime = await stat(paths.lock).then(
+            (s) => s.mtimeMs,
+            () => null,
+          );
           if (mtime !== null && Date.now() - mtime > lockStaleMs / 2 + 1000) deadline = Math.max(deadline, mtime + lockStaleMs + 1000);
         }
         if (Date.now() >= deadline) {
@@ -502,7 +505,11 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
             const archived = entries.filter((e) => e.kind === ARCHIVE_EVENT);
             if (archived.length > 0) {
               const tail = await readJournalTail(paths.archive);
-              await appendJournal(paths.archive, archived.filter((e) => e.seq > tail.lastSeq), tail);
+              await appendJournal(
+                paths.archive,
+                archived.filter((e) => e.seq > tail.lastSeq),
+                tail,
+              );
             }
             return true;
           } catch {
@@ -554,12 +561,7 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
  * The shared wait loop: subscribe first (so nothing slips between check and subscribe), check,
  * then re-check on every wake until entries arrive, the timeout passes or the signal aborts.
  */
-function waitUsing(
-  check: () => Promise<JournalEntry[]>,
-  subscribe: (wake: () => void) => () => void,
-  timeoutMs: number,
-  signal: AbortSignal | undefined,
-): Promise<JournalEntry[]> {
+function waitUsing(check: () => Promise<JournalEntry[]>, subscribe: (wake: () => void) => () => void, timeoutMs: number, signal: AbortSignal | undefined): Promise<JournalEntry[]> {
   return new Promise<JournalEntry[]>((resolve, reject) => {
     if (signal?.aborted) return resolve([]);
     let finished = false;

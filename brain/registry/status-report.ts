@@ -79,22 +79,19 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
       branch: t.branch,
       worktree: t.worktree,
       pr: t.pr,
-      prStatus: t.pr
-        ? pullRequestStatus(
-            (t.pr.forge === 'local' ? reg.pullRequests[String(t.pr.number)] : undefined) ?? { reviews: [], state: t.pr.state },
-            t.checks,
-          )
-        : null,
+      prStatus: t.pr ? pullRequestStatus((t.pr.forge === 'local' ? reg.pullRequests[String(t.pr.number)] : undefined) ?? { reviews: [], state: t.pr.state }, t.checks) : null,
     })),
     // Live workers only: a row whose runner and agent have exited is history (see the journal).
-    workers: byId(reg.workers).filter((w) => workerLive(w)).map((w) => ({
-      id: w.id,
-      taskId: w.taskId,
-      harness: w.harness,
-      pid: w.pid,
-      sessionId: w.sessionId,
-      startedAt: w.startedAt,
-      heartbeatAt: w.heartbeatAt,
-    })),
+    workers: byId(reg.workers)
+      .filter((w) => workerLive(w))
+      .map((w) => ({
+        id: w.id,
+        taskId: w.taskId,
+        harness: w.harness,
+        pid: w.pid,
+        sessionId: w.sessionId,
+        startedAt: w.startedAt,
+        heartbeatAt: w.heartbeatAt,
+      })),
   };
 }

@@ -80,9 +80,13 @@ export interface TransitionOptions {
 export function transitionTask(task: TaskLifecycleFields, to: TaskStatus, options: TransitionOptions): TaskStatus {
   const from = task.status;
   if (!canTransitionTask(from, to)) {
-    throw new PollyError('internal', `task ${task.id} cannot move from "${from}" to "${to}" (allowed from "${from}": ${TASK_TRANSITIONS[from].join(', ') || 'none, it is final'}). This is a bug in Polly; please report it with .polly/journal.jsonl.`, {
-      details: { taskId: task.id, from, to },
-    });
+    throw new PollyError(
+      'internal',
+      `task ${task.id} cannot move from "${from}" to "${to}" (allowed from "${from}": ${TASK_TRANSITIONS[from].join(', ') || 'none, it is final'}). This is a bug in Polly; please report it with .polly/journal.jsonl.`,
+      {
+        details: { taskId: task.id, from, to },
+      },
+    );
   }
   task.status = to;
   if (options.reason !== undefined) task.statusReason = options.reason;

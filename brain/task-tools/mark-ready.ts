@@ -37,7 +37,16 @@ export function createMarkReadyTool(): TaskTool {
       }
       if (info.state !== 'ready') {
         const t = (await ctx.store.read()).tasks[task.id] ?? task;
-        const body = renderPrBody({ taskId: t.id, title: t.title, prompt: t.prompt, acceptance: t.acceptance, checks: t.checks, reviews: t.reviews, worker: t.worker, unconfined: t.unconfined ?? null });
+        const body = renderPrBody({
+          taskId: t.id,
+          title: t.title,
+          prompt: t.prompt,
+          acceptance: t.acceptance,
+          checks: t.checks,
+          reviews: t.reviews,
+          worker: t.worker,
+          unconfined: t.unconfined ?? null,
+        });
         await ctx.forge.comment(number, `**Final state: ready for review.**\n\n${body}`);
         await ctx.forge.markReady(number);
       }

@@ -29,8 +29,12 @@ export function chooseReviewer(task: Pick<TaskRecord, 'id' | 'worker' | 'reviewe
   const planned = task.reviewer;
   const reviewer = planned ?? pairs[0] ?? null;
   const where = planned ? `the plan's reviewer for task ${task.id}` : `review.pairs.${task.worker} in .polly/config.yaml`;
-  if (!reviewer) return { error: `no reviewer for task ${task.id}: ${where} is empty. List at least one other vendor, e.g. review.pairs.${task.worker}: [${HARNESSES.filter((h) => h !== task.worker).join(', ')}].` };
-  if (!(HARNESSES as readonly string[]).includes(reviewer)) return { error: `reviewer ${JSON.stringify(reviewer)} (${where}) is not a harness; use one of ${HARNESSES.join(', ')}.` };
+  if (!reviewer)
+    return {
+      error: `no reviewer for task ${task.id}: ${where} is empty. List at least one other vendor, e.g. review.pairs.${task.worker}: [${HARNESSES.filter((h) => h !== task.worker).join(', ')}].`,
+    };
+  if (!(HARNESSES as readonly string[]).includes(reviewer))
+    return { error: `reviewer ${JSON.stringify(reviewer)} (${where}) is not a harness; use one of ${HARNESSES.join(', ')}.` };
   if (reviewer === task.worker || HARNESS_VENDOR[reviewer] === HARNESS_VENDOR[task.worker]) {
     return {
       error: `reviewer ${reviewer} (${where}) is the same vendor as the worker ${task.worker}; a cross-review needs another vendor. Use one of ${HARNESSES.filter((h) => HARNESS_VENDOR[h] !== HARNESS_VENDOR[task.worker]).join(', ')}.`,
@@ -55,7 +59,8 @@ export function createOpenDraftPrTool(): TaskTool {
       await record(ctx, null, reviewer);
       return { outcome: 'ok', data: { reviewer }, note: `task ${task.id} already has PR #${task.pr.number} (${task.pr.url})` };
     }
-    if (!task.baseBranch) return { outcome: 'failure', permanent: true, note: `task ${task.id} has no base branch recorded; its worktree must be created from a branch before a PR can target it.` };
+    if (!task.baseBranch)
+      return { outcome: 'failure', permanent: true, note: `task ${task.id} has no base branch recorded; its worktree must be created from a branch before a PR can target it.` };
     const head = taskBranch(task);
 
     let opened: OpenedPullRequest | null = null;
@@ -69,7 +74,16 @@ export function createOpenDraftPrTool(): TaskTool {
       } else {
         const reg = await ctx.store.read();
         const fresh = reg.tasks[task.id] ?? task;
-        const body = renderPrBody({ taskId: task.id, title: task.title, prompt: task.prompt, acceptance: task.acceptance, checks: fresh.checks, reviews: fresh.reviews, worker: task.worker, unconfined: fresh.unconfined ?? null });
+        const body = renderPrBody({
+          taskId: task.id,
+          title: task.title,
+          prompt: task.prompt,
+          acceptance: task.acceptance,
+          checks: fresh.checks,
+          reviews: fresh.reviews,
+          worker: task.worker,
+          unconfined: fresh.unconfined ?? null,
+        });
         opened = await ctx.forge.openDraftPullRequest({ head, base: task.baseBranch, title: pullRequestTitle(task), body });
       }
     } catch (error) {

@@ -39,7 +39,11 @@ export function createPushTool(options: PushToolOptions = {}): TaskTool {
     const { task } = ctx;
     const branch = taskBranch(task);
     if (!/^polly\//.test(branch) || branch === task.baseBranch) {
-      return { outcome: 'failure', permanent: true, note: `refusing to push ${branch}: Polly pushes only its task branches (polly/<id>), never the base ${task.baseBranch ?? '(none)'}.` };
+      return {
+        outcome: 'failure',
+        permanent: true,
+        note: `refusing to push ${branch}: Polly pushes only its task branches (polly/<id>), never the base ${task.baseBranch ?? '(none)'}.`,
+      };
     }
     const cwd = task.worktree && existsSync(task.worktree) ? task.worktree : ctx.repoRoot;
     const tipRun = await git.run(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`], { cwd, okExitCodes: [1, 128] });
@@ -52,7 +56,11 @@ export function createPushTool(options: PushToolOptions = {}): TaskTool {
     let remoteTip: string | null;
     try {
       const ls = await git.run(['ls-remote', '--heads', remote, `refs/heads/${branch}`], { cwd, timeoutMs: 60_000 });
-      remoteTip = ls.stdout.split('\n').map((l) => l.split('\t')).find((p) => p[1] === `refs/heads/${branch}`)?.[0] ?? null;
+      remoteTip =
+        ls.stdout
+          .split('\n')
+          .map((l) => l.split('\t'))
+          .find((p) => p[1] === `refs/heads/${branch}`)?.[0] ?? null;
     } catch (error) {
       return { outcome: 'failure', note: `cannot read ${remote}: ${isPollyError(error) ? error.message : String(error)}` };
     }

@@ -26,7 +26,11 @@ export const sendFollowup: TaskTool = async (ctx) => {
   const feedback = task.feedback ?? null;
   if (FINAL_TASK_STATUSES.has(task.status)) {
     // E.g. the ref guard failed it during acceptance or review: a failed task is not resumed.
-    return { outcome: 'failure', permanent: true, note: `send_followup: task ${task.id} is ${task.status}${task.statusReason ? ` (${task.statusReason})` : ''}; it is not resumed` };
+    return {
+      outcome: 'failure',
+      permanent: true,
+      note: `send_followup: task ${task.id} is ${task.status}${task.statusReason ? ` (${task.statusReason})` : ''}; it is not resumed`,
+    };
   }
   if (!feedback) {
     return { outcome: 'failure', permanent: true, note: `send_followup: task ${task.id} has no feedback to send (run_acceptance or a review stores it first)` };

@@ -103,14 +103,23 @@ export function prepareGateSync(harness: GateHarnessName, options: PrepareGateOp
   for (const [k, v] of Object.entries({ repoRoot: options.context.repoRoot, worktree: options.context.worktree, home: options.context.home })) {
     if (!v || !v.startsWith('/')) throw new PollyError('bad_input', `prepareGate: context.${k} must be an absolute path, got ${JSON.stringify(v)}`);
   }
-  if (harness !== 'claude-code' && harness !== 'codex' && harness !== 'pi') throw new PollyError('bad_input', `prepareGate: unknown harness ${JSON.stringify(harness)} (claude-code, codex or pi)`);
+  if (harness !== 'claude-code' && harness !== 'codex' && harness !== 'pi')
+    throw new PollyError('bad_input', `prepareGate: unknown harness ${JSON.stringify(harness)} (claude-code, codex or pi)`);
   const shimDir = join(stateDir, 'bin');
   mkdirSync(shimDir, { recursive: true });
   const configPath = join(stateDir, 'gate-config.json');
   const journalPath = options.journalPath === undefined ? join(options.context.repoRoot, '.polly', 'gate-decisions.jsonl') : options.journalPath;
   if (journalPath) mkdirSync(resolve(journalPath, '..'), { recursive: true });
   const context: GateContext = { ...options.context, protectedDirs: [...new Set([...(options.context.protectedDirs ?? []), stateDir])] };
-  const config: GateRuntimeConfig = { version: 1, harness, role: options.role, context, policy: options.policy ?? structuredClone(DEFAULT_GATE_POLICY) as GatePolicy, journalPath, shimDir };
+  const config: GateRuntimeConfig = {
+    version: 1,
+    harness,
+    role: options.role,
+    context,
+    policy: options.policy ?? (structuredClone(DEFAULT_GATE_POLICY) as GatePolicy),
+    journalPath,
+    shimDir,
+  };
   writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
   const files = [configPath];
   const shim = gateEntryCommand('shim').map(sq).join(' ');
@@ -124,7 +133,11 @@ export function prepareGateSync(harness: GateHarnessName, options: PrepareGateOp
   if (harness === 'claude-code') {
     const hook = [...gateEntryCommand('claude-code-hook'), configPath].map(sq).join(' ');
     const file = join(stateDir, 'claude-settings.json');
-    const settings = { disableAllHooks: false, hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command: hook, timeout: 30 }] }] }, ...(options.claudeSandbox ? { sandbox: options.claudeSandbox } : {}) };
+    const settings = {
+      disableAllHooks: false,
+      hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command: hook, timeout: 30 }] }] },
+      ...(options.claudeSandbox ? { sandbox: options.claudeSandbox } : {}),
+    };
     writeFileSync(file, `${JSON.stringify(settings, null, 2)}\n`);
     files.push(file);
     args.push('--settings', file);
@@ -132,12 +145,18 @@ export function prepareGateSync(harness: GateHarnessName, options: PrepareGateOp
     const hook = [...gateEntryCommand('codex-hook'), configPath].map(sq).join(' ');
     const inline = `hooks.PreToolUse=[{hooks=[{type="command",command=${JSON.stringify(hook)},timeout=30}]}]`;
     const file = join(stateDir, 'codex-hooks.toml');
-    writeFileSync(file, `# Polly gate: passed to codex as -c overrides (see prepareGate)\n[[hooks.PreToolUse]]\n[[hooks.PreToolUse.hooks]]\ntype = "command"\ncommand = ${JSON.stringify(hook)}\ntimeout = 30\n`);
+    writeFileSync(
+      file,
+      `# Polly gate: passed to codex as -c overrides (see prepareGate)\n[[hooks.PreToolUse]]\n[[hooks.PreToolUse.hooks]]\ntype = "command"\ncommand = ${JSON.stringify(hook)}\ntimeout = 30\n`,
+    );
     files.push(file);
     args.push('--dangerously-bypass-hook-trust', '-c', inline, '-c', 'sandbox_mode="workspace-write"');
   } else {
     const file = join(stateDir, 'pi-gate-extension.mjs');
-    writeFileSync(file, `// Polly gate for pi: blocks denied tool calls (loaded with --no-extensions -e)\nimport { createPiGate } from ${JSON.stringify(pathToFileURL(distScript('pi-extension')).href)};\nexport default createPiGate(${JSON.stringify(configPath)});\n`);
+    writeFileSync(
+      file,
+      `// Polly gate for pi: blocks denied tool calls (loaded with --no-extensions -e)\nimport { createPiGate } from ${JSON.stringify(pathToFileURL(distScript('pi-extension')).href)};\nexport default createPiGate(${JSON.stringify(configPath)});\n`,
+    );
     files.push(file);
     args.push('--no-extensions', '-e', file);
   }

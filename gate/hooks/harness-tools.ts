@@ -20,7 +20,33 @@ export type MappedResult = { ok: true; calls: MappedCall[] } | { ok: false; reas
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
-const CLAUDE_READ_TOOLS = new Set(['Read', 'Glob', 'Grep', 'LS', 'NotebookRead', 'WebFetch', 'WebSearch', 'TodoWrite', 'TodoRead', 'Task', 'Agent', 'BashOutput', 'KillShell', 'KillBash', 'ExitPlanMode', 'AskUserQuestion', 'Skill', 'SlashCommand', 'ListMcpResourcesTool', 'ReadMcpResourceTool', 'TaskOutput', 'TaskStop', 'EnterPlanMode', 'ToolSearch', 'Monitor']);
+const CLAUDE_READ_TOOLS = new Set([
+  'Read',
+  'Glob',
+  'Grep',
+  'LS',
+  'NotebookRead',
+  'WebFetch',
+  'WebSearch',
+  'TodoWrite',
+  'TodoRead',
+  'Task',
+  'Agent',
+  'BashOutput',
+  'KillShell',
+  'KillBash',
+  'ExitPlanMode',
+  'AskUserQuestion',
+  'Skill',
+  'SlashCommand',
+  'ListMcpResourcesTool',
+  'ReadMcpResourceTool',
+  'TaskOutput',
+  'TaskStop',
+  'EnterPlanMode',
+  'ToolSearch',
+  'Monitor',
+]);
 
 /** Claude Code `tool_name` + `tool_input` → gate checks. */
 export function mapClaudeTool(toolName: unknown, input: unknown): MappedResult {
@@ -79,7 +105,8 @@ export function mapCodexTool(toolName: unknown, input: unknown): MappedResult {
     if (Array.isArray(c) && c.every((x) => typeof x === 'string')) {
       const argv = c as string[];
       // ["bash", "-lc", "script"] carries the script itself
-      if (argv.length === 3 && /(^|\/)(ba|z|da)?sh$/.test(argv[0] as string) && /^-[a-z]*c$/.test(argv[1] as string)) return { ok: true, calls: [{ tool: 'bash', input: argv[2] as string }] };
+      if (argv.length === 3 && /(^|\/)(ba|z|da)?sh$/.test(argv[0] as string) && /^-[a-z]*c$/.test(argv[1] as string))
+        return { ok: true, calls: [{ tool: 'bash', input: argv[2] as string }] };
       return { ok: true, calls: [{ tool: 'bash', input: shellJoin(argv) }] };
     }
     return { ok: false, reason: `${name} call without a command` };

@@ -37,7 +37,10 @@ export function piGateHandler(configPath: string): (event: PiToolCallEvent, ctx:
       const mapped = mapPiTool(event.toolName, event.input);
       const cwd = typeof ctx?.cwd === 'string' ? ctx.cwd : process.cwd();
       const d = mapped.ok
-        ? decideAll(cfg, mapped.calls.map((c) => ({ ...c, cwd, harness: 'pi' as const })))
+        ? decideAll(
+            cfg,
+            mapped.calls.map((c) => ({ ...c, cwd, harness: 'pi' as const })),
+          )
         : { decision: 'deny' as const, rule: 'purpose_guard.unknown_tool', reason: mapped.reason };
       if (d.decision === 'allow') return undefined;
       return { block: true, reason: `Polly gate: ${d.decision === 'ask' ? 'needs human approval, denied in a headless worker' : 'denied'} (${d.rule}): ${d.reason}` };

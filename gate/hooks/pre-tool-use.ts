@@ -38,7 +38,11 @@ export async function readPreToolUsePayload(): Promise<{ payload: PreToolUsePayl
 /** Decide a mapped harness call (an unmappable call is a deny) and write the reply; allow writes nothing. */
 export function answerPreToolUse(cfg: GateRuntimeConfig, harness: GateHarness, mapped: MappedResult, payload: PreToolUsePayload, cwd: string): void {
   const d: GateDecision = mapped.ok
-    ? decideAll(cfg, mapped.calls.map((c) => ({ ...c, cwd, harness })), { session: payload.session_id ?? null })
+    ? decideAll(
+        cfg,
+        mapped.calls.map((c) => ({ ...c, cwd, harness })),
+        { session: payload.session_id ?? null },
+      )
     : { decision: 'deny', rule: 'purpose_guard.unknown_tool', reason: mapped.reason };
   if (d.decision === 'allow') return;
   const reason = `Polly gate: ${d.decision === 'ask' ? 'needs human approval, denied in a headless worker' : 'denied'} (${d.rule}): ${d.reason}`;

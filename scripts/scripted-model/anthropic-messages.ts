@@ -55,9 +55,7 @@ export interface MessagesRequest {
 }
 
 /** A response content block, as the Messages API returns it. */
-export type ResponseBlock =
-  | { type: 'text'; text: string }
-  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
+export type ResponseBlock = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
 
 function blocksOf(content: string | RequestBlock[] | undefined): RequestBlock[] {
   if (content === undefined) return [];
@@ -93,7 +91,12 @@ export function anthropicConversationView(body: MessagesRequest): ConversationVi
     if (m.role === 'user') toolResultsSinceHuman += blocksOf(m.content).filter((b) => b.type === 'tool_result').length;
   }
   const last = messages.at(-1);
-  const lastResult = last && last.role === 'user' ? blocksOf(last.content).filter((b) => b.type === 'tool_result').at(-1) : undefined;
+  const lastResult =
+    last && last.role === 'user'
+      ? blocksOf(last.content)
+          .filter((b) => b.type === 'tool_result')
+          .at(-1)
+      : undefined;
   const firstUser = messages.find((m) => m.role === 'user');
   return {
     system,
@@ -251,7 +254,10 @@ function sideRequestText(view: ConversationView, body: MessagesRequest): string 
  * The content blocks and stop reason answering one request. A tool reply is given only when the
  * request declares tools (side requests never get one).
  */
-export function answerMessages(body: MessagesRequest, ctx: Pick<ApiContext, 'script'>): {
+export function answerMessages(
+  body: MessagesRequest,
+  ctx: Pick<ApiContext, 'script'>,
+): {
   view: ConversationView;
   plan: ReturnType<typeof planReply>;
   content: ResponseBlock[];

@@ -49,9 +49,7 @@ export interface ChatToolCall {
 function contentText(content: ChatMessage['content']): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content
-    .map((part) => (part && typeof part.text === 'string' ? part.text : ''))
-    .join('');
+  return content.map((part) => (part && typeof part.text === 'string' ? part.text : '')).join('');
 }
 
 /** pi bridges tool-result images with a synthetic user message; it is not a human turn. */
@@ -94,9 +92,7 @@ export function chatConversationView(body: unknown): ConversationView {
   }
   const last = messages[messages.length - 1];
   const lastToolResult = last && last.role === 'tool' ? { text: contentText(last.content), isError: false } : null;
-  const tools = (Array.isArray(request.tools) ? request.tools : [])
-    .map((t) => t?.function?.name)
-    .filter((n): n is string => typeof n === 'string');
+  const tools = (Array.isArray(request.tools) ? request.tools : []).map((t) => t?.function?.name).filter((n): n is string => typeof n === 'string');
   return { system, firstUserText, humanTurns, toolResultsSinceHuman, lastToolResult, tools };
 }
 

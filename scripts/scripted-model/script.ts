@@ -84,9 +84,7 @@ export interface ConversationView {
   tools: string[];
 }
 
-export type Reply =
-  | { kind: 'tool'; step: Exclude<Step, { finish: string }>; stepIndex: number }
-  | { kind: 'text'; text: string };
+export type Reply = { kind: 'tool'; step: Exclude<Step, { finish: string }>; stepIndex: number } | { kind: 'text'; text: string };
 
 export interface ReplyPlan {
   session: ScriptSession | null;
@@ -136,10 +134,13 @@ function checkStep(step: unknown, where: string): void {
   const isStr = (x: unknown): boolean => typeof x === 'string';
   const o = (v ?? {}) as Record<string, unknown>;
   const ok =
-    kind === 'write' ? isStr(o.path) && isStr(o.content)
-    : kind === 'edit' ? isStr(o.path) && isStr(o.old) && isStr(o.new)
-    : kind === 'call' ? isStr(o.tool) && (o.input === undefined || (typeof o.input === 'object' && o.input !== null))
-    : isStr(v);
+    kind === 'write'
+      ? isStr(o.path) && isStr(o.content)
+      : kind === 'edit'
+        ? isStr(o.path) && isStr(o.old) && isStr(o.new)
+        : kind === 'call'
+          ? isStr(o.tool) && (o.input === undefined || (typeof o.input === 'object' && o.input !== null))
+          : isStr(v);
   if (!ok) throw new Error(`${where}: "${kind}" needs ${STEP_SHAPES[kind]}; got ${JSON.stringify(v)}`);
   if (kind === 'call') o.input ??= {};
 }

@@ -98,10 +98,11 @@ async function startBrain(options: { clock?: () => Date; config?: Partial<PollyC
     dispatch_review: recorder(() => ({ outcome: 'ok', note: 'clean' })),
     mark_ready: recorder(() => ({ outcome: 'ok', note: 'ready' })),
   };
-  for (const [name, tool] of Object.entries(options.tools ?? {})) tools[name] = async (tctx) => {
-    calls.push({ task: tctx.task.id, tool: tctx.order.tool, order: tctx.order.id });
-    return tool(tctx);
-  };
+  for (const [name, tool] of Object.entries(options.tools ?? {}))
+    tools[name] = async (tctx) => {
+      calls.push({ task: tctx.task.id, tool: tctx.order.tool, order: tctx.order.id });
+      return tool(tctx);
+    };
   const controller = new AbortController();
   let markStarted: () => void = () => {};
   const started = new Promise<void>((r) => (markStarted = r));
@@ -232,7 +233,11 @@ describe('the Brain process', () => {
     const plan = await proposePlan(ctx.store, ctx.config, { tasks: [task('a'), task('b')] }, { goalId: goal.id });
     await decidePlan(ctx.store, ctx.config, plan.planId, 'approve');
     await until('both dispatched', async () => h.pending().length === 2);
-    const tools = createBrainTools({ store: ctx.store, config: ctx.config, gateContext: { repoRoot: h.repo.dir, worktree: h.repo.dir, branch: 'main', defaultBranch: 'main', home: '/root' } });
+    const tools = createBrainTools({
+      store: ctx.store,
+      config: ctx.config,
+      gateContext: { repoRoot: h.repo.dir, worktree: h.repo.dir, branch: 'main', defaultBranch: 'main', home: '/root' },
+    });
     const cancel = tools.find((t) => t.name === 'sys_cancel_task')!;
     const id = `${plan.planId}-a`;
     expect((await cancel.handler({ task_id: id } as never)).structured).toMatchObject({ cancelled: true });
@@ -348,7 +353,17 @@ describe('the Brain process', () => {
       return r.tasks[id]?.finishedAt ? r : null;
     });
     expect(reg.tasks[id]).toMatchObject({ status: 'failed', statusReason: 'review blocking after 2 rounds: 2 blocking findings' });
-    expect(h.calls.filter((c) => c.task === id).map((c) => c.tool)).toEqual(['dispatch', 'run_acceptance', 'push', 'open_draft_pr', 'dispatch_review', 'send_followup', 'run_acceptance', 'push', 'dispatch_review']);
+    expect(h.calls.filter((c) => c.task === id).map((c) => c.tool)).toEqual([
+      'dispatch',
+      'run_acceptance',
+      'push',
+      'open_draft_pr',
+      'dispatch_review',
+      'send_followup',
+      'run_acceptance',
+      'push',
+      'dispatch_review',
+    ]);
   }, 90_000);
 
   it('a corrupted journal step is a divergence: the Brain fails the task and journals it; polly check --run exits 1', async () => {
@@ -377,7 +392,9 @@ describe('the Brain process', () => {
       return r.tasks[id]?.finishedAt ? r : null;
     });
     expect(reg.tasks[id]!.status).toBe('failed');
-    expect(reg.tasks[id]!.statusReason).toBe('the run diverged from its admitted workflow: START from "planned" goes to "implementing" in the model, but the journal says "testing"');
+    expect(reg.tasks[id]!.statusReason).toBe(
+      'the run diverged from its admitted workflow: START from "planned" goes to "implementing" in the model, but the journal says "testing"',
+    );
     const journal = await ctx.store.journal();
     expect(journal.filter((e) => e.kind === 'run.trace_divergence').map((e) => e.data)).toEqual([expect.objectContaining({ run: runId, step: 1 })]);
     const out = check(['--run', runId, '--json']);
@@ -386,7 +403,11 @@ describe('the Brain process', () => {
     expect(check(['--run', 'run-nope']).status).toBe(2);
   }, 90_000);
   it('a worker that made no change: the task fails saying so, and nothing is pushed', async () => {
-    const h = await startBrain({ tools: { dispatch: async () => ({ outcome: 'failure', permanent: true, note: 'dispatch: the worker made no change (claude-code ended its turn ok, but the worktree is unchanged)' }) } });
+    const h = await startBrain({
+      tools: {
+        dispatch: async () => ({ outcome: 'failure', permanent: true, note: 'dispatch: the worker made no change (claude-code ended its turn ok, but the worktree is unchanged)' }),
+      },
+    });
     await h.started;
     const ctx = await openRepoContext(h.repo.dir, gitTestEnv());
     const { goal } = await createGoal(ctx.store, 'nothing to do', 'plan');

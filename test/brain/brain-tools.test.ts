@@ -52,7 +52,16 @@ describe('the Brain dispatch protocol tools', () => {
 
   it('plan_propose returns the verdict and the counterexample text', async () => {
     const { call } = tools();
-    const t = { key: 't1', title: 'fix', purpose: 'implement', worker: 'pi', reviewer: 'pi', prompt: 'fix it', acceptance: { commands: ['npm test'], criteria: [] }, depends_on: [] };
+    const t = {
+      key: 't1',
+      title: 'fix',
+      purpose: 'implement',
+      worker: 'pi',
+      reviewer: 'pi',
+      prompt: 'fix it',
+      acceptance: { commands: ['npm test'], criteria: [] },
+      depends_on: [],
+    };
     const r = await call('plan_propose', { tasks: [t] });
     expect(r.structured).toMatchObject({ admitted: false, line: 'REFUSED: plan-p1' });
     expect(r.instruction).toMatch(/t1\/reviewer-vendor-differs/);

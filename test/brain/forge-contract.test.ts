@@ -138,7 +138,7 @@ describe('GitHub token', () => {
 });
 
 describe('review findings', () => {
-  test('extracts the JSON from an agent\'s final text (fenced or bare), last block first', () => {
+  test("extracts the JSON from an agent's final text (fenced or bare), last block first", () => {
     const text = [
       'I looked at the diff. An example of the format is {"blocking": [], "non_blocking": []}.',
       '```json',
@@ -210,7 +210,7 @@ describe('findings → review', () => {
 });
 
 describe('PR body', () => {
-  test('task, acceptance contract, Polly\'s check results and the review findings, as markdown', () => {
+  test("task, acceptance contract, Polly's check results and the review findings, as markdown", () => {
     const body = renderPrBody({
       taskId: 't1',
       title: 'Add --verbose',

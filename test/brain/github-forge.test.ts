@@ -78,7 +78,7 @@ describe('GitHub forge against the simulator', () => {
     expect(sim.mergeRequests()).toEqual([]);
   });
 
-  test('forge errors: wrong base is forge_failed with GitHub\'s reason, unknown PR is not_found, the token never appears', async () => {
+  test("forge errors: wrong base is forge_failed with GitHub's reason, unknown PR is not_found, the token never appears", async () => {
     const forge = forgeFor(sim);
     const err = await forge.openDraftPullRequest({ head: 'polly/t1', base: 'nope', title: 'x', body: '' }).catch((e: unknown) => e);
     expect(isPollyError(err, 'forge_failed')).toBe(true);
@@ -125,7 +125,7 @@ describe('GitHub forge against the simulator', () => {
     }
   });
 
-  test('the simulator refuses a request that breaks the OpenAPI description (so the forge\'s requests are checked)', async () => {
+  test("the simulator refuses a request that breaks the OpenAPI description (so the forge's requests are checked)", async () => {
     const res = await fetch(`${sim.baseUrl}/repos/${sim.owner}/${sim.repo}/pulls`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -218,16 +218,25 @@ describe('orchestration case 11: watching 20 PRs for an hour stays inside a fixe
       const start = clock.now();
       const from = sim.requests.length;
       // The human merges five PRs during the hour.
-      const humanMerges = new Map<number, number>([[numbers[2]!, 7], [numbers[5]!, 19], [numbers[9]!, 33], [numbers[14]!, 48], [numbers[19]!, 58]].map(([n, min]) => [n!, start + min! * 60_000 + 15_000]));
+      const humanMerges = new Map<number, number>(
+        [
+          [numbers[2]!, 7],
+          [numbers[5]!, 19],
+          [numbers[9]!, 33],
+          [numbers[14]!, 48],
+          [numbers[19]!, 58],
+        ].map(([n, min]) => [n!, start + min! * 60_000 + 15_000]),
+      );
       const mergedAt = new Map<number, number>();
       const watchClock = {
         now: clock.now,
         async sleep(ms: number) {
           await clock.sleep(ms);
-          for (const [n, at] of humanMerges) if (at <= clock.now() && !mergedAt.has(n)) {
-            sim.humanMerge(n, 'squash');
-            mergedAt.set(n, at);
-          }
+          for (const [n, at] of humanMerges)
+            if (at <= clock.now() && !mergedAt.has(n)) {
+              sim.humanMerge(n, 'squash');
+              mergedAt.set(n, at);
+            }
         },
       };
       const noticed = new Map<number, number>();

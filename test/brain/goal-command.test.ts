@@ -19,16 +19,20 @@ describe('polly goal', () => {
     expect(r.stderr).toMatch(/state the goal in quotes/);
   });
 
-  it.runIf(isRoot)('as root without allow_root_sandbox: the goal fails at once, saying why and how to fix it', () => {
-    const repo = createTestRepo();
-    const env = gitTestEnv();
-    spawnSync(process.execPath, [cli, 'init'], { cwd: repo.dir, env });
-    const started = Date.now();
-    const r = spawnSync(process.execPath, [cli, 'goal', 'add a thing'], { cwd: repo.dir, env, encoding: 'utf8', timeout: 60_000 });
-    expect(r.status, r.stderr).toBe(1);
-    expect(Date.now() - started).toBeLessThan(30_000);
-    expect(r.stderr).toMatch(/goal g1: failed — agent_refused: .*allow_root_sandbox: true/s);
-    expect(r.stdout).toMatch(/goal g1: failed/);
-    expect(r.stderr).not.toMatch(/started it again/);
-  }, 90_000);
+  it.runIf(isRoot)(
+    'as root without allow_root_sandbox: the goal fails at once, saying why and how to fix it',
+    () => {
+      const repo = createTestRepo();
+      const env = gitTestEnv();
+      spawnSync(process.execPath, [cli, 'init'], { cwd: repo.dir, env });
+      const started = Date.now();
+      const r = spawnSync(process.execPath, [cli, 'goal', 'add a thing'], { cwd: repo.dir, env, encoding: 'utf8', timeout: 60_000 });
+      expect(r.status, r.stderr).toBe(1);
+      expect(Date.now() - started).toBeLessThan(30_000);
+      expect(r.stderr).toMatch(/goal g1: failed — agent_refused: .*allow_root_sandbox: true/s);
+      expect(r.stdout).toMatch(/goal g1: failed/);
+      expect(r.stderr).not.toMatch(/started it again/);
+    },
+    90_000,
+  );
 });

@@ -61,7 +61,15 @@ describe('polly init', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('already initialised');
     const j = runCli(['init', '--json'], repo.dir);
-    expect(JSON.parse(j.stdout)).toEqual({ initialized: false, created: [], updated: [], repoRoot: repo.dir, pollyDir: join(repo.dir, '.polly'), detected: null, toolExclusions: [] });
+    expect(JSON.parse(j.stdout)).toEqual({
+      initialized: false,
+      created: [],
+      updated: [],
+      repoRoot: repo.dir,
+      pollyDir: join(repo.dir, '.polly'),
+      detected: null,
+      toolExclusions: [],
+    });
     expect(snapshot(join(repo.dir, '.polly'))).toEqual(before);
     expect(readFileSync(join(repo.dir, '.git/info/exclude'))).toEqual(exclude);
   });

@@ -46,7 +46,11 @@ describe('polly install', () => {
     expect(text.endsWith(SUFFIX)).toBe(true);
     const entry = JSON.parse(text).mcpServers.polly;
     // The store is pinned: an absolute directory per workspace (no --registry, no POLLY_HOME: ~/.polly/workspaces/W).
-    expect(entry).toMatchObject({ type: 'stdio', command: process.execPath, args: [CLI, 'mcp', '--agent', 'claude/code', '--workspace', 'acme', '--registry', join(s.home, '.polly', 'workspaces', 'acme')] });
+    expect(entry).toMatchObject({
+      type: 'stdio',
+      command: process.execPath,
+      args: [CLI, 'mcp', '--agent', 'claude/code', '--workspace', 'acme', '--registry', join(s.home, '.polly', 'workspaces', 'acme')],
+    });
     expect(JSON.parse(text).mcpServers.other).toEqual({ command: 'x', args: ['a'] });
 
     // Idempotent: a second install leaves the bytes alone.
@@ -61,7 +65,13 @@ describe('polly install', () => {
     expect(JSON.parse(updated).mcpServers.polly.args.slice(-3)).toEqual(['beta', '--registry', join(s.home, '.polly', 'workspaces', 'beta')]);
 
     // The entry as written is a real MCP server, on its pinned store.
-    const transport = new StdioClientTransport({ command: entry.command, args: JSON.parse(updated).mcpServers.polly.args, env: { PATH: process.env.PATH ?? '', HOME: s.home }, cwd: s.cwd, stderr: 'pipe' });
+    const transport = new StdioClientTransport({
+      command: entry.command,
+      args: JSON.parse(updated).mcpServers.polly.args,
+      env: { PATH: process.env.PATH ?? '', HOME: s.home },
+      cwd: s.cwd,
+      stderr: 'pipe',
+    });
     const client = new Client({ name: 'install-test', version: '1' });
     await client.connect(transport);
     try {
@@ -85,7 +95,11 @@ describe('polly install', () => {
     const user = install(['--host', 'kiro'], s);
     expect(user.code, user.stderr).toBe(0);
     const userFile = join(s.home, '.kiro', 'settings', 'mcp.json');
-    expect(JSON.parse(readFileSync(userFile, 'utf8')).mcpServers.polly).toMatchObject({ command: process.execPath, disabled: false, autoApprove: ['workflow_list', 'workflow_state', 'workflow_journal'] });
+    expect(JSON.parse(readFileSync(userFile, 'utf8')).mcpServers.polly).toMatchObject({
+      command: process.execPath,
+      disabled: false,
+      autoApprove: ['workflow_list', 'workflow_state', 'workflow_journal'],
+    });
     const wsFile = join(s.cwd, '.kiro', 'settings', 'mcp.json');
     mkdirSync(join(s.cwd, '.kiro', 'settings'), { recursive: true });
     writeFileSync(wsFile, PREFIX + SUFFIX);
@@ -155,7 +169,16 @@ describe('polly install', () => {
     expect(n.code).toBe(0);
     const y = parseYaml(n.stdout) as any;
     expect(y.function_groups.polly).toMatchObject({ _type: 'mcp_client', server: { transport: 'stdio', command: process.execPath } });
-    expect(y.function_groups.polly.server.args).toEqual([CLI, 'mcp', '--agent', 'default', '--workspace', 'default', '--registry', join(s.home, '.polly', 'workspaces', 'default')]);
+    expect(y.function_groups.polly.server.args).toEqual([
+      CLI,
+      'mcp',
+      '--agent',
+      'default',
+      '--workspace',
+      'default',
+      '--registry',
+      join(s.home, '.polly', 'workspaces', 'default'),
+    ]);
     expect(y.workflow.tool_names).toEqual(['polly']);
 
     const a = install(['--host', 'registry'], s);

@@ -50,10 +50,7 @@ const SCRIPT = {
           ],
         },
         {
-          steps: [
-            { call: { tool: 'mcp__polly__sys_read_inbox', input: { wait_s: 20 } } },
-            { finish: 'Read the inbox: p1 refused, p2 waits for a human.' },
-          ],
+          steps: [{ call: { tool: 'mcp__polly__sys_read_inbox', input: { wait_s: 20 } } }, { finish: 'Read the inbox: p1 refused, p2 waits for a human.' }],
         },
         { steps: [{ call: { tool: 'mcp__polly__polly_status', input: {} } }, { finish: 'Resumed after the restart.' }] },
       ],
@@ -204,7 +201,10 @@ describe('the LLM brain host (real claude, scripted model, polly mcp --brain)', 
     expect(result?.isError).toBe(false);
     expect(result?.output).toMatch(/2 event\(s\)/);
     const inboxResult = JSON.parse(result!.output.slice(result!.output.indexOf('{'))) as { events: Array<{ kind: string; planId: string }> };
-    expect(inboxResult.events.map((e) => [e.kind, e.planId])).toEqual([['plan.refused', 'p1'], ['plan.proposed', 'p2']]);
+    expect(inboxResult.events.map((e) => [e.kind, e.planId])).toEqual([
+      ['plan.refused', 'p1'],
+      ['plan.proposed', 'p2'],
+    ]);
     expect((await store.read()).inboxCursor).toBe(inbox.at(-1)!.seq);
   }, 30_000);
 
@@ -231,8 +231,14 @@ describe('after a Brain restart', () => {
     config.workers['claude-code'].allow_root_sandbox = true;
     const pollyDir = join(repo.dir, '.polly');
     const again = startLlmBrain({
-      repoRoot: repo.dir, pollyDir, config, goal: { id: 'g1', text: 'Add an x module.' }, stateDir: join(pollyDir, 'brain', 'g1'),
-      env: { ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'sk-test-brain-key' }, resumeSessionId: turn1.sessionId, cliPath: cli,
+      repoRoot: repo.dir,
+      pollyDir,
+      config,
+      goal: { id: 'g1', text: 'Add an x module.' },
+      stateDir: join(pollyDir, 'brain', 'g1'),
+      env: { ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'sk-test-brain-key' },
+      resumeSessionId: turn1.sessionId,
+      cliPath: cli,
     });
     try {
       const t3 = await again.turn(wakeMessage([]));
@@ -274,7 +280,13 @@ describe('LLM brain pieces', () => {
   });
 
   it('argv: stream-json in and out, strict MCP config, the appended prompt, model and resume, the gate last', () => {
-    const args = brainClaudeArgs({ mcpConfigPath: '/s/brain-mcp.json', systemPrompt: 'P', model: 'claude-sonnet-4-5', resumeSessionId: 'abc', gateArgs: ['--settings', '/s/gate/claude-settings.json'] });
+    const args = brainClaudeArgs({
+      mcpConfigPath: '/s/brain-mcp.json',
+      systemPrompt: 'P',
+      model: 'claude-sonnet-4-5',
+      resumeSessionId: 'abc',
+      gateArgs: ['--settings', '/s/gate/claude-settings.json'],
+    });
     expect(args.slice(0, 6)).toEqual(['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose']);
     expect(args).toContain('--strict-mcp-config');
     expect(args[args.indexOf('--mcp-config') + 1]).toBe('/s/brain-mcp.json');
@@ -309,8 +321,14 @@ describe('LLM brain pieces', () => {
     const dir = '/tmp/polly-llm-brain-root-never-created';
     expect(() =>
       startLlmBrain({
-        repoRoot: dir, pollyDir: join(dir, '.polly'), config: DEFAULT_CONFIG, goal: { id: 'g1', text: 'x' }, stateDir: join(dir, '.polly/brain/g1'),
-        env: {}, resumeSessionId: null, cliPath: cli,
+        repoRoot: dir,
+        pollyDir: join(dir, '.polly'),
+        config: DEFAULT_CONFIG,
+        goal: { id: 'g1', text: 'x' },
+        stateDir: join(dir, '.polly/brain/g1'),
+        env: {},
+        resumeSessionId: null,
+        cliPath: cli,
       }),
     ).toThrow(/allow_root_sandbox/);
     expect(existsSync(dir)).toBe(false);
@@ -321,8 +339,14 @@ describe('LLM brain pieces', () => {
     config.workers['claude-code'].allow_root_sandbox = true;
     expect(() =>
       startLlmBrain({
-        repoRoot: repo.dir, pollyDir: join(repo.dir, '.polly'), config, goal: { id: 'g8', text: 'x' }, stateDir: join(mkdtempSync(join(tmpdir(), 'polly-llm-nokey-')), 'state'),
-        env: { ANTHROPIC_BASE_URL: 'http://127.0.0.1:9' }, resumeSessionId: null, cliPath: cli,
+        repoRoot: repo.dir,
+        pollyDir: join(repo.dir, '.polly'),
+        config,
+        goal: { id: 'g8', text: 'x' },
+        stateDir: join(mkdtempSync(join(tmpdir(), 'polly-llm-nokey-')), 'state'),
+        env: { ANTHROPIC_BASE_URL: 'http://127.0.0.1:9' },
+        resumeSessionId: null,
+        cliPath: cli,
       }),
     ).toThrow(/set ANTHROPIC_API_KEY/);
   });
@@ -334,8 +358,15 @@ describe('LLM brain pieces', () => {
     const config = await loadConfig(repo.dir);
     config.workers['claude-code'].allow_root_sandbox = true;
     const b = startLlmBrain({
-      repoRoot: repo.dir, pollyDir: join(repo.dir, '.polly'), config, goal: { id: 'g9', text: 'x' }, stateDir: join(dir, 'state'),
-      env: { ANTHROPIC_API_KEY: 'sk-test-brain-key' }, resumeSessionId: null, cliPath: cli, binary: fake,
+      repoRoot: repo.dir,
+      pollyDir: join(repo.dir, '.polly'),
+      config,
+      goal: { id: 'g9', text: 'x' },
+      stateDir: join(dir, 'state'),
+      env: { ANTHROPIC_API_KEY: 'sk-test-brain-key' },
+      resumeSessionId: null,
+      cliPath: cli,
+      binary: fake,
     });
     const t = await b.turn(firstBrainMessage({ id: 'g9', text: 'x' }));
     expect(t.ok).toBe(false);
@@ -349,7 +380,12 @@ describe('LLM brain pieces', () => {
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
     const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
     const client = new Client({ name: 'test', version: '1' });
-    const transport = new StdioClientTransport({ command: process.execPath, args: [cli, 'mcp', '--brain', '--repo', repo.dir], env: gitTestEnv() as Record<string, string>, stderr: 'pipe' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [cli, 'mcp', '--brain', '--repo', repo.dir],
+      env: gitTestEnv() as Record<string, string>,
+      stderr: 'pipe',
+    });
     let stderr = '';
     transport.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     let names: string[];

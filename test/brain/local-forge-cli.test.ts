@@ -19,7 +19,14 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Build dist/ when the compiled pr command is missing or older than its sources. */
 function ensureFreshBuild(): void {
   const out = join(ROOT, 'dist/brain/commands/pr.js');
-  const sources = ['brain/commands/pr.ts', 'brain/forge/local-forge.ts', 'brain/forge/pr-status.ts', 'brain/forge/pr-mergeability.ts', 'brain/forge/merge-detection.ts', 'brain/forge/forge.ts'].map((p) => statSync(join(ROOT, p)).mtimeMs);
+  const sources = [
+    'brain/commands/pr.ts',
+    'brain/forge/local-forge.ts',
+    'brain/forge/pr-status.ts',
+    'brain/forge/pr-mergeability.ts',
+    'brain/forge/merge-detection.ts',
+    'brain/forge/forge.ts',
+  ].map((p) => statSync(join(ROOT, p)).mtimeMs);
   if (existsSync(out) && existsSync(join(ROOT, 'dist/brain/cli.js')) && statSync(out).mtimeMs >= Math.max(...sources)) return;
   try {
     execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.json')], { cwd: ROOT, stdio: 'pipe' });
@@ -51,8 +58,18 @@ describe('polly pr (local forge)', () => {
     expect(list.code).toBe(0);
     expect(JSON.parse(list.stdout)).toEqual([
       {
-        number: 1, state: 'draft', title: 'Say hello', head: 'polly/t1', base: 'main', headCommit: head, taskId: 't1', url: 'polly-local:pr/1',
-        review: 'commented', checks: 'none', conflicts: 'clean', conflictFiles: [],
+        number: 1,
+        state: 'draft',
+        title: 'Say hello',
+        head: 'polly/t1',
+        base: 'main',
+        headCommit: head,
+        taskId: 't1',
+        url: 'polly-local:pr/1',
+        review: 'commented',
+        checks: 'none',
+        conflicts: 'clean',
+        conflictFiles: [],
       },
     ]);
     const human = runCli(['pr', 'list'], repo.dir);
@@ -89,7 +106,10 @@ describe('polly pr (local forge)', () => {
     mkdirSync(join(repo.dir, '.polly'));
     const store = createFileRegistryStore(join(repo.dir, '.polly'));
     const forge = createLocalForge({ repoRoot: repo.dir, store });
-    for (const [id, text] of [['a', 'A\n'], ['b', 'B\n']] as const) {
+    for (const [id, text] of [
+      ['a', 'A\n'],
+      ['b', 'B\n'],
+    ] as const) {
       const wt = join(repo.root, `wt-${id}`);
       repo.git(['worktree', 'add', '-q', '-b', `polly/${id}`, wt]);
       writeFileSync(join(wt, 'top.txt'), `${text}one\ntwo\n`);
@@ -107,7 +127,10 @@ describe('polly pr (local forge)', () => {
     expect(runCli(['pr', 'comment', '2'], repo.dir).code).toBe(2);
 
     let list = JSON.parse(runCli(['pr', 'list', '--json'], repo.dir).stdout) as Array<Record<string, unknown>>;
-    expect(list.map((p) => [p.number, p.review, p.conflicts])).toEqual([[2, 'changes_requested', 'clean'], [1, 'none', 'clean']]);
+    expect(list.map((p) => [p.number, p.review, p.conflicts])).toEqual([
+      [2, 'changes_requested', 'clean'],
+      [1, 'none', 'clean'],
+    ]);
     const record = (await store.read()).pullRequests['2']!;
     expect(record.reviews.map((r) => [r.event, r.author, r.comments])).toEqual([
       ['COMMENT', 'human', []],

@@ -53,7 +53,10 @@ describe('polly mcp areas and stores', () => {
     const repo = createTestRepo();
     const wfDir = join(repo.dir, '.polly', 'workflows');
     mkdirSync(join(wfDir, 'team-brief'), { recursive: true });
-    writeFileSync(join(wfDir, 'team-brief', 'workflow.yaml'), readFileSync(join(process.cwd(), 'workflows/customer-brief/workflow.yaml'), 'utf8').replace('name: customer-brief', 'name: team-brief'));
+    writeFileSync(
+      join(wfDir, 'team-brief', 'workflow.yaml'),
+      readFileSync(join(process.cwd(), 'workflows/customer-brief/workflow.yaml'), 'utf8').replace('name: customer-brief', 'name: team-brief'),
+    );
     cpSync(join(process.cwd(), 'test/fixtures/unsafe-brief'), join(wfDir, 'unsafe-brief'), { recursive: true });
     const env = gitTestEnv() as Record<string, string>;
     delete env.POLLY_HOME;

@@ -46,7 +46,7 @@ afterAll(async () => {
 function toolResults(session: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const q of server.requests.filter((r) => r.session === session)) {
-    const messages = ((q.body as { messages?: Array<{ content: unknown }> }).messages ?? []);
+    const messages = (q.body as { messages?: Array<{ content: unknown }> }).messages ?? [];
     for (const m of messages) {
       if (!Array.isArray(m.content)) continue;
       for (const block of m.content as Array<{ type: string; tool_use_id?: string; content?: unknown }>) {
@@ -83,7 +83,10 @@ describe('a real MCP host (claude) drives polly mcp', () => {
 
     // claude named the tools mcp__<server>__<tool> and offered them to the model.
     const offered = server.requests.filter((q) => q.session === 'host').map((q) => q.view?.tools ?? []);
-    expect(offered.some((tools) => ['mcp__polly__workflow_list', 'mcp__polly__workflow_start', 'mcp__polly__workflow_report'].every((t) => tools.includes(t))), JSON.stringify(offered)).toBe(true);
+    expect(
+      offered.some((tools) => ['mcp__polly__workflow_list', 'mcp__polly__workflow_start', 'mcp__polly__workflow_report'].every((t) => tools.includes(t))),
+      JSON.stringify(offered),
+    ).toBe(true);
     const calls = r.events.filter((e): e is Extract<AgentEvent, { type: 'tool_call' }> => e.type === 'tool_call');
     expect(calls.map((c) => c.tool)).toEqual(['WaitForMcpServers', 'mcp__polly__workflow_list', 'mcp__polly__workflow_start']);
     calls.shift();
@@ -101,7 +104,12 @@ describe('a real MCP host (claude) drives polly mcp', () => {
     // The run store beside the registry holds the run, with its first order open.
     const reg = { runs: await storedRuns(registry) };
     const runId = runIdFor('default', 'default', 'customer-brief', 'brief:#cs:2026-11-30');
-    expect(reg.runs[runId]).toMatchObject({ workflow: 'customer-brief', status: 'running', key: 'brief:#cs:2026-11-30', openOrder: { kind: 'fetch_tickets', tool: 'zendesk_search' } });
+    expect(reg.runs[runId]).toMatchObject({
+      workflow: 'customer-brief',
+      status: 'running',
+      key: 'brief:#cs:2026-11-30',
+      openOrder: { kind: 'fetch_tickets', tool: 'zendesk_search' },
+    });
     expect(started.order.id).toBe(reg.runs[runId]!.openOrder!.id);
   }, 90_000);
 });

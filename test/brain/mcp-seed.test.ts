@@ -44,7 +44,9 @@ describe('polyflow seed tests over stdio', () => {
     expect(local.exhaustive).toBe(true);
     // The server printed the same verdict, with the same counts, at startup.
     await expect.poll(() => mcp.stderr()).toContain('[polly] admitted: customer-brief');
-    expect(mcp.stderr()).toContain(`[polly] admitted: customer-brief — paths explored: ${local.pathsExplored} · states seen: ${local.statesSeen} · exhaustive within declared domains`);
+    expect(mcp.stderr()).toContain(
+      `[polly] admitted: customer-brief — paths explored: ${local.pathsExplored} · states seen: ${local.statesSeen} · exhaustive within declared domains`,
+    );
   });
 
   it('workflow_list reports the guarantees the run was admitted under', async () => {
@@ -52,7 +54,13 @@ describe('polyflow seed tests over stdio', () => {
     expect(r.isError).toBe(false);
     const brief = r.structured.workflows.find((w: any) => w.name === 'customer-brief');
     expect(brief.admitted).toBe(true);
-    expect(brief.guarantees.map((g: any) => g.name)).toEqual(['no-post-without-prior-approval', 'at-most-one-post', 'no-empty-brief', 'approval-is-answered', 'every-path-terminates']);
+    expect(brief.guarantees.map((g: any) => g.name)).toEqual([
+      'no-post-without-prior-approval',
+      'at-most-one-post',
+      'no-empty-brief',
+      'approval-is-answered',
+      'every-path-terminates',
+    ]);
     expect(brief.guarantees[0].says).toBe('post_brief only after APPROVED');
     expect(brief.tools).toEqual({ fetch_tickets: 'zendesk_search', ask_approval: 'ask_user', post_brief: 'slack_send' });
     expect(brief.keyTemplate).toBe('brief:{channel}:{day}');
@@ -151,7 +159,12 @@ describe('polyflow seed tests over stdio', () => {
     expect(denied.structured).toMatchObject({ accepted: true, order: null, run: { status: 'finished', outcome: 'denied' } });
     const j = await journalKinds(runId);
     expect(j.filter((e) => e.kind === 'run.order').map((e) => e.data.kind)).toEqual(['fetch_tickets', 'ask_approval']);
-    expect(j.find((e) => e.kind === 'run.reported' && e.data.kind === 'ask_approval')?.data).toMatchObject({ outcome: 'failure', permanent: true, applied: 'DENIED', note: 'the human said no' });
+    expect(j.find((e) => e.kind === 'run.reported' && e.data.kind === 'ask_approval')?.data).toMatchObject({
+      outcome: 'failure',
+      permanent: true,
+      applied: 'DENIED',
+      note: 'the human said no',
+    });
   });
 
   it('zero tickets ends the run rather than posting an empty brief', async () => {
@@ -214,7 +227,16 @@ describe('polyflow seed tests over stdio', () => {
     expect(approvalOrder.kind).toBe('ask_approval');
     const pid = p1.transport.pid!;
     process.kill(pid, 'SIGKILL');
-    await expect.poll(() => { try { process.kill(pid, 0); return true; } catch { return false; } }).toBe(false);
+    await expect
+      .poll(() => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      })
+      .toBe(false);
     await p1.close().catch(() => undefined);
 
     // Process 2: no shared memory, no transcript. The same open order comes back.

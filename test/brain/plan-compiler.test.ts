@@ -80,7 +80,13 @@ describe('config bounds go into the checked task workflow', () => {
     expect(verdict.admitted, verdict.violations.map((v) => v.invariant).join(', ')).toBe(true);
     return verdict.parts.find((p) => p.part === 't1')!.workflow;
   };
-  const toReview: Array<[string, Record<string, unknown>?]> = [['START', { vendor: 'claude-code' }], ['WORKER_DONE'], ['TESTS_GREEN'], ['PUSHED'], ['PR_OPENED', { reviewer: 'codex' }]];
+  const toReview: Array<[string, Record<string, unknown>?]> = [
+    ['START', { vendor: 'claude-code' }],
+    ['WORKER_DONE'],
+    ['TESTS_GREEN'],
+    ['PUSHED'],
+    ['PR_OPENED', { reviewer: 'codex' }],
+  ];
 
   it('acceptance.max_attempts 1: the admitted model fails the task on the first red run', () => {
     const config = structuredClone(DEFAULT_CONFIG);
@@ -109,7 +115,9 @@ describe('config bounds go into the checked task workflow', () => {
   it('the acceptance lease covers every command at the configured timeout', () => {
     const config = structuredClone(DEFAULT_CONFIG);
     config.acceptance.timeout = 1000;
-    const wf = admitPlan('pl', validatePlan({ tasks: [task('t1', { acceptance: { commands: ['npm test', 'npm run lint'], criteria: [] } })] }, 'test'), config).parts.find((p) => p.part === 't1')!.workflow;
+    const wf = admitPlan('pl', validatePlan({ tasks: [task('t1', { acceptance: { commands: ['npm test', 'npm run lint'], criteria: [] } })] }, 'test'), config).parts.find(
+      (p) => p.part === 't1',
+    )!.workflow;
     expect(wf.effects.find((e) => e.kind === 'run_acceptance')!.retry.lease_seconds).toBe(2060);
   });
 });

@@ -40,7 +40,10 @@ async function scheduleRun(id: string, tasks: ReturnType<typeof task>[]) {
 
 describe('the admitted schedule bounds the dispatches on the runtime', () => {
   it('spawn bound 5 with 7 tasks: five dispatches in a turn apply, the sixth is refused and journaled', async () => {
-    const { runtime, store, runId } = await scheduleRun('p7', ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((k) => task(k)));
+    const { runtime, store, runId } = await scheduleRun(
+      'p7',
+      ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((k) => task(k)),
+    );
     expect((await runtime.signal(runId, 'TURN_START')).accepted).toBe(true);
     for (let i = 0; i < 5; i++) expect((await runtime.signal(runId, `DISPATCH_t${i}`)).accepted, `DISPATCH_t${i}`).toBe(true);
     const sixth = await runtime.signal(runId, 'DISPATCH_t5');

@@ -143,10 +143,7 @@ describe('PR step against the GitHub simulator (Octokit forge, real pi reviewer,
     expect(supervisor.requests).toHaveLength(2);
     expect((await runner.run(markReady, 'g2', 'o6')).outcome).toBe('ok');
     expect(pull).toMatchObject({ draft: false, headSha: fix, state: 'open', merged: false });
-    expect(pull.reviews.map((x) => x.body.split('\n')[0])).toEqual([
-      expect.stringMatching(/round 1: 2 blocking findings/),
-      expect.stringMatching(/round 2: no blocking findings/),
-    ]);
+    expect(pull.reviews.map((x) => x.body.split('\n')[0])).toEqual([expect.stringMatching(/round 1: 2 blocking findings/), expect.stringMatching(/round 2: no blocking findings/)]);
     expect((await s.store.read()).tasks.g2).toMatchObject({ status: 'ready', feedback: null });
     // The PR shows the final state: a comment with both rounds (the body still has the draft's "pending").
     expect(pull.comments).toHaveLength(1);

@@ -187,10 +187,7 @@ describe('PR step on the local forge (real git, real pi reviewer)', () => {
     expect(s.repo.git(['ls-remote', 'origin', 'refs/heads/polly/l2'])).toBe(`${fix}\trefs/heads/polly/l2`);
     const r2 = await runner.run(review, 'l2', 'o5');
     expect(r2.outcome, r2.note).toBe('ok');
-    expect(supervisor.requests.map((q) => q.prompt.split('\n')[1])).toEqual([
-      expect.stringContaining('review round 1'),
-      expect.stringContaining('review round 2'),
-    ]);
+    expect(supervisor.requests.map((q) => q.prompt.split('\n')[1])).toEqual([expect.stringContaining('review round 1'), expect.stringContaining('review round 2')]);
     expect((await runner.run(markReady, 'l2', 'o6')).outcome).toBe('ok');
     reg = await s.store.read();
     expect(reg.tasks.l2).toMatchObject({ status: 'ready', feedback: null, reviewRounds: 2 });
@@ -239,7 +236,7 @@ describe('PR step on the local forge (real git, real pi reviewer)', () => {
     expect(reg.tasks.l6!.feedback).toContain('src/add.js:2 — subtracts');
   }, 30_000);
 
-  test('a non-fast-forward push is a permanent failure with git\'s reason, never forced; the remote keeps its commit', async () => {
+  test("a non-fast-forward push is a permanent failure with git's reason, never forced; the remote keeps its commit", async () => {
     const { s, runner } = setup();
     const task = await createGreenTask(s, 'l3', { 'src/add.js': ADD_OK });
     // Someone else pushed another commit to polly/l3 first.
@@ -254,7 +251,7 @@ describe('PR step on the local forge (real git, real pi reviewer)', () => {
     expect(s.repo.git(['ls-remote', 'origin', 'refs/heads/polly/l3'])).toBe(`${other}\trefs/heads/polly/l3`);
   }, 30_000);
 
-  test('a reviewer of the worker\'s own vendor is refused before any PR is opened', async () => {
+  test("a reviewer of the worker's own vendor is refused before any PR is opened", async () => {
     const { s, config, forge } = setup();
     const runner = toolRunner(s, { forge, supervisor: noAgents, config, agentEnv: {} });
     await createGreenTask(s, 'l4', { 'src/add.js': ADD_OK }, { worker: 'pi', reviewer: 'pi' });
@@ -267,7 +264,9 @@ describe('PR step on the local forge (real git, real pi reviewer)', () => {
     expect(chooseReviewer({ id: 't', worker: 'codex', reviewer: null }, DEFAULT_CONFIG)).toEqual({ reviewer: 'claude-code' });
     const bad = structuredClone(DEFAULT_CONFIG);
     bad.review.pairs.codex = ['codex', 'pi'];
-    expect(chooseReviewer({ id: 't', worker: 'codex', reviewer: null }, bad)).toEqual({ error: expect.stringMatching(/review\.pairs\.codex in \.polly\/config\.yaml\) is the same vendor/) });
+    expect(chooseReviewer({ id: 't', worker: 'codex', reviewer: null }, bad)).toEqual({
+      error: expect.stringMatching(/review\.pairs\.codex in \.polly\/config\.yaml\) is the same vendor/),
+    });
     bad.review.pairs.codex = [];
     expect(chooseReviewer({ id: 't', worker: 'codex', reviewer: null }, bad)).toEqual({ error: expect.stringMatching(/is empty/) });
   }, 30_000);

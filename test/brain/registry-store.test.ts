@@ -21,7 +21,10 @@ function tempPollyDir(): string {
 function journalLines(dir: string): JournalEntry[] {
   const p = join(dir, 'journal.jsonl');
   if (!existsSync(p)) return [];
-  return readFileSync(p, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as JournalEntry);
+  return readFileSync(p, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as JournalEntry);
 }
 
 async function caught(p: Promise<unknown>): Promise<PollyError> {
@@ -60,7 +63,11 @@ describe.each([
     expect(reg.counters.journalSeq).toBe(3);
     expect(reg.pendingJournal).toBeUndefined();
     const all = await store.journal();
-    expect(all.map((e) => [e.seq, e.kind])).toEqual([[1, 'task.created'], [2, 'task.queued'], [3, 'task.running']]);
+    expect(all.map((e) => [e.seq, e.kind])).toEqual([
+      [1, 'task.created'],
+      [2, 'task.queued'],
+      [3, 'task.running'],
+    ]);
     expect(all[0]!.at).toBe('2026-11-29T12:00:00.000Z');
     expect((await store.journal(1, 1)).map((e) => e.seq)).toEqual([2]);
   });
@@ -365,7 +372,11 @@ describe('file registry store', () => {
     writeFileSync(store.paths.journal, readFileSync(store.paths.journal, 'utf8') + JSON.stringify(reg.pendingJournal[0]).slice(0, 20));
     const fresh = createFileRegistryStore(dir, { now: fixedNow });
     expect((await fresh.read()).counters.goal).toBe(7);
-    expect(journalLines(dir).map((e) => [e.seq, e.kind])).toEqual([[1, 'a'], [2, 'b'], [3, 'c']]);
+    expect(journalLines(dir).map((e) => [e.seq, e.kind])).toEqual([
+      [1, 'a'],
+      [2, 'b'],
+      [3, 'c'],
+    ]);
     await fresh.read();
     await createFileRegistryStore(dir).journal();
     expect(journalLines(dir)).toHaveLength(3);

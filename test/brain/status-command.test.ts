@@ -48,28 +48,71 @@ describe('polly status', () => {
     await store.update((d) => {
       d.goals.g1 = { id: 'g1', text: 'add a --verbose flag', createdAt: '2026-11-29T10:00:00.000Z', status: 'running', planIds: ['p1'] };
       d.plans.p1 = {
-        id: 'p1', goalId: 'g1', createdAt: '2026-11-29T10:01:00.000Z', tasks: [],
+        id: 'p1',
+        goalId: 'g1',
+        createdAt: '2026-11-29T10:01:00.000Z',
+        tasks: [],
         admission: { admitted: true, line: 'admitted: p1', violations: [], pathsExplored: 4, statesSeen: 9 },
-        gate: 'approved', askedAt: null, decidedAt: null, decidedBy: 'me',
+        gate: 'approved',
+        askedAt: null,
+        decidedAt: null,
+        decidedBy: 'me',
       };
       for (const id of ['t10', 't2']) d.tasks[id] = sampleTask(id);
       d.tasks.t2!.status = 'pr_open';
       d.tasks.t2!.pr = { forge: 'local', number: 3, url: 'local:3', state: 'draft' };
       d.pullRequests['3'] = {
-        number: 3, taskId: 't2', title: 't2', body: '', head: 'polly/t2', base: 'main', headCommit: 'b'.repeat(40), state: 'draft',
-        reviews: [{ event: 'REQUEST_CHANGES', body: 'rename it', comments: [{ file: 'src/a.ts', line: 4, message: 'rename it' }], at: '2026-11-29T10:04:00.000Z', author: 'human' }],
+        number: 3,
+        taskId: 't2',
+        title: 't2',
+        body: '',
+        head: 'polly/t2',
+        base: 'main',
+        headCommit: 'b'.repeat(40),
+        state: 'draft',
+        reviews: [
+          { event: 'REQUEST_CHANGES', body: 'rename it', comments: [{ file: 'src/a.ts', line: 4, message: 'rename it' }], at: '2026-11-29T10:04:00.000Z', author: 'human' },
+        ],
         mergeability: { state: 'conflicts', files: ['src/a.ts'], baseCommit: 'c'.repeat(40), headCommit: 'b'.repeat(40), checkedAt: '2026-11-29T10:05:00.000Z' },
-        createdAt: '2026-11-29T10:03:00.000Z', updatedAt: '2026-11-29T10:05:00.000Z',
+        createdAt: '2026-11-29T10:03:00.000Z',
+        updatedAt: '2026-11-29T10:05:00.000Z',
       };
-      d.workers.w1 = { id: 'w1', taskId: 't10', harness: 'claude-code', pid: process.pid, pgid: process.pid, sessionId: 's-1', startedAt: '2026-11-29T10:02:00.000Z', heartbeatAt: '2026-11-29T10:03:00.000Z', supervisor: null };
+      d.workers.w1 = {
+        id: 'w1',
+        taskId: 't10',
+        harness: 'claude-code',
+        pid: process.pid,
+        pgid: process.pid,
+        sessionId: 's-1',
+        startedAt: '2026-11-29T10:02:00.000Z',
+        heartbeatAt: '2026-11-29T10:03:00.000Z',
+        supervisor: null,
+      };
       // A worker that has exited is history, not a live worker.
-      d.workers.w0 = { id: 'w0', taskId: 't2', harness: 'pi', pid: 2147483640, pgid: 2147483640, sessionId: null, startedAt: '2026-11-29T10:00:00.000Z', heartbeatAt: '2026-11-29T10:01:00.000Z', supervisor: null };
+      d.workers.w0 = {
+        id: 'w0',
+        taskId: 't2',
+        harness: 'pi',
+        pid: 2147483640,
+        pgid: 2147483640,
+        sessionId: null,
+        startedAt: '2026-11-29T10:00:00.000Z',
+        heartbeatAt: '2026-11-29T10:01:00.000Z',
+        supervisor: null,
+      };
     });
     const json = JSON.parse(runCli(['status', '--json'], repo.dir).stdout);
     expect(json.tasks.map((t: { id: string }) => t.id)).toEqual(['t2', 't10']);
     expect(json.tasks[0]).toEqual({
-      id: 't2', title: 'task t2: make the widget configurable', purpose: 'implement', worker: 'claude-code', reviewer: 'codex',
-      status: 'pr_open', branch: 'polly/t2', worktree: '.worktrees/t2', pr: { forge: 'local', number: 3, url: 'local:3', state: 'draft' },
+      id: 't2',
+      title: 'task t2: make the widget configurable',
+      purpose: 'implement',
+      worker: 'claude-code',
+      reviewer: 'codex',
+      status: 'pr_open',
+      branch: 'polly/t2',
+      worktree: '.worktrees/t2',
+      pr: { forge: 'local', number: 3, url: 'local:3', state: 'draft' },
       prStatus: { review: 'changes_requested', checks: 'none', conflicts: 'conflicts', conflictFiles: ['src/a.ts'] },
     });
     expect(json.plans).toEqual([{ id: 'p1', goalId: 'g1', gate: 'approved', admitted: true, tasks: 0, createdAt: '2026-11-29T10:01:00.000Z' }]);
@@ -79,7 +122,9 @@ describe('polly status', () => {
     const out = runCli(['status'], repo.dir).stdout;
     const taskLines = out.split('\n').filter((l) => /^\s+(ID\s+TITLE|t2\s|t10\s)/.test(l));
     expect(taskLines[0]).toMatch(/ID\s+TITLE\s+PURPOSE\s+WORKER\s+REVIEWER\s+STATUS\s+BRANCH\s+PR\s+PR STATE$/);
-    expect(taskLines[1]).toMatch(/^\s+t2\s+task t2: make the widget configurab…\s+implement\s+claude-code\s+codex\s+pr_open\s+polly\/t2\s+#3 draft\s+review changes_requested, checks none, conflicts: src\/a\.ts$/);
+    expect(taskLines[1]).toMatch(
+      /^\s+t2\s+task t2: make the widget configurab…\s+implement\s+claude-code\s+codex\s+pr_open\s+polly\/t2\s+#3 draft\s+review changes_requested, checks none, conflicts: src\/a\.ts$/,
+    );
     expect(taskLines[2]).toMatch(/t10 .* queued\s+polly\/t10\s+-\s+-$/);
     expect(out).toContain('Plans (1)');
     expect(out).toMatch(/p1\s+g1\s+yes\s+approved\s+0/);
@@ -116,7 +161,10 @@ describe('formatTable', () => {
         { header: 'ID', value: (r: { id: string; t: string | null }) => r.id },
         { header: 'TITLE', value: (r) => r.t, max: 8 },
       ],
-      [{ id: 't1', t: 'a very long title' }, { id: 't22', t: null }],
+      [
+        { id: 't1', t: 'a very long title' },
+        { id: 't22', t: null },
+      ],
     );
     expect(lines).toEqual(['ID   TITLE', 't1   a very …', 't22  -']);
   });

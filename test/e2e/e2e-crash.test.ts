@@ -41,96 +41,115 @@ afterAll(async () => {
 });
 
 describe('crash safety of the whole loop', () => {
-  it.each(['SIGKILL', 'SIGTERM'] as const)('%s to the Brain while workers run: every task still gets exactly one PR, nothing repeated, failed, orphaned or merged', async (signal) => {
-    const root = realpathSync(mkdtempSync(join(tmpdir(), 'polly-crash-')));
-    const repo = join(root, 'stats');
-    const origin = join(root, 'origin.git');
-    cpSync(join(demo, 'sample-project'), repo, { recursive: true });
-    git(root, ['init', '-q', '--bare', '-b', 'main', origin]);
-    git(repo, ['init', '-q', '-b', 'main']);
-    git(repo, ['add', '-A']);
-    git(repo, ['commit', '-q', '-m', 'initial']);
-    git(repo, ['remote', 'add', 'origin', origin]);
-    git(repo, ['push', '-q', '-u', 'origin', 'main']);
-    const mainBefore = git(repo, ['rev-parse', 'main']);
-    const env = gitTestEnv();
-    await run(process.execPath, [cli, 'init'], { cwd: repo, env });
+  it.each(['SIGKILL', 'SIGTERM'] as const)(
+    '%s to the Brain while workers run: every task still gets exactly one PR, nothing repeated, failed, orphaned or merged',
+    async (signal) => {
+      const root = realpathSync(mkdtempSync(join(tmpdir(), 'polly-crash-')));
+      const repo = join(root, 'stats');
+      const origin = join(root, 'origin.git');
+      cpSync(join(demo, 'sample-project'), repo, { recursive: true });
+      git(root, ['init', '-q', '--bare', '-b', 'main', origin]);
+      git(repo, ['init', '-q', '-b', 'main']);
+      git(repo, ['add', '-A']);
+      git(repo, ['commit', '-q', '-m', 'initial']);
+      git(repo, ['remote', 'add', 'origin', origin]);
+      git(repo, ['push', '-q', '-u', 'origin', 'main']);
+      const mainBefore = git(repo, ['rev-parse', 'main']);
+      const env = gitTestEnv();
+      await run(process.execPath, [cli, 'init'], { cwd: repo, env });
 
-    // The demo's workers, each implementer first sleeping 4 s so that the kill finds them busy.
-    const script = loadModelScript(join(demo, 'workers-script.yaml'));
-    for (const s of script.sessions) if (s.match.role === 'implement') s.turns[0]!.steps.unshift({ run: 'sleep 4' });
-    server = await startScriptedModelServer({ script: parseModelScript(JSON.stringify(script)) });
-    const modelEnv = useScriptedModels(repo, server.url);
+      // The demo's workers, each implementer first sleeping 4 s so that the kill finds them busy.
+      const script = loadModelScript(join(demo, 'workers-script.yaml'));
+      for (const s of script.sessions) if (s.match.role === 'implement') s.turns[0]!.steps.unshift({ run: 'sleep 4' });
+      server = await startScriptedModelServer({ script: parseModelScript(JSON.stringify(script)) });
+      const modelEnv = useScriptedModels(repo, server.url);
 
-    const child = spawn(process.execPath, [cli, 'run', join(demo, 'plan.yaml'), '--yes', '--json'], { cwd: repo, env: { ...env, ...modelEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number>((resolve) => child.on('exit', (c) => resolve(c ?? 1)));
+      const child = spawn(process.execPath, [cli, 'run', join(demo, 'plan.yaml'), '--yes', '--json'], {
+        cwd: repo,
+        env: { ...env, ...modelEnv },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const exited = new Promise<number>((resolve) => child.on('exit', (c) => resolve(c ?? 1)));
 
-    // Wait until both workers run, then SIGKILL the Brain.
-    let killed: number | null = null;
-    const deadline = Date.now() + 90_000;
-    while (killed === null && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 250));
-      let reg: Registry;
-      try {
-        reg = readRegistry(repo);
-      } catch {
-        continue;
+      // Wait until both workers run, then SIGKILL the Brain.
+      let killed: number | null = null;
+      const deadline = Date.now() + 90_000;
+      while (killed === null && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 250));
+        let reg: Registry;
+        try {
+          reg = readRegistry(repo);
+        } catch {
+          continue;
+        }
+        const running = Object.values(reg.workers).filter((w) => (w as { state?: string }).state === 'running' && w.purpose === 'implement');
+        if (reg.brain && running.length >= 2) {
+          killed = reg.brain.pid;
+          process.kill(killed, signal);
+        }
       }
-      const running = Object.values(reg.workers).filter((w) => (w as { state?: string }).state === 'running' && w.purpose === 'implement');
-      if (reg.brain && running.length >= 2) {
-        killed = reg.brain.pid;
-        process.kill(killed, signal);
+      expect(killed, `the workers never ran together; polly run said:\n${stderr}`).not.toBeNull();
+      const code = await exited;
+      expect(code, `polly run failed:\n${stderr}\n${stdout}`).toBe(0);
+      expect(stderr).toMatch(/the Brain was not running; started it again/);
+
+      const reg = readRegistry(repo);
+      const tasks = Object.values(reg.tasks);
+      expect(tasks.map((t) => t.status).sort()).toEqual(['ready', 'ready']);
+
+      // Exactly one PR per task.
+      const prs = JSON.parse((await run(process.execPath, [cli, 'pr', 'list', '--all', '--json'], { cwd: repo, env })).stdout) as Array<{
+        number: number;
+        taskId: string | null;
+        head: string;
+        state: string;
+      }>;
+      const perTask = new Map<string, number>();
+      for (const pr of prs) perTask.set(String(pr.taskId), (perTask.get(String(pr.taskId)) ?? 0) + 1);
+      expect(Object.fromEntries(perTask)).toEqual(Object.fromEntries(tasks.map((t) => [t.id, 1])));
+
+      // No dispatch repeated: every work order started at most one worker process.
+      const journal = readFileSync(join(repo, '.polly/journal.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { kind: string; data: Record<string, unknown> });
+      const starts = journal.filter((e) => e.kind === 'worker.started');
+      const byOrder = new Map<string, number>();
+      for (const e of starts) byOrder.set(String(e.data.orderId), (byOrder.get(String(e.data.orderId)) ?? 0) + 1);
+      expect(
+        [...byOrder.values()].every((n) => n === 1),
+        JSON.stringify(Object.fromEntries(byOrder)),
+      ).toBe(true);
+      // The implementers' first turns were adopted by the new Brain, not started again.
+      const implementStarts = starts.filter((e) => e.data.harness !== undefined && tasks.some((t) => t.id === e.data.taskId));
+      expect(implementStarts.length).toBeGreaterThanOrEqual(2);
+      expect(journal.filter((e) => e.kind === 'brain.started').length).toBe(2);
+      // Nothing failed along the way (a stop is not a failure), and a SIGTERM was a graceful stop.
+      expect(journal.filter((e) => e.kind === 'task.failed')).toEqual([]);
+      if (signal === 'SIGTERM') expect(journal.some((e) => e.kind === 'brain.stopped' && e.data.graceful === true && (e.data.inFlight as string[]).length > 0)).toBe(true);
+
+      // No process orphaned: the Brain has exited, and no worker process it recorded is alive.
+      await new Promise((r) => setTimeout(r, 2000));
+      const after = readRegistry(repo);
+      expect(after.brain === null || !alive(after.brain.pid)).toBe(true);
+      for (const w of Object.values(after.workers)) {
+        expect(alive(w.pid), `worker ${w.id} (pid ${w.pid}) is still alive`).toBe(false);
+        const agentPid = (w as { agentPid?: number | null }).agentPid;
+        if (agentPid) expect(alive(agentPid), `agent of ${w.id} (pid ${agentPid}) is still alive`).toBe(false);
       }
-    }
-    expect(killed, `the workers never ran together; polly run said:\n${stderr}`).not.toBeNull();
-    const code = await exited;
-    expect(code, `polly run failed:\n${stderr}\n${stdout}`).toBe(0);
-    expect(stderr).toMatch(/the Brain was not running; started it again/);
+      expect(alive(killed!)).toBe(false);
 
-    const reg = readRegistry(repo);
-    const tasks = Object.values(reg.tasks);
-    expect(tasks.map((t) => t.status).sort()).toEqual(['ready', 'ready']);
-
-    // Exactly one PR per task.
-    const prs = JSON.parse((await run(process.execPath, [cli, 'pr', 'list', '--all', '--json'], { cwd: repo, env })).stdout) as Array<{ number: number; taskId: string | null; head: string; state: string }>;
-    const perTask = new Map<string, number>();
-    for (const pr of prs) perTask.set(String(pr.taskId), (perTask.get(String(pr.taskId)) ?? 0) + 1);
-    expect(Object.fromEntries(perTask)).toEqual(Object.fromEntries(tasks.map((t) => [t.id, 1])));
-
-    // No dispatch repeated: every work order started at most one worker process.
-    const journal = readFileSync(join(repo, '.polly/journal.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { kind: string; data: Record<string, unknown> });
-    const starts = journal.filter((e) => e.kind === 'worker.started');
-    const byOrder = new Map<string, number>();
-    for (const e of starts) byOrder.set(String(e.data.orderId), (byOrder.get(String(e.data.orderId)) ?? 0) + 1);
-    expect([...byOrder.values()].every((n) => n === 1), JSON.stringify(Object.fromEntries(byOrder))).toBe(true);
-    // The implementers' first turns were adopted by the new Brain, not started again.
-    const implementStarts = starts.filter((e) => e.data.harness !== undefined && tasks.some((t) => t.id === e.data.taskId));
-    expect(implementStarts.length).toBeGreaterThanOrEqual(2);
-    expect(journal.filter((e) => e.kind === 'brain.started').length).toBe(2);
-    // Nothing failed along the way (a stop is not a failure), and a SIGTERM was a graceful stop.
-    expect(journal.filter((e) => e.kind === 'task.failed')).toEqual([]);
-    if (signal === 'SIGTERM') expect(journal.some((e) => e.kind === 'brain.stopped' && e.data.graceful === true && (e.data.inFlight as string[]).length > 0)).toBe(true);
-
-    // No process orphaned: the Brain has exited, and no worker process it recorded is alive.
-    await new Promise((r) => setTimeout(r, 2000));
-    const after = readRegistry(repo);
-    expect(after.brain === null || !alive(after.brain.pid)).toBe(true);
-    for (const w of Object.values(after.workers)) {
-      expect(alive(w.pid), `worker ${w.id} (pid ${w.pid}) is still alive`).toBe(false);
-      const agentPid = (w as { agentPid?: number | null }).agentPid;
-      if (agentPid) expect(alive(agentPid), `agent of ${w.id} (pid ${agentPid}) is still alive`).toBe(false);
-    }
-    expect(alive(killed!)).toBe(false);
-
-    // Nothing merged: main is where it was, locally and on the remote.
-    expect(git(repo, ['rev-parse', 'main'])).toBe(mainBefore);
-    expect(git(origin, ['rev-parse', 'main'])).toBe(mainBefore);
-    expect(git(repo, ['rev-list', '--merges', '--count', 'main'])).toBe('0');
-    // Across the crash, every run still replays through the admitted workflow it ran under.
-    expect(await expectRunsConform(repo)).toBeGreaterThanOrEqual(3);
-  }, 300_000);
+      // Nothing merged: main is where it was, locally and on the remote.
+      expect(git(repo, ['rev-parse', 'main'])).toBe(mainBefore);
+      expect(git(origin, ['rev-parse', 'main'])).toBe(mainBefore);
+      expect(git(repo, ['rev-list', '--merges', '--count', 'main'])).toBe('0');
+      // Across the crash, every run still replays through the admitted workflow it ran under.
+      expect(await expectRunsConform(repo)).toBeGreaterThanOrEqual(3);
+    },
+    300_000,
+  );
 });

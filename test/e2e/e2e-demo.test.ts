@@ -18,7 +18,12 @@ const run = promisify(execFile);
 describe('npm run demo', () => {
   it('runs goal → refused plan → revised → approved → two vendors in parallel → cross-review → two ready PRs, main untouched', async () => {
     const dir = join(realpathSync(mkdtempSync(join(tmpdir(), 'polly-demo-test-'))), 'demo');
-    const { stdout, stderr } = await run(process.execPath, ['dist/scripts/demo.js', '--dir', dir], { cwd: process.cwd(), env: process.env, maxBuffer: 16 * 1024 * 1024, timeout: 280_000 });
+    const { stdout, stderr } = await run(process.execPath, ['dist/scripts/demo.js', '--dir', dir], {
+      cwd: process.cwd(),
+      env: process.env,
+      maxBuffer: 16 * 1024 * 1024,
+      timeout: 280_000,
+    });
     expect(stdout).toMatch(/^p1: REFUSED: plan-p1 \[refused\]$/m);
     expect(stdout).toMatch(/^p2: admitted: plan-p2 — paths explored: \d+ · states seen: \d+ · exhaustive within declared domains \[approved\]$/m);
     expect(stdout).toMatch(/p2-t1\s+claude-code\s+pi\s+ready\s+red → green\s+0\/1\s+#\d+ ready/);

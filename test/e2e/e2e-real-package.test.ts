@@ -51,7 +51,7 @@ interface Ran {
 function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Ran> {
   return new Promise((done) => {
     execFile(cmd, args, { cwd, env, timeout: timeoutMs, maxBuffer: 32 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
-      const code = error ? (typeof (error as NodeJS.ErrnoException).code === 'number' ? ((error as unknown as { code: number }).code) : null) : 0;
+      const code = error ? (typeof (error as NodeJS.ErrnoException).code === 'number' ? (error as unknown as { code: number }).code : null) : 0;
       done({ code, stdout, stderr: error && code === null ? `${stderr}\n${error.message}` : stderr });
     });
   });
@@ -80,7 +80,13 @@ describe(`polly run on a real package (${PACKAGE}@${VERSION}, fetched with npm p
     const env = gitTestEnv();
 
     // 1. The published tarball, fetched now. No network is a failure, not a skip.
-    const pack = await run('npm', ['pack', `${PACKAGE}@${VERSION}`, '--pack-destination', root, '--json', '--fetch-retries=1', '--fetch-retry-mintimeout=2000', '--fetch-retry-maxtimeout=5000'], root, env, 90_000);
+    const pack = await run(
+      'npm',
+      ['pack', `${PACKAGE}@${VERSION}`, '--pack-destination', root, '--json', '--fetch-retries=1', '--fetch-retry-mintimeout=2000', '--fetch-retry-maxtimeout=5000'],
+      root,
+      env,
+      90_000,
+    );
     if (pack.code !== 0) {
       throw new Error(
         `npm pack ${PACKAGE}@${VERSION} failed (exit ${pack.code}): this test needs the npm registry to fetch the real package it changes. ` +

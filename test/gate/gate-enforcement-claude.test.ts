@@ -111,7 +111,10 @@ describe('gate enforcement inside the real Claude Code', () => {
     expect(results.map((e) => e.isError)).toEqual([true, true, true, false, false]);
 
     // Every decision was journaled.
-    const journal = readFileSync(journalPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const journal = readFileSync(journalPath, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(journal.length).toBeGreaterThanOrEqual(5);
     const text = JSON.stringify(journal);
     expect(text).toContain('git push --force origin polly/g1');

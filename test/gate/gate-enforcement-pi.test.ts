@@ -126,7 +126,10 @@ describe('gate enforcement inside the real pi', () => {
     expect(repo.git(['ls-remote', 'origin', 'refs/heads/main'])).not.toContain(head);
 
     // Every decision was journaled.
-    const journal = readFileSync(journalPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const journal = readFileSync(journalPath, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(journal.length).toBeGreaterThanOrEqual(5);
     const text = JSON.stringify(journal);
     expect(text).toContain('git push --force origin polly/gp1');

@@ -12,7 +12,15 @@ import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { decide } from '../../gate/decide.js';
 import type { GateContext, GateRole, GateTool } from '../../gate/types.js';
 
-interface Row { id: string; input: string; expect: 'allow' | 'deny'; rule?: string; role: GateRole; tool: GateTool; cwd?: string }
+interface Row {
+  id: string;
+  input: string;
+  expect: 'allow' | 'deny';
+  rule?: string;
+  role: GateRole;
+  tool: GateTool;
+  cwd?: string;
+}
 
 const context: GateContext = {
   repoRoot: '/srv/proj',
@@ -23,7 +31,15 @@ const context: GateContext = {
 };
 const WT = '/srv/proj/.worktrees/t1';
 
-const D = (id: string, input: string, rule: string, tool: GateTool = 'bash', cwd?: string): Row => ({ id, input, expect: 'deny', rule, role: 'implement', tool, ...(cwd ? { cwd } : {}) });
+const D = (id: string, input: string, rule: string, tool: GateTool = 'bash', cwd?: string): Row => ({
+  id,
+  input,
+  expect: 'deny',
+  rule,
+  role: 'implement',
+  tool,
+  ...(cwd ? { cwd } : {}),
+});
 const A = (id: string, input: string, tool: GateTool = 'bash', cwd?: string): Row => ({ id, input, expect: 'allow', role: 'implement', tool, ...(cwd ? { cwd } : {}) });
 
 const DEFAULT = 'blast_radius.default_branch';
@@ -132,7 +148,7 @@ const rows: Row[] = [
   A('3-ok-push-bare', 'git push'),
 
   // a program named for the other side of a transport runs locally for path remotes
-  D('x-fetch-upload-pack', "git fetch --upload-pack='sh -c \"rm -rf ~\"' /srv/origin.git", 'blast_radius.git_config'),
+  D('x-fetch-upload-pack', 'git fetch --upload-pack=\'sh -c "rm -rf ~"\' /srv/origin.git', 'blast_radius.git_config'),
   D('x-fetch-upload-prefix', 'git fetch --upl=/tmp/evil origin', 'blast_radius.git_config'),
   D('x-clone-u', 'git clone -u /tmp/evil /srv/origin.git /tmp/c', 'blast_radius.git_config'),
   D('x-push-receive-pack', 'git push --receive-pack=/tmp/evil origin polly/t1', 'blast_radius.git_config'),

@@ -48,7 +48,9 @@ function runHook(command: string, payload: string, env: NodeJS.ProcessEnv = {}):
 }
 
 function claudeHookCommand(): string {
-  const settings = JSON.parse(readFileSync(claude.args[1] as string, 'utf8')) as { hooks: { PreToolUse: Array<{ matcher: string; hooks: Array<{ type: string; command: string }> }> } };
+  const settings = JSON.parse(readFileSync(claude.args[1] as string, 'utf8')) as {
+    hooks: { PreToolUse: Array<{ matcher: string; hooks: Array<{ type: string; command: string }> }> };
+  };
   expect(settings.hooks.PreToolUse[0]?.matcher).toBe('*');
   return settings.hooks.PreToolUse[0]?.hooks[0]?.command as string;
 }
@@ -60,7 +62,16 @@ function codexHookCommand(): string {
 }
 
 const claudePayload = (tool_name: string, tool_input: Record<string, unknown>): string =>
-  JSON.stringify({ session_id: 's1', transcript_path: '/tmp/t.jsonl', cwd: wt, permission_mode: 'bypassPermissions', hook_event_name: 'PreToolUse', tool_name, tool_input, tool_use_id: 'toolu_1' });
+  JSON.stringify({
+    session_id: 's1',
+    transcript_path: '/tmp/t.jsonl',
+    cwd: wt,
+    permission_mode: 'bypassPermissions',
+    hook_event_name: 'PreToolUse',
+    tool_name,
+    tool_input,
+    tool_use_id: 'toolu_1',
+  });
 
 describe('prepareGate', () => {
   it('writes every file into the state dir, none into the worktree, and returns args and env per harness', () => {
@@ -142,7 +153,15 @@ describe('Claude Code PreToolUse hook', () => {
 
 describe('Codex PreToolUse hook', () => {
   it('denies with exactly {hookSpecificOutput:{hookEventName, permissionDecision, permissionDecisionReason}}', () => {
-    const payload = JSON.stringify({ session_id: 's', turn_id: 't', cwd: wt, hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_use_id: 'c1', tool_input: { command: 'gh pr merge 12 --squash' } });
+    const payload = JSON.stringify({
+      session_id: 's',
+      turn_id: 't',
+      cwd: wt,
+      hook_event_name: 'PreToolUse',
+      tool_name: 'Bash',
+      tool_use_id: 'c1',
+      tool_input: { command: 'gh pr merge 12 --squash' },
+    });
     const r = runHook(codexHookCommand(), payload);
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout) as { hookSpecificOutput: { hookEventName: string; permissionDecision: string; permissionDecisionReason: string } };
@@ -154,7 +173,13 @@ describe('Codex PreToolUse hook', () => {
 
   it('checks every file of an apply_patch and shell argv arrays', () => {
     const cmd = codexHookCommand();
-    const patch = (path: string): string => JSON.stringify({ cwd: wt, hook_event_name: 'PreToolUse', tool_name: 'apply_patch', tool_input: { command: `*** Begin Patch\n*** Update File: src/a.ts\n@@\n-1\n+2\n*** Add File: ${path}\n+x\n*** End Patch\n` } });
+    const patch = (path: string): string =>
+      JSON.stringify({
+        cwd: wt,
+        hook_event_name: 'PreToolUse',
+        tool_name: 'apply_patch',
+        tool_input: { command: `*** Begin Patch\n*** Update File: src/a.ts\n@@\n-1\n+2\n*** Add File: ${path}\n+x\n*** End Patch\n` },
+      });
     expect(JSON.parse(runHook(cmd, patch('.git/hooks/pre-commit')).stdout).hookSpecificOutput.permissionDecision).toBe('deny');
     expect(runHook(cmd, patch('src/new.ts'))).toMatchObject({ code: 0, stdout: '' });
     const argv = JSON.stringify({ cwd: wt, hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command: ['bash', '-lc', 'git push -f'] } });
@@ -176,7 +201,10 @@ describe('pi extension', () => {
     mod.default({ on: (e, h) => (e === 'tool_call' ? handlers.push(h) : undefined) });
     expect(handlers).toHaveLength(1);
     const h = handlers[0] as (ev: unknown, ctx: unknown) => unknown;
-    expect(await h({ toolName: 'bash', toolCallId: '1', input: { command: 'git push -f origin polly/t1' } }, { cwd: wt })).toMatchObject({ block: true, reason: expect.stringMatching(/force_push/) });
+    expect(await h({ toolName: 'bash', toolCallId: '1', input: { command: 'git push -f origin polly/t1' } }, { cwd: wt })).toMatchObject({
+      block: true,
+      reason: expect.stringMatching(/force_push/),
+    });
     expect(await h({ toolName: 'write', toolCallId: '2', input: { path: '.git/hooks/pre-commit', content: 'x' } }, { cwd: wt })).toMatchObject({ block: true });
     expect(await h({ toolName: 'bash', toolCallId: '3', input: { command: 'ls -la' } }, { cwd: wt })).toBeUndefined();
     expect(await h({ toolName: 'mystery', toolCallId: '4', input: {} }, { cwd: wt })).toMatchObject({ block: true });
@@ -223,7 +251,10 @@ describe('polly gate decide | log', () => {
       .map((x) => (typeof x === 'string' ? x : JSON.stringify(x)))
       .join('\n');
     const out = execFileSync(process.execPath, [join(dist, 'brain', 'cli.js'), 'gate', 'decide'], { cwd: wt, input, encoding: 'utf8', env: gitTestEnv() });
-    const answers = out.trim().split('\n').map((l) => JSON.parse(l) as { decision: string; rule: string });
+    const answers = out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { decision: string; rule: string });
     expect(answers.map((a) => `${a.decision} ${a.rule}`)).toEqual([
       'deny blast_radius.force_push',
       'deny internal_error',
@@ -233,7 +264,9 @@ describe('polly gate decide | log', () => {
       'deny spawn_bounds.max_dispatches_per_turn',
       'deny blast_radius.merge',
     ]);
-    const log = JSON.parse(execFileSync(process.execPath, [join(dist, 'brain', 'cli.js'), 'gate', 'log', '--json'], { cwd: repo.dir, encoding: 'utf8', env: gitTestEnv() })) as Array<{ kind: string; data: { harness: string; rule: string } }>;
+    const log = JSON.parse(
+      execFileSync(process.execPath, [join(dist, 'brain', 'cli.js'), 'gate', 'log', '--json'], { cwd: repo.dir, encoding: 'utf8', env: gitTestEnv() }),
+    ) as Array<{ kind: string; data: { harness: string; rule: string } }>;
     expect(log.filter((e) => e.data.harness === 'cli').map((e) => e.data.rule)).toContain('spawn_bounds.max_dispatches_per_turn');
     const text = execFileSync(process.execPath, [join(dist, 'brain', 'cli.js'), 'gate', 'log', '--limit', '2'], { cwd: repo.dir, encoding: 'utf8', env: gitTestEnv() });
     expect(text.trim().split('\n')).toHaveLength(2);

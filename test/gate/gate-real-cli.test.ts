@@ -51,7 +51,17 @@ async function options(h: string, harness: 'claude-code' | 'codex' | 'pi', env: 
     context: { repoRoot: repo.dir, worktree: wt, branch: 'polly/t1', defaultBranch: 'main', home: homedir() },
     stateDir: join(state, 'gate'),
   });
-  return { cwd: wt, prompt: `[polly task=gate-${h} role=implement] push your work`, resumeSessionId: null, model: null, readOnly: false, gate, env: { ...env }, stateDir: state, timeoutMs: 45_000 };
+  return {
+    cwd: wt,
+    prompt: `[polly task=gate-${h} role=implement] push your work`,
+    resumeSessionId: null,
+    model: null,
+    readOnly: false,
+    gate,
+    env: { ...env },
+    stateDir: state,
+    timeoutMs: 45_000,
+  };
 }
 
 function results(events: AgentEvent[]): Array<{ isError: boolean; output: string }> {
@@ -60,7 +70,10 @@ function results(events: AgentEvent[]): Array<{ isError: boolean; output: string
 
 function journal(h: string): Array<{ data: { rule: string; decision: string; input: string } }> {
   const file = join((repos[h] as TestRepo).dir, '.polly', 'gate-decisions.jsonl');
-  return readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
 }
 
 function expectNoTrace(h: string): void {
@@ -99,15 +112,27 @@ describe('the gate inside the real harnesses', () => {
     const repo = repos.codex as TestRepo;
     expect(git(repo.remote, ['rev-parse', 'refs/heads/polly/t1'])).toBe(repo.git(['rev-parse', 'polly/t1']));
     // codex's own read-only git probes (core.hooksPath=/dev/null … status) pass the git shim
-    expect(journal('codex').filter((e) => e.data.decision === 'deny').map((e) => e.data.rule)).toEqual(['blast_radius.force_push', 'blast_radius.merge', 'blast_radius.protected_path']);
+    expect(
+      journal('codex')
+        .filter((e) => e.data.decision === 'deny')
+        .map((e) => e.data.rule),
+    ).toEqual(['blast_radius.force_push', 'blast_radius.merge', 'blast_radius.protected_path']);
   }, 90_000);
 
   it('pi: the extension blocks the first three; the plain push runs', async () => {
-    const adapter = createPiAdapter({ command: 'pi', model: null, provider: null, customProvider: { baseUrl: `${server.url}/v1`, apiKeyEnv: 'POLLY_PI_KEY', models: ['scripted'] } });
+    const adapter = createPiAdapter({
+      command: 'pi',
+      model: null,
+      provider: null,
+      customProvider: { baseUrl: `${server.url}/v1`, apiKeyEnv: 'POLLY_PI_KEY', models: ['scripted'] },
+    });
     const r = await adapter.start(await options('pi', 'pi', { POLLY_PI_KEY: KEY })).result;
     expect(r.status, r.message + r.stderr).toBe('ok');
     const res = results(r.events);
-    expect(res.slice(0, 3).map((x) => x.isError), JSON.stringify(res)).toEqual([true, true, true]);
+    expect(
+      res.slice(0, 3).map((x) => x.isError),
+      JSON.stringify(res),
+    ).toEqual([true, true, true]);
     expect(res[3]?.isError, JSON.stringify(res[3])).toBe(false);
     expectNoTrace('pi');
     const repo = repos.pi as TestRepo;

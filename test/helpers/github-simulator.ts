@@ -296,7 +296,14 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       head: { ...head, ref: p.head, sha: p.headSha, label: `${owner}:${p.head}` },
       base: { ...base, ref: p.base, sha: p.baseSha, label: `${owner}:${p.base}` },
     });
-    if (!simple) Object.assign(t, { merged_by: null, merged: p.merged, mergeable: p.state === 'open' ? true : null, comments: p.comments.length, review_comments: p.reviews.reduce((n, r) => n + r.comments.length, 0) });
+    if (!simple)
+      Object.assign(t, {
+        merged_by: null,
+        merged: p.merged,
+        mergeable: p.state === 'open' ? true : null,
+        comments: p.comments.length,
+        review_comments: p.reviews.reduce((n, r) => n + r.comments.length, 0),
+      });
     return t;
   };
 
@@ -530,7 +537,12 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
             entry.status = fault.status;
             res.status(fault.status);
             res.setHeader('content-type', 'application/json; charset=utf-8');
-            res.end(JSON.stringify({ message: fault.retryAfterSeconds !== undefined ? 'You have exceeded a secondary rate limit.' : 'API rate limit exceeded for user ID 1.', documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api' }));
+            res.end(
+              JSON.stringify({
+                message: fault.retryAfterSeconds !== undefined ? 'You have exceeded a secondary rate limit.' : 'API rate limit exceeded for user ID 1.',
+                documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api',
+              }),
+            );
             return;
           }
           if (window.remaining <= 0) {
@@ -541,7 +553,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
             res.end(JSON.stringify({ message: 'API rate limit exceeded for user ID 1.', documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api' }));
             return;
           }
-                  // A conditional GET whose ETag is still current is answered here, before routing: the
+          // A conditional GET whose ETag is still current is answered here, before routing: the
           // same request was fully validated when that ETag was served, and any write since (a
           // non-GET request or a test control) invalidates every remembered ETag.
           const cacheKey = `${req.path}?${JSON.stringify(req.query)}`;
@@ -612,11 +624,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     requests,
     pulls,
     mergeRequests: () =>
-      requests.filter(
-        (r) =>
-          (r.method === 'PUT' && MERGE_PATH.test(r.path)) ||
-          r.graphqlFields.some((f) => /^(mergePullRequest|enablePullRequestAutoMerge)$/.test(f)),
-      ),
+      requests.filter((r) => (r.method === 'PUT' && MERGE_PATH.test(r.path)) || r.graphqlFields.some((f) => /^(mergePullRequest|enablePullRequestAutoMerge)$/.test(f))),
     setBranch: (name, s) => {
       stateVersion += 1;
       branches.set(name, s);

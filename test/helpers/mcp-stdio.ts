@@ -22,7 +22,13 @@ export interface McpProcess {
 /** Start `polly mcp` with `args`, connected (initialize done). `env` is added to a copy of process.env. */
 export async function startMcp(args: string[], env: Record<string, string> = {}, cwd = process.cwd()): Promise<McpProcess> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first (npx tsc -p . && node scripts/post-build.mjs)`);
-  const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp', ...args], env: { ...(process.env as Record<string, string>), ...env }, cwd, stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, 'mcp', ...args],
+    env: { ...(process.env as Record<string, string>), ...env },
+    cwd,
+    stderr: 'pipe',
+  });
   let err = '';
   transport.stderr?.on('data', (d: Buffer) => {
     err += d.toString();
@@ -34,7 +40,11 @@ export async function startMcp(args: string[], env: Record<string, string> = {},
     transport,
     stderr: () => err,
     async call(name, a = {}) {
-      const r = (await client.callTool({ name, arguments: a })) as { structuredContent?: Record<string, unknown>; isError?: boolean; content: Array<{ type: string; text?: string }> };
+      const r = (await client.callTool({ name, arguments: a })) as {
+        structuredContent?: Record<string, unknown>;
+        isError?: boolean;
+        content: Array<{ type: string; text?: string }>;
+      };
       return { structured: (r.structuredContent ?? {}) as Record<string, any>, isError: r.isError === true, text: r.content.map((c) => c.text ?? '').join('\n') };
     },
     close: () => client.close(),

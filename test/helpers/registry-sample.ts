@@ -55,7 +55,17 @@ export function v1RegistryWithHistory(goals: number, finished: number): Record<s
     const goalId = `g${k}`;
     const planId = `p${k}`;
     reg.goals[goalId] = { id: goalId, text: `goal ${k}`, createdAt: '2026-10-01T00:00:00.000Z', status: done ? 'done' : 'running', planIds: [planId] };
-    reg.plans[planId] = { id: planId, goalId, createdAt: '2026-10-01T00:00:00.000Z', tasks: [], admission: null, gate: 'approved', askedAt: null, decidedAt: null, decidedBy: null };
+    reg.plans[planId] = {
+      id: planId,
+      goalId,
+      createdAt: '2026-10-01T00:00:00.000Z',
+      tasks: [],
+      admission: null,
+      gate: 'approved',
+      askedAt: null,
+      decidedAt: null,
+      decidedBy: null,
+    };
     for (let i = 1; i <= 10; i++) {
       const id = `${planId}-t${i}`;
       const t = sampleTask(id);
@@ -65,8 +75,31 @@ export function v1RegistryWithHistory(goals: number, finished: number): Record<s
         t.finishedAt = '2026-10-02T00:00:00.000Z';
         pr += 1;
         t.pr = { forge: 'local', number: pr, url: `local:${pr}`, state: 'merged' };
-        reg.pullRequests[String(pr)] = { number: pr, taskId: id, title: id, body: '', head: `polly/${id}`, base: 'main', headCommit: 'abc', state: 'merged', reviews: [], createdAt: t.createdAt, updatedAt: t.createdAt };
-        reg.workers[`w-${id}`] = { id: `w-${id}`, taskId: id, harness: 'claude-code', pid: 1, pgid: 1, sessionId: null, startedAt: t.createdAt, heartbeatAt: t.createdAt, supervisor: null, state: 'exited' };
+        reg.pullRequests[String(pr)] = {
+          number: pr,
+          taskId: id,
+          title: id,
+          body: '',
+          head: `polly/${id}`,
+          base: 'main',
+          headCommit: 'abc',
+          state: 'merged',
+          reviews: [],
+          createdAt: t.createdAt,
+          updatedAt: t.createdAt,
+        };
+        reg.workers[`w-${id}`] = {
+          id: `w-${id}`,
+          taskId: id,
+          harness: 'claude-code',
+          pid: 1,
+          pgid: 1,
+          sessionId: null,
+          startedAt: t.createdAt,
+          heartbeatAt: t.createdAt,
+          supervisor: null,
+          state: 'exited',
+        };
       }
       reg.tasks[id] = t;
     }

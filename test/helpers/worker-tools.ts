@@ -81,11 +81,14 @@ export function scriptedAgentEnv(url: string): Record<string, string> {
 }
 
 /** A Forge that fails the test on any use (the worker tools never touch the forge). */
-export const UNUSED_FORGE = new Proxy({}, {
-  get(_t, prop) {
-    throw new Error(`the forge was used (${String(prop)}) by a tool that must not use it`);
+export const UNUSED_FORGE = new Proxy(
+  {},
+  {
+    get(_t, prop) {
+      throw new Error(`the forge was used (${String(prop)}) by a tool that must not use it`);
+    },
   },
-}) as Forge;
+) as Forge;
 
 export interface ToolRig {
   repoRoot: string;
@@ -131,7 +134,10 @@ export function humanMessages(body: unknown): string[] {
     if (!Array.isArray(content)) continue;
     const blocks = content as Array<Record<string, unknown>>;
     if (blocks.some((x) => x.type === 'tool_result')) continue;
-    const text = blocks.filter((x) => x.type === 'text' || x.type === 'input_text').map((x) => String(x.text ?? '')).join('\n');
+    const text = blocks
+      .filter((x) => x.type === 'text' || x.type === 'input_text')
+      .map((x) => String(x.text ?? ''))
+      .join('\n');
     if (text) out.push(text);
   }
   return out;

@@ -18,4 +18,3 @@ export function loadForCheck(path: string) {
   const wf = loadWorkflow(path);
   return wf.polly ? withPollyGuarantees(wf, { maxDispatchesPerTurn: 5 }) : wf;
 }
-

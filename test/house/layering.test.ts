@@ -39,7 +39,9 @@ function layeringViolations(file: string, source: string): string[] {
   if (!LOWER_ROOMS.includes(room) && !inCore) return [];
   const bad: string[] = [];
   for (const spec of specifiers(source)) {
-    const target = relative(ROOT, resolve(dirname(file), spec)).split(sep).join('/');
+    const target = relative(ROOT, resolve(dirname(file), spec))
+      .split(sep)
+      .join('/');
     if (inCore ? !target.startsWith('brain/core/') : target.startsWith('brain/') && !target.startsWith('brain/core/')) bad.push(`${from} → ${target}`);
   }
   return bad;
@@ -54,8 +56,12 @@ describe('the house: lower rooms import brain/ only through brain/core/', () => 
   });
 
   it('the check bites: a planted import of brain/registry from workers/ and of brain/config from core/ are reported', () => {
-    expect(layeringViolations(join(ROOT, 'workers', 'x.ts'), "import type { A } from '../brain/registry/registry-schema.js';")).toEqual(['workers/x.ts → brain/registry/registry-schema.js']);
-    expect(layeringViolations(join(ROOT, 'gate', 'hooks', 'y.ts'), "const m = await import('../../brain/commands/gate.js');")).toEqual(['gate/hooks/y.ts → brain/commands/gate.js']);
+    expect(layeringViolations(join(ROOT, 'workers', 'x.ts'), "import type { A } from '../brain/registry/registry-schema.js';")).toEqual([
+      'workers/x.ts → brain/registry/registry-schema.js',
+    ]);
+    expect(layeringViolations(join(ROOT, 'gate', 'hooks', 'y.ts'), "const m = await import('../../brain/commands/gate.js');")).toEqual([
+      'gate/hooks/y.ts → brain/commands/gate.js',
+    ]);
     expect(layeringViolations(join(ROOT, 'brain', 'core', 'z.ts'), "export { B } from '../config/config-schema.js';")).toEqual(['brain/core/z.ts → brain/config/config-schema.js']);
     expect(layeringViolations(join(ROOT, 'workflows', 'ok.ts'), "import { PollyError } from '../brain/core/errors.js';")).toEqual([]);
     expect(layeringViolations(join(ROOT, 'brain', 'commands', 'free.ts'), "import { x } from '../registry/registry-store.js';")).toEqual([]);

@@ -16,7 +16,11 @@ describe('owned defaults, composed by the config', () => {
   });
 
   it('the owned defaults are frozen, so a caller cannot change every later default', () => {
-    expect(() => { (DEFAULT_GATE_POLICY.spawn_bounds as { max_dispatches_per_turn: number }).max_dispatches_per_turn = 9; }).toThrow(TypeError);
-    expect(() => { (DEFAULT_GUARANTEE_POLICY as { maxDispatchesPerTurn: number }).maxDispatchesPerTurn = 9; }).toThrow(TypeError);
+    expect(() => {
+      (DEFAULT_GATE_POLICY.spawn_bounds as { max_dispatches_per_turn: number }).max_dispatches_per_turn = 9;
+    }).toThrow(TypeError);
+    expect(() => {
+      (DEFAULT_GUARANTEE_POLICY as { maxDispatchesPerTurn: number }).maxDispatchesPerTurn = 9;
+    }).toThrow(TypeError);
   });
 });

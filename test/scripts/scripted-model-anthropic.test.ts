@@ -47,7 +47,13 @@ afterAll(async () => {
 });
 
 type Msg = Anthropic.MessageParam;
-const prompt: Msg = { role: 'user', content: [{ type: 'text', text: '<system-reminder>x</system-reminder>' }, { type: 'text', text: '[polly task=t1 role=implement] fix sum' }] };
+const prompt: Msg = {
+  role: 'user',
+  content: [
+    { type: 'text', text: '<system-reminder>x</system-reminder>' },
+    { type: 'text', text: '[polly task=t1 role=implement] fix sum' },
+  ],
+};
 
 function toolRound(id: string, name: string, input: unknown, result: string, isError = false): Msg[] {
   return [
@@ -176,7 +182,12 @@ describe('Anthropic Messages API (real SDK client)', () => {
       model: 'claude-haiku',
       max_tokens: 64,
       messages: [{ role: 'user', content: '<session>\n[polly task=t1 role=implement] fix sum\n</session>' }],
-      output_config: { format: { type: 'json_schema', schema: { type: 'object', properties: { title: { type: 'string' }, n: { type: 'integer' }, tags: { type: 'array' } }, required: ['title'] } } },
+      output_config: {
+        format: {
+          type: 'json_schema',
+          schema: { type: 'object', properties: { title: { type: 'string' }, n: { type: 'integer' }, tags: { type: 'array' } }, required: ['title'] },
+        },
+      },
     } as never);
     expect(JSON.parse((structured.content[0] as { text: string }).text)).toEqual({ title: 'Scripted session', n: 0, tags: [] });
     expect(server.requests.at(-1)?.session).toBeNull();

@@ -49,7 +49,10 @@ async function stream(messages: unknown[], extra: Record<string, unknown> = {}):
 
 interface Chunk {
   object: string;
-  choices: Array<{ delta: { content?: string; tool_calls?: Array<{ index: number; id?: string; function: { name?: string; arguments?: string } }> }; finish_reason: string | null }>;
+  choices: Array<{
+    delta: { content?: string; tool_calls?: Array<{ index: number; id?: string; function: { name?: string; arguments?: string } }> };
+    finish_reason: string | null;
+  }>;
   usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
 }
 
@@ -150,7 +153,10 @@ describe('scripted model server: OpenAI chat completions', () => {
     const body = (await res.json()) as {
       object: string;
       model: string;
-      choices: Array<{ message: { role: string; content: string | null; tool_calls: Array<{ type: string; function: { name: string; arguments: string } }> }; finish_reason: string }>;
+      choices: Array<{
+        message: { role: string; content: string | null; tool_calls: Array<{ type: string; function: { name: string; arguments: string } }> };
+        finish_reason: string;
+      }>;
       usage: { total_tokens: number };
     };
     expect(body.object).toBe('chat.completion');
@@ -184,7 +190,13 @@ describe('chat conversation view and tool rendering (pure)', () => {
     const view = chatConversationView({
       messages: [
         { role: 'developer', content: 'sys A' },
-        { role: 'user', content: [{ type: 'text', text: 'task ' }, { type: 'text', text: '[polly task=t9]' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'task ' },
+            { type: 'text', text: '[polly task=t9]' },
+          ],
+        },
         { role: 'assistant', content: null, tool_calls: [{ id: 'c1', function: { name: 'read', arguments: '{}' } }] },
         { role: 'tool', tool_call_id: 'c1', content: 'img' },
         { role: 'user', content: [{ type: 'text', text: 'Attached image(s) from tool result:' }, { type: 'image_url' }] },

@@ -7,15 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  addFilePatch,
-  declaredTools,
-  looksLikeToolError,
-  renderCodexStep,
-  responsesView,
-  updateFilePatch,
-  workspaceCwd,
-} from '../../scripts/scripted-model/openai-responses.js';
+import { addFilePatch, declaredTools, looksLikeToolError, renderCodexStep, responsesView, updateFilePatch, workspaceCwd } from '../../scripts/scripted-model/openai-responses.js';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
 
@@ -161,9 +153,7 @@ describe('renderCodexStep', () => {
 describe('POST /v1/responses over HTTP', () => {
   let server: ScriptedModelServer;
   beforeAll(async () => {
-    const script = parseModelScript(
-      'sessions:\n  - name: s\n    match: {task: t1}\n    turns:\n      - steps:\n          - run: echo hi\n          - finish: "all green"\n',
-    );
+    const script = parseModelScript('sessions:\n  - name: s\n    match: {task: t1}\n    turns:\n      - steps:\n          - run: echo hi\n          - finish: "all green"\n');
     server = await startScriptedModelServer({ script });
   });
   afterAll(async () => server.close());
@@ -218,7 +208,11 @@ describe('POST /v1/responses over HTTP', () => {
 
   it('answers a compaction request with the history unchanged', async () => {
     const input = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hello' }] }];
-    const res = await fetch(`${server.url}/v1/responses/compact`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', input, instructions: 'summarise' }) });
+    const res = await fetch(`${server.url}/v1/responses/compact`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', input, instructions: 'summarise' }),
+    });
     expect(await res.json()).toEqual({ output: input });
   });
 

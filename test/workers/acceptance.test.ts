@@ -30,7 +30,10 @@ describe('acceptance checks run by Polly', () => {
     expect(result.durationMs).toBeLessThan(10_000);
     await new Promise((r) => setTimeout(r, 200));
     const { execSync } = await import('node:child_process');
-    const ps = () => execSync('ps -eo args', { encoding: 'utf8' }).split('\n').filter((l) => l.includes(marker) && !l.includes('ps -eo'));
+    const ps = () =>
+      execSync('ps -eo args', { encoding: 'utf8' })
+        .split('\n')
+        .filter((l) => l.includes(marker) && !l.includes('ps -eo'));
     expect(ps()).toEqual([]);
   });
 

@@ -121,10 +121,9 @@ describe('spawnAgentProcess', () => {
   });
 
   it('prompt-like text followed by real progress is not a block', async () => {
-    const r = await runNode(
-      `console.error('Do you want to continue? (y/n)'); setTimeout(() => { console.log(JSON.stringify({t:'result',text:'done'})); }, 100)`,
-      { promptGraceMs: 1500 },
-    ).result;
+    const r = await runNode(`console.error('Do you want to continue? (y/n)'); setTimeout(() => { console.log(JSON.stringify({t:'result',text:'done'})); }, 100)`, {
+      promptGraceMs: 1500,
+    }).result;
     expect(r.status).toBe('ok');
   });
 

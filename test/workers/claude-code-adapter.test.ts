@@ -161,8 +161,7 @@ describe('Claude Code adapter (real claude)', () => {
   it('orchestration case 1: a missing CLI is agent_missing, a CLI that exits at once is agent_exited with stderr', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'polly-claude-c1-'));
     const t0 = Date.now();
-    const missing = await createClaudeCodeAdapter({ command: join(dir, 'no-claude-here'), model: null, allow_root_sandbox: true })
-      .start(baseOptions(dir, 'hi')).result;
+    const missing = await createClaudeCodeAdapter({ command: join(dir, 'no-claude-here'), model: null, allow_root_sandbox: true }).start(baseOptions(dir, 'hi')).result;
     expect(missing.status).toBe('agent_missing');
     expect(missing.message).toContain('no-claude-here');
 
@@ -194,7 +193,12 @@ describe('Claude Code adapter (real claude)', () => {
       expect(r.message).toContain('ANTHROPIC_API_KEY');
       expect(r.message).toMatch(/Not logged in/);
     } finally {
-      for (const [k, v] of [['ANTHROPIC_API_KEY', saved.key], ['ANTHROPIC_AUTH_TOKEN', saved.token], ['ANTHROPIC_BASE_URL', saved.url]] as const) if (v !== undefined) process.env[k] = v;
+      for (const [k, v] of [
+        ['ANTHROPIC_API_KEY', saved.key],
+        ['ANTHROPIC_AUTH_TOKEN', saved.token],
+        ['ANTHROPIC_BASE_URL', saved.url],
+      ] as const)
+        if (v !== undefined) process.env[k] = v;
     }
   });
 
@@ -213,7 +217,10 @@ describe('Claude Code adapter (real claude)', () => {
     const refuses = join(dir, 'claude-refuses');
     writeFileSync(refuses, '#!/bin/sh\necho "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons" >&2\nexit 1\n');
     const probe = join(dir, 'claude-probe');
-    writeFileSync(probe, '#!/bin/sh\nif [ "$IS_SANDBOX" = 1 ]; then echo "IS_SANDBOX leaked into the worker" >&2; exit 3; fi\necho "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons" >&2\nexit 1\n');
+    writeFileSync(
+      probe,
+      '#!/bin/sh\nif [ "$IS_SANDBOX" = 1 ]; then echo "IS_SANDBOX leaked into the worker" >&2; exit 3; fi\necho "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons" >&2\nexit 1\n',
+    );
     chmodSync(refuses, 0o755);
     chmodSync(probe, 0o755);
     const env = { ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'sk-x-dummy', IS_SANDBOX: '1' };
@@ -232,7 +239,13 @@ describe('parseClaudeStreamLine', () => {
     expect(
       parseClaudeStreamLine({
         type: 'assistant',
-        message: { content: [{ type: 'thinking', thinking: '…' }, { type: 'text', text: 'hi' }, { type: 'tool_use', id: 'tu1', name: 'Bash', input: { command: 'ls' } }] },
+        message: {
+          content: [
+            { type: 'thinking', thinking: '…' },
+            { type: 'text', text: 'hi' },
+            { type: 'tool_use', id: 'tu1', name: 'Bash', input: { command: 'ls' } },
+          ],
+        },
       }),
     ).toEqual([
       { type: 'text', text: 'hi' },
@@ -242,7 +255,14 @@ describe('parseClaudeStreamLine', () => {
       parseClaudeStreamLine({ type: 'user', message: { content: [{ type: 'tool_result', tool_use_id: 'tu1', is_error: true, content: [{ type: 'text', text: 'denied' }] }] } }),
     ).toEqual([{ type: 'tool_result', id: 'tu1', isError: true, output: 'denied' }]);
     expect(
-      parseClaudeStreamLine({ type: 'result', subtype: 'error_max_turns', is_error: true, total_cost_usd: 0.5, usage: { input_tokens: 10, cache_read_input_tokens: 5, output_tokens: 2 }, errors: ['max turns'] }),
+      parseClaudeStreamLine({
+        type: 'result',
+        subtype: 'error_max_turns',
+        is_error: true,
+        total_cost_usd: 0.5,
+        usage: { input_tokens: 10, cache_read_input_tokens: 5, output_tokens: 2 },
+        errors: ['max turns'],
+      }),
     ).toEqual([
       { type: 'usage', inputTokens: 15, outputTokens: 2, costUsd: 0.5 },
       { type: 'result', ok: false, text: 'max turns' },

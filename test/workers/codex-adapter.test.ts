@@ -91,8 +91,7 @@ function runOptions(cwd: string, stateRoot: string, extra: Partial<AgentRunOptio
   };
 }
 
-const ofType = <T extends AgentEvent['type']>(events: AgentEvent[], type: T) =>
-  events.filter((e): e is Extract<AgentEvent, { type: T }> => e.type === type);
+const ofType = <T extends AgentEvent['type']>(events: AgentEvent[], type: T) => events.filter((e): e is Extract<AgentEvent, { type: T }> => e.type === type);
 
 describe('codex adapter with the real codex CLI', () => {
   it('smoke: writes, edits, reads and runs in a repo, reports, and resumes the same session', async () => {
@@ -184,12 +183,13 @@ describe('codex adapter with the real codex CLI', () => {
 
   it('cancel stops codex and the sandboxed command it started in its own session: nothing outlives the run', async () => {
     const repo = createTestRepo();
-    const sleeping = () => execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).split('\n').filter((l) => /\bsleep 47\.25$/.test(l.trim()));
+    const sleeping = () =>
+      execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' })
+        .split('\n')
+        .filter((l) => /\bsleep 47\.25$/.test(l.trim()));
     let started!: () => void;
     const toolStarted = new Promise<void>((resolve) => (started = resolve));
-    const run = createCodexAdapter(config()).start(
-      runOptions(repo.dir, repo.root, { prompt: '[polly task=cancel] wait', onEvent: (e) => e.type === 'tool_call' && started() }),
-    );
+    const run = createCodexAdapter(config()).start(runOptions(repo.dir, repo.root, { prompt: '[polly task=cancel] wait', onEvent: (e) => e.type === 'tool_call' && started() }));
     await toolStarted;
     for (let i = 0; i < 50 && sleeping().length === 0; i++) await new Promise((r) => setTimeout(r, 100));
     expect(sleeping().length).toBeGreaterThan(0);
@@ -218,9 +218,9 @@ describe('codex adapter with the real codex CLI', () => {
   it('an unreachable model endpoint ends agent_exited within seconds; missing credentials end agent_refused before starting', async () => {
     const repo = createTestRepo();
     const t0 = Date.now();
-    const down = await createCodexAdapter(
-      config({ provider: { id: 'down', base_url: 'http://127.0.0.1:9/v1', env_key: 'POLLY_SCRIPTED_KEY' }, maxRetries: 0 }),
-    ).start(runOptions(repo.dir, repo.root)).result;
+    const down = await createCodexAdapter(config({ provider: { id: 'down', base_url: 'http://127.0.0.1:9/v1', env_key: 'POLLY_SCRIPTED_KEY' }, maxRetries: 0 })).start(
+      runOptions(repo.dir, repo.root),
+    ).result;
     expect(down.status).toBe('agent_exited');
     expect(down.message).toMatch(/Connection failed/);
     expect(Date.now() - t0).toBeLessThan(15_000);
@@ -246,9 +246,26 @@ describe('codex argv', () => {
   const opts = { cwd: '/w', model: null, readOnly: false, resumeSessionId: null, gate: { args: ['-c', 'hooks.x=1'], env: {} } };
   it('starts a new session with the sandbox, the provider and the gate, prompt on stdin', () => {
     expect(codexArgs(opts, { command: 'codex', model: 'gpt-5.5', provider: { id: 'p1', base_url: 'http://h/v1', env_key: 'K' } })).toEqual([
-      'exec', '--json', '--skip-git-repo-check', '--sandbox', 'workspace-write', '-C', '/w', '-c', 'approval_policy="never"', '--disable', 'unbounded_connection_retries', '-m', 'gpt-5.5',
-      '-c', 'model_providers.p1={name="p1", base_url="http://h/v1", wire_api="responses", env_key="K"}', '-c', 'model_provider="p1"',
-      '-c', 'hooks.x=1', '-',
+      'exec',
+      '--json',
+      '--skip-git-repo-check',
+      '--sandbox',
+      'workspace-write',
+      '-C',
+      '/w',
+      '-c',
+      'approval_policy="never"',
+      '--disable',
+      'unbounded_connection_retries',
+      '-m',
+      'gpt-5.5',
+      '-c',
+      'model_providers.p1={name="p1", base_url="http://h/v1", wire_api="responses", env_key="K"}',
+      '-c',
+      'model_provider="p1"',
+      '-c',
+      'hooks.x=1',
+      '-',
     ]);
   });
   it('resumes with exec-level flags before `resume <id>`, read-only when asked', () => {
@@ -296,10 +313,12 @@ describe('codex --json event parser', () => {
       { type: 'error', message: 'stream disconnected' },
       { type: 'result', ok: false, text: 'stream disconnected' },
     ]);
-    expect(parse({ type: 'item.completed', item: { id: 'i9', type: 'mcp_tool_call', server: 'polly', tool: 'workflow_list', arguments: {}, status: 'completed', result: { content: [] } } }).map((e) => e.type)).toEqual([
-      'tool_call',
-      'tool_result',
-    ]);
+    expect(
+      parse({
+        type: 'item.completed',
+        item: { id: 'i9', type: 'mcp_tool_call', server: 'polly', tool: 'workflow_list', arguments: {}, status: 'completed', result: { content: [] } },
+      }).map((e) => e.type),
+    ).toEqual(['tool_call', 'tool_result']);
     expect(parse({ type: 'thread.archived', x: 1 })).toEqual([{ type: 'unknown', raw: { type: 'thread.archived', x: 1 } }]);
     expect(parse('text')).toEqual([{ type: 'unknown', raw: 'text' }]);
   });
@@ -308,7 +327,9 @@ describe('codex --json event parser', () => {
 describe('prompt detection', () => {
   const hits = (text: string) => CODEX_PROMPT_PATTERNS.some((p) => p.test(text));
   it('ignores codex log lines quoting a blocked command, still sees a real prompt', () => {
-    expect(hits('2026-11-29T23:46:47.301921Z ERROR codex_core::tools::router: error=Command blocked by PreToolUse hook: no. Command: echo "Do you want to go? [y/N]"\n')).toBe(false);
+    expect(hits('2026-11-29T23:46:47.301921Z ERROR codex_core::tools::router: error=Command blocked by PreToolUse hook: no. Command: echo "Do you want to go? [y/N]"\n')).toBe(
+      false,
+    );
     expect(hits('Reading additional input from stdin...\n')).toBe(false);
     expect(hits('Do you want to continue? [y/N] ')).toBe(true);
     expect(hits('some warning\nPlease log in to continue')).toBe(true);
@@ -321,11 +342,15 @@ describe('sandbox failure detection', () => {
   it('reports a sandbox that cannot start, and nothing for ordinary failures', () => {
     const failed: AgentEvent[] = [
       { type: 'tool_call', id: '1', tool: 'shell', input: {} },
-      { type: 'tool_result', id: '1', isError: true, output: 'bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.\n' },
+      {
+        type: 'tool_result',
+        id: '1',
+        isError: true,
+        output: 'bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.\n',
+      },
     ];
     expect(sandboxFailure(failed)).toMatch(/codex's own sandbox cannot run here.*bwrap: No permissions.*apt-get install bubblewrap/);
     expect(sandboxFailure([{ type: 'tool_result', id: '1', isError: true, output: 'npm ERR! test failed' }])).toBeNull();
     expect(sandboxFailure([...failed, { type: 'tool_result', id: '2', isError: false, output: 'hello' }])).toBeNull();
   });
-
 });

@@ -18,7 +18,9 @@ const ID = 'nc-claude';
 let server: ScriptedModelServer;
 beforeAll(async () => {
   server = await startScriptedModelServer({
-    script: parseModelScript(`sessions:\n  - name: ${ID}\n    match: {task: ${ID}, role: implement}\n    turns:\n      - steps:\n          - finish: "I looked around; nothing needs changing."\n`),
+    script: parseModelScript(
+      `sessions:\n  - name: ${ID}\n    match: {task: ${ID}, role: implement}\n    turns:\n      - steps:\n          - finish: "I looked around; nothing needs changing."\n`,
+    ),
   });
 });
 afterAll(async () => server?.close());

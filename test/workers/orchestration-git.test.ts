@@ -74,7 +74,7 @@ describe('orchestration git cases', () => {
     expect(kinds()).toContain('worktree.interrupted_recovered');
   });
 
-  it('case 2: a create that died mid-checkout (Polly\'s lock marker, its pid gone) is recovered; a live creator is a conflict', async () => {
+  it("case 2: a create that died mid-checkout (Polly's lock marker, its pid gone) is recovered; a live creator is a conflict", async () => {
     const repo = createTestRepo({ 'README.md': '# test\n', 'b.txt': 'b\n' });
     const { manager } = setup(repo);
     const first = await manager.create({ id: 't2d' });

@@ -95,7 +95,13 @@ function fakeCli(dir: string, name: string, body: string): string {
 describe('case 1: a worker that never starts gets a named task state within seconds', () => {
   const tmp = mkdtempSync(join(tmpdir(), 'polly-case1-'));
   const cases: Array<{ name: string; command: string; status: string; reason: RegExp; permanent: boolean }> = [
-    { name: 'missing CLI', command: join(tmp, 'no-such-dir', 'pi'), status: 'agent_missing', reason: /^agent_missing: .*no-such-dir\/pi could not be started \(ENOENT\)/, permanent: true },
+    {
+      name: 'missing CLI',
+      command: join(tmp, 'no-such-dir', 'pi'),
+      status: 'agent_missing',
+      reason: /^agent_missing: .*no-such-dir\/pi could not be started \(ENOENT\)/,
+      permanent: true,
+    },
     {
       name: 'instant exit with stderr',
       command: fakeCli(tmp, 'pi-crash', 'echo "pi: fatal: cannot read models.json (EACCES)" >&2\nexit 3'),
@@ -114,7 +120,10 @@ describe('case 1: a worker that never starts gets a named task state within seco
   for (const c of cases) {
     it(`${c.name} → ${c.status}`, async () => {
       const repo = createTestRepo(NPM_TEST_PROJECT);
-      const rig = rigFor(repo, scriptedConfig(server.url, (cfg) => (cfg.workers.pi.command = c.command)));
+      const rig = rigFor(
+        repo,
+        scriptedConfig(server.url, (cfg) => (cfg.workers.pi.command = c.command)),
+      );
       await addTask(rig, 'c1', 'pi');
       const t0 = Date.now();
       const out = await runTool(rig, dispatch, 'c1', 'c1:dispatch');
@@ -200,7 +209,7 @@ describe('case 6: a SIGKILLed Brain leaves no row running for ever', () => {
       const request = turnRequest(repo, 'c6a', 'c6a:dispatch');
       const brain = startBrainProcess(repo, config, request);
       await waitFor('the agent to run its command', () => processWith('sleep 3.25').length > 0);
-      await waitFor('the dead Brain\'s standby runner', () => processWith(`polly-standby-${brain.pid}-`).length > 0);
+      await waitFor("the dead Brain's standby runner", () => processWith(`polly-standby-${brain.pid}-`).length > 0);
       process.kill(brain.pid, 'SIGKILL');
       await brain.exited;
       // Its standby runner (idle, waiting on a pipe from the Brain) exits with it; the worker does not.

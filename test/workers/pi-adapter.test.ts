@@ -134,9 +134,8 @@ describe('pi adapter with the real pi CLI', () => {
   it('read-only: only read-only tools are declared (read, ls; grep/find with rg/fd); writes and commands come back as errors and leave nothing', async () => {
     const review = createTestRepo({ 'README.md': '# review me\n' });
     const before = server.requests.length;
-    const result = await createPiAdapter(config()).start(
-      runOptions(review.dir, join(tmp, 'state-review'), { prompt: 'Review. [polly task=pi2 role=review]', readOnly: true }),
-    ).result;
+    const result = await createPiAdapter(config()).start(runOptions(review.dir, join(tmp, 'state-review'), { prompt: 'Review. [polly task=pi2 role=review]', readOnly: true }))
+      .result;
     expect(result.status, result.message).toBe('ok');
     const declared = server.requests.slice(before).find((r) => r.api === 'openai-chat')!.view!.tools;
     expect([...declared].sort()).toEqual([...piReadOnlyTools(piWorkerPaths(join(tmp, 'state-review')).agentDir, process.env.PATH)].sort());
@@ -246,7 +245,7 @@ describe('pi adapter: runs that cannot work end as named states within seconds (
     expect(result.exitCode).toBeNull();
   });
 
-  it('a model endpoint that is down → agent_exited with pi\'s error, although pi itself exits 0', async () => {
+  it("a model endpoint that is down → agent_exited with pi's error, although pi itself exits 0", async () => {
     const port = await new Promise<number>((resolve) => {
       const s = createServer().listen(0, '127.0.0.1', () => {
         const p = (s.address() as { port: number }).port;
@@ -296,9 +295,11 @@ describe('parsePiEvent (pure, on lines captured from pi 0.73.1 --mode json)', ()
     expect(parse('{"type":"tool_execution_start","toolCallId":"call_t0_s2","toolName":"bash","args":{"command":"cat hello.txt"}}')).toEqual([
       { type: 'tool_call', id: 'call_t0_s2', tool: 'bash', input: { command: 'cat hello.txt' } },
     ]);
-    expect(parse('{"type":"tool_execution_end","toolCallId":"call_t0_s2","toolName":"bash","result":{"content":[{"type":"text","text":"polly gate: denied"}],"details":{}},"isError":true}')).toEqual([
-      { type: 'tool_result', id: 'call_t0_s2', isError: true, output: 'polly gate: denied' },
-    ]);
+    expect(
+      parse(
+        '{"type":"tool_execution_end","toolCallId":"call_t0_s2","toolName":"bash","result":{"content":[{"type":"text","text":"polly gate: denied"}],"details":{}},"isError":true}',
+      ),
+    ).toEqual([{ type: 'tool_result', id: 'call_t0_s2', isError: true, output: 'polly gate: denied' }]);
     expect(
       parse(
         '{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"All done."}],"usage":{"input":882,"output":3,"cacheRead":10,"cacheWrite":0,"totalTokens":895,"cost":{"total":0.0012}},"stopReason":"stop"}}',
@@ -308,14 +309,18 @@ describe('parsePiEvent (pure, on lines captured from pi 0.73.1 --mode json)', ()
       { type: 'usage', inputTokens: 892, outputTokens: 3, costUsd: 0.0012 },
     ]);
     expect(parse('{"type":"message_end","message":{"role":"toolResult","toolCallId":"c","content":[{"type":"text","text":"x"}],"isError":false}}')).toEqual([]);
-    expect(parse('{"type":"agent_end","messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"text","text":"Report."}],"stopReason":"stop"}]}')).toEqual([
-      { type: 'result', ok: true, text: 'Report.' },
-    ]);
+    expect(
+      parse(
+        '{"type":"agent_end","messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"text","text":"Report."}],"stopReason":"stop"}]}',
+      ),
+    ).toEqual([{ type: 'result', ok: true, text: 'Report.' }]);
   });
 
   it('reports model failures and retries, drops streaming noise, and keeps unknown types as `unknown`', () => {
     expect(
-      parse('{"type":"message_end","message":{"role":"assistant","content":[],"usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"cost":{"total":0}},"stopReason":"error","errorMessage":"Connection error."}}'),
+      parse(
+        '{"type":"message_end","message":{"role":"assistant","content":[],"usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"cost":{"total":0}},"stopReason":"error","errorMessage":"Connection error."}}',
+      ),
     ).toEqual([
       { type: 'usage', inputTokens: 0, outputTokens: 0, costUsd: 0 },
       { type: 'error', message: 'Connection error.' },

@@ -66,7 +66,11 @@ function rig(allowUnconfined: boolean) {
     c.worktrees.setup = null;
   });
   const supervisor = recordingSupervisor(createWorkerSupervisor({ repoRoot: repo.dir, store, config, standby: 0 }));
-  return { repo, store, rig: { repoRoot: repo.dir, store, config, worktrees: createWorktreeManager({ repoRoot: repo.dir, setupCommand: null }), supervisor, agentEnv: scriptedAgentEnv(server.url) } };
+  return {
+    repo,
+    store,
+    rig: { repoRoot: repo.dir, store, config, worktrees: createWorktreeManager({ repoRoot: repo.dir, setupCommand: null }), supervisor, agentEnv: scriptedAgentEnv(server.url) },
+  };
 }
 
 describe('the sandbox fails closed', () => {
@@ -98,7 +102,16 @@ describe('the sandbox fails closed', () => {
     expect(task.unconfined).toContain('allow_unconfined');
     const journal = await store.journal();
     expect(journal.filter((e) => e.kind === 'task.unconfined').map((e) => (e.data as { taskId: string }).taskId)).toEqual(['fc2']);
-    const body = renderPrBody({ taskId: task.id, title: task.title, prompt: task.prompt, acceptance: task.acceptance, checks: [], reviews: [], worker: task.worker, unconfined: task.unconfined ?? null });
+    const body = renderPrBody({
+      taskId: task.id,
+      title: task.title,
+      prompt: task.prompt,
+      acceptance: task.acceptance,
+      checks: [],
+      reviews: [],
+      worker: task.worker,
+      unconfined: task.unconfined ?? null,
+    });
     expect(body).toContain("this work ran without Polly's sandbox");
   });
 });

@@ -80,7 +80,10 @@ describe('worker supervisor (real pi, detached runner)', () => {
     expect(seen.filter((e) => e.type === 'tool_call').map((e) => (e as { tool: string }).tool)).toEqual(['write', 'bash']);
 
     const dir = join(repo.dir, '.polly', 'workers', r.workerId);
-    const lines = readFileSync(join(dir, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as AgentEvent);
+    const lines = readFileSync(join(dir, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as AgentEvent);
     expect(lines).toEqual(r.events);
     const spec = readFileSync(join(dir, 'spec.json'), 'utf8');
     expect(spec).toContain(SCRIPTED_KEY_ENV);
@@ -136,31 +139,35 @@ describe('worker supervisor (real pi, detached runner)', () => {
     expect(await supervisor.live()).toEqual([]);
   }, 60_000);
 
-  it.skipIf(process.getuid?.() !== 0)('Claude as root without allow_root_sandbox: dispatch fails at once, permanently, saying how to enable it', async () => {
-    const repo = createTestRepo(NPM_TEST_PROJECT);
-    const store = createFileRegistryStore(join(repo.dir, '.polly'));
-    const config = scriptedConfig(server.url, (c) => {
-      c.workers['claude-code'].allow_root_sandbox = false;
-    });
-    const rig = {
-      repoRoot: repo.dir,
-      store,
-      config,
-      worktrees: createWorktreeManager({ repoRoot: repo.dir }),
-      supervisor: createWorkerSupervisor({ repoRoot: repo.dir, store, config }),
-      agentEnv: scriptedAgentEnv(server.url),
-    };
-    await store.update((d) => {
-      d.tasks.root1 = makeTask('root1', 'claude-code');
-    });
-    const t0 = Date.now();
-    const out = await runTool(rig, dispatch, 'root1', 'root1:dispatch');
-    expect(Date.now() - t0).toBeLessThan(10_000);
-    expect(out).toMatchObject({ outcome: 'failure', permanent: true });
-    const task = (await store.read()).tasks.root1!;
-    expect(task.status).toBe('failed');
-    expect(task.statusReason).toMatch(/^agent_refused: Claude Code refuses --permission-mode bypassPermissions when run as root/);
-    expect(task.statusReason).toContain('allow_root_sandbox: true');
-    expect(existsSync(task.worktree!)).toBe(true);
-  }, 20_000);
+  it.skipIf(process.getuid?.() !== 0)(
+    'Claude as root without allow_root_sandbox: dispatch fails at once, permanently, saying how to enable it',
+    async () => {
+      const repo = createTestRepo(NPM_TEST_PROJECT);
+      const store = createFileRegistryStore(join(repo.dir, '.polly'));
+      const config = scriptedConfig(server.url, (c) => {
+        c.workers['claude-code'].allow_root_sandbox = false;
+      });
+      const rig = {
+        repoRoot: repo.dir,
+        store,
+        config,
+        worktrees: createWorktreeManager({ repoRoot: repo.dir }),
+        supervisor: createWorkerSupervisor({ repoRoot: repo.dir, store, config }),
+        agentEnv: scriptedAgentEnv(server.url),
+      };
+      await store.update((d) => {
+        d.tasks.root1 = makeTask('root1', 'claude-code');
+      });
+      const t0 = Date.now();
+      const out = await runTool(rig, dispatch, 'root1', 'root1:dispatch');
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      expect(out).toMatchObject({ outcome: 'failure', permanent: true });
+      const task = (await store.read()).tasks.root1!;
+      expect(task.status).toBe('failed');
+      expect(task.statusReason).toMatch(/^agent_refused: Claude Code refuses --permission-mode bypassPermissions when run as root/);
+      expect(task.statusReason).toContain('allow_root_sandbox: true');
+      expect(existsSync(task.worktree!)).toBe(true);
+    },
+    20_000,
+  );
 });

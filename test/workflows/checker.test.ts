@@ -17,7 +17,7 @@ function wf(body: string) {
 const names = (r: CheckResult) => r.violations.map((v) => v.invariant);
 
 describe('checker: built-ins admitted, every twin refused for exactly its broken guarantee', () => {
-  it('admits customer-brief with the seed\'s line', () => {
+  it("admits customer-brief with the seed's line", () => {
     const r = checkWorkflow(loadForCheck('workflows/customer-brief'));
     expect(r.admitted).toBe(true);
     expect(r.exhaustive).toBe(true);
@@ -25,9 +25,19 @@ describe('checker: built-ins admitted, every twin refused for exactly its broken
     expect(r.statesSeen).toBeGreaterThan(8);
   });
 
-  it('admits polly-task with Polly\'s guarantees added', () => {
+  it("admits polly-task with Polly's guarantees added", () => {
     const task = loadForCheck('workflows/polly-task');
-    expect(task.invariants.map((i) => i.name)).toEqual(expect.arrayContaining(['never-merge', 'never-force-push', 'ready-only-after-tests-green-and-clean-review', 'draft-pr-only-after-tests-green', 'reviewer-vendor-differs', 'at-most-5-dispatches-per-turn', 'every-path-terminates']));
+    expect(task.invariants.map((i) => i.name)).toEqual(
+      expect.arrayContaining([
+        'never-merge',
+        'never-force-push',
+        'ready-only-after-tests-green-and-clean-review',
+        'draft-pr-only-after-tests-green',
+        'reviewer-vendor-differs',
+        'at-most-5-dispatches-per-turn',
+        'every-path-terminates',
+      ]),
+    );
     const r = checkWorkflow(task);
     expect(formatCheckResult(r)).toMatch(/^admitted: polly-task — /);
   });
@@ -88,7 +98,9 @@ effects:
   });
 
   it('refuses states that cannot reach a terminal state (a trap with no exit)', () => {
-    const r = checkWorkflow(wf(`${base}transitions:\n  - {action: GO, from: a, to: b}\n  - {action: GO, from: b, to: c}\n  - {action: GO, from: c, to: b}\n  - {action: STOP, from: a, to: end}\n`));
+    const r = checkWorkflow(
+      wf(`${base}transitions:\n  - {action: GO, from: a, to: b}\n  - {action: GO, from: b, to: c}\n  - {action: GO, from: c, to: b}\n  - {action: STOP, from: a, to: end}\n`),
+    );
     expect(names(r)).toEqual(['terminal-always-reachable']);
   });
 
@@ -111,8 +123,10 @@ effects:
     expect(names(incomplete)).toEqual(['effects-have-completions']);
   });
 
-  it('refuses an assignment outside a variable\'s domain', () => {
-    const r = checkWorkflow(wf(`${base}variables: {n: {type: int, min: 0, max: 2, initial: 0}}\ntransitions:\n  - {action: GO, from: a, set: {n: n + 1}}\n  - {action: STOP, from: a, to: end}\n`));
+  it("refuses an assignment outside a variable's domain", () => {
+    const r = checkWorkflow(
+      wf(`${base}variables: {n: {type: int, min: 0, max: 2, initial: 0}}\ntransitions:\n  - {action: GO, from: a, set: {n: n + 1}}\n  - {action: STOP, from: a, to: end}\n`),
+    );
     expect(names(r)).toEqual(['within-declared-domains']);
     expect(r.violations[0]!.trace.map((s) => s.action)).toEqual(['GO', 'GO', 'GO']);
   });
@@ -210,7 +224,9 @@ describe('Polly guarantees on a plan-shaped workflow (per-task bindings, turns)'
 
   it('names per-task guarantees and counts dispatches per turn (the first turn is open from the start)', () => {
     const wf = plan(true, 5);
-    expect(wf.invariants.map((i) => i.name)).toEqual(expect.arrayContaining(['t1/ready-only-after-tests-green-and-clean-review', 't3/reviewer-vendor-differs', 'at-most-5-dispatches-per-turn']));
+    expect(wf.invariants.map((i) => i.name)).toEqual(
+      expect.arrayContaining(['t1/ready-only-after-tests-green-and-clean-review', 't3/reviewer-vendor-differs', 'at-most-5-dispatches-per-turn']),
+    );
     // Turn 1 holds at most 2 implementers + 2 reviewers; turn 2 at most t3's implementer + 3 reviewers: 4 each.
     expect(checkWorkflow(wf).admitted).toBe(true);
     const tight = checkWorkflow(plan(true, 3));
@@ -258,8 +274,24 @@ describe('polly check (CLI)', () => {
   const run = async (args: string[]) => {
     let out = '';
     let err = '';
-    const sink = (f: (s: string) => void) => new Writable({ write(chunk, _e, cb) { f(String(chunk)); cb(); } });
-    const code = await main(['check', ...args], { stdin: process.stdin, stdout: sink((s) => { out += s; }), stderr: sink((s) => { err += s; }), cwd: process.cwd(), env: process.env });
+    const sink = (f: (s: string) => void) =>
+      new Writable({
+        write(chunk, _e, cb) {
+          f(String(chunk));
+          cb();
+        },
+      });
+    const code = await main(['check', ...args], {
+      stdin: process.stdin,
+      stdout: sink((s) => {
+        out += s;
+      }),
+      stderr: sink((s) => {
+        err += s;
+      }),
+      cwd: process.cwd(),
+      env: process.env,
+    });
     return { code, out, err };
   };
 

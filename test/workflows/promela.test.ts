@@ -17,11 +17,7 @@ describe('Promela export: spin reaches the same verdict as the checker', () => {
     expect(spinAvailable(), SPIN_MISSING).toBe(true);
   });
 
-  const cases = [
-    'workflows/customer-brief',
-    'workflows/polly-task',
-    ...TWINS.map((t) => `test/fixtures/${t.twin}`),
-  ];
+  const cases = ['workflows/customer-brief', 'workflows/polly-task', ...TWINS.map((t) => `test/fixtures/${t.twin}`)];
   for (const path of cases) {
     it(`same verdict for ${path}`, () => {
       expect(spinAvailable(), SPIN_MISSING).toBe(true);
@@ -45,10 +41,16 @@ describe('Promela export: spin reaches the same verdict as the checker', () => {
 
   it('spin also refuses a deadlock and a domain overflow the checker refuses', () => {
     expect(spinAvailable(), SPIN_MISSING).toBe(true);
-    const deadlock = parseWorkflow('name: d\nstates: [a, b, end]\ninitial: a\nterminal: [end]\nactions: {GO: {}, STOP: {}}\ntransitions:\n  - {action: GO, from: a, to: b}\n  - {action: STOP, from: a, to: end}\n', 'd.yaml');
+    const deadlock = parseWorkflow(
+      'name: d\nstates: [a, b, end]\ninitial: a\nterminal: [end]\nactions: {GO: {}, STOP: {}}\ntransitions:\n  - {action: GO, from: a, to: b}\n  - {action: STOP, from: a, to: end}\n',
+      'd.yaml',
+    );
     expect(checkWorkflow(deadlock).admitted).toBe(false);
     expect(spinVerify(deadlock, FAST).admitted).toBe(false);
-    const overflow = parseWorkflow('name: o\nstates: [a, end]\ninitial: a\nterminal: [end]\nvariables: {n: {type: int, min: 0, max: 1, initial: 0}}\nactions: {GO: {}, STOP: {}}\ntransitions:\n  - {action: GO, from: a, set: {n: n + 1}}\n  - {action: STOP, from: a, to: end}\n', 'o.yaml');
+    const overflow = parseWorkflow(
+      'name: o\nstates: [a, end]\ninitial: a\nterminal: [end]\nvariables: {n: {type: int, min: 0, max: 1, initial: 0}}\nactions: {GO: {}, STOP: {}}\ntransitions:\n  - {action: GO, from: a, set: {n: n + 1}}\n  - {action: STOP, from: a, to: end}\n',
+      'o.yaml',
+    );
     expect(checkWorkflow(overflow).admitted).toBe(false);
     expect(spinVerify(overflow, FAST).admitted).toBe(false);
   });

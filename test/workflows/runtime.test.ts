@@ -22,9 +22,20 @@ const BRIEF = { channel: '#cs', day: '2026-11-30' };
 
 function setup(store: RunStore = createMemoryRunStore()) {
   let t = Date.parse('2026-11-30T09:00:00Z');
-  const clock = { now: () => new Date(t), advance: (s: number) => { t += s * 1000; } };
+  const clock = {
+    now: () => new Date(t),
+    advance: (s: number) => {
+      t += s * 1000;
+    },
+  };
   const updates = { count: 0 };
-  const counted: RunStore = { ...store, updateRun: (id, fn) => { updates.count++; return store.updateRun(id, fn); } };
+  const counted: RunStore = {
+    ...store,
+    updateRun: (id, fn) => {
+      updates.count++;
+      return store.updateRun(id, fn);
+    },
+  };
   const rt = createRuntime({ store: counted, library, agentArea: 'a', instanceArea: 'w', clock: clock.now });
   return { rt, clock, store, updates };
 }
@@ -145,7 +156,9 @@ describe('runtime', () => {
 
   it('a step emitting several effects queues them: one open at a time, in order', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'polly-two-effects-'));
-    writeFileSync(join(dir, 'workflow.yaml'), `name: two-effects
+    writeFileSync(
+      join(dir, 'workflow.yaml'),
+      `name: two-effects
 states: [idle, working, done, failed]
 initial: idle
 terminal: [done, failed]
@@ -164,7 +177,8 @@ transitions:
   - {action: A_DONE, from: working, when: "left == 2", set: {left: 1}}
   - {action: B_DONE, from: working, to: done, when: "left == 1", set: {left: 0}}
   - {action: FAILED, from: working, to: failed}
-`);
+`,
+    );
     const lib = createWorkflowLibrary([dir]);
     expect(lib.get('two-effects')?.line).toMatch(/^admitted: two-effects/);
     const rt = createRuntime({ store: createMemoryRunStore(), library: lib, agentArea: 'a', instanceArea: 'w' });
@@ -197,7 +211,17 @@ transitions:
   });
 
   it('a compiled plan task added to the library starts on its own (single-valued START) and runs to ready, Brain-style', async () => {
-    const task: PlanTaskSpec = { key: 't1', title: 'Fix sum', purpose: 'implement', worker: 'claude-code', model: null, reviewer: 'codex', prompt: 'Fix sum', acceptance: { commands: ['npm test'], criteria: [] }, dependsOn: [] };
+    const task: PlanTaskSpec = {
+      key: 't1',
+      title: 'Fix sum',
+      purpose: 'implement',
+      worker: 'claude-code',
+      model: null,
+      reviewer: 'codex',
+      prompt: 'Fix sum',
+      acceptance: { commands: ['npm test'], criteria: [] },
+      dependsOn: [],
+    };
     const lib = createWorkflowLibrary(builtinWorkflowDirs());
     const entry = lib.add(compileTaskWorkflow('p1', task, 'codex', taskBounds(DEFAULT_CONFIG, task)));
     expect(entry).toMatchObject({ name: 'plan-p1-t1', admitted: true });

@@ -41,7 +41,7 @@ describe('workflow format: errors point at file:line:column and the field path',
   });
 
   it('reports a type error (int compared with a string)', () => {
-    expect(invalid(MINIMAL.replace('when: "n == 0"', "when: \"n == 'x'\""))).toMatch(/transitions\[0\]\.when: .*string/);
+    expect(invalid(MINIMAL.replace('when: "n == 0"', 'when: "n == \'x\'"'))).toMatch(/transitions\[0\]\.when: .*string/);
   });
 
   it('reports an unknown state, action, field and a duplicate key with their lines', () => {
@@ -126,7 +126,7 @@ describe('interpreter: the runtime steps through the same semantics the checker 
     ]);
   });
 
-  it('polly-task: a reviewer of the implementer\'s vendor is not accepted; cancel works from anywhere', () => {
+  it("polly-task: a reviewer of the implementer's vendor is not accepted; cancel works from anywhere", () => {
     const task = loadWorkflow('workflows/polly-task');
     let s = initialState(task, { task: 'add-x' });
     const go = (a: string, d: Record<string, unknown> = {}) => {

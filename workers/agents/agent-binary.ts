@@ -51,12 +51,7 @@ export function findInPackageBin(name: string, from: string = dirname(fileURLToP
  * this package's `node_modules/.bin`. When nothing is found the bare name is returned, and spawning
  * it fails with ENOENT, which the process runner reports as `agent_missing`.
  */
-export function resolveAgentBinary(
-  harness: Harness,
-  config: { command?: string | null } = {},
-  env: NodeJS.ProcessEnv = process.env,
-  cwd: string = process.cwd(),
-): string {
+export function resolveAgentBinary(harness: Harness, config: { command?: string | null } = {}, env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): string {
   const name = config.command?.trim() || DEFAULT_AGENT_COMMAND[harness];
   if (isAbsolute(name)) return name;
   if (name.includes('/')) return resolve(cwd, name);

@@ -33,7 +33,10 @@ export interface AgentFactoryOptions {
 export function piCustomProvider(pi: PiOptions, model: string | null = null): PiCustomProvider | null {
   if (!pi.base_url) return null;
   if (!/^https?:\/\//.test(pi.base_url)) {
-    throw new PollyError('config_invalid', `workers.pi.base_url "${pi.base_url}" is not an http(s) URL: set the endpoint including its version prefix, e.g. http://127.0.0.1:8080/v1`);
+    throw new PollyError(
+      'config_invalid',
+      `workers.pi.base_url "${pi.base_url}" is not an http(s) URL: set the endpoint including its version prefix, e.g. http://127.0.0.1:8080/v1`,
+    );
   }
   const models = [...new Set([model, pi.model].filter((m): m is string => typeof m === 'string' && m !== ''))];
   return { baseUrl: pi.base_url, api: pi.api ?? 'openai-completions', apiKeyEnv: pi.api_key_env ?? 'OPENAI_API_KEY', models: models.length > 0 ? models : ['default'] };

@@ -107,7 +107,6 @@ function isDirectory(path: string): boolean {
   }
 }
 
-
 /** A run that never started (e.g. refused before spawning): resolves at once with `status`. */
 export function refusedRun(status: AgentRunStatus, message: string, command: string[], onEvent?: (e: AgentEvent) => void): AgentRun {
   const events: AgentEvent[] = [{ type: 'error', message }];

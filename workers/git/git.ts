@@ -108,10 +108,7 @@ export const NON_INTERACTIVE_GIT_ENV: Readonly<Record<string, string>> = Object.
  * `parent` without any `GIT_*` variable, plus `extra`, plus {@link NON_INTERACTIVE_GIT_ENV}.
  * Pure; undefined values are dropped.
  */
-export function scrubbedGitEnv(
-  parent: NodeJS.ProcessEnv = process.env,
-  extra: Record<string, string> = {},
-): Record<string, string> {
+export function scrubbedGitEnv(parent: NodeJS.ProcessEnv = process.env, extra: Record<string, string> = {}): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(parent)) {
     if (v !== undefined && !k.startsWith('GIT_')) out[k] = v;
@@ -161,8 +158,7 @@ export function createGitRunner(options: GitRunnerOptions = {}): GitRunner {
         // Either git is missing or cwd does not exist; say which.
         throw new PollyError(
           'git_failed',
-          `cannot run ${command} in ${call.cwd}: ${r.originalMessage ?? r.shortMessage}. ` +
-            `Check that git is installed and on PATH and that the directory exists.`,
+          `cannot run ${command} in ${call.cwd}: ${r.originalMessage ?? r.shortMessage}. ` + `Check that git is installed and on PATH and that the directory exists.`,
           { cause: r, details: { command, cwd: call.cwd, exitCode: null, stderr, timedOut: false } },
         );
       }
@@ -175,17 +171,15 @@ export function createGitRunner(options: GitRunnerOptions = {}): GitRunner {
         );
       }
       if (exitCode !== 0 && !(call.okExitCodes ?? []).includes(exitCode)) {
-        throw new PollyError(
-          'git_failed',
-          `${command} failed in ${call.cwd} (exit ${exitCode}): ${tail(stderr) || tail(stdout) || '(no output)'}`,
-          { cause: r, details: { command, cwd: call.cwd, exitCode, stderr, timedOut: false } },
-        );
+        throw new PollyError('git_failed', `${command} failed in ${call.cwd} (exit ${exitCode}): ${tail(stderr) || tail(stdout) || '(no output)'}`, {
+          cause: r,
+          details: { command, cwd: call.cwd, exitCode, stderr, timedOut: false },
+        });
       }
       return result;
     },
   };
 }
-
 
 /** Last ~1000 characters of `text`, trimmed (for messages). */
 function tail(text: string): string {

@@ -360,7 +360,9 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     if (fetched.exitCode !== 0) {
       const stderr = fetched.stderr.trim().slice(0, 500);
       journal('worktree.base_fetch_failed', { remote, branch: name, stderr });
-      return { failed: `could not fetch ${name} from ${remote} (${stderr.split('\n').pop() || `exit ${fetched.exitCode}`}); the worktree starts from the local ${name}, which may be stale. Check "git fetch ${remote} ${name}".` };
+      return {
+        failed: `could not fetch ${name} from ${remote} (${stderr.split('\n').pop() || `exit ${fetched.exitCode}`}); the worktree starts from the local ${name}, which may be stale. Check "git fetch ${remote} ${name}".`,
+      };
     }
     const commit = await revParse(info.root, `${ref}^{commit}`);
     return commit ? { branch: name, commit, ref } : null;
@@ -405,7 +407,14 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     const fetchWarning = fetched !== null && 'failed' in fetched ? fetched.failed : null;
     if (fetched !== null && !('failed' in fetched)) {
       const freshness = await compareLocal(info, fetched.branch, fetched.commit, fetched.ref);
-      if (freshness.warning) journal('worktree.base_stale_local', { branch: fetched.branch, local: freshness.local, behindBy: freshness.behindBy, aheadBy: freshness.aheadBy, warning: freshness.warning });
+      if (freshness.warning)
+        journal('worktree.base_stale_local', {
+          branch: fetched.branch,
+          local: freshness.local,
+          behindBy: freshness.behindBy,
+          aheadBy: freshness.aheadBy,
+          warning: freshness.warning,
+        });
       // The newer of the two when one contains the other: a local branch strictly ahead holds the
       // user's unpushed commits on top of the remote's, and the task is meant to build on them.
       const commit = freshness.local === 'ahead' ? ((await revParse(info.root, `refs/heads/${fetched.branch}`)) as string) : fetched.commit;
@@ -419,8 +428,9 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       }
       branch = firstLine(r);
     }
-    const commit = await revParse(info.root, `refs/heads/${branch}^{commit}`) ?? (await revParse(info.root, `${branch}^{commit}`));
-    if (!commit) throw new PollyError('bad_input', `base branch "${branch}" does not exist in ${info.root}${remote ? ` nor on ${remote}` : ''}; pass an existing branch (e.g. main)`);
+    const commit = (await revParse(info.root, `refs/heads/${branch}^{commit}`)) ?? (await revParse(info.root, `${branch}^{commit}`));
+    if (!commit)
+      throw new PollyError('bad_input', `base branch "${branch}" does not exist in ${info.root}${remote ? ` nor on ${remote}` : ''}; pass an existing branch (e.g. main)`);
     return { branch, commit, taskTip, freshness: { source: 'local', remoteRef: null, local: 'same', behindBy: 0, aheadBy: 0, warning: fetchWarning } };
   }
 
@@ -512,7 +522,9 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       reapOnExit: false,
       ...(box ? { wrap: (spec: SpawnSpec) => confinedSpawn(box, spec) } : {}),
     });
-    const all = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+    const all = Buffer.concat(chunks)
+      .toString('utf8')
+      .replace(/\r?\n$/, '');
     await writeFile(logPath, `$ ${command}\n${all}\n[exit ${r.exitCode ?? 'none'}${r.timedOut ? ', timed out' : ''}]\n`);
     const result: SetupResult = { ...r, output: all.length > 4000 ? all.slice(-4000) : all, logPath };
     journal('worktree.setup', { id, command, exitCode: result.exitCode, timedOut: result.timedOut, durationMs: result.durationMs, logPath });

@@ -187,7 +187,9 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
     if (confinement.sandbox) {
       const net = confinement.sandbox.spec.network;
       const reach = net.mode === 'endpoints' ? net.endpoints.map((e) => `${e.host}:${e.port}`).join(', ') || 'nothing' : net.mode;
-      process.stderr.write(`[polly] sandbox: ${spec.harness} runs in bubblewrap (${confinement.sandbox.bwrap}); writable: ${confinement.sandbox.spec.writable.join(', ')}; network: ${reach}\n`);
+      process.stderr.write(
+        `[polly] sandbox: ${spec.harness} runs in bubblewrap (${confinement.sandbox.bwrap}); writable: ${confinement.sandbox.spec.writable.join(', ')}; network: ${reach}\n`,
+      );
     }
     if (confinement.warning) {
       process.stderr.write(`[polly] ${confinement.warning}\n`);

@@ -385,11 +385,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
     return row;
   };
 
-  const runTurnOnce = async (
-    request: WorkerTurnRequest,
-    id: string,
-    opts: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void },
-  ): Promise<WorkerTurnResult> => {
+  const runTurnOnce = async (request: WorkerTurnRequest, id: string, opts: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void }): Promise<WorkerTurnResult> => {
     const files = workerFiles(join(stateRoot, id));
     const existing = (await store.read()).workers[id];
     if (existing) {
@@ -465,7 +461,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
         }
         await killTree(readAgentPid(files));
         const result = readWorkerResult(files);
-        const cause = result ? null : lostResult({ ...row, pid }, files, createEventTail(files.events).read(), Date.now()).message ?? null;
+        const cause = result ? null : (lostResult({ ...row, pid }, files, createEventTail(files.events).read(), Date.now()).message ?? null);
         await endRow({ ...row, pid }, result, cause);
         reaped.push(row.id);
       }

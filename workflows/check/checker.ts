@@ -149,7 +149,9 @@ function buildMoves(model: Model): Moves {
       selMin.push(model.slots[sel.slot]!.min);
       buckets.push(Array.from({ length: sel.allowed.length }, () => []));
     }
-    sel.allowed.forEach((ok, v) => { if (ok) buckets[k]![v]!.push(mv); });
+    sel.allowed.forEach((ok, v) => {
+      if (ok) buckets[k]![v]!.push(mv);
+    });
   });
   return { moveAction, moveData, always: Int32Array.from(always), selSlots, selMin, buckets: buckets.map((b) => b.map((list) => Int32Array.from(list))) };
 }
@@ -182,7 +184,9 @@ function explore(model: Model, space: StateSpace, moves: Moves, stateCap: number
   const next = new Int32Array(width);
   const init = new Int32Array(width);
   init.set(model.initial);
-  monitors.forEach((m, i) => { init[nslots + i] = m.initial; });
+  monitors.forEach((m, i) => {
+    init[nslots + i] = m.initial;
+  });
   space.insert(init);
 
   let paths = 0;
@@ -213,7 +217,13 @@ function explore(model: Model, space: StateSpace, moves: Moves, stateCap: number
       enabled++;
       paths++;
       if (t < NOT_ENABLED) {
-        record({ invariant: 'within-declared-domains', kind: 'out-of-domain', state: i, move: mv, detail: `transitions[${-t - 2}] assigns a value outside a variable's declared domain` });
+        record({
+          invariant: 'within-declared-domains',
+          kind: 'out-of-domain',
+          state: i,
+          move: mv,
+          detail: `transitions[${-t - 2}] assigns a value outside a variable's declared domain`,
+        });
         continue;
       }
       for (let k = nslots; k < width; k++) next[k] = cur[k]!;
@@ -226,11 +236,32 @@ function explore(model: Model, space: StateSpace, moves: Moves, stateCap: number
             break;
           }
         }
-        if (same) record({ invariant: 'no-emission-on-identity-transition', kind: 'emission-on-identity', state: i, move: mv, detail: `transitions[${t}] emits ${tr.emitNames.join(', ')} without changing the state` });
+        if (same)
+          record({
+            invariant: 'no-emission-on-identity-transition',
+            kind: 'emission-on-identity',
+            state: i,
+            move: mv,
+            detail: `transitions[${t}] emits ${tr.emitNames.join(', ')} without changing the state`,
+          });
         for (let k = 0; k < tr.emits.length; k++) {
           const e = tr.emits[k]!;
-          if (e < 0) record({ invariant: 'effects-declared', kind: 'undeclared-effect', state: i, move: mv, detail: `transitions[${t}] emits "${tr.emitNames[k]}", which is not declared under effects` });
-          else if (incompleteIdx.has(e)) record({ invariant: 'effects-have-completions', kind: 'effect-without-completion', state: i, move: mv, detail: `effect kind "${tr.emitNames[k]}" declares no on_ok/on_failure completion: the run would wait forever` });
+          if (e < 0)
+            record({
+              invariant: 'effects-declared',
+              kind: 'undeclared-effect',
+              state: i,
+              move: mv,
+              detail: `transitions[${t}] emits "${tr.emitNames[k]}", which is not declared under effects`,
+            });
+          else if (incompleteIdx.has(e))
+            record({
+              invariant: 'effects-have-completions',
+              kind: 'effect-without-completion',
+              state: i,
+              move: mv,
+              detail: `effect kind "${tr.emitNames[k]}" declares no on_ok/on_failure completion: the run would wait forever`,
+            });
         }
       }
       const ops = tr.monitorOps;
@@ -245,13 +276,15 @@ function explore(model: Model, space: StateSpace, moves: Moves, stateCap: number
       }
       if (terminalMask[next[0]!] === 1) {
         for (const m of eventuallyMonitors) {
-          if (obligationOpen(m, next[nslots + m.index]!)) record({ invariant: m.name, kind: 'eventually_after', state: i, move: mv, detail: 'the run terminates with the obligation still open' });
+          if (obligationOpen(m, next[nslots + m.index]!))
+            record({ invariant: m.name, kind: 'eventually_after', state: i, move: mv, detail: 'the run terminates with the obligation still open' });
         }
       }
       const j = space.insert(next);
       space.addEdge(j, i, mv);
     }
-    if (enabled === 0) record({ invariant: 'deadlock-free', kind: 'deadlock', state: i, move: -1, detail: `no action is enabled in non-terminal state "${model.wf.states[cur[0]!]}"` });
+    if (enabled === 0)
+      record({ invariant: 'deadlock-free', kind: 'deadlock', state: i, move: -1, detail: `no action is enabled in non-terminal state "${model.wf.states[cur[0]!]}"` });
     if (space.count > stateCap) {
       capped = true;
       break;
@@ -299,7 +332,13 @@ function checkReachability(model: Model, space: StateSpace, record: (f: Found) =
   }
   for (let i = 0; i < space.count; i++) {
     if (reach[i] === 0) {
-      record({ invariant: 'terminal-always-reachable', kind: 'no-terminal-reachable', state: i, move: -1, detail: 'from this state no terminal state can be reached (a loop or trap with no exit)' });
+      record({
+        invariant: 'terminal-always-reachable',
+        kind: 'no-terminal-reachable',
+        state: i,
+        move: -1,
+        detail: 'from this state no terminal state can be reached (a loop or trap with no exit)',
+      });
       break;
     }
   }
@@ -317,7 +356,9 @@ function checkStaticRules(model: Model, record: (f: Found) => void): void {
   }
   const declared = new Set(model.wf.effects.map((e) => e.kind));
   model.wf.transitions.forEach((t, ti) => {
-    for (const e of t.emit) if (!declared.has(e)) record({ invariant: 'effects-declared', kind: 'undeclared-effect', state: -1, move: -1, detail: `transitions[${ti}] emits "${e}", which is not declared under effects` });
+    for (const e of t.emit)
+      if (!declared.has(e))
+        record({ invariant: 'effects-declared', kind: 'undeclared-effect', state: -1, move: -1, detail: `transitions[${ti}] emits "${e}", which is not declared under effects` });
   });
 }
 
@@ -370,7 +411,11 @@ export function formatCheckResult(result: CheckResult): string {
 
 /** One trace step as text: `ACTION {k: v} → state: a → b, x: 0 → 1; emitted k1, k2`. */
 export function formatStep(s: TraceStep): string {
-  const data = Object.keys(s.data).length ? ` {${Object.entries(s.data).map(([k, v]) => `${k}: ${String(v)}`).join(', ')}}` : '';
+  const data = Object.keys(s.data).length
+    ? ` {${Object.entries(s.data)
+        .map(([k, v]) => `${k}: ${String(v)}`)
+        .join(', ')}}`
+    : '';
   const changes = s.changes.length ? s.changes.map((c) => `${c.variable}: ${String(c.from)} → ${String(c.to)}`).join(', ') : 'no change';
   const emitted = s.emitted.length ? `; emitted ${s.emitted.join(', ')}` : '';
   return `${s.action}${data} → ${changes}${emitted}`;
@@ -413,7 +458,9 @@ function traceStep(model: Model, vec: Int32Array, action: number, d: Int32Array)
   const t = fire(model, vec, action, d, out);
   const a = model.actions[action]!;
   const data: Record<string, Value> = {};
-  a.fields.forEach((f, i) => { data[f.name] = decodeValue(f.type, d[i]!); });
+  a.fields.forEach((f, i) => {
+    data[f.name] = decodeValue(f.type, d[i]!);
+  });
   const step: TraceStep = { action: a.name, data, emitted: [], changes: [] };
   if (t < 0) return step;
   step.emitted = [...model.transitions[t]!.emitNames];

@@ -43,7 +43,17 @@ export const DISPATCH_TOOLS = ['dispatch', 'dispatch_review', 'dispatch_task'];
 export function defaultBindings(): PollyBindings {
   return {
     turn: null,
-    tasks: [{ name: 'task', implementer_vendor: 'implementer_vendor', reviewer_vendor: 'reviewer_vendor', tests_green: ['TESTS_GREEN'], review_clean: ['REVIEW_CLEAN'], invalidated_by: [], effects: [] }],
+    tasks: [
+      {
+        name: 'task',
+        implementer_vendor: 'implementer_vendor',
+        reviewer_vendor: 'reviewer_vendor',
+        tests_green: ['TESTS_GREEN'],
+        review_clean: ['REVIEW_CLEAN'],
+        invalidated_by: [],
+        effects: [],
+      },
+    ],
   };
 }
 
@@ -57,11 +67,22 @@ export function defaultBindings(): PollyBindings {
 export function withPollyGuarantees(wf: Workflow, policy: GuaranteePolicy): Workflow {
   const bindings = wf.polly ?? defaultBindings();
   const multi = bindings.tasks.length > 1;
-  const kindsWithTools = (kinds: string[], tools: string[]): string[] => wf.effects.filter((e) => tools.includes(e.tool) && (kinds.length === 0 || kinds.includes(e.kind))).map((e) => e.kind);
+  const kindsWithTools = (kinds: string[], tools: string[]): string[] =>
+    wf.effects.filter((e) => tools.includes(e.tool) && (kinds.length === 0 || kinds.includes(e.kind))).map((e) => e.kind);
   const ref = (names: string[], when: string | null = null): EventRef => ({ names, tools: [], when });
   const added: InvariantDecl[] = [
-    { name: 'never-merge', pattern: 'never', event: { names: wf.effects.filter((e) => e.kind === 'merge').map((e) => e.kind), tools: ['merge'], when: null }, scope: { kind: 'global' } },
-    { name: 'never-force-push', pattern: 'never', event: { names: wf.effects.filter((e) => e.kind === 'force_push').map((e) => e.kind), tools: ['force_push'], when: null }, scope: { kind: 'global' } },
+    {
+      name: 'never-merge',
+      pattern: 'never',
+      event: { names: wf.effects.filter((e) => e.kind === 'merge').map((e) => e.kind), tools: ['merge'], when: null },
+      scope: { kind: 'global' },
+    },
+    {
+      name: 'never-force-push',
+      pattern: 'never',
+      event: { names: wf.effects.filter((e) => e.kind === 'force_push').map((e) => e.kind), tools: ['force_push'], when: null },
+      scope: { kind: 'global' },
+    },
   ];
   const owned = new Set<string>();
   for (const task of bindings.tasks) {
@@ -72,10 +93,24 @@ export function withPollyGuarantees(wf: Workflow, policy: GuaranteePolicy): Work
     [...drafts, ...ready, ...reviews].forEach((k) => owned.add(k));
     const reset = task.invalidated_by.length ? ref(task.invalidated_by) : null;
     if (drafts.length) {
-      added.push({ name: `${prefix}draft-pr-only-after-tests-green`, pattern: 'requires_before', event: ref(drafts), requires: [ref(task.tests_green)], reset_by: reset, scope: { kind: 'global' } });
+      added.push({
+        name: `${prefix}draft-pr-only-after-tests-green`,
+        pattern: 'requires_before',
+        event: ref(drafts),
+        requires: [ref(task.tests_green)],
+        reset_by: reset,
+        scope: { kind: 'global' },
+      });
     }
     if (ready.length) {
-      added.push({ name: `${prefix}ready-only-after-tests-green-and-clean-review`, pattern: 'requires_before', event: ref(ready), requires: [ref(task.tests_green), ref(task.review_clean)], reset_by: reset, scope: { kind: 'global' } });
+      added.push({
+        name: `${prefix}ready-only-after-tests-green-and-clean-review`,
+        pattern: 'requires_before',
+        event: ref(ready),
+        requires: [ref(task.tests_green), ref(task.review_clean)],
+        reset_by: reset,
+        scope: { kind: 'global' },
+      });
     }
     if (reviews.length) {
       const known = (v: string): boolean => wf.variables.some((x) => x.name === v);
@@ -104,7 +139,12 @@ export function withPollyGuarantees(wf: Workflow, policy: GuaranteePolicy): Work
   try {
     compileModel(out);
   } catch (e) {
-    if (e instanceof ExpressionInFieldError) throw workflowError({ file: wf.file, positions: wf.positions }, 'polly', `the Polly guarantees do not fit this workflow's bindings: ${e.message} (in ${JSON.stringify(e.source)})`);
+    if (e instanceof ExpressionInFieldError)
+      throw workflowError(
+        { file: wf.file, positions: wf.positions },
+        'polly',
+        `the Polly guarantees do not fit this workflow's bindings: ${e.message} (in ${JSON.stringify(e.source)})`,
+      );
     throw e;
   }
   return out;
@@ -112,5 +152,13 @@ export function withPollyGuarantees(wf: Workflow, policy: GuaranteePolicy): Work
 
 /** The guarantees' names for a policy, in the order they are added (single-task form). */
 export function guaranteeNames(policy: GuaranteePolicy): string[] {
-  return ['never-merge', 'never-force-push', 'draft-pr-only-after-tests-green', 'ready-only-after-tests-green-and-clean-review', 'reviewer-vendor-differs', `at-most-${policy.maxDispatchesPerTurn}-dispatches-per-turn`, 'every-path-terminates'];
+  return [
+    'never-merge',
+    'never-force-push',
+    'draft-pr-only-after-tests-green',
+    'ready-only-after-tests-green-and-clean-review',
+    'reviewer-vendor-differs',
+    `at-most-${policy.maxDispatchesPerTurn}-dispatches-per-turn`,
+    'every-path-terminates',
+  ];
 }

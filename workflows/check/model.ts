@@ -134,15 +134,17 @@ export function compileModel(wf: Workflow): Model {
   });
   const actionIndex = new Map(actions.map((a) => [a.name, a.index]));
 
-  const resolverFor = (action: CompiledAction | null) => (name: string): Symbol | null => {
-    if (name.startsWith('data.')) {
-      if (!action) return null;
-      const f = action.fields.findIndex((x) => x.name === name.slice(5));
-      return f < 0 ? null : { where: 'd', index: f, type: action.fields[f]!.type };
-    }
-    const s = slotOf.get(name);
-    return s === undefined ? null : { where: 'v', index: s, type: slots[s]!.type };
-  };
+  const resolverFor =
+    (action: CompiledAction | null) =>
+    (name: string): Symbol | null => {
+      if (name.startsWith('data.')) {
+        if (!action) return null;
+        const f = action.fields.findIndex((x) => x.name === name.slice(5));
+        return f < 0 ? null : { where: 'd', index: f, type: action.fields[f]!.type };
+      }
+      const s = slotOf.get(name);
+      return s === undefined ? null : { where: 'v', index: s, type: slots[s]!.type };
+    };
   const compileAt = (path: string, src: string, resolve: (n: string) => Symbol | null, expected: ExprType): Compiled => {
     try {
       return compileExpression(src, resolve, expected);
@@ -156,7 +158,10 @@ export function compileModel(wf: Workflow): Model {
     const a = actions[actionIndex.get(t.action)!]!;
     const resolve = resolverFor(a);
     const fromMask = new Uint8Array(wf.states.length);
-    if (t.from === '*') wf.states.forEach((s, i) => { fromMask[i] = wf.terminal.includes(s) ? 0 : 1; });
+    if (t.from === '*')
+      wf.states.forEach((s, i) => {
+        fromMask[i] = wf.terminal.includes(s) ? 0 : 1;
+      });
     else for (const s of t.from) fromMask[stateIndex.get(s)!] = 1;
     const guard = t.when === null ? null : compileAt(`transitions[${index}].when`, t.when, resolve, { kind: 'bool' });
     const sets = Object.entries(t.set).map(([name, value]) => {
@@ -192,7 +197,9 @@ export function compileModel(wf: Workflow): Model {
   for (const s of wf.terminal) terminalMask[stateIndex.get(s)!] = 1;
   const initial = new Int32Array(slots.length);
   initial[0] = stateIndex.get(wf.initial)!;
-  wf.variables.forEach((v, i) => { initial[i + 1] = encodeValue(v, v.initial)!; });
+  wf.variables.forEach((v, i) => {
+    initial[i + 1] = encodeValue(v, v.initial)!;
+  });
 
   const model: Model = {
     wf,
@@ -238,7 +245,9 @@ export function compileModel(wf: Workflow): Model {
   });
   const compiled = compileMonitors(model, (path, src, action) => compileAt(path, src, resolverFor(action === null ? null : actions[action]!), { kind: 'bool' }));
   model.monitors = compiled.monitors;
-  transitions.forEach((t, ti) => { t.monitorOps = compiled.ops[ti]!; });
+  transitions.forEach((t, ti) => {
+    t.monitorOps = compiled.ops[ti]!;
+  });
   cache.set(wf, model);
   return model;
 }

@@ -61,9 +61,7 @@ export function spinVerify(wf: Workflow, options: SpinOptions = {}): SpinVerdict
   try {
     const liveness = options.liveness ?? wf.invariants.some((i) => i.pattern === 'terminates');
     const cc = options.ccFlags ?? ['-O2'];
-    const pan = liveness
-      ? runPass(dir, toPromela(wf, { ltl: true }), cc, ['-a'], options)
-      : runPass(dir, toPromela(wf, { ltl: false }), [...cc, '-DSAFETY'], [], options);
+    const pan = liveness ? runPass(dir, toPromela(wf, { ltl: true }), cc, ['-a'], options) : runPass(dir, toPromela(wf, { ltl: false }), [...cc, '-DSAFETY'], [], options);
     return { admitted: pan.errors === 0, mode: liveness ? 'liveness' : 'safety', pan };
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -241,7 +241,9 @@ export function createStateSpace(model: StateLayout): StateSpace {
       const cycle = walk.slice(seenAt.get(s)!).reverse(); // forward order
       // Rotate so that the shallowest (lowest BFS index) state comes first.
       let best = 0;
-      cycle.forEach((x, i) => { if (x < cycle[best]!) best = i; });
+      cycle.forEach((x, i) => {
+        if (x < cycle[best]!) best = i;
+      });
       return [...cycle.slice(best), ...cycle.slice(0, best)];
     },
     moveBetween(from, to) {

@@ -38,14 +38,21 @@ export function validateInput(wf: Workflow, input: Record<string, unknown>): Rec
   const out: Record<string, Value> = {};
   for (const k of Object.keys(input)) {
     if (!wf.input.some((f) => f.name === k)) {
-      throw new PollyError('bad_input', `workflow ${wf.name}: unknown input field "${k}"; declared fields: ${wf.input.map((f) => f.name).join(', ') || 'none'}`, { details: { field: k } });
+      throw new PollyError('bad_input', `workflow ${wf.name}: unknown input field "${k}"; declared fields: ${wf.input.map((f) => f.name).join(', ') || 'none'}`, {
+        details: { field: k },
+      });
     }
   }
   for (const f of wf.input) {
     const v = input[f.name];
-    const ok = f.type === 'string' ? typeof v === 'string' && (f.pattern === null || new RegExp(f.pattern).test(v)) : f.type === 'int' ? Number.isInteger(v) : typeof v === 'boolean';
+    const ok =
+      f.type === 'string' ? typeof v === 'string' && (f.pattern === null || new RegExp(f.pattern).test(v)) : f.type === 'int' ? Number.isInteger(v) : typeof v === 'boolean';
     if (!ok) {
-      throw new PollyError('bad_input', `workflow ${wf.name}: input field "${f.name}" = ${JSON.stringify(v)} is not a valid ${f.type}${f.pattern ? ` matching /${f.pattern}/` : ''}. Pass a value of that form.`, { details: { field: f.name } });
+      throw new PollyError(
+        'bad_input',
+        `workflow ${wf.name}: input field "${f.name}" = ${JSON.stringify(v)} is not a valid ${f.type}${f.pattern ? ` matching /${f.pattern}/` : ''}. Pass a value of that form.`,
+        { details: { field: f.name } },
+      );
     }
     out[f.name] = v as Value;
   }
@@ -87,7 +94,9 @@ export function enabledActions(wf: Workflow, state: RunState): Array<{ action: s
     for (const d of a.valuations) {
       if (fire(model, vec, a.index, d, out) >= 0) {
         const data: Record<string, Value> = {};
-        a.fields.forEach((f, i) => { data[f.name] = decodeValue(f.type, d[i]!); });
+        a.fields.forEach((f, i) => {
+          data[f.name] = decodeValue(f.type, d[i]!);
+        });
         result.push({ action: a.name, data });
       }
     }

@@ -205,14 +205,24 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
   function entryFor(run: RunRecord): LibraryEntry & { workflow: Workflow } {
     const e = library.get(run.workflow);
     if (!e || !e.workflow) {
-      throw new PollyError('not_found', `run ${run.id} belongs to workflow ${JSON.stringify(run.workflow)}, which this server's library does not hold (${library.entries().map((x) => x.name).join(', ')}). Start the server with the library that has it (--agent / --workflows).`, { details: { run: run.id, workflow: run.workflow } });
+      throw new PollyError(
+        'not_found',
+        `run ${run.id} belongs to workflow ${JSON.stringify(run.workflow)}, which this server's library does not hold (${library
+          .entries()
+          .map((x) => x.name)
+          .join(', ')}). Start the server with the library that has it (--agent / --workflows).`,
+        { details: { run: run.id, workflow: run.workflow } },
+      );
     }
     return e as LibraryEntry & { workflow: Workflow };
   }
 
   function getRun(draft: RunDraft, runId: string): RunRecord {
     const run = draft.run;
-    if (!run) throw new PollyError('not_found', `no workflow run ${JSON.stringify(runId)} in this store. Call workflow_start to start or attach (the run id comes back from it).`, { details: { run: runId } });
+    if (!run)
+      throw new PollyError('not_found', `no workflow run ${JSON.stringify(runId)} in this store. Call workflow_start to start or attach (the run id comes back from it).`, {
+        details: { run: runId },
+      });
     return run;
   }
 
@@ -237,7 +247,17 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     if (!renewed) order.leaseId = `lease-${randomBytes(10).toString('hex')}`;
     order.leaseExpiresAt = new Date(from + leaseSecondsFor(wf, order) * 1000).toISOString();
     run.updatedAt = at.toISOString();
-    tx.emit('run.claimed', { run: run.id, order: order.id, kind: order.kind, owner, lease: order.leaseId, attempt: order.attempt, leaseExpiresAt: order.leaseExpiresAt, renewed, previousOwner: previous && previous !== owner ? previous : null });
+    tx.emit('run.claimed', {
+      run: run.id,
+      order: order.id,
+      kind: order.kind,
+      owner,
+      lease: order.leaseId,
+      attempt: order.attempt,
+      leaseExpiresAt: order.leaseExpiresAt,
+      renewed,
+      previousOwner: previous && previous !== owner ? previous : null,
+    });
     return { id: order.leaseId!, order: order.id, expiresAt: order.leaseExpiresAt };
   }
 
@@ -245,7 +265,13 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
    * What `session` sees of the run's open order: without a session, the order as it is; with one,
    * the order leased to (or renewed for) that session — or nothing while another session's lease runs.
    */
-  function offer(run: RunRecord, wf: Workflow, session: string | undefined, tx: RunStoreTx, at: Date): { order: WorkOrderRecord | null; lease?: LeaseGrant | null; leasedUntil?: string; instruction: string } {
+  function offer(
+    run: RunRecord,
+    wf: Workflow,
+    session: string | undefined,
+    tx: RunStoreTx,
+    at: Date,
+  ): { order: WorkOrderRecord | null; lease?: LeaseGrant | null; leasedUntil?: string; instruction: string } {
     const order = run.openOrder;
     if (session === undefined) return { order: order ? clone(order) : null, instruction: instructionFor(wf, run, at) };
     if (!order || run.status !== 'running') return { order: null, lease: null, instruction: instructionFor(wf, run, at) };
@@ -258,9 +284,17 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       };
     }
     // The holder asking again renews only once half its lease has run (no write on every look).
-    const half = order.leaseExpiresAt !== null && order.leaseId && order.leasedBy === session && new Date(order.leaseExpiresAt).getTime() - at.getTime() > (leaseSecondsFor(wf, order) * 1000) / 2;
+    const half =
+      order.leaseExpiresAt !== null &&
+      order.leaseId &&
+      order.leasedBy === session &&
+      new Date(order.leaseExpiresAt).getTime() - at.getTime() > (leaseSecondsFor(wf, order) * 1000) / 2;
     const lease = half ? { id: order.leaseId!, order: order.id, expiresAt: order.leaseExpiresAt! } : grant(run, wf, order, session, tx, at);
-    return { order: clone(order), lease, instruction: `${instructionFor(wf, run, at)} Quote lease_id "${lease.id}" in that report: the order is leased to you until ${lease.expiresAt}; after that it may be offered to another session and your report is refused.` };
+    return {
+      order: clone(order),
+      lease,
+      instruction: `${instructionFor(wf, run, at)} Quote lease_id "${lease.id}" in that report: the order is leased to you until ${lease.expiresAt}; after that it may be offered to another session and your report is refused.`,
+    };
   }
 
   function instructionFor(wf: Workflow, run: RunRecord, at: Date): string {
@@ -333,17 +367,41 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     async start(workflow, input, options = {}) {
       const entry = library.get(workflow);
       if (!entry) {
-        const names = library.entries().filter((e) => e.admitted).map((e) => e.name);
-        return { status: 'refused', run: null, order: null, code: 'unknown_workflow', reasons: [`no workflow named ${JSON.stringify(workflow)}`], instruction: `There is no workflow named ${JSON.stringify(workflow)} in this agent area. Admitted workflows: ${names.join(', ') || 'none'}. Call workflow_list and start one of those.` };
+        const names = library
+          .entries()
+          .filter((e) => e.admitted)
+          .map((e) => e.name);
+        return {
+          status: 'refused',
+          run: null,
+          order: null,
+          code: 'unknown_workflow',
+          reasons: [`no workflow named ${JSON.stringify(workflow)}`],
+          instruction: `There is no workflow named ${JSON.stringify(workflow)} in this agent area. Admitted workflows: ${names.join(', ') || 'none'}. Call workflow_list and start one of those.`,
+        };
       }
       if (!entry.admitted || !entry.workflow) {
-        return { status: 'refused', run: null, order: null, code: 'workflow_refused', reasons: entry.reasons, instruction: `Workflow ${entry.name} was REFUSED at admission and cannot be started: it violates ${entry.reasons.join(', ')}. Do not try to perform its steps yourself. Use an admitted workflow (workflow_list), or fix the workflow and restart the server.` };
+        return {
+          status: 'refused',
+          run: null,
+          order: null,
+          code: 'workflow_refused',
+          reasons: entry.reasons,
+          instruction: `Workflow ${entry.name} was REFUSED at admission and cannot be started: it violates ${entry.reasons.join(', ')}. Do not try to perform its steps yourself. Use an admitted workflow (workflow_list), or fix the workflow and restart the server.`,
+        };
       }
       const wf = entry.workflow;
       const inputBytes = jsonBytes(input);
       if (inputBytes > maxInputBytes) {
         const why = `the input is ${inputBytes} bytes of JSON, over this server's limit of ${maxInputBytes} bytes`;
-        return { status: 'refused', run: null, order: null, code: 'too_large', reasons: [why], instruction: `Refused: ${why}. Nothing was started. The input is the run's identity (key ${wf.key ?? 'none'}) and goes into every work order: pass short identifiers, not content.` };
+        return {
+          status: 'refused',
+          run: null,
+          order: null,
+          code: 'too_large',
+          reasons: [why],
+          instruction: `Refused: ${why}. Nothing was started. The input is the run's identity (key ${wf.key ?? 'none'}) and goes into every work order: pass short identifiers, not content.`,
+        };
       }
       let key: string;
       let valid: Record<string, Value>;
@@ -353,7 +411,14 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       } catch (error) {
         if (!isPollyError(error, 'bad_input')) throw error;
         const fields = wf.input.map((f) => `${f.name} (${f.type}${f.pattern ? ` matching /${f.pattern}/` : ''})`).join(', ');
-        return { status: 'refused', run: null, order: null, code: 'bad_input', reasons: [error.message], instruction: `${error.message} Nothing was started. The run key (${wf.key ?? 'none'}) is derived from the input, so the input must be valid: pass exactly ${fields || 'no fields'}.` };
+        return {
+          status: 'refused',
+          run: null,
+          order: null,
+          code: 'bad_input',
+          reasons: [error.message],
+          instruction: `${error.message} Nothing was started. The run key (${wf.key ?? 'none'}) is derived from the input, so the input must be valid: pass exactly ${fields || 'no fields'}.`,
+        };
       }
       const id = runIdFor(agentArea, instanceArea, wf.name, key);
       return store.updateRun(id, (draft, tx) => {
@@ -365,10 +430,22 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
           return { status, ...seen, run: clone(existing) };
         }
         const run: RunRecord = {
-          id, agentArea, instanceArea, workflow: wf.name, key, input: { ...valid },
+          id,
+          agentArea,
+          instanceArea,
+          workflow: wf.name,
+          key,
+          input: { ...valid },
           state: initialState(wf, valid) as unknown as Record<string, unknown>,
-          seq: 0, status: 'running', openOrder: null, completedOrders: [], outbox: [], droppedOrders: [], outcome: null,
-          createdAt: at.toISOString(), updatedAt: at.toISOString(),
+          seq: 0,
+          status: 'running',
+          openOrder: null,
+          completedOrders: [],
+          outbox: [],
+          droppedOrders: [],
+          outcome: null,
+          createdAt: at.toISOString(),
+          updatedAt: at.toISOString(),
         };
         draft.run = run;
         tx.emit('run.started', { run: id, workflow: wf.name, key, agentArea, instanceArea, input: run.input });
@@ -405,34 +482,90 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
         const at = now();
         const ctx = { order: orderId, outcome: report.outcome };
         if (run.completedOrders.includes(orderId)) {
-          return reject(run, tx, 'duplicate', `order ${orderId} was already reported and its completion applied; this report changes nothing (completions apply exactly once).`, ctx);
+          return reject(
+            run,
+            tx,
+            'duplicate',
+            `order ${orderId} was already reported and its completion applied; this report changes nothing (completions apply exactly once).`,
+            ctx,
+          );
         }
         const open = run.openOrder;
         if (!open || open.id !== orderId) {
-          if (run.droppedOrders?.includes(orderId)) return reject(run, tx, 'stale', `order ${orderId} was superseded (the run moved on or ended) before it was reported; nothing was applied. ${instructionFor(wf, run, at)}`, ctx);
-          if (run.outbox?.some((o) => o.id === orderId)) return reject(run, tx, 'not_open', `order ${orderId} is queued behind the open order ${open?.id ?? '(none)'} and has not been offered yet; report the open order first.`, ctx);
+          if (run.droppedOrders?.includes(orderId))
+            return reject(
+              run,
+              tx,
+              'stale',
+              `order ${orderId} was superseded (the run moved on or ended) before it was reported; nothing was applied. ${instructionFor(wf, run, at)}`,
+              ctx,
+            );
+          if (run.outbox?.some((o) => o.id === orderId))
+            return reject(
+              run,
+              tx,
+              'not_open',
+              `order ${orderId} is queued behind the open order ${open?.id ?? '(none)'} and has not been offered yet; report the open order first.`,
+              ctx,
+            );
           if (run.status === 'finished') return reject(run, tx, 'finished', `run ${run.id} has finished in ${run.outcome}; order ${orderId} is not one of its orders.`, ctx);
-          return reject(run, tx, 'not_open', `order ${orderId} is not open in run ${run.id}${open ? ` (the open order is ${open.id})` : ' (no order is open)'}. ${instructionFor(wf, run, at)}`, ctx);
+          return reject(
+            run,
+            tx,
+            'not_open',
+            `order ${orderId} is not open in run ${run.id}${open ? ` (the open order is ${open.id})` : ' (no order is open)'}. ${instructionFor(wf, run, at)}`,
+            ctx,
+          );
         }
         if (report.attempt !== undefined && report.attempt !== open.attempt) {
-          return reject(run, tx, 'stale', `the report is for attempt ${report.attempt} of order ${orderId}, which is now at attempt ${open.attempt}; nothing was applied.`, { ...ctx, attempt: report.attempt });
+          return reject(run, tx, 'stale', `the report is for attempt ${report.attempt} of order ${orderId}, which is now at attempt ${open.attempt}; nothing was applied.`, {
+            ...ctx,
+            attempt: report.attempt,
+          });
         }
         const live = leaseLive(open, at);
         if (report.lease !== undefined && (report.lease !== open.leaseId || !live)) {
-          const why = report.lease !== open.leaseId ? `lease ${report.lease} is not the order's current lease${open.leaseId ? ` (the order was re-offered${live ? ` and is leased until ${open.leaseExpiresAt}` : ''})` : ''}` : `lease ${report.lease} lapsed at ${open.leaseExpiresAt}`;
-          return reject(run, tx, 'stale_lease', `${why}; nothing was applied. Do not run the order's tool again on this lease: call workflow_state for run ${run.id} to see whether the order is offered to you again.`, { ...ctx, lease: report.lease, session: report.session ?? null });
+          const why =
+            report.lease !== open.leaseId
+              ? `lease ${report.lease} is not the order's current lease${open.leaseId ? ` (the order was re-offered${live ? ` and is leased until ${open.leaseExpiresAt}` : ''})` : ''}`
+              : `lease ${report.lease} lapsed at ${open.leaseExpiresAt}`;
+          return reject(
+            run,
+            tx,
+            'stale_lease',
+            `${why}; nothing was applied. Do not run the order's tool again on this lease: call workflow_state for run ${run.id} to see whether the order is offered to you again.`,
+            { ...ctx, lease: report.lease, session: report.session ?? null },
+          );
         }
         if (report.lease === undefined && report.session !== undefined) {
           if (live && open.leasedBy !== report.session) {
-            return reject(run, tx, 'lease_held', `order ${orderId} is leased to another session until ${open.leaseExpiresAt}; only its holder may report it. Nothing was applied. Call workflow_state for run ${run.id} after that time.`, { ...ctx, session: report.session });
+            return reject(
+              run,
+              tx,
+              'lease_held',
+              `order ${orderId} is leased to another session until ${open.leaseExpiresAt}; only its holder may report it. Nothing was applied. Call workflow_state for run ${run.id} after that time.`,
+              { ...ctx, session: report.session },
+            );
           }
           if (!live && open.leasedBy === report.session) {
-            return reject(run, tx, 'stale_lease', `your lease on order ${orderId} lapsed at ${open.leaseExpiresAt}; nothing was applied. Call workflow_state for run ${run.id}: the order is offered again to whoever asks first.`, { ...ctx, session: report.session });
+            return reject(
+              run,
+              tx,
+              'stale_lease',
+              `your lease on order ${orderId} lapsed at ${open.leaseExpiresAt}; nothing was applied. Call workflow_state for run ${run.id}: the order is offered again to whoever asks first.`,
+              { ...ctx, session: report.session },
+            );
           }
         }
         const dataBytes = jsonBytes(report.data);
         if (dataBytes > maxDataBytes) {
-          return reject(run, tx, 'too_large', `the report's data is ${dataBytes} bytes of JSON, over this server's limit of ${maxDataBytes} bytes; nothing was applied and the order stays open. Report the fields the order asks for (and a short summary), not whole documents.`, { ...ctx, bytes: dataBytes });
+          return reject(
+            run,
+            tx,
+            'too_large',
+            `the report's data is ${dataBytes} bytes of JSON, over this server's limit of ${maxDataBytes} bytes; nothing was applied and the order stays open. Report the fields the order asks for (and a short summary), not whole documents.`,
+            { ...ctx, bytes: dataBytes },
+          );
         }
         const effect = wf.effects.find((e) => e.kind === open.kind);
         if (!effect) throw new PollyError('internal', `order ${open.id} has kind ${open.kind}, which workflow ${wf.name} does not declare`);
@@ -462,11 +595,30 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
         const step = applyAction(wf, runState(run), action, mapping.data);
         if ('rejected' in step) {
           const code: RejectCode = step.code === 'bad_data' ? 'bad_data' : 'not_applicable';
-          return reject(run, tx, code, `report of ${orderId} (${report.outcome} → ${action}) was not applied: ${step.rejected}. The order stays open; report again with valid data.`, { ...ctx, action, data: real });
+          return reject(
+            run,
+            tx,
+            code,
+            `report of ${orderId} (${report.outcome} → ${action}) was not applied: ${step.rejected}. The order stays open; report again with valid data.`,
+            { ...ctx, action, data: real },
+          );
         }
         run.completedOrders.push(orderId);
         run.openOrder = null;
-        tx.emit('run.reported', { run: run.id, order: open.id, kind: open.kind, outcome: report.outcome, permanent: report.permanent === true, note: report.note ?? null, applied: action, attempt: open.attempt, data: real, mapped: mapping.mapped, payload: mapping.payload, lease: open.leaseId ?? null });
+        tx.emit('run.reported', {
+          run: run.id,
+          order: open.id,
+          kind: open.kind,
+          outcome: report.outcome,
+          permanent: report.permanent === true,
+          note: report.note ?? null,
+          applied: action,
+          attempt: open.attempt,
+          data: real,
+          mapped: mapping.mapped,
+          payload: mapping.payload,
+          lease: open.leaseId ?? null,
+        });
         commitStep(run, wf, action, mapping.data, step, tx, `report:${orderId}`, at);
         return accepted(run, wf, at, report.session, tx);
       });
@@ -477,9 +629,17 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
         const run = getRun(draft, runId);
         const wf = entryFor(run).workflow;
         const at = now();
-        if (run.status === 'finished') return reject(run, tx, 'finished', `run ${run.id} has finished in ${run.outcome}; ${action} does not apply to a finished run. Do not start another run for this key.`, { action, data });
+        if (run.status === 'finished')
+          return reject(run, tx, 'finished', `run ${run.id} has finished in ${run.outcome}; ${action} does not apply to a finished run. Do not start another run for this key.`, {
+            action,
+            data,
+          });
         const dataBytes = jsonBytes(data);
-        if (dataBytes > maxDataBytes) return reject(run, tx, 'too_large', `the signal's data is ${dataBytes} bytes of JSON, over this server's limit of ${maxDataBytes} bytes; nothing changed.`, { action, bytes: dataBytes });
+        if (dataBytes > maxDataBytes)
+          return reject(run, tx, 'too_large', `the signal's data is ${dataBytes} bytes of JSON, over this server's limit of ${maxDataBytes} bytes; nothing changed.`, {
+            action,
+            bytes: dataBytes,
+          });
         const mapping = wf.actions.some((a) => a.name === action) ? mapFor(wf, action, data) : { data, mapped: {}, payload: null };
         const step = applyAction(wf, runState(run), action, mapping.data);
         if ('rejected' in step) {

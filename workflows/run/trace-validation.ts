@@ -49,7 +49,11 @@ export interface TraceVerdict {
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
 
 function sortedVars(v: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]]));
+  return Object.fromEntries(
+    Object.keys(v)
+      .sort()
+      .map((k) => [k, v[k]]),
+  );
 }
 
 /**
@@ -95,7 +99,8 @@ export function validateTrace(wf: Workflow, run: Pick<RunRecord, 'id' | 'workflo
       if ('rejected' in step) return at(`${action} is not a transition of ${wf.name} in state "${state.state}" (${JSON.stringify(sortedVars(state.vars))}): ${step.rejected}`);
       if (step.state.state !== d.to) return at(`${action} from "${state.state}" goes to "${step.state.state}" in the model, but the journal says "${String(d.to)}"`);
       const emitted = step.emitted.map((x) => x.kind);
-      if (!same(emitted, d.emitted ?? [])) return at(`${action} emits [${emitted.join(', ')}] in the model, but the journal says [${((d.emitted as string[] | undefined) ?? []).join(', ')}]`);
+      if (!same(emitted, d.emitted ?? []))
+        return at(`${action} emits [${emitted.join(', ')}] in the model, but the journal says [${((d.emitted as string[] | undefined) ?? []).join(', ')}]`);
       state = step.state;
       steps = seq;
       emittedBy.set(seq, [...emitted]);
@@ -106,7 +111,13 @@ export function validateTrace(wf: Workflow, run: Pick<RunRecord, 'id' | 'workflo
       if (seq === null) continue; // an order written before orders named their step: nothing to hold it to
       const left = emittedBy.get(seq);
       const i = left?.indexOf(kind) ?? -1;
-      if (!left || i < 0) return verdict({ journalSeq: e.seq, step: seq, kind: e.kind, reason: `order ${String(d.order)} (${kind}) is not an effect step ${seq} emitted${left ? ` (it emitted [${left.join(', ')}])` : ''}` });
+      if (!left || i < 0)
+        return verdict({
+          journalSeq: e.seq,
+          step: seq,
+          kind: e.kind,
+          reason: `order ${String(d.order)} (${kind}) is not an effect step ${seq} emitted${left ? ` (it emitted [${left.join(', ')}])` : ''}`,
+        });
       left.splice(i, 1);
       orders += 1;
     } else if (e.kind === 'run.reported' && typeof d.applied === 'string') {
@@ -114,18 +125,39 @@ export function validateTrace(wf: Workflow, run: Pick<RunRecord, 'id' | 'workflo
       const effect = wf.effects.find((x) => x.kind === kind);
       const allowed = effect ? [effect.on_ok, effect.on_failure, effect.on_exhausted].filter((x): x is string => x !== null) : [];
       if (!allowed.includes(d.applied)) {
-        return verdict({ journalSeq: e.seq, step: null, kind: e.kind, reason: `the report of order ${String(d.order)} (${kind}) applied ${d.applied}, which is not a completion of ${kind} (${allowed.join(', ') || 'none declared'})` });
+        return verdict({
+          journalSeq: e.seq,
+          step: null,
+          kind: e.kind,
+          reason: `the report of order ${String(d.order)} (${kind}) applied ${d.applied}, which is not a completion of ${kind} (${allowed.join(', ') || 'none declared'})`,
+        });
       }
       pendingApply = { action: d.applied, order: String(d.order), journalSeq: e.seq };
     }
   }
-  if (pendingApply) return verdict({ journalSeq: pendingApply.journalSeq, step: null, kind: 'run.reported', reason: `the report of order ${pendingApply.order} applied ${pendingApply.action}, but no step followed it` });
+  if (pendingApply)
+    return verdict({
+      journalSeq: pendingApply.journalSeq,
+      step: null,
+      kind: 'run.reported',
+      reason: `the report of order ${pendingApply.order} applied ${pendingApply.action}, but no step followed it`,
+    });
   const recorded = run.state as unknown as RunState;
   if (recorded.state !== state.state || !same(sortedVars(recorded.vars ?? {}), sortedVars(state.vars))) {
-    return verdict({ journalSeq: 0, step: steps, kind: 'run.record', reason: `the run record holds ${recorded.state} ${JSON.stringify(sortedVars(recorded.vars ?? {}))}, but its journal replays to ${state.state} ${JSON.stringify(sortedVars(state.vars))}` });
+    return verdict({
+      journalSeq: 0,
+      step: steps,
+      kind: 'run.record',
+      reason: `the run record holds ${recorded.state} ${JSON.stringify(sortedVars(recorded.vars ?? {}))}, but its journal replays to ${state.state} ${JSON.stringify(sortedVars(state.vars))}`,
+    });
   }
   if (run.status === 'finished' && (!isTerminal(wf, state) || (run.outcome ?? state.state) !== state.state)) {
-    return verdict({ journalSeq: 0, step: steps, kind: 'run.record', reason: `the run is recorded finished in ${run.outcome ?? '(none)'}, but its journal replays to ${state.state}` });
+    return verdict({
+      journalSeq: 0,
+      step: steps,
+      kind: 'run.record',
+      reason: `the run is recorded finished in ${run.outcome ?? '(none)'}, but its journal replays to ${state.state}`,
+    });
   }
   return verdict(null);
 }

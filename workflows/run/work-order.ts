@@ -47,7 +47,7 @@ function effectOf(wf: Workflow, order: WorkOrderRecord): EffectDecl | undefined 
 export function orderInstruction(wf: Workflow, run: RunRecord, order: WorkOrderRecord, now: Date): string {
   const effect = effectOf(wf, order);
   const max = order.maxAttempts ?? effect?.retry.max_attempts ?? 1;
-  const okData = effect?.on_ok ? wf.actions.find((a) => a.name === effect.on_ok)?.data ?? [] : [];
+  const okData = effect?.on_ok ? (wf.actions.find((a) => a.name === effect.on_ok)?.data ?? []) : [];
   const wait = order.availableAt && new Date(order.availableAt) > now ? ` It is a retry: run it at or after ${order.availableAt}.` : '';
   const okPart = okData.length
     ? `outcome "ok" with data {${okData.map((f) => `${f.name}: ${domainText(f)}`).join(', ')}} (applies ${effect?.on_ok})`
