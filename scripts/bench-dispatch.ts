@@ -370,7 +370,7 @@ async function main(): Promise<void> {
       '',
       `load average (1 min) at start / end: ${load0.toFixed(1)} / ${load1.toFixed(1)} on ${cpus().length} cores — wall-clock ratios are noisy when it exceeds the core count; CPU ratios are not`,
     );
-    process.stdout.write(out.join('\n') + '\n');
+    process.stdout.write(`${out.join('\n')}\n`);
   } finally {
     await model?.close();
     rmSync(root, { recursive: true, force: true });

@@ -124,7 +124,7 @@ export function validateFindings(value: unknown): ReviewFindings {
   if (!r.success) {
     throw new PollyError(
       'bad_input',
-      `review findings do not match the schema: ${describeIssues(r.error)}. ` + 'Expected {"blocking": [{"file", "line", "message"}], "non_blocking": [...]}.',
+      `review findings do not match the schema: ${describeIssues(r.error)}. Expected {"blocking": [{"file", "line", "message"}], "non_blocking": [...]}.`,
       { details: { issues: r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })) } },
     );
   }

@@ -520,9 +520,9 @@ export function guardAtoms(src: string, resolve: (name: string) => Symbol | null
       return;
     }
     const lhs = n.k === 'bin' && n.op === '==' ? n.a : n.k === 'in' ? n.e : null;
-    if (!lhs || lhs.k !== 'id') return;
+    if (lhs?.k !== 'id') return;
     const sym = resolve(lhs.name);
-    if (!sym || sym.where !== 'v') return;
+    if (sym?.where !== 'v') return;
     const lits = n.k === 'in' ? n.list : n.k === 'bin' ? [n.b] : [];
     const values: number[] = [];
     for (const lit of lits) {

@@ -58,7 +58,7 @@ export function parseWorkflow(text: string, file: string): Workflow {
         walk(pair.value as YamlNode | null, childPath, kOff);
       }
     } else if (isSeq(node)) {
-      node.items.forEach((item, i) => walk(item as YamlNode, `${path}[${i}]`, null));
+      for (const [i, item] of node.items.entries()) walk(item as YamlNode, `${path}[${i}]`, null);
     }
   };
   walk(doc.contents as YamlNode | null, '', null);

@@ -328,7 +328,7 @@ export function validateWorkflow(raw: unknown, src: SourceInfo): Workflow {
       }
     }
     const emit = o.emit === undefined || o.emit === null ? [] : strList(o.emit, `${p}.emit`);
-    emit.forEach((e, j) => ident(e, `${p}.emit[${j}]`, 'effect kind'));
+    for (const [j, e] of emit.entries()) ident(e, `${p}.emit[${j}]`, 'effect kind');
     return { action, from, to, when, set, emit };
   });
 
@@ -436,7 +436,7 @@ export function validateWorkflow(raw: unknown, src: SourceInfo): Workflow {
       const enumVar = (f: string): string => {
         const vname = str(t[f], `${p}.${f}`);
         const decl = variables.find((x) => x.name === vname);
-        if (!decl || decl.type !== 'enum') fail(`${p}.${f}`, `"${vname}" must name an enum variable`);
+        if (decl?.type !== 'enum') fail(`${p}.${f}`, `"${vname}" must name an enum variable`);
         return vname;
       };
       const acts = (f: string): string[] => (t[f] === undefined ? [] : strList(t[f], `${p}.${f}`).map((a) => actionIn(a, `${p}.${f}`)));

@@ -7,9 +7,8 @@
  * parse is listed as refused with the parse error (file:line:column), so one bad edit does not take
  * the other workflows down.
  */
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { PollyError, isPollyError } from '../brain/core/errors.js';
 import { builtinWorkflowsDir } from '../brain/core/install-paths.js';
 import { checkWorkflow, type CheckResult } from './check/checker.js';

@@ -22,7 +22,7 @@ export interface ParsedArgs<O extends OptionSpec> {
  * @throws PollyError `bad_input` for an unknown flag, a missing flag value or too many positionals.
  */
 export function parseCommandArgs<O extends OptionSpec>(command: string, argv: string[], options: O, maxPositionals = Number.POSITIVE_INFINITY): ParsedArgs<O> {
-  let parsed;
+  let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   } catch (error) {

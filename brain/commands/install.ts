@@ -9,7 +9,7 @@
  * nothing. generic, nemo and registry always print (an entry, NeMo YAML, an AWS CLI call).
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';

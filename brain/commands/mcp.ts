@@ -155,7 +155,7 @@ function trackInFlight(inner: Runtime): { runtime: Runtime; drained(): Promise<v
         if (inFlight === 0) {
           const w = waiters;
           waiters = [];
-          w.forEach((f) => f());
+          for (const f of w) f();
         }
       }
     };

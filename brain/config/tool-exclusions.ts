@@ -54,7 +54,7 @@ export function detectToolExclusions(repoRoot: string, worktreesDir = '.worktree
   } catch {
     pkg = {};
   }
-  const mentions = (text: string | null) => text !== null && text.includes(worktreesDir);
+  const mentions = (text: string | null): boolean => text?.includes(worktreesDir) === true;
   const ext = ['ts', 'mts', 'cts', 'js', 'mjs', 'cjs'];
 
   const vitest =

@@ -338,6 +338,6 @@ export function parseGitHubRemote(url: string, host = 'github.com'): { owner: st
   const m =
     new RegExp(`^(?:https?|git|ssh)://(?:[^@/]+@)?${h}(?::\\d+)?/([^/]+)/([^/]+?)(?:\\.git)?/?$`, 'i').exec(url.trim()) ??
     new RegExp(`^(?:[^@/]+@)?${h}:([^/]+)/([^/]+?)(?:\\.git)?/?$`, 'i').exec(url.trim());
-  if (!m || !m[1] || !m[2]) return null;
+  if (!m?.[1] || !m[2]) return null;
   return { owner: m[1], repo: m[2] };
 }

@@ -186,7 +186,7 @@ export function brainClaudeArgs(o: { mcpConfigPath: string; systemPrompt: string
  */
 export function pollyMcpInitProblem(json: unknown): string | null {
   const j = json as { type?: unknown; subtype?: unknown; mcp_servers?: unknown } | null;
-  if (!j || j.type !== 'system' || j.subtype !== 'init' || !Array.isArray(j.mcp_servers)) return null;
+  if (j?.type !== 'system' || j.subtype !== 'init' || !Array.isArray(j.mcp_servers)) return null;
   const polly = (j.mcp_servers as Array<{ name?: unknown; status?: unknown }>).find((m) => m?.name === 'polly');
   if (polly?.status === 'connected') return null;
   return (

@@ -150,7 +150,7 @@ export function mergeServerEntry(existing: string | null, name: string, entry: R
     });
   };
   if (errors.length > 0) refuse(errors[0]!.offset, `cannot parse the file as JSON (${printParseErrorCode(errors[0]!.error)})`);
-  if (!root || root.type !== 'object') refuse(root?.offset ?? 0, 'the top level is not a JSON object');
+  if (root?.type !== 'object') refuse(root?.offset ?? 0, 'the top level is not a JSON object');
   const servers = findNodeAtLocation(root!, ['mcpServers']);
   if (servers && servers.type !== 'object') refuse(servers.offset, '"mcpServers" is not an object');
   const current = servers ? findNodeAtLocation(servers, [name]) : undefined;

@@ -119,8 +119,7 @@ export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number],
   const blockingRetry = base.transitions.find((t) => t.action === 'REVIEW_BLOCKING' && t.when !== null);
   const acceptance = base.effects.find((e) => e.kind === 'run_acceptance');
   if (
-    !vendorField ||
-    vendorField.type !== 'enum' ||
+    vendorField?.type !== 'enum' ||
     !reviewerField ||
     reviewerField.type !== 'enum' ||
     attempts?.type !== 'int' ||

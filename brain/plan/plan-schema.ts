@@ -23,7 +23,7 @@ import { z } from 'zod';
 import { parseDocument, LineCounter } from 'yaml';
 import { PollyError } from '../core/errors.js';
 import type { PlanTaskSpec } from '../registry/registry-schema.js';
-import { HARNESSES, PURPOSES, type Harness, type Purpose } from '../core/vocabulary.js';
+import { HARNESSES, PURPOSES } from '../core/vocabulary.js';
 
 /** A task key: short, lowercase, usable in branch names (`polly/<plan>-<key>`). */
 export const TASK_KEY_RE = /^[a-z0-9][a-z0-9-]{0,30}$/;

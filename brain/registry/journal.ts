@@ -23,7 +23,7 @@ export interface JournalTail {
  * @throws PollyError `registry_corrupt` when the last complete line is not a journal entry.
  */
 export async function readJournalTail(path: string): Promise<JournalTail> {
-  let handle;
+  let handle: Awaited<ReturnType<typeof open>>;
   try {
     handle = await open(path, 'r');
   } catch (error) {

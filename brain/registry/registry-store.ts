@@ -195,7 +195,7 @@ async function describeBackup(backup: string): Promise<{ exists: boolean; loads:
   } catch {
     return { exists: false, loads: false, summary: `No backup exists at ${backup}.` };
   }
-  let parsed;
+  let parsed: ReturnType<typeof parseRegistryText> | { problem: string };
   try {
     parsed = parseRegistryText(text, backup);
   } catch (error) {

@@ -219,7 +219,7 @@ async function finish(ctx: TaskToolContext, reviewer: Harness, round: number, fi
   if (findings.blocking.length === 0) {
     await ctx.store.update((draft) => {
       const t = draft.tasks[ctx.task.id];
-      if (t && t.feedback) t.feedback = null;
+      if (t?.feedback) t.feedback = null;
     });
     return { outcome: 'ok', note: `review round ${round} by ${reviewer}: ${counts}${reused ? ' (recorded earlier)' : ''}` };
   }

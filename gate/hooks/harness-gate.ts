@@ -9,7 +9,7 @@
  */
 import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { PollyError } from '../../brain/core/errors.js';
 import { gateHooksDistDir } from '../../brain/core/install-paths.js';
 import type { GateRuntimeConfig } from './hook-runtime.js';
@@ -101,7 +101,7 @@ export async function prepareGate(harness: GateHarnessName, options: PrepareGate
 export function prepareGateSync(harness: GateHarnessName, options: PrepareGateOptions): PreparedGate {
   const stateDir = resolve(options.stateDir);
   for (const [k, v] of Object.entries({ repoRoot: options.context.repoRoot, worktree: options.context.worktree, home: options.context.home })) {
-    if (!v || !v.startsWith('/')) throw new PollyError('bad_input', `prepareGate: context.${k} must be an absolute path, got ${JSON.stringify(v)}`);
+    if (!v?.startsWith('/')) throw new PollyError('bad_input', `prepareGate: context.${k} must be an absolute path, got ${JSON.stringify(v)}`);
   }
   if (harness !== 'claude-code' && harness !== 'codex' && harness !== 'pi')
     throw new PollyError('bad_input', `prepareGate: unknown harness ${JSON.stringify(harness)} (claude-code, codex or pi)`);

@@ -267,7 +267,7 @@ export function renderCodexStep(step: Exclude<Step, { finish: string }>, tools: 
     const current = readWorkspaceFile(cwd, path);
     const call = patchCall(updateFilePatch(path, current, old, replacement), tools);
     if (call) return call;
-    if (current !== null && current.includes(old)) {
+    if (current?.includes(old)) {
       return shellCall(writeViaShell(path, current.replace(old, replacement)), tools) ?? missing('an edit step');
     }
     return shellCall(`grep -qF -- ${shellQuote(old)} ${shellQuote(path)}`, tools) ?? missing('an edit step');

@@ -109,7 +109,7 @@ export function parseModelScript(text: string, source = '<script>'): ModelScript
     s.match ??= {};
     s.turns.forEach((t, j) => {
       if (!t || !Array.isArray(t.steps)) throw new Error(`${source}: sessions[${i}].turns[${j}] needs "steps:" (a list)`);
-      t.steps.forEach((step, k) => checkStep(step, `${source}: sessions[${i}].turns[${j}].steps[${k}]`));
+      for (const [k, step] of t.steps.entries()) checkStep(step, `${source}: sessions[${i}].turns[${j}].steps[${k}]`);
     });
   });
   return { sessions };

@@ -83,7 +83,7 @@ describe('after merge (watchMerges, one pass)', () => {
   }, 60_000);
 
   test('local forge: two commits squashed, then another commit on main edits the same lines → task done, worktree removed after backup; an unmerged PR on the same file stays open', async () => {
-    const lines10 = Array.from({ length: 10 }, (_, i) => `line ${i}`).join('\n') + '\n';
+    const lines10 = `${Array.from({ length: 10 }, (_, i) => `line ${i}`).join('\n')}\n`;
     const s = createPrStepSetting({ 'README.md': '# calc\n', 'src/a.js': lines10, 'src/b.js': 'b\n' });
     const forge = createLocalForge({ repoRoot: s.repo.dir, store: s.store });
     const runner = toolRunner(s, { forge, supervisor: noAgents, config: testConfig(null), agentEnv: {} });

@@ -5,7 +5,6 @@
  * own test. Real git worktrees, the real node test runner, the real CLI.
  */
 import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createGitRunner } from '../../workers/git/git.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';

@@ -158,7 +158,7 @@ export function createGitRunner(options: GitRunnerOptions = {}): GitRunner {
         // Either git is missing or cwd does not exist; say which.
         throw new PollyError(
           'git_failed',
-          `cannot run ${command} in ${call.cwd}: ${r.originalMessage ?? r.shortMessage}. ` + `Check that git is installed and on PATH and that the directory exists.`,
+          `cannot run ${command} in ${call.cwd}: ${r.originalMessage ?? r.shortMessage}. Check that git is installed and on PATH and that the directory exists.`,
           { cause: r, details: { command, cwd: call.cwd, exitCode: null, stderr, timedOut: false } },
         );
       }

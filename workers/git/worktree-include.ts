@@ -53,7 +53,7 @@ export async function copyWorktreeIncludes(options: CopyWorktreeIncludesOptions)
   // check-ignore exits 1 when none of the paths is ignored.
   const ignored = await git.run(['check-ignore', '-z', '--stdin'], {
     cwd: repoRoot,
-    input: candidates.join('\0') + '\0',
+    input: `${candidates.join('\0')}\0`,
     okExitCodes: [1],
   });
   for (const rel of splitZ(ignored.stdout)) {

@@ -242,7 +242,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       if (!existsSync(options.repoRoot)) {
         throw new PollyError('not_a_git_repo', `repository root ${options.repoRoot} does not exist; pass the path of a git checkout`);
       }
-      let out;
+      let out: Awaited<ReturnType<GitRunner['run']>>;
       try {
         out = await git.run(['rev-parse', '--path-format=absolute', '--show-toplevel', '--git-common-dir'], { cwd: options.repoRoot });
       } catch (error) {

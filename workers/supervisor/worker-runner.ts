@@ -152,7 +152,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
   try {
     const spec = JSON.parse(readFileSync(specPath, 'utf8')) as WorkerSpec;
     timer = setInterval(beat, Math.max(50, spec.heartbeatMs || 2000));
-    let adapter;
+    let adapter: ReturnType<typeof createAgentAdapter>;
     try {
       adapter = createAgentAdapter(spec.harness, spec.config, { model: spec.model });
     } catch (error) {

@@ -28,7 +28,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { PollyError } from '../../brain/core/errors.js';
 import { workerRunnerPath } from '../../brain/core/install-paths.js';
 import type { WorkerSupervisor, WorkerTurnRequest, WorkerTurnResult } from '../worker-turn.js';
@@ -165,7 +164,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
   /** Hand `specPath` (and the env) to the standby runner; its pid, or 0 when there is none. */
   const claimStandby = (files: WorkerFiles, env: Record<string, string>): number => {
     const s = standbys.shift();
-    if (!s || !s.child.pid || s.child.exitCode !== null || !s.child.stdin?.writable) return 0;
+    if (!s?.child.pid || s.child.exitCode !== null || !s.child.stdin?.writable) return 0;
     writeFileSync(join(files.dir, 'runner.tag'), `${s.tag}\n`);
     writeFileSync(files.log, `[polly] this turn runs in standby runner ${s.tag} (pid ${s.child.pid}); its stdout/stderr go to ${join(stateRoot, 'standby.log')}\n`, { flag: 'a' });
     s.child.stdin.end(`${JSON.stringify({ specPath: files.spec, env })}\n`);

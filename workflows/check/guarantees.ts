@@ -90,7 +90,7 @@ export function withPollyGuarantees(wf: Workflow, policy: GuaranteePolicy): Work
     const drafts = kindsWithTools(task.effects, ['open_draft_pr']);
     const ready = kindsWithTools(task.effects, ['open_pr', 'mark_ready']);
     const reviews = kindsWithTools(task.effects, ['dispatch_review']);
-    [...drafts, ...ready, ...reviews].forEach((k) => owned.add(k));
+    for (const k of [...drafts, ...ready, ...reviews]) owned.add(k);
     const reset = task.invalidated_by.length ? ref(task.invalidated_by) : null;
     if (drafts.length) {
       added.push({

@@ -7,7 +7,7 @@
  * Action data is an Int32Array in the action's field order. The checker appends one slot per
  * monitor automaton after the workflow slots (see `monitors.ts`).
  */
-import { ExpressionInFieldError, compileExpression, guardAtoms, type Compiled, type ExprType, type Symbol } from '../expression.js';
+import { ExpressionInFieldError, compileExpression, guardAtoms, type Compiled, type ExprType, type Symbol as ExprSymbol } from '../expression.js';
 import { compileMonitors, type MonitorModel, type MonitorOp } from './monitors.js';
 import type { Domain, Value, Workflow } from '../workflow-schema.js';
 
@@ -136,7 +136,7 @@ export function compileModel(wf: Workflow): Model {
 
   const resolverFor =
     (action: CompiledAction | null) =>
-    (name: string): Symbol | null => {
+    (name: string): ExprSymbol | null => {
       if (name.startsWith('data.')) {
         if (!action) return null;
         const f = action.fields.findIndex((x) => x.name === name.slice(5));
@@ -145,7 +145,7 @@ export function compileModel(wf: Workflow): Model {
       const s = slotOf.get(name);
       return s === undefined ? null : { where: 'v', index: s, type: slots[s]!.type };
     };
-  const compileAt = (path: string, src: string, resolve: (n: string) => Symbol | null, expected: ExprType): Compiled => {
+  const compileAt = (path: string, src: string, resolve: (n: string) => ExprSymbol | null, expected: ExprType): Compiled => {
     try {
       return compileExpression(src, resolve, expected);
     } catch (e) {

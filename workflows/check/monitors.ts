@@ -108,7 +108,7 @@ export function compileMonitors(source: MonitorSource, compileWhen: (path: strin
     if (inv.scope.kind === 'between') refs.push({ ref: inv.scope.between, role: ROLE_OPEN, bit: 0, path: `${base}.scope.between` });
     if (inv.pattern === 'requires_before') {
       if (inv.reset_by) refs.push({ ref: inv.reset_by, role: ROLE_RESET, bit: 0, path: `${base}.${field}.reset_by` });
-      inv.requires.forEach((r, bit) => refs.push({ ref: r, role: ROLE_REQUIRE, bit, path: `${base}.${field}.requires[${bit}]` }));
+      for (const [bit, r] of inv.requires.entries()) refs.push({ ref: r, role: ROLE_REQUIRE, bit, path: `${base}.${field}.requires[${bit}]` });
     }
     refs.push({ ref: inv.event, role: ROLE_TRIGGER, bit: 0, path: inv.pattern === 'never' ? `${base}.never` : `${base}.${field}.event` });
     if (inv.pattern === 'eventually_after') refs.push({ ref: inv.then, role: ROLE_THEN, bit: 0, path: `${base}.${field}.then` });

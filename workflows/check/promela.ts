@@ -14,7 +14,7 @@
  * Spin cannot express "a terminal state stays reachable" (a CTL property); the `terminates`
  * LTL property subsumes it for workflows that declare it (all of Polly's do).
  */
-import { expressionToPromela, type Symbol } from '../expression.js';
+import { expressionToPromela, type Symbol as ExprSymbol } from '../expression.js';
 import { compileModel, type CompiledTransition, type Model } from './model.js';
 import { ROLE_CLOSE, ROLE_OPEN, ROLE_REQUIRE, ROLE_RESET, ROLE_THEN, ROLE_TRIGGER, type MonitorModel } from './monitors.js';
 import type { Workflow } from '../workflow-schema.js';
@@ -38,7 +38,7 @@ export function toPromela(wf: Workflow, options: PromelaOptions = {}): string {
     if (i === 0) return;
     put(`${ptype(s.min, s.max)} v_${s.name} = ${model.initial[i]}; /* ${s.type.kind === 'enum' ? s.type.values.map((v, k) => `${k}=${v}`).join(' ') : s.type.kind} */`);
   });
-  model.monitors.forEach((m) => put(`byte mon${m.index} = ${m.initial}; /* ${m.name} */`));
+  for (const m of model.monitors) put(`byte mon${m.index} = ${m.initial}; /* ${m.name} */`);
   put('bit wf_done = 0;');
   const maxSets = Math.max(0, ...model.transitions.map((t) => t.sets.length));
   for (let k = 0; k < maxSets; k++) put(`hidden int t${k};`);
@@ -80,16 +80,16 @@ function ptype(min: number, max: number): string {
   return 'int';
 }
 
-function fromCheck(model: Model, t: CompiledTransition): string {
+function fromCheck(_model: Model, t: CompiledTransition): string {
   const states = Array.from(t.fromMask)
     .map((x, i) => (x ? i : -1))
     .filter((i) => i >= 0);
   return states.length ? `(${states.map((s) => `ctl == ${s}`).join(' || ')})` : '0';
 }
 
-function renamer(model: Model, t: CompiledTransition, d: Int32Array): { resolve: (n: string) => Symbol | null; rename: (n: string) => string } {
+function renamer(model: Model, t: CompiledTransition, d: Int32Array): { resolve: (n: string) => ExprSymbol | null; rename: (n: string) => string } {
   const a = model.actions[t.action]!;
-  const resolve = (name: string): Symbol | null => {
+  const resolve = (name: string): ExprSymbol | null => {
     if (name.startsWith('data.')) {
       const f = a.fields.findIndex((x) => x.name === name.slice(5));
       return f < 0 ? null : { where: 'd', index: f, type: a.fields[f]!.type };
@@ -137,7 +137,7 @@ function body(model: Model, t: CompiledTransition, d: Int32Array): string[] {
     });
   }
   if (t.to >= 0) out.push(`ctl = ${t.to};`);
-  setEntries.forEach(([name], k) => out.push(`${rename(name)} = t${k};`));
+  for (const [k, [name]] of setEntries.entries()) out.push(`${rename(name)} = t${k};`);
   if (t.emitNames.length) out.push(`/* emit ${t.emitNames.join(', ')} */`);
   for (const op of t.monitorOps) {
     const m = model.monitors[op.monitor]!;
@@ -148,7 +148,7 @@ function body(model: Model, t: CompiledTransition, d: Int32Array): string[] {
   return out;
 }
 
-function eventWhen(model: Model, m: MonitorModel, role: number, bit: number): string | null {
+function eventWhen(_model: Model, m: MonitorModel, role: number, bit: number): string | null {
   const inv = m.invariant;
   if (role === ROLE_OPEN) return inv.scope.kind === 'after' ? inv.scope.after.when : inv.scope.kind === 'between' ? inv.scope.between.when : null;
   if (role === ROLE_CLOSE) return inv.scope.kind === 'between' ? inv.scope.until.when : null;

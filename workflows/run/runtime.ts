@@ -204,7 +204,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
 
   function entryFor(run: RunRecord): LibraryEntry & { workflow: Workflow } {
     const e = library.get(run.workflow);
-    if (!e || !e.workflow) {
+    if (!e?.workflow) {
       throw new PollyError(
         'not_found',
         `run ${run.id} belongs to workflow ${JSON.stringify(run.workflow)}, which this server's library does not hold (${library
