@@ -19,6 +19,7 @@ import { withPollyGuarantees } from '../../workflows/check/guarantees.js';
 import { loadWorkflow } from '../../workflows/load-workflow.js';
 import { toPromela } from '../../workflows/check/promela.js';
 import { checkRunTrace } from '../process/trace-check.js';
+import { openRunStore } from '../registry/run-storage.js';
 import { openRepoContext } from './repo-context.js';
 
 export const command: Command = {
@@ -52,7 +53,13 @@ run id or arguments.`,
         });
       }
       const ctx = await openRepoContext(io.cwd, io.env);
-      const verdict = await checkRunTrace(ctx.store, ctx.config, values.run);
+      const runs = await openRunStore(ctx.repo.pollyDir, ctx.store);
+      let verdict: Awaited<ReturnType<typeof checkRunTrace>>;
+      try {
+        verdict = await checkRunTrace(ctx.store, runs.store, ctx.config, values.run);
+      } finally {
+        await runs.store.close();
+      }
       if (values.json) writeJson(io.stdout, verdict);
       else io.stdout.write(`${verdict.line}\n`);
       return verdict.conforms ? 0 : 1;

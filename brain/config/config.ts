@@ -347,6 +347,8 @@ export interface RenderConfigOptions {
   acceptanceCommands?: string[];
   /** `worktrees.setup` to write instead of the default (null for none). */
   setup?: string | null;
+  /** `worktrees.setup_network` to write instead of the default (an installing setup needs the network). */
+  setupNetwork?: boolean;
   /**
    * Where the config's JSON Schema is (a path relative to the config file, an absolute path or a
    * URL): written as the first line, `# yaml-language-server: $schema=<ref>`, the inline form the
@@ -364,6 +366,7 @@ export function renderDefaultConfig(options: RenderConfigOptions = {}): string {
   const value = structuredClone(DEFAULT_CONFIG);
   if (options.acceptanceCommands) value.acceptance.commands = [...options.acceptanceCommands];
   if (options.setup !== undefined) value.worktrees.setup = options.setup;
+  if (options.setupNetwork !== undefined) value.worktrees.setup_network = options.setupNetwork;
   const doc = new Document(value);
   doc.commentBefore = [
     ' Polly configuration (written by "polly init"; edit freely, then run "polly status").',

@@ -11,7 +11,8 @@ import { PollyError } from '../core/errors.js';
 import { createPlanLibrary } from '../plan/plan-library.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { Registry } from '../registry/registry-schema.js';
-import type { RunJournalEntry } from '../../workflows/run/run-store.js';
+import type { RunRecord } from '../../workflows/run/run-records.js';
+import type { RunJournalEntry, RunStore } from '../../workflows/run/run-store.js';
 
 /** Validates runs of one registry snapshot; plan workflows are compiled and checked once per plan. */
 export interface TraceChecker {
@@ -22,24 +23,25 @@ export interface TraceChecker {
 }
 
 /**
- * A checker over `reg` (the registry) and `journal` (its journal), with the Brain's library
- * rebuilt from `config` (see the module doc).
+ * A checker over `reg` (the registry: plans and tasks), `runs` (the runs, from the run store) and
+ * `journal` (the run store's journal), with the Brain's library rebuilt from `config` (see the module doc).
  */
-export function createTraceChecker(reg: Registry, journal: RunJournalEntry[], config: PollyConfig): TraceChecker {
+export function createTraceChecker(reg: Registry, runList: RunRecord[], journal: RunJournalEntry[], config: PollyConfig): TraceChecker {
+  const runs: Record<string, RunRecord> = Object.fromEntries(runList.map((r) => [r.id, r]));
   const base = createWorkflowLibrary(builtinWorkflowDirs(), { policy: { maxDispatchesPerTurn: config.policies.spawn_bounds.max_dispatches_per_turn } });
   const library = createPlanLibrary(base, config);
   return {
     runIds: () =>
-      Object.values(reg.runs)
+      Object.values(runs)
         .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
         .map((r) => r.id),
     check(runId) {
-      const run = reg.runs[runId];
+      const run = runs[runId];
       if (!run) {
-        const known = Object.keys(reg.runs).slice(0, 10);
+        const known = Object.keys(runs).slice(0, 10);
         throw new PollyError(
           'bad_input',
-          `no workflow run ${JSON.stringify(runId)} in this repository's registry. Known runs: ${known.join(', ') || 'none'}${Object.keys(reg.runs).length > 10 ? ', …' : ''}. "polly status --json" lists them.`,
+          `no workflow run ${JSON.stringify(runId)} in this repository's run store. Known runs: ${known.join(', ') || 'none'}${Object.keys(runs).length > 10 ? ', …' : ''}. "polly status --json" lists them.`,
           { details: { run: runId } },
         );
       }
@@ -65,6 +67,7 @@ export function createTraceChecker(reg: Registry, journal: RunJournalEntry[], co
  * @throws PollyError `bad_input` for an unknown run id, or a run whose workflow Polly cannot rebuild
  *   (a run of an MCP area served from other workflow directories); `lock_timeout`, `registry_corrupt`.
  */
-export async function checkRunTrace(store: RegistryStore, config: PollyConfig, runId: string): Promise<TraceVerdict> {
-  return createTraceChecker(await store.read(), await store.journal(), config).check(runId);
+export async function checkRunTrace(store: RegistryStore, runStore: RunStore, config: PollyConfig, runId: string): Promise<TraceVerdict> {
+  const run = await runStore.getRun(runId);
+  return createTraceChecker(await store.read(), run ? [run] : await runStore.listRuns(), run ? await runStore.journal(0, { run: runId }) : [], config).check(runId);
 }

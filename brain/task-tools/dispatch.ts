@@ -21,7 +21,7 @@ import type { PollyConfig } from '../config/config-schema.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
 import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-step.js';
-import { sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
+import { ownGitAdminDir, sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
 import { POLLY_COMMITS_LINE } from '../../workers/git/git-policy.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
@@ -251,7 +251,10 @@ export const dispatch: TaskTool = async (ctx) => {
     await reassertGuardFailure(ctx, violation);
     return guardFailure(violation);
   }
-  const refused = turnRefusals(result.events ?? []);
+  const refused = turnRefusals(
+    result.events ?? [],
+    [ownGitAdminDir(task.worktree)].filter((d): d is string => d !== null),
+  );
   if (refused.length > 0) return sandboxRefusalFailure(ctx, `the ${task.worker} implementer turn`, refused);
   if (outcome.outcome !== 'ok' || (await worktreeChanged(task))) return outcome;
   await ctx.store.update((draft, tx) => {

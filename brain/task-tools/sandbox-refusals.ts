@@ -15,15 +15,37 @@ import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import type { RefGuardContext } from './ref-guard-step.js';
 import type { TaskToolOutcome } from './types.js';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 
 const EROFS = /read-only file system/i;
 
-/** The distinct lines (≤ 300 characters each, at most `max`) that carry a sandbox refusal. Pure. */
-export function refusalLines(texts: readonly string[], max = 5): string[] {
+/**
+ * The task's own git admin dir (`<common git dir>/worktrees/<name>`, from the worktree's `.git`
+ * file), or null. An agent's own `git add`/`git commit` in its worktree fails there (Polly is the
+ * only writer of git metadata and commits what the agent leaves): that refusal is benign, not an
+ * attempt on anything outside the task.
+ */
+export function ownGitAdminDir(worktree: string | null): string | null {
+  if (!worktree) return null;
+  try {
+    const m = /^gitdir: (.+)$/m.exec(readFileSync(join(worktree, '.git'), 'utf8'));
+    return m?.[1] ? resolve(worktree, m[1].trim()) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The distinct lines (≤ 300 characters each, at most `max`) that carry a sandbox refusal, minus
+ * those about a path under one of `benign` (the task's own git admin dir). Pure.
+ */
+export function refusalLines(texts: readonly string[], max = 5, benign: readonly string[] = []): string[] {
   const out: string[] = [];
   for (const text of texts) {
     for (const line of text.split('\n')) {
       if (!EROFS.test(line)) continue;
+      if (benign.some((dir) => line.includes(`${dir}/`))) continue;
       const l = line.trim().slice(0, 300);
       if (!out.includes(l)) out.push(l);
       if (out.length >= max) return out;
@@ -32,9 +54,13 @@ export function refusalLines(texts: readonly string[], max = 5): string[] {
   return out;
 }
 
-/** The refusal lines in an agent turn's tool results. Pure. */
-export function turnRefusals(events: readonly AgentEvent[]): string[] {
-  return refusalLines(events.flatMap((e) => (e.type === 'tool_result' ? [e.output] : [])));
+/** The refusal lines in an agent turn's tool results, minus those under `benign` dirs. Pure. */
+export function turnRefusals(events: readonly AgentEvent[], benign: readonly string[] = []): string[] {
+  return refusalLines(
+    events.flatMap((e) => (e.type === 'tool_result' ? [e.output] : [])),
+    5,
+    benign,
+  );
 }
 
 /** The task's reason for refusals seen during `step`. */

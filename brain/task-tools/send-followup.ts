@@ -13,7 +13,7 @@ import { transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskTool } from './types.js';
 import { FINAL_TASK_STATUSES } from '../core/vocabulary.js';
 import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-step.js';
-import { sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
+import { ownGitAdminDir, sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
 
 /** The follow-up prompt: the marker line, then the feedback verbatim. */
 export function followupPrompt(task: Pick<TaskRecord, 'id' | 'purpose' | 'attempts'>, feedback: string): string {
@@ -55,7 +55,10 @@ export const sendFollowup: TaskTool = async (ctx) => {
     await reassertGuardFailure(ctx, violation);
     return guardFailure(violation);
   }
-  const refused = turnRefusals(result.events ?? []);
+  const refused = turnRefusals(
+    result.events ?? [],
+    [ownGitAdminDir(ctx.task.worktree)].filter((d): d is string => d !== null),
+  );
   if (refused.length > 0) return sandboxRefusalFailure(ctx, `the ${task.worker} follow-up turn`, refused);
   return outcome;
 };

@@ -18,7 +18,7 @@
  * - a second Brain for the same repository is refused, naming the first one's pid.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, type PollyConfig } from '../../brain/config/config-schema.js';
@@ -155,7 +155,8 @@ async function startBrain(options: { clock?: () => Date; config?: Partial<PollyC
     pending: () => [...waiting.keys()].sort(),
     stop,
     started,
-    registry: () => ctx.store.read(),
+    // runs live in the run store (.polly/runs), the rest in registry.json: one view for the assertions
+    registry: async () => ({ ...(await ctx.store.read()), runs: Object.fromEntries((await deps.runtime.list({ allAreas: true })).map((r) => [r.id, r])) }),
   };
 }
 
@@ -381,11 +382,20 @@ describe('the Brain process', () => {
     // Rewrite the START step: the journal now says it went straight to testing (same line length,
     // while the Brain waits on the worker).
     await new Promise((r) => setTimeout(r, 2000));
-    const file = join(h.repo.dir, '.polly', 'journal.jsonl');
-    const lines = readFileSync(file, 'utf8').split('\n');
-    const at = lines.findIndex((l) => l.includes('"run.action"') && l.includes(runId) && l.includes('"START"'));
-    lines[at] = lines[at]!.replace('"to":"implementing"', '"to":     "testing"');
-    writeFileSync(file, lines.join('\n'));
+    // The run's journal is in the run store (LMDB, .polly/runs/runs.mdb): another process edits the
+    // stored entry, as a damaged or tampered store would (LMDB is opened once per process).
+    const edit = [
+      "const { open } = require('lmdb');",
+      "const root = open({ path: process.argv[1], noSubdir: true, maxDbs: 8, encoding: 'json' });",
+      "const journal = root.openDB({ name: 'journal', encoding: 'json' });",
+      'let done = 0;',
+      'for (const { key, value } of journal.getRange()) {',
+      "  if (value.kind === 'run.action' && value.data.run === process.argv[2] && value.data.action === 'START') { journal.putSync(key, { ...value, data: { ...value.data, to: 'testing' } }); done++; }",
+      '}',
+      'process.stdout.write(String(done));',
+    ].join('\n');
+    const edited = spawnSync(process.execPath, ['-e', edit, join(h.repo.dir, '.polly', 'runs', 'runs.mdb'), runId], { cwd: process.cwd(), encoding: 'utf8' });
+    expect(edited.stdout, edited.stderr).toBe('1');
     h.release();
     const reg = await until('the task to end', async () => {
       const r = await h.registry();

@@ -108,6 +108,8 @@ describe('polly init in real repositories', () => {
       const config = parseConfig(text, 'config.yaml');
       expect(config.acceptance.commands).toEqual(c.commands);
       expect(config.worktrees.setup).toBe(c.setup);
+      // an installing setup fetches packages: inside the sandbox it gets the network only when the config says so
+      expect(config.worktrees.setup_network).toBe(c.setup !== null);
       expect(commandProblems(repo.dir, config.acceptance.commands)).toEqual([]);
     });
   }

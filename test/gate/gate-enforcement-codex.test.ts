@@ -16,6 +16,7 @@ import { parseModelScript } from '../../scripts/scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
 import { createCodexAdapter } from '../../workers/agents/codex-adapter.js';
 import { createTestRepo, gitTestEnv } from '../helpers/git-repo.js';
+import { repoStateDir } from '../../workers/sandbox/agent-state-dir.js';
 
 const SCRIPT = `
 sessions:
@@ -47,7 +48,7 @@ describe('the gate inside the real codex', () => {
     const gate = await prepareGate('codex', {
       role: 'implement',
       context: { repoRoot: repo.dir, worktree: repo.dir, branch: 'polly/g1', defaultBranch: 'main', home: homedir() },
-      stateDir: join(repo.root, 'state', 'gate'),
+      stateDir: join(repoStateDir(repo.root), 'gate-enforcement-codex', 'gate'),
       journalPath: journal,
     });
     const adapter = createCodexAdapter({
@@ -64,7 +65,8 @@ describe('the gate inside the real codex', () => {
       readOnly: false,
       gate: { args: gate.args, env: gate.env },
       env: { ...(gitTestEnv() as Record<string, string>), POLLY_SCRIPTED_KEY: 'dummy-key' },
-      stateDir: join(repo.root, 'state'),
+      // outside the OS temp dir: codex refuses to start its sandbox helper when CODEX_HOME is under it
+      stateDir: join(repoStateDir(repo.root), 'gate-enforcement-codex'),
       timeoutMs: 60_000,
     }).result;
     expect(r.status, r.message ?? r.stderr).toBe('ok');

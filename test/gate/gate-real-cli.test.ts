@@ -4,7 +4,8 @@
  * plain `git push origin polly/t1`. The first three come back to the model as denials and leave no
  * trace; the plain push is decided `allow` by the gate (and, outside Codex's sandbox, runs).
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { repoStateDir } from '../../workers/sandbox/agent-state-dir.js';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,7 +46,10 @@ afterAll(async () => server?.close());
 async function options(h: string, harness: 'claude-code' | 'codex' | 'pi', env: Record<string, string>): Promise<AgentRunOptions> {
   const repo = repos[h] as TestRepo;
   const wt = join(repo.dir, '.worktrees', 't1');
-  const state = mkdtempSync(join(tmpdir(), `polly-gate-${h}-`));
+  // Outside the OS temp dir, as Polly keeps agent state (workers/sandbox/agent-state-dir.ts): codex
+  // refuses to start its own sandbox helper when CODEX_HOME is under it, and these runs use it.
+  const state = join(repoStateDir(repo.root), `gate-real-cli-${h}`);
+  mkdirSync(state, { recursive: true });
   const gate = await prepareGate(harness, {
     role: 'implement',
     context: { repoRoot: repo.dir, worktree: wt, branch: 'polly/t1', defaultBranch: 'main', home: homedir() },

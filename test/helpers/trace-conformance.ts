@@ -7,14 +7,23 @@
 import { expect } from 'vitest';
 import { openRepoContext } from '../../brain/commands/repo-context.js';
 import { createTraceChecker } from '../../brain/process/trace-check.js';
+import { openRunStore } from '../../brain/registry/run-storage.js';
 import { gitTestEnv } from './git-repo.js';
 
 /** Assert that every run of the repository at `repoDir` conforms; returns how many runs were checked. */
 export async function expectRunsConform(repoDir: string): Promise<number> {
   const ctx = await openRepoContext(repoDir, gitTestEnv());
   const journal = await ctx.store.journal();
-  const checker = createTraceChecker(await ctx.store.read(), journal, ctx.config);
-  const lines = checker.runIds().map((id) => checker.check(id).line);
+  const runs = await openRunStore(ctx.repo.pollyDir, ctx.store);
+  let lines: string[];
+  try {
+    const checker = createTraceChecker(await ctx.store.read(), await runs.store.listRuns(), await runs.store.journal(), ctx.config);
+    lines = checker.runIds().map((id) => checker.check(id).line);
+  } finally {
+    await runs.store.close();
+  }
+  // a conformance check over no run checks nothing: every caller ran at least one workflow
+  expect(lines.length).toBeGreaterThan(0);
   expect(lines.filter((l) => !l.startsWith('conforms:'))).toEqual([]);
   expect(journal.filter((e) => e.kind === 'run.trace_divergence').map((e) => e.data)).toEqual([]);
   return lines.length;
