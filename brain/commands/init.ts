@@ -77,7 +77,9 @@ export function describeDetection(d: ProjectDetection): string[] {
     ];
   }
   const lines = d.ecosystems.map((e) => `polly init: detected ${e.kind} (${e.evidence.join(', ')})${e.notes.map((n) => `; ${n}`).join('')}`);
-  lines.push(`polly init: acceptance.commands: ${JSON.stringify(d.acceptanceCommands)}; worktrees.setup: ${JSON.stringify(d.setup)}${d.setup !== null ? ' (worktrees.setup_network: true, so it can fetch packages inside the sandbox)' : ''}`);
+  lines.push(
+    `polly init: acceptance.commands: ${JSON.stringify(d.acceptanceCommands)}; worktrees.setup: ${JSON.stringify(d.setup)}${d.setup !== null ? ' (worktrees.setup_network: true, so it can fetch packages inside the sandbox)' : ''}`,
+  );
   return lines;
 }
 
@@ -111,7 +113,12 @@ export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promi
     detected = detectProject(repo.root);
     // A detected setup installs dependencies (npm ci, uv sync, …): inside the sandbox it needs the
     // network, which setup commands do not get by default.
-    const text = renderDefaultConfig({ acceptanceCommands: detected.acceptanceCommands, setup: detected.setup, setupNetwork: detected.setup !== null, schemaRef: configSchemaRef(repo.root) });
+    const text = renderDefaultConfig({
+      acceptanceCommands: detected.acceptanceCommands,
+      setup: detected.setup,
+      setupNetwork: detected.setup !== null,
+      schemaRef: configSchemaRef(repo.root),
+    });
     await writeFile(configPath, text, { flag: 'wx' });
     created.push(show(configPath));
   } else {

@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { repoStateDir } from '../../workers/sandbox/agent-state-dir.js';
-import { homedir, tmpdir } from 'node:os';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';

@@ -13,7 +13,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { PollyConfig } from '../../brain/config/config-schema.js';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
