@@ -34,6 +34,7 @@ import { toInboxEvents } from '../mcp/brain-tools.js';
 import type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
 import { brainTurn, failGoal, reapPreviousGoalBrains } from './goal-brains.js';
 import { acquireBrainLock } from './brain-lock.js';
+import type { RunRecord } from '../../workflows/run/run-records.js';
 
 /** How long a finished goal tree stays in registry.json (for `polly status` and `polly goal`'s summary) before the Brain archives it (ms). */
 export const ARCHIVE_AFTER_MS = 24 * 3600 * 1000;
@@ -87,12 +88,15 @@ export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][numbe
   return record;
 }
 
-/** Why nothing more will happen: the registry holds no open goal, no unfinished task and no unfinished plan schedule run. */
-export function isIdle(reg: Registry): boolean {
+/**
+ * Why nothing more will happen: the registry holds no open goal, no unfinished task, and `runs`
+ * (the runtime's runs: they live in the run store, not in registry.json) no unfinished plan schedule run.
+ */
+export function isIdle(reg: Registry, runs: readonly RunRecord[]): boolean {
   const openGoal = Object.values(reg.goals).some((g) => !isGoalFinal(g.status));
   const pendingPlan = Object.values(reg.plans).some((p) => p.gate === 'pending');
   const openTask = Object.values(reg.tasks).some((t) => !FINAL_TASK_STATUSES.has(t.status));
-  const openSchedule = Object.values(reg.runs).some((r) => r.status === 'running' && typeof r.input.plan === 'string' && reg.plans[r.input.plan]?.gate === 'approved');
+  const openSchedule = runs.some((r) => r.status === 'running' && typeof r.input.plan === 'string' && reg.plans[r.input.plan]?.gate === 'approved');
   return !openGoal && !pendingPlan && !openTask && !openSchedule;
 }
 
@@ -240,7 +244,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
       }
 
       reg = await deps.store.read();
-      if (deps.exitWhenIdle && inflight.size === 0 && isIdle(reg)) {
+      if (deps.exitWhenIdle && inflight.size === 0 && isIdle(reg, await deps.runtime.list({ status: 'running' }))) {
         log('[polly] nothing open: the Brain exits');
         break;
       }
@@ -291,6 +295,8 @@ async function createPlanTasks(deps: BrainProcessDeps, reg: Registry, now: () =>
 /** A goal is done when its approved plan's tasks have all reached a final state. */
 async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<void> {
   const reg = await deps.store.read();
+  // Runs live in the run store (.polly/runs), not in registry.json.
+  const runs = await deps.runtime.list();
   const done = Object.values(reg.goals).filter((g) => {
     if (isGoalFinal(g.status)) return false;
     const plans = g.planIds.map((id) => reg.plans[id]).filter((p): p is PlanRecord => Boolean(p));
@@ -299,7 +305,7 @@ async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<v
     if (approved.length === 0) return false;
     // Settled: a final status and its finish recorded (the task.finished/failed event was journaled).
     // …and its schedule run finished (FINISH, its trace validated).
-    const scheduleFinished = (planId: string): boolean => Object.values(reg.runs).some((r) => r.input.plan === planId && r.status === 'finished');
+    const scheduleFinished = (planId: string): boolean => runs.some((r) => r.input.plan === planId && r.status === 'finished');
     return approved.every(
       (p) =>
         scheduleFinished(p.id) &&

@@ -21,7 +21,7 @@ sessions:
       - steps:
           - write: {path: notes/hello.txt, content: "hello\\n"}
           - edit: {path: src/sum.js, old: "a - b", new: "a + b"}
-          - run: "node -e \\"console.log(require('../src/sum.js')(2, 3))\\""
+          - run: "node -e \\"console.log(require('./src/sum.js')(2, 3))\\""
           - finish: "Fixed sum; 2+3 prints 5."
       - steps:
           - run: "echo second-turn > second.txt"
