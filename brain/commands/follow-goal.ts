@@ -17,6 +17,7 @@ import type { GoalRecord, JournalEntry, Registry, TaskRecord } from '../registry
 import { ensureBrain } from '../process/daemon.js';
 import { formatTable } from './table.js';
 import { runLiveView } from './live-view.js';
+import type { RepoContext } from './repo-context.js';
 
 export interface SummaryRow {
   task: string;
@@ -155,6 +156,23 @@ async function ask(io: CommandIO, question: string): Promise<boolean> {
  * Follow a goal until it is done: print progress, answer the plan gate, restart a dead Brain.
  * @returns the goal's final record.
  */
+/**
+ * Follow `goalId` from a repository command (goal, run, resume): {@link followGoal} with the
+ * context's store, config and paths, interactive when stdin is a terminal.
+ * @returns the goal once it is done, failed or cancelled.
+ */
+export function followGoalInRepo(ctx: RepoContext, io: CommandIO, goal: { goalId: string; afterSeq: number; yes: boolean; brainPid: number }): Promise<GoalRecord> {
+  return followGoal({
+    store: ctx.store,
+    config: ctx.config,
+    repoRoot: ctx.repo.root,
+    pollyDir: ctx.repo.pollyDir,
+    ...goal,
+    interactive: Boolean((io.stdin as NodeJS.ReadStream).isTTY),
+    io,
+  });
+}
+
 export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
   const { store, io } = options;
   let cursor = options.afterSeq;

@@ -7,7 +7,7 @@
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command, type CommandIO } from './command.js';
 import { PollyError } from '../core/errors.js';
-import { followGoal, formatSummary, goalSummary } from './follow-goal.js';
+import { followGoalInRepo, formatSummary, goalSummary } from './follow-goal.js';
 import { decidePlan } from '../plan/plan-gate.js';
 import { ensureBrain } from '../process/daemon.js';
 import { reconcileDeadBrain, resumablePlans } from '../process/resume.js';
@@ -28,19 +28,7 @@ export async function followExisting(ctx: RepoContext, planId: string, goalId: s
     else writeLine(io.stdout, `plan ${planId} resumed (Brain pid ${brain.pid}); follow with polly status`);
     return 0;
   }
-  const interactive = Boolean((io.stdin as NodeJS.ReadStream).isTTY);
-  const final = await followGoal({
-    store: ctx.store,
-    config: ctx.config,
-    repoRoot: ctx.repo.root,
-    pollyDir: ctx.repo.pollyDir,
-    goalId,
-    afterSeq,
-    yes,
-    interactive,
-    io,
-    brainPid: brain.pid,
-  });
+  const final = await followGoalInRepo(ctx, io, { goalId, afterSeq, yes, brainPid: brain.pid });
   const rows = goalSummary(await ctx.store.read(), goalId, await ctx.store.journal());
   if (json) writeJson(io.stdout, { plan: planId, goal: goalId, status: final.status, tasks: rows });
   else for (const l of formatSummary(rows)) writeLine(io.stdout, l);

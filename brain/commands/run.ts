@@ -8,7 +8,7 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { createGoal } from '../registry/goal-record.js';
-import { followGoal, formatSummary, goalSummary } from './follow-goal.js';
+import { followGoalInRepo, formatSummary, goalSummary } from './follow-goal.js';
 import { ensureBrain } from '../process/daemon.js';
 import { proposePlan } from '../plan/plan-gate.js';
 import { parsePlanFile } from '../plan/plan-schema.js';
@@ -111,19 +111,7 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired or a task failed; 2
       else writeLine(io.stdout, `${proposed.line}\nplan ${proposed.planId} waits for approval (polly plan approve ${proposed.planId}); follow with polly status`);
       return 0;
     }
-    const interactive = Boolean((io.stdin as NodeJS.ReadStream).isTTY);
-    const final = await followGoal({
-      store: ctx.store,
-      config: ctx.config,
-      repoRoot: ctx.repo.root,
-      pollyDir: ctx.repo.pollyDir,
-      goalId: goal.id,
-      afterSeq: seq,
-      yes: Boolean(values.yes),
-      interactive,
-      io,
-      brainPid: brain.pid,
-    });
+    const final = await followGoalInRepo(ctx, io, { goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), brainPid: brain.pid });
     const reg = await ctx.store.read();
     const rows = goalSummary(reg, goal.id, await ctx.store.journal());
     if (values.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: final.id, status: final.status, tasks: rows });
