@@ -120,11 +120,14 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
   const inflight = new Map<string, Promise<void>>();
   const goalBrains = new Map<string, { brain: GoalBrain; busy: boolean; cursor: number }>();
   const scheduleMemory: ScheduleMemory = new Map();
+  // A level-triggered wake-up: work that ends while the loop body runs sets `woken`, so the next
+  // sleep is skipped instead of lost (run-store steps do not move the registry journal, so a lost
+  // poke would cost a whole 5 s timeout per step).
+  let woken = false;
   let wake: () => void = () => {};
-  let wakePromise = new Promise<void>((r) => (wake = r));
   const poke = () => {
+    woken = true;
     wake();
-    wakePromise = new Promise<void>((r) => (wake = r));
   };
 
   const previous = await claimBrain(deps.store, now);
@@ -152,6 +155,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
   try {
     for (;;) {
       if (deps.signal?.aborted) break;
+      woken = false;
       await expirePlanAsks(deps.store, deps.config, now());
       let reg = await deps.store.read();
 
@@ -249,7 +253,9 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
         break;
       }
       // Sleep until the journal moves, in-flight work ends, or a timer is due.
-      const entries = await Promise.race([deps.store.waitForJournal(cursor, 5000, deps.signal), wakePromise.then(() => [] as const)]);
+      if (woken) continue;
+      const wakeUp = new Promise<readonly []>((r) => (wake = () => r([])));
+      const entries = await Promise.race([deps.store.waitForJournal(cursor, 5000, deps.signal), wakeUp]);
       if (entries.length) cursor = entries[entries.length - 1]!.seq;
     }
   } catch (error) {
