@@ -45,10 +45,15 @@ export const TASK_STATUSES = [
   'agent_missing',
   'agent_exited',
   'blocked_on_prompt',
+  'parked',
 ] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
-/** Statuses after which no worker runs for the task (it may still be carried by the forge: `ready`). */
+/**
+ * Statuses after which no worker runs for the task (it may still be carried by the forge: `ready`).
+ * `parked`: stopped on purpose with its work kept (a budget reached, fix rounds exhausted); a human
+ * decides what next.
+ */
 export const FINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>([
   'ready',
   'merged',
@@ -58,6 +63,7 @@ export const FINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>(
   'agent_missing',
   'agent_exited',
   'blocked_on_prompt',
+  'parked',
 ]);
 
 /** Statuses of a task that satisfy a dependant's `depends_on`. */

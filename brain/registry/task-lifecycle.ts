@@ -10,7 +10,8 @@
  * - the active statuses (`dispatched` … `reviewing`) move freely among themselves as the task's
  *   workflow calls its tools, and end in `ready`, `done` (read-only work), a failure or `cancelled`;
  *   a human may merge the draft PR at any point once it exists (`merged`).
- * - the stopped statuses (`failed`, `agent_missing`, `agent_exited`, `blocked_on_prompt`) may be
+ * - the stopped statuses (`failed`, `agent_missing`, `agent_exited`, `blocked_on_prompt`, `parked`:
+ *   stopped on purpose with its work kept, e.g. a budget reached) may be
  *   retried by the workflow (back to an active status), cancelled, or merged by a human.
  * - `ready` → `merged` (a human merged the PR) → `done`; a run that ends otherwise still fails or
  *   cancels them.
@@ -23,7 +24,7 @@ import { PollyError } from '../core/errors.js';
 import type { TaskStatus } from '../core/vocabulary.js';
 
 const ACTIVE: readonly TaskStatus[] = ['dispatched', 'running', 'checking', 'fixing', 'green', 'pr_open', 'reviewing'];
-const STOPPED: readonly TaskStatus[] = ['failed', 'agent_missing', 'agent_exited', 'blocked_on_prompt'];
+const STOPPED: readonly TaskStatus[] = ['failed', 'agent_missing', 'agent_exited', 'blocked_on_prompt', 'parked'];
 const FROM_ACTIVE: readonly TaskStatus[] = [...ACTIVE, 'ready', 'merged', 'done', ...STOPPED, 'cancelled'];
 const FROM_STOPPED: readonly TaskStatus[] = [...ACTIVE, 'merged', ...STOPPED, 'cancelled'];
 
@@ -41,6 +42,7 @@ export const TASK_TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]
   agent_missing: FROM_STOPPED,
   agent_exited: FROM_STOPPED,
   blocked_on_prompt: FROM_STOPPED,
+  parked: FROM_STOPPED,
   ready: ['merged', 'failed', 'cancelled'],
   merged: ['done', 'failed', 'cancelled'],
   done: [],
