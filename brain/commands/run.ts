@@ -90,7 +90,9 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired or a task failed; 2
           acceptance: t.acceptance,
           depends_on: t.dependsOn,
           ...(plan.batches[t.key] !== undefined ? { batch: plan.batches[t.key] } : {}),
+          ...(t.budget !== undefined ? { budget: t.budget } : {}),
         })),
+        ...(plan.budgets ? { budgets: plan.budgets } : {}),
       },
       { goalId: goal.id, source: path },
     );

@@ -46,6 +46,27 @@ export interface PollyConfig {
     /** The Brain's own model (Claude). */
     model: string | null;
   };
+  /**
+   * Hard budgets (brain/plan/budgets.ts): a worker that reaches one is stopped between tool calls,
+   * its work backed up, its task parked. A plan may override both (`budgets`), a plan task its own
+   * (`budget`). null: no limit.
+   */
+  budgets: { per_task: Budget | null; per_goal: Budget | null };
+  /** Where Polly tells a human that something needs them or closed (brain/notify/). */
+  notifications: {
+    /** Slack-compatible incoming webhook: `{text, blocks}` is POSTed here; null for none. */
+    webhook_url: string | null;
+    /** Desktop notifications (notify-send on Linux, osascript on macOS) where available. */
+    desktop: boolean;
+    /** Milliseconds one webhook attempt may take (3 attempts in all). */
+    timeout_ms: number;
+  };
+}
+
+/** A spending limit: USD (as the agents report cost) and/or tokens (input incl. cache + output). */
+export interface Budget {
+  usd?: number | null;
+  tokens?: number | null;
 }
 
 /** The defaults written by `polly init` (with comments) and used for any missing key. */
@@ -71,4 +92,6 @@ export const DEFAULT_CONFIG: PollyConfig = {
   worktrees: { setup: null, setup_network: false },
   forge: { kind: 'auto', github: { base_url: null } },
   brain: { model: 'claude-sonnet-4-5' },
+  budgets: { per_task: null, per_goal: null },
+  notifications: { webhook_url: null, desktop: true, timeout_ms: 5000 },
 };

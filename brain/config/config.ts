@@ -22,6 +22,8 @@ export type Spec =
   | { t: 'record'; keys: readonly string[]; of: Spec }
   | { t: 'string' }
   | { t: 'int'; min: number; max?: number }
+  /** A number (not only integers) greater than `gt`. */
+  | { t: 'number'; gt: number }
   | { t: 'bool' }
   | { t: 'enum'; values: readonly string[] }
   | { t: 'list'; of: Spec }
@@ -31,6 +33,9 @@ export type Spec =
 const str: Spec = { t: 'string' };
 const nullableStr: Spec = { t: 'nullable', of: str };
 const int = (min: number, max?: number): Spec => (max === undefined ? { t: 'int', min } : { t: 'int', min, max });
+
+/** A budget: `{usd?, tokens?}` (brain/config/config-schema.ts `Budget`), or null for no limit. */
+const BUDGET_SPEC: Spec = { t: 'nullable', of: { t: 'object', fields: { usd: { t: 'nullable', of: { t: 'number', gt: 0 } }, tokens: { t: 'nullable', of: int(1) } } } };
 
 /** The accepted shape of config.yaml. */
 export const CONFIG_SPEC: Spec = {
@@ -90,6 +95,8 @@ export const CONFIG_SPEC: Spec = {
       fields: { kind: { t: 'enum', values: ['auto', 'local', 'github'] }, github: { t: 'object', fields: { base_url: nullableStr } } },
     },
     brain: { t: 'object', fields: { model: nullableStr } },
+    budgets: { t: 'object', fields: { per_task: BUDGET_SPEC, per_goal: BUDGET_SPEC } },
+    notifications: { t: 'object', fields: { webhook_url: nullableStr, desktop: { t: 'bool' }, timeout_ms: int(100, 120_000) } },
   },
 };
 
@@ -144,6 +151,19 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'forge.github.base_url': 'API base URL for GitHub Enterprise (e.g. https://ghe.example.com/api/v3); null for github.com.',
   brain: 'The Brain: the LLM session that plans and integrates and never writes business code.',
   'brain.model': "The Brain's own (Claude) model; null lets the SDK choose.",
+  budgets:
+    'Hard budgets. A worker that reaches one is stopped between tool calls, its work kept in a backup ref,\nits task parked (polly status says why). A plan may set its own (budgets), a plan task its own (budget).',
+  'budgets.per_task': 'null (no limit), or {usd: N, tokens: N} (either or both) for each task: all its turns, reviews included.',
+  'budgets.per_task.usd': 'USD as the agents report it (codex reports no cost: only a token limit stops it).',
+  'budgets.per_task.tokens': 'Input (cache included) plus output tokens.',
+  'budgets.per_goal': 'null (no limit), or {usd: N, tokens: N} for all tasks of a goal (of a polly run plan) together.',
+  'budgets.per_goal.usd': 'USD as the agents report it.',
+  'budgets.per_goal.tokens': 'Input (cache included) plus output tokens.',
+  notifications:
+    'Notifications when something needs you or closed: plan at the gate or refused, task parked or failed,\nPR ready, PR feedback, goal done, budget reached. They never carry tokens.',
+  'notifications.webhook_url': 'null, or a Slack-compatible incoming webhook URL ({text, blocks} is POSTed; 3 attempts).',
+  'notifications.desktop': 'true: desktop notifications where available (notify-send on Linux, osascript on macOS; polly doctor says which).',
+  'notifications.timeout_ms': 'Milliseconds one webhook attempt may take (100-120000).',
 };
 
 /** Every key path of the config spec (objects and leaves), for the comment table and tests. */
@@ -188,6 +208,8 @@ function expectName(spec: Spec): string {
       return 'a string';
     case 'int':
       return spec.max === undefined ? `an integer >= ${spec.min}` : `an integer from ${spec.min} to ${spec.max}`;
+    case 'number':
+      return `a number > ${spec.gt}`;
     case 'bool':
       return 'true or false';
     case 'enum':
@@ -246,6 +268,9 @@ function check(node: Node | null, spec: Spec, path: string, where: Where, parent
     case 'int':
       if (typeof scalar !== 'number' || !Number.isInteger(scalar) || scalar < spec.min || (spec.max !== undefined && scalar > spec.max)) throw wrong();
       return scalar;
+    case 'number':
+      if (typeof scalar !== 'number' || !Number.isFinite(scalar) || scalar <= spec.gt) throw wrong();
+      return scalar;
     case 'enum':
       if (typeof scalar !== 'string' || !spec.values.includes(scalar)) throw wrong();
       return scalar;
@@ -303,6 +328,18 @@ export function parseConfig(text: string, file: string): PollyConfig {
   if (notAllowed.length > 0) {
     const node = doc.getIn(['policies', 'purpose_guard', 'read_only'], true) as Node | undefined;
     throw invalid(where, node ?? contents, 'policies.purpose_guard.read_only', `${notAllowed.join(', ')} is not in policies.purpose_guard.allowed`);
+  }
+  for (const key of ['per_task', 'per_goal'] as const) {
+    const b = merged.budgets[key];
+    if (b && (b.usd ?? null) === null && (b.tokens ?? null) === null) {
+      const node = doc.getIn(['budgets', key], true) as Node | undefined;
+      throw invalid(where, node ?? contents, `budgets.${key}`, 'a budget needs usd, tokens or both (write null for no limit)');
+    }
+  }
+  const url = merged.notifications.webhook_url;
+  if (url !== null && !/^https?:\/\/[^\s]+$/.test(url)) {
+    const node = doc.getIn(['notifications', 'webhook_url'], true) as Node | undefined;
+    throw invalid(where, node ?? contents, 'notifications.webhook_url', 'expected an http(s) URL (the value is not shown: a webhook URL holds its secret)');
   }
   return merged;
 }

@@ -39,6 +39,8 @@ function specToSchema(spec: Spec, path: string): JsonSchema {
       return withDoc({ type: 'string' });
     case 'int':
       return withDoc({ type: 'integer', minimum: spec.min, ...(spec.max === undefined ? {} : { maximum: spec.max }) });
+    case 'number':
+      return withDoc({ type: 'number', exclusiveMinimum: spec.gt });
     case 'bool':
       return withDoc({ type: 'boolean' });
     case 'enum':

@@ -14,6 +14,7 @@ import { validatePlan, type Plan } from './plan-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { PlanRecord, Registry } from '../registry/registry-schema.js';
 import { formatStep } from '../../workflows/check/checker.js';
+import { resolvePlanBudgets } from './budgets.js';
 
 export interface ProposeResult {
   planId: string;
@@ -75,6 +76,7 @@ export async function proposePlan(
     };
     record.batches = plan.batches;
     record.admittedWith = planShapingConfig(config);
+    record.budgets = resolvePlanBudgets(config, plan.budgets);
     if (!admission.admitted) record.counterexamples = counterexamples;
     draft.plans[planId] = record;
     const goal = goalId ? draft.goals[goalId] : undefined;

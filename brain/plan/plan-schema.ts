@@ -17,12 +17,17 @@
  *       criteria: [sum() handles negative numbers]
  *     depends_on: []
  *     batch: 1                      # optional: dispatch in this turn, together with its batch
+ *     budget: {usd: 0.5}            # optional: this task's hard budget (usd and/or tokens; null: none)
+ * budgets:                          # optional: over config budgets (brain/plan/budgets.ts)
+ *   per_task: {tokens: 200000}
+ *   per_goal: {usd: 5}
  * ```
  */
 import { z } from 'zod';
 import { parseDocument, LineCounter } from 'yaml';
 import { PollyError } from '../core/errors.js';
 import type { PlanTaskSpec } from '../registry/registry-schema.js';
+import type { PlanBudgets } from './budgets.js';
 import { HARNESSES, PURPOSES } from '../core/vocabulary.js';
 
 /** A task key: short, lowercase, usable in branch names (`polly/<plan>-<key>`). */
@@ -30,6 +35,15 @@ export const TASK_KEY_RE = /^[a-z0-9][a-z0-9-]{0,30}$/;
 
 /** A base branch name a plan may give (a safe subset of git-check-ref-format(1)). */
 export const BASE_BRANCH_RE = /^(?![-/.])(?!.*\.\.)(?!.*\/\/)(?!.*@\{)[A-Za-z0-9._/-]{1,200}(?<!\.lock)(?<![./])$/;
+
+/** A budget (brain/plan/budgets.ts): USD and/or tokens; at least one. */
+export const budgetSchema = z
+  .object({
+    usd: z.number().positive().nullable().optional(),
+    tokens: z.number().int().min(1).nullable().optional(),
+  })
+  .strict()
+  .refine((b) => typeof b.usd === 'number' || typeof b.tokens === 'number', 'a budget needs usd, tokens or both (write null for no limit)');
 
 export const planTaskSchema = z
   .object({
@@ -54,6 +68,8 @@ export const planTaskSchema = z
      * remote's default branch. Issue 16.
      */
     base: z.string().regex(BASE_BRANCH_RE, 'a base is a branch name such as "main" or "release/1.x" (letters, digits, ".", "_", "-", "/"; no "..", no leading "-")').optional(),
+    /** This task's own hard budget (over the plan's and the config's per-task one); null: no limit. */
+    budget: budgetSchema.nullable().optional(),
   })
   .strict();
 
@@ -61,6 +77,8 @@ export const planSchema = z
   .object({
     goal: z.string().optional(),
     tasks: z.array(planTaskSchema).min(1, 'a plan needs at least one task'),
+    /** Hard budgets over the config's `budgets` (brain/plan/budgets.ts); null: no limit. */
+    budgets: z.object({ per_task: budgetSchema.nullable().optional(), per_goal: budgetSchema.nullable().optional() }).strict().optional(),
   })
   .strict();
 
@@ -73,6 +91,8 @@ export interface Plan {
   tasks: PlanTaskSpec[];
   /** Task key → the batch (turn) the plan pins it to, when it pins one. */
   batches: Record<string, number>;
+  /** The plan's own budgets, as written (null when it sets none). */
+  budgets: PlanBudgets | null;
 }
 
 function formatZodPath(path: ReadonlyArray<PropertyKey>): string {
@@ -121,6 +141,7 @@ export function validatePlan(raw: unknown, source: string, locate?: (path: Array
   return {
     goal: plan.goal ?? null,
     batches,
+    budgets: plan.budgets ?? null,
     tasks: plan.tasks.map((t) => ({
       key: t.key,
       title: t.title,
@@ -132,6 +153,7 @@ export function validatePlan(raw: unknown, source: string, locate?: (path: Array
       acceptance: { commands: t.acceptance.commands, criteria: t.acceptance.criteria },
       dependsOn: t.depends_on,
       ...(t.base !== undefined ? { base: t.base } : {}),
+      ...(t.budget !== undefined ? { budget: t.budget } : {}),
     })),
   };
 }

@@ -28,6 +28,7 @@ import type { RegistryStore } from '../registry/registry-store.js';
 import type { PlanRecord, Registry, TaskRecord } from '../registry/registry-schema.js';
 import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
 import { newTaskRecord } from '../registry/task-record.js';
+import { taskBudget } from '../plan/budgets.js';
 import { driveSchedules, type ScheduleMemory } from './plan-schedule.js';
 import { executeOrder, finishTasksOfEndedRuns, handleCancels, runReadOnlyTask } from './order-executor.js';
 import { toInboxEvents } from '../mcp/brain-tools.js';
@@ -85,6 +86,9 @@ export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][numbe
     record.base = spec.base;
     record.baseBranch = spec.base;
   }
+  // The hard budget in force, resolved once (brain/plan/budgets.ts): what the human approved.
+  const budget = taskBudget(spec.budget, plan.budgets);
+  if (budget) record.budget = budget;
   return record;
 }
 

@@ -13,6 +13,8 @@ export const REGISTRY_SCHEMA_VERSION = 2;
 import type { GoalStatus, Harness, Purpose, TaskStatus } from '../core/vocabulary.js';
 import type { RunRecord } from '../../workflows/run/run-records.js';
 import type { ArchiveUnit } from './registry-archive.js';
+import type { TaskLedger } from './cost-ledger.js';
+import type { Budget, ResolvedBudgets } from '../plan/budgets.js';
 
 /** The runtime owns its records (workflows/run/run-records.ts); the registry stores them under `runs`. */
 export type { RunRecord, WorkOrderRecord } from '../../workflows/run/run-records.js';
@@ -62,6 +64,11 @@ export interface PlanRecord {
    * of an admitted plan. Absent on plans recorded before it existed (the current config is used).
    */
   admittedWith?: PlanShapingConfig;
+  /**
+   * The hard budgets the plan was proposed under (its own over the config's, brain/plan/budgets.ts):
+   * what the human approves at the gate. Absent on plans recorded before budgets existed (no limit).
+   */
+  budgets?: ResolvedBudgets;
   /** When refused: each violated invariant with its shortest counterexample, as text. */
   counterexamples?: string[];
   askedAt: string | null;
@@ -90,6 +97,12 @@ export interface PlanTaskSpec {
   dependsOn: string[];
   /** The branch the task starts from and its PR targets; absent: the remote's default branch. */
   base?: string;
+  /**
+   * In a plan: the task's own hard budget (null: no limit; absent: the plan's per-task one). On a
+   * task record: the budget in force, resolved when the task was created (brain/plan/budgets.ts
+   * `taskBudget`); absent or null: no limit.
+   */
+  budget?: Budget | null;
 }
 
 export interface AcceptanceContract {
@@ -152,6 +165,8 @@ export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
    * Optional for records written before it existed.
    */
   feedback?: string | null;
+  /** Every turn's tokens and cost (brain/registry/cost-ledger.ts); absent before the first turn. */
+  ledger?: TaskLedger;
   /** Set by sys_cancel_task; the Brain process stops the worker, backs up the work and cancels the run. */
   cancelRequested?: boolean;
   /** The agent's final report, for read-only tasks (explore, search). */

@@ -20,13 +20,36 @@ export interface AgentCliOptions {
   model: string | null;
 }
 
+/**
+ * Token usage and cost as an agent CLI reports it (tokens are counts, cost in USD).
+ * - `scope`: `call` = one model call (pi's `message_end`, claude's `assistant` message usage, which
+ *   arrives while the turn runs); `turn` = the whole turn (claude's `result`, codex's
+ *   `turn.completed`). A turn's usage is the sum of its `turn` events when it has any (they are
+ *   authoritative), else the sum of its `call` events (brain/registry/cost-ledger.ts `turnUsage`).
+ * - `callId`: the model message id of a `call` event, when the CLI gives one (claude repeats a
+ *   message's usage on each of its content blocks: the last event of an id counts).
+ * - `inputTokens`: every input token, cache reads and writes included; `cacheReadTokens` /
+ *   `cacheWriteTokens`: the cached part where the CLI reports it, else null.
+ * - `costUsd`: null when the CLI reports no cost (codex never does; claude only on `result`).
+ */
+export interface UsageEvent {
+  type: 'usage';
+  scope: 'call' | 'turn';
+  callId?: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number | null;
+  cacheWriteTokens: number | null;
+  costUsd: number | null;
+}
+
 /** Normalised events. Unknown event types from a newer CLI become `unknown` (never a crash). */
 export type AgentEvent =
   | { type: 'session'; sessionId: string }
   | { type: 'tool_call'; id: string | null; tool: string; input: unknown }
   | { type: 'tool_result'; id: string | null; isError: boolean; output: string }
   | { type: 'text'; text: string }
-  | { type: 'usage'; inputTokens: number; outputTokens: number; costUsd: number | null }
+  | UsageEvent
   | { type: 'result'; ok: boolean; text: string }
   | { type: 'error'; message: string }
   | { type: 'unknown'; raw: unknown };

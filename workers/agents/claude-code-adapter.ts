@@ -80,8 +80,8 @@ function blockText(content: string | ClaudeBlock[] | undefined): string {
 /**
  * Normalise one line of `claude -p --output-format stream-json --verbose`:
  * `system/init` → session; `system/api_retry` → error (the run goes on); `assistant` text → text,
- * tool_use → tool_call; `user` tool_result →
- * tool_result; `result` → usage (tokens incl. cache, `total_cost_usd`) and result (ok unless
+ * tool_use → tool_call, its `message.usage` → a `call`-scoped usage (tokens, no cost); `user` tool_result →
+ * tool_result; `result` → a `turn`-scoped usage (tokens incl. cache, `total_cost_usd`) and result (ok unless
  * `is_error` or a non-success subtype). Anything else → `unknown`.
  */
 export function parseClaudeStreamLine(json: unknown): AgentEvent[] {
@@ -100,6 +100,22 @@ export function parseClaudeStreamLine(json: unknown): AgentEvent[] {
     const content = message?.content;
     if (!Array.isArray(content)) return [];
     const out: AgentEvent[] = [];
+    const callUsage = j.type === 'assistant' ? (j.message as { id?: unknown; usage?: Record<string, unknown> } | undefined) : undefined;
+    if (callUsage?.usage && typeof callUsage.usage === 'object') {
+      // Per model call, while the turn runs (no cost: claude prices the turn only in `result`).
+      const u = callUsage.usage;
+      const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
+      out.push({
+        type: 'usage',
+        scope: 'call',
+        callId: typeof callUsage.id === 'string' ? callUsage.id : null,
+        inputTokens: num(u.input_tokens) + num(u.cache_read_input_tokens) + num(u.cache_creation_input_tokens),
+        outputTokens: num(u.output_tokens),
+        cacheReadTokens: typeof u.cache_read_input_tokens === 'number' ? u.cache_read_input_tokens : null,
+        cacheWriteTokens: typeof u.cache_creation_input_tokens === 'number' ? u.cache_creation_input_tokens : null,
+        costUsd: null,
+      });
+    }
     for (const b of content) {
       if (b.type === 'text' && j.type === 'assistant' && b.text) out.push({ type: 'text', text: b.text });
       else if (b.type === 'tool_use') out.push({ type: 'tool_call', id: b.id ?? null, tool: b.name ?? '', input: b.input ?? {} });
@@ -117,8 +133,11 @@ export function parseClaudeStreamLine(json: unknown): AgentEvent[] {
     return [
       {
         type: 'usage',
+        scope: 'turn',
         inputTokens: n(usage.input_tokens) + n(usage.cache_read_input_tokens) + n(usage.cache_creation_input_tokens),
         outputTokens: n(usage.output_tokens),
+        cacheReadTokens: typeof usage.cache_read_input_tokens === 'number' ? usage.cache_read_input_tokens : null,
+        cacheWriteTokens: typeof usage.cache_creation_input_tokens === 'number' ? usage.cache_creation_input_tokens : null,
         costUsd: typeof j.total_cost_usd === 'number' ? j.total_cost_usd : null,
       },
       { type: 'result', ok: j.is_error !== true && (j.subtype === undefined || j.subtype === 'success'), text },

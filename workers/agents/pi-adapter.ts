@@ -180,7 +180,7 @@ const QUIET_TYPES = new Set([
  * pi-agent-core `AgentEvent`, confirmed against pi 0.73.1 runs):
  *
  * - `{"type":"session","id"}` (the header line) → `session`
- * - `message_end` of an `assistant` message → `text` (its text blocks, if any), `usage`
+ * - `message_end` of an `assistant` message → `text` (its text blocks, if any), a `call`-scoped `usage`
  *   (`input + cacheRead + cacheWrite` tokens in, `output` out, `cost.total` USD), and `error`
  *   when `stopReason` is `error`/`aborted` (`errorMessage`)
  * - `tool_execution_start {toolCallId, toolName, args}` → `tool_call`
@@ -208,7 +208,15 @@ export function parsePiEvent(json: unknown): AgentEvent[] {
     if (m.usage) {
       const u = m.usage;
       const inputTokens = (u.input ?? 0) + (u.cacheRead ?? 0) + (u.cacheWrite ?? 0);
-      out.push({ type: 'usage', inputTokens, outputTokens: u.output ?? 0, costUsd: typeof u.cost?.total === 'number' ? u.cost.total : null });
+      out.push({
+        type: 'usage',
+        scope: 'call',
+        inputTokens,
+        outputTokens: u.output ?? 0,
+        cacheReadTokens: typeof u.cacheRead === 'number' ? u.cacheRead : null,
+        cacheWriteTokens: typeof u.cacheWrite === 'number' ? u.cacheWrite : null,
+        costUsd: typeof u.cost?.total === 'number' ? u.cost.total : null,
+      });
     }
     if (failed(m)) out.push({ type: 'error', message: m.errorMessage ?? `the model call ended with stopReason "${m.stopReason}"` });
     return out;

@@ -1,0 +1,90 @@
+/**
+ * Hard budgets: which limit applies to a task and to a goal, and whether spending has reached it.
+ *
+ * Precedence (most specific wins, whole budget objects, not field by field): a plan task's
+ * `budget` → the plan's `budgets.per_task` → config `budgets.per_task`; a goal's limit is the plan's
+ * `budgets.per_goal` → config `budgets.per_goal`. The limits are resolved when the plan is
+ * proposed and stored on the plan record (`PlanRecord.budgets`) and on each task
+ * (`TaskRecord.budget`), so the human approves the figures shown at the gate and a config edited
+ * later changes nothing of an admitted plan.
+ *
+ * "Reached" means spent ≥ limit. Tokens are input (cache included) + output; USD is the sum of the
+ * costs the agents reported: a turn of unknown cost (codex reports none) adds nothing to it, so
+ * only a token limit can stop such a worker.
+ */
+import type { Budget } from '../config/config-schema.js';
+import { formatUsd } from '../registry/cost-ledger.js';
+
+export type { Budget };
+
+/** The plan's own budgets (plan file `budgets`), snake_case as written. */
+export interface PlanBudgets {
+  per_task?: Budget | null;
+  per_goal?: Budget | null;
+}
+
+/** The limits a plan was proposed under (stored on the plan record and shown at the gate). */
+export interface ResolvedBudgets {
+  /** The default per-task limit (a task's own `budget` wins), or null for none. */
+  perTask: Budget | null;
+  perGoal: Budget | null;
+}
+
+/** A budget with neither field set is no limit. */
+function limitOrNull(b: Budget | null | undefined): Budget | null {
+  if (!b) return null;
+  const out: Budget = {};
+  if (typeof b.usd === 'number') out.usd = b.usd;
+  if (typeof b.tokens === 'number') out.tokens = b.tokens;
+  return out.usd === undefined && out.tokens === undefined ? null : out;
+}
+
+/** The plan's budgets over the config's (see the module doc). */
+export function resolvePlanBudgets(config: { budgets: { per_task: Budget | null; per_goal: Budget | null } }, plan: PlanBudgets | null | undefined): ResolvedBudgets {
+  return {
+    perTask: plan?.per_task !== undefined ? limitOrNull(plan.per_task) : limitOrNull(config.budgets.per_task),
+    perGoal: plan?.per_goal !== undefined ? limitOrNull(plan.per_goal) : limitOrNull(config.budgets.per_goal),
+  };
+}
+
+/** A task's limit: its own `budget` when the plan task sets one (null there = no limit), else the plan's per-task limit. */
+export function taskBudget(own: Budget | null | undefined, resolved: ResolvedBudgets | null | undefined): Budget | null {
+  return own !== undefined ? limitOrNull(own) : (resolved?.perTask ?? null);
+}
+
+/** What has been spent: tokens (input incl. cache + output) and the known USD. */
+export interface Spent {
+  tokens: number;
+  usd: number;
+}
+
+/** Which limit was reached, for `budget.reached` and the task's reason. */
+export interface BudgetReach {
+  /** `usd` or `tokens`. */
+  kind: 'usd' | 'tokens';
+  limit: number;
+  spent: number;
+}
+
+/** The first limit of `budget` that `spent` has reached (tokens checked first), or null. */
+export function budgetReached(budget: Budget | null | undefined, spent: Spent): BudgetReach | null {
+  if (!budget) return null;
+  if (typeof budget.tokens === 'number' && spent.tokens >= budget.tokens) return { kind: 'tokens', limit: budget.tokens, spent: spent.tokens };
+  if (typeof budget.usd === 'number' && spent.usd >= budget.usd) return { kind: 'usd', limit: budget.usd, spent: spent.usd };
+  return null;
+}
+
+/** `$0.50 and 20000 tokens`, `20000 tokens`, or `no limit`. */
+export function formatBudget(budget: Budget | null | undefined): string {
+  const b = limitOrNull(budget);
+  if (!b) return 'no limit';
+  const parts: string[] = [];
+  if (b.usd !== undefined && b.usd !== null) parts.push(formatUsd(b.usd));
+  if (b.tokens !== undefined && b.tokens !== null) parts.push(`${b.tokens} tokens`);
+  return parts.join(' and ');
+}
+
+/** `tokens 1234 ≥ limit 1000` / `$0.0123 ≥ limit $0.0100`. */
+export function formatReach(r: BudgetReach): string {
+  return r.kind === 'tokens' ? `tokens ${r.spent} ≥ limit ${r.limit}` : `cost ${formatUsd(r.spent)} ≥ limit ${formatUsd(r.limit)}`;
+}

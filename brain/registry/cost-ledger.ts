@@ -1,0 +1,193 @@
+/**
+ * The cost ledger: every agent turn's tokens and cost, kept on its task (`TaskRecord.ledger`) and
+ * rolled up per plan and goal by summing tasks.
+ *
+ * Storage: on the task in the registry, as exact running totals (overall and per role) plus the
+ * last {@link LEDGER_TURNS_KEPT} turn entries. The registry is rewritten on every update, so it
+ * must stay small; totals never drop a turn, and the journal's `task.turn_usage` event carries
+ * every turn for the audit trail (its `seq` orders them).
+ *
+ * Units: token counts; cost in USD as the agent CLI reports it. A CLI that reports no cost (codex;
+ * claude for a turn stopped before its `result`) leaves the turn's cost `null` = unknown, never 0:
+ * totals keep the known sum and count the turns of unknown cost, and {@link formatCost} renders
+ * "unknown" or "≥ $X (some turns unknown)".
+ */
+import type { Harness, Purpose } from '../core/vocabulary.js';
+
+/** How many turn entries a task keeps (totals cover all of them). */
+export const LEDGER_TURNS_KEPT = 50;
+
+/** Who spent it: the implementer's first turn (`implement`), its follow-ups, a reviewer, or a read-only worker. */
+export type LedgerRole = Purpose | 'followup';
+
+/** One agent turn's usage (a subset of workers/agents/agent-adapter.ts `UsageEvent`). */
+export interface UsageFigures {
+  /** Every input token, cache reads and writes included. */
+  inputTokens: number;
+  outputTokens: number;
+  /** The cached part of the input, where the CLI reports it; else null. */
+  cacheReadTokens: number | null;
+  cacheWriteTokens: number | null;
+  /** USD; null when the CLI reported no cost for (part of) the turn. */
+  costUsd: number | null;
+}
+
+/** One turn in the ledger. */
+export interface LedgerTurn extends UsageFigures {
+  /** ISO time the turn ended. */
+  at: string;
+  role: LedgerRole;
+  harness: Harness;
+  workerId: string;
+  orderId: string;
+  /** How the turn ended (AgentRunStatus). */
+  status: string;
+  /** False when the CLI reported no usage at all for the turn (tokens 0, cost unknown). */
+  reported: boolean;
+}
+
+/** Sums over turns. `costUsd` is the sum of the KNOWN costs; `unknownCostTurns` says how many turns had none. */
+export interface LedgerTotals {
+  turns: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costUsd: number;
+  unknownCostTurns: number;
+}
+
+/** A task's ledger. */
+export interface TaskLedger {
+  totals: LedgerTotals;
+  byRole: Partial<Record<LedgerRole, LedgerTotals>>;
+  /** The last {@link LEDGER_TURNS_KEPT} turns, oldest first. */
+  turns: LedgerTurn[];
+  /** Turns counted in the totals whose entries were dropped from `turns`. */
+  droppedTurns: number;
+}
+
+/** Zero totals. */
+export function emptyTotals(): LedgerTotals {
+  return { turns: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, unknownCostTurns: 0 };
+}
+
+/** The usage-shaped events of a turn (structurally `UsageEvent` of workers/agents/agent-adapter.ts). */
+export interface UsageLike extends UsageFigures {
+  type: 'usage';
+  scope?: 'call' | 'turn';
+  callId?: string | null;
+}
+
+/**
+ * The usage of one turn from its normalised events, in order: the sum of its `turn`-scoped usage
+ * events when there are any (authoritative: claude's `result`, codex's `turn.completed`), else the
+ * sum of its `call`-scoped ones (pi per model call; claude's per-message usage of a turn stopped
+ * before its result), the last event of a repeated `callId` counting once. Cost is null as soon
+ * as one summed event has none. Null when the turn reported no usage at all.
+ */
+export function turnUsage(events: ReadonlyArray<{ type: string }>): UsageFigures | null {
+  const usage = events.filter((e): e is UsageLike => e.type === 'usage');
+  if (usage.length === 0) return null;
+  const whole = usage.filter((e) => e.scope === 'turn');
+  let picked: UsageLike[];
+  if (whole.length > 0) picked = whole;
+  else {
+    const byCall = new Map<string, UsageLike>();
+    const anonymous: UsageLike[] = [];
+    for (const e of usage) {
+      if (e.callId) byCall.set(e.callId, e);
+      else anonymous.push(e);
+    }
+    picked = [...anonymous, ...byCall.values()];
+  }
+  const out: UsageFigures = { inputTokens: 0, outputTokens: 0, cacheReadTokens: null, cacheWriteTokens: null, costUsd: 0 };
+  for (const e of picked) {
+    out.inputTokens += e.inputTokens;
+    out.outputTokens += e.outputTokens;
+    if (e.cacheReadTokens !== null) out.cacheReadTokens = (out.cacheReadTokens ?? 0) + e.cacheReadTokens;
+    if (e.cacheWriteTokens !== null) out.cacheWriteTokens = (out.cacheWriteTokens ?? 0) + e.cacheWriteTokens;
+    out.costUsd = out.costUsd === null || e.costUsd === null ? null : out.costUsd + e.costUsd;
+  }
+  return out;
+}
+
+/** A ledger turn from a finished turn's events (`reported: false` when it carried no usage). */
+export function ledgerTurn(events: ReadonlyArray<{ type: string }>, meta: Omit<LedgerTurn, keyof UsageFigures | 'reported'>): LedgerTurn {
+  const usage = turnUsage(events);
+  return { ...meta, ...(usage ?? { inputTokens: 0, outputTokens: 0, cacheReadTokens: null, cacheWriteTokens: null, costUsd: null }), reported: usage !== null };
+}
+
+/** `totals` plus one turn's figures (a new object). */
+export function addToTotals(totals: LedgerTotals, u: UsageFigures): LedgerTotals {
+  return {
+    turns: totals.turns + 1,
+    inputTokens: totals.inputTokens + u.inputTokens,
+    outputTokens: totals.outputTokens + u.outputTokens,
+    cacheReadTokens: totals.cacheReadTokens + (u.cacheReadTokens ?? 0),
+    cacheWriteTokens: totals.cacheWriteTokens + (u.cacheWriteTokens ?? 0),
+    costUsd: totals.costUsd + (u.costUsd ?? 0),
+    unknownCostTurns: totals.unknownCostTurns + (u.costUsd === null ? 1 : 0),
+  };
+}
+
+/** The sum of several totals (a plan's or goal's roll-up of its tasks). */
+export function sumTotals(list: ReadonlyArray<LedgerTotals | undefined>): LedgerTotals {
+  const out = emptyTotals();
+  for (const t of list) {
+    if (!t) continue;
+    out.turns += t.turns;
+    out.inputTokens += t.inputTokens;
+    out.outputTokens += t.outputTokens;
+    out.cacheReadTokens += t.cacheReadTokens;
+    out.cacheWriteTokens += t.cacheWriteTokens;
+    out.costUsd += t.costUsd;
+    out.unknownCostTurns += t.unknownCostTurns;
+  }
+  return out;
+}
+
+/** `ledger` (absent: empty) with `turn` added: totals, the role's totals, the capped turn list. Returns a new ledger. */
+export function addTurn(ledger: TaskLedger | undefined, turn: LedgerTurn, keep = LEDGER_TURNS_KEPT): TaskLedger {
+  const base: TaskLedger = ledger ?? { totals: emptyTotals(), byRole: {}, turns: [], droppedTurns: 0 };
+  const turns = [...base.turns, turn];
+  const drop = Math.max(0, turns.length - keep);
+  return {
+    totals: addToTotals(base.totals, turn),
+    byRole: { ...base.byRole, [turn.role]: addToTotals(base.byRole[turn.role] ?? emptyTotals(), turn) },
+    turns: turns.slice(drop),
+    droppedTurns: base.droppedTurns + drop,
+  };
+}
+
+/** Tokens that count against a token budget: input (cache included) plus output. */
+export function totalTokens(t: Pick<LedgerTotals, 'inputTokens' | 'outputTokens'>): number {
+  return t.inputTokens + t.outputTokens;
+}
+
+/** A USD amount for people: 4 decimals under $1, else 2. */
+export function formatUsd(usd: number): string {
+  return `$${usd < 1 ? usd.toFixed(4) : usd.toFixed(2)}`;
+}
+
+/**
+ * The cost of `totals` in words: `$0.0123`; `unknown` when no turn reported a cost (or there were
+ * no turns with usage); `≥ $0.0123 (some turns unknown)` when some did and some did not.
+ */
+export function formatCost(totals: Pick<LedgerTotals, 'turns' | 'costUsd' | 'unknownCostTurns'>): string {
+  if (totals.turns === 0) return '$0';
+  if (totals.unknownCostTurns === 0) return formatUsd(totals.costUsd);
+  if (totals.unknownCostTurns >= totals.turns) return 'unknown';
+  return `≥ ${formatUsd(totals.costUsd)} (some turns unknown)`;
+}
+
+/** One line for people: `1234 in / 56 out tokens (cache 100 read, 0 written), $0.0123 over 2 turns`. */
+export function formatTotals(t: LedgerTotals): string {
+  const cache = t.cacheReadTokens || t.cacheWriteTokens ? ` (cache ${t.cacheReadTokens} read, ${t.cacheWriteTokens} written)` : '';
+  return `${t.inputTokens} in / ${t.outputTokens} out tokens${cache}, ${formatCost(t)} over ${t.turns} turn${t.turns === 1 ? '' : 's'}`;
+}
+
+/** The cost figure for machines: the known sum, or null when every turn's cost is unknown; `complete` false when some are unknown. */
+export function costJson(t: LedgerTotals): { usd: number | null; complete: boolean } {
+  return { usd: t.turns > 0 && t.unknownCostTurns >= t.turns ? null : t.costUsd, complete: t.unknownCostTurns === 0 };
+}
