@@ -4,6 +4,7 @@
  * their tasks' final statuses (each ended run held to its admitted workflow first, and a failure
  * said in words). Every status change goes through `brain/registry/task-lifecycle.ts`.
  */
+import { recordTurnUsage } from '../task-tools/turn-budget.js';
 import { isPollyError } from '../core/errors.js';
 import type { Registry, RunRecord, TaskRecord, WorkOrderRecord } from '../registry/registry-schema.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
@@ -280,6 +281,7 @@ export async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, lo
   );
   await deps.store.update((draft, tx) => {
     const t = draft.tasks[taskId]!;
+    recordTurnUsage(draft, tx, taskId, result, { role: task.purpose, harness: task.worker, orderId: `adhoc:${taskId}`, at: now().toISOString() });
     t.sessionId = result.sessionId;
     t.report = result.finalText;
     transitionTask(t, violation ? 'failed' : result.status === 'ok' ? 'done' : result.status === 'cancelled' ? 'cancelled' : 'failed', {

@@ -38,6 +38,7 @@ import { sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
 import { workerTurnRequest } from './dispatch.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnResult } from '../../workers/worker-turn.js';
+import { createBudgetWatch, parkForBudget, recordTurnUsage, type BudgetStop, type BudgetWatch } from './turn-budget.js';
 
 /**
  * A ReviewRecord as this tool writes it: plus the work order that produced it and the forge's
@@ -104,6 +105,9 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
     }
 
     if (!task.baseBranch) return { outcome: 'failure', permanent: true, note: `task ${task.id} has no base branch; cannot produce the review diff.` };
+    // A budget already spent: no review turn starts (the task is parked with its work).
+    const spentAlready = (await createBudgetWatch(ctx, ctx.signal)).stopped();
+    if (spentAlready) return parkForBudget(ctx, spentAlready);
     const round = task.reviews.length + 1;
     let diff: string;
     try {
@@ -119,10 +123,21 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
     }
     options.onSandbox?.(sandbox);
     let findings: ReviewFindings;
+    /** Set when a review turn reached the task's (or goal's) budget: the task is parked. */
+    let stopped: BudgetStop | null = null;
     try {
       await setStatus(ctx, 'reviewing');
       ctx.progress(`${task.id}: review round ${round} by ${reviewer}`);
-      const turn = (prompt: string, orderId: string, resume: string | null) =>
+      const turn = async (prompt: string, orderId: string, resume: string | null): Promise<WorkerTurnResult> => {
+        const watch = await createBudgetWatch(ctx, ctx.signal);
+        const result = await runReviewTurn(prompt, orderId, resume, watch);
+        await ctx.store.update((draft, tx) =>
+          recordTurnUsage(draft, tx, task.id, result, { role: 'review', harness: reviewer, orderId, at: new Date().toISOString() }),
+        );
+        stopped = watch.stopped();
+        return result;
+      };
+      const runReviewTurn = (prompt: string, orderId: string, resume: string | null, watch: BudgetWatch) =>
         ctx.supervisor.runTurn(
           workerTurnRequest(ctx.config, {
             taskId: task.id,
@@ -137,10 +152,11 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
             env: ctx.agentEnv,
             timeoutMs: options.turnTimeoutMs ?? 20 * 60_000,
           }),
-          { signal: ctx.signal },
+          { signal: watch.signal, onEvent: (e) => watch.onEvent(e) },
         );
       const guarded = await withRefGuard(ctx, `the ${reviewer} review turn`, () => turn(sandbox.prompt, order.id, null), { allowLocal: [] });
       if (guarded.violation) return guardFailure(guarded.violation);
+      if (stopped) return parkForBudget(ctx, stopped, { workerId: guarded.value.workerId });
       const first = guarded.value;
       const refused = turnRefusals(first.events ?? []);
       if (refused.length > 0) return sandboxRefusalFailure(ctx, `the ${reviewer} review turn`, refused);
@@ -154,6 +170,7 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
           allowLocal: [],
         });
         if (retried.violation) return guardFailure(retried.violation);
+        if (stopped) return parkForBudget(ctx, stopped, { workerId: retried.value.workerId });
         const second = retried.value;
         if (second.status !== 'ok') return { outcome: 'failure', note: `reviewer ${reviewer} did not finish the JSON retry: ${summarize(second)}` };
         try {

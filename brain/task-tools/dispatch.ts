@@ -8,7 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
-import type { AgentRunResult } from '../../workers/agents/agent-adapter.js';
+import type { AgentEvent, AgentRunResult } from '../../workers/agents/agent-adapter.js';
 import type { GateRole } from '../../gate/types.js';
 import { isPollyError } from '../core/errors.js';
 import { commandProblems } from '../config/project-detection.js';
@@ -23,6 +23,7 @@ import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-t
 import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-step.js';
 import { ownGitAdminDir, sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
 import { POLLY_COMMITS_LINE } from '../../workers/git/git-policy.js';
+import { createBudgetWatch, parkForBudget, recordTurnUsage, type BudgetStop, type BudgetWatch } from './turn-budget.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
 export const PERMANENT_AGENT_STATUSES: ReadonlySet<string> = new Set(['agent_missing', 'agent_refused', 'blocked_on_prompt']);
@@ -88,27 +89,36 @@ export function failedTurnStatus(status: AgentRunResult['status']): TaskStatus {
 }
 
 /**
- * Record a finished implementer turn on the task (session, status, reason, attempts = implement
- * turns started for it) and turn it into the tool's outcome: ok when the agent ended `ok`;
- * otherwise a failure, permanent for agent_missing / agent_refused / blocked_on_prompt.
+ * Record a finished implementer turn on the task (its ledger entry, session, status, reason,
+ * attempts = implement turns started for it) and turn it into the tool's outcome: ok when the agent
+ * ended `ok`; otherwise a failure, permanent for agent_missing / agent_refused / blocked_on_prompt.
+ * With `budgetStop` the status is left for {@link parkForBudget} to set.
  */
-export async function recordTurn(ctx: TaskToolContext, result: WorkerTurnResult, verb: string): Promise<TaskToolOutcome> {
+export async function recordTurn(ctx: TaskToolContext, result: WorkerTurnResult, verb: string, budgetStop: BudgetStop | null = null): Promise<TaskToolOutcome> {
   const ok = result.status === 'ok';
   const reason = ok ? null : `${result.status}: ${result.message ?? ''}`.trim();
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[ctx.task.id];
     if (!t) return;
+    recordTurnUsage(draft, tx, t.id, result, { role: verb === 'dispatch' ? t.purpose : 'followup', harness: t.worker, orderId: ctx.order.id, at: new Date().toISOString() });
     if (result.sessionId) t.sessionId = result.sessionId;
     if (result.unconfined) {
       t.unconfined = result.unconfined;
       tx.emit('task.unconfined', { taskId: t.id, orderId: ctx.order.id, workerId: result.workerId, warning: result.unconfined });
     }
     t.attempts = Object.values(draft.workers).filter((w) => w.taskId === t.id && (w.purpose ?? 'implement') === 'implement').length;
-    transitionTask(t, ok ? 'checking' : failedTurnStatus(result.status), { reason, at: new Date().toISOString() });
-    tx.emit('task.turn_ended', { taskId: t.id, orderId: ctx.order.id, workerId: result.workerId, status: result.status, adopted: result.adopted, reason });
+    // A turn stopped by its budget is parked by parkForBudget (turn-budget.ts), not failed here.
+    if (!budgetStop) transitionTask(t, ok ? 'checking' : failedTurnStatus(result.status), { reason, at: new Date().toISOString() });
+    tx.emit('task.turn_ended', { taskId: t.id, orderId: ctx.order.id, workerId: result.workerId, status: result.status, adopted: result.adopted, reason: budgetStop ? 'budget reached' : reason });
   });
   if (ok) return { outcome: 'ok', note: `${verb}: ${ctx.task.worker} finished its turn (${result.workerId}${result.adopted ? ', adopted' : ''}): ${oneLine(result.finalText)}` };
   return { outcome: 'failure', permanent: PERMANENT_AGENT_STATUSES.has(result.status), note: `${verb}: ${oneLine(reason ?? result.status)}` };
+}
+
+/** A live event of an implementer turn: a tool call goes to the live view; every event to the budget watch. */
+export function progressAndWatch(ctx: Pick<TaskToolContext, 'progress'>, taskId: string, watch: BudgetWatch, e: AgentEvent): void {
+  watch.onEvent(e);
+  if (e.type === 'tool_call') ctx.progress(`${taskId}: ${e.tool}`);
 }
 
 function oneLine(text: string, max = 300): string {
@@ -241,16 +251,21 @@ export const dispatch: TaskTool = async (ctx) => {
     const t = draft.tasks[task.id];
     if (t && t.status !== 'running') transitionTask(t, 'running', { reason: null, at: new Date().toISOString() });
   });
+  const watch = await createBudgetWatch({ store: ctx.store, task }, ctx.signal);
+  const spentAlready = watch.stopped();
+  if (spentAlready) return parkForBudget({ ...ctx, task }, spentAlready);
   ctx.progress(`${task.id}: ${task.worker} starts in ${task.worktree}`);
   const request = implementTurn(ctx, task, implementPrompt(task, ctx.config.acceptance.commands), null, env);
   const { value: result, violation } = await withRefGuard({ ...ctx, task }, `the ${task.worker} implementer turn`, () =>
-    ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) }),
+    ctx.supervisor.runTurn(request, { signal: watch.signal, onEvent: (e) => progressAndWatch(ctx, task.id, watch, e) }),
   );
-  const outcome = await recordTurn(ctx, result, 'dispatch');
+  const stop = watch.stopped();
+  const outcome = await recordTurn(ctx, result, 'dispatch', stop);
   if (violation) {
     await reassertGuardFailure(ctx, violation);
     return guardFailure(violation);
   }
+  if (stop) return parkForBudget({ ...ctx, task }, stop, { workerId: result.workerId, sessionId: result.sessionId });
   const refused = turnRefusals(
     result.events ?? [],
     [ownGitAdminDir(task.worktree)].filter((d): d is string => d !== null),

@@ -7,7 +7,8 @@
  * adopted). The feedback is kept on the task (run_acceptance clears it when the checks are green).
  */
 import { existsSync } from 'node:fs';
-import { implementTurn, promptMarker, recordTurn } from './dispatch.js';
+import { implementTurn, progressAndWatch, promptMarker, recordTurn } from './dispatch.js';
+import { createBudgetWatch, parkForBudget } from './turn-budget.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskTool } from './types.js';
@@ -45,16 +46,21 @@ export const sendFollowup: TaskTool = async (ctx) => {
     const t = draft.tasks[task.id];
     if (t && t.status !== 'running') transitionTask(t, 'running', { at: new Date().toISOString() });
   });
+  const watch = await createBudgetWatch(ctx, ctx.signal);
+  const spentAlready = watch.stopped();
+  if (spentAlready) return parkForBudget(ctx, spentAlready);
   ctx.progress(`${task.id}: feedback to ${task.worker} (session ${task.sessionId})`);
   const request = implementTurn(ctx, task, followupPrompt(task, feedback), task.sessionId);
   const { value: result, violation } = await withRefGuard(ctx, `the ${task.worker} follow-up turn`, () =>
-    ctx.supervisor.runTurn(request, { signal: ctx.signal, onEvent: (e) => (e.type === 'tool_call' ? ctx.progress(`${task.id}: ${e.tool}`) : undefined) }),
+    ctx.supervisor.runTurn(request, { signal: watch.signal, onEvent: (e) => progressAndWatch(ctx, task.id, watch, e) }),
   );
-  const outcome = await recordTurn(ctx, result, 'send_followup');
+  const stop = watch.stopped();
+  const outcome = await recordTurn(ctx, result, 'send_followup', stop);
   if (violation) {
     await reassertGuardFailure(ctx, violation);
     return guardFailure(violation);
   }
+  if (stop) return parkForBudget(ctx, stop, { workerId: result.workerId, sessionId: result.sessionId });
   const refused = turnRefusals(
     result.events ?? [],
     [ownGitAdminDir(ctx.task.worktree)].filter((d): d is string => d !== null),

@@ -1,0 +1,157 @@
+/**
+ * The cost of a task's agent turns, and its hard budget enforced while a turn runs.
+ *
+ * - {@link createBudgetWatch}: before a turn, what the task (and its goal) have spent; while it
+ *   runs, every `usage` event of the live stream (the supervisor's `onEvent`) is added, and the
+ *   event that reaches a limit aborts the turn's signal: the supervisor stops the turn's process
+ *   group as a cancel does (between tool calls: a usage event ends a model call). Granularity is the
+ *   CLI's: pi and claude report usage per model call (claude without cost until its turn `result`),
+ *   codex only at the end of its turn.
+ * - {@link recordTurnUsage}: a finished turn's ledger entry (brain/registry/cost-ledger.ts) and
+ *   its `task.turn_usage` journal event, once per worker (an adopted turn is not counted twice).
+ * - {@link parkForBudget}: the work is backed up (`refs/polly/backup/<id>/…`, the worktree stays),
+ *   the task `parked` with the reason, `budget.reached` and `task.parked` journaled.
+ */
+import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
+import type { WorkerTurnResult } from '../../workers/worker-turn.js';
+import { isPollyError } from '../core/errors.js';
+import { addTurn, ledgerTurn, sumTotals, totalTokens, turnUsage, type LedgerRole, type LedgerTotals } from '../registry/cost-ledger.js';
+import type { Registry, TaskRecord } from '../registry/registry-schema.js';
+import type { RegistryTx } from '../registry/registry-store.js';
+import { transitionTask } from '../registry/task-lifecycle.js';
+import { budgetReached, formatBudget, formatReach, type Budget, type BudgetReach } from '../plan/budgets.js';
+import type { TaskToolContext, TaskToolOutcome } from './types.js';
+
+/** A limit reached: whose (the task's or its goal's) and which. */
+export interface BudgetStop {
+  scope: 'task' | 'goal';
+  /** The goal id when `scope` is goal. */
+  goalId: string | null;
+  budget: Budget;
+  reach: BudgetReach;
+}
+
+/** Watches one turn's live events against the task's and the goal's budget. */
+export interface BudgetWatch {
+  /** Aborts when `parent` aborts or a limit is reached: give it to the supervisor's `runTurn`. */
+  signal: AbortSignal;
+  /** Feed every live event of the turn (usage events are counted). */
+  onEvent(event: AgentEvent): void;
+  /** The limit this turn reached, or an earlier turn had already reached (then do not start it); null otherwise. */
+  stopped(): BudgetStop | null;
+}
+
+/** The goal of a task (through its plan), or null. */
+export function goalOfTask(reg: Pick<Registry, 'plans'>, task: Pick<TaskRecord, 'planId'>): string | null {
+  return task.planId ? (reg.plans[task.planId]?.goalId ?? null) : null;
+}
+
+/** What a goal's tasks have spent so far (the sum of their ledgers). */
+export function goalSpent(reg: Pick<Registry, 'plans' | 'tasks'>, goalId: string): LedgerTotals {
+  return sumTotals(Object.values(reg.tasks).filter((t) => goalOfTask(reg, t) === goalId).map((t) => t.ledger?.totals));
+}
+
+/** The goal budget in force for a goal: its plans' resolved `perGoal` (the first plan that sets one). */
+export function goalBudget(reg: Pick<Registry, 'plans'>, goalId: string): Budget | null {
+  for (const p of Object.values(reg.plans)) if (p.goalId === goalId && p.gate === 'approved' && p.budgets?.perGoal) return p.budgets.perGoal;
+  return null;
+}
+
+/**
+ * Start watching a turn of `ctx.task` (reads the registry once for what was spent before).
+ * @param parent  the tool's own signal (a cancel of the run).
+ */
+export async function createBudgetWatch(ctx: Pick<TaskToolContext, 'store' | 'task'>, parent: AbortSignal): Promise<BudgetWatch> {
+  const reg = await ctx.store.read();
+  const task = reg.tasks[ctx.task.id] ?? ctx.task;
+  const goalId = goalOfTask(reg, task);
+  const taskLimit = task.budget ?? null;
+  const goalLimit = goalId ? goalBudget(reg, goalId) : null;
+  const before = { task: task.ledger?.totals ?? sumTotals([]), goal: goalId ? goalSpent(reg, goalId) : sumTotals([]) };
+  const controller = new AbortController();
+  const onParentAbort = () => controller.abort(parent.reason);
+  if (parent.aborted) controller.abort(parent.reason);
+  else parent.addEventListener('abort', onParentAbort, { once: true });
+  const usage: AgentEvent[] = [];
+  let stop: BudgetStop | null = null;
+  const check = (): void => {
+    if (stop) return;
+    const now = turnUsage(usage);
+    const add = (t: LedgerTotals) => ({ tokens: totalTokens(t) + (now ? now.inputTokens + now.outputTokens : 0), usd: t.costUsd + (now?.costUsd ?? 0) });
+    const t = budgetReached(taskLimit, add(before.task));
+    if (t && taskLimit) stop = { scope: 'task', goalId, budget: taskLimit, reach: t };
+    else if (goalId && goalLimit) {
+      const g = budgetReached(goalLimit, add(before.goal));
+      if (g) stop = { scope: 'goal', goalId, budget: goalLimit, reach: g };
+    }
+    if (stop) {
+      parent.removeEventListener('abort', onParentAbort);
+      controller.abort(new Error(`budget reached: ${formatReach(stop.reach)}`));
+    }
+  };
+  check();
+  return {
+    signal: controller.signal,
+    onEvent(event) {
+      if (event.type !== 'usage') return;
+      usage.push(event);
+      check();
+    },
+    stopped: () => stop,
+  };
+}
+
+/**
+ * Add a finished turn to the task's ledger and journal `task.turn_usage` (inside a registry update).
+ * Once per worker: a turn adopted after a restart is not counted again.
+ */
+export function recordTurnUsage(draft: Registry, tx: RegistryTx, taskId: string, result: Pick<WorkerTurnResult, 'events' | 'workerId' | 'status'>, meta: { role: LedgerRole; harness: TaskRecord['worker']; orderId: string; at: string }): void {
+  const t = draft.tasks[taskId];
+  if (!t) return;
+  if (t.ledger?.turns.some((x) => x.workerId === result.workerId)) return;
+  const turn = ledgerTurn(result.events ?? [], { at: meta.at, role: meta.role, harness: meta.harness, workerId: result.workerId, orderId: meta.orderId, status: result.status });
+  t.ledger = addTurn(t.ledger, turn);
+  tx.emit('task.turn_usage', { taskId, ...turn });
+}
+
+/** The reason a parked task carries. */
+export function budgetReason(stop: BudgetStop): string {
+  const whose = stop.scope === 'task' ? 'the task budget' : `the budget of goal ${stop.goalId}`;
+  return `budget reached: ${whose} (${formatBudget(stop.budget)}): ${formatReach(stop.reach)}. The worker was stopped and its work kept; raise the budget and run the task again, or take the work from the backup ref.`;
+}
+
+/**
+ * Park the task for a reached budget: back up its worktree (kept in place), move it to `parked`
+ * (finished: the run's end does not overwrite it), journal `budget.reached` and `task.parked`.
+ * A backup that fails is logged through `ctx.progress` and the task is parked all the same.
+ * @returns the tool's outcome: a permanent failure naming the limit.
+ */
+export async function parkForBudget(ctx: TaskToolContext, stop: BudgetStop, extra: { workerId?: string; sessionId?: string | null } = {}): Promise<TaskToolOutcome> {
+  const reason = budgetReason(stop);
+  let backupRef: string | null = null;
+  try {
+    if (ctx.task.worktree || ctx.task.branch) backupRef = (await ctx.worktrees.backup({ id: ctx.task.id, reason: 'budget reached' })).ref;
+  } catch (error) {
+    ctx.progress(`${ctx.task.id}: backup on budget stop failed: ${isPollyError(error) ? error.message : String(error)}`);
+  }
+  await ctx.store.update((draft, tx) => {
+    const t = draft.tasks[ctx.task.id];
+    if (!t) return;
+    if (extra.sessionId) t.sessionId = extra.sessionId;
+    if (backupRef) t.backupRefs = [...t.backupRefs, backupRef];
+    if (t.status !== 'parked') transitionTask(t, 'parked', { reason, at: new Date().toISOString(), finished: true });
+    tx.emit('budget.reached', {
+      taskId: t.id,
+      goalId: stop.goalId,
+      scope: stop.scope,
+      kind: stop.reach.kind,
+      limit: stop.reach.limit,
+      spent: stop.reach.spent,
+      orderId: ctx.order.id,
+      workerId: extra.workerId ?? null,
+    });
+    tx.emit('task.parked', { taskId: t.id, reason, backupRef });
+  });
+  ctx.progress(`${ctx.task.id}: parked: ${reason}`);
+  return { outcome: 'failure', permanent: true, note: `budget: ${reason}` };
+}
