@@ -3,6 +3,7 @@
  * the plan gate's question (answered by `--yes`, an interactive prompt, or `polly plan approve`),
  * and the summary table on stdout once the goal is done.
  */
+import { budgetLine } from './plan.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { readFileSync } from 'node:fs';
 import { PollyError } from '../core/errors.js';
@@ -206,6 +207,8 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
         if (e.kind === 'plan.approved' && (e.data as { goalId?: string }).goalId === options.goalId) startLive();
         if (e.kind === 'plan.proposed' && (e.data as { goalId?: string }).goalId === options.goalId) {
           const planId = String((e.data as { planId: string }).planId);
+          const proposed = (await store.read()).plans[planId];
+          if (proposed) io.stderr.write(`[polly] plan ${planId} ${budgetLine(proposed)}\n`);
           const approve = options.yes || (options.interactive && (await ask(io, `Approve plan ${planId}? Polly will dispatch its tasks; it never merges. [y/N] `)));
           if (approve) {
             await decidePlan(store, options.config, planId, 'approve', { by: options.yes ? 'polly --yes' : `human:${io.env.USER ?? 'terminal'}` }).catch((error: unknown) => {

@@ -9,15 +9,24 @@ import { openRepoContext } from './repo-context.js';
 import type { PlanRecord } from '../registry/registry-schema.js';
 import { formatTable } from './table.js';
 import { compareIds } from '../registry/status-report.js';
+import { formatBudget, taskBudget } from '../plan/budgets.js';
 
 type PlanView = PlanRecord & { counterexamples?: string[]; batches?: Record<string, number> };
 
-/** Human-readable lines for one plan: verdict, gate, tasks, and counterexamples when refused. */
+/** `budgets: per task $0.50; per goal 200000 tokens` — what approving the plan allows it to spend. */
+export function budgetLine(plan: Pick<PlanRecord, 'budgets'>): string {
+  if (!plan.budgets) return 'budgets: none (recorded before budgets existed)';
+  return `budgets: per task ${formatBudget(plan.budgets.perTask)} (a task's own wins); per goal ${formatBudget(plan.budgets.perGoal)}`;
+}
+
+/** Human-readable lines for one plan: verdict, gate, budgets, tasks, and counterexamples when refused. */
 export function formatPlan(plan: PlanView): string[] {
   const out = [`Plan ${plan.id}${plan.goalId ? ` (goal ${plan.goalId})` : ''}`, `  ${plan.admission?.line ?? 'not checked'}`];
   out.push(
     `  gate: ${plan.gate}${plan.decidedBy ? ` (by ${plan.decidedBy} at ${plan.decidedAt})` : plan.gate === 'pending' ? ` since ${plan.askedAt} — approve with: polly plan approve ${plan.id}` : ''}`,
   );
+  // The budgets the human approves with the plan (brain/plan/budgets.ts).
+  out.push(`  ${budgetLine(plan)}`);
   out.push(
     '',
     ...formatTable(
@@ -27,6 +36,7 @@ export function formatPlan(plan: PlanView): string[] {
         { header: 'WORKER', value: (t) => t.worker },
         { header: 'REVIEWER', value: (t) => t.reviewer },
         { header: 'DEPENDS', value: (t) => t.dependsOn.join(',') },
+        { header: 'BUDGET', value: (t) => formatBudget(taskBudget(t.budget, plan.budgets)) },
         { header: 'TITLE', value: (t) => t.title, max: 50 },
       ],
       plan.tasks,

@@ -14,6 +14,14 @@ import { createFileRegistryStore } from '../registry/registry-store.js';
 import { formatTable } from './table.js';
 import { statusReport, type StatusReport } from '../registry/status-report.js';
 import { runLiveView } from './live-view.js';
+import { formatCost, totalTokens, type LedgerTotals } from '../registry/cost-ledger.js';
+import { formatBudget } from '../plan/budgets.js';
+
+/** A SPENT cell: `1234 tok, $0.0123` (cost `unknown` or `≥ $X (some turns unknown)` when agents reported none). */
+export function spentCell(t: LedgerTotals): string | null {
+  if (t.turns === 0) return null;
+  return `${totalTokens(t)} tok, ${formatCost(t)}`;
+}
 
 /** The human-readable status: one table per non-empty section. */
 export function formatStatus(report: StatusReport): string[] {
@@ -39,6 +47,7 @@ export function formatStatus(report: StatusReport): string[] {
           { header: 'ID', value: (g) => g.id },
           { header: 'STATUS', value: (g) => g.status },
           { header: 'PLANS', value: (g) => g.planIds.join(',') },
+          { header: 'SPENT', value: (g) => spentCell(g.spent.totals), max: 44 },
           { header: 'GOAL', value: (g) => g.text, max: 70 },
         ],
         report.goals,
@@ -56,6 +65,8 @@ export function formatStatus(report: StatusReport): string[] {
           { header: 'ADMITTED', value: (p) => (p.admitted === null ? 'unchecked' : p.admitted ? 'yes' : 'REFUSED') },
           { header: 'GATE', value: (p) => p.gate },
           { header: 'TASKS', value: (p) => p.tasks },
+          { header: 'SPENT', value: (p) => spentCell(p.spent.totals), max: 44 },
+          { header: 'BUDGET', value: (p) => (p.budgets ? `task ${formatBudget(p.budgets.perTask)}; goal ${formatBudget(p.budgets.perGoal)}` : null), max: 60 },
         ],
         report.plans,
       ),
@@ -73,6 +84,8 @@ export function formatStatus(report: StatusReport): string[] {
           { header: 'WORKER', value: (t) => t.worker },
           { header: 'REVIEWER', value: (t) => t.reviewer },
           { header: 'STATUS', value: (t) => t.status },
+          { header: 'SPENT', value: (t) => spentCell(t.spent.totals), max: 44 },
+          { header: 'BUDGET', value: (t) => (t.budget ? formatBudget(t.budget) : null) },
           { header: 'BRANCH', value: (t) => t.branch },
           { header: 'PR', value: (t) => (t.pr ? `#${t.pr.number} ${t.pr.state}` : null) },
           {
@@ -88,6 +101,8 @@ export function formatStatus(report: StatusReport): string[] {
       ),
     'none',
   );
+  const parked = report.tasks.filter((t) => t.status === 'parked' && t.statusReason);
+  if (parked.length > 0) out.push('', 'Parked', ...parked.map((t) => `  ${t.id}: ${t.statusReason}`));
   section(
     'Workers',
     report.workers.length,

@@ -153,12 +153,9 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'brain.model': "The Brain's own (Claude) model; null lets the SDK choose.",
   budgets:
     'Hard budgets. A worker that reaches one is stopped between tool calls, its work kept in a backup ref,\nits task parked (polly status says why). A plan may set its own (budgets), a plan task its own (budget).',
-  'budgets.per_task': 'null (no limit), or {usd: N, tokens: N} (either or both) for each task: all its turns, reviews included.',
-  'budgets.per_task.usd': 'USD as the agents report it (codex reports no cost: only a token limit stops it).',
-  'budgets.per_task.tokens': 'Input (cache included) plus output tokens.',
+  'budgets.per_task':
+    'null (no limit), or {usd: N, tokens: N} (either or both) for each task: all its turns, reviews included.\nusd: as the agents report it (codex reports no cost: only a token limit stops it); tokens: input (cache included) plus output.',
   'budgets.per_goal': 'null (no limit), or {usd: N, tokens: N} for all tasks of a goal (of a polly run plan) together.',
-  'budgets.per_goal.usd': 'USD as the agents report it.',
-  'budgets.per_goal.tokens': 'Input (cache included) plus output tokens.',
   notifications:
     'Notifications when something needs you or closed: plan at the gate or refused, task parked or failed,\nPR ready, PR feedback, goal done, budget reached. They never carry tokens.',
   'notifications.webhook_url': 'null, or a Slack-compatible incoming webhook URL ({text, blocks} is POSTed; 3 attempts).',

@@ -59,9 +59,30 @@ export function configJsonSchema(): JsonSchema {
   return { $schema: DRAFT, $id: 'https://polly.invalid/schemas/config.schema.json', title: 'Polly configuration (.polly/config.yaml)', ...specToSchema(CONFIG_SPEC, '') };
 }
 
+/**
+ * zod-to-json-schema writes a strict lower bound (`z.number().positive()`) for targets other than
+ * draft 7 in the draft-4 form `{minimum: X, exclusiveMinimum: true}`; drafts 6 and later (2020-12
+ * included, https://json-schema.org/draft/2020-12/json-schema-validation#section-6.2.5) spell it
+ * `{exclusiveMinimum: X}`. Rewritten in place, recursively.
+ */
+function modernExclusiveBounds(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const n of node) modernExclusiveBounds(n);
+    return;
+  }
+  if (typeof node !== 'object' || node === null) return;
+  const o = node as Record<string, unknown>;
+  if (o.exclusiveMinimum === true && typeof o.minimum === 'number') {
+    o.exclusiveMinimum = o.minimum;
+    delete o.minimum;
+  }
+  for (const v of Object.values(o)) modernExclusiveBounds(v);
+}
+
 /** The JSON Schema of a plan file (`polly run plan.yaml`, the Brain's `plan_propose`). */
 export function planJsonSchema(): JsonSchema {
   const generated = zodToJsonSchema(planSchema, { target: 'jsonSchema2019-09', $refStrategy: 'none' }) as JsonSchema;
+  modernExclusiveBounds(generated);
   const { $schema: _drop, ...body } = generated;
   return { $schema: DRAFT, $id: 'https://polly.invalid/schemas/plan.schema.json', title: 'Polly plan', ...body };
 }

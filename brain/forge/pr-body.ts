@@ -3,6 +3,7 @@
  * itself ran, and the cross-review's findings. Pure: data in, markdown out.
  */
 import type { AcceptanceContract, CommandResult, ReviewRecord } from '../registry/registry-schema.js';
+import { formatCost, totalTokens, type TaskLedger } from '../registry/cost-ledger.js';
 
 export interface PrBodyInput {
   taskId: string;
@@ -18,6 +19,8 @@ export interface PrBodyInput {
   worker?: string;
   /** Set when a turn ran without Polly's sandbox (`workers.allow_unconfined`): the warning. */
   unconfined?: string | null;
+  /** The task's cost ledger so far (brain/registry/cost-ledger.ts); absent: no section. */
+  ledger?: TaskLedger | null;
 }
 
 /** Longest run of backticks in `text` + 1, at least 3: a fence that `text` cannot close. */
@@ -46,7 +49,8 @@ function checkStatus(c: CommandResult): string {
 /**
  * Render the PR body as GitHub-flavoured markdown. Sections: task, acceptance contract, checks
  * (a table; a failing check's output tail in a collapsed block), review (per round, blocking and
- * non-blocking findings as `file:line — message`), and Polly's no-merge note.
+ * non-blocking findings as `file:line — message`), cost (per role and total, when any turn ran),
+ * and Polly's no-merge note.
  */
 export function renderPrBody(input: PrBodyInput): string {
   const out: string[] = [];
@@ -93,6 +97,15 @@ export function renderPrBody(input: PrBodyInput): string {
       for (const x of r.nonBlocking) out.push(`- ${code(`${x.file}:${x.line}`)} — ${inline(x.message)}`);
       out.push('');
     }
+  }
+  if (input.ledger && input.ledger.totals.turns > 0) {
+    out.push('## Cost', '', '| who | turns | tokens in | tokens out | cache read | cost |', '| --- | --- | --- | --- | --- | --- |');
+    for (const [role, t] of Object.entries(input.ledger.byRole)) {
+      if (t) out.push(`| ${inline(role)} | ${t.turns} | ${t.inputTokens} | ${t.outputTokens} | ${t.cacheReadTokens} | ${formatCost(t)} |`);
+    }
+    const all = input.ledger.totals;
+    out.push(`| **total** | ${all.turns} | ${all.inputTokens} | ${all.outputTokens} | ${all.cacheReadTokens} | ${formatCost(all)} |`, '');
+    out.push(`${totalTokens(all)} tokens in all. Cost is what the agents reported; "unknown" where an agent reports none (codex).`, '');
   }
   out.push('---', '_Opened by Polly. Polly never merges: a human reviews and merges this PR._', '');
   return out.join('\n');

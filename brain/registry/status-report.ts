@@ -6,6 +6,18 @@
 import type { GoalRecord, PlanRecord, PullRequestRef, Registry, TaskRecord, WorkerRecord } from './registry-schema.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { pullRequestStatus, type PullRequestStatus } from '../forge/pr-status.js';
+import { costJson, sumTotals, type LedgerTotals, type TaskLedger } from './cost-ledger.js';
+import type { Budget } from '../plan/budgets.js';
+
+/** What was spent, for machines: the totals, and the cost as `{usd, complete}` (usd null: unknown; complete false: some turns unknown). */
+export interface StatusCost {
+  totals: LedgerTotals;
+  cost: { usd: number | null; complete: boolean };
+}
+
+function statusCost(totals: LedgerTotals): StatusCost {
+  return { totals, cost: costJson(totals) };
+}
 
 /** Compare ids so that `t2` sorts before `t10`. */
 export function compareIds(a: string, b: string): number {
@@ -28,6 +40,12 @@ export interface StatusTask {
    * Null without a PR.
    */
   prStatus: PullRequestStatus | null;
+  /** Why it is in its status (a failure, a park), or null. */
+  statusReason: string | null;
+  /** Tokens and cost of its turns (brain/registry/cost-ledger.ts), per role too. */
+  spent: StatusCost & { byRole: TaskLedger['byRole'] };
+  /** The hard budget in force, or null for none. */
+  budget: Budget | null;
 }
 
 export interface StatusReport {
@@ -36,8 +54,8 @@ export interface StatusReport {
   brain: Registry['brain'];
   /** The row a stopped or crashed Brain left (its pid is gone); `polly resume` continues its work. */
   brainGone: Registry['brain'];
-  goals: Array<Pick<GoalRecord, 'id' | 'text' | 'status' | 'planIds' | 'createdAt'>>;
-  plans: Array<{ id: string; goalId: string | null; gate: PlanRecord['gate']; admitted: boolean | null; tasks: number; createdAt: string }>;
+  goals: Array<Pick<GoalRecord, 'id' | 'text' | 'status' | 'planIds' | 'createdAt'> & { spent: StatusCost }>;
+  plans: Array<{ id: string; goalId: string | null; gate: PlanRecord['gate']; admitted: boolean | null; tasks: number; createdAt: string; spent: StatusCost; budgets: PlanRecord['budgets'] | null }>;
   tasks: StatusTask[];
   workers: Array<Pick<WorkerRecord, 'id' | 'taskId' | 'harness' | 'pid' | 'sessionId' | 'startedAt' | 'heartbeatAt'>>;
 }
@@ -53,6 +71,11 @@ function workerLive(w: WorkerRecord): boolean {
   return pidAlive(w.pid);
 }
 
+/** The tasks of a plan. */
+function planTasks(reg: Registry, planId: string): TaskRecord[] {
+  return Object.values(reg.tasks).filter((t) => t.planId === planId);
+}
+
 /** The status report of a registry (reads only process liveness besides the registry). */
 export function statusReport(repoRoot: string, reg: Registry): StatusReport {
   return {
@@ -60,7 +83,14 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
     // Reconciled before it is shown: a Brain row whose process is gone is not a running Brain.
     brain: reg.brain && pidAlive(reg.brain.pid) ? reg.brain : null,
     brainGone: reg.brain && !pidAlive(reg.brain.pid) ? reg.brain : null,
-    goals: byId(reg.goals).map((g) => ({ id: g.id, text: g.text, status: g.status, planIds: g.planIds, createdAt: g.createdAt })),
+    goals: byId(reg.goals).map((g) => ({
+      id: g.id,
+      text: g.text,
+      status: g.status,
+      planIds: g.planIds,
+      createdAt: g.createdAt,
+      spent: statusCost(sumTotals(g.planIds.flatMap((pid) => planTasks(reg, pid)).map((t) => t.ledger?.totals))),
+    })),
     plans: byId(reg.plans).map((p) => ({
       id: p.id,
       goalId: p.goalId,
@@ -68,6 +98,8 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
       admitted: p.admission ? p.admission.admitted : null,
       tasks: p.tasks.length,
       createdAt: p.createdAt,
+      spent: statusCost(sumTotals(planTasks(reg, p.id).map((t) => t.ledger?.totals))),
+      budgets: p.budgets ?? null,
     })),
     tasks: byId(reg.tasks).map((t) => ({
       id: t.id,
@@ -80,6 +112,9 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
       worktree: t.worktree,
       pr: t.pr,
       prStatus: t.pr ? pullRequestStatus((t.pr.forge === 'local' ? reg.pullRequests[String(t.pr.number)] : undefined) ?? { reviews: [], state: t.pr.state }, t.checks) : null,
+      statusReason: t.statusReason,
+      spent: { ...statusCost(t.ledger?.totals ?? sumTotals([])), byRole: t.ledger?.byRole ?? {} },
+      budget: t.budget ?? null,
     })),
     // Live workers only: a row whose runner and agent have exited is history (see the journal).
     workers: byId(reg.workers)

@@ -46,6 +46,7 @@ export function createMarkReadyTool(): TaskTool {
           reviews: t.reviews,
           worker: t.worker,
           unconfined: t.unconfined ?? null,
+          ledger: t.ledger ?? null,
         });
         await ctx.forge.comment(number, `**Final state: ready for review.**\n\n${body}`);
         await ctx.forge.markReady(number);

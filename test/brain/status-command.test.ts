@@ -1,4 +1,5 @@
 // `polly status` through the real CLI, over registries written by the real store.
+import { addTurn } from '../../brain/registry/cost-ledger.js';
 import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -61,6 +62,13 @@ describe('polly status', () => {
       for (const id of ['t10', 't2']) d.tasks[id] = sampleTask(id);
       d.tasks.t2!.status = 'pr_open';
       d.tasks.t2!.pr = { forge: 'local', number: 3, url: 'local:3', state: 'draft' };
+      // A pi implementer turn that reported its cost and a codex review turn that could not (codex reports none).
+      const at = '2026-11-29T10:04:00.000Z';
+      d.tasks.t2!.ledger = addTurn(
+        addTurn(undefined, { at, role: 'implement', harness: 'pi', workerId: 'w0', orderId: 'o1', status: 'ok', reported: true, inputTokens: 1200, outputTokens: 300, cacheReadTokens: 200, cacheWriteTokens: 0, costUsd: 0.0025 }),
+        { at, role: 'review', harness: 'codex', workerId: 'w9', orderId: 'o2', status: 'ok', reported: true, inputTokens: 400, outputTokens: 100, cacheReadTokens: 0, cacheWriteTokens: null, costUsd: null },
+      );
+      d.tasks.t2!.budget = { tokens: 5000 };
       d.pullRequests['3'] = {
         number: 3,
         taskId: 't2',
@@ -114,18 +122,42 @@ describe('polly status', () => {
       worktree: '.worktrees/t2',
       pr: { forge: 'local', number: 3, url: 'local:3', state: 'draft' },
       prStatus: { review: 'changes_requested', checks: 'none', conflicts: 'conflicts', conflictFiles: ['src/a.ts'] },
+      statusReason: null,
+      budget: { tokens: 5000 },
+      spent: {
+        totals: { turns: 2, inputTokens: 1600, outputTokens: 400, cacheReadTokens: 200, cacheWriteTokens: 0, costUsd: 0.0025, unknownCostTurns: 1 },
+        cost: { usd: 0.0025, complete: false },
+        byRole: {
+          implement: { turns: 1, inputTokens: 1200, outputTokens: 300, cacheReadTokens: 200, cacheWriteTokens: 0, costUsd: 0.0025, unknownCostTurns: 0 },
+          review: { turns: 1, inputTokens: 400, outputTokens: 100, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, unknownCostTurns: 1 },
+        },
+      },
     });
-    expect(json.plans).toEqual([{ id: 'p1', goalId: 'g1', gate: 'approved', admitted: true, tasks: 0, createdAt: '2026-11-29T10:01:00.000Z' }]);
+    expect(json.tasks[1].spent.cost).toEqual({ usd: 0, complete: true });
+    expect(json.plans).toEqual([
+      {
+        id: 'p1',
+        goalId: 'g1',
+        gate: 'approved',
+        admitted: true,
+        tasks: 0,
+        createdAt: '2026-11-29T10:01:00.000Z',
+        budgets: null,
+        // The plan's (and its goal's) roll-up: the sum of its tasks' ledgers (t10 has spent nothing).
+        spent: { totals: json.tasks[0].spent.totals, cost: { usd: 0.0025, complete: false } },
+      },
+    ]);
+    expect(json.goals[0].spent).toEqual(json.plans[0].spent);
     expect(json.goals[0]).toMatchObject({ id: 'g1', status: 'running', text: 'add a --verbose flag' });
     expect(json.workers).toHaveLength(1);
     expect(json.workers[0]).toMatchObject({ id: 'w1', taskId: 't10', harness: 'claude-code', pid: process.pid });
     const out = runCli(['status'], repo.dir).stdout;
     const taskLines = out.split('\n').filter((l) => /^\s+(ID\s+TITLE|t2\s|t10\s)/.test(l));
-    expect(taskLines[0]).toMatch(/ID\s+TITLE\s+PURPOSE\s+WORKER\s+REVIEWER\s+STATUS\s+BRANCH\s+PR\s+PR STATE$/);
+    expect(taskLines[0]).toMatch(/ID\s+TITLE\s+PURPOSE\s+WORKER\s+REVIEWER\s+STATUS\s+SPENT\s+BUDGET\s+BRANCH\s+PR\s+PR STATE$/);
     expect(taskLines[1]).toMatch(
-      /^\s+t2\s+task t2: make the widget configurab…\s+implement\s+claude-code\s+codex\s+pr_open\s+polly\/t2\s+#3 draft\s+review changes_requested, checks none, conflicts: src\/a\.ts$/,
+      /^\s+t2\s+task t2: make the widget configurab…\s+implement\s+claude-code\s+codex\s+pr_open\s+2000 tok, ≥ \$0\.0025 \(some turns unknown\)\s+5000 tokens\s+polly\/t2\s+#3 draft\s+review changes_requested, checks none, conflicts: src\/a\.ts$/,
     );
-    expect(taskLines[2]).toMatch(/t10 .* queued\s+polly\/t10\s+-\s+-$/);
+    expect(taskLines[2]).toMatch(/t10 .* queued\s+-\s+-\s+polly\/t10\s+-\s+-$/);
     expect(out).toContain('Plans (1)');
     expect(out).toMatch(/p1\s+g1\s+yes\s+approved\s+0/);
   });

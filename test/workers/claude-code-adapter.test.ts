@@ -264,8 +264,18 @@ describe('parseClaudeStreamLine', () => {
         errors: ['max turns'],
       }),
     ).toEqual([
-      { type: 'usage', inputTokens: 15, outputTokens: 2, costUsd: 0.5 },
+      { type: 'usage', scope: 'turn', inputTokens: 15, outputTokens: 2, cacheReadTokens: 5, cacheWriteTokens: null, costUsd: 0.5 },
       { type: 'result', ok: false, text: 'max turns' },
+    ]);
+    // An assistant message's usage arrives while the turn runs: per model call, without cost.
+    expect(
+      parseClaudeStreamLine({
+        type: 'assistant',
+        message: { id: 'msg_1', content: [{ type: 'text', text: 'hi' }], usage: { input_tokens: 7, cache_read_input_tokens: 3, cache_creation_input_tokens: 1, output_tokens: 4 } },
+      }),
+    ).toEqual([
+      { type: 'usage', scope: 'call', callId: 'msg_1', inputTokens: 11, outputTokens: 4, cacheReadTokens: 3, cacheWriteTokens: 1, costUsd: null },
+      { type: 'text', text: 'hi' },
     ]);
     expect(parseClaudeStreamLine({ type: 'system', subtype: 'api_retry', attempt: 3, max_retries: 10, error_status: 529, error: 'overloaded' })).toEqual([
       { type: 'error', message: 'model API error status 529 (overloaded); claude retries: attempt 3 of 10' },

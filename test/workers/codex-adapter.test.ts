@@ -316,7 +316,7 @@ describe('codex --json event parser', () => {
       { type: 'tool_result', id: 'item_4', isError: true, output: '' },
       { type: 'error', message: 'Model metadata for `test-model` not found. Defaulting to fallback metadata; this can degrade performance and cause issues.' },
       { type: 'text', text: 'All done [report].' },
-      { type: 'usage', inputTokens: 44284, outputTokens: 293, costUsd: null },
+      { type: 'usage', scope: 'turn', inputTokens: 44284, outputTokens: 293, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: null },
       { type: 'result', ok: true, text: 'All done [report].' },
     ]);
   });

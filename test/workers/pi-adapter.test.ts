@@ -306,7 +306,7 @@ describe('parsePiEvent (pure, on lines captured from pi 0.73.1 --mode json)', ()
       ),
     ).toEqual([
       { type: 'text', text: 'All done.' },
-      { type: 'usage', inputTokens: 892, outputTokens: 3, costUsd: 0.0012 },
+      { type: 'usage', scope: 'call', inputTokens: 892, outputTokens: 3, cacheReadTokens: 10, cacheWriteTokens: 0, costUsd: 0.0012 },
     ]);
     expect(parse('{"type":"message_end","message":{"role":"toolResult","toolCallId":"c","content":[{"type":"text","text":"x"}],"isError":false}}')).toEqual([]);
     expect(
@@ -322,7 +322,7 @@ describe('parsePiEvent (pure, on lines captured from pi 0.73.1 --mode json)', ()
         '{"type":"message_end","message":{"role":"assistant","content":[],"usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"cost":{"total":0}},"stopReason":"error","errorMessage":"Connection error."}}',
       ),
     ).toEqual([
-      { type: 'usage', inputTokens: 0, outputTokens: 0, costUsd: 0 },
+      { type: 'usage', scope: 'call', inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
       { type: 'error', message: 'Connection error.' },
     ]);
     expect(parse('{"type":"agent_end","messages":[{"role":"assistant","content":[],"stopReason":"error","errorMessage":"Connection error."}]}')).toEqual([

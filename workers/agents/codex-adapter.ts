@@ -187,7 +187,7 @@ function toolResultOf(item: Json): AgentEvent | null {
  *   preceded by a `tool_call` if no `item.started` came; `agent_message {text}` → `text`;
  *   `error {message}` (codex's non-fatal notices, e.g. unknown model metadata) → `error`;
  *   `reasoning`, `todo_list` → nothing
- * - `turn.completed {usage: {input_tokens, cached_input_tokens, output_tokens, …}}` → a `turn`-scoped
+ * - `turn.completed {usage: {input_tokens, cached_input_tokens, cache_write_input_tokens?, output_tokens, …}}` → a `turn`-scoped
  *   `usage` (input_tokens includes the cached ones; codex reports no cost, and usage only at turn end)
  *   (no cost: codex reports none) then `result {ok: true, text: last agent message}`
  * - `turn.failed {error: {message}}` → `error` then `result {ok: false}`; top-level `error {message}` → `error`
@@ -242,7 +242,7 @@ export function createCodexEventParser(): (json: unknown) => AgentEvent[] {
             inputTokens: num(usage.input_tokens),
             outputTokens: num(usage.output_tokens),
             cacheReadTokens: typeof usage.cached_input_tokens === 'number' ? usage.cached_input_tokens : null,
-            cacheWriteTokens: null,
+            cacheWriteTokens: typeof usage.cache_write_input_tokens === 'number' ? usage.cache_write_input_tokens : null,
             costUsd: null,
           },
           { type: 'result', ok: true, text: lastMessage },
