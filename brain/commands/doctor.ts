@@ -6,7 +6,8 @@
  * start a sandbox; which git identity commits will carry; the default branch is not behind its
  * remote-tracking branch (as of the last fetch: doctor does not touch the network); the project's
  * test runner will not collect tests from `.worktrees/`; the acceptance commands can run here;
- * the main checkout has no uncommitted work that worktrees would leave out.
+ * the main checkout has no uncommitted work that worktrees would leave out; which notifications
+ * (webhook, desktop) this machine sends.
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -22,6 +23,8 @@ import { findOnPath, resolveAgentBinary } from '../../workers/agents/agent-binar
 import { describeIdentity, resolveCommitIdentity, uncommittedChanges } from '../../workers/git/commit-identity.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
 import { findRepo } from '../../workers/git/repo.js';
+import { detectDesktopNotifier } from '../notify/desktop.js';
+import { urlOrigin } from '../notify/webhook.js';
 
 /** One line of the report. */
 export interface DoctorCheck {
@@ -39,6 +42,22 @@ export interface DoctorReport {
   /** True when every check is ok. */
   ok: boolean;
   checks: DoctorCheck[];
+}
+
+/**
+ * Which notifications this machine sends (brain/notify/): the webhook (its origin only: the URL
+ * holds its secret) and the desktop notifier found (notify-send on Linux, osascript on macOS), or
+ * that there is none. Never a problem: notifications are optional.
+ */
+export function notificationCheck(config: Pick<PollyConfig, 'notifications'>, env: NodeJS.ProcessEnv, platform: NodeJS.Platform = process.platform): DoctorCheck {
+  const desktop = detectDesktopNotifier(platform, env.PATH);
+  const webhook = config.notifications.webhook_url ? `webhook to ${urlOrigin(config.notifications.webhook_url)}` : 'no webhook (notifications.webhook_url)';
+  const desk = !config.notifications.desktop
+    ? 'desktop off (notifications.desktop: false)'
+    : desktop
+      ? `desktop via ${desktop.kind} (${desktop.path})`
+      : `no desktop notifier available (${platform === 'darwin' ? 'no osascript on PATH' : platform === 'linux' ? 'no notify-send on PATH: install libnotify-bin' : `none on ${platform}`})`;
+  return { id: 'notifications', status: 'ok', detail: `${webhook}; ${desk}` };
 }
 
 /** Outcome of the sandbox probe (the shape of c1-sandbox's `probeSandbox`, workers/sandbox/sandbox.ts). */
@@ -195,6 +214,7 @@ export async function runDoctor(cwd: string, env: NodeJS.ProcessEnv, probe: (env
     detail: `commits by ${describeIdentity(identity)}`,
     ...(fallback ? { fix: 'git config user.name "Your Name" && git config user.email you@example.com (or export GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL)' } : {}),
   });
+  checks.push(notificationCheck(effective, env));
   checks.push(await behindCheck(git, repo.root));
   checks.push(worktreeVisibilityCheck(repo.root));
   const problems = commandProblems(repo.root, effective.acceptance.commands);

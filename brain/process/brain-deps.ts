@@ -25,6 +25,7 @@ import type { GoalRecord } from '../registry/registry-schema.js';
 import type { TaskTool } from '../task-tools/types.js';
 import type { WorkerSupervisor } from '../../workers/worker-turn.js';
 import type { InboxEvent } from '../mcp/brain-tools.js';
+import type { NotificationSink } from '../notify/webhook.js';
 
 /** The LLM brain the process hosts per goal (brain/llm-brain.ts), behind a narrow interface. */
 export interface GoalBrain {
@@ -66,6 +67,8 @@ export interface BrainProcessDeps {
   onWorkerEvent?: (taskId: string, event: AgentEvent) => void;
   clock?: () => Date;
   signal?: AbortSignal;
+  /** Where notifications go; default from config `notifications` (brain/notify/notifier.ts `sinksFromConfig`). */
+  notificationSinks?: readonly NotificationSink[];
 }
 
 import { readRepoBranchContext } from '../../workers/git/repo.js';

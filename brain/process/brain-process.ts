@@ -35,6 +35,7 @@ import { toInboxEvents } from '../mcp/brain-tools.js';
 import type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
 import { brainTurn, failGoal, reapPreviousGoalBrains } from './goal-brains.js';
 import { acquireBrainLock } from './brain-lock.js';
+import { startConfiguredNotifier } from '../notify/notifier.js';
 import type { RunRecord } from '../../workflows/run/run-records.js';
 
 /** How long a finished goal tree stays in registry.json (for `polly status` and `polly goal`'s summary) before the Brain archives it (ms). */
@@ -135,6 +136,14 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
   };
 
   const previous = await claimBrain(deps.store, now);
+  // Notifications follow the journal beside this loop and never block it (brain/notify/notifier.ts).
+  const notifier = startConfiguredNotifier({
+    store: deps.store,
+    config: deps.config,
+    pollyDir: deps.pollyDir,
+    log,
+    ...(deps.notificationSinks ? { sinks: deps.notificationSinks } : {}),
+  });
   if (previous && previous.pid !== process.pid) log(`[polly] the previous Brain (pid ${previous.pid}) is gone; adopting its work`);
   await reapPreviousGoalBrains(deps, log);
   const reconciled = await deps.supervisor.reconcile();
@@ -267,6 +276,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
     throw error;
   } finally {
     for (const { brain } of goalBrains.values()) await brain.close().catch(() => {});
+    await notifier.stop();
     // A graceful stop (SIGTERM/SIGINT) or a fault does not wait for in-flight work: the workers are
     // detached runners and keep running; the next Brain adopts them and claims the same open work
     // orders (tools are idempotent per order id), exactly as after a SIGKILL. No task fails because

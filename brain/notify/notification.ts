@@ -1,0 +1,85 @@
+/**
+ * What Polly tells a human, and when: a pure mapping from journal events to notifications.
+ *
+ * Notified (journal kind → why): `plan.proposed` (a plan waits at the gate), `plan.refused`,
+ * `task.parked`, `task.failed` (failed, cancelled or stopped), `task.pr_ready` (a PR is ready for a
+ * human), `pr.feedback` (feedback on a PR for Polly to handle), `goal.done`, `budget.reached`.
+ * Everything else is not. The text names ids, statuses and reasons only: no URLs of forges with
+ * credentials, no tokens (reasons pass through brain/core/redact.ts).
+ *
+ * Links: to the dashboard (`polly ui`) page of the plan, task or goal when a dashboard URL is known
+ * (config `ui.url`, else `ui.port` on 127.0.0.1); otherwise the notification has no link.
+ */
+import { redactSecrets } from '../core/redact.js';
+import type { JournalEntry } from '../registry/registry-schema.js';
+
+/** The journal kinds that notify. */
+export const NOTIFIED_KINDS = ['plan.proposed', 'plan.refused', 'task.parked', 'task.failed', 'task.pr_ready', 'pr.feedback', 'goal.done', 'budget.reached'] as const;
+export type NotifiedKind = (typeof NOTIFIED_KINDS)[number];
+
+/** One notification. */
+export interface Notification {
+  /** The journal event it is about. */
+  kind: NotifiedKind;
+  seq: number;
+  /** A short title (the desktop summary). */
+  title: string;
+  /** One or two lines. */
+  text: string;
+  /** The dashboard page, or null when no dashboard URL is configured. */
+  link: string | null;
+}
+
+/** The dashboard's base URL from config (`ui.url`, else `http://127.0.0.1:<ui.port>`), or null. */
+export function dashboardUrl(config: object): string | null {
+  const ui = (config as { ui?: { url?: unknown; port?: unknown } }).ui;
+  if (typeof ui?.url === 'string' && ui.url) return ui.url.replace(/\/+$/, '');
+  if (typeof ui?.port === 'number' && ui.port > 0) return `http://127.0.0.1:${ui.port}`;
+  return null;
+}
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : v === null || v === undefined ? '' : String(v));
+const cut = (text: string, max = 300): string => {
+  const one = redactSecrets(text.replace(/\s+/g, ' ').trim());
+  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
+};
+
+/** The notification for a journal entry, or null when its kind is not notified. Pure. */
+export function notificationFor(entry: JournalEntry, baseUrl: string | null): Notification | null {
+  const d = entry.data;
+  const page = (path: string): string | null => (baseUrl ? `${baseUrl}${path}` : null);
+  const make = (kind: NotifiedKind, title: string, text: string, path: string): Notification => ({ kind, seq: entry.seq, title, text, link: page(path) });
+  switch (entry.kind) {
+    case 'plan.proposed':
+      return make('plan.proposed', `Plan ${str(d.planId)} waits for approval`, `Plan ${str(d.planId)} was admitted and waits at the plan gate: polly plan approve ${str(d.planId)} (or reject).`, `/plans/${str(d.planId)}`);
+    case 'plan.refused':
+      return make('plan.refused', `Plan ${str(d.planId)} refused`, `Plan ${str(d.planId)} was refused by the model checker: ${cut((d.violations as string[] | undefined)?.join(', ') ?? '')}.`, `/plans/${str(d.planId)}`);
+    case 'task.parked':
+      return make('task.parked', `Task ${str(d.taskId)} parked`, `Task ${str(d.taskId)} was parked: ${cut(str(d.reason))}`, `/tasks/${str(d.taskId)}`);
+    case 'task.failed':
+      return make('task.failed', `Task ${str(d.taskId)} ${str(d.status) || 'failed'}`, `Task ${str(d.taskId)} ended ${str(d.status) || 'failed'}${d.reason ? `: ${cut(str(d.reason))}` : ''}`, `/tasks/${str(d.taskId)}`);
+    case 'task.pr_ready':
+      return make('task.pr_ready', `PR #${str(d.number)} ready`, `The PR of task ${str(d.taskId)} (#${str(d.number)}) is green, reviewed and ready for a human to merge.`, `/tasks/${str(d.taskId)}`);
+    case 'pr.feedback':
+      return make('pr.feedback', `Feedback on PR #${str(d.number)}`, `${str(d.event) === 'REQUEST_CHANGES' ? 'Changes requested' : 'A comment'} on PR #${str(d.number)} of task ${str(d.taskId)}: ${cut(str(d.body), 200)}`, `/tasks/${str(d.taskId)}`);
+    case 'goal.done':
+      return make('goal.done', `Goal ${str(d.goalId)} ${str(d.status)}`, `Goal ${str(d.goalId)} is ${str(d.status)}${d.reason ? `: ${cut(str(d.reason))}` : ''}.`, `/goals/${str(d.goalId)}`);
+    case 'budget.reached': {
+      const spent = d.kind === 'usd' ? `$${Number(d.spent).toFixed(4)} of $${Number(d.limit).toFixed(4)}` : `${str(d.spent)} of ${str(d.limit)} tokens`;
+      const whose = d.scope === 'goal' ? `goal ${str(d.goalId)}` : `task ${str(d.taskId)}`;
+      return make('budget.reached', `Budget reached: ${whose}`, `The budget of ${whose} is reached (${spent}); task ${str(d.taskId)} was stopped and parked, its work kept.`, `/tasks/${str(d.taskId)}`);
+    }
+    default:
+      return null;
+  }
+}
+
+/**
+ * The Slack-compatible webhook body (https://api.slack.com/messaging/webhooks): `text` (the
+ * fallback every receiver shows) and one `section` block in mrkdwn with the link when there is one.
+ */
+export function webhookPayload(n: Notification): { text: string; blocks: Array<Record<string, unknown>> } {
+  const text = `${n.title}: ${n.text}${n.link ? ` ${n.link}` : ''}`;
+  const mrkdwn = `*${n.title}*\n${n.text}${n.link ? `\n<${n.link}|Open in the Polly dashboard>` : ''}`;
+  return { text, blocks: [{ type: 'section', text: { type: 'mrkdwn', text: mrkdwn } }] };
+}
