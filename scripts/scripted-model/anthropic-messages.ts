@@ -345,6 +345,7 @@ async function handleMessages(ctx: ApiContext): Promise<void> {
   const model = body.model ?? 'claude-scripted';
   const inputTokens = estimateTokens(JSON.stringify(body.messages) + view.system);
   const outputTokens = estimateTokens(JSON.stringify(content));
+  ctx.record({ usage: { inputTokens, outputTokens } });
   if (body.stream) return streamMessage(ctx.res, model, content, stopReason, inputTokens, outputTokens);
   return sendJson(ctx.res, 200, {
     id: messageId(),

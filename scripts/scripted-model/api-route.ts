@@ -19,6 +19,8 @@ export interface RecordedRequest {
   session: string | null;
   turnIndex: number | null;
   reply: ReplyPlan['reply'] | null;
+  /** The token usage the reply reported (input, output), when the route is a model call; tests sum it against Polly's ledger. */
+  usage?: { inputTokens: number; outputTokens: number } | null;
 }
 
 export interface ApiContext {
@@ -28,8 +30,8 @@ export interface ApiContext {
   /** The parsed JSON body (undefined for GET). */
   body: unknown;
   script: ModelScript;
-  /** Record what the route saw and answered. */
-  record(entry: Pick<RecordedRequest, 'view' | 'session' | 'turnIndex' | 'reply'>): void;
+  /** Record what the route saw and answered (called again with `usage` once the reply is rendered). */
+  record(entry: Pick<RecordedRequest, 'view' | 'session' | 'turnIndex' | 'reply'> | Required<Pick<RecordedRequest, 'usage'>>): void;
 }
 
 export interface ApiRoute {

@@ -241,6 +241,7 @@ async function handleCompletions(ctx: ApiContext): Promise<void> {
   ctx.record({ view, session: plan.session?.name ?? null, turnIndex: plan.turnIndex, reply: plan.reply });
   const model = typeof request.model === 'string' && request.model ? request.model : 'scripted';
   const rendered = render(plan.reply, view, request, plan.turnIndex);
+  ctx.record({ usage: { inputTokens: rendered.usage.prompt_tokens, outputTokens: rendered.usage.completion_tokens } });
   if (request.stream) writeStream(ctx, model, rendered, request.stream_options?.include_usage === true);
   else writeCompletion(ctx, model, rendered);
 }

@@ -360,6 +360,7 @@ export const responsesRoutes: ApiRoute[] = [
       record({ view, session: plan.session?.name ?? null, turnIndex: plan.turnIndex, reply: plan.reply });
       const items = renderReply(plan.reply, body);
       const usage = usageFor(body, items);
+      record({ usage: { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens } });
       const id = newId('resp');
       if (body.stream === false || body.stream === undefined) return sendJson(res, 200, responseObject(id, body.model, 'completed', items, usage));
       streamResponse(res, id, body.model, items, usage);

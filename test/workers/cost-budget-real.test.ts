@@ -1,0 +1,128 @@
+/**
+ * Issue 20 items 4 and 5 with the real `pi` and `claude` against the scripted model, through the
+ * dispatch tool: every turn's usage lands in the task's ledger and its totals equal what the
+ * scripted server reported for the session; a task whose budget is smaller than its script's
+ * usage is stopped mid-turn (between model calls), parked with the reason, its work in a backup
+ * ref, and no PR is opened (the rig's forge fails the test on any use). Needs `npm run build`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseModelScript } from '../../scripts/scripted-model/script.js';
+import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
+import { createTestRepo } from '../helpers/git-repo.js';
+import { makeRig, stopAll } from '../helpers/run-to-green.js';
+import { makeTask, NPM_TEST_PROJECT, runTool, sessionRequests } from '../helpers/worker-tools.js';
+import { dispatch } from '../../brain/task-tools/dispatch.js';
+import type { Harness } from '../../brain/core/vocabulary.js';
+import type { RecordedRequest } from '../../scripts/scripted-model/api-route.js';
+
+/** Write a file, run a slow command, write another, finish: four model calls in one turn. */
+const turnScript = (id: string) => `  - name: ${id}
+    match: {task: ${id}, role: implement}
+    turns:
+      - steps:
+          - write: {path: notes/kept.txt, content: "written before the budget ran out\\n"}
+          - run: "sleep 4"
+          - write: {path: notes/late.txt, content: "written after\\n"}
+          - finish: "Done."
+`;
+
+const IDS = ['pl1', 'pb1', 'cl1'] as const;
+let server: ScriptedModelServer;
+beforeAll(async () => {
+  server = await startScriptedModelServer({ script: parseModelScript(`sessions:\n${IDS.map(turnScript).join('')}`) });
+});
+afterAll(async () => server?.close());
+
+/** The usage the server reported to the scripted session (side requests such as titles excluded). */
+function reported(requests: RecordedRequest[], session: string): { calls: number; input: number; output: number; perCall: Array<{ inputTokens: number; outputTokens: number }> } {
+  const reqs = sessionRequests(requests, session).filter((r) => r.usage);
+  return {
+    calls: reqs.length,
+    input: reqs.reduce((s, r) => s + r.usage!.inputTokens, 0),
+    output: reqs.reduce((s, r) => s + r.usage!.outputTokens, 0),
+    perCall: reqs.map((r) => r.usage!),
+  };
+}
+
+async function runTask(harness: Harness, id: string, budget: { tokens?: number; usd?: number } | null) {
+  const repo = createTestRepo(NPM_TEST_PROJECT);
+  const rig = makeRig(repo, server);
+  await rig.store.update((d) => {
+    d.tasks[id] = makeTask(id, harness, budget ? { budget } : {});
+  });
+  try {
+    const outcome = await runTool(rig, dispatch, id, `${id}:dispatch:1`);
+    return { repo, rig, outcome, reg: await rig.store.read() };
+  } finally {
+    await stopAll(rig);
+  }
+}
+
+let piFirstCall = 0;
+
+describe('the cost ledger with the real CLIs', () => {
+  it('pi: the ledger totals of a task equal the sum of the usage the model reported, call by call', async () => {
+    const { outcome, reg, rig } = await runTask('pi', 'pl1', null);
+    expect(outcome, outcome.note).toMatchObject({ outcome: 'ok' });
+    const r = reported(server.requests, 'pl1');
+    expect(r.calls).toBe(4);
+    const ledger = reg.tasks.pl1!.ledger!;
+    expect(ledger.turns).toHaveLength(1);
+    expect(ledger.turns[0]).toMatchObject({ role: 'implement', harness: 'pi', status: 'ok', reported: true });
+    expect(ledger.totals).toMatchObject({ turns: 1, inputTokens: r.input, outputTokens: r.output, unknownCostTurns: 0 });
+    expect(ledger.byRole.implement).toEqual(ledger.totals);
+    // Journaled once, as the audit trail.
+    expect((await rig.store.journal()).filter((e) => e.kind === 'task.turn_usage').map((e) => e.data)).toEqual([{ taskId: 'pl1', ...ledger.turns[0] }]);
+    piFirstCall = r.perCall[0]!.inputTokens + r.perCall[0]!.outputTokens;
+  }, 120_000);
+
+  it('claude: the turn total (its result) equals the usage the model reported for the session, with a cost', async () => {
+    const { outcome, reg, rig } = await runTask('claude-code', 'cl1', null);
+    expect(outcome, outcome.note).toMatchObject({ outcome: 'ok' });
+    const r = reported(server.requests, 'cl1');
+    expect(r.calls).toBeGreaterThanOrEqual(4);
+    const ledger = reg.tasks.cl1!.ledger!;
+    expect(ledger.totals).toMatchObject({ turns: 1, inputTokens: r.input, outputTokens: r.output, unknownCostTurns: 0 });
+    expect(ledger.totals.costUsd).toBeGreaterThan(0);
+    const usage = (await rig.store.journal()).filter((e) => e.kind === 'task.turn_usage');
+    expect(usage).toHaveLength(1);
+    expect(usage[0]!.data).toMatchObject({ taskId: 'cl1', role: 'implement', inputTokens: r.input, outputTokens: r.output });
+  }, 180_000);
+
+  it('pi: a budget smaller than the script stops the turn between model calls, parks the task with the reason, keeps the work in a backup ref, opens no PR', async () => {
+    expect(piFirstCall, 'the pi ledger test measures the first call').toBeGreaterThan(0);
+    // Reached by the second model call (the one that asks for `sleep 4`): the first call's tokens + 1.
+    const limit = piFirstCall + 1;
+    const { outcome, reg, rig, repo } = await runTask('pi', 'pb1', { tokens: limit });
+    expect(outcome).toMatchObject({ outcome: 'failure', permanent: true });
+    expect(outcome.note).toMatch(/^budget: budget reached: the task budget \(\d+ tokens\): tokens \d+ ≥ limit \d+/);
+    const task = reg.tasks.pb1!;
+    expect(task.status).toBe('parked');
+    expect(task.statusReason).toContain(`≥ limit ${limit}`);
+    expect(task.finishedAt).toBeTruthy();
+    expect(task.pr).toBeNull();
+    // Stopped during the `sleep 4` of the second call: the third model call never happened.
+    const r = reported(server.requests, 'pb1');
+    expect(r.calls).toBe(2);
+    // The ledger holds the stopped turn (per-call usage; pi reported its cost).
+    expect(task.ledger!.totals).toMatchObject({ turns: 1, inputTokens: r.input, outputTokens: r.output });
+    expect(task.ledger!.turns[0]!.status).toBe('cancelled');
+    // The work is in the backup ref: the first write is there, the late one is not.
+    expect(task.backupRefs).toHaveLength(1);
+    const ref = task.backupRefs[0]!;
+    expect(ref).toMatch(/^refs\/polly\/backup\/pb1\//);
+    expect(repo.git(['show', `${ref}:notes/kept.txt`])).toBe('written before the budget ran out');
+    expect(repo.git(['ls-tree', '-r', '--name-only', ref])).not.toContain('notes/late.txt');
+    const journal = await rig.store.journal();
+    const reached = journal.filter((e) => e.kind === 'budget.reached');
+    expect(reached).toHaveLength(1);
+    expect(reached[0]!.data).toMatchObject({ taskId: 'pb1', scope: 'task', kind: 'tokens', limit });
+    // How long from the model's answer that crossed the limit to the task parked (the stop and the backup).
+    const crossed = sessionRequests(server.requests, 'pb1').at(-1)!.at;
+    const stopMs = Date.parse(reached[0]!.at) - Date.parse(crossed);
+    process.stderr.write(`[cost-budget-real] budget stop: ${stopMs} ms from the crossing answer to budget.reached\n`);
+    expect(stopMs).toBeGreaterThan(0);
+    expect(stopMs, 'stopped well before the scripted sleep 4 would have let pi finish').toBeLessThan(30_000);
+    expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([{ taskId: 'pb1', reason: task.statusReason, backupRef: ref }]);
+  }, 120_000);
+});
