@@ -102,7 +102,9 @@ export function parseClaudeStreamLine(json: unknown): AgentEvent[] {
     const out: AgentEvent[] = [];
     const callUsage = j.type === 'assistant' ? (j.message as { id?: unknown; usage?: Record<string, unknown> } | undefined) : undefined;
     if (callUsage?.usage && typeof callUsage.usage === 'object') {
-      // Per model call, while the turn runs (no cost: claude prices the turn only in `result`).
+      // Per model call, while the turn runs (no cost: claude prices the turn only in `result`). The
+      // stream carries the message_start usage: input tokens are final, output_tokens is 1 (seen
+      // with claude 2.1.x against the scripted model); the `result` figures supersede these.
       const u = callUsage.usage;
       const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
       out.push({
