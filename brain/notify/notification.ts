@@ -51,23 +51,58 @@ export function notificationFor(entry: JournalEntry, baseUrl: string | null): No
   const make = (kind: NotifiedKind, title: string, text: string, path: string): Notification => ({ kind, seq: entry.seq, title, text, link: page(path) });
   switch (entry.kind) {
     case 'plan.proposed':
-      return make('plan.proposed', `Plan ${str(d.planId)} waits for approval`, `Plan ${str(d.planId)} was admitted and waits at the plan gate: polly plan approve ${str(d.planId)} (or reject).`, `/plans/${str(d.planId)}`);
+      return make(
+        'plan.proposed',
+        `Plan ${str(d.planId)} waits for approval`,
+        `Plan ${str(d.planId)} was admitted and waits at the plan gate: polly plan approve ${str(d.planId)} (or reject).`,
+        `/plans/${str(d.planId)}`,
+      );
     case 'plan.refused':
-      return make('plan.refused', `Plan ${str(d.planId)} refused`, `Plan ${str(d.planId)} was refused by the model checker: ${cut((d.violations as string[] | undefined)?.join(', ') ?? '')}.`, `/plans/${str(d.planId)}`);
+      return make(
+        'plan.refused',
+        `Plan ${str(d.planId)} refused`,
+        `Plan ${str(d.planId)} was refused by the model checker: ${cut((d.violations as string[] | undefined)?.join(', ') ?? '')}.`,
+        `/plans/${str(d.planId)}`,
+      );
     case 'task.parked':
       return make('task.parked', `Task ${str(d.taskId)} parked`, `Task ${str(d.taskId)} was parked: ${cut(str(d.reason))}`, `/tasks/${str(d.taskId)}`);
     case 'task.failed':
-      return make('task.failed', `Task ${str(d.taskId)} ${str(d.status) || 'failed'}`, `Task ${str(d.taskId)} ended ${str(d.status) || 'failed'}${d.reason ? `: ${cut(str(d.reason))}` : ''}`, `/tasks/${str(d.taskId)}`);
+      return make(
+        'task.failed',
+        `Task ${str(d.taskId)} ${str(d.status) || 'failed'}`,
+        `Task ${str(d.taskId)} ended ${str(d.status) || 'failed'}${d.reason ? `: ${cut(str(d.reason))}` : ''}`,
+        `/tasks/${str(d.taskId)}`,
+      );
     case 'task.pr_ready':
-      return make('task.pr_ready', `PR #${str(d.number)} ready`, `The PR of task ${str(d.taskId)} (#${str(d.number)}) is green, reviewed and ready for a human to merge.`, `/tasks/${str(d.taskId)}`);
+      return make(
+        'task.pr_ready',
+        `PR #${str(d.number)} ready`,
+        `The PR of task ${str(d.taskId)} (#${str(d.number)}) is green, reviewed and ready for a human to merge.`,
+        `/tasks/${str(d.taskId)}`,
+      );
     case 'pr.feedback':
-      return make('pr.feedback', `Feedback on PR #${str(d.number)}`, `${str(d.event) === 'REQUEST_CHANGES' ? 'Changes requested' : 'A comment'} on PR #${str(d.number)} of task ${str(d.taskId)}: ${cut(str(d.body), 200)}`, `/tasks/${str(d.taskId)}`);
+      return make(
+        'pr.feedback',
+        `Feedback on PR #${str(d.number)}`,
+        `${str(d.event) === 'REQUEST_CHANGES' ? 'Changes requested' : 'A comment'} on PR #${str(d.number)} of task ${str(d.taskId)}: ${cut(str(d.body), 200)}`,
+        `/tasks/${str(d.taskId)}`,
+      );
     case 'goal.done':
-      return make('goal.done', `Goal ${str(d.goalId)} ${str(d.status)}`, `Goal ${str(d.goalId)} is ${str(d.status)}${d.reason ? `: ${cut(str(d.reason))}` : ''}.`, `/goals/${str(d.goalId)}`);
+      return make(
+        'goal.done',
+        `Goal ${str(d.goalId)} ${str(d.status)}`,
+        `Goal ${str(d.goalId)} is ${str(d.status)}${d.reason ? `: ${cut(str(d.reason))}` : ''}.`,
+        `/goals/${str(d.goalId)}`,
+      );
     case 'budget.reached': {
       const spent = d.kind === 'usd' ? `$${Number(d.spent).toFixed(4)} of $${Number(d.limit).toFixed(4)}` : `${str(d.spent)} of ${str(d.limit)} tokens`;
       const whose = d.scope === 'goal' ? `goal ${str(d.goalId)}` : `task ${str(d.taskId)}`;
-      return make('budget.reached', `Budget reached: ${whose}`, `The budget of ${whose} is reached (${spent}); task ${str(d.taskId)} was stopped and parked, its work kept.`, `/tasks/${str(d.taskId)}`);
+      return make(
+        'budget.reached',
+        `Budget reached: ${whose}`,
+        `The budget of ${whose} is reached (${spent}); task ${str(d.taskId)} was stopped and parked, its work kept.`,
+        `/tasks/${str(d.taskId)}`,
+      );
     }
     default:
       return null;

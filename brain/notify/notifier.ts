@@ -77,10 +77,12 @@ export function startNotifier(deps: NotifierDeps): Notifier {
   const queues = deps.sinks.map((sink) => ({ sink, pending: [] as Notification[], running: null as Promise<void> | null }));
 
   const journalFailure = (sink: NotificationSink, n: Notification, reason: string): Promise<void> =>
-    deps.store.update((_d, tx) => tx.emit('notification.failed', { sink: sink.name, kind: n.kind, seq: n.seq, reason })).then(
-      () => {},
-      () => {},
-    );
+    deps.store
+      .update((_d, tx) => tx.emit('notification.failed', { sink: sink.name, kind: n.kind, seq: n.seq, reason }))
+      .then(
+        () => {},
+        () => {},
+      );
 
   const pump = (q: (typeof queues)[number]): void => {
     if (q.running) return;
@@ -152,16 +154,24 @@ export function startNotifier(deps: NotifierDeps): Notifier {
       } catch {
         /* the registry is gone or locked: nothing more to announce */
       }
-      const drained = Promise.all(queues.map(async (q) => {
-        while (q.running) await q.running;
-      }));
+      const drained = Promise.all(
+        queues.map(async (q) => {
+          while (q.running) await q.running;
+        }),
+      );
       await Promise.race([drained, new Promise((r) => setTimeout(r, drainMs).unref())]);
     },
   };
 }
 
 /** The notifier of a repository's Brain from its config (cursor in `<pollyDir>/notify-cursor`). */
-export function startConfiguredNotifier(deps: { store: RegistryStore; config: PollyConfig; pollyDir: string; log: (line: string) => void; sinks?: readonly NotificationSink[] }): Notifier {
+export function startConfiguredNotifier(deps: {
+  store: RegistryStore;
+  config: PollyConfig;
+  pollyDir: string;
+  log: (line: string) => void;
+  sinks?: readonly NotificationSink[];
+}): Notifier {
   return startNotifier({
     store: deps.store,
     sinks: deps.sinks ?? sinksFromConfig(deps.config),

@@ -70,11 +70,17 @@ export function createWebhookSink(options: WebhookOptions): NotificationSink {
           if (res.status !== 429 && res.status < 500) break;
         } catch (error) {
           const e = error as Error;
-          last = e.name === 'TimeoutError' ? `no answer within ${options.timeoutMs} ms` : `${e.message}${(e.cause as Error | undefined)?.message ? ` (${(e.cause as Error).message})` : ''}`;
+          last =
+            e.name === 'TimeoutError'
+              ? `no answer within ${options.timeoutMs} ms`
+              : `${e.message}${(e.cause as Error | undefined)?.message ? ` (${(e.cause as Error).message})` : ''}`;
         }
         if (k < attempts) await sleep(backoffMs * 2 ** (k - 1));
       }
-      return { ok: false, reason: `the webhook at ${origin} did not take notification ${n.kind} (journal seq ${n.seq}) after ${attempts} attempt(s): ${last}. Check notifications.webhook_url in .polly/config.yaml and that the receiver is up.` };
+      return {
+        ok: false,
+        reason: `the webhook at ${origin} did not take notification ${n.kind} (journal seq ${n.seq}) after ${attempts} attempt(s): ${last}. Check notifications.webhook_url in .polly/config.yaml and that the receiver is up.`,
+      };
     },
   };
 }

@@ -55,7 +55,16 @@ export interface StatusReport {
   /** The row a stopped or crashed Brain left (its pid is gone); `polly resume` continues its work. */
   brainGone: Registry['brain'];
   goals: Array<Pick<GoalRecord, 'id' | 'text' | 'status' | 'planIds' | 'createdAt'> & { spent: StatusCost }>;
-  plans: Array<{ id: string; goalId: string | null; gate: PlanRecord['gate']; admitted: boolean | null; tasks: number; createdAt: string; spent: StatusCost; budgets: PlanRecord['budgets'] | null }>;
+  plans: Array<{
+    id: string;
+    goalId: string | null;
+    gate: PlanRecord['gate'];
+    admitted: boolean | null;
+    tasks: number;
+    createdAt: string;
+    spent: StatusCost;
+    budgets: PlanRecord['budgets'] | null;
+  }>;
   tasks: StatusTask[];
   workers: Array<Pick<WorkerRecord, 'id' | 'taskId' | 'harness' | 'pid' | 'sessionId' | 'startedAt' | 'heartbeatAt'>>;
 }

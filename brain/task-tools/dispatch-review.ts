@@ -131,9 +131,7 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
       const turn = async (prompt: string, orderId: string, resume: string | null): Promise<WorkerTurnResult> => {
         const watch = await createBudgetWatch(ctx, ctx.signal);
         const result = await runReviewTurn(prompt, orderId, resume, watch);
-        await ctx.store.update((draft, tx) =>
-          recordTurnUsage(draft, tx, task.id, result, { role: 'review', harness: reviewer, orderId, at: new Date().toISOString() }),
-        );
+        await ctx.store.update((draft, tx) => recordTurnUsage(draft, tx, task.id, result, { role: 'review', harness: reviewer, orderId, at: new Date().toISOString() }));
         stopped = watch.stopped();
         return result;
       };

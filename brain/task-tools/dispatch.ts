@@ -109,7 +109,14 @@ export async function recordTurn(ctx: TaskToolContext, result: WorkerTurnResult,
     t.attempts = Object.values(draft.workers).filter((w) => w.taskId === t.id && (w.purpose ?? 'implement') === 'implement').length;
     // A turn stopped by its budget is parked by parkForBudget (turn-budget.ts), not failed here.
     if (!budgetStop) transitionTask(t, ok ? 'checking' : failedTurnStatus(result.status), { reason, at: new Date().toISOString() });
-    tx.emit('task.turn_ended', { taskId: t.id, orderId: ctx.order.id, workerId: result.workerId, status: result.status, adopted: result.adopted, reason: budgetStop ? 'budget reached' : reason });
+    tx.emit('task.turn_ended', {
+      taskId: t.id,
+      orderId: ctx.order.id,
+      workerId: result.workerId,
+      status: result.status,
+      adopted: result.adopted,
+      reason: budgetStop ? 'budget reached' : reason,
+    });
   });
   if (ok) return { outcome: 'ok', note: `${verb}: ${ctx.task.worker} finished its turn (${result.workerId}${result.adopted ? ', adopted' : ''}): ${oneLine(result.finalText)}` };
   return { outcome: 'failure', permanent: PERMANENT_AGENT_STATUSES.has(result.status), note: `${verb}: ${oneLine(reason ?? result.status)}` };

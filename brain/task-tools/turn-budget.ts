@@ -48,7 +48,11 @@ export function goalOfTask(reg: Pick<Registry, 'plans'>, task: Pick<TaskRecord, 
 
 /** What a goal's tasks have spent so far (the sum of their ledgers). */
 export function goalSpent(reg: Pick<Registry, 'plans' | 'tasks'>, goalId: string): LedgerTotals {
-  return sumTotals(Object.values(reg.tasks).filter((t) => goalOfTask(reg, t) === goalId).map((t) => t.ledger?.totals));
+  return sumTotals(
+    Object.values(reg.tasks)
+      .filter((t) => goalOfTask(reg, t) === goalId)
+      .map((t) => t.ledger?.totals),
+  );
 }
 
 /** The goal budget in force for a goal: its plans' resolved `perGoal` (the first plan that sets one). */
@@ -105,7 +109,13 @@ export async function createBudgetWatch(ctx: Pick<TaskToolContext, 'store' | 'ta
  * Add a finished turn to the task's ledger and journal `task.turn_usage` (inside a registry update).
  * Once per worker: a turn adopted after a restart is not counted again.
  */
-export function recordTurnUsage(draft: Registry, tx: RegistryTx, taskId: string, result: Pick<WorkerTurnResult, 'events' | 'workerId' | 'status'>, meta: { role: LedgerRole; harness: TaskRecord['worker']; orderId: string; at: string }): void {
+export function recordTurnUsage(
+  draft: Registry,
+  tx: RegistryTx,
+  taskId: string,
+  result: Pick<WorkerTurnResult, 'events' | 'workerId' | 'status'>,
+  meta: { role: LedgerRole; harness: TaskRecord['worker']; orderId: string; at: string },
+): void {
   const t = draft.tasks[taskId];
   if (!t) return;
   if (t.ledger?.turns.some((x) => x.workerId === result.workerId)) return;

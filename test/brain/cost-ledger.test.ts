@@ -15,11 +15,24 @@ const call = (input: number, output: number, cost: number | null, callId: string
   ({ type: 'usage', scope: 'call', callId, inputTokens: input, outputTokens: output, cacheReadTokens: null, cacheWriteTokens: null, costUsd: cost }) as const;
 const whole = (input: number, output: number, cost: number | null, cacheRead: number | null = null) =>
   ({ type: 'usage', scope: 'turn', inputTokens: input, outputTokens: output, cacheReadTokens: cacheRead, cacheWriteTokens: null, costUsd: cost }) as const;
-const meta = (workerId: string, role: LedgerTurn['role'] = 'implement') => ({ at: '2026-12-01T00:00:00Z', role, harness: 'pi' as const, workerId, orderId: `o-${workerId}`, status: 'ok' });
+const meta = (workerId: string, role: LedgerTurn['role'] = 'implement') => ({
+  at: '2026-12-01T00:00:00Z',
+  role,
+  harness: 'pi' as const,
+  workerId,
+  orderId: `o-${workerId}`,
+  status: 'ok',
+});
 
 describe('turnUsage', () => {
   it('sums per-call usage (pi), one entry per repeated call id (claude repeats a message on each block)', () => {
-    expect(turnUsage([call(10, 2, 0.01), { type: 'text' }, call(20, 3, 0.02)])).toEqual({ inputTokens: 30, outputTokens: 5, cacheReadTokens: null, cacheWriteTokens: null, costUsd: 0.03 });
+    expect(turnUsage([call(10, 2, 0.01), { type: 'text' }, call(20, 3, 0.02)])).toEqual({
+      inputTokens: 30,
+      outputTokens: 5,
+      cacheReadTokens: null,
+      cacheWriteTokens: null,
+      costUsd: 0.03,
+    });
     expect(turnUsage([call(10, 1, null, 'm1'), call(10, 4, null, 'm1'), call(5, 1, null, 'm2')])).toMatchObject({ inputTokens: 15, outputTokens: 5, costUsd: null });
   });
   it('takes the turn-scoped figures over the calls when the CLI gives both (claude: result after its messages)', () => {
@@ -105,8 +118,8 @@ describe('budgets', () => {
     );
     expect(plan.budgets).toEqual({ per_task: { tokens: 1000 }, per_goal: { usd: 2 } });
     expect(plan.tasks[0]!.budget).toEqual({ usd: 0.1 });
-    expect(() => validatePlan({ tasks: [{ key: 't1', title: 'T', purpose: 'implement', worker: 'pi', prompt: 'p', acceptance: { commands: ['true'] }, budget: {} }] }, 'plan.yaml')).toThrow(
-      /tasks\[0\]\.budget: a budget needs usd, tokens or both/,
-    );
+    expect(() =>
+      validatePlan({ tasks: [{ key: 't1', title: 'T', purpose: 'implement', worker: 'pi', prompt: 'p', acceptance: { commands: ['true'] }, budget: {} }] }, 'plan.yaml'),
+    ).toThrow(/tasks\[0\]\.budget: a budget needs usd, tokens or both/);
   });
 });

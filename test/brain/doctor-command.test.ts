@@ -47,7 +47,9 @@ describe('polly doctor', () => {
     expect(byId(report)['agent:claude-code']!.detail).toMatch(/claude: \d+\.\d+/);
     expect(byId(report).identity!.detail).toBe('commits by Polly Test <polly-test@example.invalid> (from environment)');
     // This machine has no notify-send: doctor says so, and that only the (unset) webhook could notify.
-    expect(byId(report).notifications!.detail).toMatch(/^no webhook \(notifications\.webhook_url\); (no desktop notifier available \(no notify-send on PATH: install libnotify-bin\)|desktop via notify-send \(\/.+\))$/);
+    expect(byId(report).notifications!.detail).toMatch(
+      /^no webhook \(notifications\.webhook_url\); (no desktop notifier available \(no notify-send on PATH: install libnotify-bin\)|desktop via notify-send \(\/.+\))$/,
+    );
     expect(r.code).toBe(problems.length === 0 ? 0 : 1);
     const human = runCli(['doctor'], repo.dir);
     expect(human.stdout).toContain('ok      config: .polly/config.yaml is valid');

@@ -100,12 +100,16 @@ async function runSmallPlan(options: { webhookUrl?: string; sinks?: Notification
   const ctx = await openRepoContext(repo.dir, gitTestEnv());
   const config = { ...ctx.config, notifications: { webhook_url: options.webhookUrl ?? null, desktop: false, timeout_ms: 2000 } };
   const deps = await createBrainDeps({ ...ctx, config }, gitTestEnv(), () => {});
-  const ok = (note: string): TaskTool => async () => ({ outcome: 'ok', note });
+  const ok =
+    (note: string): TaskTool =>
+    async () => ({ outcome: 'ok', note });
   const tools: Record<string, TaskTool> = {
     dispatch: async (tctx) => {
       if (tctx.task.id.endsWith('-c')) return { outcome: 'failure', permanent: true, note: 'dispatch: agent_exited: the worker crashed' };
       const wt = await tctx.worktrees.create({ id: tctx.task.id });
-      const task = await tctx.store.update((d) => Object.assign(d.tasks[tctx.task.id]!, { worktree: wt.path, branch: wt.branch, baseBranch: wt.baseBranch, baseCommit: wt.baseCommit }));
+      const task = await tctx.store.update((d) =>
+        Object.assign(d.tasks[tctx.task.id]!, { worktree: wt.path, branch: wt.branch, baseBranch: wt.baseBranch, baseCommit: wt.baseCommit }),
+      );
       writeFileSync(join(wt.path, `${tctx.task.id}.txt`), 'work\n');
       if (tctx.task.id.endsWith('-b')) {
         // The real park step, as a turn that reached its budget ends.
@@ -125,7 +129,14 @@ async function runSmallPlan(options: { webhookUrl?: string; sinks?: Notification
     },
   };
   const controller = new AbortController();
-  const done = runBrainProcess({ ...deps, tools, startGoalBrain: null, mergeWatchSeconds: 3600, signal: controller.signal, ...(options.sinks ? { notificationSinks: options.sinks } : {}) });
+  const done = runBrainProcess({
+    ...deps,
+    tools,
+    startGoalBrain: null,
+    mergeWatchSeconds: 3600,
+    signal: controller.signal,
+    ...(options.sinks ? { notificationSinks: options.sinks } : {}),
+  });
   let stopMs = -1;
   const stop = async () => {
     if (stopMs >= 0) return;
@@ -198,13 +209,18 @@ describe('notification content', () => {
     expect(dashboardUrl({})).toBeNull();
     expect(dashboardUrl({ ui: { port: 4173 } })).toBe('http://127.0.0.1:4173');
     const base = dashboardUrl({ ui: { url: 'http://127.0.0.1:9000/' } });
-    const n = notificationFor({ seq: 5, at: '2026-12-01T00:00:00Z', kind: 'task.parked', data: { taskId: 'p1-a', reason: 'budget reached: token ghp_abcdefghijklmnopqrstuvwx1234 leaked' } }, base)!;
+    const n = notificationFor(
+      { seq: 5, at: '2026-12-01T00:00:00Z', kind: 'task.parked', data: { taskId: 'p1-a', reason: 'budget reached: token ghp_abcdefghijklmnopqrstuvwx1234 leaked' } },
+      base,
+    )!;
     expect(n.link).toBe('http://127.0.0.1:9000/tasks/p1-a');
     expect(n.text).not.toContain('ghp_');
     const body = webhookPayload(n);
     expect(body.text).toContain('http://127.0.0.1:9000/tasks/p1-a');
     expect(body.blocks[0]).toMatchObject({ type: 'section', text: { type: 'mrkdwn' } });
-    expect(notificationFor({ seq: 6, at: '2026-12-01T00:00:00Z', kind: 'pr.feedback', data: { number: 3, taskId: 't', event: 'REQUEST_CHANGES', body: 'rename it' } }, null)).toMatchObject({
+    expect(
+      notificationFor({ seq: 6, at: '2026-12-01T00:00:00Z', kind: 'pr.feedback', data: { number: 3, taskId: 't', event: 'REQUEST_CHANGES', body: 'rename it' } }, null),
+    ).toMatchObject({
       kind: 'pr.feedback',
       text: 'Changes requested on PR #3 of task t: rename it',
       link: null,

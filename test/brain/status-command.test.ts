@@ -65,8 +65,34 @@ describe('polly status', () => {
       // A pi implementer turn that reported its cost and a codex review turn that could not (codex reports none).
       const at = '2026-11-29T10:04:00.000Z';
       d.tasks.t2!.ledger = addTurn(
-        addTurn(undefined, { at, role: 'implement', harness: 'pi', workerId: 'w0', orderId: 'o1', status: 'ok', reported: true, inputTokens: 1200, outputTokens: 300, cacheReadTokens: 200, cacheWriteTokens: 0, costUsd: 0.0025 }),
-        { at, role: 'review', harness: 'codex', workerId: 'w9', orderId: 'o2', status: 'ok', reported: true, inputTokens: 400, outputTokens: 100, cacheReadTokens: 0, cacheWriteTokens: null, costUsd: null },
+        addTurn(undefined, {
+          at,
+          role: 'implement',
+          harness: 'pi',
+          workerId: 'w0',
+          orderId: 'o1',
+          status: 'ok',
+          reported: true,
+          inputTokens: 1200,
+          outputTokens: 300,
+          cacheReadTokens: 200,
+          cacheWriteTokens: 0,
+          costUsd: 0.0025,
+        }),
+        {
+          at,
+          role: 'review',
+          harness: 'codex',
+          workerId: 'w9',
+          orderId: 'o2',
+          status: 'ok',
+          reported: true,
+          inputTokens: 400,
+          outputTokens: 100,
+          cacheReadTokens: 0,
+          cacheWriteTokens: null,
+          costUsd: null,
+        },
       );
       d.tasks.t2!.budget = { tokens: 5000 };
       d.pullRequests['3'] = {
