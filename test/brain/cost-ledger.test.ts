@@ -10,6 +10,9 @@ import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { validatePlan } from '../../brain/plan/plan-schema.js';
 import { isPollyError } from '../../brain/core/errors.js';
 import { renderPrBody } from '../../brain/forge/pr-body.js';
+import { createMemoryRegistryStore } from '../../brain/registry/registry-store.js';
+import { budgetReason, createBudgetWatch } from '../../brain/task-tools/turn-budget.js';
+import { sampleTask } from '../helpers/registry-sample.js';
 
 const call = (input: number, output: number, cost: number | null, callId: string | null = null) =>
   ({ type: 'usage', scope: 'call', callId, inputTokens: input, outputTokens: output, cacheReadTokens: null, cacheWriteTokens: null, costUsd: cost }) as const;
@@ -121,5 +124,75 @@ describe('budgets', () => {
     expect(() =>
       validatePlan({ tasks: [{ key: 't1', title: 'T', purpose: 'implement', worker: 'pi', prompt: 'p', acceptance: { commands: ['true'] }, budget: {} }] }, 'plan.yaml'),
     ).toThrow(/tasks\[0\]\.budget: a budget needs usd, tokens or both/);
+  });
+});
+
+describe('the budget watch of a turn', () => {
+  const usage = (input: number, output: number, cost: number | null) =>
+    ({ type: 'usage', scope: 'call', inputTokens: input, outputTokens: output, cacheReadTokens: null, cacheWriteTokens: null, costUsd: cost }) as const;
+  /** Goal g1 with an approved plan p1 (goal budget 1000 tokens) and two tasks; p1-a has spent 600 tokens. */
+  async function store(taskBudget: { tokens?: number; usd?: number } | null) {
+    const s = createMemoryRegistryStore();
+    await s.update((d) => {
+      d.goals.g1 = { id: 'g1', text: 'g', createdAt: '2026-12-01T00:00:00Z', status: 'running', planIds: ['p1'] };
+      d.plans.p1 = {
+        id: 'p1',
+        goalId: 'g1',
+        createdAt: '2026-12-01T00:00:00Z',
+        tasks: [],
+        admission: null,
+        gate: 'approved',
+        askedAt: null,
+        decidedAt: null,
+        decidedBy: 'me',
+        budgets: { perTask: null, perGoal: { tokens: 1000 } },
+      };
+      d.tasks['p1-a'] = { ...sampleTask('p1-a'), planId: 'p1' };
+      d.tasks['p1-a']!.ledger = addTurn(undefined, ledgerTurn([usage(500, 100, 0.01)], meta('w1')));
+      d.tasks['p1-b'] = { ...sampleTask('p1-b'), planId: 'p1', ...(taskBudget ? { budget: taskBudget } : {}) };
+    });
+    return s;
+  }
+
+  it("stops on the usage event that reaches the task's limit, aborting the turn's signal", async () => {
+    const s = await store({ usd: 0.05 });
+    const parent = new AbortController();
+    const watch = await createBudgetWatch({ store: s, task: (await s.read()).tasks['p1-b']! }, parent.signal);
+    expect(watch.stopped()).toBeNull();
+    watch.onEvent(usage(100, 10, 0.03));
+    expect(watch.signal.aborted).toBe(false);
+    watch.onEvent({ type: 'text', text: 'x' } as never);
+    watch.onEvent(usage(100, 10, 0.02));
+    expect(watch.signal.aborted).toBe(true);
+    expect(watch.stopped()).toMatchObject({ scope: 'task', reach: { kind: 'usd', limit: 0.05 } });
+    expect(budgetReason(watch.stopped()!)).toMatch(/^budget reached: the task budget \(\$0\.0500\): cost \$0\.0500 ≥ limit \$0\.0500\./);
+  });
+
+  it("counts the other tasks of the goal against the goal's limit", async () => {
+    const s = await store(null);
+    const watch = await createBudgetWatch({ store: s, task: (await s.read()).tasks['p1-b']! }, new AbortController().signal);
+    watch.onEvent(usage(300, 99, null));
+    expect(watch.stopped()).toBeNull();
+    watch.onEvent(usage(0, 1, null));
+    expect(watch.stopped()).toMatchObject({ scope: 'goal', goalId: 'g1', reach: { kind: 'tokens', limit: 1000, spent: 1000 } });
+  });
+
+  it('is stopped before the turn when the budget is already spent, and follows a cancel of the run', async () => {
+    const s = await store({ tokens: 600 });
+    await s.update((d) => {
+      d.tasks['p1-b']!.ledger = addTurn(undefined, ledgerTurn([usage(550, 50, null)], meta('w2')));
+    });
+    const spent = await createBudgetWatch({ store: s, task: (await s.read()).tasks['p1-b']! }, new AbortController().signal);
+    expect(spent.stopped()).toMatchObject({ scope: 'task', reach: { kind: 'tokens', spent: 600 } });
+    expect(spent.signal.aborted).toBe(true);
+    // p1-a and p1-b have now spent 1200 tokens of goal g1's 1000: p1-a may not start either.
+    expect((await createBudgetWatch({ store: s, task: (await s.read()).tasks['p1-a']! }, new AbortController().signal)).stopped()).toMatchObject({ scope: 'goal' });
+    const fresh = await store(null);
+    const parent = new AbortController();
+    const free = await createBudgetWatch({ store: fresh, task: (await fresh.read()).tasks['p1-b']! }, parent.signal);
+    expect(free.signal.aborted).toBe(false);
+    parent.abort();
+    expect(free.signal.aborted).toBe(true);
+    expect(free.stopped()).toBeNull();
   });
 });
