@@ -176,6 +176,15 @@ const QUIET_TYPES = new Set([
 ]);
 
 /**
+ * The events with every usage cost set to null (unknown). For a custom provider Polly writes into
+ * models.json without `cost`, whose prices pi then takes as zero (pi docs/models.md: `cost` defaults
+ * to all zeros): pi's reported 0 is no cost figure at all.
+ */
+export function withoutCost(events: AgentEvent[]): AgentEvent[] {
+  return events.map((e) => (e.type === 'usage' ? { ...e, costUsd: null } : e));
+}
+
+/**
  * Normalise one line of `pi --mode json` output (pure; event shapes: pi docs/json.md and
  * pi-agent-core `AgentEvent`, confirmed against pi 0.73.1 runs):
  *
@@ -370,7 +379,8 @@ export function createPiAdapter(config: PiAdapterConfig): AgentAdapter {
         stdin: options.prompt,
         timeoutMs: options.timeoutMs,
         signal: options.signal,
-        parseLine: (json) => parsePiEvent(json),
+        // A provider Polly writes has no prices, so pi reports a cost of 0 for it: that is not a cost, it is unknown.
+        parseLine: (json) => (custom ? withoutCost(parsePiEvent(json)) : parsePiEvent(json)),
         redact,
         onEvent: options.onEvent,
         classify: (outcome) => classifyPi(outcome, agentDir),
