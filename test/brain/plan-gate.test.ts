@@ -54,9 +54,19 @@ describe('plan gate', () => {
     const env = gitTestEnv();
     execFileSync(process.execPath, [cli, 'init'], { cwd: repo.dir, env, stdio: 'pipe' });
     const store = createFileRegistryStore(join(repo.dir, '.polly'));
-    const p = await proposePlan(store, DEFAULT_CONFIG, { tasks: [task('t1', 'claude-code', 'pi')] });
+    // Budgets: the config's per-goal limit, the plan's per-task one, and a task of its own (issue 20).
+    const config = { ...DEFAULT_CONFIG, budgets: { per_task: { usd: 9 }, per_goal: { usd: 5, tokens: 400000 } } };
+    const p = await proposePlan(store, config, {
+      budgets: { per_task: { tokens: 200000 } },
+      tasks: [task('t1', 'claude-code', 'pi'), { ...task('t2', 'claude-code', 'pi'), budget: { usd: 0.5 } }],
+    });
+    expect((await store.read()).plans[p.planId]!.budgets).toEqual({ perTask: { tokens: 200000 }, perGoal: { usd: 5, tokens: 400000 } });
     const show = spawnSync(process.execPath, [cli, 'plan', 'show', p.planId], { cwd: repo.dir, env, encoding: 'utf8' });
     expect(show.status).toBe(0);
+    // The gate shows the budget the human approves: per task, per goal, and each task's own.
+    expect(show.stdout).toContain(`budgets: per task 200000 tokens (a task's own wins); per goal $5.00 and 400000 tokens`);
+    expect(show.stdout).toMatch(/\n\s+t1\s.*\s200000 tokens\s/);
+    expect(show.stdout).toMatch(/\n\s+t2\s.*\s\$0\.5000\s/);
     expect(show.stdout).toContain(`admitted: plan-${p.planId}`);
     expect(show.stdout).toContain(`polly plan approve ${p.planId}`);
     const approve = spawnSync(process.execPath, [cli, 'plan', 'approve', p.planId, '--json'], { cwd: repo.dir, env, encoding: 'utf8' });
