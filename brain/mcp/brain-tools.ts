@@ -14,7 +14,7 @@ import type { DispatchRequest, GateContext } from '../../gate/types.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { defineTool, type PollyToolDefinition } from './mcp-server.js';
 import { proposePlan } from '../plan/plan-gate.js';
-import { planTaskSchema } from '../plan/plan-schema.js';
+import { planSchema, planTaskSchema } from '../plan/plan-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { JournalEntry, TaskRecord } from '../registry/registry-schema.js';
 import { statusReport } from '../registry/status-report.js';
@@ -206,9 +206,15 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
     inputSchema: {
       goal_id: z.string().optional().describe('the goal this plan serves (from your first message)'),
       tasks: z.array(planTaskSchema).min(1),
+      budgets: planSchema.shape.budgets.describe("optional hard budgets {per_task, per_goal} of {usd, tokens} over the config's; a task may set its own budget"),
     },
     async handler(args) {
-      const result = await proposePlan(deps.store, deps.config, { tasks: args.tasks }, { goalId: args.goal_id ?? deps.goalId ?? null, now });
+      const result = await proposePlan(
+        deps.store,
+        deps.config,
+        { tasks: args.tasks, ...(args.budgets ? { budgets: args.budgets } : {}) },
+        { goalId: args.goal_id ?? deps.goalId ?? null, now },
+      );
       return {
         structured: { plan_id: result.planId, admitted: result.admitted, line: result.line, counterexamples: result.counterexamples },
         instruction: `${result.line}\n${result.counterexamples.join('\n')}${result.counterexamples.length ? '\n' : ''}${result.instruction}`,

@@ -67,6 +67,26 @@ describe('the Brain dispatch protocol tools', () => {
     expect(r.instruction).toMatch(/t1\/reviewer-vendor-differs/);
   });
 
+  it("plan_propose takes the plan's budgets and a task's own; the plan records what the gate shows", async () => {
+    const { call, store } = tools();
+    const t = {
+      key: 't1',
+      title: 'fix',
+      purpose: 'implement',
+      worker: 'pi',
+      reviewer: 'codex',
+      prompt: 'fix it',
+      acceptance: { commands: ['npm test'], criteria: [] },
+      budget: { tokens: 5000 },
+    };
+    const r = await call('plan_propose', { tasks: [t], budgets: { per_goal: { usd: 2 } } });
+    expect(r.structured).toMatchObject({ admitted: true });
+    const plan = Object.values((await store.read()).plans)[0]!;
+    expect(plan.budgets).toEqual({ perTask: null, perGoal: { usd: 2 } });
+    expect(plan.tasks[0]!.budget).toEqual({ tokens: 5000 });
+    await expect(call('plan_propose', { tasks: [t], budgets: { per_goal: { usd: -1 } } })).rejects.toThrow();
+  });
+
   it('sys_cancel_task records the request for the Brain process', async () => {
     const { call, store } = tools();
     await call('sys_session_send', { title: 'look', purpose: 'explore', prompt: 'read' });
