@@ -27,6 +27,9 @@ export const INBOX_KINDS: ReadonlySet<string> = new Set([
   'task.finished',
   'task.failed',
   'task.cancelled',
+  // Stopped with its work kept (issue 20: a budget reached; issue 16: fix rounds exhausted).
+  'task.parked',
+  'budget.reached',
   'plan.proposed',
   'plan.refused',
   'plan.approved',
