@@ -113,6 +113,8 @@ export function progressLine(e: JournalEntry): string | null {
       return `[polly] ${d.taskId}: ${d.status}: ${d.reason ?? ''}`;
     case 'task.cancelled':
       return `[polly] ${d.taskId}: cancelled (work kept in ${d.backupRef ?? 'no worktree'})`;
+    case 'task.parked':
+      return `[polly] ${d.taskId}: parked (work kept in ${d.backupRef ?? 'no worktree'}): ${d.reason ?? ''}`;
     case 'pr.opened':
       return `[polly] PR #${d.number} opened (draft) for ${d.head ?? d.taskId ?? ''}`;
     case 'goal.done':
