@@ -2,7 +2,7 @@
  * What Polly tells a human, and when: a pure mapping from journal events to notifications.
  *
  * Notified (journal kind → why): `plan.proposed` (a plan waits at the gate), `plan.refused`,
- * `task.parked`, `task.failed` (failed, cancelled or stopped), `task.pr_ready` (a PR is ready for a
+ * `task.parked`, `task.failed` (failed, cancelled or stopped; not the run end of a parked task), `task.pr_ready` (a PR is ready for a
  * human), `pr.feedback` (feedback on a PR for Polly to handle), `goal.done`, `budget.reached`.
  * Everything else is not. The text names ids, statuses and reasons only: no URLs of forges with
  * credentials, no tokens (reasons pass through brain/core/redact.ts).
@@ -67,6 +67,8 @@ export function notificationFor(entry: JournalEntry, baseUrl: string | null): No
     case 'task.parked':
       return make('task.parked', `Task ${str(d.taskId)} parked`, `Task ${str(d.taskId)} was parked: ${cut(str(d.reason))}`, `/tasks/${str(d.taskId)}`);
     case 'task.failed':
+      // A parked task's run ending: `task.parked` has announced it already.
+      if (d.status === 'parked') return null;
       return make(
         'task.failed',
         `Task ${str(d.taskId)} ${str(d.status) || 'failed'}`,

@@ -200,6 +200,8 @@ export async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => 
         const why = `the run diverged from its admitted workflow: ${diverged}`;
         if (canTransitionTask(t.status, 'failed')) transitionTask(t, 'failed', { reason: why, at });
         else t.statusReason = why;
+      } else if (t.status === 'parked' && outcome !== 'ready') {
+        // Parked by its tool (a budget reached, brain/task-tools/turn-budget.ts): it stays parked, with its reason.
       } else {
         const to = outcome === 'ready' ? 'ready' : outcome === 'cancelled' ? 'cancelled' : 'failed';
         if (!FINAL_TASK_STATUSES.has(t.status) || outcome !== 'ready') transitionTask(t, to, { at });

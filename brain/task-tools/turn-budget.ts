@@ -132,7 +132,7 @@ export function budgetReason(stop: BudgetStop): string {
 
 /**
  * Park the task for a reached budget: back up its worktree (kept in place), move it to `parked`
- * (finished: the run's end does not overwrite it), journal `budget.reached` and `task.parked`.
+ * (the run's end keeps it there), journal `budget.reached` and `task.parked`.
  * A backup that fails is logged through `ctx.progress` and the task is parked all the same.
  * @returns the tool's outcome: a permanent failure naming the limit.
  */
@@ -149,7 +149,9 @@ export async function parkForBudget(ctx: TaskToolContext, stop: BudgetStop, extr
     if (!t) return;
     if (extra.sessionId) t.sessionId = extra.sessionId;
     if (backupRef) t.backupRefs = [...t.backupRefs, backupRef];
-    if (t.status !== 'parked') transitionTask(t, 'parked', { reason, at: new Date().toISOString(), finished: true });
+    // Not `finished`: the run's end (WORKER_FAILED) is still held to its admitted workflow and
+    // records the finish (brain/process/order-executor.ts keeps the task parked).
+    if (t.status !== 'parked') transitionTask(t, 'parked', { reason, at: new Date().toISOString() });
     tx.emit('budget.reached', {
       taskId: t.id,
       goalId: stop.goalId,

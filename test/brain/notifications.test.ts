@@ -182,6 +182,17 @@ describe('notifications from a plan run', () => {
     // No dashboard URL is configured: no link.
     expect(receiver.bodies.every((b) => !b.text.includes('http'))).toBe(true);
     expect(journal.filter((e) => e.kind === 'notification.failed')).toEqual([]);
+    // The parked task's run ended (held to its workflow: no divergence) and left it parked, with its reason.
+    const b = (await run.ctx.store.read()).tasks[`${run.plan.planId}-b`]!;
+    expect(b).toMatchObject({ status: 'parked', statusReason: expect.stringMatching(/^budget reached: /) });
+    expect(b.finishedAt).toBeTruthy();
+    expect(b.backupRefs).toHaveLength(1);
+    expect(
+      journal
+        .filter((e) => e.kind === 'task.failed')
+        .map((e) => e.data.status)
+        .sort(),
+    ).toEqual(['failed', 'parked']);
   }, 300_000);
 
   it('a webhook that hangs and one that is down neither hold up the run nor its stop; the failure is journaled once', async () => {
