@@ -95,6 +95,13 @@ function cost(t: TaskRecord): string {
   return c && typeof c.usd === 'number' ? `$${c.usd.toFixed(4)}` : '';
 }
 
+/** A task's PR: a link to its page here (local forge) or to the forge (GitHub), with its state. */
+function prLink(pr: TaskRecord['pr']): string {
+  if (!pr) return '-';
+  const href = pr.forge === 'local' ? `/prs/${pr.number}` : pr.url;
+  return `<a href="${e(href)}">#${pr.number}</a> ${badge(pr.state)}`;
+}
+
 function taskTable(tasks: TaskRecord[]): string {
   const withCost = tasks.some((t) => cost(t) !== '');
   return table(
@@ -106,7 +113,7 @@ function taskTable(tasks: TaskRecord[]): string {
       e(t.purpose),
       e(t.worker),
       e(t.reviewer ?? '-'),
-      t.pr ? (t.pr.forge === 'local' ? `<a href="/prs/${t.pr.number}">#${t.pr.number}</a> ${badge(t.pr.state)}` : `<a href="${e(t.pr.url)}">#${t.pr.number}</a> ${badge(t.pr.state)}`) : '-',
+      prLink(t.pr),
       ...(withCost ? [cost(t) || 'unknown'] : []),
       e(t.title),
     ]),
@@ -122,8 +129,18 @@ function formatValue(v: unknown): string {
 function counterexampleView(v: CounterexampleTrace, index: number): string {
   const steps = v.trace.map((s, i) => [
     String(i + 1) + (v.cycleStart !== undefined && i === v.cycleStart ? ' ↻' : ''),
-    `<code class="action">${e(s.action)}</code>${Object.keys(s.data).length ? ` <span class="muted">${e(Object.entries(s.data).map(([k, x]) => `${k}=${formatValue(x)}`).join(', '))}</span>` : ''}`,
-    s.changes.length ? `<ul class="diff">${s.changes.map((c) => `<li><code>${e(c.variable)}</code>: <del>${e(formatValue(c.from))}</del> → <ins>${e(formatValue(c.to))}</ins></li>`).join('')}</ul>` : '<span class="muted">no change</span>',
+    `<code class="action">${e(s.action)}</code>${
+      Object.keys(s.data).length
+        ? ` <span class="muted">${e(
+            Object.entries(s.data)
+              .map(([k, x]) => `${k}=${formatValue(x)}`)
+              .join(', '),
+          )}</span>`
+        : ''
+    }`,
+    s.changes.length
+      ? `<ul class="diff">${s.changes.map((c) => `<li><code>${e(c.variable)}</code>: <del>${e(formatValue(c.from))}</del> → <ins>${e(formatValue(c.to))}</ins></li>`).join('')}</ul>`
+      : '<span class="muted">no change</span>',
     s.emitted.length ? s.emitted.map((k) => `<code class="effect">${e(k)}</code>`).join(' ') : '',
   ]);
   return `<section class="counterexample" id="cx-${index + 1}"><h3>Violated: <code>${e(v.invariant)}</code> <span class="muted">(${e(v.kind)})</span></h3>
@@ -172,7 +189,7 @@ function checksView(t: TaskRecord): string {
     ['Command', 'Exit', 'Time', 'Output'],
     t.checks.map((c) => [
       `<code>${e(c.command)}</code>`,
-      badge(c.timedOut ? 'timed out' : c.exitCode === 0 ? 'ok' : `failed`) + ` ${e(c.exitCode ?? 'signal')}`,
+      `${badge(c.timedOut ? 'timed out' : c.exitCode === 0 ? 'ok' : 'failed')} ${e(c.exitCode ?? 'signal')}`,
       `${(c.durationMs / 1000).toFixed(1)} s`,
       c.output ? `<details><summary>output</summary><pre>${e(c.output)}</pre></details>` : '',
     ]),
@@ -206,7 +223,7 @@ export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEn
 <dl><dt>Plan</dt><dd>${t.planId ? `<a href="/plans/${e(t.planId)}">${e(t.planId)}</a>` : '-'}</dd>
 <dt>Worker</dt><dd>${e(t.worker)}${t.model ? ` (${e(t.model)})` : ''}, ${e(t.purpose)}; attempts ${t.attempts}, review rounds ${t.reviewRounds}</dd>
 <dt>Branch</dt><dd><code>${e(t.branch ?? '-')}</code> from <code>${e(t.baseBranch ?? '-')}</code></dd>
-<dt>PR</dt><dd>${t.pr ? (t.pr.forge === 'local' ? `<a href="/prs/${t.pr.number}">#${t.pr.number}</a>` : `<a href="${e(t.pr.url)}">#${t.pr.number}</a>`) + ` ${badge(t.pr.state)}` : '-'}</dd>
+<dt>PR</dt><dd>${prLink(t.pr)}</dd>
 ${t.statusReason ? `<dt>Why</dt><dd><pre>${e(t.statusReason)}</pre></dd>` : ''}${cost(t) ? `<dt>Cost</dt><dd>${e(cost(t))}</dd>` : ''}</dl>
 <h2>Acceptance runs</h2>${checksView(t)}
 <h2>Review findings</h2>${reviewsView(t.reviews)}
@@ -230,7 +247,8 @@ export function pullRequestPage(pr: LocalPullRequest, task: TaskRecord | undefin
   const diffLines = diff
     .split('\n')
     .map((l) => {
-      const cls = l.startsWith('+++') || l.startsWith('---') || l.startsWith('diff ') ? 'h' : l.startsWith('+') ? 'add' : l.startsWith('-') ? 'del' : l.startsWith('@@') ? 'hunk' : '';
+      const cls =
+        l.startsWith('+++') || l.startsWith('---') || l.startsWith('diff ') ? 'h' : l.startsWith('+') ? 'add' : l.startsWith('-') ? 'del' : l.startsWith('@@') ? 'hunk' : '';
       return `<span${cls ? ` class="${cls}"` : ''}>${e(l)}</span>`;
     })
     .join('\n');
@@ -246,7 +264,14 @@ export function pullRequestPage(pr: LocalPullRequest, task: TaskRecord | undefin
         ? pr.reviews
             .map(
               (r) =>
-                `<section class="review"><h3>${badge(r.event)} by ${e(r.author ?? 'polly')} <span class="muted">${e(r.at)}</span></h3><pre>${e(r.body)}</pre>${r.comments.length ? table(['Where', 'Finding'], r.comments.map((c) => [`<code>${e(c.file)}:${e(c.line)}</code>`, e(c.message)])) : ''}</section>`,
+                `<section class="review"><h3>${badge(r.event)} by ${e(r.author ?? 'polly')} <span class="muted">${e(r.at)}</span></h3><pre>${e(r.body)}</pre>${
+                  r.comments.length
+                    ? table(
+                        ['Where', 'Finding'],
+                        r.comments.map((c) => [`<code>${e(c.file)}:${e(c.line)}</code>`, e(c.message)]),
+                      )
+                    : ''
+                }</section>`,
             )
             .join('')
         : '<p class="empty">none</p>'
@@ -294,6 +319,7 @@ pre.diff{background:#fff;border:1px solid #e1e5ec;padding:.5em;overflow:auto}pre
 ol#stream{background:#fff;border:1px solid #e1e5ec;padding:.5em 2.5em;font-family:ui-monospace,monospace;font-size:12.5px}
 ol#stream li.tool_call{color:#5a48b5}ol#stream li.error,ol#stream li.denied{color:#8d1c1c}ol#stream li.result{font-weight:600}
 code.data{font-size:12px;word-break:break-all}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dt{color:#6b7485}dd{margin:0}
 `;
 
 /**

@@ -63,8 +63,13 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   const html = (c: Context, body: string, status: 200 | 400 | 401 | 403 | 404 | 409 | 421 = 200) => c.html(body, status);
 
   app.use('*', async (c, next) => {
-    c.header('Content-Security-Policy', "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
-    c.header('Referrer-Policy', 'no-referrer');
+    c.header(
+      'Content-Security-Policy',
+      "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
+    // same-origin, not no-referrer: under no-referrer Chromium sends `Origin: null` on the page's own
+    // form posts (Fetch standard, "serializing a request origin"), which the CSRF check must refuse.
+    c.header('Referrer-Policy', 'same-origin');
     c.header('X-Content-Type-Options', 'nosniff');
     c.header('Cache-Control', 'no-store');
     if (!hostAllowed(c.req.header('host'), allowed)) {
