@@ -27,6 +27,7 @@ import { proposePlan } from '../../brain/plan/plan-gate.js';
 import { openRepoContext, type RepoContext } from '../../brain/commands/repo-context.js';
 import type { TaskTool, TaskToolOutcome } from '../../brain/task-tools/types.js';
 import { createRepoUiSource } from '../../brain/ui/ui-source.js';
+import { createLocalForge } from '../../brain/forge/local-forge.js';
 import { createUiServer, type UiServer } from '../../brain/ui/ui-server.js';
 import { createTestRepo, gitTestEnv, type TestRepo } from '../helpers/git-repo.js';
 
@@ -269,6 +270,9 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     await hasAttr(page.locator(`.task-status[data-task="${idB}"] .badge`), 'data-status', 'ready', 60_000);
     expect(await page.evaluate(() => (window as unknown as { marker: number }).marker), 'the page was not reloaded').toBe(7);
     await shot(page, 'overview-done');
+    await page.goto(`${ui.url}/journal`);
+    await hasText(page.locator('#journal'), 'plan.approved');
+    await hasText(page.locator('#journal'), '"by":"human:tester (polly ui)"');
     void repo;
   }, 240_000);
 
@@ -300,6 +304,33 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     // The step that opens the PR emits its effect (the path the invariant forbids with a same-vendor reviewer).
     expect(trace.trace.some((s) => s.emitted.length > 0)).toBe(true);
     await shot(page, 'plan-refused');
+  }, 120_000);
+
+  it("shows a local PR's state, review findings and diff", async () => {
+    const { repo, ctxP } = initRepo();
+    const ctx = await ctxP;
+    repo.git(['checkout', '-q', '-b', 'polly/greet']);
+    repo.write('greet.txt', 'hello world\n');
+    repo.commitAll('add a greeting');
+    repo.git(['push', '-q', 'origin', 'polly/greet']);
+    repo.git(['checkout', '-q', 'main']);
+    const forge = createLocalForge({ repoRoot: ctx.repo.root, store: ctx.store });
+    const pr = await forge.openDraftPullRequest({ head: 'polly/greet', base: 'main', title: 'Add a greeting', body: 'Adds greet.txt.' });
+    await forge.postReview(pr.number, { event: 'REQUEST_CHANGES', body: 'One thing to change.', comments: [{ path: 'greet.txt', line: 1, body: 'say hello properly' }] });
+    const ui = await startUi(ctx);
+    cleanups.push(() => ui.close());
+    const page = await browser.newPage();
+    cleanups.push(() => page.close());
+    await page.goto(ui.loginUrl);
+    await page.goto(`${ui.url}/prs/${pr.number}`);
+    await hasText(page.locator('h1'), 'Add a greeting');
+    await hasText(page.locator('h1 .badge'), 'draft');
+    await hasText(page.locator('main'), 'changes_requested');
+    await hasText(page.locator('section.review'), 'greet.txt:1');
+    await hasText(page.locator('section.review'), 'say hello properly');
+    await hasText(page.locator('#diff .add'), '+hello world');
+    expect(await page.locator('#diff').textContent()).toBe(await forge.diff(pr.number));
+    await shot(page, 'pull-request');
   }, 120_000);
 
   it('refuses a request without the token, with a foreign Origin or Host, or a cross-site form post, and changes nothing', async () => {
