@@ -6,7 +6,7 @@
  * workers' events as they are pushed.
  */
 import type { CounterexampleTrace, GoalRecord, JournalEntry, LocalPullRequest, PlanRecord, Registry, TaskRecord, WorkerRecord } from '../registry/registry-schema.js';
-import { compareIds } from '../registry/status-report.js';
+import { compareIds, statusReport } from '../registry/status-report.js';
 import { pullRequestStatus } from '../forge/pr-status.js';
 import type { GateLogEntry } from './ui-source.js';
 
@@ -59,7 +59,8 @@ export function overviewPage(reg: Registry): string {
   const goals = byId(reg.goals);
   const plans = byId(reg.plans);
   const tasks = byId(reg.tasks);
-  const live = Object.values(reg.workers).filter((w) => w.state === 'running' || w.state === 'starting');
+  // The same rule as `polly status`: a worker row is live while its recorded state says so and its pid is alive.
+  const live = statusReport('', reg).workers.map((w) => reg.workers[w.id]!);
   return layout(
     'Overview',
     `<h1>Goals &amp; plans</h1>
