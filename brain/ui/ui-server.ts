@@ -17,7 +17,7 @@ import { Hono, type Context } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import { streamSSE } from 'hono/streaming';
 import { PollyError } from '../core/errors.js';
-import type { Registry } from '../registry/registry-schema.js';
+import type { Registry, WorkerRecord } from '../registry/registry-schema.js';
 import { journalPage, messagePage, overviewPage, planPage, pullRequestPage, taskPage, UI_SCRIPT, UI_STYLE } from './ui-pages.js';
 import { allowedHosts, checkBindHost, createSecret, hostAllowed, originAllowed, secretsEqual, UI_COOKIE } from './ui-security.js';
 import type { UiSource } from './ui-source.js';
@@ -60,7 +60,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   const { source } = deps;
 
   const app = new Hono();
-  const html = (c: Context, body: string, status: 200 | 400 | 401 | 403 | 404 | 409 | 421 = 200) => c.html(body, status);
+  const html = (c: Context, body: string, status: 200 | 400 | 401 | 403 | 404 | 409 | 421 | 500 = 200) => c.html(body, status);
 
   app.use('*', async (c, next) => {
     c.header(
@@ -157,11 +157,17 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     streamSSE(c, async (stream) => {
       const id = c.req.param('id');
       const tails = new Map<string, { read(): Array<Record<string, unknown>> }>();
+      let workers: WorkerRecord[] = [];
+      let seen = '';
       while (!stream.aborted && !stopping) {
-        const reg = await registry();
-        const workers = Object.values(reg.workers)
-          .filter((w) => w.taskId === id)
-          .sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+        // The task's worker rows change only with the registry: re-read it only then; tail the files every time.
+        const now = source.version();
+        if (now !== seen) {
+          seen = now;
+          workers = Object.values((await registry()).workers)
+            .filter((w) => w.taskId === id)
+            .sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+        }
         for (const w of workers) {
           if (!tails.has(w.id)) tails.set(w.id, source.workerEvents(w) as { read(): Array<Record<string, unknown>> });
           for (const ev of tails.get(w.id)!.read()) await stream.writeSSE({ event: 'agent', data: JSON.stringify({ ...ev, worker: w.id }) });
@@ -170,7 +176,10 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
       }
     }),
   );
-  app.onError((error, c) => html(c, messagePage('Error', error instanceof Error ? error.message : String(error)), 400));
+  // Bad input (e.g. a malformed id) is the client's; anything else is a fault of ours (500).
+  app.onError((error, c) =>
+    html(c, messagePage('Error', error instanceof Error ? error.message : String(error)), error instanceof PollyError && error.code === 'bad_input' ? 400 : 500),
+  );
 
   let stopping = false;
   const server = await new Promise<Server>((resolve, reject) => {

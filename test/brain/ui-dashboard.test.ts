@@ -17,6 +17,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
@@ -227,6 +228,7 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
 
     // The Brain dispatches both tasks.
     await until('both tasks dispatched', () => waiting.size === 2, 150_000);
+    console.log(`[ui-dashboard] approve click -> both tasks dispatched: ${Date.now() - approvedAt} ms (load ${loadavg()[0]!.toFixed(1)})`);
     const reg = await ctx.store.read();
     const [idA, idB] = Object.values(reg.tasks)
       .filter((t) => t.planId === plan.planId)
@@ -253,8 +255,10 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     await hasText(page.locator('#checks'), 'npm test');
     await hasText(page.locator('#denials'), 'git push --force');
     await hasText(page.locator('#denials'), 'git.force_push');
+    const appendedAt = performance.now();
     appendFileSync(events, `${JSON.stringify({ type: 'result', ok: true, text: 'Done: the change and its test.' })}\n`);
     await hasText(page.locator('#stream li.result'), 'Done: the change and its test.');
+    console.log(`[ui-dashboard] an appended worker event was on the page after ${Math.round(performance.now() - appendedAt)} ms (poll 100 ms; load ${loadavg()[0]!.toFixed(1)})`);
     expect(await page.evaluate(() => (window as unknown as { marker: number }).marker), 'the page was not reloaded').toBe(42);
     await shot(page, 'task-live');
 
