@@ -66,7 +66,12 @@ export function overviewPage(reg: Registry): string {
     `<h1>Goals &amp; plans</h1>
 <h2>Goals</h2>${table(
       ['Goal', 'Status', 'Plans', 'Text'],
-      goals.map((g: GoalRecord) => [e(g.id), badge(g.status), g.planIds.map((p) => `<a href="/plans/${e(p)}">${e(p)}</a>`).join(' '), e(g.text)]),
+      goals.map((g: GoalRecord) => [
+        `<a href="/goals/${e(g.id)}">${e(g.id)}</a>`,
+        badge(g.status),
+        g.planIds.map((p) => `<a href="/plans/${e(p)}">${e(p)}</a>`).join(' '),
+        e(g.text),
+      ]),
       'goals',
     )}
 <h2>Plans</h2>${table(
@@ -86,6 +91,32 @@ export function overviewPage(reg: Registry): string {
       live.map((w) => [e(w.id), `<a href="/tasks/${e(w.taskId)}">${e(w.taskId)}</a>`, e(w.harness), e(w.purpose ?? '-'), e(w.startedAt)]),
       'workers',
     )}`,
+    { live: true },
+  );
+}
+
+/** One goal (`/goals/ID`): its text and status, the Brain's last report, its plans and their tasks. */
+export function goalPage(goal: GoalRecord, reg: Registry): string {
+  const plans = goal.planIds.map((id) => reg.plans[id]).filter((p): p is PlanRecord => !!p);
+  const tasks = byId(reg.tasks).filter((t) => t.planId !== null && goal.planIds.includes(t.planId));
+  return layout(
+    `Goal ${goal.id}`,
+    `<h1>Goal ${e(goal.id)} ${badge(goal.status)}</h1>
+<p class="goal-text">${e(goal.text)}</p>
+<p class="muted">Created ${e(goal.createdAt)}; planned by ${goal.mode === 'plan' ? 'a human-written plan' : 'the LLM Brain'}.</p>
+${goal.brainReport ? `<h2>The Brain's last report</h2><pre id="brain-report">${e(goal.brainReport)}</pre>` : ''}
+<h2>Plans</h2>${table(
+      ['Plan', 'Admission', 'Gate', 'Tasks', 'Proposed'],
+      plans.map((p) => [
+        `<a href="/plans/${e(p.id)}">${e(p.id)}</a>`,
+        p.admission ? badge(p.admission.admitted ? 'admitted' : 'REFUSED') : '-',
+        badge(p.gate),
+        String(p.tasks.length),
+        e(p.createdAt),
+      ]),
+      'goal-plans',
+    )}
+<h2>Tasks</h2>${taskTable(tasks)}`,
     { live: true },
   );
 }

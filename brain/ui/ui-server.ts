@@ -18,7 +18,7 @@ import { getCookie, setCookie } from 'hono/cookie';
 import { streamSSE } from 'hono/streaming';
 import { PollyError } from '../core/errors.js';
 import type { Registry, WorkerRecord } from '../registry/registry-schema.js';
-import { journalPage, messagePage, overviewPage, planPage, pullRequestPage, taskPage, UI_SCRIPT, UI_STYLE } from './ui-pages.js';
+import { goalPage, journalPage, messagePage, overviewPage, planPage, pullRequestPage, taskPage, UI_SCRIPT, UI_STYLE } from './ui-pages.js';
 import { allowedHosts, checkBindHost, createSecret, hostAllowed, originAllowed, secretsEqual, UI_COOKIE } from './ui-security.js';
 import type { UiSource } from './ui-source.js';
 
@@ -100,6 +100,11 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   const registry = (): Promise<Registry> => source.readRegistry();
   app.get('/', async (c) => html(c, overviewPage(await registry())));
   app.get('/journal', async (c) => html(c, journalPage(await source.readJournal(300))));
+  app.get('/goals/:id', async (c) => {
+    const reg = await registry();
+    const goal = reg.goals[c.req.param('id')];
+    return goal ? html(c, goalPage(goal, reg)) : html(c, messagePage('Not found', `No goal "${c.req.param('id')}".`), 404);
+  });
   app.get('/plans/:id', async (c) => {
     const reg = await registry();
     const plan = reg.plans[c.req.param('id')];

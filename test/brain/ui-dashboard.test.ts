@@ -274,6 +274,10 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     await hasAttr(page.locator(`.task-status[data-task="${idB}"] .badge`), 'data-status', 'ready', 60_000);
     expect(await page.evaluate(() => (window as unknown as { marker: number }).marker), 'the page was not reloaded').toBe(7);
     await shot(page, 'overview-done');
+    await page.goto(`${ui.url}/goals/${goal.id}`);
+    await hasText(page.locator('.goal-text'), 'two things');
+    await hasText(page.locator('#goal-plans'), plan.planId);
+    await hasCount(page.locator('#tasks tbody tr'), 2);
     await page.goto(`${ui.url}/journal`);
     await hasText(page.locator('#journal'), 'plan.approved');
     await hasText(page.locator('#journal'), '"by":"human:tester (polly ui)"');
