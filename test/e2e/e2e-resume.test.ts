@@ -9,7 +9,9 @@
  * 3. The registry deleted while a Brain runs, then corrupted while a Brain runs: the Brain stops
  *    (exit 1, `registry_corrupt`) naming the restore command and the backup; `polly run` at once is
  *    refused the same way (no second Brain starts); the printed restore command followed by
- *    `polly resume` finishes the work with one PR.
+ *    `polly resume` finishes the work with one PR. That repository keeps its worktrees beside it
+ *    (`worktrees.dir: ../stats.polly-worktrees`), so the sandboxed agent, acceptance, push and review
+ *    run from a worktree outside the repository.
  *
  * Real everything: the `polly` CLI from dist/, git with a bare origin, the real claude and pi CLIs
  * driven by the scripted model server, the local forge. One server and one script for the file.
@@ -108,7 +110,7 @@ afterAll(async () => {
 });
 
 /** A copy of the demo's sample project with a bare origin, `polly init`ed and pointed at the scripted server. */
-async function sampleRepo(prefix: string): Promise<{ repo: string; origin: string; env: NodeJS.ProcessEnv; mainBefore: string }> {
+async function sampleRepo(prefix: string, extra: Array<[string[], unknown]> = []): Promise<{ repo: string; origin: string; env: NodeJS.ProcessEnv; mainBefore: string }> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
   const repo = join(root, 'stats');
   const origin = join(root, 'origin.git');
@@ -121,7 +123,7 @@ async function sampleRepo(prefix: string): Promise<{ repo: string; origin: strin
   git(repo, ['push', '-q', '-u', 'origin', 'main']);
   const env = gitTestEnv();
   await run(process.execPath, [cli, 'init'], { cwd: repo, env });
-  return { repo, origin, env: { ...env, ...useScriptedModels(repo, server.url) }, mainBefore: git(repo, ['rev-parse', 'main']) };
+  return { repo, origin, env: { ...env, ...useScriptedModels(repo, server.url, { extra }) }, mainBefore: git(repo, ['rev-parse', 'main']) };
 }
 
 /** Write a plan file of the demo's tasks with the given workers; returns its path. */
@@ -255,7 +257,9 @@ describe('resume and registry loss, with real processes (issue 15)', () => {
 
   it('registry deleted, then corrupted, while a Brain runs: the Brain stops naming the restore command and its backup, no second Brain starts, and the restore resumes the work', async () => {
     const t0 = Date.now();
-    const { repo, origin, env } = await sampleRepo('polly-reglost-');
+    // This repository keeps its worktrees beside it (worktrees.dir): the whole loop runs there too.
+    const { repo, origin, env } = await sampleRepo('polly-reglost-', [[['worktrees', 'dir'], '../stats.polly-worktrees']]);
+    const worktreesDir = join(dirname(repo), 'stats.polly-worktrees');
     const plan = planFile(dirname(repo), [{ key: 't1', worker: 'pi', reviewer: 'claude-code' }]);
     const registry = join(repo, '.polly/registry.json');
     const backup = join(repo, '.polly/registry.json.bak');
@@ -294,6 +298,8 @@ describe('resume and registry loss, with real processes (issue 15)', () => {
     expect(resumed.code, `polly resume failed:\n${resumed.stderr}\n${resumed.stdout}`).toBe(0);
     const after = await statusShowsNoDeadPid(repo, env);
     expect(after.tasks.map((t) => [t.id, t.status])).toEqual([['p1-t1', 'ready']]);
+    expect(after.tasks[0]!.worktree).toBe(join(worktreesDir, 'p1-t1'));
+    expect(existsSync(join(repo, '.worktrees'))).toBe(false);
     const { perTask, branches } = await prsAndBranches(repo, origin, env);
     expect(perTask).toEqual({ 'p1-t1': 1 });
     expect(branches).toEqual(['polly/p1-t1']);
