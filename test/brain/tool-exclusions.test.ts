@@ -97,9 +97,9 @@ describe('worktrees and the user tools', () => {
     expect(inside.fix).toContain('set worktrees.dir: ../repo.polly-worktrees');
   });
 
-  it('worktrees.dir cannot be the repository itself, nor inside .git or .polly', async () => {
+  it('worktrees.dir cannot be the repository itself or contain it, nor lie inside .git or .polly', async () => {
     const repo = createTestRepo();
-    for (const dir of ['.', '.git/wt', '.polly/wt']) {
+    for (const dir of ['.', '..', '.git/wt', '.polly/wt']) {
       await expect(createWorktreeManager({ repoRoot: repo.dir, worktreesDir: dir }).list()).rejects.toThrow(/worktrees\.dir .* cannot hold worktrees/);
     }
   });

@@ -28,12 +28,15 @@ export function worktreesDirInRepo(repoRoot: string, absDir: string): string | n
 }
 
 /**
- * Why `absDir` cannot hold worktrees, or null when it can: it must not be the repository root, nor
- * lie inside the repository's `.git` or `.polly` directories (git or Polly own those).
+ * Why `absDir` cannot hold worktrees, or null when it can: it must not be the repository root nor
+ * contain it (the sandbox hides the worktrees directory), nor lie inside the repository's `.git`
+ * or `.polly` directories (git or Polly own those).
  */
 export function worktreesDirProblem(repoRoot: string, absDir: string): string | null {
   const rel = relative(repoRoot, absDir);
   if (rel === '') return 'it is the repository root itself';
+  const up = relative(absDir, repoRoot);
+  if (!up.startsWith('..') && !isAbsolute(up)) return 'it contains the repository';
   const top = rel.split(/[\\/]/)[0];
   if (top === '.git' || top === '.polly') return `it lies inside ${top}/, which ${top === '.git' ? 'git' : 'Polly'} owns`;
   return null;
