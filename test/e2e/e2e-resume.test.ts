@@ -213,18 +213,18 @@ describe('resume and registry loss, with real processes (issue 15)', () => {
       for (const m of allMarkers) if (sleepers(m).length > 0) seen.add(m);
     }, 150);
 
-    // Both implementers busy: SIGKILL the Brain and the `polly run` that follows it.
-    const brainPid = await waitFor(`both implementers running; polly run said:\n${follower.out.stderr}`, 120_000, () => {
-      const reg = readRegistry(repo);
-      const busy = reg ? Object.values(reg.workers).filter((w) => (w as { state?: string }).state === 'running' && w.purpose === 'implement') : [];
-      return reg?.brain && busy.length >= 2 ? reg.brain.pid : null;
-    });
-    // Give the agents a moment to start their background processes before the kill.
-    await waitFor('the claude and pi background processes', 30_000, () => seen.size === allMarkers.length);
-    process.kill(brainPid, 'SIGKILL');
+    // Mid-run: once every background process has been seen (the last agent to start is then in its
+    // `sleep 4`, and the other task is somewhere between its turn and its PR), SIGKILL the Brain and
+    // the `polly run` that follows it. Under load claude may start its turn long after pi's ended.
+    await waitFor(`the claude and pi background processes; polly run said:\n${follower.out.stderr}`, 180_000, () => seen.size === allMarkers.length);
+    const brainPid = readRegistry(repo)?.brain?.pid;
+    expect(brainPid, 'no Brain row while the workers ran').toBeTypeOf('number');
+    const busy = Object.values(readRegistry(repo)!.workers).filter((w) => (w as { state?: string }).state === 'running');
+    expect(busy.length, 'no worker was running at the kill').toBeGreaterThan(0);
+    process.kill(brainPid!, 'SIGKILL');
     follower.child.kill('SIGKILL');
     await follower.exited;
-    await waitFor('the Brain to die', 10_000, () => !alive(brainPid));
+    await waitFor('the Brain to die', 10_000, () => !alive(brainPid!));
 
     // Before resuming: the dead Brain is reported gone, never running.
     const before = await statusShowsNoDeadPid(repo, env);
