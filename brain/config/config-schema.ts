@@ -67,6 +67,8 @@ export interface PollyConfig {
     desktop: boolean;
     /** Milliseconds one webhook attempt may take (3 attempts in all). */
     timeout_ms: number;
+    /** The `polly ui` dashboard's URL (e.g. http://127.0.0.1:8080 for `polly ui --port 8080`): notifications link to its pages; null: no links. */
+    dashboard_url: string | null;
   };
 }
 
@@ -100,5 +102,5 @@ export const DEFAULT_CONFIG: PollyConfig = {
   forge: { kind: 'auto', github: { base_url: null } },
   brain: { model: 'claude-sonnet-4-5' },
   budgets: { per_task: null, per_goal: null },
-  notifications: { webhook_url: null, desktop: true, timeout_ms: 5000 },
+  notifications: { webhook_url: null, desktop: true, timeout_ms: 5000, dashboard_url: null },
 };

@@ -96,7 +96,7 @@ export const CONFIG_SPEC: Spec = {
     },
     brain: { t: 'object', fields: { model: nullableStr } },
     budgets: { t: 'object', fields: { per_task: BUDGET_SPEC, per_goal: BUDGET_SPEC } },
-    notifications: { t: 'object', fields: { webhook_url: nullableStr, desktop: { t: 'bool' }, timeout_ms: int(100, 120_000) } },
+    notifications: { t: 'object', fields: { webhook_url: nullableStr, desktop: { t: 'bool' }, timeout_ms: int(100, 120_000), dashboard_url: nullableStr } },
   },
 };
 
@@ -163,6 +163,7 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'notifications.webhook_url': 'null, or a Slack-compatible incoming webhook URL ({text, blocks} is POSTed; 3 attempts).',
   'notifications.desktop': 'true: desktop notifications where available (notify-send on Linux, osascript on macOS; polly doctor says which).',
   'notifications.timeout_ms': 'Milliseconds one webhook attempt may take (100-120000).',
+  'notifications.dashboard_url': 'null, or the URL of your polly ui (e.g. http://127.0.0.1:8080 with polly ui --port 8080): notifications then link to its pages.',
 };
 
 /** Every key path of the config spec (objects and leaves), for the comment table and tests. */
@@ -334,6 +335,11 @@ export function parseConfig(text: string, file: string): PollyConfig {
       const node = doc.getIn(['budgets', key], true) as Node | undefined;
       throw invalid(where, node ?? contents, `budgets.${key}`, 'a budget needs usd, tokens or both (write null for no limit)');
     }
+  }
+  const dash = merged.notifications.dashboard_url;
+  if (dash !== null && !/^https?:\/\/[^\s]+$/.test(dash)) {
+    const node = doc.getIn(['notifications', 'dashboard_url'], true) as Node | undefined;
+    throw invalid(where, node ?? contents, 'notifications.dashboard_url', `expected an http(s) URL such as http://127.0.0.1:8080, found ${JSON.stringify(dash)}`);
   }
   const url = merged.notifications.webhook_url;
   if (url !== null && !/^https?:\/\/[^\s]+$/.test(url)) {

@@ -7,8 +7,8 @@
  * Everything else is not. The text names ids, statuses and reasons only: no URLs of forges with
  * credentials, no tokens (reasons pass through brain/core/redact.ts).
  *
- * Links: to the dashboard (`polly ui`) page of the plan, task or goal when a dashboard URL is known
- * (config `ui.url`, else `ui.port` on 127.0.0.1); otherwise the notification has no link.
+ * Links: to the dashboard (`polly ui`) page of the plan, task or goal when config
+ * `notifications.dashboard_url` names it; otherwise the notification has no link.
  */
 import { redactSecrets } from '../core/redact.js';
 import type { JournalEntry } from '../registry/registry-schema.js';
@@ -30,12 +30,15 @@ export interface Notification {
   link: string | null;
 }
 
-/** The dashboard's base URL from config (`ui.url`, else `http://127.0.0.1:<ui.port>`), or null. */
-export function dashboardUrl(config: object): string | null {
-  const ui = (config as { ui?: { url?: unknown; port?: unknown } }).ui;
-  if (typeof ui?.url === 'string' && ui.url) return ui.url.replace(/\/+$/, '');
-  if (typeof ui?.port === 'number' && ui.port > 0) return `http://127.0.0.1:${ui.port}`;
-  return null;
+/**
+ * The dashboard's base URL (`notifications.dashboard_url`, e.g. `http://127.0.0.1:8080` for
+ * `polly ui --port 8080`; pages `/plans/<id>`, `/tasks/<id>`, `/goals/<id>` of brain/ui/ui-server.ts),
+ * without a trailing slash, or null when none is configured (`polly ui` picks a free port by default,
+ * which the Brain cannot know).
+ */
+export function dashboardUrl(config: { notifications: { dashboard_url?: string | null } }): string | null {
+  const url = config.notifications.dashboard_url;
+  return typeof url === 'string' && url ? url.replace(/\/+$/, '') : null;
 }
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : v === null || v === undefined ? '' : String(v));

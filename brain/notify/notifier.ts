@@ -41,7 +41,7 @@ export function sinksFromConfig(config: Pick<PollyConfig, 'notifications'>, env:
 export interface NotifierDeps {
   store: RegistryStore;
   sinks: readonly NotificationSink[];
-  /** The dashboard's base URL for links (see notification.ts `dashboardUrl`), or null. */
+  /** The dashboard's base URL for links (config `notifications.dashboard_url`), or null. */
   baseUrl: string | null;
   /** Where the cursor is kept (`.polly/notify-cursor`); null keeps it in memory only. */
   cursorFile: string | null;

@@ -20,6 +20,7 @@ import { parkForBudget } from '../../brain/task-tools/turn-budget.js';
 import { createWebhookSink, type NotificationSink } from '../../brain/notify/webhook.js';
 import { dashboardUrl, notificationFor, webhookPayload } from '../../brain/notify/notification.js';
 import { createTestRepo, gitTestEnv } from '../helpers/git-repo.js';
+import { parseConfig } from '../../brain/config/config.js';
 
 const cli = join(process.cwd(), 'dist/brain/cli.js');
 
@@ -98,7 +99,7 @@ async function runSmallPlan(options: { webhookUrl?: string; sinks?: Notification
   const repo = createTestRepo();
   execFileSync(process.execPath, [cli, 'init'], { cwd: repo.dir, env: gitTestEnv(), stdio: 'pipe' });
   const ctx = await openRepoContext(repo.dir, gitTestEnv());
-  const config = { ...ctx.config, notifications: { webhook_url: options.webhookUrl ?? null, desktop: false, timeout_ms: 2000 } };
+  const config = { ...ctx.config, notifications: { webhook_url: options.webhookUrl ?? null, desktop: false, timeout_ms: 2000, dashboard_url: null } };
   const deps = await createBrainDeps({ ...ctx, config }, gitTestEnv(), () => {});
   const ok =
     (note: string): TaskTool =>
@@ -216,10 +217,9 @@ describe('notifications from a plan run', () => {
 });
 
 describe('notification content', () => {
-  it('links to the dashboard page when ui.url or ui.port is configured', () => {
-    expect(dashboardUrl({})).toBeNull();
-    expect(dashboardUrl({ ui: { port: 4173 } })).toBe('http://127.0.0.1:4173');
-    const base = dashboardUrl({ ui: { url: 'http://127.0.0.1:9000/' } });
+  it('links to the dashboard page when notifications.dashboard_url is configured', () => {
+    expect(dashboardUrl({ notifications: { dashboard_url: null } })).toBeNull();
+    const base = dashboardUrl(parseConfig('notifications:\n  dashboard_url: http://127.0.0.1:9000/\n', 'c.yaml'));
     const n = notificationFor(
       { seq: 5, at: '2026-12-01T00:00:00Z', kind: 'task.parked', data: { taskId: 'p1-a', reason: 'budget reached: token ghp_abcdefghijklmnopqrstuvwx1234 leaked' } },
       base,
