@@ -40,6 +40,7 @@ export const POLLY_GITIGNORE = [
   'brain/',
   'workers/',
   'logs/',
+  'notify-cursor',
   '',
 ].join('\n');
 
