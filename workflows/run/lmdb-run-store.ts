@@ -15,10 +15,19 @@
  *   write transaction, which holds LMDB's writer lock (shared by every process that opens the
  *   file), so read-modify-write of one run is atomic across processes; the run, its `live` mark
  *   and its journal lines commit together or not at all.
- * - Group commit: lmdb-js batches every transaction callback queued in one event turn into one
- *   LMDB transaction, committed and fsynced on its own thread (not the JS thread). With
- *   `overlappingSync: false` a callback's promise resolves only after that commit is flushed to
- *   disk, so a step is durable before it is acknowledged.
+ * - Group commit: updates wait in this process's queue (one per file) and are applied together in
+ *   one lmdb-js `transaction()`, committed and fsynced on lmdb-js's own thread (not the JS thread);
+ *   the updates that arrive while a commit is on its way to disk form the next one. With
+ *   `overlappingSync: false` the transaction's promise resolves only after that commit is flushed
+ *   to disk, so a step is durable before it is acknowledged.
+ * - Bounded commits: one commit carries at most `maxUpdatesPerCommit` updates (default
+ *   {@link DEFAULT_MAX_UPDATES_PER_COMMIT}). Why: every page a commit copies (copy-on-write) is
+ *   freed, and LMDB keeps those page numbers in its free list, which it searches and rewrites on
+ *   every later commit and which does not shrink. One huge commit (e.g. 2,000 runs written in one
+ *   event turn, or `expireLeases` over 100,000 live runs) left a free list of ~7,000 pages (14
+ *   overflow pages of its own) and made every later single step 3-4× as expensive in CPU; with
+ *   commits of at most 64 updates the free list stays within one page and a step costs the same at
+ *   100 and at 100,000 live runs (measured with `npm run bench -- runtime`, see README "Storage").
  * - Crash safety: LMDB is copy-on-write with two meta pages; a process killed at any point leaves
  *   the last committed transaction (lmdb.tech/doc, "Caveats": robust mutexes recover a writer
  *   lock held by a dead process).
@@ -36,14 +45,33 @@ import { applyRunUpdate, type AppliedRunUpdate } from './run-update.js';
 /** This store's layout version, kept in `meta.format`. */
 export const LMDB_RUN_STORE_FORMAT = 1;
 
+/** Default cap on the updates one LMDB commit carries (see the header: it bounds LMDB's free list). */
+export const DEFAULT_MAX_UPDATES_PER_COMMIT = 64;
+
 export interface LmdbRunStoreOptions {
   /** Clock for journal timestamps (default: the system clock). */
   now?: () => Date;
+  /**
+   * Most updates one commit carries (an integer ≥ 1; default {@link DEFAULT_MAX_UPDATES_PER_COMMIT}).
+   * Applies to the process's queue for this file: the first store opened on a file sets it.
+   */
+  maxUpdatesPerCommit?: number;
 }
 
 export interface LmdbRunStore extends RunStore {
   /** The LMDB data file. */
   readonly path: string;
+  /** How many LMDB commits this process made on the file (group commit: one carries up to `maxUpdatesPerCommit` updates). */
+  readonly commits: number;
+}
+
+/** One queued update: applied inside a commit, settled after that commit is durable. */
+interface QueuedUpdate {
+  runId: string;
+  fn: (draft: RunDraft, tx: RunStoreTx) => unknown;
+  now: () => Date;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
 }
 
 interface Env {
@@ -55,12 +83,18 @@ interface Env {
   byRun: Database<boolean, [string, number]>;
   meta: Database<number, string>;
   users: number;
+  /** Updates waiting for the next commit, oldest first. */
+  queue: QueuedUpdate[];
+  /** The running pump (commits until the queue is empty), or null when idle. */
+  pumping: Promise<void> | null;
+  maxUpdatesPerCommit: number;
+  commits: number;
 }
 
 /** One environment per file per process: LMDB must not be opened twice by one process (lmdb.tech/doc, "Caveats"). */
 const envs = new Map<string, Env>();
 
-function openEnv(path: string): Env {
+function openEnv(path: string, maxUpdatesPerCommit: number): Env {
   const existing = envs.get(path);
   if (existing) {
     existing.users++;
@@ -84,6 +118,10 @@ function openEnv(path: string): Env {
     byRun: root.openDB<boolean, [string, number]>({ name: 'journal-by-run', encoding: 'json' }),
     meta: root.openDB<number, string>({ name: 'meta', encoding: 'json' }),
     users: 1,
+    queue: [],
+    pumping: null,
+    maxUpdatesPerCommit,
+    commits: 0,
   };
   const format = env.meta.get('format');
   if (format !== undefined && format > LMDB_RUN_STORE_FORMAT) {
@@ -98,10 +136,70 @@ function openEnv(path: string): Env {
   return env;
 }
 
-interface Outcome<T> {
+interface Outcome {
   ok: boolean;
-  result?: T;
+  result?: unknown;
   error?: unknown;
+}
+
+/**
+ * Apply one update inside the open write transaction: the run, its `live` mark and its journal
+ * lines. An update function that throws writes nothing (its outcome carries the error).
+ */
+function applyQueued(e: Env, u: QueuedUpdate): Outcome {
+  let applied: AppliedRunUpdate<unknown>;
+  try {
+    applied = applyRunUpdate(u.runId, e.runs.get(u.runId) ?? null, u.fn);
+  } catch (error) {
+    return { ok: false, error }; // nothing was written for this update
+  }
+  const { result, text, status, events } = applied;
+  if (text !== null) {
+    void e.runs.put(u.runId, text);
+    if (status === 'running') void e.live.put(u.runId, true);
+    else void e.live.remove(u.runId);
+  }
+  if (events.length > 0) {
+    let seq = e.meta.get('journalSeq') ?? 0;
+    const at = u.now().toISOString();
+    for (const ev of events) {
+      seq += 1;
+      void e.journal.put(seq, { seq, at, kind: ev.kind, data: ev.data });
+      void e.byRun.put([String(ev.data.run ?? ''), seq], true);
+    }
+    void e.meta.put('journalSeq', seq);
+    if (e.meta.get('format') === undefined) void e.meta.put('format', LMDB_RUN_STORE_FORMAT);
+  }
+  return { ok: true, result };
+}
+
+/**
+ * Commit the queue in groups of at most `maxUpdatesPerCommit`, one commit at a time, until it is
+ * empty; each update settles once its commit is durable (or the commit failed: then every update
+ * of that commit rejects, and none of it was written).
+ */
+async function pump(e: Env): Promise<void> {
+  await new Promise<void>((resolve) => setImmediate(resolve)); // let this event turn's updates join the first commit
+  for (;;) {
+    if (e.queue.length === 0) {
+      e.pumping = null; // in the same synchronous step as the check: a later update starts a new pump
+      return;
+    }
+    const group = e.queue.splice(0, e.maxUpdatesPerCommit);
+    let outcomes: Outcome[];
+    try {
+      outcomes = await e.root.transaction(() => group.map((u) => applyQueued(e, u)));
+    } catch (error) {
+      for (const u of group) u.reject(error);
+      continue;
+    }
+    e.commits++;
+    group.forEach((u, i) => {
+      const o = outcomes[i]!;
+      if (o.ok) u.resolve(o.result);
+      else u.reject(o.error);
+    });
+  }
 }
 
 /**
@@ -113,7 +211,10 @@ export function createLmdbRunStore(dir: string, options: LmdbRunStoreOptions = {
   const now = options.now ?? (() => new Date());
   mkdirSync(resolve(dir), { recursive: true });
   const path = join(resolve(dir), 'runs.mdb');
-  const env = openEnv(path);
+  const maxUpdatesPerCommit = options.maxUpdatesPerCommit ?? DEFAULT_MAX_UPDATES_PER_COMMIT;
+  if (!Number.isInteger(maxUpdatesPerCommit) || maxUpdatesPerCommit < 1)
+    throw new PollyError('bad_input', `maxUpdatesPerCommit must be an integer ≥ 1, got ${JSON.stringify(maxUpdatesPerCommit)}; leave it unset for the default ${DEFAULT_MAX_UPDATES_PER_COMMIT}.`);
+  const env = openEnv(path, maxUpdatesPerCommit);
   let closed = false;
 
   function live(): Env {
@@ -123,6 +224,9 @@ export function createLmdbRunStore(dir: string, options: LmdbRunStoreOptions = {
 
   const store: LmdbRunStore = {
     path,
+    get commits() {
+      return env.commits;
+    },
 
     async getRun(runId) {
       const e = live();
@@ -131,36 +235,12 @@ export function createLmdbRunStore(dir: string, options: LmdbRunStoreOptions = {
       return text === undefined ? null : (JSON.parse(text) as RunRecord);
     },
 
-    async updateRun<T>(runId: string, fn: (draft: RunDraft, tx: RunStoreTx) => T): Promise<T> {
+    updateRun<T>(runId: string, fn: (draft: RunDraft, tx: RunStoreTx) => T): Promise<T> {
       const e = live();
-      const outcome = await e.root.transaction((): Outcome<T> => {
-        let applied: AppliedRunUpdate<T>;
-        try {
-          applied = applyRunUpdate(runId, e.runs.get(runId) ?? null, fn);
-        } catch (error) {
-          return { ok: false, error }; // nothing was written in this callback
-        }
-        const { result, text, status, events } = applied;
-        if (text !== null) {
-          void e.runs.put(runId, text);
-          if (status === 'running') void e.live.put(runId, true);
-          else void e.live.remove(runId);
-        }
-        if (events.length > 0) {
-          let seq = e.meta.get('journalSeq') ?? 0;
-          const at = now().toISOString();
-          for (const ev of events) {
-            seq += 1;
-            void e.journal.put(seq, { seq, at, kind: ev.kind, data: ev.data });
-            void e.byRun.put([String(ev.data.run ?? ''), seq], true);
-          }
-          void e.meta.put('journalSeq', seq);
-          if (e.meta.get('format') === undefined) void e.meta.put('format', LMDB_RUN_STORE_FORMAT);
-        }
-        return { ok: true, result };
+      return new Promise<T>((resolve, reject) => {
+        e.queue.push({ runId, fn, now, resolve: resolve as (value: unknown) => void, reject });
+        e.pumping ??= pump(e);
       });
-      if (!outcome.ok) throw outcome.error;
-      return outcome.result as T;
     },
 
     async listRuns(filter: RunListFilter = {}) {
@@ -207,7 +287,8 @@ export function createLmdbRunStore(dir: string, options: LmdbRunStoreOptions = {
       if (closed) return;
       closed = true;
       env.users--;
-      if (env.users === 0) {
+      while (env.users === 0 && env.pumping) await env.pumping; // updates already queued still commit
+      if (env.users === 0 && envs.get(path) === env) {
         envs.delete(path);
         await env.root.close();
       }
