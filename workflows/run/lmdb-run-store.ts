@@ -17,11 +17,12 @@
  *   and its journal lines commit together or not at all.
  * - Group commit: updates wait in this process's queue (one per file) and are applied together in
  *   one lmdb-js `transaction()`, committed and fsynced on lmdb-js's own thread (not the JS thread);
- *   the updates that arrive while a commit is on its way to disk form the next one. With
+ *   the updates that arrive while a commit is on its way to disk form the next one, handed to
+ *   lmdb-js at once (two groups in flight) so the writer goes on without waiting for the JS thread. With
  *   `overlappingSync: false` the transaction's promise resolves only after that commit is flushed
  *   to disk, so a step is durable before it is acknowledged.
- * - Bounded commits: one commit carries at most `maxUpdatesPerCommit` updates (default
- *   {@link DEFAULT_MAX_UPDATES_PER_COMMIT}). Why: every page a commit copies (copy-on-write) is
+ * - Bounded commits: one group carries at most `maxUpdatesPerCommit` updates (default
+ *   {@link DEFAULT_MAX_UPDATES_PER_COMMIT}), one LMDB commit at most two groups. Why: every page a commit copies (copy-on-write) is
  *   freed, and LMDB keeps those page numbers in its free list, which it searches and rewrites on
  *   every later commit and which does not shrink. One huge commit (e.g. 2,000 runs written in one
  *   event turn, or `expireLeases` over 100,000 live runs) left a free list of ~7,000 pages (14
@@ -61,7 +62,7 @@ export interface LmdbRunStoreOptions {
 export interface LmdbRunStore extends RunStore {
   /** The LMDB data file. */
   readonly path: string;
-  /** How many LMDB commits this process made on the file (group commit: one carries up to `maxUpdatesPerCommit` updates). */
+  /** How many commit groups (of up to `maxUpdatesPerCommit` updates) this process has had committed on the file; lmdb-js may write two queued groups in one LMDB commit. */
   readonly commits: number;
 }
 
@@ -85,8 +86,12 @@ interface Env {
   users: number;
   /** Updates waiting for the next commit, oldest first. */
   queue: QueuedUpdate[];
-  /** The running pump (commits until the queue is empty), or null when idle. */
-  pumping: Promise<void> | null;
+  /** Commits handed to lmdb-js and not yet settled (at most {@link COMMITS_IN_FLIGHT}). */
+  inFlight: number;
+  /** A submit is scheduled for the end of this event turn. */
+  scheduled: boolean;
+  /** Called once the queue is empty and no commit is in flight (`close` waits for it). */
+  idle: Array<() => void>;
   maxUpdatesPerCommit: number;
   commits: number;
 }
@@ -119,7 +124,9 @@ function openEnv(path: string, maxUpdatesPerCommit: number): Env {
     meta: root.openDB<number, string>({ name: 'meta', encoding: 'json' }),
     users: 1,
     queue: [],
-    pumping: null,
+    inFlight: 0,
+    scheduled: false,
+    idle: [],
     maxUpdatesPerCommit,
     commits: 0,
   };
@@ -174,31 +181,55 @@ function applyQueued(e: Env, u: QueuedUpdate): Outcome {
 }
 
 /**
- * Commit the queue in groups of at most `maxUpdatesPerCommit`, one commit at a time, until it is
- * empty; each update settles once its commit is durable (or the commit failed: then every update
+ * Commits handed to lmdb-js at once: while one is being written and fsynced on lmdb-js's thread,
+ * the next is already queued there, so the writer does not wait for a trip through the JS event
+ * loop between commits. lmdb-js may merge queued transactions into one LMDB commit, so a commit
+ * carries at most this many times `maxUpdatesPerCommit` updates: still a bound on the free list.
+ */
+const COMMITS_IN_FLIGHT = 2;
+
+/** Submit at the end of this event turn (so the turn's updates share a commit), unless the pipeline is full. */
+function kick(e: Env): void {
+  if (e.scheduled || e.inFlight >= COMMITS_IN_FLIGHT) return;
+  if (e.queue.length === 0) {
+    if (e.inFlight === 0) for (const done of e.idle.splice(0)) done();
+    return;
+  }
+  e.scheduled = true;
+  setImmediate(() => {
+    e.scheduled = false;
+    submit(e);
+  });
+}
+
+/**
+ * Hand the queue to lmdb-js in groups of at most `maxUpdatesPerCommit` while the pipeline has
+ * room; each update settles once its commit is durable (or the commit failed: then every update
  * of that commit rejects, and none of it was written).
  */
-async function pump(e: Env): Promise<void> {
-  await new Promise<void>((resolve) => setImmediate(resolve)); // let this event turn's updates join the first commit
-  for (;;) {
-    if (e.queue.length === 0) {
-      e.pumping = null; // in the same synchronous step as the check: a later update starts a new pump
-      return;
-    }
+function submit(e: Env): void {
+  while (e.inFlight < COMMITS_IN_FLIGHT && e.queue.length > 0) {
     const group = e.queue.splice(0, e.maxUpdatesPerCommit);
-    let outcomes: Outcome[];
-    try {
-      outcomes = await e.root.transaction(() => group.map((u) => applyQueued(e, u)));
-    } catch (error) {
-      for (const u of group) u.reject(error);
-      continue;
-    }
-    e.commits++;
-    group.forEach((u, i) => {
-      const o = outcomes[i]!;
-      if (o.ok) u.resolve(o.result);
-      else u.reject(o.error);
-    });
+    e.inFlight++;
+    e.root
+      .transaction(() => group.map((u) => applyQueued(e, u)))
+      .then(
+        (outcomes: Outcome[]) => {
+          e.commits++;
+          group.forEach((u, i) => {
+            const o = outcomes[i]!;
+            if (o.ok) u.resolve(o.result);
+            else u.reject(o.error);
+          });
+        },
+        (error: unknown) => {
+          for (const u of group) u.reject(error);
+        },
+      )
+      .finally(() => {
+        e.inFlight--;
+        kick(e);
+      });
   }
 }
 
@@ -239,7 +270,7 @@ export function createLmdbRunStore(dir: string, options: LmdbRunStoreOptions = {
       const e = live();
       return new Promise<T>((resolve, reject) => {
         e.queue.push({ runId, fn, now, resolve: resolve as (value: unknown) => void, reject });
-        e.pumping ??= pump(e);
+        kick(e);
       });
     },
 
@@ -287,7 +318,7 @@ export function createLmdbRunStore(dir: string, options: LmdbRunStoreOptions = {
       if (closed) return;
       closed = true;
       env.users--;
-      while (env.users === 0 && env.pumping) await env.pumping; // updates already queued still commit
+      if (env.users === 0 && (env.inFlight > 0 || env.queue.length > 0)) await new Promise<void>((done) => env.idle.push(done)); // updates already queued still commit
       if (env.users === 0 && envs.get(path) === env) {
         envs.delete(path);
         await env.root.close();
