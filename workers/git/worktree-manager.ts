@@ -36,7 +36,7 @@ import { createGitRunner, firstLine, type GitCallOptions, type GitRunner } from 
 import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { retryTransientGit } from './git-retry.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
-import { createRefGuard, describeChanges, diffSnapshots, recordPollyRefWrite } from './ref-guard.js';
+import { beginPollyRefWrite, createRefGuard, describeChanges, diffSnapshots, recordPollyRefWrite } from './ref-guard.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
 import { confinedSpawn, runShellCommand, type CommandResult, type SpawnSpec } from '../proc/shell-command.js';
@@ -797,10 +797,16 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       const diff = await git.run(['diff', '--cached', '--quiet'], { cwd, okExitCodes: [1] });
       if (diff.exitCode === 0) return null;
       const identity = await resolveCommitIdentity(git, cwd, options.identityEnv ?? process.env);
-      await git.run(['commit', '--quiet', '--no-verify', '--no-edit', '-F', '-'], { cwd, env: identity.env, input: input.message });
-      const commit = (await revParse(cwd, 'HEAD')) as string;
       const branchRef = await git.run(['symbolic-ref', '-q', 'HEAD'], { cwd, okExitCodes: [1] });
-      if (branchRef.exitCode === 0) recordPollyRefWrite('local', firstLine(branchRef), commit);
+      // Announced before the branch moves: a parallel task's ref guard must not see it as a worker's.
+      const done = branchRef.exitCode === 0 ? beginPollyRefWrite('local', firstLine(branchRef)) : () => {};
+      let commit: string | undefined;
+      try {
+        await git.run(['commit', '--quiet', '--no-verify', '--no-edit', '-F', '-'], { cwd, env: identity.env, input: input.message });
+        commit = (await revParse(cwd, 'HEAD')) as string;
+      } finally {
+        done(commit);
+      }
       journal('worktree.committed', { id: input.id, commit, identity: describeIdentity(identity) });
       return commit;
     },
