@@ -226,13 +226,25 @@ describe('the sandbox (real bubblewrap)', () => {
   });
 
   it('refuses a write into what it hides with EROFS (the real HOME, .worktrees/, .polly/; the repository and the worktree for a reviewer), never a tmpfs that vanishes', async () => {
-    const impl = await run(agentSpec(l), ...sh(`for p in ${l.home}/x ${l.repo}/.worktrees/x ${l.repo}/.polly/x; do (echo x > $p) 2>&1; done; echo x >> ${l.journal} && echo journal-ok`));
+    const impl = await run(
+      agentSpec(l),
+      ...sh(`for p in ${l.home}/x ${l.repo}/.worktrees/x ${l.repo}/.polly/x; do (echo x > $p) 2>&1; done; echo x >> ${l.journal} && echo journal-ok`),
+    );
     const lines = impl.stdout.split('\n').filter(Boolean);
     expect(lines.filter((line) => /Read-only file system/.test(line))).toHaveLength(3);
     expect(lines.at(-1)).toBe('journal-ok');
     // Where createReviewSandbox puts it: directly under the OS temp dir (so /tmp itself is among the hidden).
     const scratch = realpathSync(mkdtempSync(join(tmpdir(), 'polly-review-ro-')));
-    const review = agentSandboxSpec({ repoRoot: l.repo, cwd: scratch, writableCwd: false, agentStateDir: l.state, gateDir: l.gate, writableFiles: [], endpoints: [], realHome: l.home });
+    const review = agentSandboxSpec({
+      repoRoot: l.repo,
+      cwd: scratch,
+      writableCwd: false,
+      agentStateDir: l.state,
+      gateDir: l.gate,
+      writableFiles: [],
+      endpoints: [],
+      realHome: l.home,
+    });
     const r = await run(review, ...sh(`(echo x > ${l.repo}/PWNED) 2>&1; (echo x > ${l.worktree}/PWNED) 2>&1; true`));
     // The repository's cover refuses; the worktree is not there at all.
     expect(r.stdout.split('\n').filter(Boolean)).toEqual([expect.stringMatching(/Read-only file system/), expect.stringMatching(/Directory nonexistent/)]);
