@@ -4,7 +4,7 @@
  * closed when the sandbox cannot start. Ground truth comes from files and listeners outside.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -202,6 +202,55 @@ describe('the sandbox (real bubblewrap)', () => {
     const [cap, count] = r.stdout.trim().split('\n');
     expect(cap).toMatch(/CapEff:\s+0+$/);
     expect(Number(count)).toBeLessThan(10);
+  });
+
+  it('runs an agent CLI installed under the real HOME (an npm prefix there): its package bound read-only, nothing else of HOME', async () => {
+    const prefix = join(l.home, '.npm-global');
+    const pkg = join(prefix, 'lib', 'node_modules', 'fake-agent');
+    const other = join(prefix, 'lib', 'node_modules', 'other-tool');
+    for (const d of [join(pkg, 'bin'), join(pkg, 'node_modules', 'dep'), other, join(prefix, 'bin')]) mkdirSync(d, { recursive: true });
+    writeFileSync(join(pkg, 'package.json'), '{"name": "fake-agent"}');
+    writeFileSync(join(pkg, 'node_modules', 'dep', 'index.txt'), 'dep-ok');
+    writeFileSync(join(other, 'package.json'), '{"name": "other-tool"}');
+    const cli = join(pkg, 'bin', 'cli.sh');
+    writeFileSync(
+      cli,
+      `#!/bin/sh\necho "agent-ran $1"\ncat "$(dirname "$0")/../node_modules/dep/index.txt"; echo\n(echo x > "$(dirname "$0")/w") 2>/dev/null || echo pkg-ro\nls ${other} >/dev/null 2>&1 || echo no-other-package\ncat ${l.home}/.ssh/id_ed25519 2>/dev/null || echo no-ssh\n`,
+      { mode: 0o755 },
+    );
+    symlinkSync('../lib/node_modules/fake-agent/bin/cli.sh', join(prefix, 'bin', 'fake-agent'));
+    const r = await run(agentSpec(l), 'fake-agent', ['--print'], { PATH: `${join(prefix, 'bin')}:/usr/bin:/bin` });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout.split('\n').filter(Boolean)).toEqual(['agent-ran --print', 'dep-ok', 'pkg-ro', 'no-other-package', 'no-ssh']);
+  });
+
+  it('refuses a write into what it hides with EROFS (the real HOME, .worktrees/, .polly/; the repository and the worktree for a reviewer), never a tmpfs that vanishes', async () => {
+    const impl = await run(
+      agentSpec(l),
+      ...sh(`for p in ${l.home}/x ${l.repo}/.worktrees/x ${l.repo}/.polly/x; do (echo x > $p) 2>&1; done; echo x >> ${l.journal} && echo journal-ok`),
+    );
+    const lines = impl.stdout.split('\n').filter(Boolean);
+    expect(lines.filter((line) => /Read-only file system/.test(line))).toHaveLength(3);
+    expect(lines.at(-1)).toBe('journal-ok');
+    // Where createReviewSandbox puts it: directly under the OS temp dir (so /tmp itself is among the hidden).
+    const scratch = realpathSync(mkdtempSync(join(tmpdir(), 'polly-review-ro-')));
+    const review = agentSandboxSpec({
+      repoRoot: l.repo,
+      cwd: scratch,
+      writableCwd: false,
+      agentStateDir: l.state,
+      gateDir: l.gate,
+      writableFiles: [],
+      endpoints: [],
+      realHome: l.home,
+    });
+    const r = await run(review, ...sh(`(echo x > ${l.repo}/PWNED) 2>&1; (echo x > ${l.worktree}/PWNED) 2>&1; true`));
+    // The repository's cover refuses; the worktree is not there at all.
+    expect(r.stdout.split('\n').filter(Boolean)).toEqual([expect.stringMatching(/Read-only file system/), expect.stringMatching(/Directory nonexistent/)]);
+    // Its TMPDIR stays writable even though the scratch dirs' parent is the hidden /tmp (claude needs it).
+    expect((await run(review, ...sh('echo x > /tmp/t && cat /tmp/t'))).stdout).toBe('x\n');
+    expect(existsSync(join(l.repo, 'PWNED'))).toBe(false);
   });
 
   it('shows a reviewer its scratch dir only: not the repository, not the worktree, not other scratch dirs', async () => {
