@@ -11,7 +11,7 @@ import { createGoal } from '../registry/goal-record.js';
 import { followGoalInRepo, formatSummary, goalSummary } from './follow-goal.js';
 import { ensureBrain } from '../process/daemon.js';
 import { proposePlan } from '../plan/plan-gate.js';
-import { parsePlanFile } from '../plan/plan-schema.js';
+import { parsePlanFile, planToProposal } from '../plan/plan-schema.js';
 import { openRepoContext } from './repo-context.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { describeIdentity, resolveCommitIdentity, uncommittedChanges } from '../../workers/git/commit-identity.js';
@@ -77,23 +77,7 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired or a task failed; 2
     const proposed = await proposePlan(
       ctx.store,
       ctx.config,
-      {
-        ...(plan.goal ? { goal: plan.goal } : {}),
-        tasks: plan.tasks.map((t) => ({
-          key: t.key,
-          title: t.title,
-          purpose: t.purpose,
-          worker: t.worker,
-          model: t.model,
-          reviewer: t.reviewer,
-          prompt: t.prompt,
-          acceptance: t.acceptance,
-          depends_on: t.dependsOn,
-          ...(plan.batches[t.key] !== undefined ? { batch: plan.batches[t.key] } : {}),
-          ...(t.budget !== undefined ? { budget: t.budget } : {}),
-        })),
-        ...(plan.budgets ? { budgets: plan.budgets } : {}),
-      },
+      planToProposal(plan),
       { goalId: goal.id, source: path },
     );
     io.stderr.write(`[polly] ${proposed.line}\n`);
