@@ -5,15 +5,22 @@
  * method, parameters and body — and every handler's response against GitHub's official OpenAPI
  * description, github/rest-api-description `api.github.com.json`, bundled in the package), extended
  * here with:
- * - stateful pull requests, reviews and issue comments for one repository (`owner/repo`),
+ * - stateful pull requests, reviews, review comments (file + line), issue comments, check runs,
+ *   commit statuses and mergeability (`mergeable` / `mergeable_state`, `null` while "computing")
+ *   for one repository (`owner/repo`),
  * - GraphQL for the mutations the forge needs, parsed and validated against GitHub's public GraphQL
  *   schema (`schema.docs.graphql`, bundled in the same package) and executed on the same state,
  * - a request log (every request, its status, whether it counted against the rate limit),
  * - ETags on GET responses and `If-None-Match` → 304 (free against the rate limit, as on GitHub),
  * - a primary rate limit with `x-ratelimit-*` headers on a window of one hour of the injected clock,
  *   and fault injection (403/429 with `retry-after` or an exhausted limit),
- * - test controls that play the human: merge (merge, squash, rebase) or close a PR without an API
- *   request, so the request log shows only what the code under test sent.
+ * - test controls that play the human and CI: merge (merge, squash, rebase) or close a PR, review
+ *   it, comment on it, report check runs and commit statuses — without an API request, so the
+ *   request log shows only what the code under test sent,
+ * - refusals: every merge endpoint (REST `PUT …/pulls/{n}/merge`, `POST …/merges`, GraphQL
+ *   `mergePullRequest` / `enablePullRequestAutoMerge` / `mergeBranch`) and every forced or
+ *   non-fast-forward ref update (`PATCH …/git/refs/{ref}`) is refused with 403 and recorded, so
+ *   a test can assert that no such request was ever sent.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -72,7 +79,27 @@ interface SimReview {
   state: string;
   body: string;
   commitId: string;
-  comments: Array<{ path: string; line: number | null; side: string | null; body: string }>;
+  /** The reviewer's login. */
+  login: string;
+  submittedAt: string;
+  comments: Array<{ id: number; path: string; line: number | null; side: string | null; body: string }>;
+}
+
+/** A check run on one commit (GitHub "checks/list-for-ref"). */
+export interface SimCheckRun {
+  name: string;
+  status: 'queued' | 'in_progress' | 'completed';
+  conclusion: 'success' | 'failure' | 'neutral' | 'cancelled' | 'skipped' | 'timed_out' | 'action_required' | null;
+  /** The check's output: title, summary (markdown) and text (details, e.g. a log tail). */
+  output?: { title?: string; summary?: string; text?: string };
+}
+
+/** A commit status (GitHub "repos/get-combined-status-for-ref"). */
+export interface SimCommitStatus {
+  context: string;
+  state: 'error' | 'failure' | 'pending' | 'success';
+  description?: string;
+  targetUrl?: string;
 }
 
 export interface SimPull {
@@ -95,7 +122,16 @@ export interface SimPull {
   /** Who opened it: a hash of the Authorization header (never the token). */
   author: string;
   reviews: SimReview[];
-  comments: Array<{ id: number; body: string }>;
+  comments: Array<{ id: number; body: string; login: string; createdAt: string }>;
+  /** Paths the head changes (set with `setChangedFiles`); a PR merged first that touches one of them makes this one conflict. */
+  files: string[];
+  /** The head no longer merges into the base (set when a PR touching the same files merged; cleared when the head moves). */
+  conflicting: boolean;
+  /**
+   * GitHub computes `mergeable` in the background after the base or head moves: `stale` answers
+   * `null` once (`computing`), and the next request sees the computed value (`known`).
+   */
+  mergeability: 'known' | 'stale' | 'computing';
 }
 
 export interface FaultSpec {
@@ -113,8 +149,12 @@ export interface GitHubSimulator {
   repo: string;
   /** Every request received, in order. */
   requests: SimRequest[];
-  /** Requests that hit a merge endpoint: REST `PUT …/pulls/{n}/merge`, GraphQL `mergePullRequest` or `enablePullRequestAutoMerge`. */
+  /** Requests that hit a merge endpoint: REST `PUT …/pulls/{n}/merge` or `POST …/merges`, GraphQL `mergePullRequest`, `enablePullRequestAutoMerge` or `mergeBranch`. */
   mergeRequests(): SimRequest[];
+  /** Requests the simulator refused because Polly must never send them (merges, forced or non-fast-forward ref updates). */
+  refusedRequests(): SimRequest[];
+  /** `PATCH …/git/refs/{ref}` requests that were forced or not a fast-forward (all refused). */
+  forceUpdates(): SimRequest[];
   pulls: Map<number, SimPull>;
   /** Create or move a branch on the simulated repository. */
   setBranch(name: string, sha: string): void;
@@ -123,6 +163,19 @@ export interface GitHubSimulator {
   humanMerge(number: number, method?: 'merge' | 'squash' | 'rebase'): string;
   /** The human closes the PR without merging (no API request is logged). */
   humanClose(number: number): void;
+  /** A human (`login`) submits a review with line comments (no API request is logged). Returns the review id. */
+  humanReview(
+    number: number,
+    review: { login: string; event: 'COMMENT' | 'REQUEST_CHANGES' | 'APPROVE'; body: string; comments?: Array<{ path: string; line: number; body: string }> },
+  ): number;
+  /** A human (`login`) comments on the PR's conversation (no API request is logged). Returns the comment id. */
+  humanComment(number: number, comment: { login: string; body: string }): number;
+  /** CI reports a check run on commit `sha` (replacing an earlier run of the same name). */
+  setCheckRun(sha: string, run: SimCheckRun): void;
+  /** CI reports a commit status on `sha` (replacing an earlier one of the same context). */
+  setCommitStatus(sha: string, status: SimCommitStatus): void;
+  /** The paths PR `number`'s head changes (for conflicts when another PR touching them merges first). */
+  setChangedFiles(number: number, files: string[]): void;
   /** Fail the next `count` requests with `fault` (before any handler runs). */
   failNext(fault: FaultSpec, count?: number): void;
   /** The primary rate limit: limit per hour, remaining now, reset (epoch seconds). */
@@ -139,6 +192,8 @@ export interface GitHubSimulatorOptions {
   clock?: Pick<TestClock, 'now'>;
   /** Requests per hour (GitHub: 5000 for a user token). */
   rateLimit?: number;
+  /** The login of whoever sends API requests (the token's user; default `polly-operator`). */
+  tokenLogin?: string;
 }
 
 const requireFromHere = createRequire(import.meta.url);
@@ -160,6 +215,11 @@ const SERVED_PATHS = [
   '/repos/{owner}/{repo}/pulls/{pull_number}/reviews',
   '/repos/{owner}/{repo}/pulls/{pull_number}/merge',
   '/repos/{owner}/{repo}/issues/{issue_number}/comments',
+  '/repos/{owner}/{repo}/pulls/{pull_number}/comments',
+  '/repos/{owner}/{repo}/commits/{ref}/check-runs',
+  '/repos/{owner}/{repo}/commits/{ref}/status',
+  '/repos/{owner}/{repo}/merges',
+  '/repos/{owner}/{repo}/git/refs/{ref}',
 ];
 let trimmedSchemaPath: string | null = null;
 
@@ -217,6 +277,8 @@ function sha(seed: string): string {
 }
 
 const MERGE_PATH = /^\/repos\/[^/]+\/[^/]+\/pulls\/\d+\/merge$/;
+const MERGES_PATH = /^\/repos\/[^/]+\/[^/]+\/merges$/;
+const MERGE_MUTATIONS = /^(mergePullRequest|enablePullRequestAutoMerge|mergeBranch)$/;
 
 /** Start the simulator on 127.0.0.1 at a free port. */
 export async function startGitHubSimulator(options: GitHubSimulatorOptions = {}): Promise<GitHubSimulator> {
@@ -228,6 +290,31 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
   const pulls = new Map<number, SimPull>();
   const requests: SimRequest[] = [];
   const faults: FaultSpec[] = [];
+  const tokenLogin = options.tokenLogin ?? 'polly-operator';
+  const checkRuns = new Map<string, Array<SimCheckRun & { id: number; startedAt: string; completedAt: string | null }>>();
+  const statuses = new Map<string, Array<SimCommitStatus & { id: number; at: string }>>();
+  /** Requests refused because Polly must never send them. */
+  const refused = new Set<SimRequest>();
+  const forced = new Set<SimRequest>();
+  /** Commit → its parent on the branch it was set on (`setBranch`, merges): enough to tell a fast-forward. */
+  const parents = new Map<string, string>();
+  const descendsFrom = (commit: string, ancestor: string): boolean => {
+    for (let c: string | undefined = commit, n = 0; c !== undefined && n < 10_000; c = parents.get(c), n++) if (c === ancestor) return true;
+    return false;
+  };
+  const moveBranch = (name: string, to: string) => {
+    const from = branches.get(name);
+    if (from !== undefined && from !== to && !parents.has(to)) parents.set(to, from);
+    branches.set(name, to);
+  };
+  /** The base moved or the head moved: GitHub recomputes `mergeable` for the open PRs involved. */
+  const staleMergeability = (branch: string) => {
+    for (const p of pulls.values()) {
+      if (p.state !== 'open' || (p.base !== branch && p.head !== branch)) continue;
+      if (p.head === branch) p.conflicting = false; // the new head brought the base in (tests move heads only to resolve)
+      p.mergeability = 'stale';
+    }
+  };
   /** Bumped by every write; remembered ETags are current only for the version they were served at. */
   let stateVersion = 0;
   const currentEtags = new Map<string, string>();
@@ -300,7 +387,8 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       Object.assign(t, {
         merged_by: null,
         merged: p.merged,
-        mergeable: p.state === 'open' ? true : null,
+        mergeable: p.state !== 'open' || p.mergeability !== 'known' ? null : !p.conflicting,
+        mergeable_state: p.state !== 'open' || p.mergeability !== 'known' ? 'unknown' : p.conflicting ? 'dirty' : p.draft ? 'draft' : 'clean',
         comments: p.comments.length,
         review_comments: p.reviews.reduce((n, r) => n + r.comments.length, 0),
       });
@@ -352,6 +440,9 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
         author: authorOf(req),
         reviews: [],
         comments: [],
+        files: [],
+        conflicting: false,
+        mergeability: 'stale',
       };
       pulls.set(number, p);
       return { status: 201, json: prJson(c.api, p, false) };
@@ -360,6 +451,13 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       const p = pullOf(c);
       if (!p) return notFound;
       p.headSha = p.state === 'open' ? (branches.get(p.head) ?? p.headSha) : p.headSha;
+      p.baseSha = p.state === 'open' ? (branches.get(p.base) ?? p.baseSha) : p.baseSha;
+      // As on GitHub: a read after the base or head moved starts the background computation and says null.
+      if (p.state === 'open' && p.mergeability === 'stale') {
+        const json = prJson(c.api, p, false);
+        p.mergeability = 'computing';
+        return { status: 200, json };
+      }
       return { status: 200, json: prJson(c.api, p, false) };
     },
     'pulls/list': async (c: Ctx) => {
@@ -395,6 +493,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       }
       if (p.state !== 'open') return unprocessable('Can not review a closed pull request', 'state', 'custom');
       const comments = ((b.comments as Array<Record<string, unknown>> | undefined) ?? []).map((x) => ({
+        id: nextId++,
         path: String(x.path),
         line: typeof x.line === 'number' ? x.line : null,
         side: typeof x.side === 'string' ? x.side : null,
@@ -402,7 +501,16 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       }));
       if (comments.some((x) => x.line === null)) return unprocessable('each comment needs a line (or position)', 'comments', 'missing_field');
       const state = { APPROVE: 'APPROVED', REQUEST_CHANGES: 'CHANGES_REQUESTED', COMMENT: 'COMMENTED', PENDING: 'PENDING' }[event] ?? 'COMMENTED';
-      const review: SimReview = { id: nextId++, event, state, body: String(b.body ?? ''), commitId: String(b.commit_id ?? p.headSha), comments };
+      const review: SimReview = {
+        id: nextId++,
+        event,
+        state,
+        body: String(b.body ?? ''),
+        commitId: String(b.commit_id ?? p.headSha),
+        login: tokenLogin,
+        submittedAt: iso(),
+        comments,
+      };
       p.reviews.push(review);
       p.updatedAt = iso();
       const t = template(c.api, 'pulls/create-review');
@@ -423,7 +531,146 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       if (!p) return notFound;
       return {
         status: 200,
-        json: p.reviews.map((r) => Object.assign(template(c.api, 'pulls/list-reviews'), { id: r.id, body: r.body, state: r.state, commit_id: r.commitId })),
+        json: page(c, p.reviews).map((r) => {
+          const t = template(c.api, 'pulls/list-reviews');
+          return Object.assign(t, {
+            id: r.id,
+            node_id: Buffer.from(`PullRequestReview:${r.id}`).toString('base64'),
+            user: userJson(t.user, r.login),
+            body: r.body,
+            state: r.state,
+            commit_id: r.commitId,
+            submitted_at: r.submittedAt,
+            html_url: `https://github.com/${owner}/${repo}/pull/${p.number}#pullrequestreview-${r.id}`,
+            pull_request_url: `https://api.github.com/repos/${owner}/${repo}/pulls/${p.number}`,
+          });
+        }),
+      };
+    },
+    'pulls/list-review-comments': async (c: Ctx) => {
+      const p = pullOf(c);
+      if (!p) return notFound;
+      const all = p.reviews.flatMap((r) => r.comments.map((x) => ({ r, x })));
+      return {
+        status: 200,
+        json: page(c, all).map(({ r, x }) => {
+          const t = template(c.api, 'pulls/list-review-comments');
+          return Object.assign(t, {
+            id: x.id,
+            node_id: Buffer.from(`PullRequestReviewComment:${x.id}`).toString('base64'),
+            pull_request_review_id: r.id,
+            path: x.path,
+            line: x.line,
+            original_line: x.line,
+            side: x.side ?? 'RIGHT',
+            start_line: null,
+            original_start_line: null,
+            start_side: null,
+            in_reply_to_id: undefined,
+            commit_id: r.commitId,
+            original_commit_id: r.commitId,
+            user: userJson(t.user, r.login),
+            body: x.body,
+            created_at: r.submittedAt,
+            updated_at: r.submittedAt,
+            html_url: `https://github.com/${owner}/${repo}/pull/${p.number}#discussion_r${x.id}`,
+            pull_request_url: `https://api.github.com/repos/${owner}/${repo}/pulls/${p.number}`,
+          });
+        }),
+      };
+    },
+    'issues/list-comments': async (c: Ctx) => {
+      const p = pullOf(c);
+      if (!p) return notFound;
+      return {
+        status: 200,
+        json: page(c, p.comments).map((x) => {
+          const t = template(c.api, 'issues/list-comments');
+          return Object.assign(t, {
+            id: x.id,
+            node_id: Buffer.from(`IssueComment:${x.id}`).toString('base64'),
+            user: userJson(t.user, x.login),
+            body: x.body,
+            created_at: x.createdAt,
+            updated_at: x.createdAt,
+            html_url: `https://github.com/${owner}/${repo}/pull/${p.number}#issuecomment-${x.id}`,
+            issue_url: `https://api.github.com/repos/${owner}/${repo}/issues/${p.number}`,
+          });
+        }),
+      };
+    },
+    'checks/list-for-ref': async (c: Ctx) => {
+      if (!isOurRepo(c)) return notFound;
+      const ref = c.request.params.ref!;
+      const runs = checkRuns.get(branches.get(ref) ?? ref) ?? [];
+      const headSha = branches.get(ref) ?? ref;
+      return {
+        status: 200,
+        json: {
+          total_count: runs.length,
+          check_runs: page(c, runs).map((r) => {
+            const t = template(c.api, 'checks/list-for-ref');
+            const run = ((t.check_runs as Record<string, unknown>[] | undefined)?.[0] ?? t) as Record<string, unknown>;
+            return Object.assign(structuredClone(run), {
+              id: r.id,
+              node_id: Buffer.from(`CheckRun:${r.id}`).toString('base64'),
+              head_sha: headSha,
+              name: r.name,
+              status: r.status,
+              conclusion: r.status === 'completed' ? r.conclusion : null,
+              started_at: r.startedAt,
+              completed_at: r.completedAt,
+              html_url: `https://github.com/${owner}/${repo}/runs/${r.id}`,
+              details_url: `https://ci.example.test/${owner}/${repo}/runs/${r.id}`,
+              url: `https://api.github.com/repos/${owner}/${repo}/check-runs/${r.id}`,
+              external_id: String(r.id),
+              pull_requests: [],
+              output: {
+                title: r.output?.title ?? null,
+                summary: r.output?.summary ?? null,
+                text: r.output?.text ?? null,
+                annotations_count: 0,
+                annotations_url: `https://api.github.com/repos/${owner}/${repo}/check-runs/${r.id}/annotations`,
+              },
+            });
+          }),
+        },
+      };
+    },
+    'repos/get-combined-status-for-ref': async (c: Ctx) => {
+      if (!isOurRepo(c)) return notFound;
+      const ref = c.request.params.ref!;
+      const headSha = branches.get(ref) ?? ref;
+      const list = statuses.get(headSha) ?? [];
+      const t = template(c.api, 'repos/get-combined-status-for-ref');
+      const one = ((t.statuses as Record<string, unknown>[] | undefined)?.[0] ?? {}) as Record<string, unknown>;
+      // GitHub: failure if any is error or failure, pending if none yet or any pending, else success.
+      const state = list.some((x) => x.state === 'error' || x.state === 'failure')
+        ? 'failure'
+        : list.length === 0 || list.some((x) => x.state === 'pending')
+          ? 'pending'
+          : 'success';
+      return {
+        status: 200,
+        json: Object.assign(t, {
+          state,
+          sha: headSha,
+          total_count: list.length,
+          statuses: list.map((x) =>
+            Object.assign(structuredClone(one), {
+              id: x.id,
+              node_id: Buffer.from(`StatusContext:${x.id}`).toString('base64'),
+              state: x.state,
+              context: x.context,
+              description: x.description ?? null,
+              target_url: x.targetUrl ?? null,
+              created_at: x.at,
+              updated_at: x.at,
+            }),
+          ),
+          commit_url: `https://api.github.com/repos/${owner}/${repo}/commits/${headSha}`,
+          url: `https://api.github.com/repos/${owner}/${repo}/commits/${headSha}/status`,
+        }),
       };
     },
     'issues/create-comment': async (c: Ctx) => {
@@ -431,25 +678,66 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       if (!p) return notFound;
       const body = String(c.request.requestBody.body ?? '');
       const id = nextId++;
-      p.comments.push({ id, body });
+      p.comments.push({ id, body, login: tokenLogin, createdAt: iso() });
       p.updatedAt = iso();
       const t = template(c.api, 'issues/create-comment');
       Object.assign(t, { id, body, html_url: `https://github.com/${owner}/${repo}/pull/${p.number}#issuecomment-${id}`, created_at: iso(), updated_at: iso() });
       return { status: 201, json: t };
     },
-    // Served faithfully (it merges) so that a mistaken call would be visible in state as well as in the log.
-    'pulls/merge': async (c: Ctx) => {
-      const p = pullOf(c);
-      if (!p) return notFound;
-      if (p.state !== 'open') return { status: 405, json: { message: 'Pull Request is not mergeable', documentation_url: 'https://docs.github.com/rest' } };
-      const commit = mergeInto(p, 'merge');
-      return { status: 200, json: { sha: commit, merged: true, message: 'Pull Request successfully merged' } };
+    // Refused and recorded: Polly never merges (nothing changes; the request is in refusedRequests()).
+    'pulls/merge': async (c: Ctx) => refuse(c, 'merging a pull request'),
+    'repos/merge': async (c: Ctx) => refuse(c, 'merging a branch'),
+    'git/update-ref': async (c: Ctx) => {
+      if (!isOurRepo(c)) return notFound;
+      const ref = String(c.request.params.ref ?? '').replace(/^heads\//, '');
+      const to = String(c.request.requestBody.sha ?? '');
+      const from = branches.get(ref);
+      if (from === undefined) return { status: 422, json: { message: 'Reference does not exist', documentation_url: 'https://docs.github.com/rest/git/refs#update-a-reference' } };
+      if (c.request.requestBody.force === true || !descendsFrom(to, from)) {
+        forced.add(requests[requests.length - 1]!);
+        return refuse(c, `a ${c.request.requestBody.force === true ? 'forced' : 'non-fast-forward'} update of ${ref}`);
+      }
+      moveBranch(ref, to);
+      staleMergeability(ref);
+      const t = template(c.api, 'git/update-ref');
+      return { status: 200, json: Object.assign(t, { ref: `refs/heads/${ref}`, object: { ...(t.object as Record<string, unknown>), sha: to } }) };
     },
+  });
+
+  /** Refuse a request Polly must never send: 403, nothing changes, and it is recorded. */
+  const refuse = (_c: Ctx, what: string) => {
+    refused.add(requests[requests.length - 1]!);
+    return {
+      status: 403,
+      json: { message: `Refused by the simulator: ${what}. Polly never merges or force-updates a ref.`, documentation_url: 'https://docs.github.com/rest' },
+    };
+  };
+
+  /** One page of a list (GitHub's `per_page`, default 30, at most 100, and `page`, from 1). */
+  const page = <T>(c: Ctx, all: readonly T[]): T[] => {
+    const perPage = Math.min(100, Number(c.request.query.per_page ?? 30));
+    const n = Math.max(1, Number(c.request.query.page ?? 1));
+    return all.slice((n - 1) * perPage, n * perPage);
+  };
+  /** A `simple-user` for `login`, from the description's example user. */
+  const userJson = (example: unknown, login: string) => ({
+    ...(example as Record<string, unknown>),
+    login,
+    id: Number.parseInt(sha(login).slice(0, 8), 16),
+    node_id: Buffer.from(`User:${login}`).toString('base64'),
+    type: 'User',
+    url: `https://api.github.com/users/${login}`,
+    html_url: `https://github.com/${login}`,
   });
 
   const mergeInto = (p: SimPull, method: 'merge' | 'squash' | 'rebase'): string => {
     const commit = sha(`${method}-${p.number}-${p.headSha}-${branches.get(p.base)}`);
-    branches.set(p.base, commit);
+    moveBranch(p.base, commit);
+    staleMergeability(p.base);
+    // Another open PR that changes one of the same files no longer merges.
+    for (const q of pulls.values()) {
+      if (q !== p && q.state === 'open' && q.base === p.base && q.files.some((f) => p.files.includes(f))) q.conflicting = true;
+    }
     p.state = 'closed';
     p.merged = true;
     p.mergeCommitSha = commit;
@@ -468,11 +756,14 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       p.updatedAt = iso();
       return { pullRequest: gqlPull(p) };
     },
-    mergePullRequest: ({ input }: { input: { pullRequestId: string } }) => {
-      const p = [...pulls.values()].find((x) => x.nodeId === input.pullRequestId);
-      if (!p) throw new Error('not found');
-      mergeInto(p, 'merge');
-      return { pullRequest: gqlPull(p) };
+    mergePullRequest: () => {
+      throw new Error('Refused by the simulator: merging a pull request. Polly never merges.');
+    },
+    enablePullRequestAutoMerge: () => {
+      throw new Error('Refused by the simulator: enabling auto-merge. Polly never merges.');
+    },
+    mergeBranch: () => {
+      throw new Error('Refused by the simulator: merging a branch. Polly never merges.');
     },
   };
   const gqlPull = (p: SimPull) => ({
@@ -529,6 +820,13 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
           };
           requests.push(entry);
           refreshWindow();
+          // GitHub's background mergeability job finishes between two requests.
+          for (const p of pulls.values()) {
+            if (p.mergeability === 'computing') {
+              p.mergeability = 'known';
+              stateVersion += 1;
+            }
+          }
           const fault = faults.shift();
           if (fault) {
             rateHeaders(res);
@@ -599,6 +897,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
           entry.graphqlFields = doc.definitions
             .filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)
             .flatMap((d) => d.selectionSet.selections.map((s) => (s.kind === Kind.FIELD ? s.name.value : '')));
+          if (entry.graphqlFields.some((f) => MERGE_MUTATIONS.test(f))) refused.add(entry);
           const errors = validate(githubGraphqlSchema(), doc);
           if (errors.length) {
             res.status(200).json({ errors: errors.map((e) => ({ message: e.message })) });
@@ -624,10 +923,15 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     requests,
     pulls,
     mergeRequests: () =>
-      requests.filter((r) => (r.method === 'PUT' && MERGE_PATH.test(r.path)) || r.graphqlFields.some((f) => /^(mergePullRequest|enablePullRequestAutoMerge)$/.test(f))),
+      requests.filter(
+        (r) => (r.method === 'PUT' && MERGE_PATH.test(r.path)) || (r.method === 'POST' && MERGES_PATH.test(r.path)) || r.graphqlFields.some((f) => MERGE_MUTATIONS.test(f)),
+      ),
+    refusedRequests: () => requests.filter((r) => refused.has(r)),
+    forceUpdates: () => requests.filter((r) => forced.has(r)),
     setBranch: (name, s) => {
       stateVersion += 1;
-      branches.set(name, s);
+      moveBranch(name, s);
+      staleMergeability(name);
     },
     branchSha: (name) => branches.get(name),
     humanMerge(number, method = 'merge') {
@@ -643,6 +947,43 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       p.state = 'closed';
       p.closedAt = iso();
       p.updatedAt = p.closedAt;
+    },
+    humanReview(number, review) {
+      const p = pulls.get(number);
+      if (p?.state !== 'open') throw new Error(`simulator: PR #${number} is not open`);
+      stateVersion += 1;
+      const state = { APPROVE: 'APPROVED', REQUEST_CHANGES: 'CHANGES_REQUESTED', COMMENT: 'COMMENTED' }[review.event];
+      const id = nextId++;
+      const comments = (review.comments ?? []).map((x) => ({ id: nextId++, path: x.path, line: x.line, side: 'RIGHT', body: x.body }));
+      p.reviews.push({ id, event: review.event, state, body: review.body, commitId: p.headSha, login: review.login, submittedAt: iso(), comments });
+      p.updatedAt = iso();
+      return id;
+    },
+    humanComment(number, comment) {
+      const p = pulls.get(number);
+      if (!p) throw new Error(`simulator: no PR #${number}`);
+      stateVersion += 1;
+      const id = nextId++;
+      p.comments.push({ id, body: comment.body, login: comment.login, createdAt: iso() });
+      p.updatedAt = iso();
+      return id;
+    },
+    setCheckRun(commit, run) {
+      stateVersion += 1;
+      const list = (checkRuns.get(commit) ?? []).filter((r) => r.name !== run.name);
+      list.push({ ...run, id: nextId++, startedAt: iso(), completedAt: run.status === 'completed' ? iso() : null });
+      checkRuns.set(commit, list);
+    },
+    setCommitStatus(commit, status) {
+      stateVersion += 1;
+      const list = (statuses.get(commit) ?? []).filter((x) => x.context !== status.context);
+      list.push({ ...status, id: nextId++, at: iso() });
+      statuses.set(commit, list);
+    },
+    setChangedFiles(number, files) {
+      const p = pulls.get(number);
+      if (!p) throw new Error(`simulator: no PR #${number}`);
+      p.files = [...files];
     },
     failNext(fault, count = 1) {
       for (let i = 0; i < count; i++) faults.push(fault);
