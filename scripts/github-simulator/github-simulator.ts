@@ -255,11 +255,25 @@ function trimmedGitHubDescription(): string {
     }
   };
   visit(paths);
+  // OpenAPI 3.0.3 ("nullable" clarification, https://github.com/OAI/OpenAPI-Specification/blob/main/proposals/2019-10-31-Clarify-Nullable.md):
+  // a nullable enum admits null only when null is among its values. GitHub's description marks
+  // such fields nullable without listing null (check-run \`conclusion\`, review comment
+  // \`start_side\`), though GitHub sends null there; null is added to those enums so the
+  // validator admits what GitHub really answers.
+  const admitNull = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(admitNull);
+    if (!node || typeof node !== 'object') return;
+    const o = node as Record<string, unknown>;
+    if (o.nullable === true && Array.isArray(o.enum) && !o.enum.includes(null)) o.enum = [...o.enum, null];
+    for (const v of Object.values(o)) admitNull(v);
+  };
   const components: Record<string, Record<string, unknown>> = {};
   for (const [kind, names] of keep) {
     components[kind] = {};
     for (const n of names) components[kind][n] = full.components[kind]![n];
   }
+  admitNull(paths);
+  admitNull(components);
   const text = JSON.stringify({ ...full, paths, components });
   // One file per content (shared by test processes, never growing): written to a temp name, then renamed.
   const file = join(tmpdir(), `polly-ghsim-${sha(text).slice(0, 16)}.json`);

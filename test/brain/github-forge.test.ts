@@ -3,7 +3,7 @@
  * validated against GitHub's OpenAPI description, GraphQL against GitHub's public schema).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createGitHubForge, parseGitHubRemote, rateLimitWaitMs } from '../../brain/forge/github-forge.js';
+import { createGitHubForge, markedBody, parseGitHubRemote, POLLY_MARKER, rateLimitWaitMs } from '../../brain/forge/github-forge.js';
 import { isPollyError } from '../../brain/core/errors.js';
 import { commentableLines, reviewFromFindings } from '../../workers/review-findings.js';
 import { createFakeClock, startGitHubSimulator, type GitHubSimulator } from '../helpers/github-simulator.js';
@@ -43,9 +43,10 @@ describe('GitHub forge against the simulator', () => {
       comments: [{ path: 'src/a.ts', line: 12, body: 'off by one' }],
     });
     expect(review.id).toBe(pull.reviews[0]!.id);
-    expect(pull.reviews[0]).toMatchObject({ state: 'COMMENTED', comments: [{ path: 'src/a.ts', line: 12, side: 'RIGHT', body: 'off by one' }] });
+    expect(pull.reviews[0]).toMatchObject({ state: 'COMMENTED', comments: [{ path: 'src/a.ts', line: 12, side: 'RIGHT', body: markedBody('off by one') }] });
+    expect(pull.reviews[0]!.body).toBe(`Cross-review by codex: 1 blocking finding\n\n${POLLY_MARKER}`); // the watcher's sign of Polly's own words
     await forge.comment(opened.number, 'checks green');
-    expect(pull.comments.map((c) => c.body)).toEqual(['checks green']);
+    expect(pull.comments.map((c) => c.body)).toEqual([markedBody('checks green')]);
 
     expect((await forge.getPullRequest(opened.number)).state).toBe('draft');
     await forge.markReady(opened.number);
@@ -101,7 +102,7 @@ describe('GitHub forge against the simulator', () => {
     await forge.postReview(pr.number, review);
     const posted = sim.pulls.get(pr.number)!.reviews.at(-1)!;
     expect(posted.state).toBe('COMMENTED');
-    expect(posted.comments).toMatchObject([{ path: 'src/a.ts', line: 2, side: 'RIGHT', body: '**Blocking** (codex, round 1): crashes on empty input' }]);
+    expect(posted.comments).toMatchObject([{ path: 'src/a.ts', line: 2, side: 'RIGHT', body: markedBody('**Blocking** (codex, round 1): crashes on empty input') }]);
     expect(posted.body).toContain('1 blocking finding, 1 non-blocking');
     expect(posted.body).toContain('`src/a.ts:99` — Non-blocking (codex, round 1): outside the diff');
   });
