@@ -13,7 +13,11 @@ import { createGitHubForge } from '../../brain/forge/github-forge.js';
 import { checkState, createGitHubPullWatcher, reviewVerdict } from '../../brain/forge/github-watch.js';
 import type { JournalEntry } from '../../brain/registry/registry-schema.js';
 import { createFileRegistryStore, type FileRegistryStore } from '../../brain/registry/registry-store.js';
+import { statusReport } from '../../brain/registry/status-report.js';
+import { createTestRepo } from '../helpers/git-repo.js';
 import { startGitHubSimulator, type GitHubSimulator } from '../helpers/github-simulator.js';
+import { ensureBuilt } from '../helpers/registry-build.js';
+import { runCli } from '../helpers/registry-cli.js';
 import { sampleTask } from '../helpers/registry-sample.js';
 
 const TOKEN = 'ghp_FAKEtokenForTheSimulator0123456789ab';
@@ -24,7 +28,7 @@ let sim: GitHubSimulator;
 const dirs: string[] = [];
 beforeAll(async () => {
   sim = await startGitHubSimulator({
-    branches: { main: sha('a'), 'polly/t1': sha('b'), 'polly/t2': sha('c'), 'polly/t3': sha('d'), 'polly/t4': sha('e'), 'polly/t5': sha('f') },
+    branches: { main: sha('a'), 'polly/t1': sha('b'), 'polly/t2': sha('c'), 'polly/t3': sha('d'), 'polly/t4': sha('e'), 'polly/t5': sha('f'), 'polly/t6': sha('7') },
   });
 });
 afterAll(async () => {
@@ -33,9 +37,9 @@ afterAll(async () => {
 });
 
 /** A registry with one task per PR, each PR opened on the simulator by Polly's forge. */
-async function setting(ids: string[]) {
-  const dir = mkdtempSync(join(tmpdir(), 'polly-prwatch-'));
-  dirs.push(dir);
+async function setting(ids: string[], inDir?: string) {
+  const dir = inDir ?? mkdtempSync(join(tmpdir(), 'polly-prwatch-'));
+  if (!inDir) dirs.push(dir);
   const store = createFileRegistryStore(join(dir, '.polly'));
   const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl });
   const numbers: Record<string, number> = {};
@@ -219,6 +223,41 @@ describe('GitHub PR watcher against the simulator', () => {
       ['secondary', 1, true],
     ]);
   });
+});
+
+test('polly pr list --json and the status report show a GitHub PR’s review, checks and conflict state as the watcher saw it', async () => {
+  ensureBuilt();
+  const repo = createTestRepo({ 'README.md': '# demo\n' });
+  const s = await setting(['t6'], repo.dir);
+  const n = s.numbers.t6!;
+  sim.humanReview(n, { login: 'carol', event: 'REQUEST_CHANGES', body: 'no' });
+  sim.setCheckRun(sha('7'), { name: 'ci', status: 'completed', conclusion: 'failure' });
+  await s.watcher().pass();
+  await s.watcher().pass();
+  const list = runCli(['pr', 'list', '--json'], repo.dir);
+  expect(list.code).toBe(0);
+  expect(JSON.parse(list.stdout)).toEqual([
+    {
+      forge: 'github',
+      number: n,
+      state: 'ready',
+      title: sampleTask('t6').title,
+      head: 'polly/t6',
+      base: 'main',
+      headCommit: sha('7'),
+      taskId: 't6',
+      url: `https://github.com/${sim.owner}/${sim.repo}/pull/${n}`,
+      review: 'changes_requested',
+      checks: 'failing',
+      conflicts: 'clean',
+      conflictFiles: [],
+    },
+  ]);
+  expect(runCli(['pr', 'list'], repo.dir).stdout).toMatch(new RegExp(`gh#${n}\\s+ready\\s+polly/t6 → main\\s+changes_requested\\s+failing\\s+clean`));
+  const report = statusReport(repo.dir, await s.store.read());
+  const row = report.tasks.find((t) => t.id === 't6')!;
+  expect(row.prStatus).toEqual({ review: 'changes_requested', checks: 'failing', conflicts: 'clean', conflictFiles: [] });
+  expect(row.pr).toEqual({ forge: 'github', number: n, url: `https://github.com/${sim.owner}/${sim.repo}/pull/${n}`, state: 'ready' });
 });
 
 test('checkState and reviewVerdict: failing conclusions, pending, passing; the latest decisive review wins', () => {
