@@ -89,7 +89,9 @@ Pull requests on the local forge (recorded in .polly/registry.json, branches on 
                    side of the diff); journaled as pr.feedback
   request-changes  ask for changes, the same way; the PR's REVIEW becomes changes_requested
   sync   notice human merges now: merged tasks become done and their worktrees are removed
-         after a backup under refs/polly/backup/ (a running Brain does this every 30 s)
+         after a backup under refs/polly/backup/ (a running Brain does this every 30 s); on
+         GitHub it first reads every open PR's reviews, comments, checks and mergeability (the
+         Brain's PR watcher, every 60 s) and journals what is new
 
 Polly never merges: review the diff, then merge with git (merge, fast-forward, squash or
 rebase) and push; Polly notices and marks the PR merged.
@@ -253,16 +255,26 @@ export const command: Command = {
       const { watchMerges } = await import('../forge/after-merge.js');
       const { createWorktreeManager } = await import('../../workers/git/worktree-manager.js');
       const ctx = await openRepoContext(io.cwd, io.env);
-      const { forge } = await openForge({ repoRoot: ctx.repo.root, config: ctx.config, store: ctx.store, env: io.env });
+      const { forge, watcher } = await openForge({ repoRoot: ctx.repo.root, config: ctx.config, store: ctx.store, env: io.env });
+      // GitHub: one PR watcher pass first (reviews, comments, checks, mergeability → journal events).
+      const watch = watcher ? await watcher.pass() : null;
       const report = await watchMerges({ store: ctx.store, forge, worktrees: createWorktreeManager({ repoRoot: ctx.repo.root }), progress: (l) => io.stderr.write(`${l}\n`) });
-      if (args.values.json) writeJson(io.stdout, report);
+      if (args.values.json) writeJson(io.stdout, watch ? { ...report, watch } : report);
       else {
+        if (watch) {
+          const events = Object.entries(watch.events).map(([k, n]) => `${n} ${k}`);
+          writeLine(
+            io.stdout,
+            `GitHub: ${watch.watched.length} open PR(s) read (${watch.notModified} of ${watch.requests} requests unchanged, 304)${events.length ? `; new: ${events.join(', ')}` : '; nothing new'}`,
+          );
+          for (const e of watch.errors) writeLine(io.stdout, `PR #${e.number}: ${e.message}`);
+        }
         for (const d of report.done) writeLine(io.stdout, `${d.taskId}: PR #${d.number} merged by a human → done; worktree removed after backup ${d.backupRef ?? '(none needed)'}`);
         for (const c of report.closed) writeLine(io.stdout, `${c}: PR closed without merging`);
         for (const e of report.errors) writeLine(io.stdout, `${e.taskId}: ${e.message}`);
         if (!report.done.length && !report.closed.length && !report.errors.length) writeLine(io.stdout, `no merges since the last check (${report.checked.length} PR(s) checked)`);
       }
-      return report.errors.length ? 1 : 0;
+      return report.errors.length || watch?.errors.length ? 1 : 0;
     }
     if (sub === 'merge') {
       throw new PollyError('bad_input', 'polly pr has no merge: Polly never merges. Review with "polly pr diff <number>", then merge with git yourself.');
