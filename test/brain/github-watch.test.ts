@@ -4,7 +4,7 @@
  * GitHub's OpenAPI description), a real file registry store in a temp directory. Humans and CI act
  * through the simulator's controls, so the request log holds only what the watcher sent.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
@@ -17,7 +17,7 @@ import { statusReport } from '../../brain/registry/status-report.js';
 import { createTestRepo } from '../helpers/git-repo.js';
 import { startGitHubSimulator, type GitHubSimulator } from '../helpers/github-simulator.js';
 import { ensureBuilt } from '../helpers/registry-build.js';
-import { runCli } from '../helpers/registry-cli.js';
+import { runCli, runCliAsync } from '../helpers/registry-cli.js';
 import { sampleTask } from '../helpers/registry-sample.js';
 
 const TOKEN = 'ghp_FAKEtokenForTheSimulator0123456789ab';
@@ -258,6 +258,18 @@ test('polly pr list --json and the status report show a GitHub PR’s review, ch
   const row = report.tasks.find((t) => t.id === 't6')!;
   expect(row.prStatus).toEqual({ review: 'changes_requested', checks: 'failing', conflicts: 'clean', conflictFiles: [] });
   expect(row.pr).toEqual({ forge: 'github', number: n, url: `https://github.com/${sim.owner}/${sim.repo}/pull/${n}`, state: 'ready' });
+
+  // polly pr sync on a repository whose origin is on the (simulated) GitHub: one watcher pass.
+  const host = new URL(sim.baseUrl).host;
+  repo.git(['remote', 'set-url', 'origin', `http://${host}/${sim.owner}/${sim.repo}.git`]);
+  writeFileSync(join(repo.dir, '.polly', 'config.yaml'), `forge:\n  kind: github\n  github:\n    base_url: ${sim.baseUrl}\n`);
+  const commentId = sim.humanComment(n, { login: 'carol', body: 'ping' });
+  const sync = await runCliAsync(['pr', 'sync', '--json'], repo.dir, { GITHUB_TOKEN: TOKEN });
+  expect(sync.stderr).toBe('');
+  expect(sync.code).toBe(0);
+  expect(JSON.parse(sync.stdout)).toMatchObject({ checked: ['t6'], done: [], watch: { watched: [n], events: { 'pr.feedback': 1 }, errors: [] } });
+  expect((await prEvents(s.store)).at(-1)!.data).toMatchObject({ taskId: 't6', event: 'COMMENT', body: 'ping', id: commentId });
+  expect(sync.stdout).not.toContain(TOKEN);
 });
 
 test('checkState and reviewVerdict: failing conclusions, pending, passing; the latest decisive review wins', () => {
