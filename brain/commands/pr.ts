@@ -258,7 +258,12 @@ export const command: Command = {
       const { forge, watcher } = await openForge({ repoRoot: ctx.repo.root, config: ctx.config, store: ctx.store, env: io.env });
       // GitHub: one PR watcher pass first (reviews, comments, checks, mergeability → journal events).
       const watch = watcher ? await watcher.pass() : null;
-      const report = await watchMerges({ store: ctx.store, forge, worktrees: createWorktreeManager({ repoRoot: ctx.repo.root }), progress: (l) => io.stderr.write(`${l}\n`) });
+      const report = await watchMerges({
+        store: ctx.store,
+        forge,
+        worktrees: createWorktreeManager({ repoRoot: ctx.repo.root, ...(ctx.config.worktrees.dir ? { worktreesDir: ctx.config.worktrees.dir } : {}) }),
+        progress: (l) => io.stderr.write(`${l}\n`),
+      });
       if (args.values.json) writeJson(io.stdout, watch ? { ...report, watch } : report);
       else {
         if (watch) {

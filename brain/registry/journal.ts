@@ -3,6 +3,8 @@
  * line, `seq` strictly increasing from 1). These are the file-level operations; the registry store
  * decides *when* to append (under the registry lock) and keeps appends exactly-once.
  */
+import { closeSync, fsync, openSync, fstatSync, ftruncateSync, writeSync, type BigIntStats } from 'node:fs';
+import { promisify } from 'node:util';
 import { open, readFile, stat } from 'node:fs/promises';
 import { PollyError } from '../core/errors.js';
 import type { JournalEntry } from './registry-schema.js';
@@ -88,19 +90,42 @@ export function formatJournalLines(entries: readonly JournalEntry[]): string {
 }
 
 /**
+ * A file's identity and version for caches: inode, size and modification time in nanoseconds
+ * (`ino:size:mtimeNs`). An append-only or atomically replaced file never returns to an earlier
+ * signature (a replacement has a new inode; an append changes size and mtime).
+ */
+export function fileSignature(s: BigIntStats): string {
+  return `${s.ino}:${s.size}:${s.mtimeNs}`;
+}
+
+const fsyncFd = promisify(fsync);
+
+/**
  * Append entries and fsync. If the file ends in a partial line (a crash mid-append), that
  * fragment is cut first: it is a prefix of an entry the caller is re-appending from the registry's
  * pending journal. Call only under the registry lock.
+ *
+ * Open, write and close are synchronous calls (microseconds on a local file: cheaper than a trip
+ * through libuv's thread pool, which under load costs more than the call); the fsync, which waits
+ * for the disk, runs on the thread pool.
+ * @returns the file's tail after the append and its {@link fileSignature}, or null when nothing was done.
  */
-export async function appendJournal(path: string, entries: readonly JournalEntry[], tail: JournalTail): Promise<void> {
-  if (entries.length === 0 && tail.size === tail.completeSize) return;
-  const handle = await open(path, 'a');
+export async function appendJournal(path: string, entries: readonly JournalEntry[], tail: JournalTail): Promise<{ tail: JournalTail; signature: string } | null> {
+  if (entries.length === 0 && tail.size === tail.completeSize) return null;
+  const fd = openSync(path, 'a');
   try {
-    if (tail.size > tail.completeSize) await handle.truncate(tail.completeSize);
-    if (entries.length > 0) await handle.write(formatJournalLines(entries));
-    await handle.sync();
+    if (tail.size > tail.completeSize) ftruncateSync(fd, tail.completeSize);
+    let size = tail.completeSize;
+    if (entries.length > 0) {
+      const bytes = Buffer.from(formatJournalLines(entries));
+      for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
+      size += bytes.length;
+    }
+    await fsyncFd(fd);
+    const signature = fileSignature(fstatSync(fd, { bigint: true }));
+    return { tail: { lastSeq: entries.length > 0 ? entries[entries.length - 1]!.seq : tail.lastSeq, completeSize: size, size }, signature };
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 

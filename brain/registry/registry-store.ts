@@ -20,13 +20,14 @@
  * or journal read compares them with the journal's last seq and appends any that a crash between
  * the rename and the append left out; seqs make the append idempotent.
  */
-import { existsSync, watch, type FSWatcher } from 'node:fs';
-import { copyFile, link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { closeSync, existsSync, fsync, linkSync, openSync, fstatSync, readFileSync, renameSync, statSync, unlinkSync, watch, writeSync, type FSWatcher } from 'node:fs';
+import { promisify } from 'node:util';
+import { copyFile, mkdir, readFile, stat } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import { join, resolve } from 'node:path';
 import lockfile from 'proper-lockfile';
 import { PollyError, isPollyError } from '../core/errors.js';
-import { appendJournal, readJournalFrom, readJournalTail, type JournalCursor } from './journal.js';
+import { appendJournal, fileSignature, readJournalFrom, readJournalTail, type JournalCursor, type JournalTail } from './journal.js';
 import { migrateRegistry, registryVersionOf, type RawRegistry } from './registry-migrations.js';
 import { emptyRegistry, type JournalEntry, type Registry } from './registry-schema.js';
 import { ARCHIVE_EVENT } from './registry-archive.js';
@@ -64,7 +65,7 @@ export interface RegistryStore {
   journal(afterSeq?: number, limit?: number): Promise<JournalEntry[]>;
   /**
    * Wait until the journal holds an entry with seq > `afterSeq`, then return all such entries
-   * (oldest first). Returns `[]` when `timeoutMs` passes or `signal` aborts first. Wakes on
+   * (oldest first). Returns `[]` when `timeoutMs` passes (a read under way then still returns what it finds) or `signal` aborts first. Wakes on
    * file-system change events, with a slow poll as a fallback (`pollIntervalMs`).
    */
   waitForJournal(afterSeq: number, timeoutMs: number, signal?: AbortSignal): Promise<JournalEntry[]>;
@@ -150,14 +151,19 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+const fsyncFd = promisify(fsync);
+
+/** A registry file up to this size (bytes) is read with one synchronous call; a larger one (an unarchived old registry) asynchronously. */
+const SYNC_READ_MAX_BYTES = 1024 * 1024;
+
 async function fsyncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
+  const fd = openSync(dir, 'r');
   try {
-    await handle.sync();
+    await fsyncFd(fd);
   } catch {
     // Some file systems refuse fsync on a directory; the rename is still atomic.
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
@@ -250,6 +256,30 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
   let cursor: JournalCursor = { offset: 0, seq: 0 };
   /** stat signature of a registry file whose pending journal is known to be in the journal. */
   let flushedSignature: string | null = null;
+  /** The journal's and the archive's tails as this store last saw them, under their signatures. */
+  const knownTails = new Map<string, { signature: string; tail: JournalTail }>();
+
+  /**
+   * The tail of `path` (the journal or the archive): from {@link knownTails} while the file keeps
+   * the signature it had when this store last read or appended it, else read from the file. Only
+   * Polly writes these files, always under the lock, and an append always changes their size.
+   */
+  async function tailOf(path: string): Promise<JournalTail> {
+    const st = statSync(path, { bigint: true, throwIfNoEntry: false });
+    if (st === undefined) return readJournalTail(path); // absent: the empty tail (or created since)
+    const signature = fileSignature(st);
+    const known = knownTails.get(path);
+    if (known?.signature === signature) return known.tail;
+    const tail = await readJournalTail(path);
+    knownTails.set(path, { signature, tail });
+    return tail;
+  }
+
+  /** Append under the lock, remembering the new tail. */
+  async function append(path: string, entries: readonly JournalEntry[], tail: JournalTail): Promise<void> {
+    const appended = await appendJournal(path, entries, tail);
+    if (appended) knownTails.set(path, appended);
+  }
 
   /**
    * The identity of the registry this store works on: the `.polly` directory's dev+ino+birth time (the file
@@ -263,7 +293,7 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
     try {
       // An inode number is reused at once after a delete; with the birth time (statx, where the file
       // system records it) a recreated directory differs.
-      const s = await stat(dir, { bigint: true });
+      const s = statSync(dir, { bigint: true }); // metadata only: a synchronous call costs less than a thread-pool trip
       return `${s.dev}:${s.ino}:${s.birthtimeNs}`;
     } catch {
       return null;
@@ -289,7 +319,11 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
     identity.dirId ??= dirId;
     let text: string;
     try {
-      text = await readFile(paths.registry, 'utf8');
+      // Always read: a file edited in place within the file system's timestamp tick keeps its
+      // signature, so a cached copy could hide a human's edit. A registry kept small by archiving
+      // is read synchronously (tens of microseconds, less than a thread-pool trip under load).
+      const st = statSync(paths.registry);
+      text = st.size <= SYNC_READ_MAX_BYTES ? readFileSync(paths.registry, 'utf8') : await readFile(paths.registry, 'utf8');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
         // A write renames over the file, so it is never absent once written: absent after it was
@@ -307,7 +341,7 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
   }
 
   async function takeLock(): Promise<{ release(): Promise<void>; compromised(): Error | null }> {
-    await mkdir(dir, { recursive: true });
+    if (!existsSync(dir)) await mkdir(dir, { recursive: true });
     let deadline = Date.now() + lockTimeoutMs;
     let extended = false;
     let delay = 2;
@@ -383,19 +417,15 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
 
   /** Append the registry's pending entries the journal lacks. Call under the lock. Returns the journal's last seq. */
   async function flushPending(pending: readonly JournalEntry[] | undefined): Promise<number> {
-    const tail = await readJournalTail(paths.journal);
+    const tail = await tailOf(paths.journal);
     const missing = (pending ?? []).filter((e) => e.seq > tail.lastSeq);
-    if (missing.length > 0 || tail.size > tail.completeSize) await appendJournal(paths.journal, missing, tail);
+    if (missing.length > 0 || tail.size > tail.completeSize) await append(paths.journal, missing, tail);
     return Math.max(tail.lastSeq, ...missing.map((e) => e.seq));
   }
 
   async function signature(): Promise<string | null> {
-    try {
-      const s = await stat(paths.registry);
-      return `${s.ino}:${s.size}:${s.mtimeMs}`;
-    } catch {
-      return null;
-    }
+    const st = statSync(paths.registry, { bigint: true, throwIfNoEntry: false });
+    return st === undefined ? null : fileSignature(st);
   }
 
   /**
@@ -405,7 +435,7 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
   async function checkPending(sig: string | null, reg: Registry): Promise<void> {
     if (sig === null || sig === flushedSignature) return;
     const last = reg.pendingJournal?.[reg.pendingJournal.length - 1];
-    if (last !== undefined && (await readJournalTail(paths.journal)).lastSeq < last.seq) {
+    if (last !== undefined && (await tailOf(paths.journal)).lastSeq < last.seq) {
       await withLock(async () => {
         await flushPending((await loadFile()).registry.pendingJournal);
       });
@@ -419,13 +449,22 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
     await checkPending(sig, (await loadFile()).registry);
   }
 
-  async function writeRegistry(text: string, existed: boolean, fileVersion: number, lost: () => Error | null): Promise<void> {
-    const handle = await open(tmpPath, 'w');
+  /**
+   * Write `text` as the registry (temp file, fsync, `.bak`, rename: the commit point) and return
+   * the new file's {@link fileSignature}. Metadata calls (open, close, link, rename) and the write
+   * into the page cache are synchronous: microseconds each, less than a trip through libuv's thread
+   * pool, which under load costs more than the call. The fsync, which waits for the disk, is not.
+   */
+  async function writeRegistry(text: string, existed: boolean, fileVersion: number, lost: () => Error | null): Promise<string> {
+    const fd = openSync(tmpPath, 'w');
+    let signature: string;
     try {
-      await handle.writeFile(text);
-      await handle.sync();
+      const bytes = Buffer.from(text);
+      for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
+      await fsyncFd(fd);
+      signature = fileSignature(fstatSync(fd, { bigint: true })); // a rename keeps inode, size and mtime
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
     if (existed) {
       const versioned = join(dir, `registry.json.v${fileVersion}.bak`);
@@ -439,13 +478,17 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
         }
       }
       const bakTmp = `${paths.backup}.tmp`;
-      await unlink(bakTmp).catch(() => undefined);
       try {
-        await link(paths.registry, bakTmp);
+        unlinkSync(bakTmp);
+      } catch {
+        // not there: the usual case
+      }
+      try {
+        linkSync(paths.registry, bakTmp);
       } catch {
         await copyFile(paths.registry, bakTmp); // file systems without hard links
       }
-      await rename(bakTmp, paths.backup);
+      renameSync(bakTmp, paths.backup);
     }
     const compromised = lost();
     if (compromised) {
@@ -454,8 +497,9 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
         details: { lock: paths.lock },
       });
     }
-    await rename(tmpPath, paths.registry);
-    identity = { dirId: await dirIdentity(), seen: true };
+    renameSync(tmpPath, paths.registry);
+    identity = { dirId: identity.dirId ?? (await dirIdentity()), seen: true }; // loadFile checked the directory in this update
+    return signature;
   }
 
   const store: FileRegistryStore = {
@@ -494,18 +538,18 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
         if (pending !== undefined) draft.pendingJournal = pending;
         const text = `${JSON.stringify(draft, null, 2)}\n`;
         if (text === loaded.text) return result; // nothing changed, nothing emitted
-        await writeRegistry(text, loaded.text !== null, loaded.fileVersion, lost);
+        const written = await writeRegistry(text, loaded.text !== null, loaded.fileVersion, lost);
         // The rename was the commit point. If the append fails now (e.g. a full disk), the events are
         // safe in the registry's pendingJournal and the next read, update or journal read appends them.
         // The directory's fsync (which makes the rename durable) and the journal's run at the same
         // time: both come after the commit point, and the update returns only when both are done.
         const appended = (async () => {
           try {
-            if (entries.length > 0) await appendJournal(paths.journal, entries, await readJournalTail(paths.journal));
+            if (entries.length > 0) await append(paths.journal, entries, await tailOf(paths.journal));
             const archived = entries.filter((e) => e.kind === ARCHIVE_EVENT);
             if (archived.length > 0) {
-              const tail = await readJournalTail(paths.archive);
-              await appendJournal(
+              const tail = await tailOf(paths.archive);
+              await append(
                 paths.archive,
                 archived.filter((e) => e.seq > tail.lastSeq),
                 tail,
@@ -517,7 +561,7 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
           }
         })();
         const [, ok] = await Promise.all([fsyncDir(dir), appended]);
-        flushedSignature = ok ? await signature() : null;
+        flushedSignature = ok ? written : null;
         return result;
       });
     },
@@ -567,6 +611,7 @@ function waitUsing(check: () => Promise<JournalEntry[]>, subscribe: (wake: () =>
     let finished = false;
     let running = false;
     let again = false;
+    let timedOut = false;
     const finish = (value: JournalEntry[] | Error): void => {
       if (finished) return;
       finished = true;
@@ -588,6 +633,7 @@ function waitUsing(check: () => Promise<JournalEntry[]>, subscribe: (wake: () =>
         (entries) => {
           running = false;
           if (entries.length > 0) finish(entries);
+          else if (timedOut) finish([]);
           else if (again) {
             again = false;
             wake();
@@ -600,7 +646,15 @@ function waitUsing(check: () => Promise<JournalEntry[]>, subscribe: (wake: () =>
       );
     };
     const unsubscribe = subscribe(wake);
-    const timer = setTimeout(() => finish([]), Math.max(0, timeoutMs));
+    // A check still reading when the time is up decides: entries already in the journal are
+    // returned even when reading them took longer than the timeout.
+    const timer = setTimeout(
+      () => {
+        if (running) timedOut = true;
+        else finish([]);
+      },
+      Math.max(0, timeoutMs),
+    );
     signal?.addEventListener('abort', onAbort, { once: true });
     wake();
   });

@@ -35,6 +35,9 @@ import { chooseReviewer } from './open-draft-pr.js';
 import { taskBranch } from './push.js';
 import { guardFailure, withRefGuard } from './ref-guard-step.js';
 import { sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
+import { decisionLogMark, gateAttemptFailure, gateAttempts } from './gate-attempts.js';
+import { GATE_DECISIONS_FILE } from '../../gate/decision-log.js';
+import { join } from 'node:path';
 import { workerTurnRequest } from './dispatch.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnResult } from '../../workers/worker-turn.js';
@@ -139,11 +142,15 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
           }),
           { signal: ctx.signal },
         );
+      const decisions = join(ctx.repoRoot, GATE_DECISIONS_FILE);
+      const mark = decisionLogMark(decisions);
       const guarded = await withRefGuard(ctx, `the ${reviewer} review turn`, () => turn(sandbox.prompt, order.id, null), { allowLocal: [] });
       if (guarded.violation) return guardFailure(guarded.violation);
       const first = guarded.value;
       const refused = turnRefusals(first.events ?? []);
       if (refused.length > 0) return sandboxRefusalFailure(ctx, `the ${reviewer} review turn`, refused);
+      const attempts = gateAttempts(decisions, mark, sandbox.dir);
+      if (attempts.length > 0) return gateAttemptFailure(ctx, `the ${reviewer} review turn`, attempts);
       if (first.status !== 'ok') return { outcome: 'failure', note: `reviewer ${reviewer} did not finish: ${summarize(first)}` };
       try {
         findings = parseFindings(first.finalText);

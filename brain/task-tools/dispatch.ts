@@ -236,6 +236,8 @@ export const dispatch: TaskTool = async (ctx) => {
     return { outcome: 'failure', permanent: error.code !== 'git_failed', note: `dispatch: ${reason}` };
   }
   const { task, env, setup } = prepared;
+  if (setup?.refGuard)
+    return failBeforeAgent(ctx, 'task.setup_failed', `${setup.refGuard}\nThe agent was not started. Full log of worktrees.setup "${setup.command}": ${setup.logPath}`);
   if (setup && (setup.exitCode !== 0 || setup.timedOut)) return failBeforeAgent(ctx, 'task.setup_failed', setupFailureReason(setup));
   await ctx.store.update((draft) => {
     const t = draft.tasks[task.id];

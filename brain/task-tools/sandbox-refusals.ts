@@ -13,6 +13,7 @@
  */
 import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
+import { visibleText } from '../core/visible-text.js';
 import type { RefGuardContext } from './ref-guard-step.js';
 import type { TaskToolOutcome } from './types.js';
 import { readFileSync } from 'node:fs';
@@ -37,8 +38,9 @@ export function ownGitAdminDir(worktree: string | null): string | null {
 }
 
 /**
- * The distinct lines (≤ 300 characters each, at most `max`) that carry a sandbox refusal, minus
- * those about a path under one of `benign` (the task's own git admin dir). Pure.
+ * The distinct lines (≤ 300 characters each, at most `max`, control characters shown as `\xNN`)
+ * that carry a sandbox refusal, minus those about a path under one of `benign` (the task's own git
+ * admin dir). Pure.
  */
 export function refusalLines(texts: readonly string[], max = 5, benign: readonly string[] = []): string[] {
   const out: string[] = [];
@@ -46,7 +48,8 @@ export function refusalLines(texts: readonly string[], max = 5, benign: readonly
     for (const line of text.split('\n')) {
       if (!EROFS.test(line)) continue;
       if (benign.some((dir) => line.includes(`${dir}/`))) continue;
-      const l = line.trim().slice(0, 300);
+      // The path is the worker's choice: terminal escapes in it would reach the user's terminal.
+      const l = visibleText(line.trim()).slice(0, 300);
       if (!out.includes(l)) out.push(l);
       if (out.length >= max) return out;
     }

@@ -172,6 +172,37 @@ describe('file registry store', () => {
     expect(existsSync(store.paths.lock)).toBe(false);
   });
 
+  it('sees every change another writer makes, even one of the same size: the cached file and journal tail follow the files', async () => {
+    const dir = tempPollyDir();
+    const a = createFileRegistryStore(dir);
+    const b = createFileRegistryStore(dir); // another writer: its own caches, as another process has
+    await a.update((d, tx) => {
+      d.counters.goal = 1;
+      tx.emit('goal.counted', { n: 1 });
+    });
+    await b.update((d, tx) => {
+      d.counters.goal = 2; // same length as before: only the inode and mtime tell the files apart
+      tx.emit('goal.counted', { n: 2 });
+    });
+    expect((await a.read()).counters.goal).toBe(2);
+    await a.update((d, tx) => {
+      d.counters.goal += 1;
+      tx.emit('goal.counted', { n: 3 });
+    });
+    expect(journalLines(dir).map((e) => [e.seq, e.data.n])).toEqual([
+      [1, 1],
+      [2, 2],
+      [3, 3],
+    ]);
+    // A human edits the file in place (same inode, same size): the next update works on the edit.
+    const text = readFileSync(a.paths.registry, 'utf8');
+    writeFileSync(a.paths.registry, text.replace('"goal": 3', '"goal": 7'));
+    await a.update((d) => {
+      d.counters.goal += 1;
+    });
+    expect((await b.read()).counters.goal).toBe(8);
+  });
+
   it('8 processes × 100 increments under the lock lose no update, and the journal is gapless', async () => {
     const dir = tempPollyDir();
     mkdirSync(dir, { recursive: true });

@@ -3,6 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { refusalLines, refusalReason, turnRefusals } from '../../brain/task-tools/sandbox-refusals.js';
 
 describe('sandbox refusals', () => {
+  it('shows the terminal escapes of a worker-chosen path instead of passing them to the terminal', () => {
+    const lines = refusalLines(['sh: 1: cannot create /r/esc\u001b]0;PWNED\u0007\u001b[2J: Read-only file system\n']);
+    expect(lines).toEqual(['sh: 1: cannot create /r/esc\\x1b]0;PWNED\\x07\\x1b[2J: Read-only file system']);
+  });
+
   it('keeps the distinct EROFS lines git, the shell and node print, and nothing else', () => {
     const git = "fatal: update_ref failed for ref 'refs/heads/main': cannot lock ref 'refs/heads/main': Unable to create '/r/.git/refs/heads/main.lock': Read-only file system";
     const sh = 'attack.sh: 13: cannot create /r/.git/hooks/post-commit: Read-only file system';

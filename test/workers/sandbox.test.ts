@@ -3,8 +3,8 @@
  * reach, which environment it gets, that nothing it starts outlives it, and that Polly fails
  * closed when the sandbox cannot start. Ground truth comes from files and listeners outside.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import { bwrapArgs, type SandboxSpec } from '../../workers/sandbox/sandbox-spec.
 import { workerEnv } from '../../workers/sandbox/worker-env.js';
 import { repoStateDir } from '../../workers/sandbox/agent-state-dir.js';
 import { claudeCodeSandboxSettings } from '../../workers/agents/claude-code-sandbox.js';
+import { gitTestEnv } from '../helpers/git-repo.js';
 
 interface Layout {
   root: string;
@@ -203,6 +204,55 @@ describe('the sandbox (real bubblewrap)', () => {
     expect(Number(count)).toBeLessThan(10);
   });
 
+  it('runs an agent CLI installed under the real HOME (an npm prefix there): its package bound read-only, nothing else of HOME', async () => {
+    const prefix = join(l.home, '.npm-global');
+    const pkg = join(prefix, 'lib', 'node_modules', 'fake-agent');
+    const other = join(prefix, 'lib', 'node_modules', 'other-tool');
+    for (const d of [join(pkg, 'bin'), join(pkg, 'node_modules', 'dep'), other, join(prefix, 'bin')]) mkdirSync(d, { recursive: true });
+    writeFileSync(join(pkg, 'package.json'), '{"name": "fake-agent"}');
+    writeFileSync(join(pkg, 'node_modules', 'dep', 'index.txt'), 'dep-ok');
+    writeFileSync(join(other, 'package.json'), '{"name": "other-tool"}');
+    const cli = join(pkg, 'bin', 'cli.sh');
+    writeFileSync(
+      cli,
+      `#!/bin/sh\necho "agent-ran $1"\ncat "$(dirname "$0")/../node_modules/dep/index.txt"; echo\n(echo x > "$(dirname "$0")/w") 2>/dev/null || echo pkg-ro\nls ${other} >/dev/null 2>&1 || echo no-other-package\ncat ${l.home}/.ssh/id_ed25519 2>/dev/null || echo no-ssh\n`,
+      { mode: 0o755 },
+    );
+    symlinkSync('../lib/node_modules/fake-agent/bin/cli.sh', join(prefix, 'bin', 'fake-agent'));
+    const r = await run(agentSpec(l), 'fake-agent', ['--print'], { PATH: `${join(prefix, 'bin')}:/usr/bin:/bin` });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout.split('\n').filter(Boolean)).toEqual(['agent-ran --print', 'dep-ok', 'pkg-ro', 'no-other-package', 'no-ssh']);
+  });
+
+  it('refuses a write into what it hides with EROFS (the real HOME, .worktrees/, .polly/; the repository and the worktree for a reviewer), never a tmpfs that vanishes', async () => {
+    const impl = await run(
+      agentSpec(l),
+      ...sh(`for p in ${l.home}/x ${l.repo}/.worktrees/x ${l.repo}/.polly/x; do (echo x > $p) 2>&1; done; echo x >> ${l.journal} && echo journal-ok`),
+    );
+    const lines = impl.stdout.split('\n').filter(Boolean);
+    expect(lines.filter((line) => /Read-only file system/.test(line))).toHaveLength(3);
+    expect(lines.at(-1)).toBe('journal-ok');
+    // Where createReviewSandbox puts it: directly under the OS temp dir (so /tmp itself is among the hidden).
+    const scratch = realpathSync(mkdtempSync(join(tmpdir(), 'polly-review-ro-')));
+    const review = agentSandboxSpec({
+      repoRoot: l.repo,
+      cwd: scratch,
+      writableCwd: false,
+      agentStateDir: l.state,
+      gateDir: l.gate,
+      writableFiles: [],
+      endpoints: [],
+      realHome: l.home,
+    });
+    const r = await run(review, ...sh(`(echo x > ${l.repo}/PWNED) 2>&1; (echo x > ${l.worktree}/PWNED) 2>&1; true`));
+    // The repository's cover refuses; the worktree is not there at all.
+    expect(r.stdout.split('\n').filter(Boolean)).toEqual([expect.stringMatching(/Read-only file system/), expect.stringMatching(/Directory nonexistent/)]);
+    // Its TMPDIR stays writable even though the scratch dirs' parent is the hidden /tmp (claude needs it).
+    expect((await run(review, ...sh('echo x > /tmp/t && cat /tmp/t'))).stdout).toBe('x\n');
+    expect(existsSync(join(l.repo, 'PWNED'))).toBe(false);
+  });
+
   it('shows a reviewer its scratch dir only: not the repository, not the worktree, not other scratch dirs', async () => {
     const scratchRoot = join(l.root, 'scratch');
     const mine = join(scratchRoot, 'polly-review-a');
@@ -219,6 +269,43 @@ describe('the sandbox (real bubblewrap)', () => {
       ),
     );
     expect(r.stdout.split('\n').filter(Boolean)).toEqual(['diff', 'no-worktree', 'no-repo', 'no-other', 'scratch-ro']);
+  });
+
+  it('a worktree beside the repository (worktrees.dir outside): git works in it, the repository is read-only, other worktrees and .polly/ are hidden', async () => {
+    // A real repository with two linked worktrees in ../repo.polly-worktrees, as the worktree manager makes them.
+    const base = realpathSync(mkdtempSync(join(tmpdir(), 'polly-sbx-out-')));
+    const repo = join(base, 'repo');
+    const outside = join(base, 'repo.polly-worktrees');
+    const git = (cwd: string, args: string[]) => execFileSync('git', args, { cwd, env: gitTestEnv(), encoding: 'utf8' }).trim();
+    mkdirSync(join(repo, '.polly'), { recursive: true });
+    git(repo, ['init', '-q', '-b', 'main']);
+    writeFileSync(join(repo, 'README.md'), 'readme');
+    git(repo, ['add', 'README.md']);
+    git(repo, ['commit', '-q', '-m', 'initial']);
+    writeFileSync(join(repo, '.polly', 'registry.json'), '{}');
+    git(repo, ['worktree', 'add', '-q', '-b', 'polly/t1', join(outside, 't1')]);
+    git(repo, ['worktree', 'add', '-q', '-b', 'polly/t2', join(outside, 't2')]);
+    writeFileSync(join(outside, 't2', 'secret.txt'), 'sibling');
+    const input = { repoRoot: repo, cwd: join(outside, 't1'), writableCwd: true, agentStateDir: l.state, gateDir: l.gate, writableFiles: [], endpoints: [], realHome: l.home };
+    const script = [
+      'echo change > README.md && git status --short',
+      'git log --format=%s -1',
+      `cat ${outside}/t2/secret.txt 2>/dev/null || echo no-sibling`,
+      `cat ${repo}/.polly/registry.json 2>/dev/null || echo no-registry`,
+      `echo x > ${repo}/README.md 2>/dev/null || echo repo-ro`,
+      `git commit -qam x 2>/dev/null || echo commit-refused`,
+    ].join('; ');
+    const r = await run(agentSandboxSpec({ ...input, worktreesDir: outside }), ...sh(script));
+    expect(r.stdout.split('\n').filter(Boolean)).toEqual([' M README.md', 'initial', 'no-sibling', 'no-registry', 'repo-ro', 'commit-refused']);
+    // Without worktrees.dir the sandbox took the worktree for a reviewer's scratch dir and hid the
+    // repository, git dir included: git could not work in the worktree at all.
+    const blind = await run(agentSandboxSpec(input), ...sh('git status --short >/dev/null 2>&1 && echo git-ok || echo git-broken'));
+    expect(blind.stdout.trim()).toBe('git-broken');
+    // An acceptance command in that worktree hides the other worktrees too.
+    const cmd = commandSandboxSpec({ repoRoot: repo, worktree: join(outside, 't1'), stateDir: join(base, 'cmd'), network: false, realHome: l.home, worktreesDir: outside });
+    mkdirSync(join(base, 'cmd', 'home'), { recursive: true });
+    const c = await run(cmd, ...sh(`cat ${outside}/t2/secret.txt 2>/dev/null || echo no-sibling; git status --short`));
+    expect(c.stdout.split('\n').filter(Boolean)).toEqual(['no-sibling', ' M README.md']);
   });
 });
 

@@ -165,6 +165,49 @@ describe('memory run store', () => {
   });
 });
 
+describe('LMDB run store group commit', () => {
+  it('updates queued in one turn share one commit, at most maxUpdatesPerCommit each, all applied once in order', async () => {
+    const store = createLmdbRunStore(tempDir(), { now: fixedNow, maxUpdatesPerCommit: 4 });
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        store.updateRun(`r${i}`, (d, tx) => {
+          d.run = record(`r${i}`);
+          tx.emit('run.started', { run: `r${i}` });
+          return i;
+        }),
+      ),
+    );
+    expect(results).toEqual(Array.from({ length: 10 }, (_, i) => i));
+    expect(store.commits).toBe(3); // 4 + 4 + 2
+    expect((await store.journal()).map((e) => [e.seq, e.data.run])).toEqual(Array.from({ length: 10 }, (_, i) => [i + 1, `r${i}`]));
+    expect(await store.listRuns({ status: 'running' })).toHaveLength(10);
+    // A throwing update in a shared commit writes nothing of its own and does not hold back the others.
+    const mixed = await Promise.allSettled([
+      store.updateRun('r0', (d) => void (d.run!.seq = 1)),
+      store.updateRun('r1', () => {
+        throw new Error('refused');
+      }),
+      store.updateRun('r2', (d) => void (d.run!.seq = 2)),
+    ]);
+    expect(mixed.map((m) => m.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(store.commits).toBe(4);
+    expect([(await store.getRun('r0'))?.seq, (await store.getRun('r1'))?.seq, (await store.getRun('r2'))?.seq]).toEqual([1, 0, 2]);
+    await store.close();
+  });
+
+  it('refuses a cap that is not a positive integer', () => {
+    for (const bad of [0, -1, 1.5]) {
+      let error: unknown;
+      try {
+        createLmdbRunStore(tempDir(), { maxUpdatesPerCommit: bad });
+      } catch (e) {
+        error = e;
+      }
+      expect(isPollyError(error, 'bad_input')).toBe(true);
+    }
+  });
+});
+
 describe('LMDB run store across processes', () => {
   beforeAll(() => ensureBuilt(), 120_000);
   const children: ChildProcess[] = [];

@@ -108,9 +108,12 @@ export interface RefGuardOptions {
 interface LedgerEntry {
   scope: 'local' | 'remote';
   ref: string;
-  oid: string | null;
+  /** The value written (null: deleted), or `pending` while a write whose value is not known yet runs. */
+  oid: string | null | typeof PENDING;
   at: number;
 }
+
+const PENDING = Symbol('pending');
 
 const ledger: LedgerEntry[] = [];
 const LEDGER_MAX = 4096;
@@ -125,10 +128,29 @@ export function recordPollyRefWrite(scope: 'local' | 'remote', ref: string, oid:
   if (ledger.length > LEDGER_MAX) ledger.splice(0, ledger.length - LEDGER_MAX);
 }
 
+/**
+ * Announce a write by Polly to `ref` whose new value is known only once it is done (`git commit`
+ * moves the branch, then Polly reads the commit id). Until `done(oid)` is called, any value of
+ * `ref` counts as Polly's: another task's guard that snapshots between the commit and the record
+ * would otherwise take Polly's own commit for a worker's, and put the branch back (measured: a
+ * parallel task's commit rolled back under load). `done(oid)` records the value written;
+ * `done(undefined)` withdraws the announcement (the write failed).
+ */
+export function beginPollyRefWrite(scope: 'local' | 'remote', ref: string): (oid: string | null | undefined) => void {
+  const entry: LedgerEntry = { scope, ref, oid: PENDING, at: Date.now() };
+  ledger.push(entry);
+  if (ledger.length > LEDGER_MAX) ledger.splice(0, ledger.length - LEDGER_MAX);
+  return (oid) => {
+    const i = ledger.indexOf(entry);
+    if (i >= 0) ledger.splice(i, 1);
+    if (oid !== undefined) recordPollyRefWrite(scope, ref, oid);
+  };
+}
+
 function pollyWrote(scope: RefScope, ref: string, oid: string | null, since: number): boolean {
   const kind = scope === 'local' ? 'local' : 'remote';
   // Slack of 1 s: a write recorded just before the snapshot's timestamp was taken.
-  return ledger.some((e) => e.scope === kind && e.ref === ref && e.oid === oid && e.at >= since - 1000);
+  return ledger.some((e) => e.scope === kind && e.ref === ref && (e.oid === oid || e.oid === PENDING) && e.at >= since - 1000);
 }
 
 export interface DiffOptions {

@@ -35,8 +35,9 @@ import { commandSandbox } from '../sandbox/command-sandbox.js';
 import { createGitRunner, firstLine, type GitCallOptions, type GitRunner } from './git.js';
 import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { retryTransientGit } from './git-retry.js';
+import { resolveWorktreesDir, worktreesDirProblem } from './worktrees-dir.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
-import { recordPollyRefWrite } from './ref-guard.js';
+import { beginPollyRefWrite, createRefGuard, describeChanges, diffSnapshots, recordPollyRefWrite } from './ref-guard.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
 import { confinedSpawn, runShellCommand, type CommandResult, type SpawnSpec } from '../proc/shell-command.js';
@@ -132,6 +133,13 @@ export interface CreateRecovery {
 export interface SetupResult extends CommandResult {
   /** The whole combined output (`output` is its tail, ≤ 4000 characters). */
   logPath: string;
+  /**
+   * The ref guard's finding when the command changed a ref other than the task's own branch, a
+   * path remote's ref or git metadata (`ref guard: during worktrees.setup: <ref> changed, <old> →
+   * <new>; … (all put back)`), after putting it back; null when nothing changed. The task must
+   * fail on it even when the command exited 0.
+   */
+  refGuard: string | null;
 }
 
 export interface CreatedWorktree {
@@ -251,8 +259,17 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       const [top, common] = out.stdout.split('\n').map((s) => s.trim());
       const root = realpathSync(top ?? options.repoRoot);
       const commonDir = realpathSync(common ?? join(root, '.git'));
-      const dir = options.worktreesDir ?? '.worktrees';
-      const worktreesDir = isAbsolute(dir) ? dir : join(root, dir);
+      const worktreesDir = resolveWorktreesDir(root, options.worktreesDir);
+      const problem = worktreesDirProblem(root, worktreesDir);
+      if (problem) {
+        throw new PollyError(
+          'config_invalid',
+          `worktrees.dir ${options.worktreesDir} (${worktreesDir}) cannot hold worktrees: ${problem}. Set worktrees.dir in .polly/config.yaml to .worktrees or a directory beside the repository.`,
+          {
+            details: { dir: options.worktreesDir, path: worktreesDir },
+          },
+        );
+      }
       return { root, commonDir, worktreesDir, lock: createRepoLock({ gitCommonDir: commonDir, timeoutMs: options.lockTimeoutMs }) };
     })();
     infoPromise.catch(() => {
@@ -490,7 +507,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       if (reuse.reused && isNpmInstallOnly(command)) {
         const note = `[polly] ${reuse.reason} in ${reuse.durationMs} ms; "${command}" skipped (it would install the same tree)`;
         await writeFile(logPath, `$ ${command}\n${note}\n[exit 0]\n`);
-        return { command, exitCode: 0, timedOut: false, durationMs: reuse.durationMs, output: note, logPath };
+        return { command, exitCode: 0, timedOut: false, durationMs: reuse.durationMs, output: note, logPath, refGuard: null };
       }
     }
     const started = Date.now();
@@ -500,6 +517,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       confinement = commandSandbox({
         repoRoot: info.root,
         worktree: path,
+        worktreesDir: info.worktreesDir,
         network: box.network,
         allowUnconfined: box.allowUnconfined,
         ...(box.passthrough ? { passthrough: box.passthrough } : {}),
@@ -509,10 +527,14 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       if (!isPollyError(error)) throw error;
       await writeFile(logPath, `$ ${command}\n${error.message}\n`);
       journal('worktree.setup', { id, command, exitCode: null, timedOut: false, durationMs: Date.now() - started, logPath });
-      return { command, exitCode: null, timedOut: false, durationMs: Date.now() - started, output: error.message, logPath };
+      return { command, exitCode: null, timedOut: false, durationMs: Date.now() - started, output: error.message, logPath, refGuard: null };
     }
     const box = confinement.sandbox;
     const chunks: Buffer[] = [];
+    // The ref guard around the command, as around every turn and acceptance run (./ref-guard.ts):
+    // inside the sandbox the git metadata is read-only; where none runs, this is what holds.
+    const guard = createRefGuard({ git, repoRoot: info.root });
+    const before = await guard.snapshot();
     const r = await runShellCommand(command, {
       cwd: path,
       env: confinement.env,
@@ -526,8 +548,23 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       .toString('utf8')
       .replace(/\r?\n$/, '');
     await writeFile(logPath, `$ ${command}\n${all}\n[exit ${r.exitCode ?? 'none'}${r.timedOut ? ', timed out' : ''}]\n`);
-    const result: SetupResult = { ...r, output: all.length > 4000 ? all.slice(-4000) : all, logPath };
-    journal('worktree.setup', { id, command, exitCode: result.exitCode, timedOut: result.timedOut, durationMs: result.durationMs, logPath });
+    let refGuard: string | null = null;
+    const changes = diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [`refs/heads/polly/${id}`] });
+    if (changes.length > 0) {
+      const report = await guard.restore(before, changes);
+      const undone = report.failed.length === 0 ? 'all put back' : `put back except: ${report.failed.map((f) => `${f.change.name} (${f.reason})`).join('; ')}`;
+      refGuard = `ref guard: during worktrees.setup: ${describeChanges(changes)} (${undone}${report.quarantined.length > 0 ? '; overwritten values kept under refs/polly/quarantine/' : ''})`;
+      journal('worktree.setup_ref_changed', {
+        id,
+        command,
+        changes,
+        restored: report.restored.length,
+        failed: report.failed.map((f) => ({ name: f.change.name, reason: f.reason })),
+        quarantined: report.quarantined,
+      });
+    }
+    const result: SetupResult = { ...r, output: all.length > 4000 ? all.slice(-4000) : all, logPath, refGuard };
+    journal('worktree.setup', { id, command, exitCode: result.exitCode, timedOut: result.timedOut, durationMs: result.durationMs, logPath, refGuard });
     return result;
   }
 
@@ -771,10 +808,16 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       const diff = await git.run(['diff', '--cached', '--quiet'], { cwd, okExitCodes: [1] });
       if (diff.exitCode === 0) return null;
       const identity = await resolveCommitIdentity(git, cwd, options.identityEnv ?? process.env);
-      await git.run(['commit', '--quiet', '--no-verify', '--no-edit', '-F', '-'], { cwd, env: identity.env, input: input.message });
-      const commit = (await revParse(cwd, 'HEAD')) as string;
       const branchRef = await git.run(['symbolic-ref', '-q', 'HEAD'], { cwd, okExitCodes: [1] });
-      if (branchRef.exitCode === 0) recordPollyRefWrite('local', firstLine(branchRef), commit);
+      // Announced before the branch moves: a parallel task's ref guard must not see it as a worker's.
+      const done = branchRef.exitCode === 0 ? beginPollyRefWrite('local', firstLine(branchRef)) : () => {};
+      let commit: string | undefined;
+      try {
+        await git.run(['commit', '--quiet', '--no-verify', '--no-edit', '-F', '-'], { cwd, env: identity.env, input: input.message });
+        commit = (await revParse(cwd, 'HEAD')) as string;
+      } finally {
+        done(commit);
+      }
       journal('worktree.committed', { id: input.id, commit, identity: describeIdentity(identity) });
       return commit;
     },

@@ -6,7 +6,8 @@
  * https://github.com/containers/bubblewrap/blob/main/bwrap.xml):
  * - the host's root bound read-only (`--ro-bind / /`), a fresh `/dev` and `/proc`, a tmpfs on `/tmp`;
  * - every `hidden` path covered by an empty tmpfs (the real `$HOME`, `.polly/`, `.worktrees/`,
- *   other scratch dirs): not readable at all;
+ *   other scratch dirs), remounted read-only after the binds inside it: not readable at all, and a
+ *   write there fails with EROFS (`--remount-ro`) rather than vanishing with the tmpfs;
  * - `readOnly` paths bound back read-only and `writable` paths bound back read-write on top
  *   (mounts are applied from the shallowest path to the deepest, so a read-only file inside a
  *   writable dir stays read-only);
@@ -102,11 +103,17 @@ export function sandboxMounts(spec: SandboxSpec, exists: (path: string) => boole
  */
 export function bwrapArgs(spec: SandboxSpec, exists: (path: string) => boolean, extraBinds: string[] = []): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
-  for (const m of sandboxMounts(spec, exists)) {
+  const mounts = sandboxMounts(spec, exists);
+  for (const m of mounts) {
     if (m.kind === 'tmpfs') args.push('--tmpfs', m.path);
     else args.push(m.kind === 'rw' ? '--bind' : '--ro-bind', m.path, m.path);
   }
   for (const p of extraBinds) args.push('--bind', p, p);
+  // The covers read-only, once everything inside them is bound: a write there fails with EROFS
+  // (which Polly reads as an attempt, brain/task-tools/sandbox-refusals.ts) instead of landing in a
+  // tmpfs that vanishes unnoticed. Only the cover's own mount: the binds inside keep their modes.
+  // `/tmp` stays writable: it is the sandbox's own scratch (TMPDIR), hidden or not.
+  for (const m of mounts) if (m.kind === 'tmpfs' && m.path !== '/tmp') args.push('--remount-ro', m.path);
   args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts');
   if (spec.network.mode !== 'host') args.push('--unshare-net');
   args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--chdir', spec.cwd);

@@ -21,6 +21,7 @@ import { dirname, join } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
 import { distPath, packageRoot } from '../../brain/core/install-paths.js';
 import { openNetBridge } from './net-bridge.js';
+import { resolveSandboxExecutable } from './sandbox-executable.js';
 import { bwrapArgs, type SandboxSpec } from './sandbox-spec.js';
 
 /** The outcome of probing: a working bwrap, or why not and how to fix it. */
@@ -155,15 +156,19 @@ function realOrSelf(path: string): string {
 /**
  * Wrap `command args` in bubblewrap for `spec`. Polly's install and Node's prefix are bound
  * read-only on top (the gate's hooks run from them inside, even when they live under a hidden
- * HOME); with `endpoints` network the bridge is opened now and Polly's sandbox init runs first
- * inside. `bwrap` comes from a successful {@link probeSandbox}.
+ * HOME), and so is `command`'s own package when it is installed where the sandbox hides (under the
+ * real HOME or /tmp: ./sandbox-executable.ts; it then runs by its real path); with `endpoints`
+ * network the bridge is opened now and Polly's sandbox init runs first inside. `bwrap` comes from
+ * a successful {@link probeSandbox}.
  */
 export function confineCommand(bwrap: string, spec: SandboxSpec, command: string, args: readonly string[], env: Record<string, string>): ConfinedCommand {
   const nodePrefix = dirname(dirname(realOrSelf(process.execPath)));
-  const withRuntime: SandboxSpec = { ...spec, readOnly: [...spec.readOnly, packageRoot(), ...(nodePrefix === '/' ? [] : [nodePrefix])] };
+  const runtime = [packageRoot(), ...(nodePrefix === '/' ? [] : [nodePrefix])];
+  const program = resolveSandboxExecutable(command, env, spec.cwd, spec.hidden, [...spec.writable, ...spec.readOnly, ...runtime]);
+  const withRuntime: SandboxSpec = { ...spec, readOnly: [...spec.readOnly, ...runtime, ...program.readOnly] };
   const outEnv: Record<string, string> = { ...env, HOME: spec.home, TMPDIR: spec.tmpDir ?? '/tmp' };
   if (spec.network.mode !== 'endpoints' || spec.network.endpoints.length === 0) {
-    return { command: bwrap, args: [...bwrapArgs(withRuntime, existsSync), '--', command, ...args], env: outEnv, dispose: () => {} };
+    return { command: bwrap, args: [...bwrapArgs(withRuntime, existsSync), '--', program.command, ...args], env: outEnv, dispose: () => {} };
   }
   const dir = mkdtempSync(join(tmpdir(), 'polly-net-'));
   const bridge = openNetBridge(spec.network.endpoints, dir);
@@ -176,7 +181,7 @@ export function confineCommand(bwrap: string, spec: SandboxSpec, command: string
   let disposed = false;
   return {
     command: bwrap,
-    args: [...bwrapArgs(withRuntime, existsSync, [dir]), '--', process.execPath, init, JSON.stringify(bridge.inside), command, ...args],
+    args: [...bwrapArgs(withRuntime, existsSync, [dir]), '--', process.execPath, init, JSON.stringify(bridge.inside), program.command, ...args],
     env: { ...outEnv, ...bridge.env },
     dispose() {
       if (disposed) return;

@@ -15,10 +15,20 @@
  *   write transaction, which holds LMDB's writer lock (shared by every process that opens the
  *   file), so read-modify-write of one run is atomic across processes; the run, its `live` mark
  *   and its journal lines commit together or not at all.
- * - Group commit: lmdb-js batches every transaction callback queued in one event turn into one
- *   LMDB transaction, committed and fsynced on its own thread (not the JS thread). With
- *   `overlappingSync: false` a callback's promise resolves only after that commit is flushed to
- *   disk, so a step is durable before it is acknowledged.
+ * - Group commit: updates wait in this process's queue (one per file) and are applied together in
+ *   one lmdb-js `transaction()`, committed and fsynced on lmdb-js's own thread (not the JS thread);
+ *   the updates that arrive while a commit is on its way to disk form the next one, handed to
+ *   lmdb-js at once (two groups in flight) so the writer goes on without waiting for the JS thread. With
+ *   `overlappingSync: false` the transaction's promise resolves only after that commit is flushed
+ *   to disk, so a step is durable before it is acknowledged.
+ * - Bounded commits: one group carries at most `maxUpdatesPerCommit` updates (default
+ *   {@link DEFAULT_MAX_UPDATES_PER_COMMIT}), one LMDB commit at most two groups. Why: every page a commit copies (copy-on-write) is
+ *   freed, and LMDB keeps those page numbers in its free list, which it searches and rewrites on
+ *   every later commit and which does not shrink. One huge commit (e.g. 2,000 runs written in one
+ *   event turn, or `expireLeases` over 100,000 live runs) left a free list of ~7,000 pages (14
+ *   overflow pages of its own) and made every later single step 3-4× as expensive in CPU; with
+ *   commits of at most 64 updates the free list stays within one page and a step costs the same at
+ *   100 and at 100,000 live runs (measured with `npm run bench -- runtime`, see README "Storage").
  * - Crash safety: LMDB is copy-on-write with two meta pages; a process killed at any point leaves
  *   the last committed transaction (lmdb.tech/doc, "Caveats": robust mutexes recover a writer
  *   lock held by a dead process).
@@ -36,14 +46,33 @@ import { applyRunUpdate, type AppliedRunUpdate } from './run-update.js';
 /** This store's layout version, kept in `meta.format`. */
 export const LMDB_RUN_STORE_FORMAT = 1;
 
+/** Default cap on the updates one LMDB commit carries (see the header: it bounds LMDB's free list). */
+export const DEFAULT_MAX_UPDATES_PER_COMMIT = 64;
+
 export interface LmdbRunStoreOptions {
   /** Clock for journal timestamps (default: the system clock). */
   now?: () => Date;
+  /**
+   * Most updates one commit carries (an integer ≥ 1; default {@link DEFAULT_MAX_UPDATES_PER_COMMIT}).
+   * Applies to the process's queue for this file: the first store opened on a file sets it.
+   */
+  maxUpdatesPerCommit?: number;
 }
 
 export interface LmdbRunStore extends RunStore {
   /** The LMDB data file. */
   readonly path: string;
+  /** How many commit groups (of up to `maxUpdatesPerCommit` updates) this process has had committed on the file; lmdb-js may write two queued groups in one LMDB commit. */
+  readonly commits: number;
+}
+
+/** One queued update: applied inside a commit, settled after that commit is durable. */
+interface QueuedUpdate {
+  runId: string;
+  fn: (draft: RunDraft, tx: RunStoreTx) => unknown;
+  now: () => Date;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
 }
 
 interface Env {
@@ -55,12 +84,22 @@ interface Env {
   byRun: Database<boolean, [string, number]>;
   meta: Database<number, string>;
   users: number;
+  /** Updates waiting for the next commit, oldest first. */
+  queue: QueuedUpdate[];
+  /** Commits handed to lmdb-js and not yet settled (at most {@link COMMITS_IN_FLIGHT}). */
+  inFlight: number;
+  /** A submit is scheduled for the end of this event turn. */
+  scheduled: boolean;
+  /** Called once the queue is empty and no commit is in flight (`close` waits for it). */
+  idle: Array<() => void>;
+  maxUpdatesPerCommit: number;
+  commits: number;
 }
 
 /** One environment per file per process: LMDB must not be opened twice by one process (lmdb.tech/doc, "Caveats"). */
 const envs = new Map<string, Env>();
 
-function openEnv(path: string): Env {
+function openEnv(path: string, maxUpdatesPerCommit: number): Env {
   const existing = envs.get(path);
   if (existing) {
     existing.users++;
@@ -84,6 +123,12 @@ function openEnv(path: string): Env {
     byRun: root.openDB<boolean, [string, number]>({ name: 'journal-by-run', encoding: 'json' }),
     meta: root.openDB<number, string>({ name: 'meta', encoding: 'json' }),
     users: 1,
+    queue: [],
+    inFlight: 0,
+    scheduled: false,
+    idle: [],
+    maxUpdatesPerCommit,
+    commits: 0,
   };
   const format = env.meta.get('format');
   if (format !== undefined && format > LMDB_RUN_STORE_FORMAT) {
@@ -98,10 +143,94 @@ function openEnv(path: string): Env {
   return env;
 }
 
-interface Outcome<T> {
+interface Outcome {
   ok: boolean;
-  result?: T;
+  result?: unknown;
   error?: unknown;
+}
+
+/**
+ * Apply one update inside the open write transaction: the run, its `live` mark and its journal
+ * lines. An update function that throws writes nothing (its outcome carries the error).
+ */
+function applyQueued(e: Env, u: QueuedUpdate): Outcome {
+  let applied: AppliedRunUpdate<unknown>;
+  try {
+    applied = applyRunUpdate(u.runId, e.runs.get(u.runId) ?? null, u.fn);
+  } catch (error) {
+    return { ok: false, error }; // nothing was written for this update
+  }
+  const { result, text, status, events } = applied;
+  if (text !== null) {
+    void e.runs.put(u.runId, text);
+    if (status === 'running') void e.live.put(u.runId, true);
+    else void e.live.remove(u.runId);
+  }
+  if (events.length > 0) {
+    let seq = e.meta.get('journalSeq') ?? 0;
+    const at = u.now().toISOString();
+    for (const ev of events) {
+      seq += 1;
+      void e.journal.put(seq, { seq, at, kind: ev.kind, data: ev.data });
+      void e.byRun.put([String(ev.data.run ?? ''), seq], true);
+    }
+    void e.meta.put('journalSeq', seq);
+    if (e.meta.get('format') === undefined) void e.meta.put('format', LMDB_RUN_STORE_FORMAT);
+  }
+  return { ok: true, result };
+}
+
+/**
+ * Commits handed to lmdb-js at once: while one is being written and fsynced on lmdb-js's thread,
+ * the next is already queued there, so the writer does not wait for a trip through the JS event
+ * loop between commits. lmdb-js may merge queued transactions into one LMDB commit, so a commit
+ * carries at most this many times `maxUpdatesPerCommit` updates: still a bound on the free list.
+ */
+const COMMITS_IN_FLIGHT = 2;
+
+/** Submit at the end of this event turn (so the turn's updates share a commit), unless the pipeline is full. */
+function kick(e: Env): void {
+  if (e.scheduled || e.inFlight >= COMMITS_IN_FLIGHT) return;
+  if (e.queue.length === 0) {
+    if (e.inFlight === 0) for (const done of e.idle.splice(0)) done();
+    return;
+  }
+  e.scheduled = true;
+  setImmediate(() => {
+    e.scheduled = false;
+    submit(e);
+  });
+}
+
+/**
+ * Hand the queue to lmdb-js in groups of at most `maxUpdatesPerCommit` while the pipeline has
+ * room; each update settles once its commit is durable (or the commit failed: then every update
+ * of that commit rejects, and none of it was written).
+ */
+function submit(e: Env): void {
+  while (e.inFlight < COMMITS_IN_FLIGHT && e.queue.length > 0) {
+    const group = e.queue.splice(0, e.maxUpdatesPerCommit);
+    e.inFlight++;
+    e.root
+      .transaction(() => group.map((u) => applyQueued(e, u)))
+      .then(
+        (outcomes: Outcome[]) => {
+          e.commits++;
+          group.forEach((u, i) => {
+            const o = outcomes[i]!;
+            if (o.ok) u.resolve(o.result);
+            else u.reject(o.error);
+          });
+        },
+        (error: unknown) => {
+          for (const u of group) u.reject(error);
+        },
+      )
+      .finally(() => {
+        e.inFlight--;
+        kick(e);
+      });
+  }
 }
 
 /**
@@ -113,7 +242,10 @@ export function createLmdbRunStore(dir: string, options: LmdbRunStoreOptions = {
   const now = options.now ?? (() => new Date());
   mkdirSync(resolve(dir), { recursive: true });
   const path = join(resolve(dir), 'runs.mdb');
-  const env = openEnv(path);
+  const maxUpdatesPerCommit = options.maxUpdatesPerCommit ?? DEFAULT_MAX_UPDATES_PER_COMMIT;
+  if (!Number.isInteger(maxUpdatesPerCommit) || maxUpdatesPerCommit < 1)
+    throw new PollyError('bad_input', `maxUpdatesPerCommit must be an integer ≥ 1, got ${JSON.stringify(maxUpdatesPerCommit)}; leave it unset for the default ${DEFAULT_MAX_UPDATES_PER_COMMIT}.`);
+  const env = openEnv(path, maxUpdatesPerCommit);
   let closed = false;
 
   function live(): Env {
@@ -123,6 +255,9 @@ export function createLmdbRunStore(dir: string, options: LmdbRunStoreOptions = {
 
   const store: LmdbRunStore = {
     path,
+    get commits() {
+      return env.commits;
+    },
 
     async getRun(runId) {
       const e = live();
@@ -131,36 +266,12 @@ export function createLmdbRunStore(dir: string, options: LmdbRunStoreOptions = {
       return text === undefined ? null : (JSON.parse(text) as RunRecord);
     },
 
-    async updateRun<T>(runId: string, fn: (draft: RunDraft, tx: RunStoreTx) => T): Promise<T> {
+    updateRun<T>(runId: string, fn: (draft: RunDraft, tx: RunStoreTx) => T): Promise<T> {
       const e = live();
-      const outcome = await e.root.transaction((): Outcome<T> => {
-        let applied: AppliedRunUpdate<T>;
-        try {
-          applied = applyRunUpdate(runId, e.runs.get(runId) ?? null, fn);
-        } catch (error) {
-          return { ok: false, error }; // nothing was written in this callback
-        }
-        const { result, text, status, events } = applied;
-        if (text !== null) {
-          void e.runs.put(runId, text);
-          if (status === 'running') void e.live.put(runId, true);
-          else void e.live.remove(runId);
-        }
-        if (events.length > 0) {
-          let seq = e.meta.get('journalSeq') ?? 0;
-          const at = now().toISOString();
-          for (const ev of events) {
-            seq += 1;
-            void e.journal.put(seq, { seq, at, kind: ev.kind, data: ev.data });
-            void e.byRun.put([String(ev.data.run ?? ''), seq], true);
-          }
-          void e.meta.put('journalSeq', seq);
-          if (e.meta.get('format') === undefined) void e.meta.put('format', LMDB_RUN_STORE_FORMAT);
-        }
-        return { ok: true, result };
+      return new Promise<T>((resolve, reject) => {
+        e.queue.push({ runId, fn, now, resolve: resolve as (value: unknown) => void, reject });
+        kick(e);
       });
-      if (!outcome.ok) throw outcome.error;
-      return outcome.result as T;
     },
 
     async listRuns(filter: RunListFilter = {}) {
@@ -207,7 +318,8 @@ export function createLmdbRunStore(dir: string, options: LmdbRunStoreOptions = {
       if (closed) return;
       closed = true;
       env.users--;
-      if (env.users === 0) {
+      if (env.users === 0 && (env.inFlight > 0 || env.queue.length > 0)) await new Promise<void>((done) => env.idle.push(done)); // updates already queued still commit
+      if (env.users === 0 && envs.get(path) === env) {
         envs.delete(path);
         await env.root.close();
       }

@@ -7,6 +7,12 @@
  * leaves the store before or after a step, never inside one. A step's cost does not depend on how
  * many other runs exist; concurrent steps share a commit (group commit, `run-store.ts`).
  *
+ * Ownership of results: the run and order an operation returns are the update's own draft objects,
+ * not copies. The store parsed that draft privately for the update and serialised it when the
+ * update function returned (`run-update.ts`), so nothing the caller does to them reaches the store
+ * or another caller; a result's `order` is its `run.openOrder` (one object). Copying them again
+ * (structuredClone, as before) bought nothing and cost a deep copy per step.
+ *
  * Semantics:
  * - Identity: run id = hash(agent area | instance area | workflow | key), the key derived from
  *   validated input by the workflow's key template; `start` on an existing run attaches to it.
@@ -185,10 +191,6 @@ export interface Runtime {
   expireLeases(): Promise<Array<{ run: string; order: string; owner: string | null }>>;
 }
 
-function clone<T>(v: T): T {
-  return structuredClone(v);
-}
-
 function runState(run: RunRecord): RunState {
   return run.state as unknown as RunState;
 }
@@ -273,7 +275,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
     at: Date,
   ): { order: WorkOrderRecord | null; lease?: LeaseGrant | null; leasedUntil?: string; instruction: string } {
     const order = run.openOrder;
-    if (session === undefined) return { order: order ? clone(order) : null, instruction: instructionFor(wf, run, at) };
+    if (session === undefined) return { order, instruction: instructionFor(wf, run, at) };
     if (!order || run.status !== 'running') return { order: null, lease: null, instruction: instructionFor(wf, run, at) };
     if (leaseLive(order, at) && order.leasedBy !== session) {
       return {
@@ -291,7 +293,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
       new Date(order.leaseExpiresAt).getTime() - at.getTime() > (leaseSecondsFor(wf, order) * 1000) / 2;
     const lease = half ? { id: order.leaseId!, order: order.id, expiresAt: order.leaseExpiresAt! } : grant(run, wf, order, session, tx, at);
     return {
-      order: clone(order),
+      order,
       lease,
       instruction: `${instructionFor(wf, run, at)} Quote lease_id "${lease.id}" in that report: the order is leased to you until ${lease.expiresAt}; after that it may be offered to another session and your report is refused.`,
     };
@@ -346,12 +348,12 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
 
   function reject(run: RunRecord, tx: RunStoreTx, code: RejectCode, reason: string, extra: Record<string, unknown>): Rejected {
     tx.emit('run.rejected', { run: run.id, code, reason, ...extra });
-    return { accepted: false, code, reason, run: clone(run) };
+    return { accepted: false, code, reason, run };
   }
 
   function accepted(run: RunRecord, wf: Workflow, at: Date, session: string | undefined, tx: RunStoreTx): Accepted {
     const seen = offer(run, wf, session, tx, at);
-    return { accepted: true, ...seen, run: clone(run) };
+    return { accepted: true, ...seen, run };
   }
 
   /** The action's data mapped onto its checked domain (see data-mapping.ts); unknown actions pass through. */
@@ -427,7 +429,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
         if (existing) {
           const status: StartStatus = existing.status === 'finished' ? 'finished' : 'attached';
           const seen = offer(existing, wf, options.session, tx, at);
-          return { status, ...seen, run: clone(existing) };
+          return { status, ...seen, run: existing };
         }
         const run: RunRecord = {
           id,
@@ -456,7 +458,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
           if ('state' in step) commitStep(run, wf, 'START', only, step, tx, 'start', at);
         }
         const seen = offer(run, wf, options.session, tx, at);
-        return { status: 'started' as const, ...seen, run: clone(run) };
+        return { status: 'started' as const, ...seen, run };
       });
     },
 
@@ -471,7 +473,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
         const held = order.leasedBy !== null && order.leaseExpiresAt !== null && new Date(order.leaseExpiresAt) > at;
         if (held && order.leasedBy !== owner) return null;
         grant(run, entryFor(run).workflow, order, owner, tx, at);
-        return clone(order);
+        return order;
       });
     },
 
@@ -663,7 +665,7 @@ export function createRuntime(deps: RuntimeDeps): Runtime {
         const run = getRun(draft, runId);
         const wf = entryFor(run).workflow;
         const seen = offer(run, wf, options.session, tx, now());
-        return { ...seen, run: clone(run), enabled: run.status === 'finished' ? [] : enabledActions(wf, runState(run)) };
+        return { ...seen, run, enabled: run.status === 'finished' ? [] : enabledActions(wf, runState(run)) };
       });
     },
 

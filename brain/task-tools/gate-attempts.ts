@@ -1,0 +1,94 @@
+/**
+ * What a read-only worker (a reviewer) tried that the gate refused as an attempt on one of Polly's
+ * promises, read from the gate's own decision log (gate/decision-log.ts: `.polly/gate-decisions.jsonl`,
+ * one `{at, kind: 'gate.decision', data}` line per decision, `data.cwd` the call's working directory),
+ * never from the agent's words.
+ *
+ * A reviewer works in its own scratch dir (a fresh `mkdtemp` per round), so the lines of one review
+ * turn are those appended after the turn started whose `cwd` is that dir. What counts as an attempt:
+ * a `deny` (or an `ask`, which a headless worker is denied) under a `blast_radius.*` rule: a merge,
+ * a push, a forge write, a credential read, a write outside its dir, a ref or history change.
+ * A `purpose_guard.read_only` denial alone (a reviewer that tried `npm test`) is the gate explaining
+ * the role, not an attempt: it does not fail the task.
+ *
+ * Why this is needed beside the sandbox's EROFS lines (./sandbox-refusals.ts): a command the gate
+ * refuses never reaches the OS, so it leaves no refusal to read, and the run would end `ready`
+ * after a reviewer tried to merge. Limit: the log is appendable inside the sandbox (the gate's hooks
+ * write it from there), so a reviewer could add lines (which only fails its task) but not remove a
+ * line without a command the gate let through.
+ */
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { isAbsolute, relative } from 'node:path';
+import { visibleText } from '../core/visible-text.js';
+import { transitionTask } from '../registry/task-lifecycle.js';
+import type { RefGuardContext } from './ref-guard-step.js';
+import type { TaskToolOutcome } from './types.js';
+
+/** The size of the decision log now, in bytes (0 when it does not exist): where a turn's lines start. */
+export function decisionLogMark(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+function inside(child: string, parent: string): boolean {
+  const rel = relative(parent, child);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/**
+ * The attempts (`<rule>: <command or path>`, ≤ 200 characters each, at most `max`) logged in `path`
+ * from byte `mark` on, by calls whose cwd is inside `cwd`. Malformed lines are skipped.
+ */
+export function gateAttempts(path: string, mark: number, cwd: string, max = 5): string[] {
+  let text = '';
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      const size = statSync(path).size;
+      if (size <= mark) return [];
+      const buf = Buffer.alloc(Math.min(size - mark, 4 * 1024 * 1024));
+      const n = readSync(fd, buf, 0, buf.length, mark);
+      text = buf.subarray(0, n).toString('utf8');
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const line of text.split('\n')) {
+    let data: Record<string, unknown>;
+    try {
+      data = (JSON.parse(line) as { data?: Record<string, unknown> }).data ?? {};
+    } catch {
+      continue;
+    }
+    const rule = String(data.rule ?? '');
+    if (data.decision === 'allow' || !rule.startsWith('blast_radius.')) continue;
+    if (typeof data.cwd !== 'string' || !inside(data.cwd, cwd)) continue;
+    const l = visibleText(`${rule}: ${String(data.input ?? '').replace(/\s+/g, ' ')}`).slice(0, 200);
+    if (!out.includes(l)) out.push(l);
+    if (out.length >= max) break;
+  }
+  return out;
+}
+
+/**
+ * Fail the task for `attempts` the gate refused during `step`: status `failed`, reason `the gate
+ * refused what a reviewer may never do during <step>: …`, journaled as `guard.gate_refused`
+ * `{taskId, orderId, step, attempts}`.
+ * @returns the permanent failure the tool returns.
+ */
+export async function gateAttemptFailure(ctx: RefGuardContext, step: string, attempts: readonly string[]): Promise<TaskToolOutcome> {
+  const reason = `the gate refused what a reviewer may never do during ${step}: ${attempts.join(' | ')}`;
+  await ctx.store.update((draft, tx) => {
+    tx.emit('guard.gate_refused', { taskId: ctx.task.id, orderId: ctx.order.id, step, attempts });
+    const t = draft.tasks[ctx.task.id];
+    if (t) transitionTask(t, 'failed', { at: new Date().toISOString(), reason: reason.slice(0, 2000) });
+  });
+  ctx.progress(`${ctx.task.id}: ${reason}`);
+  return { outcome: 'failure', permanent: true, note: reason };
+}
