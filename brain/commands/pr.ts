@@ -14,8 +14,60 @@ import type { LocalPullRequest } from '../registry/registry-schema.js';
 import { createFileRegistryStore } from '../registry/registry-store.js';
 import { findRepo } from '../../workers/git/repo.js';
 import { formatTable } from './table.js';
-import { pullRequestStatus, type PullRequestStatus } from '../forge/pr-status.js';
+import { githubPullRequestStatus, pullRequestStatus, type PullRequestStatus } from '../forge/pr-status.js';
 import type { Registry } from '../registry/registry-schema.js';
+
+/** One row of `polly pr list`: a local forge PR, or a GitHub PR as the PR watcher last saw it. */
+interface PullRequestRow {
+  forge: 'local' | 'github';
+  number: number;
+  state: LocalPullRequest['state'];
+  title: string;
+  head: string | null;
+  base: string | null;
+  headCommit: string | null;
+  taskId: string | null;
+  url: string;
+  status: PullRequestStatus;
+}
+
+function localRow(p: LocalPullRequest, registry: Registry): PullRequestRow {
+  return {
+    forge: 'local',
+    number: p.number,
+    state: p.state,
+    title: p.title,
+    head: p.head,
+    base: p.base,
+    headCommit: p.headCommit,
+    taskId: p.taskId,
+    url: localPullRequestUrl(p.number),
+    status: statusOf(p, registry),
+  };
+}
+
+/** The tasks' GitHub PRs (open ones, or all), newest first, with the watcher's last verdicts (no network: the Brain's watcher keeps them fresh). */
+function githubRows(registry: Registry, all: boolean): PullRequestRow[] {
+  const open = new Set(['draft', 'open', 'ready']);
+  return Object.values(registry.tasks)
+    .filter((t) => t.pr?.forge === 'github' && (all || open.has(t.pr.state)))
+    .map((t) => {
+      const pr = t.pr!;
+      return {
+        forge: 'github' as const,
+        number: pr.number,
+        state: pr.state,
+        title: t.title,
+        head: t.branch,
+        base: pr.watch?.base ?? t.baseBranch,
+        headCommit: pr.watch?.headCommit ?? t.headCommit,
+        taskId: t.id,
+        url: pr.url,
+        status: githubPullRequestStatus(pr.watch, pr.state),
+      };
+    })
+    .sort((a, b) => b.number - a.number);
+}
 
 /** The status of `pr` with its task's last acceptance results from `registry`. */
 function statusOf(pr: LocalPullRequest, registry: Registry): PullRequestStatus {
@@ -37,19 +89,24 @@ Pull requests on the local forge (recorded in .polly/registry.json, branches on 
                    side of the diff); journaled as pr.feedback
   request-changes  ask for changes, the same way; the PR's REVIEW becomes changes_requested
   sync   notice human merges now: merged tasks become done and their worktrees are removed
-         after a backup under refs/polly/backup/ (a running Brain does this every 30 s)
+         after a backup under refs/polly/backup/ (a running Brain does this every 30 s); on
+         GitHub it first reads every open PR's reviews, comments, checks and mergeability (the
+         Brain's PR watcher, every 60 s) and journals what is new
 
 Polly never merges: review the diff, then merge with git (merge, fast-forward, squash or
 rebase) and push; Polly notices and marks the PR merged.
 
 Options:
-  --json   machine output: list → [{number, state, title, head, base, headCommit, taskId, url,
-           review, checks, conflicts, conflictFiles}], show → the PR record with url and status,
+  --json   machine output: list → [{forge, number, state, title, head, base, headCommit, taskId,
+           url, review, checks, conflicts, conflictFiles}], show → the PR record with url and status,
            diff → {number, diff}, comment/request-changes → {number, id, event}
 
   list shows each open PR's REVIEW (changes_requested|approved|commented|none), CHECKS (the
   task's acceptance commands: passing|failing|none) and CONFLICTS (clean|conflicts|unknown:
   Polly merges the head into the base's current tip in memory, git merge-tree, on every read).
+  Tasks' GitHub PRs are listed too (gh#N), as the Brain's PR watcher last saw them on GitHub:
+  CHECKS are the head's check runs and statuses (passing|failing|pending|none), CONFLICTS GitHub's
+  mergeable (unknown while GitHub computes it); "polly pr sync" reads them now.
 
 Exit codes: 0 ok; 1 unknown PR number or not initialised; 2 bad arguments.`;
 
@@ -114,43 +171,30 @@ export const command: Command = {
       const forge = await openLocalForge(io.cwd, io.env);
       const records = await forge.records({ state: args.values.all ? 'all' : 'open' });
       const registry = await forge.readRegistry();
-      const status = new Map(records.map((p) => [p.number, statusOf(p, registry)]));
+      const rows = [...records.map((p) => localRow(p, registry)), ...githubRows(registry, args.values.all === true)];
       if (args.values.json) {
         writeJson(
           io.stdout,
-          records.map((p) => ({
-            number: p.number,
-            state: p.state,
-            title: p.title,
-            head: p.head,
-            base: p.base,
-            headCommit: p.headCommit,
-            taskId: p.taskId,
-            url: localPullRequestUrl(p.number),
-            ...status.get(p.number),
-          })),
+          rows.map(({ status, ...r }) => ({ ...r, ...status })),
         );
-      } else if (records.length === 0) {
+      } else if (rows.length === 0) {
         writeLine(io.stdout, args.values.all ? 'no pull requests' : 'no open pull requests (polly pr list --all shows merged and closed ones)');
       } else {
         for (const line of formatTable(
           [
-            { header: '#', value: (p: LocalPullRequest) => p.number },
+            { header: '#', value: (p: PullRequestRow) => (p.forge === 'github' ? `gh#${p.number}` : p.number) },
             { header: 'STATE', value: (p) => p.state },
-            { header: 'BRANCH', value: (p) => `${p.head} → ${p.base}`, max: 50 },
-            { header: 'REVIEW', value: (p) => status.get(p.number)!.review },
-            { header: 'CHECKS', value: (p) => status.get(p.number)!.checks },
+            { header: 'BRANCH', value: (p) => `${p.head ?? '?'} → ${p.base ?? '?'}`, max: 50 },
+            { header: 'REVIEW', value: (p) => p.status.review },
+            { header: 'CHECKS', value: (p) => p.status.checks },
             {
               header: 'CONFLICTS',
-              value: (p) => {
-                const st = status.get(p.number)!;
-                return st.conflicts === 'conflicts' ? `conflicts: ${st.conflictFiles.join(',')}` : st.conflicts;
-              },
+              value: (p) => (p.status.conflicts === 'conflicts' ? `conflicts${p.status.conflictFiles.length ? `: ${p.status.conflictFiles.join(',')}` : ''}` : p.status.conflicts),
               max: 40,
             },
             { header: 'TITLE', value: (p) => p.title, max: 60 },
           ],
-          records,
+          rows,
         ))
           writeLine(io.stdout, line);
       }
@@ -211,21 +255,31 @@ export const command: Command = {
       const { watchMerges } = await import('../forge/after-merge.js');
       const { createWorktreeManager } = await import('../../workers/git/worktree-manager.js');
       const ctx = await openRepoContext(io.cwd, io.env);
-      const { forge } = await openForge({ repoRoot: ctx.repo.root, config: ctx.config, store: ctx.store, env: io.env });
+      const { forge, watcher } = await openForge({ repoRoot: ctx.repo.root, config: ctx.config, store: ctx.store, env: io.env });
+      // GitHub: one PR watcher pass first (reviews, comments, checks, mergeability → journal events).
+      const watch = watcher ? await watcher.pass() : null;
       const report = await watchMerges({
         store: ctx.store,
         forge,
         worktrees: createWorktreeManager({ repoRoot: ctx.repo.root, ...(ctx.config.worktrees.dir ? { worktreesDir: ctx.config.worktrees.dir } : {}) }),
         progress: (l) => io.stderr.write(`${l}\n`),
       });
-      if (args.values.json) writeJson(io.stdout, report);
+      if (args.values.json) writeJson(io.stdout, watch ? { ...report, watch } : report);
       else {
+        if (watch) {
+          const events = Object.entries(watch.events).map(([k, n]) => `${n} ${k}`);
+          writeLine(
+            io.stdout,
+            `GitHub: ${watch.watched.length} open PR(s) read (${watch.notModified} of ${watch.requests} requests unchanged, 304)${events.length ? `; new: ${events.join(', ')}` : '; nothing new'}`,
+          );
+          for (const e of watch.errors) writeLine(io.stdout, `PR #${e.number}: ${e.message}`);
+        }
         for (const d of report.done) writeLine(io.stdout, `${d.taskId}: PR #${d.number} merged by a human → done; worktree removed after backup ${d.backupRef ?? '(none needed)'}`);
         for (const c of report.closed) writeLine(io.stdout, `${c}: PR closed without merging`);
         for (const e of report.errors) writeLine(io.stdout, `${e.taskId}: ${e.message}`);
         if (!report.done.length && !report.closed.length && !report.errors.length) writeLine(io.stdout, `no merges since the last check (${report.checked.length} PR(s) checked)`);
       }
-      return report.errors.length ? 1 : 0;
+      return report.errors.length || watch?.errors.length ? 1 : 0;
     }
     if (sub === 'merge') {
       throw new PollyError('bad_input', 'polly pr has no merge: Polly never merges. Review with "polly pr diff <number>", then merge with git yourself.');

@@ -6,7 +6,9 @@
 import { PollyError } from '../core/errors.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import type { Forge } from './forge.js';
+import { createGitHubClient } from './github-client.js';
 import { createGitHubForge, parseGitHubRemote, type ForgeClock } from './github-forge.js';
+import { createGitHubPullWatcher, type PullRequestWatcher } from './github-watch.js';
 import { resolveGitHubToken } from './github-token.js';
 import { createLocalForge, type LocalForgeStore } from './local-forge.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
@@ -62,16 +64,19 @@ export interface OpenForgeOptions {
 }
 
 /**
- * Build the repository's forge. For GitHub the token comes from `GITHUB_TOKEN` or `gh auth token`.
+ * Build the repository's forge, and for GitHub its PR watcher (`github-watch.ts`; the local forge
+ * watches itself on every read). For GitHub the token comes from `GITHUB_TOKEN` or `gh auth token`.
  * @throws PollyError `config_invalid` (see {@link selectForge}), `forge_failed` (no token).
  */
-export async function openForge(options: OpenForgeOptions): Promise<{ forge: Forge; selection: ForgeSelection }> {
+export async function openForge(options: OpenForgeOptions): Promise<{ forge: Forge; selection: ForgeSelection; watcher: PullRequestWatcher | null }> {
   const git = options.git ?? createGitRunner();
   const selection = selectForge(options.config.forge, await originUrl(git, options.repoRoot));
   if (selection.kind === 'local') {
-    return { forge: createLocalForge({ repoRoot: options.repoRoot, store: options.store, git }), selection };
+    return { forge: createLocalForge({ repoRoot: options.repoRoot, store: options.store, git }), selection, watcher: null };
   }
   const { token } = await resolveGitHubToken({ env: options.env ?? process.env, hostname: selection.host });
   const forge = createGitHubForge({ owner: selection.owner, repo: selection.repo, token, baseUrl: selection.baseUrl, ...(options.clock ? { clock: options.clock } : {}) });
-  return { forge, selection };
+  const client = createGitHubClient({ token, baseUrl: selection.baseUrl });
+  const watcher = createGitHubPullWatcher({ store: options.store, client, owner: selection.owner, repo: selection.repo });
+  return { forge, selection, watcher };
 }

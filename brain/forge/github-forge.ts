@@ -13,12 +13,27 @@
  *   waits one minute. Then the request is retried, at most `maxAttempts` times in all.
  * Waiting uses an injected {@link ForgeClock}, so tests simulate hours in milliseconds.
  *
+ * Every body Polly posts carries {@link POLLY_MARKER}, so the PR watcher never takes Polly's own
+ * words for a human's feedback.
+ *
  * No merge method exists here or anywhere in the forge (Polly never merges).
  */
 import { Octokit } from '@octokit/rest';
 import { PollyError } from '../core/errors.js';
 import type { Forge, ListPullRequestsOptions, NoMergeKeys, OpenPullRequestInput, OpenedPullRequest, PullRequestInfo, ReviewInput } from './forge.js';
 import { redactToken } from './github-token.js';
+
+/**
+ * An HTML comment Polly appends to every review, line comment and comment it posts on GitHub
+ * (invisible when rendered). The PR watcher (`github-watch.ts`) skips anything carrying it: Polly
+ * often posts with the human's own account (`gh auth token`), so the author cannot tell them apart.
+ */
+export const POLLY_MARKER = '<!-- polly -->';
+
+/** `body` with {@link POLLY_MARKER} appended. Pure. */
+export function markedBody(body: string): string {
+  return body.includes(POLLY_MARKER) ? body : `${body}\n\n${POLLY_MARKER}`;
+}
 
 /** Time for rate-limit waits: ms since the epoch and a sleep (simulated in tests). */
 export interface ForgeClock {
@@ -285,8 +300,8 @@ export function createGitHubForge(options: GitHubForgeOptions): GitHubForge {
             repo,
             pull_number: number,
             event: review.event,
-            body: review.body,
-            comments: review.comments.map((c) => ({ path: c.path, line: c.line, side: 'RIGHT', body: c.body })),
+            body: markedBody(review.body),
+            comments: review.comments.map((c) => ({ path: c.path, line: c.line, side: 'RIGHT', body: markedBody(c.body) })),
           }) as unknown as Promise<{ data: { id: number }; headers: Headers }>,
       );
       if (r.notModified) throw new PollyError('internal', 'POST answered 304');
@@ -296,7 +311,7 @@ export function createGitHubForge(options: GitHubForgeOptions): GitHubForge {
     async comment(number: number, body: string): Promise<{ id: number }> {
       const r = await send(
         `POST issues/${number}/comments`,
-        () => octokit.rest.issues.createComment({ owner, repo, issue_number: number, body }) as unknown as Promise<{ data: { id: number }; headers: Headers }>,
+        () => octokit.rest.issues.createComment({ owner, repo, issue_number: number, body: markedBody(body) }) as unknown as Promise<{ data: { id: number }; headers: Headers }>,
       );
       if (r.notModified) throw new PollyError('internal', 'POST answered 304');
       return { id: r.data.id };

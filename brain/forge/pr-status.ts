@@ -1,21 +1,23 @@
 /**
  * One line of truth about an open PR's life after "ready" (issue 16): its review state, its check
  * state and whether it still merges. Pure: computed from the local forge's record and the task's
- * acceptance results, for `polly pr list` and `polly status`.
+ * acceptance results, or from what the GitHub PR watcher last saw (`github-watch.ts`), for
+ * `polly pr list` and `polly status`.
  */
-import type { CommandResult, LocalPullRequest } from '../registry/registry-schema.js';
+import type { CommandResult, GitHubPullWatch, LocalPullRequest } from '../registry/registry-schema.js';
 
 /**
  * - `review`: the latest decisive review wins (`changes_requested` or `approved`); with none, a
  *   comment makes it `commented`; else `none`.
- * - `checks`: the task's acceptance commands as Polly last ran them: `passing` (all exit 0),
- *   `failing`, or `none` (never run / no task).
+ * - `checks`: local forge: the task's acceptance commands as Polly last ran them: `passing` (all
+ *   exit 0), `failing`, or `none` (never run / no task). GitHub: the head commit's check runs and
+ *   commit statuses, which may also be `pending`.
  * - `conflicts`: Polly's last merge check against the base's tip: `clean`, `conflicts`, or
  *   `unknown` (not checked yet, or the PR is merged/closed).
  */
 export interface PullRequestStatus {
   review: 'changes_requested' | 'approved' | 'commented' | 'none';
-  checks: 'passing' | 'failing' | 'none';
+  checks: 'passing' | 'failing' | 'pending' | 'none';
   conflicts: 'clean' | 'conflicts' | 'unknown';
   /** Conflicted paths (empty unless `conflicts`). */
   conflictFiles: string[];
@@ -37,4 +39,15 @@ export function pullRequestStatus(pr: Pick<LocalPullRequest, 'reviews' | 'mergea
     conflicts: m ? m.state : 'unknown',
     conflictFiles: m?.state === 'conflicts' ? m.files : [],
   };
+}
+
+/**
+ * The status of a GitHub PR from the watcher's record (`TaskRecord.pr.watch`; absent before the
+ * watcher's first pass: all unknown). GitHub does not name conflicting files: `conflictFiles` is
+ * empty. `state` is the PR's state in the task record (merged/closed PRs have no conflict state).
+ */
+export function githubPullRequestStatus(watch: GitHubPullWatch | undefined, state: LocalPullRequest['state']): PullRequestStatus {
+  const open = state === 'draft' || state === 'open' || state === 'ready';
+  if (!watch) return { review: 'none', checks: 'none', conflicts: 'unknown', conflictFiles: [] };
+  return { review: watch.review, checks: watch.checks, conflicts: open ? watch.conflicts : 'unknown', conflictFiles: [] };
 }

@@ -44,6 +44,8 @@ export const INBOX_KINDS: ReadonlySet<string> = new Set([
   'pr.feedback',
   'pr.conflicts',
   'pr.conflicts_resolved',
+  // A check run or commit status failed on the PR's head (GitHub: github-watch.ts).
+  'pr.checks_failed',
   'goal.done',
 ]);
 

@@ -19,6 +19,7 @@ import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
 import type { Runtime } from '../../workflows/run/runtime.js';
 import type { Forge } from '../forge/forge.js';
+import type { PullRequestWatcher } from '../forge/github-watch.js';
 import type { PlanLibrary } from '../plan/plan-library.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { GoalRecord } from '../registry/registry-schema.js';
@@ -45,6 +46,8 @@ export interface BrainProcessDeps {
   supervisor: WorkerSupervisor;
   worktrees: WorktreeManager;
   forge: Forge;
+  /** The GitHub PR watcher (one pass per after-merge pass); null on the local forge, which watches itself on every read. */
+  prWatcher?: PullRequestWatcher | null;
   /** Effect tool name → implementation (brain/task-tools/index.ts). */
   tools: Record<string, TaskTool>;
   /** Env for agent processes (model endpoints). */
@@ -61,6 +64,8 @@ export interface BrainProcessDeps {
   exitWhenIdle?: boolean;
   /** Seconds between after-merge passes (default 30). */
   mergeWatchSeconds?: number;
+  /** Seconds between GitHub PR watcher passes (default `PR_WATCH_DEFAULT_SECONDS`, 60; checked at each after-merge pass). */
+  prWatchSeconds?: number;
   /** One line per notable step, for the live view / log (stderr). */
   log?: (line: string) => void;
   /** Called with every agent event of every worker (for the live view). */
@@ -114,7 +119,7 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
     },
     journal: (kind, data) => void store.update((_d, tx) => tx.emit(kind, data)).catch(() => {}),
   });
-  const { forge, selection } = await openForge({ repoRoot: repo.root, config, store, env });
+  const { forge, selection, watcher } = await openForge({ repoRoot: repo.root, config, store, env });
   log(`[polly] forge: ${selection.kind}${'reason' in selection && selection.reason ? ` (${String(selection.reason)})` : ''}`);
   const branches = readRepoBranchContext(repo.root, env) ?? { branch: 'HEAD', defaultBranch: 'main' };
   const gateContext: GateContext = { repoRoot: repo.root, worktree: repo.root, branch: branches.branch, defaultBranch: branches.defaultBranch, home: env.HOME ?? homedir() };
@@ -128,6 +133,7 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
     supervisor,
     worktrees,
     forge,
+    prWatcher: watcher,
     tools: { ...TASK_TOOLS },
     agentEnv: agentEnvFrom(env, config),
     gateContext,

@@ -20,6 +20,7 @@ export { BRAIN_OWNER } from './order-executor.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { join } from 'node:path';
 import { watchMerges } from '../forge/after-merge.js';
+import { PR_WATCH_DEFAULT_SECONDS } from '../forge/github-watch.js';
 import { archiveFinished } from '../registry/registry-archive.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError, isPollyError } from '../core/errors.js';
@@ -152,6 +153,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
 
   let cursor = (await deps.store.journal()).at(-1)?.seq ?? 0;
   let lastMergePass = 0;
+  let lastPrWatch = 0;
   let lastHeartbeat = Date.now();
 
   const spawnWork = (key: string, work: () => Promise<void>) => {
@@ -248,6 +250,16 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
 
       if (Date.now() - lastMergePass > (deps.mergeWatchSeconds ?? 30) * 1000) {
         lastMergePass = Date.now();
+        if (deps.prWatcher && Date.now() - lastPrWatch > (deps.prWatchSeconds ?? PR_WATCH_DEFAULT_SECONDS) * 1000) {
+          lastPrWatch = Date.now();
+          // GitHub: reviews, comments, checks and mergeability become journal events (which wake the goal's brain).
+          try {
+            const watched = await deps.prWatcher.pass();
+            for (const e of watched.errors) log(`[polly] PR #${e.number}: could not read it from GitHub (next pass retries): ${e.message}`);
+          } catch (error) {
+            log(`[polly] the GitHub PR watch pass failed (next pass retries): ${isPollyError(error) ? error.message : String((error as Error)?.message ?? error)}`);
+          }
+        }
         const report = await watchMerges({ store: deps.store, forge: deps.forge, worktrees: deps.worktrees, progress: log, now });
         for (const d of report.done) log(`[polly] ${d.taskId}: PR #${d.number} was merged by a human; task done, worktree removed after backup ${d.backupRef ?? ''}`);
         // Finished goal trees a day old leave registry.json for archive.jsonl (registry-archive.ts): the registry stays small.

@@ -142,6 +142,38 @@ export interface PullRequestRef {
   number: number;
   url: string;
   state: 'draft' | 'open' | 'ready' | 'merged' | 'closed';
+  /** What the GitHub PR watcher has seen of this PR (brain/forge/github-watch.ts); absent before its first pass and on the local forge. */
+  watch?: GitHubPullWatch;
+}
+
+/**
+ * The GitHub PR watcher's durable memory of one PR, so that every event is journaled exactly once
+ * across passes and restarts: the ETag of each resource it polls (sent as `If-None-Match`), the ids
+ * of the reviews, review comments and issue comments already seen, the failing checks already
+ * reported for the head commit, and the PR's last known review / checks / conflict state.
+ */
+export interface GitHubPullWatch {
+  /** Resource key (`pull`, `reviews`, `review_comments`, `issue_comments`, `check_runs`, `status`) → last ETag. */
+  etags: Record<string, string>;
+  /** The head commit `check_runs` / `status` ETags belong to (they are per commit). */
+  checksCommit: string | null;
+  seen: { reviews: number[]; reviewComments: number[]; issueComments: number[] };
+  /** Failing checks (`run:NAME` / `status:CONTEXT`) already reported in `pr.checks_failed` for `headCommit`. */
+  reportedChecks: { headCommit: string; keys: string[] } | null;
+  /** The latest humans' review verdict. */
+  review: 'changes_requested' | 'approved' | 'commented' | 'none';
+  /** The head's checks: `failing` (any check run or status failed), `pending`, `passing`, or `none` (no check reported). */
+  checks: 'passing' | 'failing' | 'pending' | 'none';
+  /** GitHub's `mergeable`: `clean` (true), `conflicts` (false), `unknown` (null: GitHub is computing it, or not read yet). */
+  conflicts: 'clean' | 'conflicts' | 'unknown';
+  /** The PR's head and base commits and base branch as last read. */
+  headCommit: string | null;
+  baseCommit: string | null;
+  base: string | null;
+  /** Set once the watcher journaled `pr.merged` / `pr.closed` (it then stops reading the PR). */
+  final: 'merged' | 'closed' | null;
+  /** ISO time of the last pass that read this PR. */
+  polledAt: string;
 }
 
 /** A task: its plan spec (minus the plan-local key, plus the registry id) and its lifecycle. */

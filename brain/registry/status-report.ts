@@ -5,7 +5,7 @@
  */
 import type { GoalRecord, PlanRecord, PullRequestRef, Registry, TaskRecord, WorkerRecord } from './registry-schema.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
-import { pullRequestStatus, type PullRequestStatus } from '../forge/pr-status.js';
+import { githubPullRequestStatus, pullRequestStatus, type PullRequestStatus } from '../forge/pr-status.js';
 import { costJson, sumTotals, type LedgerTotals, type TaskLedger } from './cost-ledger.js';
 import type { Budget } from '../plan/budgets.js';
 
@@ -36,7 +36,8 @@ export interface StatusTask {
   pr: PullRequestRef | null;
   /**
    * The PR's review/check/conflict state (brain/forge/pr-status.ts) as last recorded: for a local
-   * forge PR from its registry record; for any PR the checks are the task's acceptance results.
+   * forge PR from its registry record (checks: the task's acceptance results); for a GitHub PR from
+   * what the PR watcher last saw (brain/forge/github-watch.ts).
    * Null without a PR.
    */
   prStatus: PullRequestStatus | null;
@@ -119,8 +120,13 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
       status: t.status,
       branch: t.branch,
       worktree: t.worktree,
-      pr: t.pr,
-      prStatus: t.pr ? pullRequestStatus((t.pr.forge === 'local' ? reg.pullRequests[String(t.pr.number)] : undefined) ?? { reviews: [], state: t.pr.state }, t.checks) : null,
+      // The watcher's memory (ETags, seen ids) is not status: its verdicts are in prStatus.
+      pr: t.pr ? { forge: t.pr.forge, number: t.pr.number, url: t.pr.url, state: t.pr.state } : null,
+      prStatus: !t.pr
+        ? null
+        : t.pr.forge === 'github'
+          ? githubPullRequestStatus(t.pr.watch, t.pr.state)
+          : pullRequestStatus(reg.pullRequests[String(t.pr.number)] ?? { reviews: [], state: t.pr.state }, t.checks),
       statusReason: t.statusReason,
       spent: { ...statusCost(t.ledger?.totals ?? sumTotals([])), byRole: t.ledger?.byRole ?? {} },
       budget: t.budget ?? null,

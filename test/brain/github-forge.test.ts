@@ -3,7 +3,7 @@
  * validated against GitHub's OpenAPI description, GraphQL against GitHub's public schema).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createGitHubForge, parseGitHubRemote, rateLimitWaitMs } from '../../brain/forge/github-forge.js';
+import { createGitHubForge, markedBody, parseGitHubRemote, POLLY_MARKER, rateLimitWaitMs } from '../../brain/forge/github-forge.js';
 import { isPollyError } from '../../brain/core/errors.js';
 import { commentableLines, reviewFromFindings } from '../../workers/review-findings.js';
 import { createFakeClock, startGitHubSimulator, type GitHubSimulator } from '../helpers/github-simulator.js';
@@ -43,9 +43,10 @@ describe('GitHub forge against the simulator', () => {
       comments: [{ path: 'src/a.ts', line: 12, body: 'off by one' }],
     });
     expect(review.id).toBe(pull.reviews[0]!.id);
-    expect(pull.reviews[0]).toMatchObject({ state: 'COMMENTED', comments: [{ path: 'src/a.ts', line: 12, side: 'RIGHT', body: 'off by one' }] });
+    expect(pull.reviews[0]).toMatchObject({ state: 'COMMENTED', comments: [{ path: 'src/a.ts', line: 12, side: 'RIGHT', body: markedBody('off by one') }] });
+    expect(pull.reviews[0]!.body).toBe(`Cross-review by codex: 1 blocking finding\n\n${POLLY_MARKER}`); // the watcher's sign of Polly's own words
     await forge.comment(opened.number, 'checks green');
-    expect(pull.comments.map((c) => c.body)).toEqual(['checks green']);
+    expect(pull.comments.map((c) => c.body)).toEqual([markedBody('checks green')]);
 
     expect((await forge.getPullRequest(opened.number)).state).toBe('draft');
     await forge.markReady(opened.number);
@@ -101,25 +102,39 @@ describe('GitHub forge against the simulator', () => {
     await forge.postReview(pr.number, review);
     const posted = sim.pulls.get(pr.number)!.reviews.at(-1)!;
     expect(posted.state).toBe('COMMENTED');
-    expect(posted.comments).toEqual([{ path: 'src/a.ts', line: 2, side: 'RIGHT', body: '**Blocking** (codex, round 1): crashes on empty input' }]);
+    expect(posted.comments).toMatchObject([{ path: 'src/a.ts', line: 2, side: 'RIGHT', body: markedBody('**Blocking** (codex, round 1): crashes on empty input') }]);
     expect(posted.body).toContain('1 blocking finding, 1 non-blocking');
     expect(posted.body).toContain('`src/a.ts:99` — Non-blocking (codex, round 1): outside the diff');
   });
 
-  test('the request log does catch merges: REST PUT …/merge and GraphQL mergePullRequest / enablePullRequestAutoMerge (a separate client, not the forge)', async () => {
-    const other = await startGitHubSimulator({ clock, branches: { main: sha('a'), 'polly/m': sha('b') } });
+  test('the simulator refuses and records merges (REST PUT …/merge, POST …/merges, GraphQL enablePullRequestAutoMerge) and forced or non-fast-forward ref updates (a separate client, not the forge)', async () => {
+    const other = await startGitHubSimulator({ clock, branches: { main: sha('a'), 'polly/m': sha('b'), feature: sha('b') } });
     try {
       const { Octokit } = await import('@octokit/rest');
       const raw = new Octokit({ baseUrl: other.baseUrl, auth: TOKEN, log: { debug() {}, info() {}, warn() {}, error() {} } });
       const pr = await raw.rest.pulls.create({ owner: other.owner, repo: other.repo, head: 'polly/m', base: 'main', title: 'm' });
       expect(other.mergeRequests()).toEqual([]);
-      await raw.rest.pulls.merge({ owner: other.owner, repo: other.repo, pull_number: pr.data.number });
-      expect(other.pulls.get(pr.data.number)!.merged).toBe(true); // served faithfully: it merged
+      const merge = await raw.rest.pulls.merge({ owner: other.owner, repo: other.repo, pull_number: pr.data.number }).catch((e: { status: number }) => e);
+      expect((merge as { status: number }).status).toBe(403);
+      expect(other.pulls.get(pr.data.number)!).toMatchObject({ merged: false, state: 'open' }); // refused: nothing merged
+      await raw.rest.repos.merge({ owner: other.owner, repo: other.repo, base: 'main', head: 'polly/m' }).catch(() => undefined);
       await raw.graphql('mutation($id: ID!) { enablePullRequestAutoMerge(input: {pullRequestId: $id}) { clientMutationId } }', { id: pr.data.node_id }).catch(() => undefined);
       expect(other.mergeRequests().map((r) => `${r.method} ${r.path} ${r.graphqlFields.join(',')}`.trim())).toEqual([
         `PUT /repos/${other.owner}/${other.repo}/pulls/${pr.data.number}/merge`,
+        `POST /repos/${other.owner}/${other.repo}/merges`,
         'POST /graphql enablePullRequestAutoMerge',
       ]);
+      expect(other.branchSha('main')).toBe(sha('a'));
+      // Ref updates: a fast-forward is served; a forced one and a non-fast-forward one are refused.
+      other.setBranch('polly/m', sha('c')); // the branch moves on: c's parent is b
+      const ff = await raw.rest.git.updateRef({ owner: other.owner, repo: other.repo, ref: 'heads/feature', sha: sha('c') });
+      expect(ff.status).toBe(200);
+      const forced = await raw.rest.git.updateRef({ owner: other.owner, repo: other.repo, ref: 'heads/polly/m', sha: sha('c'), force: true }).catch((e: { status: number }) => e);
+      const back = await raw.rest.git.updateRef({ owner: other.owner, repo: other.repo, ref: 'heads/polly/m', sha: sha('b') }).catch((e: { status: number }) => e);
+      expect([(forced as { status: number }).status, (back as { status: number }).status]).toEqual([403, 403]);
+      expect(other.forceUpdates().map((r) => r.body)).toEqual([{ sha: sha('c'), force: true }, { sha: sha('b') }]);
+      expect(other.branchSha('polly/m')).toBe(sha('c'));
+      expect(other.refusedRequests()).toHaveLength(5);
     } finally {
       await other.close();
     }
@@ -208,9 +223,9 @@ describe('orchestration case 11: watching 20 PRs for an hour stays inside a fixe
     const clock = createFakeClock();
     const branches: Record<string, string> = { main: sha('a') };
     for (let i = 1; i <= 20; i++) branches[`polly/w${i}`] = i.toString(16).padStart(40, '0');
-    // The fixed budget: 60 requests per hour in all. Without conditional requests a single poll
-    // round of 20 PRs a minute would use it up in three minutes.
-    const sim = await startGitHubSimulator({ clock, rateLimit: 60, branches });
+    // The fixed budget: 300 requests per hour in all. Without conditional requests 20 PRs polled
+    // every minute would use it up in a quarter of an hour (1,200 requests an hour).
+    const sim = await startGitHubSimulator({ clock, rateLimit: 300, branches });
     try {
       const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl, clock });
       const numbers: number[] = [];
@@ -249,8 +264,15 @@ describe('orchestration case 11: watching 20 PRs for an hour stays inside a fixe
       const during = sim.requests.slice(from);
       const charged = during.filter((r) => r.charged).length;
       const notModified = during.filter((r) => r.status === 304).length;
-      // Budget: one charged GET per PR to learn its ETag + one per change; everything else is a 304.
-      expect(charged).toBe(20 + 5);
+      // Budget: a PR's body changes when it is opened (GitHub answers \`mergeable: null\` first and
+      // the computed value on the next read) and whenever its base moves (base.sha, mergeability
+      // recomputed): two charged GETs per open PR per change, one for the merged PR itself. Every
+      // other poll is a 304: charges happen only in the two rounds after a change.
+      const minute = (at: number) => Math.floor((at - start) / 60_000);
+      const chargedMinutes = new Set(during.filter((r) => r.charged).map((r) => minute(r.at)));
+      const changeMinutes = new Set([0, 1, ...[...humanMerges.values()].flatMap((at) => [minute(at) + 1, minute(at) + 2])]);
+      expect([...chargedMinutes].filter((m) => !changeMinutes.has(m))).toEqual([]);
+      expect(charged).toBeLessThanOrEqual(20 * 2 + 5 * (19 * 2 + 1));
       expect(during.length).toBeGreaterThan(1000); // it really polled every PR every minute
       expect(notModified).toBe(during.length - charged);
       expect(during.filter((r) => r.status === 403 || r.status === 429)).toEqual([]);

@@ -58,6 +58,7 @@ describe('polly pr (local forge)', () => {
     expect(list.code).toBe(0);
     expect(JSON.parse(list.stdout)).toEqual([
       {
+        forge: 'local',
         number: 1,
         state: 'draft',
         title: 'Say hello',

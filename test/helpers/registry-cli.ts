@@ -1,5 +1,5 @@
 // Spawning the compiled CLI (`node dist/brain/cli.js`) as a user would, in a given directory.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { gitTestEnv } from './git-repo.js';
 
@@ -15,4 +15,20 @@ export interface CliRun {
 export function runCli(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): CliRun {
   const r = spawnSync(process.execPath, [CLI, ...args], { cwd, env: { ...gitTestEnv(), ...env }, encoding: 'utf8', timeout: 30_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/**
+ * `runCli` without blocking the test's event loop: for a CLI that talks to a server running in the
+ * test process (the GitHub API simulator), which `spawnSync` would starve.
+ */
+export function runCliAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...gitTestEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }
