@@ -27,7 +27,12 @@ export type Harness = (typeof HARNESSES)[number];
 /** Each harness's model vendor: a cross-review needs a reviewer of another vendor. */
 export const HARNESS_VENDOR: Readonly<Record<Harness, string>> = { 'claude-code': 'anthropic', codex: 'openai', pi: 'pi' };
 
-/** A task's lifecycle status (see `brain/registry/task-lifecycle.ts` for the allowed moves). */
+/**
+ * A task's lifecycle status (see `brain/registry/task-lifecycle.ts` for the allowed moves).
+ * `parked`: Polly stopped working on the task's PR and a human must decide (its fix rounds are
+ * exhausted, a base conflict could not be resolved, or a budget was reached); journaled as
+ * `task.parked` {taskId, reason}.
+ */
 export const TASK_STATUSES = [
   'queued',
   'dispatched',
@@ -45,12 +50,17 @@ export const TASK_STATUSES = [
   'agent_missing',
   'agent_exited',
   'blocked_on_prompt',
+  'parked',
 ] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
-/** Statuses after which no worker runs for the task (it may still be carried by the forge: `ready`). */
+/**
+ * Statuses after which no worker runs for the task (it may still be carried by the forge: `ready`,
+ * whose run watches the PR and may start a fix round; `parked`, whose PR waits for a human).
+ */
 export const FINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>([
   'ready',
+  'parked',
   'merged',
   'done',
   'failed',
