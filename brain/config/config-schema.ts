@@ -46,6 +46,15 @@ export interface PollyConfig {
     /** The Brain's own model (Claude). */
     model: string | null;
   };
+  /** A pull request's life after ready (issue 16): its feedback goes back to the same worker session. */
+  pr: {
+    /**
+     * Fix rounds after the PR is ready: every send-back to the worker (a change request, a failing
+     * check, a conflict with the moved base, red re-tests, a blocking re-review) counts one; the
+     * bound exhausted parks the task for a human (0-10, default 3; 0: every PR event parks).
+     */
+    max_fix_rounds: number;
+  };
 }
 
 /** The defaults written by `polly init` (with comments) and used for any missing key. */
@@ -71,4 +80,5 @@ export const DEFAULT_CONFIG: PollyConfig = {
   worktrees: { setup: null, setup_network: false },
   forge: { kind: 'auto', github: { base_url: null } },
   brain: { model: 'claude-sonnet-4-5' },
+  pr: { max_fix_rounds: 3 },
 };

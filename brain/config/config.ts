@@ -90,6 +90,7 @@ export const CONFIG_SPEC: Spec = {
       fields: { kind: { t: 'enum', values: ['auto', 'local', 'github'] }, github: { t: 'object', fields: { base_url: nullableStr } } },
     },
     brain: { t: 'object', fields: { model: nullableStr } },
+    pr: { t: 'object', fields: { max_fix_rounds: int(0, 10) } },
   },
 };
 
@@ -144,6 +145,8 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'forge.github.base_url': 'API base URL for GitHub Enterprise (e.g. https://ghe.example.com/api/v3); null for github.com.',
   brain: 'The Brain: the LLM session that plans and integrates and never writes business code.',
   'brain.model': "The Brain's own (Claude) model; null lets the SDK choose.",
+  pr: "A PR's life after ready: a human's change request or line comment, a failing check, or a conflict\nwith the moved base goes back to the SAME worker session as a fix round (Polly merges the base\nin, re-runs acceptance, has it re-reviewed, pushes plainly and replies on the PR).",
+  'pr.max_fix_rounds': 'Fix rounds (each send-back to the worker after ready) before the task is parked for a human (0-10).',
 };
 
 /** Every key path of the config spec (objects and leaves), for the comment table and tests. */

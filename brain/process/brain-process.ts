@@ -13,7 +13,8 @@
  *
  * This file is the loop; its parts live beside it: `plan-schedule.ts` (each plan's admitted schedule
  * workflow, run on the runtime: which plan tasks start),
- * `order-executor.ts` (work orders, read-only tasks, cancels, run ends → task statuses).
+ * `order-executor.ts` (work orders, read-only tasks, cancels, run ends → task statuses),
+ * `pr-events.ts` (a ready task's PR events → bounded fix rounds of its run).
  */
 
 export { BRAIN_OWNER } from './order-executor.js';
@@ -30,6 +31,7 @@ import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
 import { newTaskRecord } from '../registry/task-record.js';
 import { driveSchedules, type ScheduleMemory } from './plan-schedule.js';
 import { executeOrder, finishTasksOfEndedRuns, handleCancels, runReadOnlyTask } from './order-executor.js';
+import { newPrRouteMemory, routePrEvents } from './pr-events.js';
 import { toInboxEvents } from '../mcp/brain-tools.js';
 import type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
 import { brainTurn, failGoal, reapPreviousGoalBrains } from './goal-brains.js';
@@ -120,6 +122,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
   const inflight = new Map<string, Promise<void>>();
   const goalBrains = new Map<string, { brain: GoalBrain; busy: boolean; cursor: number }>();
   const scheduleMemory: ScheduleMemory = new Map();
+  const prMemory = newPrRouteMemory();
   // A level-triggered wake-up: work that ends while the loop body runs sets `woken`, so the next
   // sleep is skipped instead of lost (run-store steps do not move the registry journal, so a lost
   // poke would cost a whole 5 s timeout per step).
@@ -173,6 +176,8 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
       }
       // Runs that ended: reflect their outcome on the task (each run held to its admitted workflow).
       await finishTasksOfEndedRuns(deps, now);
+      // PR events of ready tasks → fix rounds in the same session; a human's merge or close ends the run.
+      await routePrEvents(deps, prMemory, log, now);
       // The plans' schedules: task ends reported, dependants skipped, the next turn's dispatches.
       await driveSchedules(deps, scheduleMemory, log, now);
 
