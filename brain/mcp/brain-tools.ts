@@ -41,6 +41,11 @@ export const INBOX_KINDS: ReadonlySet<string> = new Set([
   'pr.feedback',
   'pr.conflicts',
   'pr.conflicts_resolved',
+  'pr.checks_failed',
+  // Fix rounds (brain/process/pr-events.ts): one started, one answered on the PR, a task parked for a human.
+  'task.fix_round',
+  'task.pr_reply',
+  'task.parked',
   'goal.done',
 ]);
 
