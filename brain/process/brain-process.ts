@@ -30,7 +30,7 @@ import type { PlanRecord, Registry, TaskRecord } from '../registry/registry-sche
 import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
 import { newTaskRecord } from '../registry/task-record.js';
 import { driveSchedules, type ScheduleMemory } from './plan-schedule.js';
-import { executeOrder, finishTasksOfEndedRuns, handleCancels, runReadOnlyTask } from './order-executor.js';
+import { WATCHING_STATE, executeOrder, finishTasksOfEndedRuns, handleCancels, runControlState, runReadOnlyTask } from './order-executor.js';
 import { newPrRouteMemory, routePrEvents } from './pr-events.js';
 import { toInboxEvents } from '../mcp/brain-tools.js';
 import type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
@@ -92,14 +92,18 @@ export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][numbe
 
 /**
  * Why nothing more will happen: the registry holds no open goal, no unfinished task, and `runs`
- * (the runtime's runs: they live in the run store, not in registry.json) no unfinished plan schedule run.
+ * (the runtime's runs: they live in the run store, not in registry.json) no unfinished plan
+ * schedule run and no task run that reached `watching` (its PR ready again after a fix round)
+ * whose task is not settled yet. A task run that watches a settled task is not open work: the
+ * next PR event starts a Brain pass of its own.
  */
 export function isIdle(reg: Registry, runs: readonly RunRecord[]): boolean {
   const openGoal = Object.values(reg.goals).some((g) => !isGoalFinal(g.status));
   const pendingPlan = Object.values(reg.plans).some((p) => p.gate === 'pending');
   const openTask = Object.values(reg.tasks).some((t) => !FINAL_TASK_STATUSES.has(t.status));
   const openSchedule = runs.some((r) => r.status === 'running' && typeof r.input.plan === 'string' && reg.plans[r.input.plan]?.gate === 'approved');
-  return !openGoal && !pendingPlan && !openTask && !openSchedule;
+  const unsettled = runs.some((r) => r.status === 'running' && typeof r.input.task === 'string' && runControlState(r) === WATCHING_STATE && reg.tasks[r.input.task]?.finishedAt === null);
+  return !openGoal && !pendingPlan && !openTask && !openSchedule && !unsettled;
 }
 
 /**
