@@ -23,8 +23,10 @@ human merges, and hosts the LLM brain of each open goal. "polly goal" starts it 
   --exit-when-idle  exit once no goal, plan or task is open
   --no-llm          do not start LLM brains (plans come from "polly run")
 
-Diagnostics go to stderr. Exit codes: 0 stopped; 1 another Brain owns the repository (its pid
-is named) or a fault; 2 bad flags.`,
+Diagnostics go to stderr. Exit codes: 0 stopped (idle, or SIGTERM/SIGINT: workers keep running
+for the next Brain); 1 another Brain owns the repository (its pid is named), the registry was
+deleted or corrupted while it ran (registry_corrupt: the restore command and its backup are
+printed; workers keep running, polly resume adopts them after the restore), or a fault; 2 bad flags.`,
   async run(argv, io) {
     const { values } = parseCommandArgs('brain', argv, { 'exit-when-idle': { type: 'boolean' }, 'no-llm': { type: 'boolean' } }, 0);
     const ctx = await openRepoContext(io.cwd, io.env);

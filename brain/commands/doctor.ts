@@ -5,12 +5,14 @@
  * Checks: the config validates; each agent CLI is found and answers `--version`; bubblewrap can
  * start a sandbox; which git identity commits will carry; the default branch is not behind its
  * remote-tracking branch (as of the last fetch: doctor does not touch the network); the project's
- * test runner will not collect tests from `.worktrees/`; the acceptance commands can run here;
+ * test runners and linters will not crawl the worktrees (`worktrees.dir`); the acceptance commands can run here;
  * the main checkout has no uncommitted work that worktrees would leave out.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { detectToolExclusions } from '../config/tool-exclusions.js';
+import { resolveWorktreesDir, worktreesDirInRepo } from '../../workers/git/worktrees-dir.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { loadConfig } from '../config/config.js';
@@ -132,31 +134,28 @@ async function behindCheck(git: GitRunner, root: string): Promise<DoctorCheck> {
   return { id: 'default-branch', status: 'ok', detail: `${branch} is up to date with origin/${branch} as of the last fetch${ahead ? ` (${ahead} ahead)` : ''}` };
 }
 
-const RUNNER_CONFIGS: Record<string, RegExp> = { vitest: /^(vitest|vite)\.config\.[cm]?[jt]s$/, jest: /^jest\.config\.[cm]?[jt]s(on)?$/ };
-
 /**
- * Vitest's default `exclude` is `**\/node_modules/**` and `**\/.git/**` (https://vitest.dev/config/#exclude)
- * and Jest's `testPathIgnorePatterns` is `/node_modules/` (https://jestjs.io/docs/configuration#testpathignorepatterns-arraystring):
- * both collect the test files of every worktree under `.worktrees/` unless their config names it.
- * Go (`./...` skips directories starting with `.`), pytest (`norecursedirs` has `.*`) and cargo do not.
+ * Will the user's own test runners and linters crawl the worker worktrees? With `worktrees.dir`
+ * outside the repository, none can. Inside (the default `.worktrees`), each tool whose config is
+ * found (brain/config/tool-exclusions.ts: vitest, jest, eslint, a bare `node --test`, pytest with
+ * its own `norecursedirs`) and does not name the directory is listed with the exact exclusion to
+ * add. Go (`./...` skips directories starting with `.` or `_`) and cargo do not look there.
  */
-function worktreeVisibilityCheck(root: string): DoctorCheck {
-  const pkgText = existsSync(join(root, 'package.json')) ? readFileSync(join(root, 'package.json'), 'utf8') : null;
-  if (pkgText === null) return { id: 'worktrees-visible', status: 'ok', detail: 'no JavaScript test runner that would collect tests from .worktrees/' };
-  const files = readdirSync(root);
-  const seen: string[] = [];
-  for (const [runner, pattern] of Object.entries(RUNNER_CONFIGS)) {
-    if (!new RegExp(`"${runner}"`).test(pkgText)) continue;
-    const configs = files.filter((f) => pattern.test(f));
-    const mentions = configs.some((f) => readFileSync(join(root, f), 'utf8').includes('.worktrees')) || (runner === 'jest' && pkgText.includes('.worktrees'));
-    if (!mentions) seen.push(`${runner}${configs.length > 0 ? ` (${configs.join(', ')})` : ''}`);
+function worktreeVisibilityCheck(root: string, config: PollyConfig): DoctorCheck {
+  const dir = resolveWorktreesDir(root, config.worktrees.dir);
+  const rel = worktreesDirInRepo(root, dir);
+  if (rel === null) return { id: 'worktrees-visible', status: 'ok', detail: `worktrees live outside the repository (${dir}): no tool of the repository crawls them` };
+  const found = detectToolExclusions(root, rel);
+  const open = found.filter((t) => !t.excluded);
+  if (open.length === 0) {
+    const named = found.map((t) => t.tool);
+    return { id: 'worktrees-visible', status: 'ok', detail: named.length > 0 ? `${named.join(', ')} exclude ${rel}/` : `no test runner or linter config here would crawl ${rel}/` };
   }
-  if (seen.length === 0) return { id: 'worktrees-visible', status: 'ok', detail: 'the test runners exclude .worktrees/ or do not look there' };
   return {
     id: 'worktrees-visible',
     status: 'problem',
-    detail: `${seen.join(', ')} will also run the tests of every worker worktree under .worktrees/`,
-    fix: 'exclude it: vitest test.exclude [...configDefaults.exclude, "**/.worktrees/**"]; jest testPathIgnorePatterns ["/node_modules/", "/.worktrees/"]',
+    detail: open.map((t) => `${t.tool} (${t.file}) will also run the tests of every worker worktree under ${rel}/`).join('; '),
+    fix: `${open.map((t) => `${t.tool}: ${t.fix}`).join('; ')}; or set worktrees.dir: ../${basename(root)}.polly-worktrees in .polly/config.yaml to keep worktrees out of the repository`,
   };
 }
 
@@ -196,7 +195,7 @@ export async function runDoctor(cwd: string, env: NodeJS.ProcessEnv, probe: (env
     ...(fallback ? { fix: 'git config user.name "Your Name" && git config user.email you@example.com (or export GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL)' } : {}),
   });
   checks.push(await behindCheck(git, repo.root));
-  checks.push(worktreeVisibilityCheck(repo.root));
+  checks.push(worktreeVisibilityCheck(repo.root, effective));
   const problems = commandProblems(repo.root, effective.acceptance.commands);
   checks.push(
     problems.length === 0
@@ -239,7 +238,8 @@ Checks, one line each (ok, or PROBLEM with what to do):
   sandbox             bubblewrap can start a sandbox on this machine
   identity            the git identity Polly's commits will carry, and where it comes from
   default-branch      the default branch is not behind origin (as of the last fetch)
-  worktrees-visible   vitest/jest will not run the tests of .worktrees/*
+  worktrees-visible   vitest, jest, eslint, node --test and pytest will not crawl the worktrees
+                      (each found config is named with its exclusion; none can when worktrees.dir is outside)
   acceptance          acceptance.commands can run in this repository
   uncommitted         no uncommitted work in the main checkout (worktrees start from a commit)
 

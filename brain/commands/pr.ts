@@ -212,7 +212,12 @@ export const command: Command = {
       const { createWorktreeManager } = await import('../../workers/git/worktree-manager.js');
       const ctx = await openRepoContext(io.cwd, io.env);
       const { forge } = await openForge({ repoRoot: ctx.repo.root, config: ctx.config, store: ctx.store, env: io.env });
-      const report = await watchMerges({ store: ctx.store, forge, worktrees: createWorktreeManager({ repoRoot: ctx.repo.root }), progress: (l) => io.stderr.write(`${l}\n`) });
+      const report = await watchMerges({
+        store: ctx.store,
+        forge,
+        worktrees: createWorktreeManager({ repoRoot: ctx.repo.root, ...(ctx.config.worktrees.dir ? { worktreesDir: ctx.config.worktrees.dir } : {}) }),
+        progress: (l) => io.stderr.write(`${l}\n`),
+      });
       if (args.values.json) writeJson(io.stdout, report);
       else {
         for (const d of report.done) writeLine(io.stdout, `${d.taskId}: PR #${d.number} merged by a human → done; worktree removed after backup ${d.backupRef ?? '(none needed)'}`);

@@ -32,6 +32,13 @@ export interface PollyConfig {
     network?: boolean;
   };
   worktrees: {
+    /**
+     * Where task worktrees go (`<dir>/<task id>`), relative to the repository root or absolute
+     * (workers/git/worktrees-dir.ts). Default `.worktrees`, inside the repository; a directory
+     * beside it (`../<repo>.polly-worktrees`) keeps them out of tools that crawl the repository.
+     * Optional for configs written before it existed.
+     */
+    dir?: string;
     /** Command run in a new worktree after files from .worktreeinclude are copied (e.g. `npm ci`). */
     setup: string | null;
     /** Give the setup command the network (e.g. `npm ci`); default false. */
@@ -77,7 +84,7 @@ export const DEFAULT_CONFIG: PollyConfig = {
     max_rounds: 2,
   },
   acceptance: { commands: ['npm test'], timeout: 600, max_attempts: 3, network: false },
-  worktrees: { setup: null, setup_network: false },
+  worktrees: { dir: '.worktrees', setup: null, setup_network: false },
   forge: { kind: 'auto', github: { base_url: null } },
   brain: { model: 'claude-sonnet-4-5' },
   pr: { max_fix_rounds: 3 },

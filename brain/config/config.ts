@@ -84,7 +84,7 @@ export const CONFIG_SPEC: Spec = {
       },
     },
     acceptance: { t: 'object', fields: { commands: { t: 'list', of: str }, timeout: int(1), max_attempts: int(1, 20), network: { t: 'bool' } } },
-    worktrees: { t: 'object', fields: { setup: nullableStr, setup_network: { t: 'bool' } } },
+    worktrees: { t: 'object', fields: { dir: str, setup: nullableStr, setup_network: { t: 'bool' } } },
     forge: {
       t: 'object',
       fields: { kind: { t: 'enum', values: ['auto', 'local', 'github'] }, github: { t: 'object', fields: { base_url: nullableStr } } },
@@ -137,6 +137,8 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'acceptance.max_attempts': 'Worker attempts (the first plus fix rounds on red checks) before a task fails (1-20).',
   'acceptance.network': 'true: acceptance commands get the network; false: loopback only, inside the sandbox.',
   worktrees: 'Worktrees: files listed in .worktreeinclude are copied into each new worktree.',
+  'worktrees.dir':
+    'Where task worktrees go (<dir>/<task id>), relative to the repository root or absolute. .worktrees (inside, hidden from git)\nor a directory beside the repository, e.g. ../NAME.polly-worktrees, which no test runner or linter of the repository crawls.',
   'worktrees.setup': 'Command run in a new worktree after that copy (e.g. npm ci); null for none.',
   'worktrees.setup_network': 'true: the setup command gets the network (npm ci needs it); false: loopback only.',
   forge: 'Where pull requests go. Polly opens draft PRs and marks them ready; it never merges.',

@@ -55,6 +55,9 @@ export function detectToolExclusions(repoRoot: string, worktreesDir = '.worktree
     pkg = {};
   }
   const mentions = (text: string | null): boolean => text?.includes(worktreesDir) === true;
+  /** True when package.json depends on `tool` or a script runs it. */
+  const uses = (tool: string): boolean =>
+    Boolean(pkg.dependencies?.[tool] ?? pkg.devDependencies?.[tool]) || Object.values(pkg.scripts ?? {}).some((cmd) => new RegExp(`(^|[\\s;&|])${tool}(\\s|$)`).test(cmd));
   const ext = ['ts', 'mts', 'cts', 'js', 'mjs', 'cjs'];
 
   const vitest =
@@ -73,8 +76,17 @@ export function detectToolExclusions(repoRoot: string, worktreesDir = '.worktree
       excluded: mentions(read(repoRoot, vitest)),
       fix: `test: { exclude: [...configDefaults.exclude, '${worktreesDir}/**'] }  (import { configDefaults } from 'vitest/config')`,
     });
+  } else if (!vitest && uses('vitest')) {
+    // No config file: vitest runs with its defaults, which crawl every directory but node_modules and .git.
+    out.push({
+      tool: 'vitest',
+      file: 'package.json',
+      excluded: false,
+      fix: `add vitest.config.ts: export default defineConfig({ test: { exclude: [...configDefaults.exclude, '${worktreesDir}/**'] } })  (import { configDefaults, defineConfig } from 'vitest/config')`,
+    });
   }
-  const jest = first(repoRoot, ext.map((e) => `jest.config.${e}`).concat('jest.config.json')) ?? (pkg.jest ? 'package.json' : null);
+  // A jest config file, the package.json "jest" key, or jest used with its defaults (which crawl dot directories too).
+  const jest = first(repoRoot, ext.map((e) => `jest.config.${e}`).concat('jest.config.json')) ?? (pkg.jest || uses('jest') ? 'package.json' : null);
   if (jest) {
     const text = jest === 'package.json' ? JSON.stringify(pkg.jest) : read(repoRoot, jest);
     out.push({

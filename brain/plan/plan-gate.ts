@@ -75,7 +75,10 @@ export async function proposePlan(
     };
     record.batches = plan.batches;
     record.admittedWith = planShapingConfig(config);
-    if (!admission.admitted) record.counterexamples = counterexamples;
+    if (!admission.admitted) {
+      record.counterexamples = counterexamples;
+      record.counterexampleTraces = structuredClone(admission.violations);
+    }
     draft.plans[planId] = record;
     const goal = goalId ? draft.goals[goalId] : undefined;
     if (goal) {

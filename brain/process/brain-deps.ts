@@ -102,6 +102,7 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
   const supervisor = createWorkerSupervisor({ repoRoot: repo.root, store, config });
   const worktrees = createWorktreeManager({
     repoRoot: repo.root,
+    ...(config.worktrees.dir ? { worktreesDir: config.worktrees.dir } : {}),
     setupCommand: config.worktrees.setup,
     setupSandbox: {
       network: config.worktrees.setup_network ?? false,

@@ -45,7 +45,10 @@ export function runControlState(run: Pick<RunRecord, 'state'>): string {
   return String((run.state as { state?: unknown }).state ?? '');
 }
 
-/** Perform one work order with its tool and report the outcome to the runtime. */
+/**
+ * Perform one work order with its tool and report the outcome to the runtime.
+ * @throws PollyError `registry_corrupt` when the registry was lost or damaged meanwhile (the order is left unreported).
+ */
 export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order: WorkOrderRecord, log: (l: string) => void, now: () => Date): Promise<void> {
   const claimed = await deps.runtime.claim(run.id, { owner: BRAIN_OWNER });
   if (!claimed || claimed.id !== order.id) return;
@@ -89,6 +92,11 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
     try {
       outcome = await tool(ctx);
     } catch (error) {
+      // The registry lost or corrupted under the Brain is the Brain's fault, not the task's: nothing
+      // is reported, the order stays claimed, and the Brain stops (its loop reads the registry
+      // next); after the restore the next Brain claims the same order again and the tool, idempotent
+      // per order id, adopts the worker that still runs. Reported, it would fail the task for good.
+      if (isPollyError(error, 'registry_corrupt')) throw error;
       outcome = { outcome: 'failure', note: isPollyError(error) ? error.message : String((error as Error)?.message ?? error) };
     }
   }

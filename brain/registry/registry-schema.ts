@@ -13,6 +13,7 @@ export const REGISTRY_SCHEMA_VERSION = 2;
 import type { GoalStatus, Harness, Purpose, TaskStatus } from '../core/vocabulary.js';
 import type { RunRecord } from '../../workflows/run/run-records.js';
 import type { ArchiveUnit } from './registry-archive.js';
+import type { Violation } from '../../workflows/check/checker.js';
 
 /** The runtime owns its records (workflows/run/run-records.ts); the registry stores them under `runs`. */
 export type { RunRecord, WorkOrderRecord } from '../../workflows/run/run-records.js';
@@ -64,10 +65,20 @@ export interface PlanRecord {
   admittedWith?: PlanShapingConfig;
   /** When refused: each violated invariant with its shortest counterexample, as text. */
   counterexamples?: string[];
+  /**
+   * When refused: the same counterexamples as the checker's records (workflows/check/checker.ts
+   * `Violation`: invariant `<part>/<name>`, kind, and each step's action, data, state changes and
+   * emitted effects), for step-by-step views such as `polly ui`. Absent on plans recorded before it
+   * existed (their text form above is all there is).
+   */
+  counterexampleTraces?: CounterexampleTrace[];
   askedAt: string | null;
   decidedAt: string | null;
   decidedBy: string | null;
 }
+
+/** One violated invariant of a refused plan with its shortest counterexample (see `PlanRecord.counterexampleTraces`). */
+export type CounterexampleTrace = Violation & { part: string };
 
 /** The part of the config that shapes a plan's compiled workflows (brain/plan/plan-compiler.ts). */
 export interface PlanShapingConfig {

@@ -24,6 +24,7 @@
 import { existsSync } from 'node:fs';
 import { formatCheckFeedback, runAcceptance } from '../../workers/acceptance.js';
 import { createGitRunner } from '../../workers/git/git.js';
+import { resolveWorktreesDir } from '../../workers/git/worktrees-dir.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
 import { isPollyError } from '../core/errors.js';
 import type { TaskTool } from './types.js';
@@ -85,6 +86,7 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
     confinement = commandSandbox({
       repoRoot: ctx.repoRoot,
       worktree: task.worktree,
+      worktreesDir: resolveWorktreesDir(ctx.repoRoot, ctx.config.worktrees.dir),
       network: ctx.config.acceptance.network ?? false,
       allowUnconfined: ctx.config.workers.allow_unconfined ?? false,
       passthrough: ctx.config.workers.env_passthrough ?? [],

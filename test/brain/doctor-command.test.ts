@@ -12,7 +12,8 @@ import { runCli } from '../helpers/registry-cli.js';
 
 const byId = (r: DoctorReport) => Object.fromEntries(r.checks.map((c) => [c.id, c]));
 const workingSandbox = () => ({ ok: true as const, bwrap: '/usr/bin/bwrap' });
-const NODE = { 'README.md': '# t\n', 'package.json': `${JSON.stringify({ name: 't', scripts: { test: 'node --test' } })}\n` };
+// `node --test test/` names its directory: a bare `node --test` would also run the worktrees' tests (worktrees-visible).
+const NODE = { 'README.md': '# t\n', 'package.json': `${JSON.stringify({ name: 't', scripts: { test: 'node --test test/' } })}\n` };
 
 describe('polly doctor', () => {
   beforeAll(() => ensureBuilt(), 120_000);
@@ -79,7 +80,8 @@ describe('polly doctor', () => {
     expect(c.identity).toMatchObject({ status: 'problem', detail: "commits by Polly <polly@localhost> (Polly's fallback: set user.name and user.email with git config)" });
     expect(c['default-branch']).toMatchObject({ status: 'problem', detail: 'main is 1 commit(s) behind origin/main (as of the last fetch)' });
     expect(c['worktrees-visible']).toMatchObject({ status: 'problem' });
-    expect(c['worktrees-visible']!.detail).toContain('vitest will also run the tests of every worker worktree under .worktrees/');
+    expect(c['worktrees-visible']!.detail).toContain('vitest (package.json) will also run the tests of every worker worktree under .worktrees/');
+    expect(c['worktrees-visible']!.fix).toContain("vitest: add vitest.config.ts: export default defineConfig({ test: { exclude: [...configDefaults.exclude, '.worktrees/**'] } })");
     expect(c.uncommitted!.detail).toContain('src.js');
     expect(c.uncommitted!.status).toBe('problem');
 

@@ -28,6 +28,12 @@ describe('plan gate', () => {
     expect(good.admitted).toBe(true);
     const reg = await store.read();
     expect(reg.plans[bad.planId]?.gate).toBe('refused');
+    // The structured counterexample is kept beside its text, step for step (polly ui renders it).
+    const traces = reg.plans[bad.planId]?.counterexampleTraces ?? [];
+    expect(traces.map((v) => v.invariant)).toEqual(['t1/reviewer-vendor-differs']);
+    expect(traces[0]!.trace.length).toBeGreaterThan(1);
+    expect(traces[0]!.trace.map((s) => s.action)).toEqual([...bad.counterexamples[0]!.matchAll(/^ {2}\d+\. (\w+)/gm)].map((m) => m[1]));
+    expect(reg.plans[good.planId]?.counterexampleTraces).toBeUndefined();
     expect(reg.plans[good.planId]?.gate).toBe('pending');
     const kinds = (await store.journal()).map((e) => e.kind);
     expect(kinds).toEqual(['plan.refused', 'plan.proposed']);

@@ -5,6 +5,8 @@
  * own test. Real git worktrees, the real node test runner, the real CLI.
  */
 import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createGitRunner } from '../../workers/git/git.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
@@ -45,6 +47,61 @@ describe('worktrees and the user tools', () => {
     const fix = detectToolExclusions(repo.dir).find((t) => t.tool === 'node --test')!.fix;
     expect(fix).toContain('"node --test test/"');
     expect(nodeTestCount(repo.dir, ['test/'])).toBe(1);
+  });
+
+  it('worktrees.dir beside the repository: three worktrees there, bare node --test runs only the user test, git admin and cleanup work, polly doctor is content', {
+    timeout: 180_000,
+  }, async () => {
+    const repo = createTestRepo({
+      'package.json': JSON.stringify({ name: 'user', type: 'module', scripts: { test: 'node --test' }, devDependencies: { vitest: '4' } }, null, 2),
+      'test/one.test.js': "import test from 'node:test';\ntest('one', () => {});\n",
+      'eslint.config.js': 'export default [];\n',
+    });
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    const config = join(repo.dir, '.polly/config.yaml');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('dir: .worktrees', 'dir: ../repo.polly-worktrees'));
+    const outside = join(repo.root, 'repo.polly-worktrees');
+    const manager = createWorktreeManager({
+      repoRoot: repo.dir,
+      worktreesDir: '../repo.polly-worktrees',
+      git: createGitRunner({ env: { GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' } }),
+    });
+    for (const id of ['w1', 'w2', 'w3']) expect((await manager.create({ id })).path).toBe(join(outside, id));
+    expect(nodeTestCount(repo.dir, [])).toBe(1);
+    // Nothing was added to .git/info/exclude for a directory git never sees.
+    expect(readFileSync(join(repo.dir, '.git/info/exclude'), 'utf8')).not.toContain('polly-worktrees');
+    expect(
+      (await manager.list())
+        .filter((w) => w.taskId !== null)
+        .map((w) => w.path)
+        .sort(),
+    ).toEqual(['w1', 'w2', 'w3'].map((id) => join(outside, id)));
+    await manager.remove({ id: 'w2', reason: 'test' });
+    expect(existsSync(join(outside, 'w2'))).toBe(false);
+    expect(repo.git(['worktree', 'list', '--porcelain'])).not.toContain('w2');
+    const doctor = runCli(['doctor', '--json'], repo.dir);
+    const check = (JSON.parse(doctor.stdout) as { checks: Array<{ id: string; status: string; detail: string }> }).checks.find((c) => c.id === 'worktrees-visible');
+    expect(check).toEqual({ id: 'worktrees-visible', status: 'ok', detail: `worktrees live outside the repository (${outside}): no tool of the repository crawls them` });
+    // The same repository with the default: doctor names each tool that would crawl .worktrees/, with its exclusion.
+    writeFileSync(config, readFileSync(config, 'utf8').replace('dir: ../repo.polly-worktrees', 'dir: .worktrees'));
+    const inside = (JSON.parse(runCli(['doctor', '--json'], repo.dir).stdout) as { checks: Array<{ id: string; status: string; detail: string; fix: string }> }).checks.find(
+      (c) => c.id === 'worktrees-visible',
+    )!;
+    expect(inside.status).toBe('problem');
+    expect(inside.detail).toBe(
+      ['vitest (package.json)', 'eslint (eslint.config.js)', 'node --test (package.json (scripts.test))']
+        .map((t) => `${t} will also run the tests of every worker worktree under .worktrees/`)
+        .join('; '),
+    );
+    expect(inside.fix).toContain("eslint: add { ignores: ['.worktrees/**'] } to the exported config array");
+    expect(inside.fix).toContain('set worktrees.dir: ../repo.polly-worktrees');
+  });
+
+  it('worktrees.dir cannot be the repository itself or contain it, nor lie inside .git or .polly', async () => {
+    const repo = createTestRepo();
+    for (const dir of ['.', '..', '.git/wt', '.polly/wt']) {
+      await expect(createWorktreeManager({ repoRoot: repo.dir, worktreesDir: dir }).list()).rejects.toThrow(/worktrees\.dir .* cannot hold worktrees/);
+    }
   });
 
   it('a config that already excludes .worktrees is not reported', () => {

@@ -3,7 +3,7 @@
  * reach, which environment it gets, that nothing it starts outlives it, and that Polly fails
  * closed when the sandbox cannot start. Ground truth comes from files and listeners outside.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import { bwrapArgs, type SandboxSpec } from '../../workers/sandbox/sandbox-spec.
 import { workerEnv } from '../../workers/sandbox/worker-env.js';
 import { repoStateDir } from '../../workers/sandbox/agent-state-dir.js';
 import { claudeCodeSandboxSettings } from '../../workers/agents/claude-code-sandbox.js';
+import { gitTestEnv } from '../helpers/git-repo.js';
 
 interface Layout {
   root: string;
@@ -219,6 +220,43 @@ describe('the sandbox (real bubblewrap)', () => {
       ),
     );
     expect(r.stdout.split('\n').filter(Boolean)).toEqual(['diff', 'no-worktree', 'no-repo', 'no-other', 'scratch-ro']);
+  });
+
+  it('a worktree beside the repository (worktrees.dir outside): git works in it, the repository is read-only, other worktrees and .polly/ are hidden', async () => {
+    // A real repository with two linked worktrees in ../repo.polly-worktrees, as the worktree manager makes them.
+    const base = realpathSync(mkdtempSync(join(tmpdir(), 'polly-sbx-out-')));
+    const repo = join(base, 'repo');
+    const outside = join(base, 'repo.polly-worktrees');
+    const git = (cwd: string, args: string[]) => execFileSync('git', args, { cwd, env: gitTestEnv(), encoding: 'utf8' }).trim();
+    mkdirSync(join(repo, '.polly'), { recursive: true });
+    git(repo, ['init', '-q', '-b', 'main']);
+    writeFileSync(join(repo, 'README.md'), 'readme');
+    git(repo, ['add', 'README.md']);
+    git(repo, ['commit', '-q', '-m', 'initial']);
+    writeFileSync(join(repo, '.polly', 'registry.json'), '{}');
+    git(repo, ['worktree', 'add', '-q', '-b', 'polly/t1', join(outside, 't1')]);
+    git(repo, ['worktree', 'add', '-q', '-b', 'polly/t2', join(outside, 't2')]);
+    writeFileSync(join(outside, 't2', 'secret.txt'), 'sibling');
+    const input = { repoRoot: repo, cwd: join(outside, 't1'), writableCwd: true, agentStateDir: l.state, gateDir: l.gate, writableFiles: [], endpoints: [], realHome: l.home };
+    const script = [
+      'echo change > README.md && git status --short',
+      'git log --format=%s -1',
+      `cat ${outside}/t2/secret.txt 2>/dev/null || echo no-sibling`,
+      `cat ${repo}/.polly/registry.json 2>/dev/null || echo no-registry`,
+      `echo x > ${repo}/README.md 2>/dev/null || echo repo-ro`,
+      `git commit -qam x 2>/dev/null || echo commit-refused`,
+    ].join('; ');
+    const r = await run(agentSandboxSpec({ ...input, worktreesDir: outside }), ...sh(script));
+    expect(r.stdout.split('\n').filter(Boolean)).toEqual([' M README.md', 'initial', 'no-sibling', 'no-registry', 'repo-ro', 'commit-refused']);
+    // Without worktrees.dir the sandbox took the worktree for a reviewer's scratch dir and hid the
+    // repository, git dir included: git could not work in the worktree at all.
+    const blind = await run(agentSandboxSpec(input), ...sh('git status --short >/dev/null 2>&1 && echo git-ok || echo git-broken'));
+    expect(blind.stdout.trim()).toBe('git-broken');
+    // An acceptance command in that worktree hides the other worktrees too.
+    const cmd = commandSandboxSpec({ repoRoot: repo, worktree: join(outside, 't1'), stateDir: join(base, 'cmd'), network: false, realHome: l.home, worktreesDir: outside });
+    mkdirSync(join(base, 'cmd', 'home'), { recursive: true });
+    const c = await run(cmd, ...sh(`cat ${outside}/t2/secret.txt 2>/dev/null || echo no-sibling; git status --short`));
+    expect(c.stdout.split('\n').filter(Boolean)).toEqual(['no-sibling', ' M README.md']);
   });
 });
 

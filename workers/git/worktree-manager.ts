@@ -35,6 +35,7 @@ import { commandSandbox } from '../sandbox/command-sandbox.js';
 import { createGitRunner, firstLine, type GitCallOptions, type GitRunner } from './git.js';
 import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { retryTransientGit } from './git-retry.js';
+import { resolveWorktreesDir, worktreesDirProblem } from './worktrees-dir.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
 import { recordPollyRefWrite } from './ref-guard.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
@@ -251,8 +252,17 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       const [top, common] = out.stdout.split('\n').map((s) => s.trim());
       const root = realpathSync(top ?? options.repoRoot);
       const commonDir = realpathSync(common ?? join(root, '.git'));
-      const dir = options.worktreesDir ?? '.worktrees';
-      const worktreesDir = isAbsolute(dir) ? dir : join(root, dir);
+      const worktreesDir = resolveWorktreesDir(root, options.worktreesDir);
+      const problem = worktreesDirProblem(root, worktreesDir);
+      if (problem) {
+        throw new PollyError(
+          'config_invalid',
+          `worktrees.dir ${options.worktreesDir} (${worktreesDir}) cannot hold worktrees: ${problem}. Set worktrees.dir in .polly/config.yaml to .worktrees or a directory beside the repository.`,
+          {
+            details: { dir: options.worktreesDir, path: worktreesDir },
+          },
+        );
+      }
       return { root, commonDir, worktreesDir, lock: createRepoLock({ gitCommonDir: commonDir, timeoutMs: options.lockTimeoutMs }) };
     })();
     infoPromise.catch(() => {
@@ -500,6 +510,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       confinement = commandSandbox({
         repoRoot: info.root,
         worktree: path,
+        worktreesDir: info.worktreesDir,
         network: box.network,
         allowUnconfined: box.allowUnconfined,
         ...(box.passthrough ? { passthrough: box.passthrough } : {}),

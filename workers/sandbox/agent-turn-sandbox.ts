@@ -28,6 +28,8 @@ export interface AgentTurnSandboxInput {
   allowUnconfined: boolean;
   /** The real HOME to hide. */
   realHome: string;
+  /** The absolute worktrees directory (`worktrees.dir`); default `<repoRoot>/.worktrees`. */
+  worktreesDir?: string;
   /** Default: the cached {@link probeSandbox}. */
   probe?: SandboxProbe;
 }
@@ -60,6 +62,7 @@ export function agentTurnSandbox(input: AgentTurnSandboxInput): { sandbox: Agent
     writableFiles,
     endpoints: modelEndpoints(env, input.configuredUrls, endpointOf),
     realHome: input.realHome,
+    ...(input.worktreesDir ? { worktreesDir: input.worktreesDir } : {}),
   });
   return { sandbox: { bwrap: probe.bwrap, spec }, warning: null };
 }

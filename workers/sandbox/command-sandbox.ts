@@ -27,6 +27,8 @@ export interface CommandSandboxInput {
   stateDir?: string;
   /** The real HOME to hide (default `os.homedir()`). */
   realHome?: string;
+  /** The absolute worktrees directory (`worktrees.dir`), hidden but for `worktree`; default `<repoRoot>/.worktrees`. */
+  worktreesDir?: string;
   /** Default: the cached {@link probeSandbox}. */
   probe?: SandboxProbe;
   /** Where allowlisted values come from (default `process.env`). */
@@ -46,6 +48,13 @@ export function commandSandbox(input: CommandSandboxInput): { sandbox: AgentSand
   mkdirSync(home, { recursive: true });
   const env = workerEnv(input.extraEnv ?? {}, { home, ...(input.passthrough ? { passthrough: input.passthrough } : {}), ...(input.baseEnv ? { base: input.baseEnv } : {}) });
   if (!decision.confined || !probe.ok) return { sandbox: null, env, warning: decision.warning };
-  const spec = commandSandboxSpec({ repoRoot: input.repoRoot, worktree: input.worktree, stateDir, network: input.network, realHome: input.realHome ?? homedir() });
+  const spec = commandSandboxSpec({
+    repoRoot: input.repoRoot,
+    worktree: input.worktree,
+    stateDir,
+    network: input.network,
+    realHome: input.realHome ?? homedir(),
+    ...(input.worktreesDir ? { worktreesDir: input.worktreesDir } : {}),
+  });
   return { sandbox: { bwrap: probe.bwrap, spec }, env, warning: null };
 }

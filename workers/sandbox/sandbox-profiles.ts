@@ -4,10 +4,11 @@
  * Pure: paths in, {@link SandboxSpec} out.
  *
  * Common to all: hidden are the real `$HOME` (so `~/.ssh`, `~/.config/gh`, `~/.git-credentials`
- * are absent), the repository's `.polly/` and `.worktrees/` (other tasks' worktrees), and `/run`
+ * are absent), the repository's `.polly/` and its worktrees directory (other tasks' worktrees:
+ * `.worktrees/`, or `worktrees.dir` wherever it is, inside the repository or beside it), and `/run`
  * (host sockets: docker, D-Bus, user sessions). The repository itself, its git dir included, is
- * visible read-only (the root is read-only), unless the process works outside the repository (a
- * reviewer in its scratch dir), then the repository is hidden too.
+ * visible read-only (the root is read-only), unless the process works outside both the repository
+ * and the worktrees directory (a reviewer in its scratch dir), then the repository is hidden too.
  */
 import { realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative } from 'node:path';
@@ -18,9 +19,12 @@ function inside(child: string, parent: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
 }
 
-/** The paths every sandbox hides for `repoRoot`. */
-export function commonHidden(repoRoot: string, realHome: string): string[] {
-  return [realHome, join(repoRoot, '.polly'), join(repoRoot, '.worktrees'), '/run'];
+/**
+ * The paths every sandbox hides for `repoRoot`.
+ * @param worktreesDir the absolute worktrees directory (`worktrees.dir`; default `<repoRoot>/.worktrees`).
+ */
+export function commonHidden(repoRoot: string, realHome: string, worktreesDir = join(repoRoot, '.worktrees')): string[] {
+  return [realHome, join(repoRoot, '.polly'), worktreesDir, '/run'];
 }
 
 export interface AgentSandboxInput {
@@ -42,15 +46,19 @@ export interface AgentSandboxInput {
   realHome: string;
   /** See {@link SandboxSpec.gitMetadata}; default read-only. */
   gitMetadata?: SandboxSpec['gitMetadata'];
+  /** The absolute worktrees directory (`worktrees.dir`); default `<repoRoot>/.worktrees`. */
+  worktreesDir?: string;
 }
 
 /**
- * The sandbox of one agent turn. A reviewer (cwd outside the repository) sees its scratch dir and
- * nothing of the repository; other scratch dirs next to it are hidden.
+ * The sandbox of one agent turn. A worktree (inside the repository, or in a worktrees directory
+ * beside it) sees the repository read-only, as git needs its common dir; a reviewer (cwd outside
+ * both) sees its scratch dir and nothing of the repository; other scratch dirs next to it are hidden.
  */
 export function agentSandboxSpec(input: AgentSandboxInput): SandboxSpec {
-  const outside = !inside(input.cwd, input.repoRoot);
-  const hidden = commonHidden(input.repoRoot, input.realHome);
+  const worktreesDir = input.worktreesDir ?? join(input.repoRoot, '.worktrees');
+  const outside = !inside(input.cwd, input.repoRoot) && !inside(input.cwd, worktreesDir);
+  const hidden = commonHidden(input.repoRoot, input.realHome, worktreesDir);
   if (outside) hidden.push(input.repoRoot, dirname(input.cwd));
   const writable = [input.agentStateDir, join(input.agentStateDir, 'home'), ...input.writableFiles];
   // The repository (main checkout and git dir) read-only: under a hidden HOME or /tmp it would vanish.
@@ -79,6 +87,8 @@ export interface CommandSandboxInput {
   network: boolean;
   realHome: string;
   gitMetadata?: SandboxSpec['gitMetadata'];
+  /** The absolute worktrees directory (`worktrees.dir`); default `<repoRoot>/.worktrees`. */
+  worktreesDir?: string;
 }
 
 /** Where /etc/resolv.conf really is (it may point into the hidden /run): bound back read-only for a networked command. */
@@ -98,7 +108,7 @@ export function commandSandboxSpec(input: CommandSandboxInput): SandboxSpec {
     cwd: input.worktree,
     writable: [input.worktree, home],
     readOnly: [input.repoRoot, ...(input.network ? [resolvConf()] : [])],
-    hidden: commonHidden(input.repoRoot, input.realHome),
+    hidden: commonHidden(input.repoRoot, input.realHome, input.worktreesDir),
     home,
     tmpDir: null,
     network,

@@ -33,6 +33,7 @@ import type { WorkerTurnRequest } from '../worker-turn.js';
 import type { AgentEvent, AgentRunResult, AgentRunStatus } from '../agents/agent-adapter.js';
 import { createAgentAdapter, type AgentOptionsByHarness } from '../agents/agent-factory.js';
 import { claudeCodeSandboxSettings } from '../agents/claude-code-sandbox.js';
+import { resolveWorktreesDir } from '../git/worktrees-dir.js';
 import { agentTurnSandbox } from '../sandbox/agent-turn-sandbox.js';
 import type { WorkerSandboxOptions } from '../sandbox/sandbox-spec.js';
 
@@ -42,6 +43,8 @@ export interface WorkerRunConfig {
   workers: AgentOptionsByHarness & WorkerSandboxOptions;
   /** `forge.github.base_url` (GitHub Enterprise): its host is a forge API for the gate (GateContext.forgeApiHosts). */
   forge?: { github?: { base_url?: string | null } };
+  /** `worktrees.dir` (workers/git/worktrees-dir.ts): the sandbox hides it but for the turn's own worktree. */
+  worktrees?: { dir?: string | null };
 }
 
 /**
@@ -178,6 +181,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
         configuredUrls: [spec.config.workers.codex.provider?.base_url, spec.config.workers.pi.base_url],
         allowUnconfined: spec.config.workers.allow_unconfined ?? false,
         realHome: spec.gateContext.home,
+        worktreesDir: resolveWorktreesDir(spec.gateContext.repoRoot, spec.config.worktrees?.dir),
       });
     } catch (error) {
       const message = isPollyError(error) ? error.message : `could not set up the sandbox: ${(error as Error).message}`;

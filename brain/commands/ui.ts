@@ -1,0 +1,56 @@
+/**
+ * `polly ui [--port N] [--host 127.0.0.1] [--allow-remote] [--json]`: the local web dashboard
+ * (brain/ui/). It reads the same registry, journal and worker files as the CLI, and writes only
+ * the plan gate's decision, as `polly plan approve|reject` does. It runs until SIGINT/SIGTERM.
+ */
+import { parseCommandArgs } from './args.js';
+import { writeJson, writeLine, type Command } from './command.js';
+import { PollyError } from '../core/errors.js';
+import { openRepoContext } from './repo-context.js';
+import { createRepoUiSource } from '../ui/ui-source.js';
+import { createUiServer } from '../ui/ui-server.js';
+
+export const command: Command = {
+  summary: 'open a local web dashboard: goals, plans and the plan gate, live workers, PRs, journal',
+  usage: `Usage: polly ui [--port N] [--host 127.0.0.1] [--allow-remote] [--json]
+
+Serve a dashboard of this repository's Polly state: goals and plans; the plan gate (the plan's
+tasks, the admission line, a refused plan's counterexample step by step) with Approve/Reject;
+each task's acceptance runs, review findings, gate denials and its workers' events, pushed live;
+each local PR's diff, checks and reviews; the journal. Approving in the page writes the same
+plan-gate record as "polly plan approve" (decidedBy human:$USER (polly ui), decidedAt).
+
+Security: it listens on 127.0.0.1 unless --host names another address, and a non-loopback
+address is refused unless --allow-remote. It prints, once, a URL with a random token for this
+session; opening it exchanges the token for an HttpOnly, SameSite=Strict cookie. Every request
+must name this server in its Host header (DNS rebinding); state changes are POSTs that must come
+from the dashboard's own Origin (CSRF).
+
+Output: the URL to open on stdout (--json: {url, loginUrl, port}). It runs until Ctrl-C.
+Exit codes: 0 stopped; 2 bad flags, a non-loopback --host without --allow-remote, or a port in use.`,
+  async run(argv, io) {
+    const args = parseCommandArgs('ui', argv, { port: { type: 'string' }, host: { type: 'string' }, 'allow-remote': { type: 'boolean' }, json: { type: 'boolean' } }, 0);
+    const port = args.values.port === undefined ? 0 : Number(args.values.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      throw new PollyError('bad_input', `polly ui: --port ${JSON.stringify(args.values.port)} is not a TCP port (an integer 0-65535; 0 picks a free one).`, {
+        details: { port: args.values.port },
+      });
+    }
+    const ctx = await openRepoContext(io.cwd, io.env);
+    const source = createRepoUiSource({ repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, store: ctx.store, config: ctx.config });
+    const server = await createUiServer(
+      { source, user: `human:${io.env.USER ?? 'unknown'} (polly ui)` },
+      { host: args.values.host ?? '127.0.0.1', port, allowRemote: Boolean(args.values['allow-remote']) },
+    );
+    // The login URL carries this session's token: stdout only (it is the user's own capability), never stderr or a file.
+    if (args.values.json) writeJson(io.stdout, { url: server.url, loginUrl: server.loginUrl, port: server.port });
+    else writeLine(io.stdout, `Polly dashboard: open ${server.loginUrl}`);
+    io.stderr.write(`[polly ui] serving ${ctx.repo.root} at ${server.url}; Ctrl-C to stop\n`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    await server.close();
+    return 0;
+  },
+};

@@ -1,0 +1,406 @@
+/**
+ * The dashboard's pages as server-rendered HTML (no front-end build): pure functions from
+ * registry records to a string. Every value from the registry is escaped ({@link escapeHtml});
+ * the only markup is written here. The live parts are wired by `UI_SCRIPT` (served as
+ * `/ui.js`): a page reloads its `<main>` when the state changes, and a task page appends its
+ * workers' events as they are pushed.
+ */
+import type { CounterexampleTrace, GoalRecord, JournalEntry, LocalPullRequest, PlanRecord, Registry, TaskRecord, WorkerRecord } from '../registry/registry-schema.js';
+import { compareIds, statusReport } from '../registry/status-report.js';
+import { pullRequestStatus } from '../forge/pr-status.js';
+import type { GateLogEntry } from './ui-source.js';
+
+/** Escape text for HTML element content and double-quoted attributes. */
+export function escapeHtml(value: unknown): string {
+  return String(value ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
+const e = escapeHtml;
+
+function byId<T extends { id: string }>(map: Record<string, T>): T[] {
+  return Object.values(map).sort((a, b) => compareIds(a.id, b.id));
+}
+
+/** A status word as a badge whose class is the status (`ok` / `bad` / `wait` colouring in CSS). */
+function badge(status: string): string {
+  const tone = /^(done|ready|approved|admitted|merged|passing|clean|ok|allow)$/.test(status)
+    ? 'ok'
+    : /^(failed|refused|rejected|expired|cancelled|parked|failing|conflicts|changes_requested|deny|REFUSED)$/.test(status)
+      ? 'bad'
+      : 'wait';
+  return `<span class="badge ${tone}" data-status="${e(status)}">${e(status)}</span>`;
+}
+
+function table(headers: string[], rows: string[][], id?: string): string {
+  if (rows.length === 0) return '<p class="empty">none</p>';
+  return `<table${id ? ` id="${e(id)}"` : ''}><thead><tr>${headers.map((h) => `<th>${e(h)}</th>`).join('')}</tr></thead><tbody>${rows
+    .map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`)
+    .join('')}</tbody></table>`;
+}
+
+/**
+ * The page frame.
+ * @param live  `true`: the page's `<main>` is reloaded whenever the state changes (SSE `/events`).
+ * @param stream  a task id whose workers' events `/ui.js` appends to `#stream` (SSE `/tasks/ID/stream`).
+ */
+export function layout(title: string, body: string, options: { live?: boolean; stream?: string; after?: string } = {}): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${e(title)} · Polly</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/ui.css"><script src="/ui.js" defer></script></head>
+<body${options.live ? ' data-live="1"' : ''}${options.stream ? ` data-stream="${e(options.stream)}"` : ''}>
+<nav><a href="/" class="brand">Polly</a> <a href="/">Goals &amp; plans</a> <a href="/journal">Journal</a> <span id="live-state" class="muted"></span></nav>
+<main>${body}</main>${options.after ?? ''}
+</body></html>`;
+}
+
+/** Goals, plans, tasks and workers: the overview (`/`). */
+export function overviewPage(reg: Registry): string {
+  const goals = byId(reg.goals);
+  const plans = byId(reg.plans);
+  const tasks = byId(reg.tasks);
+  // The same rule as `polly status`: a worker row is live while its recorded state says so and its pid is alive.
+  const live = statusReport('', reg).workers.map((w) => reg.workers[w.id]!);
+  return layout(
+    'Overview',
+    `<h1>Goals &amp; plans</h1>
+<h2>Goals</h2>${table(
+      ['Goal', 'Status', 'Plans', 'Text'],
+      goals.map((g: GoalRecord) => [
+        `<a href="/goals/${e(g.id)}">${e(g.id)}</a>`,
+        badge(g.status),
+        g.planIds.map((p) => `<a href="/plans/${e(p)}">${e(p)}</a>`).join(' '),
+        e(g.text),
+      ]),
+      'goals',
+    )}
+<h2>Plans</h2>${table(
+      ['Plan', 'Goal', 'Admission', 'Gate', 'Tasks'],
+      plans.map((p) => [
+        `<a href="/plans/${e(p.id)}">${e(p.id)}</a>`,
+        e(p.goalId ?? '-'),
+        p.admission ? badge(p.admission.admitted ? 'admitted' : 'REFUSED') : '-',
+        badge(p.gate),
+        String(p.tasks.length),
+      ]),
+      'plans',
+    )}
+<h2>Tasks</h2>${taskTable(tasks)}
+<h2>Live workers</h2>${table(
+      ['Worker', 'Task', 'Harness', 'Purpose', 'Since'],
+      live.map((w) => [e(w.id), `<a href="/tasks/${e(w.taskId)}">${e(w.taskId)}</a>`, e(w.harness), e(w.purpose ?? '-'), e(w.startedAt)]),
+      'workers',
+    )}`,
+    { live: true },
+  );
+}
+
+/** One goal (`/goals/ID`): its text and status, the Brain's last report, its plans and their tasks. */
+export function goalPage(goal: GoalRecord, reg: Registry): string {
+  const plans = goal.planIds.map((id) => reg.plans[id]).filter((p): p is PlanRecord => !!p);
+  const tasks = byId(reg.tasks).filter((t) => t.planId !== null && goal.planIds.includes(t.planId));
+  return layout(
+    `Goal ${goal.id}`,
+    `<h1>Goal ${e(goal.id)} ${badge(goal.status)}</h1>
+<p class="goal-text">${e(goal.text)}</p>
+<p class="muted">Created ${e(goal.createdAt)}; planned by ${goal.mode === 'plan' ? 'a human-written plan' : 'the LLM Brain'}.</p>
+${goal.brainReport ? `<h2>The Brain's last report</h2><pre id="brain-report">${e(goal.brainReport)}</pre>` : ''}
+<h2>Plans</h2>${table(
+      ['Plan', 'Admission', 'Gate', 'Tasks', 'Proposed'],
+      plans.map((p) => [
+        `<a href="/plans/${e(p.id)}">${e(p.id)}</a>`,
+        p.admission ? badge(p.admission.admitted ? 'admitted' : 'REFUSED') : '-',
+        badge(p.gate),
+        String(p.tasks.length),
+        e(p.createdAt),
+      ]),
+      'goal-plans',
+    )}
+<h2>Tasks</h2>${taskTable(tasks)}`,
+    { live: true },
+  );
+}
+
+function cost(t: TaskRecord): string {
+  // Shown when the task record carries a cost (the cost ledger's field); "unknown", never 0, otherwise.
+  const c = (t as TaskRecord & { cost?: { usd?: number | null } | null }).cost;
+  return c && typeof c.usd === 'number' ? `$${c.usd.toFixed(4)}` : '';
+}
+
+/** A task's PR: a link to its page here (local forge) or to the forge (GitHub), with its state. */
+function prLink(pr: TaskRecord['pr']): string {
+  if (!pr) return '-';
+  const href = pr.forge === 'local' ? `/prs/${pr.number}` : pr.url;
+  return `<a href="${e(href)}">#${pr.number}</a> ${badge(pr.state)}`;
+}
+
+function taskTable(tasks: TaskRecord[]): string {
+  const withCost = tasks.some((t) => cost(t) !== '');
+  return table(
+    ['Task', 'Plan', 'Status', 'Purpose', 'Worker', 'Reviewer', 'PR', ...(withCost ? ['Cost'] : []), 'Title'],
+    tasks.map((t) => [
+      `<a href="/tasks/${e(t.id)}">${e(t.id)}</a>`,
+      t.planId ? `<a href="/plans/${e(t.planId)}">${e(t.planId)}</a>` : '-',
+      `<span class="task-status" data-task="${e(t.id)}">${badge(t.status)}</span>`,
+      e(t.purpose),
+      e(t.worker),
+      e(t.reviewer ?? '-'),
+      prLink(t.pr),
+      ...(withCost ? [cost(t) || 'unknown'] : []),
+      e(t.title),
+    ]),
+    'tasks',
+  );
+}
+
+function formatValue(v: unknown): string {
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+/** A refused plan's counterexample, one row per step: action (with data), state diff, emitted effects. */
+function counterexampleView(v: CounterexampleTrace, index: number): string {
+  const steps = v.trace.map((s, i) => [
+    String(i + 1) + (v.cycleStart !== undefined && i === v.cycleStart ? ' ↻' : ''),
+    `<code class="action">${e(s.action)}</code>${
+      Object.keys(s.data).length
+        ? ` <span class="muted">${e(
+            Object.entries(s.data)
+              .map(([k, x]) => `${k}=${formatValue(x)}`)
+              .join(', '),
+          )}</span>`
+        : ''
+    }`,
+    s.changes.length
+      ? `<ul class="diff">${s.changes.map((c) => `<li><code>${e(c.variable)}</code>: <del>${e(formatValue(c.from))}</del> → <ins>${e(formatValue(c.to))}</ins></li>`).join('')}</ul>`
+      : '<span class="muted">no change</span>',
+    s.emitted.length ? s.emitted.map((k) => `<code class="effect">${e(k)}</code>`).join(' ') : '',
+  ]);
+  return `<section class="counterexample" id="cx-${index + 1}"><h3>Violated: <code>${e(v.invariant)}</code> <span class="muted">(${e(v.kind)})</span></h3>
+${v.detail ? `<p>${e(v.detail)}</p>` : ''}${steps.length ? table(['Step', 'Action', 'State diff', 'Emitted effects'], steps) : '<p>Violated in the initial state.</p>'}</section>`;
+}
+
+/** One plan at the gate (`/plans/ID`): admission, gate state, approve/reject, tasks, counterexamples. */
+export function planPage(plan: PlanRecord, reg: Registry, notice?: string): string {
+  const admitted = plan.admission?.admitted;
+  const decision =
+    plan.gate === 'pending'
+      ? `<p>Waiting for a human since ${e(plan.askedAt)}. Nothing is dispatched before approval.</p>
+<div class="actions"><form method="post" action="/plans/${e(plan.id)}/approve"><button type="submit" id="approve" class="ok">Approve plan ${e(plan.id)}</button></form>
+<form method="post" action="/plans/${e(plan.id)}/reject"><button type="submit" id="reject" class="bad">Reject</button></form></div>`
+      : `<p id="decided">${badge(plan.gate)}${plan.decidedBy ? ` by <strong>${e(plan.decidedBy)}</strong> at ${e(plan.decidedAt)}` : ''}</p>`;
+  const tasks = plan.tasks.map((t) => [
+    e(t.key),
+    e(t.purpose),
+    e(t.worker) + (t.model ? ` <span class="muted">${e(t.model)}</span>` : ''),
+    e(t.reviewer ?? '-'),
+    e(t.dependsOn.join(', ') || '-'),
+    e(t.title),
+    [...t.acceptance.commands.map((c) => `<code>$ ${e(c)}</code>`), ...t.acceptance.criteria.map((c) => e(c))].join('<br>') || '-',
+  ]);
+  const planTasks = byId(reg.tasks).filter((t) => t.planId === plan.id);
+  const counter = plan.counterexampleTraces?.length
+    ? plan.counterexampleTraces.map(counterexampleView).join('')
+    : plan.counterexamples?.length
+      ? plan.counterexamples.map((c) => `<pre class="counterexample">${e(c)}</pre>`).join('')
+      : '';
+  return layout(
+    `Plan ${plan.id}`,
+    `<h1>Plan ${e(plan.id)}${plan.goalId ? ` <span class="muted">goal ${e(plan.goalId)}</span>` : ''}</h1>
+${notice ? `<p class="notice">${e(notice)}</p>` : ''}
+<p class="admission">${admitted === undefined ? 'not checked' : badge(admitted ? 'admitted' : 'REFUSED')} <code id="admission-line">${e(plan.admission?.line ?? '')}</code></p>
+<h2>Plan gate</h2>${decision}
+<h2>Tasks in the plan</h2>${table(['Key', 'Purpose', 'Worker', 'Reviewer', 'Depends on', 'Title', 'Acceptance'], tasks, 'plan-tasks')}
+${planTasks.length ? `<h2>Dispatched tasks</h2>${taskTable(planTasks)}` : ''}
+${counter ? `<h2>Why it was refused: the shortest counterexamples</h2>${counter}` : ''}`,
+    { live: true },
+  );
+}
+
+function checksView(t: TaskRecord): string {
+  return table(
+    ['Command', 'Exit', 'Time', 'Output'],
+    t.checks.map((c) => [
+      `<code>${e(c.command)}</code>`,
+      `${badge(c.timedOut ? 'timed out' : c.exitCode === 0 ? 'ok' : 'failed')} ${e(c.exitCode ?? 'signal')}`,
+      `${(c.durationMs / 1000).toFixed(1)} s`,
+      c.output ? `<details><summary>output</summary><pre>${e(c.output)}</pre></details>` : '',
+    ]),
+    'checks',
+  );
+}
+
+function reviewsView(reviews: TaskRecord['reviews']): string {
+  if (!reviews.length) return '<p class="empty">none</p>';
+  return reviews
+    .map(
+      (r) =>
+        `<section class="review"><h3>Round ${r.round} by ${e(r.reviewer)} <span class="muted">${e(r.at)}</span></h3>${table(
+          ['', 'Where', 'Finding'],
+          [...r.blocking.map((f) => [badge('blocking'), f]), ...r.nonBlocking.map((f) => [badge('note'), f])].map(([b, f]) => {
+            const finding = f as TaskRecord['reviews'][number]['blocking'][number];
+            return [b as string, `<code>${e(finding.file)}:${e(finding.line)}</code>`, e(finding.message)];
+          }),
+        )}</section>`,
+    )
+    .join('');
+}
+
+/** One task (`/tasks/ID`): status, acceptance runs, reviews, gate denials, and its workers' live events. */
+export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEntry[]): string {
+  const denials = gate.filter((g) => g.data.decision !== 'allow');
+  return layout(
+    `Task ${t.id}`,
+    `<h1>Task ${e(t.id)} <span class="task-status" data-task="${e(t.id)}">${badge(t.status)}</span></h1>
+<p>${e(t.title)}</p>
+<dl><dt>Plan</dt><dd>${t.planId ? `<a href="/plans/${e(t.planId)}">${e(t.planId)}</a>` : '-'}</dd>
+<dt>Worker</dt><dd>${e(t.worker)}${t.model ? ` (${e(t.model)})` : ''}, ${e(t.purpose)}; attempts ${t.attempts}, review rounds ${t.reviewRounds}</dd>
+<dt>Branch</dt><dd><code>${e(t.branch ?? '-')}</code> from <code>${e(t.baseBranch ?? '-')}</code></dd>
+<dt>PR</dt><dd>${prLink(t.pr)}</dd>
+${t.statusReason ? `<dt>Why</dt><dd><pre>${e(t.statusReason)}</pre></dd>` : ''}${cost(t) ? `<dt>Cost</dt><dd>${e(cost(t))}</dd>` : ''}</dl>
+<h2>Acceptance runs</h2>${checksView(t)}
+<h2>Review findings</h2>${reviewsView(t.reviews)}
+<h2>Gate denials</h2>${table(
+      ['When', 'Tool', 'Input', 'Rule', 'Reason'],
+      denials.map((g) => [e(g.at), e(g.data.tool ?? '-'), `<code>${e(g.data.input ?? '')}</code>`, e(g.data.rule ?? ''), e(g.data.reason ?? '')]),
+      'denials',
+    )}
+<h2>Workers</h2>${table(
+      ['Worker', 'Harness', 'State', 'Started', 'Outcome'],
+      workers.map((w) => [e(w.id), e(w.harness), badge(w.state ?? 'running'), e(w.startedAt), e([w.outcome, w.cause].filter(Boolean).join(': '))]),
+      'task-workers',
+    )}`,
+    { live: true, stream: t.id, after: `<section class="stream"><h2>Live events</h2><ol id="stream"></ol></section>` },
+  );
+}
+
+/** One local forge PR (`/prs/N`): state, checks, review findings, the diff. */
+export function pullRequestPage(pr: LocalPullRequest, task: TaskRecord | undefined, diff: string): string {
+  const status = pullRequestStatus(pr, task?.checks ?? []);
+  const diffLines = diff
+    .split('\n')
+    .map((l) => {
+      const cls =
+        l.startsWith('+++') || l.startsWith('---') || l.startsWith('diff ') ? 'h' : l.startsWith('+') ? 'add' : l.startsWith('-') ? 'del' : l.startsWith('@@') ? 'hunk' : '';
+      return `<span${cls ? ` class="${cls}"` : ''}>${e(l)}</span>`;
+    })
+    .join('\n');
+  return layout(
+    `PR #${pr.number}`,
+    `<h1>PR #${pr.number} ${e(pr.title)} ${badge(pr.state)}</h1>
+<p><code>${e(pr.head)}</code> → <code>${e(pr.base)}</code> at <code>${e(pr.headCommit.slice(0, 12))}</code>; task ${task ? `<a href="/tasks/${e(task.id)}">${e(task.id)}</a>` : '-'}</p>
+<p>Review ${badge(status.review)} · checks ${badge(status.checks)} · merge ${badge(status.conflicts)}${status.conflictFiles.length ? ` (${e(status.conflictFiles.join(', '))})` : ''}</p>
+<p class="muted">Polly never merges: review the diff, then merge with git yourself.</p>
+<h2>Checks</h2>${task ? checksView(task) : '<p class="empty">no task</p>'}
+<h2>Reviews</h2>${
+      pr.reviews.length
+        ? pr.reviews
+            .map(
+              (r) =>
+                `<section class="review"><h3>${badge(r.event)} by ${e(r.author ?? 'polly')} <span class="muted">${e(r.at)}</span></h3><pre>${e(r.body)}</pre>${
+                  r.comments.length
+                    ? table(
+                        ['Where', 'Finding'],
+                        r.comments.map((c) => [`<code>${e(c.file)}:${e(c.line)}</code>`, e(c.message)]),
+                      )
+                    : ''
+                }</section>`,
+            )
+            .join('')
+        : '<p class="empty">none</p>'
+    }
+<h2>Diff</h2><pre class="diff" id="diff">${diffLines}</pre>`,
+    { live: true },
+  );
+}
+
+/** The journal (`/journal`): the newest entries first. */
+export function journalPage(entries: JournalEntry[]): string {
+  return layout(
+    'Journal',
+    `<h1>Journal</h1>${table(
+      ['Seq', 'At', 'Kind', 'Data'],
+      [...entries].reverse().map((j) => [String(j.seq), e(j.at), `<code>${e(j.kind)}</code>`, `<code class="data">${e(JSON.stringify(j.data))}</code>`]),
+      'journal',
+    )}`,
+    { live: true },
+  );
+}
+
+/** A plain message page (errors, refusals). */
+export function messagePage(title: string, message: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${e(title)} · Polly</title><link rel="stylesheet" href="/ui.css"></head><body><main><h1>${e(title)}</h1><p>${e(message)}</p></main></body></html>`;
+}
+
+/** `/ui.css`. */
+export const UI_STYLE = `
+body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f7f8fa}
+nav{background:#1d2330;color:#fff;padding:.6em 1.2em;display:flex;gap:1.2em;align-items:center}
+nav a{color:#cfd8ea;text-decoration:none}nav a.brand{color:#fff;font-weight:700}
+main,section.stream{padding:.4em 1.2em;max-width:1200px}
+h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.4em;border-bottom:1px solid #dde2ea}h3{font-size:1em}
+table{border-collapse:collapse;width:100%;background:#fff}th,td{border:1px solid #e1e5ec;padding:.3em .5em;text-align:left;vertical-align:top}
+th{background:#eef1f6;font-weight:600}
+.badge{display:inline-block;padding:0 .45em;border-radius:.6em;font-size:.85em;font-weight:600}
+.badge.ok{background:#d6f5dd;color:#17692b}.badge.bad{background:#fadcdc;color:#8d1c1c}.badge.wait{background:#fdf0cf;color:#7a5a00}
+.muted{color:#6b7485}.empty{color:#8b93a3;font-style:italic}.notice{background:#e6f0ff;padding:.5em}
+.actions{display:flex;gap:.8em}button{font:inherit;padding:.45em 1.1em;border-radius:4px;border:1px solid #999;cursor:pointer}
+button.ok{background:#1f7a35;color:#fff;border-color:#1f7a35}button.bad{background:#fff;color:#8d1c1c;border-color:#8d1c1c}
+ul.diff{margin:0;padding-left:1em}del{color:#8d1c1c}ins{color:#17692b;text-decoration:none;font-weight:600}
+code.effect{background:#fdf0cf;padding:0 .3em}pre{white-space:pre-wrap;margin:0}
+pre.diff{background:#fff;border:1px solid #e1e5ec;padding:.5em;overflow:auto}pre.diff .add{color:#17692b}pre.diff .del{color:#8d1c1c}pre.diff .hunk{color:#5a48b5}pre.diff .h{font-weight:600}
+ol#stream{background:#fff;border:1px solid #e1e5ec;padding:.5em 2.5em;font-family:ui-monospace,monospace;font-size:12.5px}
+ol#stream li.tool_call{color:#5a48b5}ol#stream li.error,ol#stream li.denied{color:#8d1c1c}ol#stream li.result{font-weight:600}
+code.data{font-size:12px;word-break:break-all}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dt{color:#6b7485}dd{margin:0}
+`;
+
+/**
+ * `/ui.js`: subscribe to `/events` and reload `<main>` when the state changes; on a task page,
+ * append each pushed worker event to `#stream` (text set with textContent, never as HTML).
+ */
+export const UI_SCRIPT = `
+'use strict';
+(function () {
+  var state = document.getElementById('live-state');
+  if (document.body.dataset.live) {
+    var es = new EventSource('/events');
+    var busy = false, again = false;
+    var reload = function () {
+      if (busy) { again = true; return; }
+      busy = true;
+      fetch(location.href, { credentials: 'same-origin' }).then(function (r) { return r.text(); }).then(function (html) {
+        var next = new DOMParser().parseFromString(html, 'text/html').querySelector('main');
+        var cur = document.querySelector('main');
+        if (next && cur) cur.replaceWith(next);
+      }).finally(function () { busy = false; if (again) { again = false; reload(); } });
+    };
+    es.addEventListener('change', reload);
+    es.onopen = function () { if (state) state.textContent = 'live'; };
+    es.onerror = function () { if (state) state.textContent = 'reconnecting…'; };
+  }
+  var task = document.body.dataset.stream;
+  var list = document.getElementById('stream');
+  if (task && list) {
+    var s = new EventSource('/tasks/' + encodeURIComponent(task) + '/stream');
+    s.addEventListener('agent', function (m) {
+      var ev = JSON.parse(m.data);
+      var li = document.createElement('li');
+      li.className = ev.type;
+      li.dataset.worker = ev.worker;
+      var text;
+      switch (ev.type) {
+        case 'tool_call': text = 'tool ' + ev.tool + ' ' + JSON.stringify(ev.input); break;
+        case 'tool_result': text = (ev.isError ? 'tool error: ' : 'tool result: ') + String(ev.output).slice(0, 400); break;
+        case 'text': text = ev.text; break;
+        case 'usage': text = 'usage: ' + ev.inputTokens + ' in, ' + ev.outputTokens + ' out' + (ev.costUsd == null ? ', cost unknown' : ', $' + ev.costUsd); break;
+        case 'result': text = (ev.ok ? 'turn ended: ' : 'turn failed: ') + ev.text; break;
+        case 'error': text = 'error: ' + ev.message; break;
+        case 'session': text = 'session ' + ev.sessionId; break;
+        default: text = ev.type + ' ' + JSON.stringify(ev.raw || ev);
+      }
+      li.textContent = '[' + ev.worker + '] ' + String(text).slice(0, 2000);
+      list.appendChild(li);
+    });
+  }
+})();
+`;

@@ -1,0 +1,129 @@
+/**
+ * What the dashboard reads and the one thing it writes, behind a narrow port so that the server
+ * and its pages never open files themselves. The real source reads the same state as the CLI —
+ * the registry (`.polly/registry.json` through the registry store), the journal
+ * (`.polly/journal.jsonl`), the workers' `events.jsonl` files, the gate's decision log
+ * (`.polly/gate-decisions.jsonl`) and the local forge's diffs — and keeps no copy of its own.
+ * Its one write is the plan gate's decision, through `decidePlan` exactly as `polly plan approve`.
+ */
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { PollyConfig } from '../config/config-schema.js';
+import { decidePlan, expirePlanAsks } from '../plan/plan-gate.js';
+import type { JournalEntry, PlanRecord, Registry, WorkerRecord } from '../registry/registry-schema.js';
+import type { RegistryStore } from '../registry/registry-store.js';
+import { createLocalForge } from '../forge/local-forge.js';
+import { createEventTail } from '../../workers/supervisor/worker-files.js';
+import { workerFiles } from '../../workers/supervisor/worker-runner.js';
+import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
+import { GATE_DECISIONS_FILE } from '../../gate/decision-log.js';
+
+/** One line of the gate's decision log (gate/decision-log.ts): `{at, kind: 'gate.decision', data}`. */
+export interface GateLogEntry {
+  at: string;
+  kind: string;
+  data: { decision?: string; rule?: string; reason?: string; tool?: string; input?: string; cwd?: string; role?: string; harness?: string } & Record<string, unknown>;
+}
+
+/** The dashboard's port onto Polly's state. */
+export interface UiSource {
+  /** The registry, after expiring plan-gate asks older than `ask_timeout` (as `polly plan` does). */
+  readRegistry(): Promise<Registry>;
+  /** The last `limit` journal entries, oldest first. */
+  readJournal(limit: number): Promise<JournalEntry[]>;
+  /**
+   * A value that changes whenever the registry, the journal or the gate log changes (sizes and
+   * modification times); the live pages poll it.
+   */
+  version(): string;
+  /** An incremental reader of one worker's normalised events (its `events.jsonl`). */
+  workerEvents(worker: WorkerRecord): { read(): AgentEvent[] };
+  /** The gate's decisions whose `cwd` lies in `dir` (a task's worktree), oldest first, at most `limit`. */
+  gateDecisions(dir: string, limit: number): Promise<GateLogEntry[]>;
+  /** A local forge PR's diff (`git diff base...head`, as `polly pr diff`). */
+  pullRequestDiff(number: number): Promise<string>;
+  /**
+   * Decide a pending plan (the same record and journal event as `polly plan approve|reject`).
+   * @throws PollyError `not_found` / `conflict` as `decidePlan`.
+   */
+  decidePlan(planId: string, decision: 'approve' | 'reject', by: string): Promise<PlanRecord>;
+}
+
+/** Read the last `bytes` of a file as text, starting at a line boundary ('' when missing). */
+function tailText(path: string, bytes: number): string {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return '';
+  }
+  try {
+    const size = statSync(path).size;
+    const start = Math.max(0, size - bytes);
+    const buf = Buffer.alloc(size - start);
+    readSync(fd, buf, 0, buf.length, start);
+    const text = buf.toString('utf8');
+    return start === 0 ? text : text.slice(text.indexOf('\n') + 1);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function parseLines<T>(text: string): T[] {
+  const out: T[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      out.push(JSON.parse(line) as T);
+    } catch {
+      // a line being written: skipped, read again next time
+    }
+  }
+  return out;
+}
+
+function stamp(path: string): string {
+  try {
+    const s = statSync(path);
+    return `${s.size}.${s.mtimeMs}`;
+  } catch {
+    return '-';
+  }
+}
+
+/**
+ * The real source over a repository's `.polly/`.
+ * @param deps.repoRoot  the main worktree's root; `pollyDir` is `<repoRoot>/.polly`.
+ * @param deps.store     the registry store (the CLI's `openRepoContext` one).
+ * @param deps.config    the repository's config (for `ask_timeout`).
+ */
+export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; store: RegistryStore; config: PollyConfig }): UiSource {
+  const journalPath = join(deps.pollyDir, 'journal.jsonl');
+  const registryPath = join(deps.pollyDir, 'registry.json');
+  const gateLogPath = join(deps.repoRoot, GATE_DECISIONS_FILE);
+  const forge = createLocalForge({ repoRoot: deps.repoRoot, store: deps.store });
+  return {
+    async readRegistry() {
+      await expirePlanAsks(deps.store, deps.config);
+      return deps.store.read();
+    },
+    async readJournal(limit) {
+      // Journal lines are small (the store keeps them under a few KiB): 1 MiB holds far more than a page shows.
+      return parseLines<JournalEntry>(tailText(journalPath, 1 << 20)).slice(-limit);
+    },
+    version() {
+      return `${stamp(registryPath)}|${stamp(journalPath)}|${stamp(gateLogPath)}`;
+    },
+    workerEvents(worker) {
+      return createEventTail(workerFiles(worker.stateDir ?? join(deps.pollyDir, 'workers', worker.id)).events);
+    },
+    async gateDecisions(dir, limit) {
+      const prefix = dir.endsWith('/') ? dir : `${dir}/`;
+      return parseLines<GateLogEntry>(tailText(gateLogPath, 1 << 20))
+        .filter((e) => e.kind === 'gate.decision' && typeof e.data?.cwd === 'string' && (e.data.cwd === dir || e.data.cwd.startsWith(prefix)))
+        .slice(-limit);
+    },
+    pullRequestDiff: (number) => forge.diff(number),
+    decidePlan: (planId, decision, by) => decidePlan(deps.store, deps.config, planId, decision, { by }),
+  };
+}
