@@ -74,12 +74,7 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired or a task failed; 2
     }
     for (const line of await checkoutNotes(ctx.repo.root, io.env)) io.stderr.write(`${line}\n`);
     const { goal, seq } = await createGoal(ctx.store, plan.goal ?? `polly run ${file}`, 'plan');
-    const proposed = await proposePlan(
-      ctx.store,
-      ctx.config,
-      planToProposal(plan),
-      { goalId: goal.id, source: path },
-    );
+    const proposed = await proposePlan(ctx.store, ctx.config, planToProposal(plan), { goalId: goal.id, source: path });
     io.stderr.write(`[polly] ${proposed.line}\n`);
     if (!proposed.admitted) {
       for (const c of proposed.counterexamples) io.stderr.write(`${c}\n`);

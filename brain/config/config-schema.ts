@@ -70,6 +70,15 @@ export interface PollyConfig {
     /** The `polly ui` dashboard's URL (e.g. http://127.0.0.1:8080 for `polly ui --port 8080`): notifications link to its pages; null: no links. */
     dashboard_url: string | null;
   };
+  /** A pull request's life after ready (issue 16): its feedback goes back to the same worker session. */
+  pr: {
+    /**
+     * Fix rounds after the PR is ready: every send-back to the worker (a change request, a failing
+     * check, a conflict with the moved base, red re-tests, a blocking re-review) counts one; the
+     * bound exhausted parks the task for a human (0-10, default 3; 0: every PR event parks).
+     */
+    max_fix_rounds: number;
+  };
 }
 
 /** A spending limit: USD (as the agents report cost) and/or tokens (input incl. cache + output). */
@@ -103,4 +112,5 @@ export const DEFAULT_CONFIG: PollyConfig = {
   brain: { model: 'claude-sonnet-4-5' },
   budgets: { per_task: null, per_goal: null },
   notifications: { webhook_url: null, desktop: true, timeout_ms: 5000, dashboard_url: null },
+  pr: { max_fix_rounds: 3 },
 };

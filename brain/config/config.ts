@@ -97,6 +97,7 @@ export const CONFIG_SPEC: Spec = {
     brain: { t: 'object', fields: { model: nullableStr } },
     budgets: { t: 'object', fields: { per_task: BUDGET_SPEC, per_goal: BUDGET_SPEC } },
     notifications: { t: 'object', fields: { webhook_url: nullableStr, desktop: { t: 'bool' }, timeout_ms: int(100, 120_000), dashboard_url: nullableStr } },
+    pr: { t: 'object', fields: { max_fix_rounds: int(0, 10) } },
   },
 };
 
@@ -164,6 +165,8 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'notifications.desktop': 'true: desktop notifications where available (notify-send on Linux, osascript on macOS; polly doctor says which).',
   'notifications.timeout_ms': 'Milliseconds one webhook attempt may take (100-120000).',
   'notifications.dashboard_url': 'null, or the URL of your polly ui (e.g. http://127.0.0.1:8080 with polly ui --port 8080): notifications then link to its pages.',
+  pr: "A PR's life after ready: a human's change request or line comment, a failing check, or a conflict\nwith the moved base goes back to the SAME worker session as a fix round (Polly merges the base\nin, re-runs acceptance, has it re-reviewed, pushes plainly and replies on the PR).",
+  'pr.max_fix_rounds': 'Fix rounds (each send-back to the worker after ready) before the task is parked for a human (0-10).',
 };
 
 /** Every key path of the config spec (objects and leaves), for the comment table and tests. */

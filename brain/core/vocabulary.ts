@@ -27,7 +27,12 @@ export type Harness = (typeof HARNESSES)[number];
 /** Each harness's model vendor: a cross-review needs a reviewer of another vendor. */
 export const HARNESS_VENDOR: Readonly<Record<Harness, string>> = { 'claude-code': 'anthropic', codex: 'openai', pi: 'pi' };
 
-/** A task's lifecycle status (see `brain/registry/task-lifecycle.ts` for the allowed moves). */
+/**
+ * A task's lifecycle status (see `brain/registry/task-lifecycle.ts` for the allowed moves).
+ * `parked`: Polly stopped working on the task's PR and a human must decide (its fix rounds are
+ * exhausted, a base conflict could not be resolved, or a budget was reached); journaled as
+ * `task.parked` {taskId, reason}.
+ */
 export const TASK_STATUSES = [
   'queued',
   'dispatched',
@@ -50,12 +55,13 @@ export const TASK_STATUSES = [
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 /**
- * Statuses after which no worker runs for the task (it may still be carried by the forge: `ready`).
- * `parked`: stopped on purpose with its work kept (a budget reached, fix rounds exhausted); a human
- * decides what next.
+ * Statuses after which no worker runs for the task (it may still be carried by the forge: `ready`,
+ * whose run watches the PR and may start a fix round; `parked`: stopped on purpose with its work
+ * kept — a budget reached, fix rounds exhausted, an unresolvable conflict — and a human decides).
  */
 export const FINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>([
   'ready',
+  'parked',
   'merged',
   'done',
   'failed',

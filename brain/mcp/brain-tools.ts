@@ -46,6 +46,9 @@ export const INBOX_KINDS: ReadonlySet<string> = new Set([
   'pr.conflicts_resolved',
   // A check run or commit status failed on the PR's head (GitHub: github-watch.ts).
   'pr.checks_failed',
+  // Fix rounds (brain/process/pr-events.ts): one started, one answered on the PR (task.parked above).
+  'task.fix_round',
+  'task.pr_reply',
   'goal.done',
 ]);
 

@@ -15,8 +15,8 @@
  *   refused by `at-most-5-dispatches-per-turn`. The Brain runs it on the runtime
  *   (brain/process/plan-schedule.ts), so the bound, dependencies and batches checked here are the
  *   ones the dispatches obey;
- * - the task workflows take their bounds (attempts, review rounds, the acceptance lease) from the
- *   config ({@link taskBounds}) before admission.
+ * - the task workflows take their bounds (attempts, review rounds, fix rounds after ready, the
+ *   acceptance lease) from the config ({@link taskBounds}) before admission.
  *
  * Checking the parts separately is sound here because the task workflows share no variables with
  * each other and the schedule only counts their dispatches; it keeps admission linear in the
@@ -79,31 +79,42 @@ export interface TaskBounds {
   reviewRounds: number;
   /** Seconds the `run_acceptance` order is leased: every command's timeout (config `acceptance.timeout`) plus 60 s of slack. */
   acceptanceLeaseSeconds: number;
+  /** Fix rounds after the PR is ready before the task is parked (config `pr.max_fix_rounds`, 0-10, default {@link DEFAULT_MAX_FIX_ROUNDS}). */
+  fixRounds: number;
 }
 
+/** Config `pr.max_fix_rounds` when a plan record predates it. */
+export const DEFAULT_MAX_FIX_ROUNDS = 3;
+
+/** The config keys that shape a plan's workflows (`pr` is optional: plan records admitted before it existed). */
+export type PlanShapingInput = Pick<PollyConfig, 'policies' | 'review' | 'acceptance'> & Partial<Pick<PollyConfig, 'pr'>>;
+
 /** The part of `config` that shapes a plan's workflows, as stored on the plan record at admission (`PlanRecord.admittedWith`). */
-export function planShapingConfig(config: Pick<PollyConfig, 'policies' | 'review' | 'acceptance'>): PlanShapingConfig {
+export function planShapingConfig(config: PlanShapingInput): PlanShapingConfig {
   return {
     maxDispatchesPerTurn: config.policies.spawn_bounds.max_dispatches_per_turn,
     acceptance: structuredClone(config.acceptance),
     review: structuredClone(config.review),
+    pr: { max_fix_rounds: config.pr?.max_fix_rounds ?? DEFAULT_MAX_FIX_ROUNDS },
   };
 }
 
 /** The bounds of one plan task under `config` (its acceptance commands, else the config's default commands). */
-export function taskBounds(config: Pick<PollyConfig, 'acceptance' | 'review'>, task: Pick<Plan['tasks'][number], 'acceptance'>): TaskBounds {
+export function taskBounds(config: Pick<PollyConfig, 'acceptance' | 'review'> & { pr?: { max_fix_rounds: number } }, task: Pick<Plan['tasks'][number], 'acceptance'>): TaskBounds {
   const commands = task.acceptance.commands.length > 0 ? task.acceptance.commands.length : Math.max(config.acceptance.commands.length, 1);
   return {
     maxAttempts: config.acceptance.max_attempts,
     reviewRounds: config.review.max_rounds,
     acceptanceLeaseSeconds: commands * config.acceptance.timeout + 60,
+    fixRounds: config.pr?.max_fix_rounds ?? DEFAULT_MAX_FIX_ROUNDS,
   };
 }
 
 /**
  * The polly-task workflow specialised to one task of a plan: START's vendor is the plan's worker,
  * PR_OPENED's reviewer is the plan's reviewer, no guard hides a same-vendor review, and the
- * attempt / review-round counters and the acceptance lease take `bounds` (see {@link TaskBounds}).
+ * attempt / review-round / fix-round counters and the acceptance lease take `bounds` (see
+ * {@link TaskBounds}): every `fix_rounds < N` guard of the post-PR states gets N = `bounds.fixRounds`.
  * @throws PollyError `internal` if the built-in polly-task no longer has the shape this relies on.
  */
 export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number], fallbackReviewer: string, bounds: TaskBounds): Workflow {
@@ -115,8 +126,10 @@ export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number],
   const reviewerField = opened?.data.find((d) => d.name === 'reviewer');
   const attempts = base.variables.find((v) => v.name === 'attempts');
   const rounds = base.variables.find((v) => v.name === 'rounds');
-  const redRetry = base.transitions.find((t) => t.action === 'TESTS_RED' && t.when !== null);
-  const blockingRetry = base.transitions.find((t) => t.action === 'REVIEW_BLOCKING' && t.when !== null);
+  const fixRounds = base.variables.find((v) => v.name === 'fix_rounds');
+  const redRetry = base.transitions.find((t) => t.action === 'TESTS_RED' && t.from.includes('testing') && t.when !== null);
+  const blockingRetry = base.transitions.find((t) => t.action === 'REVIEW_BLOCKING' && t.from.includes('reviewing') && t.when !== null);
+  const fixGuards = base.transitions.filter((t) => t.when !== null && /^fix_rounds < \d+$/.test(t.when));
   const acceptance = base.effects.find((e) => e.kind === 'run_acceptance');
   if (
     vendorField?.type !== 'enum' ||
@@ -124,13 +137,15 @@ export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number],
     reviewerField.type !== 'enum' ||
     attempts?.type !== 'int' ||
     rounds?.type !== 'int' ||
+    fixRounds?.type !== 'int' ||
+    fixGuards.length === 0 ||
     !redRetry ||
     !blockingRetry ||
     !acceptance
   ) {
     throw new PollyError(
       'internal',
-      'the built-in polly-task workflow changed: it needs START.vendor and PR_OPENED.reviewer enum data, int variables attempts and rounds, guarded TESTS_RED and REVIEW_BLOCKING retries and a run_acceptance effect',
+      'the built-in polly-task workflow changed: it needs START.vendor and PR_OPENED.reviewer enum data, int variables attempts, rounds and fix_rounds, guarded TESTS_RED and REVIEW_BLOCKING retries, fix_rounds guards and a run_acceptance effect',
     );
   }
   vendorField.values = [task.worker];
@@ -141,6 +156,8 @@ export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number],
   redRetry.when = `attempts < ${bounds.maxAttempts - 1}`;
   rounds.max = Math.max(bounds.reviewRounds, 0);
   blockingRetry.when = `rounds < ${bounds.reviewRounds}`;
+  fixRounds.max = Math.max(bounds.fixRounds, 0);
+  for (const t of fixGuards) t.when = `fix_rounds < ${bounds.fixRounds}`;
   acceptance.retry = { ...acceptance.retry, lease_seconds: bounds.acceptanceLeaseSeconds };
   base.name = planTaskWorkflowName(planId, task.key);
   base.file = `plan:${planId}/${task.key}`;
@@ -279,7 +296,7 @@ export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks'
  * @param planId  the plan's id (names the workflows, e.g. `plan-p1-t1`).
  * @returns the admission verdict; refused plans carry every violation with its shortest trace.
  */
-export function admitPlan(planId: string, plan: Plan, config: Pick<PollyConfig, 'policies' | 'review' | 'acceptance'>): PlanAdmission {
+export function admitPlan(planId: string, plan: Plan, config: PlanShapingInput): PlanAdmission {
   const policy = { maxDispatchesPerTurn: config.policies.spawn_bounds.max_dispatches_per_turn };
   const parts: CompiledPart[] = [];
   const schedule = withPollyGuarantees(compileScheduleWorkflow(planId, plan, policy.maxDispatchesPerTurn), policy);

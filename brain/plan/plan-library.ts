@@ -1,13 +1,12 @@
-/**
- * The Brain's workflow library: the built-in workflows plus, for every approved plan, its schedule
- * workflow (`plan-<planId>`) and one compiled `polly-task` workflow per implement task
- * (`plan-<planId>-<key>`), compiled exactly as the plan gate compiled them (from the config the
- * plan was admitted under, `PlanRecord.admittedWith`)
- * and checked again on the way in (with Polly's guarantees). Runs of the schedule and the tasks
- * execute on the runtime against these entries, so a plan can only do what the checker admitted.
- */
-import type { PollyConfig } from '../config/config-schema.js';
-import { compileScheduleWorkflow, compileTaskWorkflow, planScheduleWorkflowName, planShapingConfig, planTaskWorkflowName, taskBounds } from './plan-compiler.js';
+import {
+  compileScheduleWorkflow,
+  compileTaskWorkflow,
+  planScheduleWorkflowName,
+  planShapingConfig,
+  planTaskWorkflowName,
+  taskBounds,
+  type PlanShapingInput,
+} from './plan-compiler.js';
 import type { PlanRecord } from '../registry/registry-schema.js';
 import type { WorkflowLibrary } from '../../workflows/workflow-library.js';
 
@@ -26,9 +25,9 @@ export interface PlanLibrary extends WorkflowLibrary {
  * A library over `base` (whose policy must be the config's `policies.spawn_bounds`) that also
  * serves approved plans' schedule and task workflows.
  * @param config  review pairs (the reviewer fallback the plan gate used), the task bounds
- *                (`acceptance`, `review.max_rounds`) and the spawn bound of the schedule.
+ *                (`acceptance`, `review.max_rounds`, `pr.max_fix_rounds`) and the spawn bound of the schedule.
  */
-export function createPlanLibrary(base: WorkflowLibrary, config: Pick<PollyConfig, 'review' | 'acceptance' | 'policies'>): PlanLibrary {
+export function createPlanLibrary(base: WorkflowLibrary, config: PlanShapingInput): PlanLibrary {
   const plans = new Set<string>();
   return {
     entries: () => base.entries(),

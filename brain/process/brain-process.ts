@@ -13,7 +13,8 @@
  *
  * This file is the loop; its parts live beside it: `plan-schedule.ts` (each plan's admitted schedule
  * workflow, run on the runtime: which plan tasks start),
- * `order-executor.ts` (work orders, read-only tasks, cancels, run ends → task statuses).
+ * `order-executor.ts` (work orders, read-only tasks, cancels, run ends → task statuses),
+ * `pr-events.ts` (a ready task's PR events → bounded fix rounds of its run).
  */
 
 export { BRAIN_OWNER } from './order-executor.js';
@@ -31,7 +32,8 @@ import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
 import { newTaskRecord } from '../registry/task-record.js';
 import { taskBudget } from '../plan/budgets.js';
 import { driveSchedules, type ScheduleMemory } from './plan-schedule.js';
-import { executeOrder, finishTasksOfEndedRuns, handleCancels, runReadOnlyTask } from './order-executor.js';
+import { WATCHING_STATE, executeOrder, finishTasksOfEndedRuns, handleCancels, runControlState, runReadOnlyTask } from './order-executor.js';
+import { newPrRouteMemory, routePrEvents } from './pr-events.js';
 import { toInboxEvents } from '../mcp/brain-tools.js';
 import type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
 import { brainTurn, failGoal, reapPreviousGoalBrains } from './goal-brains.js';
@@ -96,14 +98,20 @@ export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][numbe
 
 /**
  * Why nothing more will happen: the registry holds no open goal, no unfinished task, and `runs`
- * (the runtime's runs: they live in the run store, not in registry.json) no unfinished plan schedule run.
+ * (the runtime's runs: they live in the run store, not in registry.json) no unfinished plan
+ * schedule run and no task run that reached `watching` (its PR ready again after a fix round)
+ * whose task is not settled yet. A task run that watches a settled task is not open work: the
+ * next PR event starts a Brain pass of its own.
  */
 export function isIdle(reg: Registry, runs: readonly RunRecord[]): boolean {
   const openGoal = Object.values(reg.goals).some((g) => !isGoalFinal(g.status));
   const pendingPlan = Object.values(reg.plans).some((p) => p.gate === 'pending');
   const openTask = Object.values(reg.tasks).some((t) => !FINAL_TASK_STATUSES.has(t.status));
   const openSchedule = runs.some((r) => r.status === 'running' && typeof r.input.plan === 'string' && reg.plans[r.input.plan]?.gate === 'approved');
-  return !openGoal && !pendingPlan && !openTask && !openSchedule;
+  const unsettled = runs.some(
+    (r) => r.status === 'running' && typeof r.input.task === 'string' && runControlState(r) === WATCHING_STATE && reg.tasks[r.input.task]?.finishedAt === null,
+  );
+  return !openGoal && !pendingPlan && !openTask && !openSchedule && !unsettled;
 }
 
 /**
@@ -126,6 +134,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
   const inflight = new Map<string, Promise<void>>();
   const goalBrains = new Map<string, { brain: GoalBrain; busy: boolean; cursor: number }>();
   const scheduleMemory: ScheduleMemory = new Map();
+  const prMemory = newPrRouteMemory();
   // A level-triggered wake-up: work that ends while the loop body runs sets `woken`, so the next
   // sleep is skipped instead of lost (run-store steps do not move the registry journal, so a lost
   // poke would cost a whole 5 s timeout per step).
@@ -188,6 +197,8 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
       }
       // Runs that ended: reflect their outcome on the task (each run held to its admitted workflow).
       await finishTasksOfEndedRuns(deps, now);
+      // PR events of ready tasks → fix rounds in the same session; a human's merge or close ends the run.
+      await routePrEvents(deps, prMemory, log, now);
       // The plans' schedules: task ends reported, dependants skipped, the next turn's dispatches.
       await driveSchedules(deps, scheduleMemory, log, now);
 

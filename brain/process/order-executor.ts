@@ -1,11 +1,16 @@
 /**
  * Executing the Brain's work: claimed runtime work orders run by their task tool (and reported back),
- * read-only ad-hoc tasks run in the main checkout, requested cancels, and ended runs mapped to
- * their tasks' final statuses (each ended run held to its admitted workflow first, and a failure
- * said in words). Every status change goes through `brain/registry/task-lifecycle.ts`.
+ * read-only ad-hoc tasks run in the main checkout, requested cancels, and settled runs mapped to
+ * their tasks' final statuses (each held to its admitted workflow first, and a failure said in
+ * words). A task's run settles when it ends, or when it reaches `watching` (its PR is ready and
+ * watched for fix rounds: the task is `ready` and finished until a PR event starts a round, see
+ * `pr-events.ts`). Every status change goes through `brain/registry/task-lifecycle.ts`.
  */
+import { existsSync } from 'node:fs';
 import { recordTurnUsage } from '../task-tools/turn-budget.js';
 import { isPollyError } from '../core/errors.js';
+import { createGitRunner } from '../../workers/git/git.js';
+import { mergeHead } from '../task-tools/integrate-base.js';
 import type { Registry, RunRecord, TaskRecord, WorkOrderRecord } from '../registry/registry-schema.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 import type { RunState } from '../../workflows/run/interpreter.js';
@@ -29,7 +34,17 @@ const STATUS_FOR_TOOL: Record<string, TaskStatus> = {
   open_draft_pr: 'pr_open',
   dispatch_review: 'reviewing',
   mark_ready: 'reviewing',
+  integrate_base: 'fixing',
+  reply_pr: 'reviewing',
 };
+
+/** The control state of a task run whose PR is ready and watched (workflows/polly-task/workflow.yaml). */
+export const WATCHING_STATE = 'watching';
+
+/** The control state of a run (`run.state.state`). */
+export function runControlState(run: Pick<RunRecord, 'state'>): string {
+  return String((run.state as { state?: unknown }).state ?? '');
+}
 
 /**
  * Perform one work order with its tool and report the outcome to the runtime.
@@ -142,7 +157,7 @@ const tail = (text: string, max = 600): string => {
  * acceptance output and who cancelled). Null when the run ended `ready`.
  */
 export function runEndReason(run: RunRecord, journal: RunJournalEntry[], task: Pick<TaskRecord, 'feedback' | 'statusReason'>): string | null {
-  if (run.outcome === 'ready') return null;
+  if (run.outcome === 'ready' || run.outcome === 'done' || (run.status === 'running' && runControlState(run) === WATCHING_STATE)) return null;
   const steps = journal.filter((e) => e.kind === 'run.action' && e.data.run === run.id);
   const last = steps.at(-1);
   const action = last ? String(last.data.action) : null;
@@ -150,6 +165,8 @@ export function runEndReason(run: RunRecord, journal: RunJournalEntry[], task: P
   const note = reported && reported.data.applied === action && typeof reported.data.note === 'string' ? reported.data.note.replace(/^[a-z_]+: /, '') : null;
   const vars = (run.state as unknown as RunState).vars ?? {};
   const because = note ? `: ${note}` : '';
+  if (run.outcome === 'closed') return 'the PR was closed by a human without merging';
+  if (run.outcome === 'parked') return parkedReason(action, Number(vars.fix_rounds ?? 0), because, task);
   switch (action) {
     case 'WORKER_FAILED':
       return note?.includes(NO_CHANGE) ? NO_CHANGE : `the worker failed${because}`;
@@ -178,12 +195,43 @@ export function runEndReason(run: RunRecord, journal: RunJournalEntry[], task: P
 }
 
 /**
+ * Why a run ended `parked`, from the action that parked it: the fix rounds exhausted (the PR event
+ * or the red re-test / blocking re-review that found no round left), or a failure after the PR
+ * was ready (a worker, the base merge, the push, the re-review or marking ready failed).
+ */
+function parkedReason(action: string | null, rounds: number, because: string, task: Pick<TaskRecord, 'feedback'>): string {
+  const used = `${rounds} fix round${rounds === 1 ? '' : 's'} used (config pr.max_fix_rounds)`;
+  const what: Record<string, string> = {
+    FEEDBACK: 'a change request on the PR',
+    CHECKS_FAILED: "a failing check on the PR's head",
+    CONFLICTS: 'the PR conflicts with its base',
+    TESTS_RED: 'acceptance is still red',
+    REVIEW_BLOCKING: 'the re-review still has blocking findings',
+  };
+  if (action && what[action]) {
+    const output = action === 'TESTS_RED' && task.feedback ? `; last output: ${tail(task.feedback)}` : '';
+    return `parked for a human: ${what[action]}, and no fix round is left (${used})${because}${output}`;
+  }
+  const failed: Record<string, string> = {
+    WORKER_FAILED: 'the worker failed during a fix round',
+    INTEGRATE_FAILED: 'merging the base into the task branch failed',
+    PUSH_FAILED: 'pushing the fix failed',
+    REVIEW_FAILED: 'the re-review failed',
+    MARK_FAILED: 'marking the PR ready again failed',
+  };
+  return `parked for a human: ${action && failed[action] ? failed[action] : `the fix round ended after ${action ?? 'no step'}`}${because} (${used})`;
+}
+
+/**
  * Final run states → task statuses (journaled once, as inbox events). Every ended run is first
  * held to its admitted workflow ({@link validateEndedRun}): a divergence fails the task with the
  * reason. A failed task says why in words ({@link runEndReason}).
  */
 export async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => Date): Promise<void> {
-  const finished = await deps.runtime.list({ status: 'finished' });
+  const ended = await deps.runtime.list({ status: 'finished' });
+  // A run watching its ready PR has settled too (until a PR event starts a fix round).
+  const watching = (await deps.runtime.list({ status: 'running' })).filter((r) => typeof r.input.task === 'string' && runControlState(r) === WATCHING_STATE);
+  const finished = [...ended, ...watching];
   const reg = await deps.store.read();
   // A task is finished once: `finishedAt` marks it (a tool may already have set a final status).
   const updates = finished.filter((run) => {
@@ -193,6 +241,7 @@ export async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => 
   if (updates.length === 0) return;
   const outcomes = new Map<string, { diverged: string | null; reason: string | null }>();
   for (const run of updates) {
+    if (run.outcome === 'parked') await abortBaseMerge(deps, reg.tasks[String(run.input.task)]!);
     const conformance = await validateEndedRun(deps, run.id);
     const t = reg.tasks[String(run.input.task)]!;
     outcomes.set(run.id, { diverged: conformance.reason, reason: runEndReason(run, await deps.runtime.journal(run.id), t) });
@@ -202,28 +251,54 @@ export async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => 
       const t = draft.tasks[String(run.input.task)];
       if (!t || t.finishedAt) continue;
       const { diverged, reason } = outcomes.get(run.id)!;
-      const outcome = run.outcome ?? (run.state as { state?: string }).state ?? 'failed';
+      const outcome = run.status === 'running' ? 'ready' : (run.outcome ?? (run.state as { state?: string }).state ?? 'failed');
       const at = now().toISOString();
       if (diverged) {
         const why = `the run diverged from its admitted workflow: ${diverged}`;
         if (canTransitionTask(t.status, 'failed')) transitionTask(t, 'failed', { reason: why, at });
         else t.statusReason = why;
+      } else if (outcome === 'done') {
+        // A human merged the PR (the merge watch recorded it): merged → done.
+        if (t.status !== 'done') {
+          if (t.status !== 'merged' && canTransitionTask(t.status, 'merged')) transitionTask(t, 'merged', { at });
+          if (canTransitionTask(t.status, 'done')) transitionTask(t, 'done', { at });
+        }
       } else if (t.status === 'parked' && outcome !== 'ready') {
         // Parked by its tool (a budget reached, brain/task-tools/turn-budget.ts): it stays parked, with its reason.
       } else {
-        const to = outcome === 'ready' ? 'ready' : outcome === 'cancelled' ? 'cancelled' : 'failed';
+        const to = outcome === 'ready' ? 'ready' : outcome === 'cancelled' || outcome === 'closed' ? 'cancelled' : outcome === 'parked' ? 'parked' : 'failed';
         if (!FINAL_TASK_STATUSES.has(t.status) || outcome !== 'ready') transitionTask(t, to, { at });
         if (t.status !== 'ready' && reason) t.statusReason = reason;
+        if (t.status === 'parked') tx.emit('task.parked', { taskId: t.id, reason: t.statusReason ?? 'parked', pr: t.pr ? { number: t.pr.number, url: t.pr.url } : null });
       }
       t.finishedAt = at;
       t.updatedAt = at;
-      tx.emit(t.status === 'ready' ? 'task.finished' : 'task.failed', {
+      tx.emit(['ready', 'done', 'merged'].includes(t.status) ? 'task.finished' : 'task.failed', {
         taskId: t.id,
         status: t.status,
         reason: t.statusReason,
         pr: t.pr ? { number: t.pr.number, url: t.pr.url, state: t.pr.state } : null,
       });
     }
+  });
+}
+
+/**
+ * A task parked mid-merge of its base: back the worktree up (everything, the half-resolved files
+ * included, under `refs/polly/backup/`), then `git merge --abort`, so the branch is left as it was
+ * pushed and a human finds a clean worktree plus the backup. Never a silent discard: the backup
+ * ref is recorded on the task and journaled (`task.base_merge_aborted`).
+ */
+async function abortBaseMerge(deps: BrainProcessDeps, task: TaskRecord): Promise<void> {
+  if (!task.worktree || !existsSync(task.worktree)) return;
+  const git = createGitRunner();
+  if ((await mergeHead(git, task.worktree)) === null) return;
+  const backup = await deps.worktrees.backup({ id: task.id, reason: 'parked during a base merge' });
+  await git.run(['merge', '--abort'], { cwd: task.worktree });
+  await deps.store.update((draft, tx) => {
+    const t = draft.tasks[task.id];
+    if (t && backup.ref && !t.backupRefs.includes(backup.ref)) t.backupRefs.push(backup.ref);
+    tx.emit('task.base_merge_aborted', { taskId: task.id, backupRef: backup.ref ?? null });
   });
 }
 

@@ -92,6 +92,8 @@ export interface PlanShapingConfig {
   maxDispatchesPerTurn: number;
   acceptance: { commands: string[]; timeout: number; max_attempts: number };
   review: { pairs: Record<Harness, Harness[]>; max_rounds: number };
+  /** Config `pr` (absent on plans admitted before fix rounds existed: the default, 3 rounds). */
+  pr?: { max_fix_rounds: number };
 }
 
 export interface PlanTaskSpec {
@@ -212,6 +214,11 @@ export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
   ledger?: TaskLedger;
   /** Set by sys_cancel_task; the Brain process stops the worker, backs up the work and cancels the run. */
   cancelRequested?: boolean;
+  /**
+   * The fix round in progress after the PR was ready (brain/process/pr-events.ts), kept after it ends
+   * until the next one starts; absent before the first round.
+   */
+  fixRound?: FixRoundRecord | null;
   /** The agent's final report, for read-only tasks (explore, search). */
   report?: string | null;
   /** When the first worker of the task started and when the task reached a final state. */
@@ -219,6 +226,23 @@ export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
   finishedAt?: string | null;
   createdAt: string;
   updatedAt: string;
+}
+
+/** One fix round of a ready PR: what started it and where the branch was (brain/process/pr-events.ts). */
+export interface FixRoundRecord {
+  /** 1-based, counted by the run's `fix_rounds` (config `pr.max_fix_rounds`). */
+  round: number;
+  /** The signal that started it: `FEEDBACK`, `CHECKS_FAILED` or `CONFLICTS`. */
+  action: 'FEEDBACK' | 'CHECKS_FAILED' | 'CONFLICTS';
+  /** Registry journal seqs of the PR events it answers. */
+  eventSeqs: number[];
+  /** The events in one line each, for the reply on the PR (`file:line: text`, a check's name, conflicting files). */
+  summary: string[];
+  /** The task branch's tip when the round started: the reply lists the commits after it. */
+  startHead: string | null;
+  /** When the base was merged in: `origin/<base>`, its commit, and the files that conflicted (empty: a clean merge). */
+  baseMerge?: { ref: string; commit: string; files: string[] } | null;
+  startedAt: string;
 }
 
 export type { WorkerRecord };

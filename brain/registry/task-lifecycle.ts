@@ -10,11 +10,14 @@
  * - the active statuses (`dispatched` … `reviewing`) move freely among themselves as the task's
  *   workflow calls its tools, and end in `ready`, `done` (read-only work), a failure or `cancelled`;
  *   a human may merge the draft PR at any point once it exists (`merged`).
- * - the stopped statuses (`failed`, `agent_missing`, `agent_exited`, `blocked_on_prompt`, `parked`:
- *   stopped on purpose with its work kept, e.g. a budget reached) may be
+ * - the stopped statuses (`failed`, `agent_missing`, `agent_exited`, `blocked_on_prompt`) may be
  *   retried by the workflow (back to an active status), cancelled, or merged by a human.
  * - `ready` → `merged` (a human merged the PR) → `done`; a run that ends otherwise still fails or
- *   cancels them.
+ *   cancels them. A ready task's run watches its PR: a change request, a failing check or a
+ *   conflict starts a fix round (`ready` → `fixing` and the active statuses, back to `ready`).
+ * - `parked`: Polly stopped and a human decides (fix rounds exhausted, an unresolvable conflict,
+ *   a budget reached); from any active or stopped status and from `ready`; a human may still
+ *   merge the PR (`merged`) or cancel the task.
  * - `done` and `cancelled` are absorbing.
  *
  * Staying in the same status is always allowed (it refreshes `updatedAt` and the reason).
@@ -24,9 +27,9 @@ import { PollyError } from '../core/errors.js';
 import type { TaskStatus } from '../core/vocabulary.js';
 
 const ACTIVE: readonly TaskStatus[] = ['dispatched', 'running', 'checking', 'fixing', 'green', 'pr_open', 'reviewing'];
-const STOPPED: readonly TaskStatus[] = ['failed', 'agent_missing', 'agent_exited', 'blocked_on_prompt', 'parked'];
-const FROM_ACTIVE: readonly TaskStatus[] = [...ACTIVE, 'ready', 'merged', 'done', ...STOPPED, 'cancelled'];
-const FROM_STOPPED: readonly TaskStatus[] = [...ACTIVE, 'merged', ...STOPPED, 'cancelled'];
+const STOPPED: readonly TaskStatus[] = ['failed', 'agent_missing', 'agent_exited', 'blocked_on_prompt'];
+const FROM_ACTIVE: readonly TaskStatus[] = [...ACTIVE, 'ready', 'merged', 'done', ...STOPPED, 'parked', 'cancelled'];
+const FROM_STOPPED: readonly TaskStatus[] = [...ACTIVE, 'merged', ...STOPPED, 'parked', 'cancelled'];
 
 /** The allowed moves: status → the statuses a task in it may move to (besides staying). */
 export const TASK_TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
@@ -42,8 +45,8 @@ export const TASK_TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]
   agent_missing: FROM_STOPPED,
   agent_exited: FROM_STOPPED,
   blocked_on_prompt: FROM_STOPPED,
-  parked: FROM_STOPPED,
-  ready: ['merged', 'failed', 'cancelled'],
+  parked: ['merged', 'cancelled'],
+  ready: ['fixing', 'merged', 'failed', 'parked', 'cancelled'],
   merged: ['done', 'failed', 'cancelled'],
   done: [],
   cancelled: [],

@@ -13,6 +13,12 @@
  * The run is wrapped in the ref guard (./ref-guard-step.ts): a ref or git metadata file changed by
  * the checks fails the task at once, and nothing is committed.
  *
+ * In a fix round after the PR was ready (`task.fixRound`), the commit says so (`Fix round N: …`);
+ * with the base being merged in (integrate_base left MERGE_HEAD), the checks are red at once while
+ * a conflict marker is left in a file of the merge (`<<<<<<<`, `=======`, `>>>>>>>` lines: the worker
+ * must resolve every conflict, never drop a side), and green commits the merge itself: a merge
+ * commit with two parents (`Merge <remote>/<base> into polly/<id>`).
+ *
  * Idempotent: a re-run after a crash finds nothing left to commit and records the branch tip.
  */
 import { existsSync } from 'node:fs';
@@ -26,6 +32,40 @@ import { guardFailure, withRefGuard } from './ref-guard-step.js';
 import { secretScanStep } from './secret-scan-step.js';
 import { refusalLines, sandboxRefusalFailure } from './sandbox-refusals.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { mergeHead, unmergedFiles } from './integrate-base.js';
+import type { TaskRecord } from '../registry/registry-schema.js';
+
+const MARKER = /^(<{7}|>{7})( |$)|^={7}$/;
+
+/** Conflict-marker lines left in `files` under `cwd`: `file:line: text`, at most 20. */
+export function conflictMarkers(cwd: string, files: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const f of files) {
+    let text: string;
+    try {
+      text = readFileSync(join(cwd, f), 'utf8');
+    } catch {
+      continue; // deleted on one side and resolved by deleting: no marker
+    }
+    text.split('\n').forEach((l, i) => {
+      if (MARKER.test(l) && out.length < 20) out.push(`${f}:${i + 1}: ${l.slice(0, 60)}`);
+    });
+  }
+  return out;
+}
+
+/** The commit message of a fix round's work, or of the base merged in. */
+export function fixCommitMessage(task: Pick<TaskRecord, 'id' | 'title' | 'fixRound' | 'branch'>, merging: boolean): string {
+  const round = task.fixRound!;
+  const first =
+    merging && round.baseMerge
+      ? `Merge ${round.baseMerge.ref} into ${task.branch ?? `polly/${task.id}`}`
+      : `Fix round ${round.round}: ${round.summary[0]?.slice(0, 60) ?? 'review feedback'}`;
+  const body = round.summary.map((s) => `- ${s}`).join('\n');
+  return `${first}\n\n${task.title.trim()}${body ? `\n\n${body}` : ''}\n\nPolly-Task: ${task.id}\n`;
+}
 
 /** The commit message Polly writes for a task's work. */
 export function taskCommitMessage(task: { id: string; title: string }): string {
@@ -59,6 +99,24 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
     return { outcome: 'failure', permanent: true, note: `run_acceptance: ${error.message}` };
   }
   if (confinement.warning) ctx.progress(`${task.id}: ${confinement.warning}`);
+  // The base being merged in: no conflict marker may be left in a file of the merge.
+  const git = createGitRunner();
+  const merging = (await mergeHead(git, task.worktree)) !== null;
+  if (merging) {
+    const files = [...new Set([...(task.fixRound?.baseMerge?.files ?? []), ...(await unmergedFiles(git, task.worktree))])];
+    const left = conflictMarkers(task.worktree, files);
+    if (left.length > 0) {
+      const why = `conflict markers left in ${[...new Set(left.map((l) => l.split(':')[0]))].join(', ')}`;
+      await ctx.store.update((draft, tx) => {
+        const t = draft.tasks[task.id];
+        if (!t) return;
+        t.feedback = `The merge of the base is not resolved: conflict markers are left in these lines:\n\n${left.map((l) => `- ${l}`).join('\n')}\n\nResolve each conflict keeping both sides' intent and remove every marker; do not commit, Polly commits the merge once the checks are green.`;
+        transitionTask(t, 'fixing', { reason: `acceptance red: ${why}`, at: new Date().toISOString() });
+        tx.emit('task.checks', { taskId: t.id, orderId: ctx.order.id, green: false, failed: why });
+      });
+      return { outcome: 'failure', permanent: true, note: `run_acceptance: red (${why})` };
+    }
+  }
   const { value: outcome, violation } = await withRefGuard(ctx, 'acceptance', () =>
     runAcceptance({
       cwd: task.worktree!,
@@ -93,9 +151,8 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   // Before anything is committed: a token or key left in the worktree never enters a commit.
   const secrets = await secretScanStep(ctx, 'commit', null);
   if (secrets) return secrets;
-  const commit =
-    (await ctx.worktrees.commitAll({ id: task.id, message: taskCommitMessage(task) })) ??
-    (await createGitRunner().run(['rev-parse', 'HEAD'], { cwd: task.worktree })).stdout.trim();
+  const message = task.fixRound ? fixCommitMessage(task, merging) : taskCommitMessage(task);
+  const commit = (await ctx.worktrees.commitAll({ id: task.id, message })) ?? (await git.run(['rev-parse', 'HEAD'], { cwd: task.worktree })).stdout.trim();
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
     if (!t) return;

@@ -2,7 +2,7 @@
  * The contract between the task executor (which claims the work orders of a `polly-task` run on
  * the runtime) and the tools that perform them. One tool per effect tool name of
  * workflows/polly-task/workflow.yaml: `dispatch`, `send_followup`, `run_acceptance`, `push`,
- * `open_draft_pr`, `dispatch_review`, `mark_ready`.
+ * `open_draft_pr`, `dispatch_review`, `mark_ready`, and after ready `integrate_base`, `reply_pr`.
  *
  * Every tool is idempotent per work order id: a Brain killed mid-tool restarts, the runtime
  * re-offers the same order, and the tool first looks for what an earlier attempt already did

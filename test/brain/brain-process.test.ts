@@ -30,6 +30,7 @@ import { decidePlan, proposePlan } from '../../brain/plan/plan-gate.js';
 import { openRepoContext } from '../../brain/commands/repo-context.js';
 import type { Registry } from '../../brain/registry/registry-schema.js';
 import type { TaskTool, TaskToolOutcome } from '../../brain/task-tools/types.js';
+import { transitionTask } from '../../brain/registry/task-lifecycle.js';
 import { createTestRepo, gitTestEnv, type TestRepo } from '../helpers/git-repo.js';
 import { expectRunsConform } from '../helpers/trace-conformance.js';
 
@@ -415,6 +416,57 @@ describe('the Brain process', () => {
     expect(JSON.parse(out.stdout)).toMatchObject({ run: runId, conforms: false, divergence: { step: 1, kind: 'run.action' } });
     expect(check(['--run', 'run-nope']).status).toBe(2);
   }, 90_000);
+  it('a failing check on a ready PR (pr.checks_failed, as the GitHub watcher emits it) is one fix round of the same task, routed exactly once; a human merge ends the run', async () => {
+    const h = await startBrain({ tools: { reply_pr: async () => ({ outcome: 'ok', note: 'replied' }) } });
+    await h.started;
+    const ctx = await openRepoContext(h.repo.dir, gitTestEnv());
+    const { goal } = await createGoal(ctx.store, 'one checked thing', 'plan');
+    const plan = await proposePlan(ctx.store, h.config, { tasks: [task('a')] }, { goalId: goal.id });
+    await decidePlan(ctx.store, h.config, plan.planId, 'approve');
+    await until('dispatched', async () => h.pending().length === 1, 150_000);
+    h.release();
+    const id = `${plan.planId}-a`;
+    await until('ready', async () => {
+      const t = (await h.registry()).tasks[id];
+      return t?.status === 'ready' && t.finishedAt;
+    });
+    const runOf = async () => Object.values((await h.registry()).runs).find((r) => r.input.task === id)!;
+    expect((await runOf()).state).toMatchObject({ state: 'watching' });
+    const before = h.calls.length;
+    await ctx.store.update((_d, tx) =>
+      tx.emit('pr.checks_failed', {
+        forge: 'github',
+        number: 7,
+        taskId: id,
+        headCommit: 'a'.repeat(40),
+        checks: [{ name: 'ci / test', conclusion: 'failure', summary: '1 test failed', logExcerpt: 'expected 5, got 6' }],
+      }),
+    );
+    const reg = await until('ready again after the round', async () => {
+      const r = await h.registry();
+      const t = r.tasks[id];
+      return h.calls.slice(before).some((c) => c.tool === 'mark_ready') && t?.status === 'ready' && t.finishedAt ? r : null;
+    });
+    expect(h.calls.slice(before).map((c) => c.tool)).toEqual(['send_followup', 'run_acceptance', 'dispatch_review', 'push', 'reply_pr', 'mark_ready']);
+    expect(reg.tasks[id]!.fixRound).toMatchObject({ round: 1, action: 'CHECKS_FAILED', eventSeqs: [expect.any(Number)] });
+    expect(reg.tasks[id]!.feedback).toContain('expected 5, got 6'); // the log excerpt went to the worker
+    // Exactly once: the Brain wakes on later journal lines and starts no second round.
+    await ctx.store.update((_d, tx) => tx.emit('pr.comment', { forge: 'github', number: 7 }));
+    await new Promise((r) => setTimeout(r, 2000));
+    const journal = await ctx.store.journal();
+    expect(journal.filter((e) => e.kind === 'task.fix_round')).toHaveLength(1);
+    expect(h.calls.slice(before).filter((c) => c.tool === 'send_followup')).toHaveLength(1);
+    // A human merge (as the merge watch records it) ends the run `done`.
+    await ctx.store.update((d) => {
+      transitionTask(d.tasks[id]!, 'merged', { at: new Date().toISOString() });
+    });
+    await until('the run ended done', async () => {
+      const r = await runOf();
+      return r.status === 'finished' && r.outcome === 'done';
+    });
+    await h.stop();
+  }, 200_000);
+
   it('a worker that made no change: the task fails saying so, and nothing is pushed', async () => {
     const h = await startBrain({
       tools: {

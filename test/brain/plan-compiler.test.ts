@@ -112,6 +112,27 @@ describe('config bounds go into the checked task workflow', () => {
     expect(run(taskPart(zero), [...toReview, ['REVIEW_BLOCKING']])).toBe('failed');
   });
 
+  it('pr.max_fix_rounds is compiled into the model: that many PR events go back to the worker, the next one parks the task', () => {
+    const toReady: Array<[string, Record<string, unknown>?]> = [...toReview, ['REVIEW_CLEAN'], ['MARKED_READY']];
+    const round: Array<[string, Record<string, unknown>?]> = [['FEEDBACK'], ['WORKER_DONE'], ['TESTS_GREEN'], ['REVIEW_CLEAN'], ['PUSHED'], ['REPLIED'], ['MARKED_READY']];
+    const one = structuredClone(DEFAULT_CONFIG);
+    one.pr.max_fix_rounds = 1;
+    const r1 = admitPlan('pl', validatePlan({ tasks: [task('t1')] }, 'test'), one);
+    expect(r1.admitted).toBe(true); // the checker proves termination with the bound the run obeys
+    const wf = taskPart(one);
+    expect(wf.variables.find((v) => v.name === 'fix_rounds')).toMatchObject({ type: 'int', max: 1 });
+    expect(run(wf, toReady)).toBe('watching');
+    expect(run(wf, [...toReady, ...round])).toBe('watching');
+    expect(run(wf, [...toReady, ...round, ['FEEDBACK']])).toBe('parked');
+    expect(run(wf, [...toReady, ['CONFLICTS'], ['BASE_CONFLICTED'], ['WORKER_DONE'], ['TESTS_RED']])).toBe('parked'); // red re-tests count a round too
+    expect(run(wf, [...toReady, ['MERGED']])).toBe('done');
+    // The default: 3 rounds; 0 parks on the first PR event.
+    expect(taskPart(DEFAULT_CONFIG).variables.find((v) => v.name === 'fix_rounds')).toMatchObject({ max: 3 });
+    const zero = structuredClone(DEFAULT_CONFIG);
+    zero.pr.max_fix_rounds = 0;
+    expect(run(taskPart(zero), [...toReady, ['CHECKS_FAILED']])).toBe('parked');
+  });
+
   it('the acceptance lease covers every command at the configured timeout', () => {
     const config = structuredClone(DEFAULT_CONFIG);
     config.acceptance.timeout = 1000;

@@ -35,6 +35,13 @@ describe('task lifecycle', () => {
     ['queued', 'merged', false],
     ['merged', 'done', true],
     ['ready', 'running', false],
+    ['ready', 'fixing', true], // a PR event starts a fix round in the same session
+    ['fixing', 'parked', true], // the fix rounds are exhausted
+    ['ready', 'parked', true], // a budget is reached while the PR is watched
+    ['parked', 'merged', true], // a human merges the parked PR
+    ['parked', 'cancelled', true],
+    ['parked', 'running', false],
+    ['parked', 'ready', false],
     ['merged', 'ready', false],
     ['done', 'failed', false],
     ['done', 'running', false],

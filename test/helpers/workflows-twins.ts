@@ -10,6 +10,7 @@ export const TWINS: Array<{ twin: string; original: string; invariant: string }>
   { twin: 'ready-before-review', original: 'polly-task', invariant: 'ready-only-after-tests-green-and-clean-review' },
   { twin: 'same-vendor-review', original: 'polly-task', invariant: 'reviewer-vendor-differs' },
   { twin: 'retry-loop-no-exit', original: 'polly-task', invariant: 'every-path-terminates' },
+  { twin: 'revise-loop-no-bound', original: 'polly-task', invariant: 'every-path-terminates' },
   { twin: 'six-dispatches-one-turn', original: 'polly-task', invariant: 'at-most-5-dispatches-per-turn' },
 ];
 

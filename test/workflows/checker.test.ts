@@ -80,6 +80,17 @@ describe('checker: built-ins admitted, every twin refused for exactly its broken
     expect(v.cycleStart).toBe(1);
     expect(v.trace.slice(1).map((s) => s.action)).toEqual(['WORKER_DONE', 'TESTS_RED']);
   });
+
+  it('revise loop without a fix-round bound: the counterexample is the fix round after ready, back to watching', () => {
+    const r = checkWorkflow(loadForCheck('test/fixtures/revise-loop-no-bound'));
+    expect(r.admitted).toBe(false);
+    const v = r.violations[0]!;
+    expect(v.invariant).toBe('every-path-terminates');
+    expect(v.trace[v.cycleStart! - 1]).toMatchObject({ action: 'MARKED_READY', changes: [{ variable: 'state', from: 'marking_ready', to: 'watching' }] });
+    expect(v.trace.slice(v.cycleStart).map((s) => s.action)).toEqual(['FEEDBACK', 'WORKER_DONE', 'TESTS_GREEN', 'REVIEW_CLEAN', 'PUSHED', 'REPLIED', 'MARKED_READY']);
+    // The same workflow with the bound (the built-in polly-task) is admitted.
+    expect(checkWorkflow(loadForCheck('workflows/polly-task')).admitted).toBe(true);
+  });
 });
 
 describe('checker: built-in refusals', () => {

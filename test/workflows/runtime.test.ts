@@ -239,6 +239,8 @@ transitions:
       expect(r.accepted).toBe(true);
     }
     expect(tools).toEqual(['dispatch', 'run_acceptance', 'push', 'open_draft_pr', 'dispatch_review', 'mark_ready']);
-    expect((await rt.state(s.run!.id)).run).toMatchObject({ status: 'finished', outcome: 'ready' });
+    // Ready: the run watches the PR (no open order) until a PR event or a human's merge.
+    expect((await rt.state(s.run!.id)).run).toMatchObject({ status: 'running', state: { state: 'watching' }, openOrder: null });
+    expect(await rt.signal(s.run!.id, 'MERGED')).toMatchObject({ accepted: true, run: { status: 'finished', outcome: 'done' } });
   });
 });

@@ -244,7 +244,10 @@ export function createLmdbRunStore(dir: string, options: LmdbRunStoreOptions = {
   const path = join(resolve(dir), 'runs.mdb');
   const maxUpdatesPerCommit = options.maxUpdatesPerCommit ?? DEFAULT_MAX_UPDATES_PER_COMMIT;
   if (!Number.isInteger(maxUpdatesPerCommit) || maxUpdatesPerCommit < 1)
-    throw new PollyError('bad_input', `maxUpdatesPerCommit must be an integer ≥ 1, got ${JSON.stringify(maxUpdatesPerCommit)}; leave it unset for the default ${DEFAULT_MAX_UPDATES_PER_COMMIT}.`);
+    throw new PollyError(
+      'bad_input',
+      `maxUpdatesPerCommit must be an integer ≥ 1, got ${JSON.stringify(maxUpdatesPerCommit)}; leave it unset for the default ${DEFAULT_MAX_UPDATES_PER_COMMIT}.`,
+    );
   const env = openEnv(path, maxUpdatesPerCommit);
   let closed = false;
 

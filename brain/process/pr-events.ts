@@ -1,0 +1,232 @@
+/**
+ * PR events → fix rounds: the Brain routes the journal's PR events of a ready task to the task's own
+ * run (workflows/polly-task/workflow.yaml, state `watching`), as the signal that starts a bounded fix
+ * round in the SAME worker session.
+ *
+ * Which events are actionable (the event contract: `pr.feedback`, `pr.conflicts`, `pr.checks_failed`
+ * in `.polly/journal.jsonl`, emitted by the local forge and by the GitHub watcher):
+ * - `pr.feedback` with `event: 'REQUEST_CHANGES'` → FEEDBACK;
+ * - `pr.feedback` with `event: 'COMMENT'` and a `file` (a line comment on the code) → FEEDBACK; a
+ *   conversation comment without a file is NOT actionable (a question or a remark: the Brain's inbox
+ *   shows it, no fix round starts), so a "thanks!" never costs a round;
+ * - `pr.checks_failed` → CHECKS_FAILED;
+ * - `pr.conflicts` → CONFLICTS, unless a later `pr.conflicts_resolved` for the same PR says it merges
+ *   again;
+ * - never Polly's own reviews or comments (`author: 'polly'`; the forges do not emit `pr.feedback`
+ *   for them either).
+ *
+ * Exactly once, durable across a Brain restart: the signal carries the events' journal seqs as its
+ * payload (the action's `extra: payload`), which the runtime journals in the same atomic write as
+ * the step (`run.signal_data`). The handled seq of a run is the largest seq in its journal's
+ * payloads, so an event is signalled at most once, and one that arrived while the run was busy
+ * (a fix round in progress) waits until the run watches again. Events that reached the registry
+ * journal before the run first watched are routed too: the PR existed, so they are about it.
+ *
+ * The registry write comes first (task `ready` → `fixing`, its `fixRound` and `feedback`), the
+ * signal second: a crash between them leaves a watching run and an unfinished task, which the next
+ * pass settles (ready again) and signals again. A human's merge or close (recorded by the merge
+ * watch, brain/forge/after-merge.ts) ends the run with MERGED / CLOSED wherever it is after ready.
+ */
+import type { FixRoundRecord, JournalEntry, Registry, TaskRecord } from '../registry/registry-schema.js';
+import { canTransitionTask, transitionTask } from '../registry/task-lifecycle.js';
+import type { RunRecord } from '../../workflows/run/run-records.js';
+import type { RunJournalEntry } from '../../workflows/run/run-store.js';
+import type { BrainProcessDeps } from './brain-deps.js';
+import { WATCHING_STATE, runControlState } from './order-executor.js';
+
+/** The signals a PR event becomes. */
+export type FixAction = FixRoundRecord['action'];
+
+/** The run states after ready in which a human's merge or close ends the run. */
+export const AFTER_READY_STATES: ReadonlySet<string> = new Set([WATCHING_STATE, 'integrating', 'revising', 'retesting', 'rereviewing', 'repushing', 'replying', 'remarking']);
+
+/** One actionable PR event of a task. */
+export interface PrSignalEvent {
+  seq: number;
+  action: FixAction;
+  /** One line for the reply and the feedback: `file:line: text`, a check, the conflicting files. */
+  line: string;
+  data: Record<string, unknown>;
+}
+
+const oneLine = (s: unknown, max = 300): string => {
+  const t = String(s ?? '')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+};
+
+/**
+ * The actionable PR events of `taskId` in `entries` after `afterSeq`, oldest first (see the module
+ * doc for which). Pure.
+ */
+export function actionablePrEvents(entries: readonly JournalEntry[], taskId: string, afterSeq: number): PrSignalEvent[] {
+  const out: PrSignalEvent[] = [];
+  const mine = entries.filter((e) => e.data.taskId === taskId);
+  for (const e of mine) {
+    if (e.seq <= afterSeq) continue;
+    const d = e.data;
+    if (e.kind === 'pr.feedback') {
+      if (d.author === 'polly') continue;
+      const anchored = typeof d.file === 'string' && d.file !== '';
+      if (d.event !== 'REQUEST_CHANGES' && !(d.event === 'COMMENT' && anchored)) continue;
+      const where = anchored ? `${String(d.file)}${d.line !== undefined ? `:${String(d.line)}` : ''}: ` : '';
+      out.push({ seq: e.seq, action: 'FEEDBACK', line: `${where}${oneLine(d.body)}`, data: d });
+    } else if (e.kind === 'pr.checks_failed') {
+      const checks = Array.isArray(d.checks) ? (d.checks as Array<Record<string, unknown>>) : [];
+      const names = checks.map((c) => `${String(c.name ?? 'check')} (${String(c.conclusion ?? 'failure')})`).join(', ');
+      out.push({
+        seq: e.seq,
+        action: 'CHECKS_FAILED',
+        line: `failing check${checks.length === 1 ? '' : 's'} on ${String(d.headCommit ?? 'the head').slice(0, 12)}: ${names || 'unnamed'}`,
+        data: d,
+      });
+    } else if (e.kind === 'pr.conflicts') {
+      const resolvedLater = mine.some((r) => r.kind === 'pr.conflicts_resolved' && r.seq > e.seq && r.data.number === d.number);
+      if (resolvedLater) continue;
+      const files = Array.isArray(d.files) ? (d.files as unknown[]).map(String) : [];
+      out.push({
+        seq: e.seq,
+        action: 'CONFLICTS',
+        line: `conflicts with ${String(d.base ?? 'the base')} at ${String(d.baseCommit ?? '').slice(0, 12)} in ${files.join(', ') || 'some files'}`,
+        data: d,
+      });
+    }
+  }
+  return out;
+}
+
+/** The largest registry journal seq this run's signals carried (0: none yet). Pure. */
+export function handledPrSeq(runJournal: readonly RunJournalEntry[], runId: string): number {
+  let max = 0;
+  for (const e of runJournal) {
+    if (e.kind !== 'run.signal_data' || e.data.run !== runId) continue;
+    const payload = e.data.payload as Record<string, unknown> | null | undefined;
+    const seq = Number(payload?.journalSeq ?? 0);
+    if (Number.isFinite(seq) && seq > max) max = seq;
+  }
+  return max;
+}
+
+/**
+ * The follow-up the worker gets for a fix round (stored as `task.feedback`; for CONFLICTS the
+ * integrate_base tool replaces it with the conflicting files when the merge conflicts). Pure.
+ */
+export function fixRoundFeedback(task: Pick<TaskRecord, 'pr'>, action: FixAction, events: readonly PrSignalEvent[], round: number, maxRounds: number): string {
+  const pr = task.pr ? `PR #${task.pr.number}` : 'the pull request';
+  const head = `Fix round ${round} of at most ${maxRounds} on ${pr}.`;
+  if (action === 'FEEDBACK') {
+    const items = events.map((e) => `- ${e.line}`).join('\n');
+    return `${head} A reviewer asked for changes:\n\n${items}\n\nChange the code to address every point (the file:line names the line in the PR's version), keep the acceptance checks passing, and end with a short summary of what you changed. Polly runs the acceptance commands itself, has the change re-reviewed, pushes it and replies on the PR.`;
+  }
+  if (action === 'CHECKS_FAILED') {
+    const parts = events.flatMap((e) =>
+      (Array.isArray(e.data.checks) ? (e.data.checks as Array<Record<string, unknown>>) : []).map((c) => {
+        const excerpt = typeof c.logExcerpt === 'string' && c.logExcerpt.trim() ? `\n\n\`\`\`\n${c.logExcerpt.trim().slice(-3000)}\n\`\`\`` : '';
+        return `- ${String(c.name ?? 'check')}: ${String(c.conclusion ?? 'failure')}${c.summary ? ` — ${oneLine(c.summary, 600)}` : ''}${c.url ? ` (${String(c.url)})` : ''}${excerpt}`;
+      }),
+    );
+    return `${head} A check failed on the PR's head:\n\n${parts.join('\n') || events.map((e) => `- ${e.line}`).join('\n')}\n\nFind the cause in the code and fix it; keep the acceptance checks passing and end with a short summary of what you changed.`;
+  }
+  return `${head} The PR's base moved and the PR ${events.map((e) => e.line).join('; ')}. Polly merges the base into the task branch now.`;
+}
+
+/** What the Brain remembers between passes, so a pass with nothing new reads no old journal (in memory only; the durable record is the runs' journals). */
+export interface PrRouteMemory {
+  /** The registry journal seq read up to, and the watching runs then. */
+  seenSeq: number;
+  watching: Set<string>;
+}
+
+/** A fresh {@link PrRouteMemory}. */
+export function newPrRouteMemory(): PrRouteMemory {
+  return { seenSeq: -1, watching: new Set() };
+}
+
+const PR_KINDS = new Set(['pr.feedback', 'pr.checks_failed', 'pr.conflicts', 'pr.conflicts_resolved']);
+
+/** The fix-round bound the run's admitted workflow was compiled with (its `fix_rounds` max), else config `pr.max_fix_rounds`. */
+function roundBound(deps: Pick<BrainProcessDeps, 'library' | 'config'>, run: RunRecord): number {
+  const v = deps.library.get(run.workflow)?.workflow?.variables.find((x) => x.name === 'fix_rounds');
+  return v?.type === 'int' ? v.max : deps.config.pr.max_fix_rounds;
+}
+
+/**
+ * One routing pass (see the module doc): MERGED / CLOSED for runs after ready whose PR a human
+ * merged or closed, then, per watching run, its oldest pending actionable events (all pending
+ * events of that same kind, one round) as one signal.
+ * @returns how many signals were delivered.
+ */
+export async function routePrEvents(
+  deps: Pick<BrainProcessDeps, 'store' | 'runtime' | 'config' | 'library'>,
+  memory: PrRouteMemory,
+  log: (l: string) => void,
+  now: () => Date,
+): Promise<number> {
+  const runs = (await deps.runtime.list({ status: 'running' })).filter((r) => typeof r.input.task === 'string' && AFTER_READY_STATES.has(runControlState(r)));
+  if (runs.length === 0) return 0;
+  let reg: Registry = await deps.store.read();
+  let delivered = 0;
+  const watching: RunRecord[] = [];
+  for (const run of runs) {
+    const task = reg.tasks[String(run.input.task)];
+    if (!task) continue;
+    const end = task.status === 'merged' || task.status === 'done' || task.pr?.state === 'merged' ? 'MERGED' : task.pr?.state === 'closed' ? 'CLOSED' : null;
+    if (end) {
+      const r = await deps.runtime.signal(run.id, end);
+      if (r.accepted) delivered++;
+      log(`[polly] ${task.id}: PR #${task.pr?.number ?? '?'} ${end === 'MERGED' ? 'merged' : 'closed'} by a human; its run ends${r.accepted ? '' : ` (refused: ${r.reason})`}`);
+      continue;
+    }
+    if (runControlState(run) === WATCHING_STATE && task.status === 'ready' && task.finishedAt) watching.push(run);
+  }
+  if (watching.length === 0) return delivered;
+  // Nothing new since the last pass (no PR event journaled, no run newly watching): nothing to read.
+  if (memory.seenSeq >= 0 && watching.every((r) => memory.watching.has(r.id))) {
+    const fresh = await deps.store.journal(memory.seenSeq);
+    if (fresh.length > 0) memory.seenSeq = fresh[fresh.length - 1]!.seq;
+    if (!fresh.some((e) => PR_KINDS.has(e.kind))) return delivered;
+  }
+  const handled = new Map<string, number>();
+  for (const run of watching) handled.set(run.id, handledPrSeq(await deps.runtime.journal(run.id), run.id));
+  const entries = await deps.store.journal(Math.min(...handled.values()));
+  memory.seenSeq = Math.max(memory.seenSeq, entries.at(-1)?.seq ?? 0);
+  memory.watching = new Set(watching.map((r) => r.id));
+  for (const run of watching) {
+    const maxRounds = roundBound(deps, run);
+    const taskId = String(run.input.task);
+    const pending = actionablePrEvents(entries, taskId, handled.get(run.id)!);
+    if (pending.length === 0) continue;
+    const action = pending[0]!.action;
+    const batch = pending.filter((e) => e.action === action);
+    const journalSeq = Math.max(...batch.map((e) => e.seq));
+    const round = Number((run.state as { vars?: Record<string, unknown> }).vars?.fix_rounds ?? 0) + 1;
+    reg = await deps.store.read();
+    const task = reg.tasks[taskId];
+    if (task?.status !== 'ready') continue;
+    const head = task.headCommit;
+    await deps.store.update((draft, tx) => {
+      const t = draft.tasks[taskId];
+      if (!t || !canTransitionTask(t.status, 'fixing')) return;
+      const at = now().toISOString();
+      t.finishedAt = null;
+      if (round > maxRounds) {
+        // The run parks on this signal (no round left); finishTasksOfEndedRuns says why.
+        transitionTask(t, 'fixing', { reason: `${batch[0]!.line}: no fix round left`, at });
+        return;
+      }
+      transitionTask(t, 'fixing', { reason: `fix round ${round}: ${batch[0]!.line}`, at });
+      t.feedback = fixRoundFeedback(t, action, batch, round, maxRounds);
+      t.fixRound = { round, action, eventSeqs: batch.map((e) => e.seq), summary: batch.map((e) => e.line), startHead: head, baseMerge: null, startedAt: at };
+      tx.emit('task.fix_round', { taskId, round, maxRounds, action, eventSeqs: batch.map((e) => e.seq), run: run.id });
+    });
+    const r = await deps.runtime.signal(run.id, action, { journalSeq, eventSeqs: batch.map((e) => e.seq), summary: batch.map((e) => e.line) });
+    if (r.accepted) {
+      delivered++;
+      log(`[polly] ${taskId}: ${action} → ${runControlState(r.run)} (fix round ${round}; journal seq ${batch.map((e) => e.seq).join(', ')})`);
+    } else {
+      log(`[polly] ${taskId}: the run refused ${action} (${r.code}): ${r.reason}`);
+    }
+  }
+  return delivered;
+}

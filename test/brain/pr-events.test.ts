@@ -1,0 +1,63 @@
+// Which PR events start a fix round, and how a run remembers the ones it handled (brain/process/pr-events.ts).
+import { describe, expect, it } from 'vitest';
+import { actionablePrEvents, fixRoundFeedback, handledPrSeq } from '../../brain/process/pr-events.js';
+import type { JournalEntry } from '../../brain/registry/registry-schema.js';
+import type { RunJournalEntry } from '../../workflows/run/run-store.js';
+
+const at = '2026-12-01T00:00:00.000Z';
+const e = (seq: number, kind: string, data: Record<string, unknown>): JournalEntry => ({ seq, at, kind, data }) as JournalEntry;
+
+describe('PR events → fix-round signals', () => {
+  const journal = [
+    e(1, 'pr.feedback', { forge: 'local', number: 1, taskId: 'p1-t1', event: 'COMMENT', body: 'Thanks, looks nice!' }),
+    e(2, 'pr.feedback', { forge: 'local', number: 1, taskId: 'p1-t1', event: 'COMMENT', body: 'off by one', file: 'src/a.ts', line: 4 }),
+    e(3, 'pr.feedback', { forge: 'github', number: 1, taskId: 'p1-t1', event: 'REQUEST_CHANGES', body: 'rename x\nto y' }),
+    e(4, 'pr.feedback', { forge: 'github', number: 1, taskId: 'p1-t1', event: 'REQUEST_CHANGES', body: 'mine', author: 'polly' }),
+    e(5, 'pr.feedback', { forge: 'local', number: 2, taskId: 'p1-t2', event: 'REQUEST_CHANGES', body: 'other task' }),
+    e(6, 'pr.conflicts', { forge: 'local', number: 1, taskId: 'p1-t1', base: 'main', baseCommit: 'b'.repeat(40), headCommit: 'h'.repeat(40), files: ['src/a.ts'] }),
+    e(7, 'pr.conflicts_resolved', { forge: 'local', number: 1, taskId: 'p1-t1' }),
+    e(8, 'pr.conflicts', { forge: 'local', number: 1, taskId: 'p1-t1', base: 'main', baseCommit: 'c'.repeat(40), headCommit: 'h'.repeat(40), files: ['b.ts'] }),
+    e(9, 'pr.checks_failed', {
+      forge: 'github',
+      number: 1,
+      taskId: 'p1-t1',
+      headCommit: 'h'.repeat(40),
+      checks: [{ name: 'ci / test', conclusion: 'failure', summary: '1 failed', logExcerpt: 'expected 5, got 6' }],
+    }),
+    e(10, 'task.pushed', { taskId: 'p1-t1' }),
+  ];
+
+  it('a change request, a line comment, a conflict still standing and a failing check are actionable; a remark, a resolved conflict, Polly itself and another task are not', () => {
+    expect(actionablePrEvents(journal, 'p1-t1', 0).map((x) => [x.seq, x.action, x.line])).toEqual([
+      [2, 'FEEDBACK', 'src/a.ts:4: off by one'],
+      [3, 'FEEDBACK', 'rename x to y'],
+      [8, 'CONFLICTS', `conflicts with main at ${'c'.repeat(12)} in b.ts`],
+      [9, 'CHECKS_FAILED', `failing check on ${'h'.repeat(12)}: ci / test (failure)`],
+    ]);
+    // Only events after the handled seq.
+    expect(actionablePrEvents(journal, 'p1-t1', 3).map((x) => x.seq)).toEqual([8, 9]);
+    expect(actionablePrEvents(journal, 'p1-t1', 9)).toEqual([]);
+  });
+
+  it("the handled seq is the largest journalSeq in the run's signal payloads", () => {
+    const run: RunJournalEntry[] = [
+      { seq: 1, at, kind: 'run.started', data: { run: 'r1' } },
+      { seq: 9, at, kind: 'run.signal_data', data: { run: 'r1', action: 'FEEDBACK', payload: { journalSeq: 3 } } },
+      { seq: 20, at, kind: 'run.signal_data', data: { run: 'r2', action: 'FEEDBACK', payload: { journalSeq: 40 } } },
+      { seq: 30, at, kind: 'run.signal_data', data: { run: 'r1', action: 'CONFLICTS', payload: { journalSeq: 8 } } },
+    ] as RunJournalEntry[];
+    expect(handledPrSeq(run, 'r1')).toBe(8);
+    expect(handledPrSeq(run, 'r3')).toBe(0);
+  });
+
+  it("the worker's follow-up names each point with its file:line, and a failing check with its log excerpt", () => {
+    const events = actionablePrEvents(journal, 'p1-t1', 0);
+    const pr = { pr: { forge: 'local' as const, number: 1, url: 'polly://pr/1', state: 'ready' as const } };
+    const feedback = fixRoundFeedback(pr, 'FEEDBACK', events.slice(0, 2), 1, 3);
+    expect(feedback).toContain('Fix round 1 of at most 3 on PR #1.');
+    expect(feedback).toContain('- src/a.ts:4: off by one\n- rename x to y');
+    const checks = fixRoundFeedback(pr, 'CHECKS_FAILED', events.slice(3), 2, 3);
+    expect(checks).toContain('- ci / test: failure — 1 failed');
+    expect(checks).toContain('expected 5, got 6');
+  });
+});
