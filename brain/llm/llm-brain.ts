@@ -242,7 +242,12 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
     isRoot,
     allowRootSandbox: claudeConfig.allow_root_sandbox,
     // Connect MCP servers before the first turn (2.1.197 reads MCP_CONNECTION_NONBLOCKING; "false" blocks).
-    settings: { MCP_CONNECTION_NONBLOCKING: 'false' },
+    // Even blocking, claude 2.1.197 waits only MCP_CONNECT_TIMEOUT_MS (default 5 s) before it starts the
+    // turn with the server "pending" and keeps connecting in the background; `polly mcp --brain` needs
+    // ~2 s on a quiet machine and more under load, so the Brain would run a turn without Polly's tools.
+    // Wait up to 60 s (MCP_TIMEOUT, the server's own start-up limit, default 30 s, likewise): both
+    // variables are in claude's settings env allowlist (https://docs.anthropic.com/en/docs/claude-code/settings).
+    settings: { MCP_CONNECTION_NONBLOCKING: 'false', MCP_CONNECT_TIMEOUT_MS: '60000', MCP_TIMEOUT: '60000' },
     layers: [options.env, gate.env],
   });
   const redact = [...secretsIn(options.env)];

@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toInboxEvents } from '../../brain/mcp/brain-tools.js';
 import { BRAIN_SKILLS, brainSystemPrompt, loadBrainSkills } from '../../brain/llm/brain-prompt.js';
@@ -87,6 +88,17 @@ let brain: LlmBrain;
 const events: AgentEvent[] = [];
 let turn1: { ok: boolean; text: string; sessionId: string | null };
 
+/**
+ * The real CLI behind a 7 s delay: `polly mcp --brain` as slow to start as on a loaded machine.
+ * claude 2.1.197 on its own starts the turn after 5 s with the server "pending" (no Polly tools);
+ * the Brain's claude must wait for it (llm-brain.ts sets MCP_CONNECT_TIMEOUT_MS).
+ */
+function slowStartingCli(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'polly-slow-cli-')), 'slow-cli.mjs');
+  writeFileSync(file, `await new Promise((r) => setTimeout(r, 7000));\nprocess.argv[1] = ${JSON.stringify(cli)};\nawait import(${JSON.stringify(pathToFileURL(cli).href)});\n`);
+  return file;
+}
+
 beforeAll(async () => {
   server = await startScriptedModelServer({ script: parseModelScript(JSON.stringify(SCRIPT)) });
   repo = createTestRepo({ 'README.md': '# demo\n', 'src/a.js': 'export const a = 1;\n' });
@@ -102,7 +114,7 @@ beforeAll(async () => {
     stateDir: join(pollyDir, 'brain', 'g1'),
     env: { ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'sk-test-brain-key' },
     resumeSessionId: null,
-    cliPath: cli,
+    cliPath: slowStartingCli(),
     onEvent: (e) => events.push(e),
   });
 });
@@ -116,7 +128,7 @@ describe('the LLM brain host (real claude, scripted model, polly mcp --brain)', 
   it('turn 1: polly_status, a same-vendor plan refused with its counterexample, the revision admitted', async () => {
     turn1 = await brain.turn(firstBrainMessage({ id: 'g1', text: 'Add an x module.' }));
     expect(turn1.ok, `${turn1.text}\n${JSON.stringify(events.filter((e) => e.type === 'error'))}`).toBe(true);
-    expect(events.filter((e) => e.type === 'error')).toEqual([]); // polly's MCP server was connected at init
+    expect(events.filter((e) => e.type === 'error')).toEqual([]); // polly's MCP server was connected at init, 7 s late
     expect(turn1.text).toBe('Plan p2 admitted; waiting for approval.');
     expect(turn1.sessionId).toMatch(/^[0-9a-f-]{36}$/);
     expect(brain.sessionId()).toBe(turn1.sessionId);
