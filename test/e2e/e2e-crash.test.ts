@@ -8,8 +8,7 @@
  * while both workers are busy.
  */
 import { execFile, spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, realpathSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -19,6 +18,7 @@ import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
 import type { Registry } from '../../brain/registry/registry-schema.js';
 import { expectRunsConform } from '../helpers/trace-conformance.js';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
+import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 
 const run = promisify(execFile);
 const cli = join(process.cwd(), 'dist/brain/cli.js');
@@ -44,16 +44,7 @@ describe('crash safety of the whole loop', () => {
   it.each(['SIGKILL', 'SIGTERM'] as const)(
     '%s to the Brain while workers run: every task still gets exactly one PR, nothing repeated, failed, orphaned or merged',
     async (signal) => {
-      const root = realpathSync(mkdtempSync(join(tmpdir(), 'polly-crash-')));
-      const repo = join(root, 'stats');
-      const origin = join(root, 'origin.git');
-      cpSync(join(demo, 'sample-project'), repo, { recursive: true });
-      git(root, ['init', '-q', '--bare', '-b', 'main', origin]);
-      git(repo, ['init', '-q', '-b', 'main']);
-      git(repo, ['add', '-A']);
-      git(repo, ['commit', '-q', '-m', 'initial']);
-      git(repo, ['remote', 'add', 'origin', origin]);
-      git(repo, ['push', '-q', '-u', 'origin', 'main']);
+      const { repo, origin } = sampleProjectWithOrigin('polly-crash-');
       const mainBefore = git(repo, ['rev-parse', 'main']);
       const env = gitTestEnv();
       await run(process.execPath, [cli, 'init'], { cwd: repo, env });

@@ -17,8 +17,7 @@
  * driven by the scripted model server, the local forge. One server and one script for the file.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,6 +27,7 @@ import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
 import type { Registry } from '../../brain/registry/registry-schema.js';
 import type { StatusReport } from '../../brain/registry/status-report.js';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
+import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 
 const run = promisify(execFile);
 const cli = join(process.cwd(), 'dist/brain/cli.js');
@@ -111,16 +111,7 @@ afterAll(async () => {
 
 /** A copy of the demo's sample project with a bare origin, `polly init`ed and pointed at the scripted server. */
 async function sampleRepo(prefix: string, extra: Array<[string[], unknown]> = []): Promise<{ repo: string; origin: string; env: NodeJS.ProcessEnv; mainBefore: string }> {
-  const root = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
-  const repo = join(root, 'stats');
-  const origin = join(root, 'origin.git');
-  cpSync(join(demo, 'sample-project'), repo, { recursive: true });
-  git(root, ['init', '-q', '--bare', '-b', 'main', origin]);
-  git(repo, ['init', '-q', '-b', 'main']);
-  git(repo, ['add', '-A']);
-  git(repo, ['commit', '-q', '-m', 'initial']);
-  git(repo, ['remote', 'add', 'origin', origin]);
-  git(repo, ['push', '-q', '-u', 'origin', 'main']);
+  const { repo, origin } = sampleProjectWithOrigin(prefix);
   const env = gitTestEnv();
   await run(process.execPath, [cli, 'init'], { cwd: repo, env });
   return { repo, origin, env: { ...env, ...useScriptedModels(repo, server.url, { extra }) }, mainBefore: git(repo, ['rev-parse', 'main']) };

@@ -9,8 +9,7 @@
  * the model server's request log, never from the agents' words.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -20,11 +19,12 @@ import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
 import type { Registry } from '../../brain/registry/registry-schema.js';
 import { expectRunsConform } from '../helpers/trace-conformance.js';
 import { git, gitTestEnv, type TestRepo } from '../helpers/git-repo.js';
+import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { humanMerge } from '../helpers/human-merge.js';
 
 const run = promisify(execFile);
 const cli = join(process.cwd(), 'dist/brain/cli.js');
-const demo = join(process.cwd(), 'scripts/demo');
+const _demo = join(process.cwd(), 'scripts/demo');
 
 const PLAN = `goal: Fix sum()
 tasks:
@@ -92,16 +92,7 @@ afterAll(async () => {
 
 describe('a ready PR: feedback goes back to the same worker session, bounded (local forge, real CLIs)', () => {
   it('a change request is fixed in the same session and pushed fast-forward with a reply; a conflict after a human merge is resolved by a merge commit; the exhausted bound parks the task', async () => {
-    const root = realpathSync(mkdtempSync(join(tmpdir(), 'polly-fix-rounds-')));
-    const repo = join(root, 'stats');
-    const origin = join(root, 'origin.git');
-    cpSync(join(demo, 'sample-project'), repo, { recursive: true });
-    git(root, ['init', '-q', '--bare', '-b', 'main', origin]);
-    git(repo, ['init', '-q', '-b', 'main']);
-    git(repo, ['add', '-A']);
-    git(repo, ['commit', '-q', '-m', 'initial']);
-    git(repo, ['remote', 'add', 'origin', origin]);
-    git(repo, ['push', '-q', '-u', 'origin', 'main']);
+    const { root, repo, origin } = sampleProjectWithOrigin('polly-fix-rounds-');
     const env = gitTestEnv();
     await run(process.execPath, [cli, 'init'], { cwd: repo, env });
     server = await startScriptedModelServer({ script: parseModelScript(SCRIPT) });

@@ -1,12 +1,12 @@
 // `polly try`: a scripted two-task plan on a fixture repository with the real claude and pi CLIs
 // and no API key in the environment; config.yaml is put back byte for byte afterwards.
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
+import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { ensureBuilt } from '../helpers/registry-build.js';
 
 const cli = join(process.cwd(), 'dist/brain/cli.js');
@@ -19,16 +19,7 @@ describe('polly try', () => {
   beforeAll(() => ensureBuilt(), 120_000);
 
   it('runs a scripted two-task plan on a fixture repository with no API key, and restores the config', async () => {
-    const root = realpathSync(mkdtempSync(join(tmpdir(), 'polly-try-')));
-    const repo = join(root, 'stats');
-    const origin = join(root, 'origin.git');
-    cpSync(join(demo, 'sample-project'), repo, { recursive: true });
-    git(root, ['init', '-q', '--bare', '-b', 'main', origin]);
-    git(repo, ['init', '-q', '-b', 'main']);
-    git(repo, ['add', '-A']);
-    git(repo, ['commit', '-q', '-m', 'initial']);
-    git(repo, ['remote', 'add', 'origin', origin]);
-    git(repo, ['push', '-q', '-u', 'origin', 'main']);
+    const { root, repo, origin } = sampleProjectWithOrigin('polly-try-');
     const env: NodeJS.ProcessEnv = gitTestEnv();
     for (const k of Object.keys(env)) if (/API_KEY|BASE_URL|_TOKEN$/.test(k)) delete env[k];
     const run = promisify(execFile);
