@@ -69,7 +69,6 @@ export const FINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>(
   'agent_missing',
   'agent_exited',
   'blocked_on_prompt',
-  'parked',
 ]);
 
 /** Statuses of a task that satisfy a dependant's `depends_on`. */
