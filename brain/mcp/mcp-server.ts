@@ -101,6 +101,17 @@ const leaseShape = z.object({ id: z.string(), order: z.string(), expiresAt: z.st
 const record = z.record(z.unknown());
 const anyObject = z.object({}).passthrough();
 const nullableObject = anyObject.nullable();
+/** The answer of a call that may be refused (workflow_report, workflow_signal): accepted or a code and reason. */
+const acceptanceShape = {
+  accepted: z.boolean(),
+  run: anyObject,
+  order: nullableObject.optional(),
+  instruction: z.string().optional(),
+  code: z.string().optional(),
+  reason: z.string().optional(),
+  lease: leaseShape,
+  leasedUntil: z.string().optional(),
+};
 
 /** The startup lines on stderr, one per workflow (the checker's verdict lines, workflows/check/checker.ts): `[polly] admitted: NAME — …` or `[polly] REFUSED: NAME` + `[polly]   invariant`. */
 export function admissionLines(library: WorkflowLibrary): string[] {
@@ -190,16 +201,7 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
       permanent: z.boolean().optional().describe('true when a failure is a result (e.g. a denial), not a fault'),
       attempt: z.number().int().optional(),
     },
-    outputSchema: {
-      accepted: z.boolean(),
-      run: anyObject,
-      order: nullableObject.optional(),
-      instruction: z.string().optional(),
-      code: z.string().optional(),
-      reason: z.string().optional(),
-      lease: leaseShape,
-      leasedUntil: z.string().optional(),
-    },
+    outputSchema: acceptanceShape,
     async handler(a) {
       const runId = runIdOf(a);
       if (a.outcome !== undefined && a.ok !== undefined && a.outcome !== (a.ok ? 'ok' : 'failure'))
@@ -207,9 +209,10 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
       const outcome = a.outcome ?? (a.ok === undefined ? undefined : a.ok ? 'ok' : 'failure');
       if (outcome === undefined) throw new PollyError('bad_input', 'missing outcome: pass outcome "ok" | "failure" | "exhausted" (or polyflow\'s ok: true | false).');
       if (a.data !== undefined && a.result !== undefined) throw new PollyError('bad_input', "pass the completion data as data or as result (polyflow's name), not both.");
-      const orderId = a.order_id ?? (await runtime.state(runId)).order?.id;
+      const current = a.order_id === undefined ? await runtime.state(runId) : null;
+      const orderId = a.order_id ?? current?.order?.id;
       if (orderId === undefined) {
-        const v = await runtime.state(runId);
+        const v = current!;
         return {
           structured: { accepted: false, code: 'not_open', reason: `run ${runId} has no open work order to report.`, run: v.run },
           instruction: `Refused (not_open): run ${runId} has no open work order to report. ${v.instruction}`,
@@ -241,16 +244,7 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
       "Deliver an action from outside the work orders (e.g. START with its data when a run waits for it, or CANCEL). An action that does not apply in the run's state is refused with the reason and changes nothing. " +
       'Do not use it to report a work order: use workflow_report.',
     inputSchema: { ...runArgs, action: z.string(), data: record.optional() },
-    outputSchema: {
-      accepted: z.boolean(),
-      run: anyObject,
-      order: nullableObject.optional(),
-      instruction: z.string().optional(),
-      code: z.string().optional(),
-      reason: z.string().optional(),
-      lease: leaseShape,
-      leasedUntil: z.string().optional(),
-    },
+    outputSchema: acceptanceShape,
     async handler(a) {
       const { action, data } = a;
       const r = await runtime.signal(runIdOf(a), action, data ?? {}, { session });
