@@ -17,41 +17,25 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TaskRecord } from '../brain/registry/registry-schema.js';
 import { createFileRegistryStore, type FileRegistryStore } from '../brain/registry/registry-store.js';
+import { sampleTask } from './registry-sample.js';
 
 const LIVE_GOALS = 10; // 100 live tasks
 const HISTORY = [1000, 10_000];
 const seconds = Number(process.argv[2] ?? '2');
 
 function task(id: string, planId: string, done: boolean): TaskRecord {
-  const at = '2026-10-01T00:00:00.000Z';
+  const t = sampleTask(id, '2026-10-01T00:00:00.000Z');
+  if (!done) return { ...t, planId, finishedAt: null };
   return {
-    id,
+    ...t,
     planId,
-    title: `task ${id}: make the widget configurable`,
-    purpose: 'implement',
-    worker: 'claude-code',
-    model: 'claude-sonnet-4-5',
-    reviewer: 'codex',
-    prompt: `Implement ${id}. Keep the public API stable and add tests for the new option.`,
-    acceptance: { commands: ['npm test', 'npm run lint'], criteria: ['tests pass', 'no new warnings'] },
-    dependsOn: [],
-    status: done ? 'done' : 'queued',
-    statusReason: null,
-    attempts: done ? 1 : 0,
-    reviewRounds: done ? 1 : 0,
-    branch: `polly/${id}`,
-    worktree: done ? null : `.worktrees/${id}`,
-    baseBranch: 'main',
-    baseCommit: '0123456789abcdef0123456789abcdef01234567',
-    headCommit: done ? '89abcdef0123456789abcdef0123456789abcdef' : null,
-    checks: [],
-    reviews: [],
-    pr: done ? { forge: 'local', number: 1, url: 'local:1', state: 'merged' } : null,
-    backupRefs: [],
-    sessionId: null,
-    finishedAt: done ? '2026-10-02T00:00:00.000Z' : null,
-    createdAt: at,
-    updatedAt: at,
+    status: 'done',
+    attempts: 1,
+    reviewRounds: 1,
+    worktree: null,
+    headCommit: '89abcdef0123456789abcdef0123456789abcdef',
+    pr: { forge: 'local', number: 1, url: 'local:1', state: 'merged' },
+    finishedAt: '2026-10-02T00:00:00.000Z',
   };
 }
 

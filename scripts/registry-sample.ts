@@ -1,5 +1,5 @@
-// Sample registry content for the registry tests: realistic task records.
-import { emptyRegistry, type Registry, type TaskRecord } from '../../brain/registry/registry-schema.js';
+// Sample registry content for the registry tests and the registry benchmark: realistic task records.
+import { emptyRegistry, type Registry, type TaskRecord } from '../brain/registry/registry-schema.js';
 
 /** A task record as the dispatcher would write it (fields filled with plausible values). */
 export function sampleTask(id: string, at = '2026-11-01T00:00:00.000Z'): TaskRecord {
@@ -47,7 +47,9 @@ export function registryWithTasks(n: number): Registry {
  * rest running (tasks queued). Plans `p<k>`, tasks `p<k>-t<i>`, PRs numbered from 1.
  */
 export function v1RegistryWithHistory(goals: number, finished: number): Record<string, unknown> {
-  const reg = emptyRegistry() as unknown as Record<string, any>;
+  // A v1 file is untyped today: each table holds plain records of that older shape.
+  type Table = Record<string, unknown>;
+  const reg = emptyRegistry() as unknown as { schemaVersion: number; counters: Table; goals: Table; plans: Table; tasks: Table; pullRequests: Table; workers: Table };
   reg.schemaVersion = 1;
   let pr = 0;
   for (let k = 1; k <= goals; k++) {
