@@ -73,6 +73,13 @@ Exit codes: as polly run (0 every task ready; 1 refused, rejected or a task fail
     if (original === null) writeFileSync(configPath, '');
     const server = await startScriptedModelServer({ script });
     io.stderr.write(`[polly] try: scripted model server on ${server.url} (${script.sessions.length} session(s) from ${scriptPath}); no API key is used\n`);
+    if (process.getuid?.() === 0 && !ctx.config.workers['claude-code'].allow_root_sandbox) {
+      // useScriptedModels sets the key as root (the scripted run is a throwaway); say so, since the
+      // user's own config said no (Claude Code refuses bypassPermissions as root without IS_SANDBOX=1).
+      io.stderr.write(
+        '[polly] try: running as root: for this run only, workers.claude-code.allow_root_sandbox is true (Claude Code gets IS_SANDBOX=1); Polly\'s own sandbox still confines every worker. Your config is restored afterwards; "polly run" as root will refuse Claude workers until you set the key yourself.\n',
+      );
+    }
     try {
       const modelEnv = useScriptedModels(ctx.repo.root, server.url);
       const args = [plan, ...(values.yes ? ['--yes'] : []), ...(values.json ? ['--json'] : [])];

@@ -38,6 +38,8 @@ describe('polly try', () => {
       ['pi', 'ready'],
     ]);
     expect(r.stderr).toContain('no API key is used');
+    // As root (CI), the run's own allow_root_sandbox is said, not set silently.
+    if (process.getuid?.() === 0) expect(r.stderr).toContain('for this run only, workers.claude-code.allow_root_sandbox is true');
     expect(r.stderr).toContain('[polly] commits by Polly Test <polly-test@example.invalid> (from environment)');
     expect(readFileSync(join(repo, '.polly/config.yaml'), 'utf8')).toBe(configBefore);
     // Polly never merges: main is where it was; both task branches are on origin
