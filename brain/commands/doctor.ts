@@ -10,8 +10,8 @@
  * (webhook, desktop) this machine sends.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { existsSync, realpathSync } from 'node:fs';
+import { basename, join, resolve as resolvePath } from 'node:path';
 import { detectToolExclusions } from '../config/tool-exclusions.js';
 import { resolveWorktreesDir, worktreesDirInRepo } from '../../workers/git/worktrees-dir.js';
 import { parseCommandArgs } from './args.js';
@@ -25,6 +25,7 @@ import { findOnPath, resolveAgentBinary } from '../../workers/agents/agent-binar
 import { describeIdentity, resolveCommitIdentity, uncommittedChanges } from '../../workers/git/commit-identity.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
 import { findRepo } from '../../workers/git/repo.js';
+import { whichExecutable } from '../../workers/sandbox/sandbox-executable.js';
 import { detectDesktopNotifier } from '../notify/desktop.js';
 import { urlOrigin } from '../notify/webhook.js';
 
@@ -183,6 +184,39 @@ function worktreeVisibilityCheck(root: string, config: PollyConfig): DoctorCheck
  * @param probe  the sandbox probe (default {@link probeBubblewrap}); a parameter so tests can give a machine without one.
  * @throws PollyError `not_a_git_repo` outside a repository. A bad config is a problem line, not an error.
  */
+/**
+ * Acceptance commands whose program resolves (on `env.PATH`, symlinks followed) under the user's home
+ * directory: the sandbox covers HOME (workers/sandbox/sandbox-profiles.ts `commonHidden`), so a
+ * pyenv/asdf/nvm interpreter there is not found when Polly runs the command (exit 127), though it
+ * runs in this shell. The program is the command's first word after `NAME=value` assignments.
+ */
+function programsHiddenBySandbox(repoRoot: string, commands: readonly string[], env: NodeJS.ProcessEnv): Array<{ command: string; missing: string }> {
+  const home = env.HOME ? resolvePath(env.HOME) : null;
+  if (!home || home === '/') return [];
+  const out: Array<{ command: string; missing: string }> = [];
+  for (const command of commands) {
+    const program = command
+      .trim()
+      .split(/\s+/)
+      .find((w) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w));
+    if (!program) continue;
+    const found = whichExecutable(program, env.PATH, repoRoot);
+    if (!found) continue;
+    const paths = [found, realpathOrSelf(found)];
+    const hidden = paths.find((p) => p === home || p.startsWith(`${home}/`));
+    if (hidden) out.push({ command, missing: `${program} from outside your home directory (it resolves to ${hidden}, which the sandbox hides: the command would exit 127)` });
+  }
+  return out;
+}
+
+function realpathOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
 export async function runDoctor(cwd: string, env: NodeJS.ProcessEnv, probe: (env: NodeJS.ProcessEnv) => SandboxProbe = probeBubblewrap): Promise<DoctorReport> {
   const repo = await findRepo(cwd, env);
   const git = createGitRunner({ baseEnv: env });
@@ -216,7 +250,10 @@ export async function runDoctor(cwd: string, env: NodeJS.ProcessEnv, probe: (env
   checks.push(notificationCheck(effective, env));
   checks.push(await behindCheck(git, repo.root));
   checks.push(worktreeVisibilityCheck(repo.root, effective));
-  const problems = commandProblems(repo.root, effective.acceptance.commands);
+  const problems = [
+    ...commandProblems(repo.root, effective.acceptance.commands),
+    ...(sandbox.ok && !effective.workers.allow_unconfined ? programsHiddenBySandbox(repo.root, effective.acceptance.commands, env) : []),
+  ];
   checks.push(
     problems.length === 0
       ? {
@@ -231,7 +268,7 @@ export async function runDoctor(cwd: string, env: NodeJS.ProcessEnv, probe: (env
           id: 'acceptance',
           status: 'problem',
           detail: problems.map((p) => `"${p.command}" needs ${p.missing}`).join('; '),
-          fix: 'set acceptance.commands in .polly/config.yaml to commands this project has (polly init detects them in a fresh repository)',
+          fix: 'set acceptance.commands in .polly/config.yaml to commands this project has (polly init detects them in a fresh repository); an interpreter under your home directory (pyenv, asdf, nvm) is hidden in the sandbox: use one installed outside it (a system package, or a virtualenv inside the repository)',
         },
   );
   const changes = await uncommittedChanges(git, repo.root);

@@ -2,7 +2,7 @@
 // problem reported on a fixture that has it (exit 1): a misspelt config key, a missing agent CLI,
 // a sandbox that cannot start, no git identity, a default branch behind its remote, vitest that
 // would run the worktrees' tests, an acceptance command that cannot run, uncommitted work.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { probeBubblewrap, runDoctor, type DoctorReport } from '../../brain/commands/doctor.js';
@@ -105,6 +105,25 @@ describe('polly doctor', () => {
     expect(cli.code).toBe(1);
     expect(cli.stdout).toContain('PROBLEM default-branch: main is 1 commit(s) behind origin/main');
   });
+
+  it('an acceptance interpreter under HOME (pyenv, asdf, nvm) is a problem with the sandbox on, and fine without it', async () => {
+    const repo = createTestRepo(NODE);
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    const home = join(repo.root, 'home');
+    mkdirSync(join(home, '.pyenv/shims'), { recursive: true });
+    writeFileSync(join(home, '.pyenv/shims/python'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+    const config = join(repo.dir, '.polly/config.yaml');
+    const text = readFileSync(config, 'utf8');
+    const edited = text.replace('  commands:\n    - npm test\n', '  commands: ["PYTHONDONTWRITEBYTECODE=1 python -m pytest"]\n');
+    expect(edited).not.toBe(text);
+    writeFileSync(config, edited);
+    const env: NodeJS.ProcessEnv = { ...gitTestEnv(), HOME: home, PATH: `${join(home, '.pyenv/shims')}:/usr/bin:/bin` };
+    const confined = byId(await runDoctor(repo.dir, env, workingSandbox));
+    expect(confined.acceptance!.status).toBe('problem');
+    expect(confined.acceptance!.detail).toContain(`python from outside your home directory (it resolves to ${join(home, '.pyenv/shims/python')}`);
+    const unconfined = byId(await runDoctor(repo.dir, env, () => ({ ok: false as const, reason: 'no bwrap', fix: 'install it' })));
+    expect(unconfined.acceptance!.status).toBe('ok');
+  }, 60_000);
 
   it('the bubblewrap probe answers with a reason and a fix when bwrap is not on PATH', () => {
     expect(probeBubblewrap({ PATH: '/nonexistent' })).toMatchObject({ ok: false, reason: 'bubblewrap (bwrap) is not installed' });
