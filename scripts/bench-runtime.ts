@@ -154,7 +154,11 @@ async function measure(name: string, store: RunStore, live: number, concurrency:
   const rates = samples.map((x) => x.perSec);
   const shared = commits ? `, ${median(samples.map((x) => x.stepsPerCommit!)).toFixed(1)} steps/commit` : '';
   process.stdout.write(
-    `${name.padEnd(40)} ${perSec.toFixed(0).padStart(7)} steps/s [${Math.min(...rates).toFixed(0)}-${Math.max(...rates).toFixed(0)}]  ${median(samples.map((x) => x.msPerStep)).toFixed(3).padStart(7)} ms/step  ${cpuUs.toFixed(0).padStart(5)} µs CPU/step  (${reps} × ${samples[0]!.steps}+ steps${shared}${disk === null ? '' : `; disk ${disk.toFixed(0)} fdatasync/s`}; load ${loadavg()[0]!.toFixed(1)})\n`,
+    `${name.padEnd(40)} ${perSec.toFixed(0).padStart(7)} steps/s [${Math.min(...rates).toFixed(0)}-${Math.max(...rates).toFixed(0)}]  ${median(samples.map((x) => x.msPerStep))
+      .toFixed(3)
+      .padStart(
+        7,
+      )} ms/step  ${cpuUs.toFixed(0).padStart(5)} µs CPU/step  (${reps} × ${samples[0]!.steps}+ steps${shared}${disk === null ? '' : `; disk ${disk.toFixed(0)} fdatasync/s`}; load ${loadavg()[0]!.toFixed(1)})\n`,
   );
   return { perSec, cpuUs };
 }

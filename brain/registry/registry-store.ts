@@ -375,7 +375,8 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
     let lost: Error | null = null;
     for (;;) {
       try {
-        const release = lockfile.lockSync(paths.registry, {
+        // Its returned release is synchronous; the lock is released with unlock() below instead.
+        lockfile.lockSync(paths.registry, {
           realpath: false,
           stale: lockStaleMs,
           retries: 0,
