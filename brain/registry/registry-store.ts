@@ -359,13 +359,13 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
   }
 
   /**
-   * Take the cross-process lock. proper-lockfile's synchronous calls (mkdir, then utimes + stat
-   * for the heartbeat's mtime; rmdir to release): metadata calls of microseconds, which through
-   * libuv's thread pool cost two thread hops each, and under load a hop waits for a core (measured
-   * with `npm run bench -- registry`: ~1.8 ms of a 8.5 ms update at load 9 on 2 cores). Waiting for
-   * a held lock stays asynchronous, and so does the release: removing the lock directory frees an
-   * inode, which waits for the file system's journal (0.3-2 ms measured under load), and the
-   * release overlaps the update's last fsyncs ({@link withLock}).
+   * Take the cross-process lock with proper-lockfile's synchronous calls (mkdir, then utimes + stat
+   * for the heartbeat's mtime): metadata calls of microseconds, which through libuv's thread pool
+   * cost two thread hops each, and under load a hop waits for a core (timing spans around one
+   * update at load 9 on 2 cores: taking and releasing the lock were 1.8 ms of 8.5). Waiting for a
+   * held lock stays asynchronous, and so does the release (proper-lockfile's `unlock`): removing
+   * the lock directory frees an inode, which waits for the file system's journal (0.3-2 ms measured
+   * under load), and the release overlaps the update's last fsyncs ({@link withLock}).
    */
   async function takeLock(): Promise<{ release(): Promise<void>; compromised(): Error | null }> {
     if (!existsSync(dir)) await mkdir(dir, { recursive: true });
