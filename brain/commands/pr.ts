@@ -91,7 +91,9 @@ Pull requests on the local forge (recorded in .polly/registry.json, branches on 
   sync   notice human merges now: merged tasks become done and their worktrees are removed
          after a backup under refs/polly/backup/ (a running Brain does this every 30 s); on
          GitHub it first reads every open PR's reviews, comments, checks and mergeability (the
-         Brain's PR watcher, every 60 s) and journals what is new
+         Brain's PR watcher, every 60 s) and journals what is new; on the local forge it runs
+         Polly's own check of each ready PR whose base moved: the acceptance commands on the
+         head merged with the base's tip, once per (head, base); red journals pr.checks_failed
 
 Polly never merges: review the diff, then merge with git (merge, fast-forward, squash or
 rebase) and push; Polly notices and marks the PR merged.
@@ -102,7 +104,8 @@ Options:
            diff → {number, diff}, comment/request-changes → {number, id, event}
 
   list shows each open PR's REVIEW (changes_requested|approved|commented|none), CHECKS (the
-  task's acceptance commands: passing|failing|none) and CONFLICTS (clean|conflicts|unknown:
+  task's acceptance commands: passing|failing|none; failing also when Polly's check of the head
+  merged with its moved base is red) and CONFLICTS (clean|conflicts|unknown:
   Polly merges the head into the base's current tip in memory, git merge-tree, on every read).
   Tasks' GitHub PRs are listed too (gh#N), as the Brain's PR watcher last saw them on GitHub:
   CHECKS are the head's check runs and statuses (passing|failing|pending|none), CONFLICTS GitHub's
@@ -157,6 +160,11 @@ export function formatPullRequest(pr: LocalPullRequest): string[] {
         .map((l) => `    ${l}`.trimEnd()),
     );
     for (const c of r.comments) out.push(`  ${c.file}:${c.line}: ${c.message.replace(/\s+/g, ' ')}`);
+  }
+  const lc = pr.localCheck;
+  if (lc) {
+    out.push('', `check on the merge with ${pr.base} (${lc.baseCommit.slice(0, 12)}) of ${lc.headCommit.slice(0, 12)}: ${lc.conclusion} at ${lc.checkedAt}`);
+    for (const c of lc.checks) out.push(`  ${c.conclusion === 'success' ? 'ok  ' : 'FAIL'} ${c.name} (${c.summary})`);
   }
   return out;
 }
@@ -264,7 +272,13 @@ export const command: Command = {
         worktrees: createWorktreeManager({ repoRoot: ctx.repo.root, ...(ctx.config.worktrees.dir ? { worktreesDir: ctx.config.worktrees.dir } : {}) }),
         progress: (l) => io.stderr.write(`${l}\n`),
       });
-      if (args.values.json) writeJson(io.stdout, watch ? { ...report, watch } : report);
+      // Local forge: its CI, Polly's own check of each ready PR merged with its moved base (pr.checks_failed when red).
+      const { createLocalPrChecks } = await import('../forge/local-pr-checks.js');
+      const checks =
+        forge.kind === 'local'
+          ? await createLocalPrChecks({ repoRoot: ctx.repo.root, store: ctx.store, config: ctx.config, progress: (l) => io.stderr.write(`${l}\n`) }).pass()
+          : null;
+      if (args.values.json) writeJson(io.stdout, { ...report, ...(watch ? { watch } : {}), ...(checks ? { localChecks: checks } : {}) });
       else {
         if (watch) {
           const events = Object.entries(watch.events).map(([k, n]) => `${n} ${k}`);
@@ -277,9 +291,15 @@ export const command: Command = {
         for (const d of report.done) writeLine(io.stdout, `${d.taskId}: PR #${d.number} merged by a human → done; worktree removed after backup ${d.backupRef ?? '(none needed)'}`);
         for (const c of report.closed) writeLine(io.stdout, `${c}: PR closed without merging`);
         for (const e of report.errors) writeLine(io.stdout, `${e.taskId}: ${e.message}`);
+        for (const c of checks?.checked ?? [])
+          writeLine(
+            io.stdout,
+            `PR #${c.number}: checks on ${c.headCommit.slice(0, 12)} merged with its base at ${c.baseCommit.slice(0, 12)}: ${c.conclusion === 'success' ? 'passing' : 'failing (journal: pr.checks_failed)'}`,
+          );
+        for (const e of checks?.errors ?? []) writeLine(io.stdout, `PR #${e.number}: the check on the merge with its base could not run: ${e.message}`);
         if (!report.done.length && !report.closed.length && !report.errors.length) writeLine(io.stdout, `no merges since the last check (${report.checked.length} PR(s) checked)`);
       }
-      return report.errors.length || watch?.errors.length ? 1 : 0;
+      return report.errors.length || watch?.errors.length || checks?.errors.length ? 1 : 0;
     }
     if (sub === 'merge') {
       throw new PollyError('bad_input', 'polly pr has no merge: Polly never merges. Review with "polly pr diff <number>", then merge with git yourself.');

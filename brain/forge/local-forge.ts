@@ -178,7 +178,8 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
           tx.emit('pr.closed', { forge: 'local', number: pr.number, taskId: pr.taskId, reason: `branch ${pr.head} was deleted from ${remote} unmerged` });
         } else if (c.mergeability) {
           const was = pr.mergeability?.state ?? null;
-          pr.mergeability = { ...c.mergeability, checkedAt: now() };
+          const { tree: _tree, ...checked } = c.mergeability;
+          pr.mergeability = { ...checked, checkedAt: now() };
           if (c.mergeability.state === 'conflicts' && was !== 'conflicts') {
             tx.emit('pr.conflicts', {
               forge: 'local',

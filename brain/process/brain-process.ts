@@ -273,6 +273,15 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
         }
         const report = await watchMerges({ store: deps.store, forge: deps.forge, worktrees: deps.worktrees, progress: log, now });
         for (const d of report.done) log(`[polly] ${d.taskId}: PR #${d.number} was merged by a human; task done, worktree removed after backup ${d.backupRef ?? ''}`);
+        // The local forge's CI: open PRs whose base moved are checked on the merge (in flight: a red
+        // check journals pr.checks_failed, which wakes the loop and is routed as a fix round).
+        const localChecks = deps.localChecks;
+        if (localChecks) {
+          spawnWork('local-pr-checks', async () => {
+            const checked = await localChecks.pass();
+            for (const e of checked.errors) log(`[polly] PR #${e.number}: the check on the merge with its base could not run (next pass retries): ${e.message}`);
+          });
+        }
         // Finished goal trees a day old leave registry.json for archive.jsonl (registry-archive.ts): the registry stays small.
         await deps.store.update((draft, tx) => void archiveFinished(draft, tx, now().getTime() - ARCHIVE_AFTER_MS));
       }
