@@ -11,7 +11,10 @@ import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { createLocalForge, localPullRequestUrl, type LocalForge } from '../forge/local-forge.js';
 import type { LocalPullRequest } from '../registry/registry-schema.js';
-import { createFileRegistryStore } from '../registry/registry-store.js';
+import { createFileRegistryStore, type RegistryStore } from '../registry/registry-store.js';
+import { ensureBrain } from '../process/daemon.js';
+import { reconcileDeadBrain } from '../process/resume.js';
+import { FINAL_TASK_STATUSES } from '../core/vocabulary.js';
 import { findRepo } from '../../workers/git/repo.js';
 import { formatTable } from './table.js';
 import { githubPullRequestStatus, pullRequestStatus, type PullRequestStatus } from '../forge/pr-status.js';
@@ -87,7 +90,10 @@ Pull requests on the local forge (recorded in .polly/registry.json, branches on 
   diff   what the PR changes: git diff <base>...<head> (after a merge: from the base it was opened on)
   comment          add a comment to the PR (on one line of a file with --file/--line: the new
                    side of the diff); journaled as pr.feedback
-  request-changes  ask for changes, the same way; the PR's REVIEW becomes changes_requested
+  request-changes  ask for changes, the same way; the PR's REVIEW becomes changes_requested.
+                   A change request or a line comment on a ready task's PR starts a fix round in
+                   the task's own worker session: with no Brain running, this starts one
+                   (detached, as polly run does; it exits when done); stderr says what happens
   sync   notice human merges now: merged tasks become done and their worktrees are removed
          after a backup under refs/polly/backup/ (a running Brain does this every 30 s); on
          GitHub it first reads every open PR's reviews, comments, checks and mergeability (the
@@ -101,7 +107,8 @@ rebase) and push; Polly notices and marks the PR merged.
 Options:
   --json   machine output: list → [{forge, number, state, title, head, base, headCommit, taskId,
            url, review, checks, conflicts, conflictFiles}], show → the PR record with url and status,
-           diff → {number, diff}, comment/request-changes → {number, id, event}
+           diff → {number, diff}, comment/request-changes → {number, id, event, fixRound,
+           brain: {pid, started} | null}
 
   list shows each open PR's REVIEW (changes_requested|approved|commented|none), CHECKS (the
   task's acceptance commands: passing|failing|none; failing also when Polly's check of the head
@@ -124,7 +131,10 @@ function parseNumber(raw: string | undefined, sub: string): number {
   return n;
 }
 
-async function openLocalForge(cwd: string, env: NodeJS.ProcessEnv): Promise<LocalForge & { readRegistry(): Promise<Registry> }> {
+async function openLocalForge(
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<LocalForge & { readRegistry(): Promise<Registry>; store: RegistryStore; repoRoot: string; pollyDir: string }> {
   const repo = await findRepo(cwd, env);
   if (!existsSync(repo.pollyDir)) {
     throw new PollyError('not_initialized', `Polly is not initialised in ${repo.root} (no .polly/ directory). Run "polly init" there first.`, {
@@ -132,7 +142,61 @@ async function openLocalForge(cwd: string, env: NodeJS.ProcessEnv): Promise<Loca
     });
   }
   const store = createFileRegistryStore(repo.pollyDir);
-  return Object.assign(createLocalForge({ repoRoot: repo.root, store }), { readRegistry: () => store.read() });
+  return Object.assign(createLocalForge({ repoRoot: repo.root, store }), { readRegistry: () => store.read(), store, repoRoot: repo.root, pollyDir: repo.pollyDir });
+}
+
+/** What happens to feedback just recorded: whether a fix round follows, and the Brain that runs it. */
+interface FeedbackNext {
+  /** True when the PR's task will get a fix round for it (now, or after the round in progress). */
+  fixRound: boolean;
+  /** The Brain that acts on it: `started` when this command started it; null when none is needed. */
+  brain: { pid: number; started: boolean } | null;
+  /** One sentence for stderr: what will happen, and the command to run when nothing will. */
+  message: string;
+}
+
+/**
+ * Make sure feedback is acted on: a change request, or a comment on a line, on the PR of a task
+ * that is ready (its run watches the PR) or in a fix round is routed by the Brain
+ * (brain/process/pr-events.ts). With no Brain running, start one detached, as `polly run` and
+ * `polly resume` do (brain/process/daemon.ts `ensureBrain`: `polly brain --exit-when-idle`, log in
+ * `.polly/brain.log`); it exits once the round is done. Otherwise say why nothing will happen.
+ */
+async function actOnFeedback(
+  forge: { readRegistry(): Promise<Registry>; store: RegistryStore; repoRoot: string; pollyDir: string },
+  number: number,
+  actionable: boolean,
+  env: NodeJS.ProcessEnv,
+): Promise<FeedbackNext> {
+  const reg = await forge.readRegistry();
+  const pr = reg.pullRequests[String(number)]!;
+  const task = pr.taskId ? reg.tasks[pr.taskId] : undefined;
+  if (!actionable) {
+    return {
+      fixRound: false,
+      brain: null,
+      message: `a comment without --file starts no fix round (the Brain's inbox shows it); to have the code changed, use "polly pr request-changes ${number} …" or "polly pr comment ${number} --file F --line L …".`,
+    };
+  }
+  if (!task) return { fixRound: false, brain: null, message: `PR #${number} belongs to no Polly task: the feedback is recorded for whoever works on ${pr.head}.` };
+  const inRound = !FINAL_TASK_STATUSES.has(task.status);
+  if (task.status !== 'ready' && !inRound) {
+    return {
+      fixRound: false,
+      brain: null,
+      message: `task ${task.id} is ${task.status}${task.statusReason ? ` (${task.statusReason})` : ''}: no fix round starts for this feedback; it is yours to act on (polly status shows the task).`,
+    };
+  }
+  await reconcileDeadBrain(forge.store);
+  const brain = await ensureBrain(forge.store, forge.repoRoot, forge.pollyDir, env);
+  const when = inRound ? `after the fix round in progress (task ${task.id} is ${task.status})` : 'now';
+  return {
+    fixRound: true,
+    brain,
+    message: brain.started
+      ? `no Brain was running: started one (pid ${brain.pid}) to start a fix round of task ${task.id} ${when}; it exits when done. Its log: .polly/brain.log; follow with polly status.`
+      : `the Brain (pid ${brain.pid}) starts a fix round of task ${task.id} ${when}; follow with polly status.`,
+  };
 }
 
 /** The human-readable lines of one PR (pure). */
@@ -247,7 +311,9 @@ export const command: Command = {
       const forge = await openLocalForge(io.cwd, io.env);
       const event = sub === 'comment' ? 'COMMENT' : 'REQUEST_CHANGES';
       const { id } = await forge.addFeedback(number, { event, body, ...(values.file !== undefined ? { file: values.file } : {}), ...(line !== undefined ? { line } : {}) });
-      if (values.json) writeJson(io.stdout, { number, id, event });
+      const next = await actOnFeedback(forge, number, event === 'REQUEST_CHANGES' || values.file !== undefined, io.env);
+      io.stderr.write(`[polly] ${next.message}\n`);
+      if (values.json) writeJson(io.stdout, { number, id, event, fixRound: next.fixRound, brain: next.brain });
       else
         writeLine(
           io.stdout,
