@@ -82,6 +82,7 @@ const USAGE = `Usage: polly pr list [--all] [--json]
        polly pr diff <number> [--json]
        polly pr comment <number> [--file <path> [--line <n>]] "<text>" [--json]
        polly pr request-changes <number> [--file <path> [--line <n>]] "<text>" [--json]
+       polly pr check <number> --name <name> --conclusion success|failure|timed_out [--summary <text>] [--log-file <path>] [--json]
        polly pr sync [--json]
 
 Pull requests on the local forge (recorded in .polly/registry.json, branches on origin).
@@ -94,6 +95,10 @@ Pull requests on the local forge (recorded in .polly/registry.json, branches on 
                    A change request or a line comment on a ready task's PR starts a fix round in
                    the task's own worker session: with no Brain running, this starts one
                    (detached, as polly run does; it exits when done); stderr says what happens
+  check  report a check run on the PR's current head, as a CI would with GitHub's check-runs API
+         (name, conclusion, summary; --log-file: its tail becomes the log excerpt). failure or
+         timed_out journals pr.checks_failed: the task's worker gets a fix round with the log
+         (a Brain is started if none runs); a later success on the same head clears it
   sync   notice human merges now: merged tasks become done and their worktrees are removed
          after a backup under refs/polly/backup/ (a running Brain does this every 30 s); on
          GitHub it first reads every open PR's reviews, comments, checks and mergeability (the
@@ -108,7 +113,7 @@ Options:
   --json   machine output: list → [{forge, number, state, title, head, base, headCommit, taskId,
            url, review, checks, conflicts, conflictFiles}], show → the PR record with url and status,
            diff → {number, diff}, comment/request-changes → {number, id, event, fixRound,
-           brain: {pid, started} | null}
+           brain: {pid, started} | null}, check → {number, name, conclusion, headCommit, fixRound, brain}
 
   list shows each open PR's REVIEW (changes_requested|approved|commented|none), CHECKS (the
   task's acceptance commands: passing|failing|none; failing also when Polly's check of the head
@@ -225,6 +230,10 @@ export function formatPullRequest(pr: LocalPullRequest): string[] {
     );
     for (const c of r.comments) out.push(`  ${c.file}:${c.line}: ${c.message.replace(/\s+/g, ' ')}`);
   }
+  for (const r of pr.checkRuns ?? []) {
+    if (r.headCommit !== pr.headCommit) continue;
+    out.push(`check run ${r.name}: ${r.conclusion} on ${r.headCommit.slice(0, 12)} at ${r.at} — ${r.summary.replace(/\s+/g, ' ')}`);
+  }
   const lc = pr.localCheck;
   if (lc) {
     out.push('', `check on the merge with ${pr.base} (${lc.baseCommit.slice(0, 12)}) of ${lc.headCommit.slice(0, 12)}: ${lc.conclusion} at ${lc.checkedAt}`);
@@ -321,6 +330,47 @@ export const command: Command = {
         );
       return 0;
     }
+    if (sub === 'check') {
+      const args = parseCommandArgs(
+        'pr check',
+        rest,
+        { json: { type: 'boolean' }, name: { type: 'string' }, conclusion: { type: 'string' }, summary: { type: 'string' }, 'log-file': { type: 'string' } },
+        1,
+      );
+      const number = parseNumber(args.positionals[0], sub);
+      const values = args.values as { json?: boolean; name?: string; conclusion?: string; summary?: string; 'log-file'?: string };
+      if (!values.name) throw new PollyError('bad_input', 'polly pr check: missing --name (the check\'s name, e.g. --name ci/test).');
+      const conclusion = values.conclusion;
+      if (conclusion !== 'success' && conclusion !== 'failure' && conclusion !== 'timed_out') {
+        throw new PollyError('bad_input', `polly pr check: --conclusion ${JSON.stringify(conclusion ?? '')} is not one of success, failure, timed_out.`, {
+          details: { argument: conclusion ?? null },
+        });
+      }
+      let logExcerpt: string | undefined;
+      if (values['log-file'] !== undefined) {
+        const { readFile } = await import('node:fs/promises');
+        const { resolve } = await import('node:path');
+        try {
+          logExcerpt = (await readFile(resolve(io.cwd, values['log-file']), 'utf8')).slice(-4000);
+        } catch (error) {
+          throw new PollyError('bad_input', `polly pr check: cannot read --log-file ${values['log-file']}: ${(error as Error).message}. Give the path of the check's log.`, {
+            details: { argument: values['log-file'] },
+          });
+        }
+      }
+      const forge = await openLocalForge(io.cwd, io.env);
+      const summary = values.summary ?? `${values.name}: ${conclusion}`;
+      const { headCommit } = await forge.addCheckRun(number, { name: values.name, conclusion, summary, ...(logExcerpt !== undefined ? { logExcerpt } : {}) });
+      const next = conclusion === 'success' ? null : await actOnFeedback(forge, number, true, io.env);
+      if (next) io.stderr.write(`[polly] ${next.message}\n`);
+      if (values.json) writeJson(io.stdout, { number, name: values.name, conclusion, headCommit, fixRound: next?.fixRound ?? false, brain: next?.brain ?? null });
+      else
+        writeLine(
+          io.stdout,
+          `PR #${number}: check ${values.name} ${conclusion} recorded on ${headCommit.slice(0, 12)}${conclusion === 'success' ? '' : ' (journal: pr.checks_failed)'}.`,
+        );
+      return 0;
+    }
     if (sub === 'sync') {
       // One after-merge pass (the Brain runs one every 30 s while it runs).
       const args = parseCommandArgs('pr sync', rest, { json: { type: 'boolean' } }, 0);
@@ -372,7 +422,7 @@ export const command: Command = {
     }
     throw new PollyError(
       'bad_input',
-      `polly pr: unknown subcommand ${JSON.stringify(sub ?? '')}. Use list, show <number>, diff <number>, comment <number>, request-changes <number> or sync.`,
+      `polly pr: unknown subcommand ${JSON.stringify(sub ?? '')}. Use list, show <number>, diff <number>, comment <number>, request-changes <number>, check <number> or sync.`,
       { details: { argument: sub ?? null } },
     );
   },

@@ -262,6 +262,19 @@ export interface LocalPrCheckRecord {
   checkedAt: string;
 }
 
+/** One check run reported with `polly pr check` (see {@link LocalPullRequest.checkRuns}). `at` is an ISO time. */
+export interface LocalCheckRun {
+  name: string;
+  /** The PR head the run is about (the head when it was reported). */
+  headCommit: string;
+  /** GitHub's check-run conclusions that Polly acts on, plus `success`. */
+  conclusion: 'success' | 'failure' | 'timed_out';
+  summary: string;
+  /** The tail of the log the reporter gave (`--log-file`), at most 4000 characters. */
+  logExcerpt?: string;
+  at: string;
+}
+
 /** A pull request recorded by the local forge. */
 export interface LocalPullRequest {
   number: number;
@@ -293,6 +306,12 @@ export interface LocalPullRequest {
    * `baseCommit`, once per pair. Absent until the base first moves under the open PR.
    */
   localCheck?: LocalPrCheckRecord;
+  /**
+   * Check runs reported by a human or an outside CI with `polly pr check` (the local twin of
+   * GitHub's check runs, https://docs.github.com/en/rest/checks/runs#create-a-check-run), oldest
+   * first; the latest per (name, headCommit) counts. Absent until the first report.
+   */
+  checkRuns?: LocalCheckRun[];
   createdAt: string;
   updatedAt: string;
 }

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { createLocalForge } from '../../brain/forge/local-forge.js';
 import { toInboxEvents } from '../../brain/mcp/brain-tools.js';
+import { actionablePrEvents } from '../../brain/process/pr-events.js';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import { newTaskRecord } from '../../brain/registry/task-record.js';
 import { createGitRunner } from '../../workers/git/git.js';
@@ -192,6 +193,27 @@ describe('polly pr (local forge)', () => {
       ['brain.started', out.brain.pid],
       ['brain.stopped', out.brain.pid],
     ]);
+    // An outside CI reports a failing check run (the local twin of GitHub's check-runs API): journaled
+    // as pr.checks_failed with its log, shown failing, routed as CHECKS_FAILED; a later success on the same head clears it.
+    writeFileSync(join(repo.root, 'ci.log'), 'lint: top.txt:1: no shouting\n');
+    const red = runCli(['pr', 'check', String(number), '--name', 'ci/lint', '--conclusion', 'failure', '--summary', 'lint is red', '--log-file', join(repo.root, 'ci.log'), '--json'], repo.dir);
+    expect(red.code, red.stderr).toBe(0);
+    const redOut = JSON.parse(red.stdout) as { headCommit: string; fixRound: boolean; brain: { pid: number; started: boolean } };
+    expect(redOut).toMatchObject({ number, name: 'ci/lint', conclusion: 'failure', headCommit: git(wt, ['rev-parse', 'HEAD']), fixRound: true, brain: { started: true } });
+    const failed = (await store.journal()).filter((e) => e.kind === 'pr.checks_failed');
+    expect(failed.map((e) => e.data)).toEqual([
+      { forge: 'local', number, taskId: 'p1-t1', headCommit: redOut.headCommit, checks: [{ name: 'ci/lint', conclusion: 'failure', summary: 'lint is red', logExcerpt: 'lint: top.txt:1: no shouting\n' }] },
+    ]);
+    expect(actionablePrEvents(await store.journal(), 'p1-t1', 0).map((e) => e.action)).toEqual(['FEEDBACK', 'CHECKS_FAILED']);
+    expect((JSON.parse(runCli(['pr', 'list', '--json'], repo.dir).stdout) as Array<{ checks: string }>)[0]!.checks).toBe('failing');
+    expect(runCli(['pr', 'show', String(number)], repo.dir).stdout).toContain('check run ci/lint: failure on');
+    const green = runCli(['pr', 'check', String(number), '--name', 'ci/lint', '--conclusion', 'success', '--json'], repo.dir);
+    expect(JSON.parse(green.stdout)).toMatchObject({ conclusion: 'success', fixRound: false, brain: null });
+    expect((JSON.parse(runCli(['pr', 'list', '--json'], repo.dir).stdout) as Array<{ checks: string }>)[0]!.checks).toBe('none');
+    expect((await store.journal()).filter((e) => e.kind === 'pr.checks_failed')).toHaveLength(1);
+    expect(runCli(['pr', 'check', String(number), '--name', 'ci/lint', '--conclusion', 'neutral'], repo.dir).stderr).toContain('--conclusion "neutral" is not one of success, failure, timed_out');
+    for (let i = 0; i < 300 && !(await store.journal()).some((e) => e.kind === 'brain.stopped' && e.data.pid === redOut.brain.pid); i++) await new Promise((r) => setTimeout(r, 100));
+
     // A parked task gets no fix round, and no Brain is started for it.
     await store.update((draft) => {
       draft.tasks['p1-t1']!.status = 'parked';
@@ -200,7 +222,7 @@ describe('polly pr (local forge)', () => {
     const parked = runCli(['pr', 'request-changes', String(number), 'Still too loud.', '--json'], repo.dir);
     expect(JSON.parse(parked.stdout)).toMatchObject({ fixRound: false, brain: null });
     expect(parked.stderr).toContain('task p1-t1 is parked (no fix round is left): no fix round starts for this feedback');
-    expect((await store.journal()).filter((e) => e.kind === 'brain.started')).toHaveLength(1);
+    expect((await store.journal()).filter((e) => e.kind === 'brain.started')).toHaveLength(2);
   }, 60_000);
 
   test('bad input exits 2 naming the value; an unknown PR exits 1 not_found; no .polly is not_initialized', () => {

@@ -118,7 +118,7 @@ afterAll(async () => {
 });
 
 describe('a ready PR: feedback goes back to the same worker session, bounded (local forge, real CLIs)', () => {
-  it('a change request is fixed in the same session and pushed fast-forward with a reply; a conflict after a human merge is resolved by a merge commit; the exhausted bound parks the task', async () => {
+  it('a change request given with no Brain running is fixed in the same session and pushed fast-forward with a reply; a base that breaks the PR without a textual conflict fails the local check and is fixed in a green merge commit; a conflict after a human merge is resolved by a merge commit; the exhausted bound parks the task', async () => {
     const { root, repo, origin } = sampleProjectWithOrigin('polly-fix-rounds-');
     const env = gitTestEnv();
     await run(process.execPath, [cli, 'init'], { cwd: repo, env });
