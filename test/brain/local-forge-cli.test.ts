@@ -158,7 +158,7 @@ describe('polly pr (local forge)', () => {
     ]);
   });
 
-  test('a change request on a ready task\'s PR with no Brain running starts one (which routes it and exits when idle); on a parked task it says nobody acts', async () => {
+  test('a change request (and a failing check run from polly pr check) on a ready task\'s PR with no Brain running starts one (which routes it and exits when idle); on a parked task it says nobody acts', async () => {
     const repo = createTestRepo({ 'top.txt': 'one\n' });
     mkdirSync(join(repo.dir, '.polly'));
     const store = createFileRegistryStore(join(repo.dir, '.polly'));
