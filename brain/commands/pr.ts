@@ -339,7 +339,7 @@ export const command: Command = {
       );
       const number = parseNumber(args.positionals[0], sub);
       const values = args.values as { json?: boolean; name?: string; conclusion?: string; summary?: string; 'log-file'?: string };
-      if (!values.name) throw new PollyError('bad_input', 'polly pr check: missing --name (the check\'s name, e.g. --name ci/test).');
+      if (!values.name) throw new PollyError('bad_input', "polly pr check: missing --name (the check's name, e.g. --name ci/test).");
       const conclusion = values.conclusion;
       if (conclusion !== 'success' && conclusion !== 'failure' && conclusion !== 'timed_out') {
         throw new PollyError('bad_input', `polly pr check: --conclusion ${JSON.stringify(conclusion ?? '')} is not one of success, failure, timed_out.`, {

@@ -158,7 +158,7 @@ describe('polly pr (local forge)', () => {
     ]);
   });
 
-  test('a change request (and a failing check run from polly pr check) on a ready task\'s PR with no Brain running starts one (which routes it and exits when idle); on a parked task it says nobody acts', async () => {
+  test("a change request (and a failing check run from polly pr check) on a ready task's PR with no Brain running starts one (which routes it and exits when idle); on a parked task it says nobody acts", async () => {
     const repo = createTestRepo({ 'top.txt': 'one\n' });
     mkdirSync(join(repo.dir, '.polly'));
     const store = createFileRegistryStore(join(repo.dir, '.polly'));
@@ -170,7 +170,18 @@ describe('polly pr (local forge)', () => {
     const { number } = await forge.openDraftPullRequest({ head: 'polly/p1-t1', base: 'main', title: 'Shout', body: 't1' });
     await store.update((draft) => {
       const t = newTaskRecord(
-        { id: 'p1-t1', planId: 'p1', title: 'Shout', purpose: 'implement', worker: 'claude-code', model: null, reviewer: 'pi', prompt: 'shout', acceptance: { commands: ['true'], criteria: [] }, dependsOn: [] },
+        {
+          id: 'p1-t1',
+          planId: 'p1',
+          title: 'Shout',
+          purpose: 'implement',
+          worker: 'claude-code',
+          model: null,
+          reviewer: 'pi',
+          prompt: 'shout',
+          acceptance: { commands: ['true'], criteria: [] },
+          dependsOn: [],
+        },
         new Date().toISOString(),
       );
       t.status = 'ready';
@@ -196,13 +207,22 @@ describe('polly pr (local forge)', () => {
     // An outside CI reports a failing check run (the local twin of GitHub's check-runs API): journaled
     // as pr.checks_failed with its log, shown failing, routed as CHECKS_FAILED; a later success on the same head clears it.
     writeFileSync(join(repo.root, 'ci.log'), 'lint: top.txt:1: no shouting\n');
-    const red = runCli(['pr', 'check', String(number), '--name', 'ci/lint', '--conclusion', 'failure', '--summary', 'lint is red', '--log-file', join(repo.root, 'ci.log'), '--json'], repo.dir);
+    const red = runCli(
+      ['pr', 'check', String(number), '--name', 'ci/lint', '--conclusion', 'failure', '--summary', 'lint is red', '--log-file', join(repo.root, 'ci.log'), '--json'],
+      repo.dir,
+    );
     expect(red.code, red.stderr).toBe(0);
     const redOut = JSON.parse(red.stdout) as { headCommit: string; fixRound: boolean; brain: { pid: number; started: boolean } };
     expect(redOut).toMatchObject({ number, name: 'ci/lint', conclusion: 'failure', headCommit: git(wt, ['rev-parse', 'HEAD']), fixRound: true, brain: { started: true } });
     const failed = (await store.journal()).filter((e) => e.kind === 'pr.checks_failed');
     expect(failed.map((e) => e.data)).toEqual([
-      { forge: 'local', number, taskId: 'p1-t1', headCommit: redOut.headCommit, checks: [{ name: 'ci/lint', conclusion: 'failure', summary: 'lint is red', logExcerpt: 'lint: top.txt:1: no shouting\n' }] },
+      {
+        forge: 'local',
+        number,
+        taskId: 'p1-t1',
+        headCommit: redOut.headCommit,
+        checks: [{ name: 'ci/lint', conclusion: 'failure', summary: 'lint is red', logExcerpt: 'lint: top.txt:1: no shouting\n' }],
+      },
     ]);
     expect(actionablePrEvents(await store.journal(), 'p1-t1', 0).map((e) => e.action)).toEqual(['FEEDBACK', 'CHECKS_FAILED']);
     expect((JSON.parse(runCli(['pr', 'list', '--json'], repo.dir).stdout) as Array<{ checks: string }>)[0]!.checks).toBe('failing');
@@ -211,8 +231,11 @@ describe('polly pr (local forge)', () => {
     expect(JSON.parse(green.stdout)).toMatchObject({ conclusion: 'success', fixRound: false, brain: null });
     expect((JSON.parse(runCli(['pr', 'list', '--json'], repo.dir).stdout) as Array<{ checks: string }>)[0]!.checks).toBe('none');
     expect((await store.journal()).filter((e) => e.kind === 'pr.checks_failed')).toHaveLength(1);
-    expect(runCli(['pr', 'check', String(number), '--name', 'ci/lint', '--conclusion', 'neutral'], repo.dir).stderr).toContain('--conclusion "neutral" is not one of success, failure, timed_out');
-    for (let i = 0; i < 300 && !(await store.journal()).some((e) => e.kind === 'brain.stopped' && e.data.pid === redOut.brain.pid); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(runCli(['pr', 'check', String(number), '--name', 'ci/lint', '--conclusion', 'neutral'], repo.dir).stderr).toContain(
+      '--conclusion "neutral" is not one of success, failure, timed_out',
+    );
+    for (let i = 0; i < 300 && !(await store.journal()).some((e) => e.kind === 'brain.stopped' && e.data.pid === redOut.brain.pid); i++)
+      await new Promise((r) => setTimeout(r, 100));
 
     // A parked task gets no fix round, and no Brain is started for it.
     await store.update((draft) => {

@@ -60,7 +60,11 @@ describe('the local forge checks a ready PR on the merge with its moved base', (
     const checks = createLocalPrChecks({ repoRoot: repo.dir, store, config: DEFAULT_CONFIG, git: testGit(), scratchRoot: join(repo.root, 'scratch') });
     const failedEvents = async () => (await store.journal()).filter((e) => e.kind === 'pr.checks_failed');
     const refsBefore = repo.git(['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads', 'refs/polly']);
-    const worktrees = () => repo.git(['worktree', 'list', '--porcelain']).split('\n').filter((l) => l.startsWith('worktree '));
+    const worktrees = () =>
+      repo
+        .git(['worktree', 'list', '--porcelain'])
+        .split('\n')
+        .filter((l) => l.startsWith('worktree '));
     const worktreesBefore = worktrees();
 
     // 1. The base has not moved: the task's own acceptance run covered the head.
@@ -115,7 +119,9 @@ describe('the local forge checks a ready PR on the merge with its moved base', (
     // No write to the task's branch or worktree, no ref, no worktree registration.
     expect(git(wt, ['rev-parse', 'HEAD'])).toBe(head);
     expect(git(wt, ['status', '--porcelain'])).toBe('');
-    expect(repo.git(['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads', 'refs/polly'])).toBe(refsBefore.replace(/^\S+ refs\/heads\/main$/m, `${rename} refs/heads/main`));
+    expect(repo.git(['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads', 'refs/polly'])).toBe(
+      refsBefore.replace(/^\S+ refs\/heads\/main$/m, `${rename} refs/heads/main`),
+    );
     expect(worktrees()).toEqual(worktreesBefore);
 
     // 4. A conflicting change on main is pr.conflicts' business: no check runs.
