@@ -327,7 +327,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
           if (draft.counters.journalSeq !== seen) return false;
           if (draft.brain?.pid === process.pid) {
             draft.brain = null;
-            tx.emit('brain.stopped', { pid: process.pid, graceful: true, inFlight: [], idle: true });
+            tx.emit('brain.stopped', { pid: process.pid, graceful: false, inFlight: [], idle: true });
           }
           return true;
         });
