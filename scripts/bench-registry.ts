@@ -9,7 +9,9 @@
  * - archived: the same history written as a schema v1 file, migrated on the first update (timed
  *   once: it archives the finished goals into the journal and archive.jsonl), then updates on the
  *   small registry that is left.
- * Per case: ms per update (wall: two fsyncs in turn make most of it, so it follows the disk),
+ * Per case: ms per update (wall: the two fsyncs an update waits for in turn, the temp file's and
+ * then the journal's beside the directory's, make most of it, so it follows the disk; the line
+ * prints what two fdatasyncs take at the rate just measured),
  * CPU ms per update of this process (user + system, all threads: what does not depend on the
  * disk), the disk's fdatasync/s measured just before the case, and the CPU of one JSON.parse plus
  * one pretty JSON.stringify of that registry (the part of an update that grows with its size).
@@ -115,7 +117,7 @@ async function measure(name: string, store: FileRegistryStore, finished: number,
   const cpuMs = (cpu.user + cpu.system) / 1000 / n;
   const kib = statSync(store.paths.registry).size / 1024;
   process.stdout.write(
-    `${name.padEnd(44)} ${ms.toFixed(2).padStart(7)} ms/update ${cpuMs.toFixed(2).padStart(6)} ms CPU/update  (${n} updates; registry.json ${kib.toFixed(0)} KiB, JSON parse + stringify ${jsonCpuMs(store.paths.registry).toFixed(2)} ms CPU; disk ${disk.toFixed(0)} fdatasync/s; load ${loadavg()[0]!.toFixed(1)})\n`,
+    `${name.padEnd(44)} ${ms.toFixed(2).padStart(7)} ms/update ${cpuMs.toFixed(2).padStart(6)} ms CPU/update  (${n} updates; registry.json ${kib.toFixed(0)} KiB, JSON parse + stringify ${jsonCpuMs(store.paths.registry).toFixed(2)} ms CPU; disk ${disk.toFixed(0)} fdatasync/s, so the two fsyncs an update waits for in turn take ~${(2000 / disk).toFixed(2)} ms; load ${loadavg()[0]!.toFixed(1)})\n`,
   );
   return ms;
 }
