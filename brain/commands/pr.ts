@@ -16,6 +16,7 @@ import { findRepo } from '../../workers/git/repo.js';
 import { formatTable } from './table.js';
 import { githubPullRequestStatus, pullRequestStatus, type PullRequestStatus } from '../forge/pr-status.js';
 import type { Registry } from '../registry/registry-schema.js';
+import { visibleText } from '../core/visible-text.js';
 
 /** One row of `polly pr list`: a local forge PR, or a GitHub PR as the PR watcher last saw it. */
 interface PullRequestRow {
@@ -158,7 +159,8 @@ export function formatPullRequest(pr: LocalPullRequest): string[] {
     );
     for (const c of r.comments) out.push(`  ${c.file}:${c.line}: ${c.message.replace(/\s+/g, ' ')}`);
   }
-  return out;
+  // Bodies, reviews and comments hold text workers and others wrote: shown, never obeyed, on a terminal.
+  return out.map(visibleText);
 }
 
 export const command: Command = {
