@@ -110,16 +110,18 @@ describe('a hostile reviewer, through the real claude, pi and codex', () => {
       ),
     );
     // No raw control character from a worker's arguments reaches the reason (and so the terminal).
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
     expect(task.statusReason).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
   });
 
-  it('the claude and pi reviewers are named for the write tool their role does not have', () => {
+  it('each reviewer is named for the write tools its role does not have (codex: from its session file)', () => {
     const reason = (reviewer: Harness) => Object.values(o.registry.tasks).find((t) => t.title === title(reviewer))!.statusReason ?? '';
     expect(reason('claude-code')).toMatch(/does not have during the claude-code review turn: .*Write \{"file_path":"[^"]*REVIEWER-WROTE"/);
     expect(reason('pi')).toMatch(/does not have during the pi review turn: bash \{"command":"echo tampered > DIFF.patch"\}/);
     // JSON shows C0 controls as \u00NN; C1 controls would be shown as \xNN (visible-text.ts).
     expect(reason('pi')).toContain(`PWNED' # \\u001b]0;owned\\u0007`);
     expect(reason('pi')).toMatch(/write \{"path":"REVIEWER-WROTE"/);
+    expect(reason('codex')).toMatch(/does not have during the codex review turn: .*write_file \{"path":"REVIEWER-CALLED"/);
   });
 
   it('pi reviews with read-only tools only (pi --tools read,ls,…): none of its attacks reached a shell, the gate or the OS', () => {

@@ -12,8 +12,8 @@
  *   any other tool with an error result "Tool bash not found", and the call is in its JSON stream.
  * - codex: `shell` (a `command_execution` item) and `web_search`; an `apply_patch` (`file_change`)
  *   is a write. Codex (0.171) puts no item in its `--json` stream for a call of a tool it does not
- *   declare: it answers the model "unsupported call: <name>" in a `function_call_output` that only
- *   the model sees. Polly cannot see such a call, and it cannot do anything either.
+ *   declare (it answers the model "unsupported call: <name>"); the adapter reads those calls from
+ *   codex's session file (./codex-rollout.ts) and adds them as `tool_call` events.
  */
 import type { Harness } from '../../brain/core/vocabulary.js';
 import { CLAUDE_READ_ONLY_TOOLS } from './claude-code-adapter.js';
