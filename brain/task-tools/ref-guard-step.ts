@@ -22,15 +22,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
-import {
-  createRefGuard,
-  describeChanges,
-  diffSnapshots,
-  persistedPollyRefWrites,
-  type RefChange,
-  type RefSnapshot,
-  type RestoreReport,
-} from '../../workers/git/ref-guard.js';
+import { createRefGuard, describeChanges, diffSnapshots, persistedPollyRefWrites, type RefChange, type RefSnapshot, type RestoreReport } from '../../workers/git/ref-guard.js';
 import type { TaskToolContext, TaskToolOutcome } from './types.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 

@@ -17,6 +17,7 @@ import { parseFindings, reviewFromFindings } from '../../workers/review-findings
 const ESCAPES = 'clear\u001b[2J title\u001b]0;owned\u0007 c1\u009b2J';
 const SHOWN = 'clear\\x1b[2J title\\x1b]0;owned\\x07 c1\\x9b2J';
 // Any C0 control but tab and newline, DEL, or a C1 control.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 
 describe('worker-written text is escape-filtered wherever Polly stores, posts or prints it', () => {
