@@ -10,6 +10,7 @@
  */
 import { z } from 'zod';
 import { PollyError } from '../brain/core/errors.js';
+import { visibleText } from '../brain/core/visible-text.js';
 
 /** One finding of a review (stored in the registry's review records, brain/registry/registry-schema.ts). */
 export interface ReviewFinding {
@@ -116,7 +117,8 @@ function describeIssues(error: z.ZodError): string {
 }
 
 /**
- * Validate an already-parsed value against the findings schema.
+ * Validate an already-parsed value against the findings schema. Control characters in `file` and
+ * `message` come back shown as `\xNN`.
  * @throws PollyError `bad_input` naming every problem (path: message).
  */
 export function validateFindings(value: unknown): ReviewFindings {
@@ -128,7 +130,10 @@ export function validateFindings(value: unknown): ReviewFindings {
       { details: { issues: r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })) } },
     );
   }
-  return { blocking: r.data.blocking, nonBlocking: r.data.non_blocking };
+  // A finding is the reviewer's text, stored, posted and printed: its control characters (an
+  // ANSI/OSC escape) are shown as `\xNN` from here on (brain/core/visible-text.ts).
+  const visible = (f: ReviewFinding): ReviewFinding => ({ file: visibleText(f.file), line: f.line, message: visibleText(f.message) });
+  return { blocking: r.data.blocking.map(visible), nonBlocking: r.data.non_blocking.map(visible) };
 }
 
 /**

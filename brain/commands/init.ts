@@ -40,6 +40,7 @@ export const POLLY_GITIGNORE = [
   'brain/',
   'workers/',
   'logs/',
+  'guard/',
   'notify-cursor',
   '',
 ].join('\n');

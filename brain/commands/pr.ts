@@ -19,6 +19,7 @@ import { findRepo } from '../../workers/git/repo.js';
 import { formatTable } from './table.js';
 import { githubPullRequestStatus, pullRequestStatus, type PullRequestStatus } from '../forge/pr-status.js';
 import type { Registry } from '../registry/registry-schema.js';
+import { visibleText } from '../core/visible-text.js';
 
 /** One row of `polly pr list`: a local forge PR, or a GitHub PR as the PR watcher last saw it. */
 interface PullRequestRow {
@@ -239,7 +240,8 @@ export function formatPullRequest(pr: LocalPullRequest): string[] {
     out.push('', `check on the merge with ${pr.base} (${lc.baseCommit.slice(0, 12)}) of ${lc.headCommit.slice(0, 12)}: ${lc.conclusion} at ${lc.checkedAt}`);
     for (const c of lc.checks) out.push(`  ${c.conclusion === 'success' ? 'ok  ' : 'FAIL'} ${c.name} (${c.summary})`);
   }
-  return out;
+  // Bodies, reviews, comments and check summaries hold text workers and others wrote: shown, never obeyed, on a terminal.
+  return out.map(visibleText);
 }
 
 export const command: Command = {

@@ -16,6 +16,7 @@ import { statusReport, type StatusReport } from '../registry/status-report.js';
 import { runLiveView } from './live-view.js';
 import { formatCost, totalTokens, type LedgerTotals } from '../registry/cost-ledger.js';
 import { formatBudget } from '../plan/budgets.js';
+import { visibleText } from '../core/visible-text.js';
 
 /** A SPENT cell: `1234 tok, $0.0123` (cost `unknown` or `≥ $X (some turns unknown)` when agents reported none). */
 export function spentCell(t: LedgerTotals): string | null {
@@ -119,7 +120,8 @@ export function formatStatus(report: StatusReport): string[] {
       ),
     'none running',
   );
-  return out;
+  // Titles and reasons can hold text a worker wrote: its terminal escapes are shown, never obeyed.
+  return out.map(visibleText);
 }
 
 /**

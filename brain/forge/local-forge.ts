@@ -250,7 +250,7 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
       if (existing) {
         throw new PollyError('conflict', `a local PR for ${input.head} → ${input.base} is already open: #${existing.number}.`, { details: { number: existing.number } });
       }
-      recordPollyRefWrite('remote', `refs/heads/${input.head}`, headCommit);
+      recordPollyRefWrite('remote', `refs/heads/${input.head}`, headCommit, options.repoRoot);
       // A plain push of the one branch: no --force, no leading "+", never the default branch.
       const push = await git.run(['push', '--quiet', '--porcelain', '--no-verify', remote, `refs/heads/${input.head}:refs/heads/${input.head}`], { cwd, okExitCodes: [1] });
       if (push.exitCode !== 0) {

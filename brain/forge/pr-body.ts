@@ -1,9 +1,12 @@
 /**
  * The pull request body Polly writes: the task, its acceptance contract, the check results Polly
- * itself ran, and the cross-review's findings. Pure: data in, markdown out.
+ * itself ran, and the cross-review's findings. Pure: data in, markdown out. Control characters
+ * (terminal escapes a worker wrote into a finding or a test's output) are shown as `\xNN`
+ * (brain/core/visible-text.ts): the body is posted to the forge and printed by `polly pr show`.
  */
 import type { AcceptanceContract, CommandResult, ReviewRecord } from '../registry/registry-schema.js';
 import { formatCost, totalTokens, type TaskLedger } from '../registry/cost-ledger.js';
+import { visibleText } from '../core/visible-text.js';
 
 export interface PrBodyInput {
   taskId: string;
@@ -108,5 +111,6 @@ export function renderPrBody(input: PrBodyInput): string {
     out.push(`${totalTokens(all)} tokens in all. Cost is what the agents reported; "unknown" where an agent reports none (codex).`, '');
   }
   out.push('---', '_Opened by Polly. Polly never merges: a human reviews and merges this PR._', '');
-  return out.join('\n');
+  // The prompt, the checks' output and the findings are text a worker chose: no terminal escapes.
+  return visibleText(out.join('\n'));
 }

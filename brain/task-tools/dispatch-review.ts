@@ -13,6 +13,10 @@
  *    GitHub (GitHub refuses REQUEST_CHANGES/APPROVE from the PR's author, which is Polly's token) and
  *    `REQUEST_CHANGES` on the local forge when a finding is blocking.
  *
+ * A review turn in which the reviewer tried anything its read-only role may never do (a write the
+ * sandbox refused, a `blast_radius.*` command the gate refused, a call of a tool the role was not
+ * given: ./review-attempts.ts) fails the task, naming it, before its findings are read.
+ *
  * Outcomes: zero blocking → `ok` (REVIEW_CLEAN). Blocking → the findings become `task.feedback` for
  * `send_followup` (they go to the implementer's session) and the outcome is a permanent `failure`
  * (REVIEW_BLOCKING: a result, not a fault). A reviewer that did not finish, or whose answer never
@@ -34,8 +38,8 @@ import { createReviewSandbox, produceReviewDiff, type ReviewSandbox } from '../.
 import { chooseReviewer } from './open-draft-pr.js';
 import { taskBranch } from './push.js';
 import { guardFailure, withRefGuard } from './ref-guard-step.js';
-import { sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
-import { decisionLogMark, gateAttemptFailure, gateAttempts } from './gate-attempts.js';
+import { decisionLogMark } from './gate-attempts.js';
+import { reviewAttemptFailure, reviewTurnAttempts, triedAnything } from './review-attempts.js';
 import { GATE_DECISIONS_FILE } from '../../gate/decision-log.js';
 import { join } from 'node:path';
 import { workerTurnRequest } from './dispatch.js';
@@ -161,22 +165,23 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
       if (guarded.violation) return guardFailure(guarded.violation);
       if (stopped) return parkForBudget(ctx, stopped, { workerId: guarded.value.workerId });
       const first = guarded.value;
-      const refused = turnRefusals(first.events ?? []);
-      if (refused.length > 0) return sandboxRefusalFailure(ctx, `the ${reviewer} review turn`, refused);
-      const attempts = gateAttempts(decisions, mark, sandbox.dir);
-      if (attempts.length > 0) return gateAttemptFailure(ctx, `the ${reviewer} review turn`, attempts);
+      const attempts = reviewTurnAttempts(first, reviewer, { path: decisions, mark, dir: sandbox.dir });
+      if (triedAnything(attempts)) return reviewAttemptFailure(ctx, `the ${reviewer} review turn`, attempts);
       if (first.status !== 'ok') return { outcome: 'failure', note: `reviewer ${reviewer} did not finish: ${summarize(first)}` };
       try {
         findings = parseFindings(first.finalText);
       } catch (error) {
         const why = isPollyError(error) ? error.message : String(error);
         if (!first.sessionId) return { outcome: 'failure', note: `reviewer ${reviewer} answered without valid findings and without a session to ask again: ${why}` };
+        const retryMark = decisionLogMark(decisions);
         const retried = await withRefGuard(ctx, `the ${reviewer} review turn (JSON retry)`, () => turn(JSON_RETRY_PROMPT(why), `${order.id}#json-retry`, first.sessionId), {
           allowLocal: [],
         });
         if (retried.violation) return guardFailure(retried.violation);
         if (stopped) return parkForBudget(ctx, stopped, { workerId: retried.value.workerId });
         const second = retried.value;
+        const again = reviewTurnAttempts(second, reviewer, { path: decisions, mark: retryMark, dir: sandbox.dir });
+        if (triedAnything(again)) return reviewAttemptFailure(ctx, `the ${reviewer} review turn (JSON retry)`, again);
         if (second.status !== 'ok') return { outcome: 'failure', note: `reviewer ${reviewer} did not finish the JSON retry: ${summarize(second)}` };
         try {
           findings = parseFindings(second.finalText);

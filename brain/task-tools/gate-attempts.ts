@@ -20,9 +20,6 @@
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 import { visibleText } from '../core/visible-text.js';
-import { transitionTask } from '../registry/task-lifecycle.js';
-import type { RefGuardContext } from './ref-guard-step.js';
-import type { TaskToolOutcome } from './types.js';
 
 /** The size of the decision log now, in bytes (0 when it does not exist): where a turn's lines start. */
 export function decisionLogMark(path: string): number {
@@ -76,19 +73,7 @@ export function gateAttempts(path: string, mark: number, cwd: string, max = 5): 
   return out;
 }
 
-/**
- * Fail the task for `attempts` the gate refused during `step`: status `failed`, reason `the gate
- * refused what a reviewer may never do during <step>: …`, journaled as `guard.gate_refused`
- * `{taskId, orderId, step, attempts}`.
- * @returns the permanent failure the tool returns.
- */
-export async function gateAttemptFailure(ctx: RefGuardContext, step: string, attempts: readonly string[]): Promise<TaskToolOutcome> {
-  const reason = `the gate refused what a reviewer may never do during ${step}: ${attempts.join(' | ')}`;
-  await ctx.store.update((draft, tx) => {
-    tx.emit('guard.gate_refused', { taskId: ctx.task.id, orderId: ctx.order.id, step, attempts });
-    const t = draft.tasks[ctx.task.id];
-    if (t) transitionTask(t, 'failed', { at: new Date().toISOString(), reason: reason.slice(0, 2000) });
-  });
-  ctx.progress(`${ctx.task.id}: ${reason}`);
-  return { outcome: 'failure', permanent: true, note: reason };
+/** The task's reason for `attempts` the gate refused during `step`. */
+export function gateAttemptReason(step: string, attempts: readonly string[]): string {
+  return `the gate refused what a reviewer may never do during ${step}: ${attempts.join(' | ')}`;
 }

@@ -71,7 +71,7 @@ export function createPushTool(options: PushToolOptions = {}): TaskTool {
     // What goes out is scanned again (a worker without a sandbox may have committed itself).
     const secrets = await secretScanStep(ctx, 'push', tip, git);
     if (secrets) return secrets;
-    recordPollyRefWrite('remote', `refs/heads/${branch}`, tip);
+    recordPollyRefWrite('remote', `refs/heads/${branch}`, tip, ctx.repoRoot);
     // A plain push of the one branch: no "+" in the refspec, no --force of any kind; no pre-push
     // hook (--no-verify, and the runner's core.hooksPath=/dev/null).
     const push = await git.run(['push', '--porcelain', '--no-verify', remote, `refs/heads/${branch}:refs/heads/${branch}`], { cwd, okExitCodes: [1, 128], timeoutMs: 300_000 });

@@ -9,9 +9,20 @@
  * `failed`, never `ready`.
  *
  * Works with or without a sandbox: it reads git, not the agent's words.
+ *
+ * **Across a Brain crash.** The snapshot taken before a step is kept in
+ * `.polly/guard/turns/<task id>-<hash of order id and step>.json` (written atomically, fsynced)
+ * until the step has been compared. A Brain restarted after a crash (or a stop) that adopts the
+ * same order's step (the supervisor adopts the running worker) compares against that snapshot,
+ * taken BEFORE the turn by its predecessor, not against one taken after the restart, which would
+ * already hold what the worker moved. Polly's own ref writes in the meantime are excused by the
+ * ledger its predecessor kept on disk (workers/git/ref-guard.ts `persistedPollyRefWrites`).
  */
+import { createHash } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
-import { createRefGuard, describeChanges, diffSnapshots, type RefChange, type RestoreReport } from '../../workers/git/ref-guard.js';
+import { createRefGuard, describeChanges, diffSnapshots, persistedPollyRefWrites, type RefChange, type RefSnapshot, type RestoreReport } from '../../workers/git/ref-guard.js';
 import type { TaskToolContext, TaskToolOutcome } from './types.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 
@@ -50,12 +61,21 @@ export async function withRefGuard<T>(
   options: RefGuardStepOptions = {},
 ): Promise<{ value: T; violation: GuardViolation | null }> {
   const guard = createRefGuard({ git: options.git ?? createGitRunner(), repoRoot: ctx.repoRoot });
-  const before = await guard.snapshot();
+  const file = stepSnapshotFile(ctx.repoRoot, ctx.task.id, ctx.order.id, label);
+  const kept = readStepSnapshot(file);
+  const before = kept ?? (await guard.snapshot());
+  if (!kept) writeStepSnapshot(file, before);
+  // A throw leaves the file: the order is retried (or adopted by the next Brain) as the same step.
   const value = await step();
   const after = await guard.snapshot(before.remotes);
   const allowLocal = options.allowLocal ?? [`refs/heads/${ctx.task.branch ?? `polly/${ctx.task.id}`}`];
-  const changes = diffSnapshots(before, after, { allowLocal });
-  if (changes.length === 0) return { value, violation: null };
+  // Taken by an earlier Brain: what that Brain wrote is excused by the ledger it kept on disk.
+  const pollyWrites = kept ? persistedPollyRefWrites(ctx.repoRoot, Date.parse(before.takenAt)) : [];
+  const changes = diffSnapshots(before, after, { allowLocal, pollyWrites });
+  if (changes.length === 0) {
+    rmSync(file, { force: true });
+    return { value, violation: null };
+  }
   const report = await guard.restore(before, changes);
   const undone = report.failed.length === 0 ? 'all put back' : `put back except: ${report.failed.map((f) => `${f.change.name} (${f.reason})`).join('; ')}`;
   const reason = `ref guard: during ${label}: ${describeChanges(changes)} (${undone}${report.quarantined.length > 0 ? `; overwritten values kept under refs/polly/quarantine/` : ''})`;
@@ -72,8 +92,40 @@ export async function withRefGuard<T>(
     const t = draft.tasks[ctx.task.id];
     if (t) transitionTask(t, 'failed', { at: new Date().toISOString(), reason: reason.slice(0, 2000) });
   });
+  rmSync(file, { force: true });
   ctx.progress(`${ctx.task.id}: ${reason}`);
   return { value, violation: { step: label, changes, report, reason } };
+}
+
+/** Where the before-snapshot of `label` for `orderId` is kept until the step is compared. Pure. */
+export function stepSnapshotFile(repoRoot: string, taskId: string, orderId: string, label: string): string {
+  const key = createHash('sha256').update(`${orderId}\0${label}`).digest('hex').slice(0, 16);
+  return join(repoRoot, '.polly', 'guard', 'turns', `${taskId.replace(/[^\w.-]/g, '_')}-${key}.json`);
+}
+
+function readStepSnapshot(file: string): RefSnapshot | null {
+  try {
+    const s = JSON.parse(readFileSync(file, 'utf8')) as RefSnapshot;
+    return typeof s.takenAt === 'string' && s.local && typeof s.local === 'object' && Array.isArray(s.remotes) && s.files ? s : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Atomically (temp file, fsync, rename): a crash leaves no file or the whole one. */
+function writeStepSnapshot(file: string, snapshot: RefSnapshot): void {
+  // Only where Polly keeps its state (`.polly/`, made by `polly init`): never creates it.
+  if (!existsSync(dirname(dirname(dirname(file))))) return;
+  mkdirSync(dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  const fd = openSync(tmp, 'w');
+  try {
+    writeSync(fd, JSON.stringify(snapshot));
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
 }
 
 /** The tool outcome for a violation: a permanent failure whose note is the reason. */

@@ -9,10 +9,14 @@ import type { CounterexampleTrace, GoalRecord, JournalEntry, LocalPullRequest, P
 import { compareIds, statusReport } from '../registry/status-report.js';
 import { pullRequestStatus } from '../forge/pr-status.js';
 import type { GateLogEntry } from './ui-source.js';
+import { visibleText } from '../core/visible-text.js';
 
-/** Escape text for HTML element content and double-quoted attributes. */
+/**
+ * Escape text for HTML element content and double-quoted attributes; control characters (terminal
+ * escapes a worker wrote into a finding or a summary) are shown as `\xNN` (brain/core/visible-text.ts).
+ */
 export function escapeHtml(value: unknown): string {
-  return String(value ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+  return visibleText(String(value ?? '')).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 
 const e = escapeHtml;

@@ -2,10 +2,12 @@
  * `npm run demo` as a newcomer runs it: the whole loop on the bundled sample project with the
  * scripted model and the real claude/codex/pi CLIs. It must exit 0 with at least two ready PRs from
  * two vendors, a plan refused then admitted, and the default branch untouched (Polly never merges).
+ * The repository lives under `/tmp` (not `os.tmpdir()`, which TMPDIR may move) with the sandbox on:
+ * Codex once refused to start in a repository under the OS temp dir (its CODEX_HOME was there), so
+ * the Codex task's `ready` here is the regression check for that.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -17,7 +19,7 @@ const run = promisify(execFile);
 
 describe('npm run demo', () => {
   it('runs goal → refused plan → revised → approved → two vendors in parallel → cross-review → two ready PRs, main untouched', async () => {
-    const dir = join(realpathSync(mkdtempSync(join(tmpdir(), 'polly-demo-test-'))), 'demo');
+    const dir = join(realpathSync(mkdtempSync('/tmp/polly-demo-test-')), 'demo');
     const { stdout, stderr } = await run(process.execPath, ['dist/scripts/demo.js', '--dir', dir], {
       cwd: process.cwd(),
       env: process.env,
@@ -38,6 +40,8 @@ describe('npm run demo', () => {
     expect(new Set(ready.map((t) => t.worker))).toEqual(new Set(['claude-code', 'codex']));
     for (const t of ready) {
       expect(t.reviewer).not.toBe(t.worker);
+      // Ran inside Polly's sandbox (a machine without bubblewrap fails closed here: no allow_unconfined).
+      expect(t.unconfined ?? null).toBeNull();
       expect(t.pr?.state).toBe('ready');
       // one clean commit on the task branch, on the remote
       expect(git(join(dir, 'origin.git'), ['rev-list', '--count', `main..polly/${t.id}`])).toBe('1');

@@ -3,11 +3,20 @@
  * sandbox can do to refs and git metadata is done with plain git; the guard lists exactly that,
  * ignores the task's own branch and Polly's own writes, and puts everything back.
  */
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createGitRunner } from '../../workers/git/git.js';
-import { beginPollyRefWrite, createRefGuard, describeChanges, diffSnapshots, localRemotePath, recordPollyRefWrite } from '../../workers/git/ref-guard.js';
+import {
+  beginPollyRefWrite,
+  createRefGuard,
+  describeChanges,
+  diffSnapshots,
+  localRemotePath,
+  persistedPollyRefWrites,
+  pollyRefWritesFile,
+  recordPollyRefWrite,
+} from '../../workers/git/ref-guard.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
 import { createTestRepo, git } from '../helpers/git-repo.js';
 
@@ -124,6 +133,40 @@ describe('ref guard', () => {
     // A withdrawn announcement excuses nothing.
     beginPollyRefWrite('local', 'refs/heads/polly/pc')(undefined);
     expect(diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [] })).toHaveLength(1);
+  });
+
+  it("keeps Polly's ref writes on disk for a Brain that adopts a turn after a crash, and excuses them from a snapshot taken before it", async () => {
+    const repo = createTestRepo();
+    const since = Date.now();
+    // No `.polly/`: nothing is written (Polly never creates its state dir on its own).
+    recordPollyRefWrite('local', 'refs/heads/polly/none', '1'.repeat(40), repo.dir);
+    expect(existsSync(pollyRefWritesFile(repo.dir))).toBe(false);
+    mkdirSync(join(repo.dir, '.polly'));
+    recordPollyRefWrite('remote', 'refs/heads/polly/pa', '2'.repeat(40), repo.dir);
+    const open = beginPollyRefWrite('local', 'refs/heads/polly/pb', repo.dir);
+    beginPollyRefWrite('local', 'refs/heads/polly/pc', repo.dir)(undefined);
+    const done = beginPollyRefWrite('local', 'refs/heads/polly/pd', repo.dir);
+    done('3'.repeat(40));
+    const kept = persistedPollyRefWrites(repo.dir, since).map((w) => [w.scope, w.ref, w.oid]);
+    // The announcement a Brain never ended (it was killed) stays pending: any value of its ref is Polly's.
+    expect(kept).toEqual([
+      ['remote', 'refs/heads/polly/pa', '2'.repeat(40)],
+      ['local', 'refs/heads/polly/pb', 'pending'],
+      ['local', 'refs/heads/polly/pd', '3'.repeat(40)],
+    ]);
+    expect(persistedPollyRefWrites(repo.dir, Date.now() + 5000)).toEqual([]);
+    open(undefined);
+
+    // What a new process knows only from the file excuses the change, and nothing else does.
+    const runner = createGitRunner({ env: ISOLATED });
+    const guard = createRefGuard({ git: runner, repoRoot: repo.dir });
+    const before = await guard.snapshot();
+    const tip = git(repo.dir, ['commit-tree', 'HEAD^{tree}', '-p', 'HEAD', '-m', 'by the killed Brain']);
+    git(repo.dir, ['update-ref', 'refs/heads/polly/pe', tip]);
+    const after = await guard.snapshot(before.remotes);
+    expect(diffSnapshots(before, after, { allowLocal: [] }).map((c) => c.name)).toEqual(['refs/heads/polly/pe']);
+    const fromFile = [{ scope: 'local' as const, ref: 'refs/heads/polly/pe', oid: tip, at: Date.now() }];
+    expect(diffSnapshots(before, after, { allowLocal: [], pollyWrites: fromFile })).toEqual([]);
   });
 
   it('lists path remotes and skips network remotes, saying why', () => {

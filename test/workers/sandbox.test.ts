@@ -204,6 +204,15 @@ describe('the sandbox (real bubblewrap)', () => {
     expect(Number(count)).toBeLessThan(10);
   });
 
+  it('lets nothing inside create a user namespace (bwrap --disable-userns): `unshare -U true` fails, so no mount Polly made can be rearranged', async () => {
+    // bubblewrap 0.8+ here (Debian bookworm): a new user namespace, whose max_user_namespaces is 1, entered once.
+    const r = await run(agentSpec(l), ...sh('unshare -U true 2>&1; echo "exit=$?"; unshare -Ur true >/dev/null 2>&1; echo "exit=$?"'));
+    const lines = r.stdout.trim().split('\n');
+    expect(lines.at(-2)).toMatch(/^exit=[1-9]/);
+    expect(lines.at(-1)).toMatch(/^exit=[1-9]/);
+    expect(r.stdout).toMatch(/No space left on device/);
+  });
+
   it('runs an agent CLI installed under the real HOME (an npm prefix there): its package bound read-only, nothing else of HOME', async () => {
     const prefix = join(l.home, '.npm-global');
     const pkg = join(prefix, 'lib', 'node_modules', 'fake-agent');
@@ -396,7 +405,11 @@ describe('bwrapArgs', () => {
     // The worktree's .git file last (deepest): read-only over the writable worktree (git policy).
     expect(order).toEqual(['/tmp', '/h', '/h/s', '/h/s/wt', '/h/s/gate', '/h/s/wt/.git']);
     expect(args).toContain('--unshare-net');
+    expect(args).not.toContain('--disable-userns');
     expect(args.slice(-2)).toEqual(['--chdir', '/h/s/wt']);
+    // A bwrap that supports it (0.8+) also gets a user namespace that can create no other.
+    const hardened = bwrapArgs(spec, () => true, [], { disableUserns: true });
+    expect(hardened.slice(hardened.indexOf('--unshare-user'), hardened.indexOf('--unshare-user') + 2)).toEqual(['--unshare-user', '--disable-userns']);
   });
 });
 

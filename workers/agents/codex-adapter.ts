@@ -31,13 +31,16 @@
  *
  * A tool call denied by a PreToolUse hook (the gate) produces no `item.*` event in codex's stream:
  * the model gets "Command blocked by PreToolUse hook: <reason>. Command: …" and the gate's journal
- * has the decision, but the adapter sees no `tool_call` for it.
+ * has the decision, but the adapter sees no `tool_call` for it. A call of a tool codex does not
+ * declare produces none either (the model gets "unsupported call: <name>"): the adapter reads those
+ * from codex's session file after the turn (./codex-rollout.ts) and adds them to the turn's events.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
 import type { AgentAdapter, AgentCliOptions, AgentEvent, AgentRun, AgentRunOptions } from './agent-adapter.js';
 import { resolveAgentBinary } from './agent-binary.js';
+import { findRolloutFile, undeclaredToolCalls } from './codex-rollout.js';
 import { blockingSysctls } from '../sandbox/sandbox.js';
 import { workerEnv } from '../sandbox/worker-env.js';
 import { DEFAULT_PROMPT_PATTERNS, refusedRun, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
@@ -351,7 +354,8 @@ export function createCodexAdapter(config: CodexAdapterConfig): AgentAdapter {
         .filter(([k, v]) => SECRET_NAME.test(k) && v.length >= 4)
         .map(([, v]) => v);
       const parse = createCodexEventParser();
-      return spawnAgentProcess({
+      const startedAt = new Date(Date.now() - 1000).toISOString();
+      const run = spawnAgentProcess({
         command,
         args,
         cwd: options.cwd,
@@ -370,6 +374,23 @@ export function createCodexAdapter(config: CodexAdapterConfig): AgentAdapter {
           return sandbox ? { status: 'agent_refused', message: sandbox } : null;
         },
       });
+      // Calls of tools codex does not declare are only in its session file (./codex-rollout.ts):
+      // added to the turn's events (and its stream) once the process has exited.
+      return {
+        ...run,
+        result: run.result.then((r) => {
+          const file = r.sessionId ? findRolloutFile(codexHome, r.sessionId) : null;
+          if (!file) return r;
+          let extra: AgentEvent[] = [];
+          try {
+            extra = undeclaredToolCalls(readFileSync(file, 'utf8'), startedAt);
+          } catch {
+            return r;
+          }
+          for (const e of extra) options.onEvent?.(e);
+          return extra.length > 0 ? { ...r, events: [...r.events, ...extra] } : r;
+        }),
+      };
     },
   };
 }

@@ -28,7 +28,7 @@
  * Cost: two `for-each-ref` calls per snapshot plus a few small file reads (measured on a repository
  * with 1,000 refs: see `npm run bench -- ref-guard`).
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { firstLine, type GitRunner } from './git.js';
@@ -104,28 +104,111 @@ export interface RefGuardOptions {
   clock?: { now(): Date };
 }
 
-/** One write Polly itself made to a ref (so another task's guard does not count it). */
-interface LedgerEntry {
+/**
+ * One write Polly itself made to a ref (so another task's guard does not count it): the value
+ * written (null: deleted), or `pending` while a write whose value is not known yet runs; `at` in
+ * ms since the epoch.
+ */
+export interface PollyRefWrite {
   scope: 'local' | 'remote';
   ref: string;
-  /** The value written (null: deleted), or `pending` while a write whose value is not known yet runs. */
-  oid: string | null | typeof PENDING;
+  oid: string | null | 'pending';
   at: number;
 }
 
-const PENDING = Symbol('pending');
-
-const ledger: LedgerEntry[] = [];
+const ledger: PollyRefWrite[] = [];
 const LEDGER_MAX = 4096;
+
+/**
+ * The file where Polly's ref writes for a repository are also kept, so a Brain restarted after a
+ * crash still knows what its predecessor wrote during a turn it adopts: `.polly/guard/ref-writes.jsonl`
+ * under the main checkout (covered inside the sandbox: no worker sees or writes it). One JSON line
+ * per write, `{scope, ref, oid, at, id}` with `oid: "pending"` for an announced write, and
+ * `{id, done: true}` when an announcement ends. Written only where `.polly/` exists; compacted to
+ * the last 24 h of writes when it passes 256 KiB.
+ */
+export function pollyRefWritesFile(repoRoot: string): string {
+  return join(repoRoot, '.polly', 'guard', 'ref-writes.jsonl');
+}
+
+/** Entries older than this are dropped when the file is compacted (a turn never lasts a day). */
+const PERSIST_KEEP_MS = 24 * 60 * 60 * 1000;
+const PERSIST_COMPACT_BYTES = 256 * 1024;
+let persistSeq = 0;
+
+function persist(repoRoot: string | undefined, line: Record<string, unknown>): void {
+  if (!repoRoot) return;
+  const file = pollyRefWritesFile(repoRoot);
+  // Only where Polly keeps its state (`polly init` made `.polly/`): never creates `.polly/` itself.
+  if (!existsSync(dirname(dirname(file)))) return;
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    appendFileSync(file, `${JSON.stringify(line)}\n`);
+    if (statSync(file).size > PERSIST_COMPACT_BYTES) {
+      const keep = readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => {
+          try {
+            return (JSON.parse(l) as { at?: number }).at! >= Date.now() - PERSIST_KEEP_MS;
+          } catch {
+            return false;
+          }
+        });
+      const tmp = `${file}.${process.pid}.tmp`;
+      writeFileSync(tmp, keep.map((l) => `${l}\n`).join(''));
+      renameSync(tmp, file);
+    }
+  } catch {
+    // The in-memory ledger still holds the write; only a restart in the middle of a turn loses it.
+  }
+}
+
+/**
+ * Polly's ref writes kept in {@link pollyRefWritesFile} at or after `since` (ms since the epoch),
+ * by this or any earlier Brain process; an announced write that never ended counts as pending
+ * (any value of its ref is Polly's). Malformed lines are skipped; a missing file is no writes.
+ */
+export function persistedPollyRefWrites(repoRoot: string, since: number): PollyRefWrite[] {
+  let text: string;
+  try {
+    text = readFileSync(pollyRefWritesFile(repoRoot), 'utf8');
+  } catch {
+    return [];
+  }
+  const byId = new Map<string, PollyRefWrite>();
+  const out: PollyRefWrite[] = [];
+  for (const l of text.split('\n')) {
+    let e: Record<string, unknown>;
+    try {
+      e = JSON.parse(l) as Record<string, unknown>;
+    } catch {
+      continue;
+    }
+    if (e.done === true && typeof e.id === 'string') {
+      const w = byId.get(e.id);
+      if (w) out.splice(out.indexOf(w), 1);
+      continue;
+    }
+    if ((e.scope !== 'local' && e.scope !== 'remote') || typeof e.ref !== 'string' || typeof e.at !== 'number') continue;
+    if (e.oid !== null && typeof e.oid !== 'string') continue;
+    const w: PollyRefWrite = { scope: e.scope, ref: e.ref, oid: e.oid, at: e.at };
+    out.push(w);
+    if (typeof e.id === 'string') byId.set(e.id, w);
+  }
+  return out.filter((w) => w.at >= since - 1000);
+}
 
 /**
  * Record that Polly itself set `ref` to `oid` (null: deleted), locally or on a remote. Called by
  * the worktree manager, the push tool and the local forge after each ref write. Process-wide:
- * the Brain process runs every task tool of a repository.
+ * the Brain process runs every task tool of a repository. With `repoRoot`, the write is also kept
+ * in {@link pollyRefWritesFile} for a Brain that adopts the turn after a crash.
  */
-export function recordPollyRefWrite(scope: 'local' | 'remote', ref: string, oid: string | null): void {
-  ledger.push({ scope, ref, oid, at: Date.now() });
+export function recordPollyRefWrite(scope: 'local' | 'remote', ref: string, oid: string | null, repoRoot?: string): void {
+  const at = Date.now();
+  ledger.push({ scope, ref, oid, at });
   if (ledger.length > LEDGER_MAX) ledger.splice(0, ledger.length - LEDGER_MAX);
+  persist(repoRoot, { scope, ref, oid, at });
 }
 
 /**
@@ -134,23 +217,28 @@ export function recordPollyRefWrite(scope: 'local' | 'remote', ref: string, oid:
  * `ref` counts as Polly's: another task's guard that snapshots between the commit and the record
  * would otherwise take Polly's own commit for a worker's, and put the branch back (measured: a
  * parallel task's commit rolled back under load). `done(oid)` records the value written;
- * `done(undefined)` withdraws the announcement (the write failed).
+ * `done(undefined)` withdraws the announcement (the write failed). With `repoRoot`, both are kept
+ * in {@link pollyRefWritesFile} too (a Brain killed between the two leaves the write pending).
  */
-export function beginPollyRefWrite(scope: 'local' | 'remote', ref: string): (oid: string | null | undefined) => void {
-  const entry: LedgerEntry = { scope, ref, oid: PENDING, at: Date.now() };
+export function beginPollyRefWrite(scope: 'local' | 'remote', ref: string, repoRoot?: string): (oid: string | null | undefined) => void {
+  const entry: PollyRefWrite = { scope, ref, oid: 'pending', at: Date.now() };
+  const id = `${process.pid}-${Date.now()}-${++persistSeq}`;
   ledger.push(entry);
   if (ledger.length > LEDGER_MAX) ledger.splice(0, ledger.length - LEDGER_MAX);
+  persist(repoRoot, { ...entry, id });
   return (oid) => {
     const i = ledger.indexOf(entry);
     if (i >= 0) ledger.splice(i, 1);
-    if (oid !== undefined) recordPollyRefWrite(scope, ref, oid);
+    if (oid !== undefined) recordPollyRefWrite(scope, ref, oid, repoRoot);
+    persist(repoRoot, { id, done: true, at: Date.now() });
   };
 }
 
-function pollyWrote(scope: RefScope, ref: string, oid: string | null, since: number): boolean {
+function pollyWrote(scope: RefScope, ref: string, oid: string | null, since: number, extra: readonly PollyRefWrite[]): boolean {
   const kind = scope === 'local' ? 'local' : 'remote';
   // Slack of 1 s: a write recorded just before the snapshot's timestamp was taken.
-  return ledger.some((e) => e.scope === kind && e.ref === ref && (e.oid === oid || e.oid === PENDING) && e.at >= since - 1000);
+  const match = (e: PollyRefWrite) => e.scope === kind && e.ref === ref && (e.oid === oid || e.oid === 'pending') && e.at >= since - 1000;
+  return ledger.some(match) || extra.some(match);
 }
 
 export interface DiffOptions {
@@ -158,6 +246,11 @@ export interface DiffOptions {
   allowLocal?: readonly string[];
   /** Also accept changes Polly recorded with {@link recordPollyRefWrite}. Default true. */
   useLedger?: boolean;
+  /**
+   * More writes of Polly's to accept (with `useLedger`): {@link persistedPollyRefWrites}, for a
+   * turn whose before-snapshot an earlier Brain process took.
+   */
+  pollyWrites?: readonly PollyRefWrite[];
 }
 
 /** The changes from `before` to `after`, minus the allowed ones. Pure but for the process-wide ledger. */
@@ -165,6 +258,7 @@ export function diffSnapshots(before: RefSnapshot, after: RefSnapshot, options: 
   const allow = new Set(options.allowLocal ?? []);
   const since = Date.parse(before.takenAt);
   const useLedger = options.useLedger ?? true;
+  const extra = options.pollyWrites ?? [];
   const out: RefChange[] = [];
   const compareRefs = (scope: RefScope, a: Record<string, string>, b: Record<string, string>) => {
     for (const name of new Set([...Object.keys(a), ...Object.keys(b)])) {
@@ -172,7 +266,7 @@ export function diffSnapshots(before: RefSnapshot, after: RefSnapshot, options: 
       const now = b[name] ?? null;
       if (old === now) continue;
       if (scope === 'local' && allow.has(name)) continue;
-      if (useLedger && pollyWrote(scope, name, now, since)) continue;
+      if (useLedger && pollyWrote(scope, name, now, since, extra)) continue;
       out.push({ kind: 'ref', scope, name, old, new: now });
     }
   };
@@ -350,13 +444,13 @@ export function createRefGuard(options: RefGuardOptions): RefGuard {
             const have = await git.run(['cat-file', '-e', `${c.new}^{object}`], { cwd: repoRoot, okExitCodes: [1, 128] });
             if (have.exitCode === 0) {
               await git.run(['update-ref', '-m', 'polly ref guard: quarantine', q, c.new, ''], { cwd: repoRoot });
-              recordPollyRefWrite('local', q, c.new);
+              recordPollyRefWrite('local', q, c.new, repoRoot);
               report.quarantined.push(q);
             }
           }
           const args = c.old === null ? ['update-ref', '-d', c.name, c.new ?? ''] : ['update-ref', '-m', 'polly ref guard: restore', c.name, c.old, c.new ?? ''];
           await git.run(args, { cwd });
-          recordPollyRefWrite(c.scope === 'local' ? 'local' : 'remote', c.name, c.old);
+          recordPollyRefWrite(c.scope === 'local' ? 'local' : 'remote', c.name, c.old, repoRoot);
           report.restored.push(c);
         } catch (error) {
           report.failed.push({ change: c, reason: (error as Error).message.split('\n')[0] ?? 'update-ref failed' });

@@ -324,7 +324,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
   async function createBackupRef(info: RepoInfo, id: string, commit: string, reason: string): Promise<string> {
     // A ref lock held by another git is transient (retried); an existing ref takes the next name (worktree-backup.ts).
     const ref = await retryTransientGit(() => writeBackupRef(git, info.root, `refs/polly/backup/${id}/${stamp()}`, commit, reason));
-    recordPollyRefWrite('local', ref, commit);
+    recordPollyRefWrite('local', ref, commit, options.repoRoot);
     return ref;
   }
 
@@ -623,7 +623,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         if (old === null && !existsSync(preferred)) {
           // Fresh task (the common case): add directly; any refusal from git (a stale registration
           // of the path, …) falls through to the careful path below.
-          recordPollyRefWrite('local', branchRef, base.commit);
+          recordPollyRefWrite('local', branchRef, base.commit, options.repoRoot);
           const r = await admin(addArgs('-b', preferred), { cwd: info.root, okExitCodes: [128] });
           if (r.exitCode === 0) return preferred;
           journal('worktree.add_retry', { id, stderr: r.stderr.trim().slice(0, 500) });
@@ -677,7 +677,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
           }
         }
         const path = await choosePath(info, id, new Set(entries.map((e) => resolve(e.path))), recovered);
-        recordPollyRefWrite('local', branchRef, base.commit);
+        recordPollyRefWrite('local', branchRef, base.commit, options.repoRoot);
         await admin(addArgs(old === null ? '-b' : '-B', path), { cwd: info.root });
         return path;
       });
@@ -810,7 +810,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       const identity = await resolveCommitIdentity(git, cwd, options.identityEnv ?? process.env);
       const branchRef = await git.run(['symbolic-ref', '-q', 'HEAD'], { cwd, okExitCodes: [1] });
       // Announced before the branch moves: a parallel task's ref guard must not see it as a worker's.
-      const done = branchRef.exitCode === 0 ? beginPollyRefWrite('local', firstLine(branchRef)) : () => {};
+      const done = branchRef.exitCode === 0 ? beginPollyRefWrite('local', firstLine(branchRef), options.repoRoot) : () => {};
       let commit: string | undefined;
       try {
         await git.run(['commit', '--quiet', '--no-verify', '--no-edit', '-F', '-'], { cwd, env: identity.env, input: input.message });

@@ -96,12 +96,24 @@ export function sandboxMounts(spec: SandboxSpec, exists: (path: string) => boole
 }
 
 /**
+ * What the bwrap in use can add beyond the baseline (./sandbox.ts `bwrapHardening` finds out).
+ * `disableUserns`: `--unshare-user --disable-userns` (bubblewrap ≥ 0.8.0, not setuid): the sandbox
+ * gets its own user namespace whose `user.max_user_namespaces` is 1, entered once, so nothing
+ * inside can create another (bwrap(1): "--disable-userns … requires --unshare-user";
+ * https://github.com/containers/bubblewrap/blob/main/bwrap.xml).
+ */
+export interface BwrapHardening {
+  disableUserns: boolean;
+}
+
+/**
  * bubblewrap's arguments (after the `bwrap` executable, before the command) for `spec`. Pure but
  * for `exists`, which says which paths are there (bwrap fails on a missing bind source, and cannot
  * create a mount point under the read-only root).
  * `extraBinds`: paths bound read-write after everything else (the network bridge's socket dir).
+ * `hardening`: what this bwrap supports beyond the baseline ({@link BwrapHardening}).
  */
-export function bwrapArgs(spec: SandboxSpec, exists: (path: string) => boolean, extraBinds: string[] = []): string[] {
+export function bwrapArgs(spec: SandboxSpec, exists: (path: string) => boolean, extraBinds: string[] = [], hardening: BwrapHardening = { disableUserns: false }): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
   const mounts = sandboxMounts(spec, exists);
   for (const m of mounts) {
@@ -115,6 +127,7 @@ export function bwrapArgs(spec: SandboxSpec, exists: (path: string) => boolean, 
   // `/tmp` stays writable: it is the sandbox's own scratch (TMPDIR), hidden or not.
   for (const m of mounts) if (m.kind === 'tmpfs' && m.path !== '/tmp') args.push('--remount-ro', m.path);
   args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts');
+  if (hardening.disableUserns) args.push('--unshare-user', '--disable-userns');
   if (spec.network.mode !== 'host') args.push('--unshare-net');
   args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--chdir', spec.cwd);
   return args;

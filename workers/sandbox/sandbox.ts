@@ -22,7 +22,7 @@ import { PollyError } from '../../brain/core/errors.js';
 import { distPath, packageRoot } from '../../brain/core/install-paths.js';
 import { openNetBridge } from './net-bridge.js';
 import { resolveSandboxExecutable } from './sandbox-executable.js';
-import { bwrapArgs, type SandboxSpec } from './sandbox-spec.js';
+import { bwrapArgs, type BwrapHardening, type SandboxSpec } from './sandbox-spec.js';
 
 /** The outcome of probing: a working bwrap, or why not and how to fix it. */
 export type SandboxProbe = { ok: true; bwrap: string } | { ok: false; reason: string; fix: string };
@@ -107,6 +107,27 @@ export function probeSandbox(options: { bwrap?: string; refresh?: boolean } = {}
   return probe;
 }
 
+const hardenings = new Map<string, BwrapHardening>();
+
+/**
+ * What `bwrap` supports beyond the baseline, found by running it once (cached per path for the
+ * life of the process): `--unshare-user --disable-userns` works with bubblewrap ≥ 0.8.0 when it is
+ * not setuid (Debian bookworm ships 0.8.0; bullseye 0.4.1 and Ubuntu 22.04's 0.6.1 answer
+ * "Unknown option"). Where it does not work the sandbox runs without it: new user namespaces inside
+ * stay allowed there (mounts Polly made stay locked in them), rather than no sandbox at all.
+ */
+export function bwrapHardening(bwrap: string): BwrapHardening {
+  const cached = hardenings.get(bwrap);
+  if (cached) return cached;
+  const r = spawnSync(bwrap, ['--ro-bind', '/', '/', '--dev', '/dev', '--unshare-user', '--disable-userns', '--die-with-parent', '--cap-drop', 'ALL', 'true'], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
+  const hardening = { disableUserns: r.status === 0 };
+  hardenings.set(bwrap, hardening);
+  return hardening;
+}
+
 /** What {@link decideConfinement} decided for one dispatch. */
 export interface Confinement {
   /** True: run inside the sandbox. False only with `workers.allow_unconfined: true`. */
@@ -168,7 +189,7 @@ export function confineCommand(bwrap: string, spec: SandboxSpec, command: string
   const withRuntime: SandboxSpec = { ...spec, readOnly: [...spec.readOnly, ...runtime, ...program.readOnly] };
   const outEnv: Record<string, string> = { ...env, HOME: spec.home, TMPDIR: spec.tmpDir ?? '/tmp' };
   if (spec.network.mode !== 'endpoints' || spec.network.endpoints.length === 0) {
-    return { command: bwrap, args: [...bwrapArgs(withRuntime, existsSync), '--', program.command, ...args], env: outEnv, dispose: () => {} };
+    return { command: bwrap, args: [...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap)), '--', program.command, ...args], env: outEnv, dispose: () => {} };
   }
   const dir = mkdtempSync(join(tmpdir(), 'polly-net-'));
   const bridge = openNetBridge(spec.network.endpoints, dir);
@@ -181,7 +202,7 @@ export function confineCommand(bwrap: string, spec: SandboxSpec, command: string
   let disposed = false;
   return {
     command: bwrap,
-    args: [...bwrapArgs(withRuntime, existsSync, [dir]), '--', process.execPath, init, JSON.stringify(bridge.inside), program.command, ...args],
+    args: [...bwrapArgs(withRuntime, existsSync, [dir], bwrapHardening(bwrap)), '--', process.execPath, init, JSON.stringify(bridge.inside), program.command, ...args],
     env: { ...outEnv, ...bridge.env },
     dispose() {
       if (disposed) return;
