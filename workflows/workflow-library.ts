@@ -12,6 +12,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { PollyError, isPollyError } from '../brain/core/errors.js';
 import { builtinWorkflowsDir } from '../brain/core/install-paths.js';
 import { checkWorkflow, type CheckResult } from './check/checker.js';
+import { admissionKey, type AdmissionCache } from './check/admission-cache.js';
 import { DEFAULT_GUARANTEE_POLICY, withPollyGuarantees, type GuaranteePolicy } from './check/guarantees.js';
 import { WORKFLOW_FILE, loadWorkflow } from './load-workflow.js';
 import type { EventRef, InvariantDecl, Workflow } from './workflow-schema.js';
@@ -66,6 +67,11 @@ export interface WorkflowLibraryOptions {
   policy?: GuaranteePolicy;
   /** In-memory workflows to add (checked like files). */
   workflows?: Workflow[];
+  /**
+   * Verdicts kept between processes (./check/admission-cache.ts) for the sources and `workflows`
+   * (not for `add`): a workflow whose key is stored is not searched again. Default: none.
+   */
+  admissions?: AdmissionCache;
 }
 
 /** The built-in workflow directories: `workflows/customer-brief` and `workflows/polly-task`. */
@@ -122,8 +128,12 @@ export function describeInvariant(inv: InvariantDecl): string {
   }
 }
 
-/** Check a workflow (adding Polly's guarantees when it has a `polly:` block) into a library entry. */
-export function checkedEntry(loaded: Workflow, policy: GuaranteePolicy, file = loaded.file): LibraryEntry {
+/**
+ * Check a workflow (adding Polly's guarantees when it has a `polly:` block) into a library entry;
+ * with `admissions`, a verdict stored for the same checked workflow and checker is reused, and a
+ * new one is stored.
+ */
+export function checkedEntry(loaded: Workflow, policy: GuaranteePolicy, file = loaded.file, admissions?: AdmissionCache): LibraryEntry {
   let wf: Workflow;
   try {
     wf = loaded.polly ? withPollyGuarantees(loaded, policy) : loaded;
@@ -143,7 +153,7 @@ export function checkedEntry(loaded: Workflow, policy: GuaranteePolicy, file = l
       description: loaded.description,
     };
   }
-  const check = checkWorkflow(wf);
+  const check = admittedBefore(wf, admissions);
   return {
     name: wf.name,
     file,
@@ -159,8 +169,19 @@ export function checkedEntry(loaded: Workflow, policy: GuaranteePolicy, file = l
   };
 }
 
+/** The stored verdict for `wf` in `admissions`, else a fresh check (stored there). */
+function admittedBefore(wf: Workflow, admissions: AdmissionCache | undefined): CheckResult {
+  if (!admissions) return checkWorkflow(wf);
+  const key = admissionKey(wf);
+  const stored = admissions.get(key);
+  if (stored) return stored;
+  const check = checkWorkflow(wf);
+  admissions.put(key, check);
+  return check;
+}
+
 /** Load and check one workflow file into a library entry (never throws for a bad workflow). */
-export function loadLibraryEntry(file: string, policy: GuaranteePolicy): LibraryEntry {
+export function loadLibraryEntry(file: string, policy: GuaranteePolicy, admissions?: AdmissionCache): LibraryEntry {
   let loaded: Workflow;
   try {
     loaded = loadWorkflow(file);
@@ -169,7 +190,7 @@ export function loadLibraryEntry(file: string, policy: GuaranteePolicy): Library
     const name = basename(dirname(file));
     return { name, file, admitted: false, workflow: null, check: null, line: `REFUSED: ${name}`, reasons: [error.message], guarantees: [], tools: {}, key: null, description: '' };
   }
-  return checkedEntry(loaded, policy, file);
+  return checkedEntry(loaded, policy, file, admissions);
 }
 
 function duplicate(name: string, a: string, b: string): PollyError {
@@ -202,18 +223,19 @@ export function createWorkflowLibrary(sources: string[], options: WorkflowLibrar
     return entry;
   };
   for (const file of workflowFiles(sources)) {
-    const entry = loadLibraryEntry(file, policy);
+    const entry = loadLibraryEntry(file, policy, options.admissions);
     const first = byName.get(entry.name);
     if (first) duplicates.push(duplicateEntry(entry, first));
     else put(entry);
   }
-  for (const wf of options.workflows ?? []) put(checkedEntry(wf, policy));
+  for (const wf of options.workflows ?? []) put(checkedEntry(wf, policy, wf.file, options.admissions));
   return {
     entries: () => [...byName.values(), ...duplicates],
     get: (name) => byName.get(name),
     add(wf) {
       const other = byName.get(wf.name);
       if (other?.workflow && other.file === wf.file && JSON.stringify(other.workflow.transitions) === JSON.stringify(wf.transitions)) return other;
+      // Not kept: a compiled plan is checked once, and each plan would add a verdict file for good.
       return put(checkedEntry(wf, policy));
     },
   };

@@ -4,7 +4,8 @@
  *
  * Checks: the config validates; each agent CLI is found and answers `--version`; bubblewrap can
  * start a sandbox; which git identity commits will carry; the default branch is not behind its
- * remote-tracking branch (as of the last fetch: doctor does not touch the network); the project's
+ * remote-tracking branch (as of the last fetch: doctor does not touch the network); an `origin` to
+ * push task branches to, and which forge the PRs go to; the project's
  * test runners and linters will not crawl the worktrees (`worktrees.dir`); the acceptance commands can run here;
  * the main checkout has no uncommitted work that worktrees would leave out; which notifications
  * (webhook, desktop) this machine sends.
@@ -28,6 +29,8 @@ import { findRepo } from '../../workers/git/repo.js';
 import { whichExecutable } from '../../workers/sandbox/sandbox-executable.js';
 import { detectDesktopNotifier } from '../notify/desktop.js';
 import { urlOrigin } from '../notify/webhook.js';
+import { originUrl, selectForge } from '../forge/forge-select.js';
+import { redactSecrets } from '../core/redact.js';
 
 /** One line of the report. */
 export interface DoctorCheck {
@@ -155,6 +158,44 @@ async function behindCheck(git: GitRunner, root: string): Promise<DoctorCheck> {
 }
 
 /**
+ * Where PRs go and whether they can: every task's branch is pushed to `origin` for its PR, on
+ * either forge (brain/task-tools/push.ts; the local forge keeps the PR record in `.polly/` and the
+ * branch on `origin`, brain/forge/local-forge.ts). No `origin` is a problem (tasks would stop at
+ * push), and so is `forge.kind: github` with an `origin` that is not a GitHub URL
+ * (brain/forge/forge-select.ts {@link selectForge}). The URL is shown without its user info (a
+ * token in `https://user:token@host/…` is never printed).
+ * @param root  the repository's main checkout; `config` its (validated) config.
+ * @returns the `forge` line of the report.
+ */
+export async function forgeCheck(git: GitRunner, root: string, config: PollyConfig): Promise<DoctorCheck> {
+  const url = await originUrl(git, root);
+  if (url === null) {
+    return {
+      id: 'forge',
+      status: 'problem',
+      detail:
+        "no origin remote: Polly pushes each task's branch to origin for its PR (the local forge too: its PR is a record in .polly/ plus the branch on origin), so every task would stop at push",
+      fix: `add one: git remote add origin <your GitHub repository URL> (PRs on GitHub); or keep everything on this machine with the local forge and a bare repository: git init --bare ../${basename(root)}.git && git remote add origin ../${basename(root)}.git && git push -u origin HEAD`,
+    };
+  }
+  const shown = redactSecrets(url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, '$1'));
+  try {
+    const selection = selectForge(config.forge, url);
+    return {
+      id: 'forge',
+      status: 'ok',
+      detail:
+        selection.kind === 'github'
+          ? `PRs on GitHub: ${selection.owner}/${selection.repo} on ${selection.host} (${selection.reason})`
+          : `PRs on the local forge (${selection.reason.replace(url, shown)}): branches pushed to origin ${shown}, reviewed with polly pr`,
+    };
+  } catch (error) {
+    if (!isPollyError(error, 'config_invalid')) throw error;
+    return { id: 'forge', status: 'problem', detail: error.message.replace(url, shown) };
+  }
+}
+
+/**
  * Will the user's own test runners and linters crawl the worker worktrees? With `worktrees.dir`
  * outside the repository, none can. Inside (the default `.worktrees`), each tool whose config is
  * found (brain/config/tool-exclusions.ts: vitest, jest, eslint, a bare `node --test`, pytest with
@@ -249,6 +290,7 @@ export async function runDoctor(cwd: string, env: NodeJS.ProcessEnv, probe: (env
   });
   checks.push(notificationCheck(effective, env));
   checks.push(await behindCheck(git, repo.root));
+  checks.push(await forgeCheck(git, repo.root, effective));
   checks.push(worktreeVisibilityCheck(repo.root, effective));
   const problems = [
     ...commandProblems(repo.root, effective.acceptance.commands),
@@ -295,6 +337,7 @@ Checks, one line each (ok, or PROBLEM with what to do):
   sandbox             bubblewrap can start a sandbox on this machine
   identity            the git identity Polly's commits will carry, and where it comes from
   default-branch      the default branch is not behind origin (as of the last fetch)
+  forge               where PRs go (GitHub or the local forge), and that origin exists to push to
   worktrees-visible   vitest, jest, eslint, node --test and pytest will not crawl the worktrees
                       (each found config is named with its exclusion; none can when worktrees.dir is outside)
   acceptance          acceptance.commands can run in this repository

@@ -42,6 +42,8 @@ import { openRunStore } from '../registry/run-storage.js';
 import { findRepo } from '../../workers/git/repo.js';
 import { createRuntime, type Runtime } from '../../workflows/run/runtime.js';
 import { builtinWorkflowDirs, createWorkflowLibrary } from '../../workflows/workflow-library.js';
+import { createFileAdmissionCache } from '../../workflows/check/admission-cache.js';
+import { pollyStateRoot } from '../../workers/sandbox/agent-state-dir.js';
 import { packageRoot } from '../core/install-paths.js';
 import { readFileSync } from 'node:fs';
 
@@ -219,7 +221,9 @@ workflow_report, workflow_state, workflow_signal, workflow_journal).
   --repo DIR        the repository to serve (default: the working directory)
   --goal ID         with --brain: the goal this Brain session serves (plan_propose's default goal_id)
 
-Every workflow is model-checked at startup; stderr shows "[polly] admitted: …" or
+Every workflow is model-checked at startup (a verdict is kept in $XDG_STATE_HOME/polly/admissions,
+default ~/.local/state/polly/admissions, keyed by the workflow and the checker's code, so an
+unchanged workflow is not searched again); stderr shows "[polly] admitted: …" or
 "[polly] REFUSED: …" per workflow, and "[polly] store: DIR (from …)". A refused workflow cannot
 be started. A request line over ${DEFAULT_MAX_LINE_BYTES} bytes is answered with JSON-RPC error -32600.
 Register the server with a host: polly install --host claude-code|kiro|openworker|generic|nemo|registry.`,
@@ -252,7 +256,8 @@ Register the server with a host: polly install --host claude-code|kiro|openworke
     io.stderr.write(
       `[polly] store: ${setup.registryDir} (from ${setup.storeSource === 'repository' ? 'the repository of the working directory' : setup.storeSource === 'home' ? 'the home directory: no --registry, POLLY_HOME or repository' : setup.storeSource})\n`,
     );
-    const library = createWorkflowLibrary(setup.sources);
+    // Verdicts are kept by content (workflow + checker), so an unchanged library is not searched again.
+    const library = createWorkflowLibrary(setup.sources, { admissions: createFileAdmissionCache(join(pollyStateRoot(io.env), 'admissions')) });
     for (const line of admissionLines(library)) io.stderr.write(`${line}\n`);
     const store = createFileRegistryStore(setup.registryDir);
     const runs = await openRunStore(setup.registryDir, store);

@@ -119,7 +119,8 @@ Options:
   list shows each open PR's REVIEW (changes_requested|approved|commented|none), CHECKS (the
   task's acceptance commands: passing|failing|none; failing also when Polly's check of the head
   merged with its moved base is red) and CONFLICTS (clean|conflicts|unknown:
-  Polly merges the head into the base's current tip in memory, git merge-tree, on every read).
+  Polly merges the head into the base's current tip in memory, git merge-tree, on every read;
+  merged|closed once the PR is no longer open).
   Tasks' GitHub PRs are listed too (gh#N), as the Brain's PR watcher last saw them on GitHub:
   CHECKS are the head's check runs and statuses (passing|failing|pending|none), CONFLICTS GitHub's
   mergeable (unknown while GitHub computes it); "polly pr sync" reads them now.

@@ -17,6 +17,7 @@ import { runLiveView } from './live-view.js';
 import { formatCost, totalTokens, type LedgerTotals } from '../registry/cost-ledger.js';
 import { formatBudget } from '../plan/budgets.js';
 import { visibleText } from '../core/visible-text.js';
+import { mergeText } from '../forge/pr-status.js';
 
 /** A SPENT cell: `1234 tok, $0.0123` (cost `unknown` or `≥ $X (some turns unknown)` when agents reported none). */
 export function spentCell(t: LedgerTotals): string | null {
@@ -91,10 +92,7 @@ export function formatStatus(report: StatusReport): string[] {
           { header: 'PR', value: (t) => (t.pr ? `#${t.pr.number} ${t.pr.state}` : null) },
           {
             header: 'PR STATE',
-            value: (t) =>
-              t.prStatus
-                ? `review ${t.prStatus.review}, checks ${t.prStatus.checks}, ${t.prStatus.conflicts === 'conflicts' ? `conflicts: ${t.prStatus.conflictFiles.join(',')}` : `merge ${t.prStatus.conflicts}`}`
-                : null,
+            value: (t) => (t.prStatus ? `review ${t.prStatus.review}, checks ${t.prStatus.checks}, ${mergeText(t.prStatus)}` : null),
             max: 60,
           },
         ],

@@ -13,12 +13,13 @@ import type { CommandResult, GitHubPullWatch, LocalPullRequest } from '../regist
  *   exit 0), `failing`, or `none` (never run / no task). GitHub: the head commit's check runs and
  *   commit statuses, which may also be `pending`.
  * - `conflicts`: Polly's last merge check against the base's tip: `clean`, `conflicts`, or
- *   `unknown` (not checked yet, or the PR is merged/closed).
+ *   `unknown` (not checked yet); for a PR that is no longer open, its end: `merged` or `closed`
+ *   (nothing is left to merge, so there is no conflict state).
  */
 export interface PullRequestStatus {
   review: 'changes_requested' | 'approved' | 'commented' | 'none';
   checks: 'passing' | 'failing' | 'pending' | 'none';
-  conflicts: 'clean' | 'conflicts' | 'unknown';
+  conflicts: 'clean' | 'conflicts' | 'unknown' | 'merged' | 'closed';
   /** Conflicted paths (empty unless `conflicts`). */
   conflictFiles: string[];
 }
@@ -52,7 +53,7 @@ export function pullRequestStatus(
           : checks.every((c) => c.exitCode === 0 && !c.timedOut)
             ? 'passing'
             : 'failing',
-    conflicts: m ? m.state : 'unknown',
+    conflicts: ended(pr.state) ?? (m ? m.state : 'unknown'),
     conflictFiles: m?.state === 'conflicts' ? m.files : [],
   };
 }
@@ -67,10 +68,25 @@ function reportedRunFails(pr: Pick<LocalPullRequest, 'checkRuns'> & { headCommit
 /**
  * The status of a GitHub PR from the watcher's record (`TaskRecord.pr.watch`; absent before the
  * watcher's first pass: all unknown). GitHub does not name conflicting files: `conflictFiles` is
- * empty. `state` is the PR's state in the task record (merged/closed PRs have no conflict state).
+ * empty. `state` is the PR's state in the task record (a merged/closed PR's `conflicts` is that end).
  */
 export function githubPullRequestStatus(watch: GitHubPullWatch | undefined, state: LocalPullRequest['state']): PullRequestStatus {
-  const open = state === 'draft' || state === 'open' || state === 'ready';
-  if (!watch) return { review: 'none', checks: 'none', conflicts: 'unknown', conflictFiles: [] };
-  return { review: watch.review, checks: watch.checks, conflicts: open ? watch.conflicts : 'unknown', conflictFiles: [] };
+  const end = ended(state);
+  if (!watch) return { review: 'none', checks: 'none', conflicts: end ?? 'unknown', conflictFiles: [] };
+  return { review: watch.review, checks: watch.checks, conflicts: end ?? watch.conflicts, conflictFiles: [] };
+}
+
+/** `merged`/`closed` for a PR that is no longer open, else null. */
+function ended(state: LocalPullRequest['state']): 'merged' | 'closed' | null {
+  return state === 'merged' || state === 'closed' ? state : null;
+}
+
+/**
+ * The merge part of a PR's one-line status, as `polly status` and `polly pr` print it:
+ * `conflicts: a.ts,b.ts`, `merged`, `closed`, or `merge clean` / `merge unknown`.
+ */
+export function mergeText(status: Pick<PullRequestStatus, 'conflicts' | 'conflictFiles'>): string {
+  if (status.conflicts === 'conflicts') return `conflicts${status.conflictFiles.length > 0 ? `: ${status.conflictFiles.join(',')}` : ''}`;
+  if (status.conflicts === 'merged' || status.conflicts === 'closed') return status.conflicts;
+  return `merge ${status.conflicts}`;
 }

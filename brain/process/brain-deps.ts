@@ -4,11 +4,14 @@
  * environment. Commands (`polly brain`, `polly run`) and tests build the Brain with this.
  */
 import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { createWorkerSupervisor } from '../../workers/supervisor/worker-supervisor.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
 import { createRuntime } from '../../workflows/run/runtime.js';
 import { openRunStore } from '../registry/run-storage.js';
 import { builtinWorkflowDirs, createWorkflowLibrary } from '../../workflows/workflow-library.js';
+import { createFileAdmissionCache } from '../../workflows/check/admission-cache.js';
+import { pollyStateRoot } from '../../workers/sandbox/agent-state-dir.js';
 import { openForge } from '../forge/forge-select.js';
 import { createPlanLibrary } from '../plan/plan-library.js';
 import type { RepoContext } from '../commands/repo-context.js';
@@ -105,7 +108,11 @@ export function agentEnvFrom(env: NodeJS.ProcessEnv, config?: Pick<PollyConfig, 
  */
 export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<Omit<BrainProcessDeps, 'startGoalBrain' | 'messages'>> {
   const { repo, store, config } = ctx;
-  const base = createWorkflowLibrary(builtinWorkflowDirs(), { policy: { maxDispatchesPerTurn: config.policies.spawn_bounds.max_dispatches_per_turn } });
+  const base = createWorkflowLibrary(builtinWorkflowDirs(), {
+    policy: { maxDispatchesPerTurn: config.policies.spawn_bounds.max_dispatches_per_turn },
+    // Kept by content (workflow + checker): an unchanged polly-task is not searched at every start.
+    admissions: createFileAdmissionCache(join(pollyStateRoot(env), 'admissions')),
+  });
   const library = createPlanLibrary(base, config);
   const runs = await openRunStore(repo.pollyDir, store);
   if (runs.moved > 0) log(`[polly] moved ${runs.moved} workflow runs from registry.json into ${runs.store.path}`);

@@ -8,7 +8,10 @@
  *   agent left, including when its own `git commit` failed in a sandbox: orchestration case 8, test/workers/orchestration-workers.test.ts),
  *   record `headCommit`, `checks`, clear `feedback` → ok;
  * - red → store {@link formatCheckFeedback} as the task's `feedback` for `send_followup`, record
- *   `checks` → a permanent failure: TESTS_RED at once (the workflow bounds the fix attempts).
+ *   `checks` → a permanent failure: TESTS_RED at once (the workflow bounds the fix attempts);
+ * - a command not found (exit 127: a program not installed, or hidden by the sandbox) → the task
+ *   fails at once with a reason naming the command and what to do ({@link commandNotFoundReason}):
+ *   the agent cannot fix the environment, so none of its attempts is spent;
  *
  * The run is wrapped in the ref guard (./ref-guard-step.ts): a ref or git metadata file changed by
  * the checks fails the task at once, and nothing is committed.
@@ -27,7 +30,9 @@ import { createGitRunner } from '../../workers/git/git.js';
 import { resolveWorktreesDir } from '../../workers/git/worktrees-dir.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
 import { isPollyError } from '../core/errors.js';
-import type { TaskTool } from './types.js';
+import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
+import type { CommandResult } from '../../workers/proc/shell-command.js';
+import { visibleText } from '../core/visible-text.js';
 import { guardFailure, withRefGuard } from './ref-guard-step.js';
 import { secretScanStep } from './secret-scan-step.js';
 import { refusalLines, sandboxRefusalFailure } from './sandbox-refusals.js';
@@ -70,6 +75,54 @@ export function fixCommitMessage(task: Pick<TaskRecord, 'id' | 'title' | 'fixRou
 /** The commit message Polly writes for a task's work. */
 export function taskCommitMessage(task: { id: string; title: string }): string {
   return `${task.title.trim() || `Task ${task.id}`}\n\nPolly-Task: ${task.id}\n`;
+}
+
+/**
+ * The exit status of a command the shell could not find (POSIX `sh`, "Command Search and
+ * Execution": https://pubs.opengroup.org/onlinepubs/9799919799/utilities/V3_chap02.html#tag_19_09_01_01).
+ */
+export const COMMAND_NOT_FOUND = 127;
+
+/**
+ * The task's reason when acceptance command `result` exited {@link COMMAND_NOT_FOUND}: the
+ * command, its exit code, the shell's own line (e.g. `sh: 1: python: not found`, ≤ 200 characters,
+ * control characters shown as `\xNN`) and what to do. `sandboxed`: the command ran in Polly's
+ * sandbox, which hides the real HOME (workers/sandbox/sandbox-profiles.ts), so a program found
+ * there in the user's shell (pyenv, asdf, nvm shims) is not found by Polly. Pure.
+ */
+export function commandNotFoundReason(result: Pick<CommandResult, 'command' | 'output'>, sandboxed: boolean): string {
+  const said = result.output
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => /not found|no such file/i.test(l))
+    .pop();
+  const where = sandboxed
+    ? "it is not installed, or it resolves under your home directory (pyenv, asdf or nvm shims), which Polly's sandbox hides: install it outside HOME (a system package, or a virtualenv or node_modules/.bin inside the repository)"
+    : 'it is not installed or not on the PATH Polly passes to commands';
+  return (
+    `acceptance command "${visibleText(result.command).slice(0, 200)}" exited ${COMMAND_NOT_FOUND} (command not found${said ? `: ${visibleText(said).slice(0, 200)}` : ''}): ` +
+    `this is the environment, not the code, so no agent attempt was spent on it. The program ${where}. ` +
+    "Run polly doctor (it names such commands), fix acceptance.commands or the task's own commands, then plan the task again."
+  );
+}
+
+/**
+ * Fail the task at once for a command that was not found (see {@link commandNotFoundReason}):
+ * status `failed`, its checks recorded, no feedback stored (send_followup then does not resume the
+ * agent), journaled as `task.checks` `{green: false, failed, notFound: true}`.
+ */
+async function commandNotFoundFailure(ctx: TaskToolContext, missing: CommandResult, results: CommandResult[], sandboxed: boolean): Promise<TaskToolOutcome> {
+  const reason = commandNotFoundReason(missing, sandboxed);
+  await ctx.store.update((draft, tx) => {
+    const t = draft.tasks[ctx.task.id];
+    if (!t) return;
+    t.checks = results;
+    t.feedback = null;
+    transitionTask(t, 'failed', { reason, at: new Date().toISOString() });
+    tx.emit('task.checks', { taskId: t.id, orderId: ctx.order.id, green: false, failed: `${missing.command} exited ${COMMAND_NOT_FOUND}`, notFound: true });
+  });
+  ctx.progress(`${ctx.task.id}: ${reason}`);
+  return { outcome: 'failure', permanent: true, note: `run_acceptance: ${reason}` };
 }
 
 /** The `run_acceptance` tool (see the module doc). */
@@ -132,6 +185,9 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   if (violation) return guardFailure(violation);
   const refused = refusalLines(outcome.results.map((r) => r.output));
   if (refused.length > 0) return sandboxRefusalFailure(ctx, 'acceptance', refused);
+  // Command not found (127) is the environment, not the code: no agent attempt is spent on it.
+  const missing = outcome.results.find((r) => r.exitCode === COMMAND_NOT_FOUND && !r.timedOut);
+  if (missing) return commandNotFoundFailure(ctx, missing, outcome.results, confinement.sandbox !== null);
   if (!outcome.green) {
     const feedback = formatCheckFeedback(outcome.results);
     const failed = outcome.results.find((r) => r.exitCode !== 0);

@@ -1,11 +1,13 @@
 // `polly doctor` through the real CLI on fixture repositories: all good (exit 0), and each
 // problem reported on a fixture that has it (exit 1): a misspelt config key, a missing agent CLI,
-// a sandbox that cannot start, no git identity, a default branch behind its remote, vitest that
+// a sandbox that cannot start, no git identity, a default branch behind its remote, no origin, vitest that
 // would run the worktrees' tests, an acceptance command that cannot run, uncommitted work.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { probeBubblewrap, runDoctor, type DoctorReport } from '../../brain/commands/doctor.js';
+import { forgeCheck, probeBubblewrap, runDoctor, type DoctorReport } from '../../brain/commands/doctor.js';
+import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
+import { createGitRunner } from '../../workers/git/git.js';
 import { createTestRepo, git, gitTestEnv } from '../helpers/git-repo.js';
 import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
@@ -41,6 +43,7 @@ describe('polly doctor', () => {
       'identity',
       'notifications',
       'default-branch',
+      'forge',
       'worktrees-visible',
       'acceptance',
       'uncommitted',
@@ -52,6 +55,9 @@ describe('polly doctor', () => {
       /^no webhook \(notifications\.webhook_url\); (no desktop notifier available \(no notify-send on PATH: install libnotify-bin\)|desktop via notify-send \(\/.+\))$/,
     );
     expect(r.code).toBe(problems.length === 0 ? 0 : 1);
+    expect(byId(report).forge!.detail).toBe(
+      `PRs on the local forge (origin (${repo.remote}) is not on github.com): branches pushed to origin ${repo.remote}, reviewed with polly pr`,
+    );
     const human = runCli(['doctor'], repo.dir);
     expect(human.stdout).toContain('ok      config: .polly/config.yaml is valid');
   });
@@ -123,6 +129,32 @@ describe('polly doctor', () => {
     expect(confined.acceptance!.detail).toContain(`python from outside your home directory (it resolves to ${join(home, '.pyenv/shims/python')}`);
     const unconfined = byId(await runDoctor(repo.dir, env, () => ({ ok: false as const, reason: 'no bwrap', fix: 'install it' })));
     expect(unconfined.acceptance!.status).toBe('ok');
+  }, 60_000);
+
+  it('no origin remote is a problem naming how to add one; a GitHub origin with a token shows no token; forge.kind github needs a GitHub origin', async () => {
+    const repo = createTestRepo(NODE);
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    repo.git(['remote', 'remove', 'origin']);
+    const none = byId(await runDoctor(repo.dir, gitTestEnv(), workingSandbox)).forge!;
+    expect(none.status).toBe('problem');
+    expect(none.detail).toMatch(/^no origin remote: .*every task would stop at push$/);
+    expect(none.fix).toContain('git remote add origin <your GitHub repository URL>');
+    expect(none.fix).toContain(`git init --bare ../${repo.dir.split('/').pop()}.git && git remote add origin`);
+    // The other cases through the check itself (a doctor run costs seconds: three agent CLIs answer --version).
+    const token = `ghp_${'x'.repeat(36)}`;
+    repo.git(['remote', 'add', 'origin', `https://polly:${token}@github.com/octo/widget.git`]);
+    const gitRunner = createGitRunner({ baseEnv: gitTestEnv() });
+    const github = await forgeCheck(gitRunner, repo.dir, DEFAULT_CONFIG);
+    expect(github).toEqual({ id: 'forge', status: 'ok', detail: 'PRs on GitHub: octo/widget on github.com (origin is on github.com)' });
+    repo.git(['remote', 'set-url', 'origin', `https://polly:${token}@git.example.org/octo/widget.git`]);
+    const local = await forgeCheck(gitRunner, repo.dir, DEFAULT_CONFIG);
+    expect(local.detail).toBe(
+      'PRs on the local forge (origin (https://git.example.org/octo/widget.git) is not on github.com): branches pushed to origin https://git.example.org/octo/widget.git, reviewed with polly pr',
+    );
+    const wrong = await forgeCheck(gitRunner, repo.dir, { ...DEFAULT_CONFIG, forge: { kind: 'github', github: { base_url: null } } });
+    expect(wrong.status).toBe('problem');
+    expect(wrong.detail).toContain('forge.kind is github but origin (https://git.example.org/octo/widget.git) is not a github.com repository URL');
+    expect(JSON.stringify([github, local, wrong])).not.toContain(token);
   }, 60_000);
 
   it('the bubblewrap probe answers with a reason and a fix when bwrap is not on PATH', () => {

@@ -111,6 +111,23 @@ describe('polly status', () => {
         createdAt: '2026-11-29T10:03:00.000Z',
         updatedAt: '2026-11-29T10:05:00.000Z',
       };
+      // A merged local PR (its last merge check was clean) and a merged GitHub PR the watcher never saw:
+      // both end states, not "merge unknown".
+      d.tasks.t3 = sampleTask('t3');
+      d.tasks.t3.status = 'merged';
+      d.tasks.t3.pr = { forge: 'local', number: 4, url: 'local:4', state: 'merged' };
+      d.pullRequests['4'] = {
+        ...d.pullRequests['3'],
+        number: 4,
+        taskId: 't3',
+        head: 'polly/t3',
+        state: 'merged',
+        reviews: [],
+        mergeability: { state: 'clean', files: [], baseCommit: 'c'.repeat(40), headCommit: 'b'.repeat(40), checkedAt: '2026-11-29T10:05:00.000Z' },
+      };
+      d.tasks.t4 = sampleTask('t4');
+      d.tasks.t4.status = 'merged';
+      d.tasks.t4.pr = { forge: 'github', number: 7, url: 'https://github.com/o/r/pull/7', state: 'merged' };
       d.workers.w1 = {
         id: 'w1',
         taskId: 't10',
@@ -136,7 +153,9 @@ describe('polly status', () => {
       };
     });
     const json = JSON.parse(runCli(['status', '--json'], repo.dir).stdout);
-    expect(json.tasks.map((t: { id: string }) => t.id)).toEqual(['t2', 't10']);
+    expect(json.tasks.map((t: { id: string }) => t.id)).toEqual(['t2', 't3', 't4', 't10']);
+    expect(json.tasks[1].prStatus).toEqual({ review: 'none', checks: 'none', conflicts: 'merged', conflictFiles: [] });
+    expect(json.tasks[2].prStatus).toEqual({ review: 'none', checks: 'none', conflicts: 'merged', conflictFiles: [] });
     expect(json.tasks[0]).toEqual({
       id: 't2',
       title: 'task t2: make the widget configurable',
@@ -179,6 +198,9 @@ describe('polly status', () => {
     expect(json.workers[0]).toMatchObject({ id: 'w1', taskId: 't10', harness: 'claude-code', pid: process.pid });
     const out = runCli(['status'], repo.dir).stdout;
     const taskLines = out.split('\n').filter((l) => /^\s+(ID\s+TITLE|t2\s|t10\s)/.test(l));
+    expect(out).toMatch(/\n\s+t3\s.*#4 merged\s+review none, checks none, merged\n/);
+    expect(out).toMatch(/\n\s+t4\s.*#7 merged\s+review none, checks none, merged\n/);
+    expect(out).not.toContain('merge unknown');
     expect(taskLines[0]).toMatch(/ID\s+TITLE\s+PURPOSE\s+WORKER\s+REVIEWER\s+STATUS\s+SPENT\s+BUDGET\s+BRANCH\s+PR\s+PR STATE$/);
     expect(taskLines[1]).toMatch(
       /^\s+t2\s+task t2: make the widget configurab…\s+implement\s+claude-code\s+codex\s+pr_open\s+2000 tok, ≥ \$0\.0025 \(some turns unknown\)\s+5000 tokens\s+polly\/t2\s+#3 draft\s+review changes_requested, checks none, conflicts: src\/a\.ts$/,

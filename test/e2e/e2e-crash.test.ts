@@ -19,6 +19,7 @@ import type { Registry } from '../../brain/registry/registry-schema.js';
 import { expectRunsConform } from '../helpers/trace-conformance.js';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
+import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
 
 const run = promisify(execFile);
 const cli = join(process.cwd(), 'dist/brain/cli.js');
@@ -37,6 +38,7 @@ const readRegistry = (repo: string): Registry => JSON.parse(readFileSync(join(re
 
 let server: ScriptedModelServer | null = null;
 afterAll(async () => {
+  await stopTrackedBrains();
   await server?.close();
 });
 

@@ -10,16 +10,19 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { Registry } from '../../brain/registry/registry-schema.js';
 import { git } from '../helpers/git-repo.js';
 import { expectRunsConform } from '../helpers/trace-conformance.js';
+import { stopTrackedBrains, trackBrains } from '../helpers/brain-cleanup.js';
 
 const run = promisify(execFile);
 
 describe('npm run demo', () => {
+  afterAll(() => stopTrackedBrains());
   it('runs goal → refused plan → revised → approved → two vendors in parallel → cross-review → two ready PRs, main untouched', async () => {
     const dir = join(realpathSync(mkdtempSync('/tmp/polly-demo-test-')), 'demo');
+    trackBrains(join(dir, 'stats'));
     const { stdout, stderr } = await run(process.execPath, ['dist/scripts/demo.js', '--dir', dir], {
       cwd: process.cwd(),
       env: process.env,

@@ -18,8 +18,9 @@
  * and adds one test; Polly runs the package's own tests; pi reviews; the PR is marked ready.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stopTrackedBrains, trackBrains } from '../helpers/brain-cleanup.js';
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -103,6 +104,7 @@ describe(`polly run on a real package (${PACKAGE}@${VERSION}, fetched with npm p
     const untar = await run('tar', ['-xzf', tarball, '-C', unpacked], root, env, 30_000);
     expect(untar.code, untar.stderr).toBe(0);
     repo = join(root, 'repo');
+    trackBrains(repo);
     renameSync(join(unpacked, 'package'), repo);
     origin = join(root, 'origin.git');
     git(root, ['init', '-q', '--bare', '-b', 'main', origin]);
@@ -133,20 +135,8 @@ describe(`polly run on a real package (${PACKAGE}@${VERSION}, fetched with npm p
 
   afterAll(async () => {
     await server?.close();
-    // The Brain polly run started exits when idle; if it has not yet, end it (by its recorded pid).
-    const regPath = join(repo, '.polly', 'registry.json');
-    if (repo && existsSync(regPath)) {
-      const pid = (JSON.parse(readFileSync(regPath, 'utf8')) as Registry).brain?.pid;
-      for (let i = 0; pid && i < 50; i++) {
-        try {
-          process.kill(pid, 0);
-        } catch {
-          break;
-        }
-        if (i === 49) process.kill(pid, 'SIGTERM');
-        else await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    // The Brain polly run started exits when idle; if it has not yet (a failed test), end it and its workers.
+    await stopTrackedBrains();
     if (root) rmSync(root, { recursive: true, force: true });
   });
 

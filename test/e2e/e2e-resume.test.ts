@@ -28,6 +28,7 @@ import type { Registry } from '../../brain/registry/registry-schema.js';
 import type { StatusReport } from '../../brain/registry/status-report.js';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
+import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
 
 const run = promisify(execFile);
 const cli = join(process.cwd(), 'dist/brain/cli.js');
@@ -106,6 +107,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const c of started) if (c.exitCode === null && c.pid) c.kill('SIGKILL');
+  await stopTrackedBrains();
   await server?.close();
 });
 

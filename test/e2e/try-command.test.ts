@@ -4,9 +4,10 @@ import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
+import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
 import { ensureBuilt } from '../helpers/registry-build.js';
 
 const cli = join(process.cwd(), 'dist/brain/cli.js');
@@ -17,6 +18,7 @@ const PLAN = readFileSync(join(demo, 'plan.yaml'), 'utf8').replace('    worker: 
 
 describe('polly try', () => {
   beforeAll(() => ensureBuilt(), 120_000);
+  afterAll(() => stopTrackedBrains());
 
   it('runs a scripted two-task plan on a fixture repository with no API key, and restores the config', async () => {
     const { root, repo, origin } = sampleProjectWithOrigin('polly-try-');

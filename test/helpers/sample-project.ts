@@ -6,6 +6,7 @@ import { cpSync, mkdtempSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { git } from './git-repo.js';
+import { trackBrains } from './brain-cleanup.js';
 
 export interface SampleProject {
   /** The temp dir holding both (real path). */
@@ -16,7 +17,10 @@ export interface SampleProject {
   origin: string;
 }
 
-/** Copy the sample project into a new temp dir named `<prefix>XXXXXX`, commit it and push it to a bare origin. */
+/**
+ * Copy the sample project into a new temp dir named `<prefix>XXXXXX`, commit it and push it to a
+ * bare origin; the repository is tracked for test/helpers/brain-cleanup.ts `stopTrackedBrains`.
+ */
 export function sampleProjectWithOrigin(prefix: string): SampleProject {
   const root = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
   const repo = join(root, 'stats');
@@ -28,5 +32,7 @@ export function sampleProjectWithOrigin(prefix: string): SampleProject {
   git(repo, ['commit', '-q', '-m', 'initial']);
   git(repo, ['remote', 'add', 'origin', origin]);
   git(repo, ['push', '-q', '-u', 'origin', 'main']);
+  // A Brain started here is stopped by stopTrackedBrains (the e2e files' afterAll), if still running.
+  trackBrains(repo);
   return { root, repo, origin };
 }

@@ -14,6 +14,17 @@ import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 
 /**
+ * Polly's state root for this user (not created): `$XDG_STATE_HOME/polly`, default
+ * `~/.local/state/polly`. `env` supplies `XDG_STATE_HOME` and `HOME` (default `process.env`); a
+ * relative `XDG_STATE_HOME` is ignored, as the spec says.
+ */
+export function pollyStateRoot(env: NodeJS.ProcessEnv = process.env): string {
+  const xdgEnv = env.XDG_STATE_HOME;
+  const xdg = xdgEnv?.startsWith('/') ? xdgEnv : join(env.HOME || homedir(), '.local', 'state');
+  return join(xdg, 'polly');
+}
+
+/**
  * The state root of `repoRoot` (not created). `env` supplies `XDG_STATE_HOME` and `HOME`
  * (default `process.env`); a relative `XDG_STATE_HOME` is ignored, as the spec says.
  */
@@ -24,9 +35,7 @@ export function repoStateDir(repoRoot: string, env: NodeJS.ProcessEnv = process.
   } catch {
     // not there (yet): hash the path as given
   }
-  const xdgEnv = env.XDG_STATE_HOME;
-  const xdg = xdgEnv?.startsWith('/') ? xdgEnv : join(env.HOME || homedir(), '.local', 'state');
   const hash = createHash('sha256').update(real).digest('hex').slice(0, 16);
   const name = basename(real).replace(/[^A-Za-z0-9._-]/g, '_') || 'repo';
-  return join(xdg, 'polly', `${name}-${hash}`);
+  return join(pollyStateRoot(env), `${name}-${hash}`);
 }
