@@ -8,7 +8,8 @@
 import type { CounterexampleTrace, GoalRecord, JournalEntry, LocalPullRequest, PlanRecord, Registry, TaskRecord, WorkerRecord } from '../registry/registry-schema.js';
 import { compareIds, statusReport } from '../registry/status-report.js';
 import { pullRequestStatus } from '../forge/pr-status.js';
-import type { GateLogEntry } from './ui-source.js';
+import type { GateLogEntry, RunWithJournal } from './ui-source.js';
+import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 
 /** Escape text for HTML element content and double-quoted attributes. */
 export function escapeHtml(value: unknown): string {
@@ -245,8 +246,58 @@ function reviewsView(reviews: TaskRecord['reviews']): string {
     .join('');
 }
 
-/** One task (`/tasks/ID`): status, acceptance runs, reviews, gate denials, and its workers' live events. */
-export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEntry[]): string {
+/** One run journal line in words (the runtime's kinds, workflows/run/runtime.ts); unknown kinds as their data. */
+function runJournalSummary(j: RunJournalEntry): string {
+  const d = j.data;
+  const s = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v ?? null));
+  switch (j.kind) {
+    case 'run.started':
+      return `${s(d.workflow)} started`;
+    case 'run.action': {
+      const emitted = Array.isArray(d.emitted) && d.emitted.length ? `; emits ${d.emitted.join(', ')}` : '';
+      return `${s(d.action)}: ${s(d.from)} → ${s(d.to)}${emitted}`;
+    }
+    case 'run.order':
+      return `order ${s(d.kind)} (${s(d.tool)}), attempt ${s(d.attempt)}`;
+    case 'run.reported':
+      return `${s(d.kind)} reported ${s(d.outcome)}${d.note ? `: ${s(d.note)}` : ''}`;
+    case 'run.claimed':
+      return `order ${s(d.kind)} claimed by ${s(d.owner)}${d.leaseExpiresAt ? `, lease until ${s(d.leaseExpiresAt)}` : ''}`;
+    case 'run.finished':
+      return `finished in ${s(d.state)}`;
+    default: {
+      const { run: _run, ...rest } = d;
+      return JSON.stringify(rest);
+    }
+  }
+}
+
+/** A task's workflow runs (the run store): state, open order, and each run's journal. */
+function runsView(runs: RunWithJournal[]): string {
+  if (!runs.length) return '<p class="empty">none</p>';
+  return runs
+    .map(({ run, journal }) => {
+      const control = typeof run.state.state === 'string' ? run.state.state : '-';
+      // The runtime keeps the workflow's variables under `vars` (workflows/run/interpreter.ts `RunState`).
+      const nested = run.state.vars;
+      const varsObj = nested && typeof nested === 'object' ? (nested as Record<string, unknown>) : run.state;
+      const vars = Object.entries(varsObj)
+        .filter(([k]) => k !== 'state')
+        .map(([k, v]) => `${k}=${formatValue(v)}`)
+        .join(', ');
+      const open = run.openOrder ? `${run.openOrder.kind} (${run.openOrder.tool}), attempt ${run.openOrder.attempt}` : 'none';
+      return `<section class="run" data-run="${e(run.id)}"><h3>Run <code>${e(run.id.slice(0, 12))}</code> of <code>${e(run.workflow)}</code> ${badge(run.status === 'finished' ? (run.outcome ?? 'finished') : 'running')}</h3>
+<dl><dt>State</dt><dd><code class="run-state">${e(control)}</code> <span class="muted">${e(vars)}</span></dd><dt>Step</dt><dd>${run.seq}</dd><dt>Open order</dt><dd class="run-order">${e(open)}</dd></dl>${table(
+        ['Seq', 'At', 'Kind', 'What'],
+        journal.map((j) => [String(j.seq), e(j.at), `<code>${e(j.kind)}</code>`, e(runJournalSummary(j))]),
+        `run-journal-${run.id.slice(0, 12)}`,
+      )}</section>`;
+    })
+    .join('');
+}
+
+/** One task (`/tasks/ID`): status, acceptance runs, reviews, gate denials, its workflow runs, and its workers' live events. */
+export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEntry[], runs: RunWithJournal[] = []): string {
   const denials = gate.filter((g) => g.data.decision !== 'allow');
   return layout(
     `Task ${t.id}`,
@@ -264,6 +315,7 @@ ${t.statusReason ? `<dt>Why</dt><dd><pre>${e(t.statusReason)}</pre></dd>` : ''}$
       denials.map((g) => [e(g.at), e(g.data.tool ?? '-'), `<code>${e(g.data.input ?? '')}</code>`, e(g.data.rule ?? ''), e(g.data.reason ?? '')]),
       'denials',
     )}
+<h2>Workflow runs</h2><div id="runs">${runsView(runs)}</div>
 <h2>Workers</h2>${table(
       ['Worker', 'Harness', 'State', 'Started', 'Outcome'],
       workers.map((w) => [e(w.id), e(w.harness), badge(w.state ?? 'running'), e(w.startedAt), e([w.outcome, w.cause].filter(Boolean).join(': '))]),
