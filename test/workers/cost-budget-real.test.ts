@@ -17,6 +17,8 @@ import { makeTask, NPM_TEST_PROJECT, runTool, sessionRequests } from '../helpers
 import { dispatch } from '../../brain/task-tools/dispatch.js';
 import type { Harness } from '../../brain/core/vocabulary.js';
 import type { RecordedRequest } from '../../scripts/scripted-model/api-route.js';
+import { createBrainTools } from '../../brain/mcp/brain-tools.js';
+import { runReadOnlyTask } from '../../brain/process/order-executor.js';
 
 /** Write a file, run a slow command, write another, finish: four model calls in one turn. */
 const turnScript = (id: string) => `  - name: ${id}
@@ -30,9 +32,22 @@ const turnScript = (id: string) => `  - name: ${id}
 `;
 
 const IDS = ['pl1', 'pb1', 'cl1', 'cb1', 'xb1'] as const;
+/**
+ * A read-only explore session (task x1, the first ad-hoc id): six reads, then its report. A
+ * read-only pi has no bash (nothing slow to stop in), so the stop lands a call or two after the
+ * limit is crossed (the supervisor reads the worker's events by polling), well before the report.
+ */
+const EXPLORE_READS = 6;
+const EXPLORE_SCRIPT = `  - name: x1
+    match: {task: x1, role: explore}
+    turns:
+      - steps:
+${'          - read: README.md\n'.repeat(EXPLORE_READS)}          - finish: "Read the README."
+`;
+
 let server: ScriptedModelServer;
 beforeAll(async () => {
-  server = await startScriptedModelServer({ script: parseModelScript(`sessions:\n${IDS.map(turnScript).join('')}`) });
+  server = await startScriptedModelServer({ script: parseModelScript(`sessions:\n${IDS.map(turnScript).join('')}${EXPLORE_SCRIPT}`) });
 });
 afterAll(async () => server?.close());
 
@@ -149,6 +164,49 @@ describe('the cost ledger with the real CLIs', () => {
     expect(task.checks).toEqual([]);
     expect(run.repo.git(['ls-tree', '-r', '--name-only', ref])).toContain('notes/late.txt');
   }, 180_000);
+
+  it('pi, read-only outside a plan: an explore task dispatched by the Brain gets config budgets.per_task and is stopped and parked when it reaches it', async () => {
+    const repo = createTestRepo(NPM_TEST_PROJECT);
+    const rig = makeRig(repo, server);
+    const config = { ...rig.config, budgets: { per_task: { tokens: 1 }, per_goal: null } };
+    const gateContext = { repoRoot: repo.dir, worktree: repo.dir, branch: 'main', defaultBranch: 'main', home: process.env.HOME ?? '/root' };
+    const sessionSend = createBrainTools({ store: rig.store, config, gateContext }).find((t) => t.name === 'sys_session_send')!;
+    const sent = (await sessionSend.handler({ title: 'Map the project', purpose: 'explore', worker: 'pi', prompt: 'Read README.md and report.' } as never)) as {
+      structured: { task_id: string };
+    };
+    const id = sent.structured.task_id;
+    expect(id).toBe('x1');
+    expect((await rig.store.read()).tasks[id]!.budget).toEqual({ tokens: 1 });
+    try {
+      await runReadOnlyTask(
+        { ...rig, config, gateContext },
+        id,
+        () => {},
+        () => new Date(),
+      );
+    } finally {
+      await stopAll(rig);
+    }
+    const task = (await rig.store.read()).tasks[id]!;
+    expect(task.status).toBe('parked');
+    expect(task.statusReason).toMatch(/^budget reached: the task budget \(1 tokens\): tokens \d+ ≥ limit 1\. The worker was stopped; its report so far is on the task\./);
+    expect(task.budget).toEqual({ tokens: 1 });
+    expect(task.finishedAt).toBeTruthy();
+    // Crossed by the first model call (any usage reaches 1 token); stopped before the report.
+    const r = reported(server.requests, id);
+    expect(r.calls).toBeGreaterThanOrEqual(1);
+    expect(r.calls, 'the report (the last call) was never asked for').toBeLessThan(EXPLORE_READS + 1);
+    expect(task.ledger!.turns).toHaveLength(1);
+    expect(task.ledger!.turns[0]!.status).toBe('cancelled');
+    expect(task.report).not.toContain('Read the README.');
+    // The ledger has every call the stream reported before the stop, and its totals are their sum.
+    expect(task.ledger!.totals).toMatchObject({ turns: 1, inputTokens: task.ledger!.turns[0]!.inputTokens, outputTokens: task.ledger!.turns[0]!.outputTokens });
+    expect(task.ledger!.totals.inputTokens).toBeGreaterThan(0);
+    const journal = await rig.store.journal();
+    expect(journal.filter((e) => e.kind === 'budget.reached').map((e) => e.data)).toEqual([expect.objectContaining({ taskId: id, scope: 'task', kind: 'tokens', limit: 1 })]);
+    expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([{ taskId: id, reason: task.statusReason, backupRef: null }]);
+    expect(journal.filter((e) => e.kind === 'task.finished' || e.kind === 'task.failed')).toEqual([]);
+  }, 120_000);
 
   it('pi: a budget smaller than the script stops the turn between model calls, parks the task with the reason, keeps the work in a backup ref, opens no PR', async () => {
     expect(piFirstCall, 'the pi ledger test measures the first call').toBeGreaterThan(0);
