@@ -8,6 +8,8 @@
 import type { CounterexampleTrace, GoalRecord, JournalEntry, LocalPullRequest, PlanRecord, Registry, TaskRecord, WorkerRecord } from '../registry/registry-schema.js';
 import { compareIds, statusReport } from '../registry/status-report.js';
 import { pullRequestStatus } from '../forge/pr-status.js';
+import { formatCost, formatTotals } from '../registry/cost-ledger.js';
+import { formatBudget, taskBudget } from '../plan/budgets.js';
 import type { GateLogEntry, RunWithJournal } from './ui-source.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 
@@ -122,10 +124,9 @@ ${goal.brainReport ? `<h2>The Brain's last report</h2><pre id="brain-report">${e
   );
 }
 
+/** The task's spending from its cost ledger (`formatCost`: "unknown", never $0, where an agent reports no cost), or '' before any turn. */
 function cost(t: TaskRecord): string {
-  // Shown when the task record carries a cost (the cost ledger's field); "unknown", never 0, otherwise.
-  const c = (t as TaskRecord & { cost?: { usd?: number | null } | null }).cost;
-  return c && typeof c.usd === 'number' ? `$${c.usd.toFixed(4)}` : '';
+  return t.ledger ? formatCost(t.ledger.totals) : '';
 }
 
 /** A task's PR: a link to its page here (local forge) or to the forge (GitHub), with its state. */
@@ -147,7 +148,7 @@ function taskTable(tasks: TaskRecord[]): string {
       e(t.worker),
       e(t.reviewer ?? '-'),
       prLink(t.pr),
-      ...(withCost ? [cost(t) || 'unknown'] : []),
+      ...(withCost ? [cost(t) || '-'] : []),
       e(t.title),
     ]),
     'tasks',
@@ -189,6 +190,10 @@ export function planPage(plan: PlanRecord, reg: Registry, notice?: string): stri
 <div class="actions"><form method="post" action="/plans/${e(plan.id)}/approve"><button type="submit" id="approve" class="ok">Approve plan ${e(plan.id)}</button></form>
 <form method="post" action="/plans/${e(plan.id)}/reject"><button type="submit" id="reject" class="bad">Reject</button></form></div>`
       : `<p id="decided">${badge(plan.gate)}${plan.decidedBy ? ` by <strong>${e(plan.decidedBy)}</strong> at ${e(plan.decidedAt)}` : ''}</p>`;
+  // The hard budgets approving the plan allows (resolved at proposal, brain/plan/budgets.ts): what the human approves.
+  const budgets = plan.budgets
+    ? `Budgets you approve: per task <strong>${e(formatBudget(plan.budgets.perTask))}</strong> (a task's own wins), per goal <strong>${e(formatBudget(plan.budgets.perGoal))}</strong>.`
+    : 'Budgets: none (recorded before budgets existed).';
   const tasks = plan.tasks.map((t) => [
     e(t.key),
     e(t.purpose),
@@ -197,6 +202,7 @@ export function planPage(plan: PlanRecord, reg: Registry, notice?: string): stri
     e(t.dependsOn.join(', ') || '-'),
     e(t.title),
     [...t.acceptance.commands.map((c) => `<code>$ ${e(c)}</code>`), ...t.acceptance.criteria.map((c) => e(c))].join('<br>') || '-',
+    e(formatBudget(taskBudget(t.budget, plan.budgets))),
   ]);
   const planTasks = byId(reg.tasks).filter((t) => t.planId === plan.id);
   const counter = plan.counterexampleTraces?.length
@@ -209,8 +215,8 @@ export function planPage(plan: PlanRecord, reg: Registry, notice?: string): stri
     `<h1>Plan ${e(plan.id)}${plan.goalId ? ` <span class="muted">goal ${e(plan.goalId)}</span>` : ''}</h1>
 ${notice ? `<p class="notice">${e(notice)}</p>` : ''}
 <p class="admission">${admitted === undefined ? 'not checked' : badge(admitted ? 'admitted' : 'REFUSED')} <code id="admission-line">${e(plan.admission?.line ?? '')}</code></p>
-<h2>Plan gate</h2>${decision}
-<h2>Tasks in the plan</h2>${table(['Key', 'Purpose', 'Worker', 'Reviewer', 'Depends on', 'Title', 'Acceptance'], tasks, 'plan-tasks')}
+<h2>Plan gate</h2><p id="budgets">${budgets}</p>${decision}
+<h2>Tasks in the plan</h2>${table(['Key', 'Purpose', 'Worker', 'Reviewer', 'Depends on', 'Title', 'Acceptance', 'Budget'], tasks, 'plan-tasks')}
 ${planTasks.length ? `<h2>Dispatched tasks</h2>${taskTable(planTasks)}` : ''}
 ${counter ? `<h2>Why it was refused: the shortest counterexamples</h2>${counter}` : ''}`,
     { live: true },
@@ -307,7 +313,7 @@ export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEn
 <dt>Worker</dt><dd>${e(t.worker)}${t.model ? ` (${e(t.model)})` : ''}, ${e(t.purpose)}; attempts ${t.attempts}, review rounds ${t.reviewRounds}</dd>
 <dt>Branch</dt><dd><code>${e(t.branch ?? '-')}</code> from <code>${e(t.baseBranch ?? '-')}</code></dd>
 <dt>PR</dt><dd>${prLink(t.pr)}</dd>
-${t.statusReason ? `<dt>Why</dt><dd><pre>${e(t.statusReason)}</pre></dd>` : ''}${cost(t) ? `<dt>Cost</dt><dd>${e(cost(t))}</dd>` : ''}</dl>
+${t.statusReason ? `<dt>Why</dt><dd><pre>${e(t.statusReason)}</pre></dd>` : ''}${t.ledger ? `<dt>Spent</dt><dd id="spent">${e(formatTotals(t.ledger.totals))}${t.budget ? `; budget ${e(formatBudget(t.budget))}` : ''}</dd>` : ''}</dl>
 <h2>Acceptance runs</h2>${checksView(t)}
 <h2>Review findings</h2>${reviewsView(t.reviews)}
 <h2>Gate denials</h2>${table(

@@ -33,6 +33,7 @@ import { createLocalForge } from '../../brain/forge/local-forge.js';
 import { createUiServer, type UiServer } from '../../brain/ui/ui-server.js';
 import { notificationFor, webhookPayload } from '../../brain/notify/notification.js';
 import { runStoreDir } from '../../brain/registry/run-storage.js';
+import { formatCost, formatTotals } from '../../brain/registry/cost-ledger.js';
 import { createLmdbRunStore } from '../../workflows/run/lmdb-run-store.js';
 import { startScriptedModelServer } from '../../scripts/scripted-model/server.js';
 import { loadModelScript } from '../../scripts/scripted-model/script.js';
@@ -190,6 +191,8 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
         [['notifications', 'webhook_url'], receiver.url],
         [['notifications', 'dashboard_url'], ui.url],
         [['notifications', 'desktop'], false],
+        // A goal budget the run never reaches: the gate page shows what the human approves.
+        [['budgets', 'per_goal'], { usd: 100 }],
       ],
     });
 
@@ -244,6 +247,8 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     await gate.goto(`${ui.url}/plans/p2`);
     await hasText(gate.locator('#admission-line'), 'admitted: plan-p2');
     expect(await gate.locator('#plan-tasks tbody tr').count()).toBe(2);
+    await hasText(gate.locator('#budgets'), 'per task no limit');
+    await hasText(gate.locator('#budgets'), 'per goal $100.00');
     await shot(gate, 'demo-plan-gate');
     const approvedAt = Date.now();
     await Promise.all([gate.waitForURL(`${ui.url}/plans/p2`), gate.click('#approve')]);
@@ -287,6 +292,13 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     }
     expect(seen['p2-t1'], 'the red then green attempt was seen running').toContain('running');
     expect(await overview.evaluate(() => (window as unknown as { marker: number }).marker), 'the overview was not reloaded').toBe(7);
+    // Each task's spending from its cost ledger: claude and codex report usage; codex no cost ("unknown", never $0).
+    for (const id of ['p2-t1', 'p2-t2', 'x1']) {
+      const ledger = reg.tasks[id]!.ledger!;
+      expect(ledger.totals.turns, id).toBeGreaterThan(0);
+      await hasText(overview.locator(`#tasks tr:has(a[href="/tasks/${id}"])`), formatCost(ledger.totals));
+    }
+    expect(formatCost(reg.tasks['p2-t2']!.ledger!.totals)).toMatch(/unknown/);
     await shot(overview, 'demo-overview-done');
 
     // The task page: both attempts' events, the red and the green acceptance run, and the task's
@@ -304,6 +316,7 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     const actions = runJournal.filter((j) => j.kind === 'run.action').map((j) => String(j.data.action));
     for (const a of actions) await hasText(section.locator('tbody'), `${a}: `);
     await hasText(taskPage.locator('#stream li.result'), 'npm test passes');
+    await hasText(taskPage.locator('#spent'), formatTotals((await ctx.store.read()).tasks['p2-t1']!.ledger!.totals));
     await hasCount(taskPage.locator('#checks tbody tr'), reg.tasks['p2-t1']!.checks.length);
     expect(await taskPage.evaluate(() => (window as unknown as { marker: number }).marker), 'the task page was not reloaded').toBe(42);
     await shot(taskPage, 'demo-task-done');
