@@ -144,10 +144,12 @@ export function notificationFor(entry: JournalEntry, baseUrl: string | null): No
     case 'budget.reached': {
       const spent = d.kind === 'usd' ? `$${Number(d.spent).toFixed(4)} of $${Number(d.limit).toFixed(4)}` : `${str(d.spent)} of ${str(d.limit)} tokens`;
       const whose = d.scope === 'goal' ? `goal ${str(d.goalId)}` : `task ${str(d.taskId)}`;
+      // Read-only work (brain/process/order-executor.ts `runReadOnlyTask`, order `adhoc:<task>`) changed no file: nothing was kept.
+      const kept = str(d.orderId).startsWith('adhoc:') ? '' : ', its work kept';
       return make(
         'budget.reached',
         `Budget reached: ${whose}`,
-        `The budget of ${whose} is reached (${spent}); task ${str(d.taskId)} was stopped and parked, its work kept.`,
+        `The budget of ${whose} is reached (${spent}); task ${str(d.taskId)} was stopped and parked${kept}.`,
         `/tasks/${str(d.taskId)}`,
       );
     }

@@ -239,6 +239,14 @@ describe('notification content', () => {
     expect(notificationFor({ seq: 7, at: '2026-12-01T00:00:00Z', kind: 'task.turn_usage', data: {} }, null)).toBeNull();
   });
 
+  it('a budget stop of read-only work does not claim work was kept', () => {
+    const data = { taskId: 'x1', goalId: null, scope: 'task', kind: 'tokens', limit: 1, spent: 460 };
+    expect(notificationFor({ seq: 1, at: '2026-12-01T00:00:00Z', kind: 'budget.reached', data: { ...data, orderId: 'adhoc:x1' } }, null)?.text).toBe(
+      'The budget of task x1 is reached (460 of 1 tokens); task x1 was stopped and parked.',
+    );
+    expect(notificationFor({ seq: 2, at: '2026-12-01T00:00:00Z', kind: 'budget.reached', data: { ...data, orderId: 'ord-1' } }, null)?.text).toMatch(/parked, its work kept\.$/);
+  });
+
   it('a PR event that needs attention notifies when it arrives; each fix round closes with one "handled" notification', () => {
     const at = '2026-12-01T00:00:00Z';
     // The events Polly answers with a fix round: feedback, failing checks, conflicts — one each.
