@@ -19,6 +19,7 @@ import type { RegistryStore } from '../registry/registry-store.js';
 import type { JournalEntry, TaskRecord } from '../registry/registry-schema.js';
 import { statusReport } from '../registry/status-report.js';
 import { newTaskRecord } from '../registry/task-record.js';
+import { resolvePlanBudgets } from '../plan/budgets.js';
 import { HARNESSES } from '../core/vocabulary.js';
 
 /** Journal kinds the Brain's inbox carries (everything a worker, the gate or a human did that the Brain must know). */
@@ -125,6 +126,11 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
           },
           at,
         );
+        // Outside a plan there is no approved budget: config budgets.per_task is the limit in force
+        // (resolved now, as a plan's is at proposal), enforced by the read-only runner. No goal limit:
+        // an ad-hoc task belongs to no plan, and a goal's spending is summed over its plans' tasks.
+        const budget = resolvePlanBudgets(deps.config, null).perTask;
+        if (budget) draft.tasks[id]!.budget = budget;
         draft.turn = { seq: draft.turn?.seq ?? 0, startedAt: draft.turn?.startedAt ?? at, dispatches: dispatchesThisTurn + 1 };
         tx.emit('task.queued', { taskId: id, purpose: args.purpose, worker, title: args.title });
         return {

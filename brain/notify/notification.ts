@@ -2,8 +2,14 @@
  * What Polly tells a human, and when: a pure mapping from journal events to notifications.
  *
  * Notified (journal kind → why): `plan.proposed` (a plan waits at the gate), `plan.refused`,
- * `task.parked`, `task.failed` (failed, cancelled or stopped; not the run end of a parked task), `task.pr_ready` (a PR is ready for a
- * human), `pr.feedback` (feedback on a PR for Polly to handle), `goal.done`, `budget.reached`.
+ * `task.parked`, `task.failed` (failed, cancelled or stopped; not the run end of a parked task),
+ * `goal.done`, `budget.reached`, and a PR's life after it is opened:
+ * - each PR event that needs attention, when it arrives: `pr.feedback` (a review, line comment or
+ *   conversation comment), `pr.checks_failed` (failing checks on the head), `pr.conflicts` (the PR
+ *   stopped merging into its base). Polly answers these in a fix round (brain/process/pr-events.ts);
+ * - `task.pr_ready`: the PR is ready for a human, the first time ("PR ready") and again at the end
+ *   of each fix round ("feedback handled", with the round: its `fixRound`). A fix round that fails
+ *   ends in `task.parked`, notified as such. So every fix round closes with exactly one notification.
  * Everything else is not. The text names ids, statuses and reasons only: no URLs of forges with
  * credentials, no tokens (reasons pass through brain/core/redact.ts).
  *
@@ -14,7 +20,18 @@ import { redactSecrets } from '../core/redact.js';
 import type { JournalEntry } from '../registry/registry-schema.js';
 
 /** The journal kinds that notify. */
-export const NOTIFIED_KINDS = ['plan.proposed', 'plan.refused', 'task.parked', 'task.failed', 'task.pr_ready', 'pr.feedback', 'goal.done', 'budget.reached'] as const;
+export const NOTIFIED_KINDS = [
+  'plan.proposed',
+  'plan.refused',
+  'task.parked',
+  'task.failed',
+  'task.pr_ready',
+  'pr.feedback',
+  'pr.checks_failed',
+  'pr.conflicts',
+  'goal.done',
+  'budget.reached',
+] as const;
 export type NotifiedKind = (typeof NOTIFIED_KINDS)[number];
 
 /** One notification. */
@@ -79,12 +96,37 @@ export function notificationFor(entry: JournalEntry, baseUrl: string | null): No
         `/tasks/${str(d.taskId)}`,
       );
     case 'task.pr_ready':
+      if (typeof d.fixRound === 'number')
+        return make(
+          'task.pr_ready',
+          `Feedback on PR #${str(d.number)} handled`,
+          `Fix round ${d.fixRound} of task ${str(d.taskId)} is done: the changes are pushed, checked and re-reviewed, and PR #${str(d.number)} is ready again for a human to merge.`,
+          `/tasks/${str(d.taskId)}`,
+        );
       return make(
         'task.pr_ready',
         `PR #${str(d.number)} ready`,
         `The PR of task ${str(d.taskId)} (#${str(d.number)}) is green, reviewed and ready for a human to merge.`,
         `/tasks/${str(d.taskId)}`,
       );
+    case 'pr.checks_failed': {
+      const checks = Array.isArray(d.checks) ? (d.checks as Array<Record<string, unknown>>).map((c) => str(c.name)).filter(Boolean) : [];
+      return make(
+        'pr.checks_failed',
+        `Checks failed on PR #${str(d.number)}`,
+        `${checks.length ? cut(checks.join(', '), 200) : 'A check'} failed on PR #${str(d.number)} of task ${str(d.taskId)}; Polly sends it back to the worker in a fix round.`,
+        `/tasks/${str(d.taskId)}`,
+      );
+    }
+    case 'pr.conflicts': {
+      const files = Array.isArray(d.files) ? (d.files as unknown[]).map(str) : [];
+      return make(
+        'pr.conflicts',
+        `PR #${str(d.number)} conflicts with ${str(d.base) || 'its base'}`,
+        `PR #${str(d.number)} of task ${str(d.taskId)} no longer merges into ${str(d.base) || 'its base'}${files.length ? ` (${cut(files.join(', '), 200)})` : ''}; Polly merges the base in a fix round.`,
+        `/tasks/${str(d.taskId)}`,
+      );
+    }
     case 'pr.feedback':
       return make(
         'pr.feedback',
@@ -102,10 +144,12 @@ export function notificationFor(entry: JournalEntry, baseUrl: string | null): No
     case 'budget.reached': {
       const spent = d.kind === 'usd' ? `$${Number(d.spent).toFixed(4)} of $${Number(d.limit).toFixed(4)}` : `${str(d.spent)} of ${str(d.limit)} tokens`;
       const whose = d.scope === 'goal' ? `goal ${str(d.goalId)}` : `task ${str(d.taskId)}`;
+      // Read-only work (brain/process/order-executor.ts `runReadOnlyTask`, order `adhoc:<task>`) changed no file: nothing was kept.
+      const kept = str(d.orderId).startsWith('adhoc:') ? '' : ', its work kept';
       return make(
         'budget.reached',
         `Budget reached: ${whose}`,
-        `The budget of ${whose} is reached (${spent}); task ${str(d.taskId)} was stopped and parked, its work kept.`,
+        `The budget of ${whose} is reached (${spent}); task ${str(d.taskId)} was stopped and parked${kept}.`,
         `/tasks/${str(d.taskId)}`,
       );
     }

@@ -7,11 +7,12 @@
  * `pr-events.ts`). Every status change goes through `brain/registry/task-lifecycle.ts`.
  */
 import { existsSync } from 'node:fs';
-import { recordTurnUsage } from '../task-tools/turn-budget.js';
+import { budgetReason, createBudgetWatch, recordTurnUsage, type BudgetStop } from '../task-tools/turn-budget.js';
 import { isPollyError } from '../core/errors.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { mergeHead } from '../task-tools/integrate-base.js';
 import type { Registry, RunRecord, TaskRecord, WorkOrderRecord } from '../registry/registry-schema.js';
+import type { RegistryTx } from '../registry/registry-store.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 import type { RunState } from '../../workflows/run/interpreter.js';
 import { validateTrace } from '../../workflows/run/trace-validation.js';
@@ -328,8 +329,23 @@ export async function handleCancels(deps: BrainProcessDeps, reg: Registry, log: 
   }
 }
 
-/** Run one read-only ad-hoc task (explore, search, review) in the main checkout; idempotent per task. */
-export async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, log: (l: string) => void, now: () => Date): Promise<void> {
+/**
+ * Run one read-only task (explore, search, review: a Brain's ad-hoc `sys_session_send`, or a plan's
+ * read-only task) in the main checkout; idempotent per task.
+ *
+ * Its hard budget is enforced as for implement work (brain/task-tools/turn-budget.ts): the task's
+ * `budget` (a plan task's resolved limit; an ad-hoc task's is config `budgets.per_task`, set when it
+ * was dispatched) and, for a plan task, its goal's limit. A limit already reached means the worker
+ * is not started; one reached while it runs stops it between model calls. Either way the task is
+ * `parked` with the reason, its report so far kept on the task, and `budget.reached` + `task.parked`
+ * journaled. Nothing is backed up: read-only work changes no file.
+ */
+export async function runReadOnlyTask(
+  deps: Pick<BrainProcessDeps, 'store' | 'supervisor' | 'config' | 'repoRoot' | 'gateContext' | 'agentEnv' | 'onWorkerEvent'>,
+  taskId: string,
+  log: (l: string) => void,
+  now: () => Date,
+): Promise<void> {
   const task = (await deps.store.read()).tasks[taskId];
   if (!task || FINAL_TASK_STATUSES.has(task.status)) return;
   await deps.store.update((draft, tx) => {
@@ -340,6 +356,30 @@ export async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, lo
       tx.emit('task.status', { taskId, status: 'running' });
     }
   });
+  // Not the Brain's signal: a stopping Brain leaves its workers running (README "Stopping and resuming").
+  const watch = await createBudgetWatch({ store: deps.store, task }, new AbortController().signal);
+  const park = (draft: Registry, tx: RegistryTx, stop: BudgetStop, workerId: string | null): void => {
+    const t = draft.tasks[taskId]!;
+    const reason = budgetReason(stop, { readOnly: true });
+    transitionTask(t, 'parked', { reason, at: now().toISOString(), finished: true });
+    tx.emit('budget.reached', {
+      taskId,
+      goalId: stop.goalId,
+      scope: stop.scope,
+      kind: stop.reach.kind,
+      limit: stop.reach.limit,
+      spent: stop.reach.spent,
+      orderId: `adhoc:${taskId}`,
+      workerId,
+    });
+    tx.emit('task.parked', { taskId, reason, backupRef: null });
+    log(`[polly] ${taskId}: parked: ${reason}`);
+  };
+  const spentAlready = watch.stopped();
+  if (spentAlready) {
+    await deps.store.update((draft, tx) => park(draft, tx, spentAlready, null));
+    return;
+  }
   log(`[polly] ${taskId}: ${task.purpose} on ${task.worker} (read-only)`);
   // Read-only work runs in the main checkout: no ref may move (the ref guard puts back any that did).
   const guardCtx = { repoRoot: deps.repoRoot, store: deps.store, config: deps.config, progress: log, task: { id: taskId, branch: null }, order: { id: `adhoc:${taskId}` } };
@@ -360,15 +400,26 @@ export async function runReadOnlyTask(deps: BrainProcessDeps, taskId: string, lo
           gateContext: { ...deps.gateContext, worktree: deps.repoRoot },
           env: deps.agentEnv,
         }),
-        { onEvent: (e) => deps.onWorkerEvent?.(taskId, e) },
+        {
+          signal: watch.signal,
+          onEvent: (e) => {
+            watch.onEvent(e);
+            deps.onWorkerEvent?.(taskId, e);
+          },
+        },
       ),
     { allowLocal: [] },
   );
+  const stop = watch.stopped();
   await deps.store.update((draft, tx) => {
     const t = draft.tasks[taskId]!;
     recordTurnUsage(draft, tx, taskId, result, { role: task.purpose, harness: task.worker, orderId: `adhoc:${taskId}`, at: now().toISOString() });
     t.sessionId = result.sessionId;
     t.report = result.finalText;
+    if (stop && !violation) {
+      park(draft, tx, stop, result.workerId);
+      return;
+    }
     transitionTask(t, violation ? 'failed' : result.status === 'ok' ? 'done' : result.status === 'cancelled' ? 'cancelled' : 'failed', {
       reason: violation ? violation.reason : result.status === 'ok' ? null : `${result.status}: ${result.message ?? result.stderr.slice(-500)}`,
       at: now().toISOString(),

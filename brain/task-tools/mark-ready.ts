@@ -62,7 +62,8 @@ export function createMarkReadyTool(): TaskTool {
       t.pr.state = 'ready';
       transitionTask(t, 'ready', { reason: null, at: new Date().toISOString() });
       t.feedback = null;
-      tx.emit('task.pr_ready', { taskId: t.id, number, url: t.pr.url, orderId: ctx.order.id });
+      // `fixRound`: the fix round this ready ends (null the first time), so a notification can say the feedback was handled.
+      tx.emit('task.pr_ready', { taskId: t.id, number, url: t.pr.url, orderId: ctx.order.id, fixRound: t.fixRound?.round ?? null });
     });
     ctx.progress(`${task.id}: PR #${number} ready for review (${task.pr.url})`);
     return { outcome: 'ok', note: `PR #${number} is ready for a human's review` };

@@ -124,10 +124,16 @@ export function recordTurnUsage(
   tx.emit('task.turn_usage', { taskId, ...turn });
 }
 
-/** The reason a parked task carries. */
-export function budgetReason(stop: BudgetStop): string {
+/**
+ * The reason a parked task carries.
+ * @param options.readOnly  read-only work (explore, search, review in the main checkout): there is no work to back up, only its report so far.
+ */
+export function budgetReason(stop: BudgetStop, options: { readOnly?: boolean } = {}): string {
   const whose = stop.scope === 'task' ? 'the task budget' : `the budget of goal ${stop.goalId}`;
-  return `budget reached: ${whose} (${formatBudget(stop.budget)}): ${formatReach(stop.reach)}. The worker was stopped and its work kept; raise the budget and run the task again, or take the work from the backup ref.`;
+  const next = options.readOnly
+    ? 'The worker was stopped; its report so far is on the task. Raise the budget and dispatch it again.'
+    : 'The worker was stopped and its work kept; raise the budget and run the task again, or take the work from the backup ref.';
+  return `budget reached: ${whose} (${formatBudget(stop.budget)}): ${formatReach(stop.reach)}. ${next}`;
 }
 
 /**

@@ -8,8 +8,11 @@
 import type { CounterexampleTrace, GoalRecord, JournalEntry, LocalPullRequest, PlanRecord, Registry, TaskRecord, WorkerRecord } from '../registry/registry-schema.js';
 import { compareIds, statusReport } from '../registry/status-report.js';
 import { pullRequestStatus } from '../forge/pr-status.js';
-import type { GateLogEntry } from './ui-source.js';
 import { visibleText } from '../core/visible-text.js';
+import { formatCost, formatTotals } from '../registry/cost-ledger.js';
+import { formatBudget, taskBudget } from '../plan/budgets.js';
+import type { GateLogEntry, RunWithJournal } from './ui-source.js';
+import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 
 /**
  * Escape text for HTML element content and double-quoted attributes; control characters (terminal
@@ -125,10 +128,9 @@ ${goal.brainReport ? `<h2>The Brain's last report</h2><pre id="brain-report">${e
   );
 }
 
+/** The task's spending from its cost ledger (`formatCost`: "unknown", never $0, where an agent reports no cost), or '' before any turn. */
 function cost(t: TaskRecord): string {
-  // Shown when the task record carries a cost (the cost ledger's field); "unknown", never 0, otherwise.
-  const c = (t as TaskRecord & { cost?: { usd?: number | null } | null }).cost;
-  return c && typeof c.usd === 'number' ? `$${c.usd.toFixed(4)}` : '';
+  return t.ledger ? formatCost(t.ledger.totals) : '';
 }
 
 /** A task's PR: a link to its page here (local forge) or to the forge (GitHub), with its state. */
@@ -150,7 +152,7 @@ function taskTable(tasks: TaskRecord[]): string {
       e(t.worker),
       e(t.reviewer ?? '-'),
       prLink(t.pr),
-      ...(withCost ? [cost(t) || 'unknown'] : []),
+      ...(withCost ? [cost(t) || '-'] : []),
       e(t.title),
     ]),
     'tasks',
@@ -192,6 +194,10 @@ export function planPage(plan: PlanRecord, reg: Registry, notice?: string): stri
 <div class="actions"><form method="post" action="/plans/${e(plan.id)}/approve"><button type="submit" id="approve" class="ok">Approve plan ${e(plan.id)}</button></form>
 <form method="post" action="/plans/${e(plan.id)}/reject"><button type="submit" id="reject" class="bad">Reject</button></form></div>`
       : `<p id="decided">${badge(plan.gate)}${plan.decidedBy ? ` by <strong>${e(plan.decidedBy)}</strong> at ${e(plan.decidedAt)}` : ''}</p>`;
+  // The hard budgets approving the plan allows (resolved at proposal, brain/plan/budgets.ts): what the human approves.
+  const budgets = plan.budgets
+    ? `Budgets you approve: per task <strong>${e(formatBudget(plan.budgets.perTask))}</strong> (a task's own wins), per goal <strong>${e(formatBudget(plan.budgets.perGoal))}</strong>.`
+    : 'Budgets: none (recorded before budgets existed).';
   const tasks = plan.tasks.map((t) => [
     e(t.key),
     e(t.purpose),
@@ -200,6 +206,7 @@ export function planPage(plan: PlanRecord, reg: Registry, notice?: string): stri
     e(t.dependsOn.join(', ') || '-'),
     e(t.title),
     [...t.acceptance.commands.map((c) => `<code>$ ${e(c)}</code>`), ...t.acceptance.criteria.map((c) => e(c))].join('<br>') || '-',
+    e(formatBudget(taskBudget(t.budget, plan.budgets))),
   ]);
   const planTasks = byId(reg.tasks).filter((t) => t.planId === plan.id);
   const counter = plan.counterexampleTraces?.length
@@ -212,8 +219,8 @@ export function planPage(plan: PlanRecord, reg: Registry, notice?: string): stri
     `<h1>Plan ${e(plan.id)}${plan.goalId ? ` <span class="muted">goal ${e(plan.goalId)}</span>` : ''}</h1>
 ${notice ? `<p class="notice">${e(notice)}</p>` : ''}
 <p class="admission">${admitted === undefined ? 'not checked' : badge(admitted ? 'admitted' : 'REFUSED')} <code id="admission-line">${e(plan.admission?.line ?? '')}</code></p>
-<h2>Plan gate</h2>${decision}
-<h2>Tasks in the plan</h2>${table(['Key', 'Purpose', 'Worker', 'Reviewer', 'Depends on', 'Title', 'Acceptance'], tasks, 'plan-tasks')}
+<h2>Plan gate</h2><p id="budgets">${budgets}</p>${decision}
+<h2>Tasks in the plan</h2>${table(['Key', 'Purpose', 'Worker', 'Reviewer', 'Depends on', 'Title', 'Acceptance', 'Budget'], tasks, 'plan-tasks')}
 ${planTasks.length ? `<h2>Dispatched tasks</h2>${taskTable(planTasks)}` : ''}
 ${counter ? `<h2>Why it was refused: the shortest counterexamples</h2>${counter}` : ''}`,
     { live: true },
@@ -249,8 +256,58 @@ function reviewsView(reviews: TaskRecord['reviews']): string {
     .join('');
 }
 
-/** One task (`/tasks/ID`): status, acceptance runs, reviews, gate denials, and its workers' live events. */
-export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEntry[]): string {
+/** One run journal line in words (the runtime's kinds, workflows/run/runtime.ts); unknown kinds as their data. */
+function runJournalSummary(j: RunJournalEntry): string {
+  const d = j.data;
+  const s = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v ?? null));
+  switch (j.kind) {
+    case 'run.started':
+      return `${s(d.workflow)} started`;
+    case 'run.action': {
+      const emitted = Array.isArray(d.emitted) && d.emitted.length ? `; emits ${d.emitted.join(', ')}` : '';
+      return `${s(d.action)}: ${s(d.from)} → ${s(d.to)}${emitted}`;
+    }
+    case 'run.order':
+      return `order ${s(d.kind)} (${s(d.tool)}), attempt ${s(d.attempt)}`;
+    case 'run.reported':
+      return `${s(d.kind)} reported ${s(d.outcome)}${d.note ? `: ${s(d.note)}` : ''}`;
+    case 'run.claimed':
+      return `order ${s(d.kind)} claimed by ${s(d.owner)}${d.leaseExpiresAt ? `, lease until ${s(d.leaseExpiresAt)}` : ''}`;
+    case 'run.finished':
+      return `finished in ${s(d.state)}`;
+    default: {
+      const { run: _run, ...rest } = d;
+      return JSON.stringify(rest);
+    }
+  }
+}
+
+/** A task's workflow runs (the run store): state, open order, and each run's journal. */
+function runsView(runs: RunWithJournal[]): string {
+  if (!runs.length) return '<p class="empty">none</p>';
+  return runs
+    .map(({ run, journal }) => {
+      const control = typeof run.state.state === 'string' ? run.state.state : '-';
+      // The runtime keeps the workflow's variables under `vars` (workflows/run/interpreter.ts `RunState`).
+      const nested = run.state.vars;
+      const varsObj = nested && typeof nested === 'object' ? (nested as Record<string, unknown>) : run.state;
+      const vars = Object.entries(varsObj)
+        .filter(([k]) => k !== 'state')
+        .map(([k, v]) => `${k}=${formatValue(v)}`)
+        .join(', ');
+      const open = run.openOrder ? `${run.openOrder.kind} (${run.openOrder.tool}), attempt ${run.openOrder.attempt}` : 'none';
+      return `<section class="run" data-run="${e(run.id)}"><h3>Run <code>${e(run.id.slice(0, 12))}</code> of <code>${e(run.workflow)}</code> ${badge(run.status === 'finished' ? (run.outcome ?? 'finished') : 'running')}</h3>
+<dl><dt>State</dt><dd><code class="run-state">${e(control)}</code> <span class="muted">${e(vars)}</span></dd><dt>Step</dt><dd>${run.seq}</dd><dt>Open order</dt><dd class="run-order">${e(open)}</dd></dl>${table(
+        ['Seq', 'At', 'Kind', 'What'],
+        journal.map((j) => [String(j.seq), e(j.at), `<code>${e(j.kind)}</code>`, e(runJournalSummary(j))]),
+        `run-journal-${run.id.slice(0, 12)}`,
+      )}</section>`;
+    })
+    .join('');
+}
+
+/** One task (`/tasks/ID`): status, acceptance runs, reviews, gate denials, its workflow runs, and its workers' live events. */
+export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEntry[], runs: RunWithJournal[] = []): string {
   const denials = gate.filter((g) => g.data.decision !== 'allow');
   return layout(
     `Task ${t.id}`,
@@ -260,7 +317,7 @@ export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEn
 <dt>Worker</dt><dd>${e(t.worker)}${t.model ? ` (${e(t.model)})` : ''}, ${e(t.purpose)}; attempts ${t.attempts}, review rounds ${t.reviewRounds}</dd>
 <dt>Branch</dt><dd><code>${e(t.branch ?? '-')}</code> from <code>${e(t.baseBranch ?? '-')}</code></dd>
 <dt>PR</dt><dd>${prLink(t.pr)}</dd>
-${t.statusReason ? `<dt>Why</dt><dd><pre>${e(t.statusReason)}</pre></dd>` : ''}${cost(t) ? `<dt>Cost</dt><dd>${e(cost(t))}</dd>` : ''}</dl>
+${t.statusReason ? `<dt>Why</dt><dd><pre>${e(t.statusReason)}</pre></dd>` : ''}${t.ledger ? `<dt>Spent</dt><dd id="spent">${e(formatTotals(t.ledger.totals))}${t.budget ? `; budget ${e(formatBudget(t.budget))}` : ''}</dd>` : ''}</dl>
 <h2>Acceptance runs</h2>${checksView(t)}
 <h2>Review findings</h2>${reviewsView(t.reviews)}
 <h2>Gate denials</h2>${table(
@@ -268,6 +325,7 @@ ${t.statusReason ? `<dt>Why</dt><dd><pre>${e(t.statusReason)}</pre></dd>` : ''}$
       denials.map((g) => [e(g.at), e(g.data.tool ?? '-'), `<code>${e(g.data.input ?? '')}</code>`, e(g.data.rule ?? ''), e(g.data.reason ?? '')]),
       'denials',
     )}
+<h2>Workflow runs</h2><div id="runs">${runsView(runs)}</div>
 <h2>Workers</h2>${table(
       ['Worker', 'Harness', 'State', 'Started', 'Outcome'],
       workers.map((w) => [e(w.id), e(w.harness), badge(w.state ?? 'running'), e(w.startedAt), e([w.outcome, w.cause].filter(Boolean).join(': '))]),
@@ -292,7 +350,7 @@ export function pullRequestPage(pr: LocalPullRequest, task: TaskRecord | undefin
     `PR #${pr.number}`,
     `<h1>PR #${pr.number} ${e(pr.title)} ${badge(pr.state)}</h1>
 <p><code>${e(pr.head)}</code> → <code>${e(pr.base)}</code> at <code>${e(pr.headCommit.slice(0, 12))}</code>; task ${task ? `<a href="/tasks/${e(task.id)}">${e(task.id)}</a>` : '-'}</p>
-<p>Review ${badge(status.review)} · checks ${badge(status.checks)} · merge ${badge(status.conflicts)}${status.conflictFiles.length ? ` (${e(status.conflictFiles.join(', '))})` : ''}</p>
+<p>Review ${badge(status.review)} · checks ${badge(status.checks)} · ${status.conflicts === 'merged' || status.conflicts === 'closed' ? badge(status.conflicts) : `merge ${badge(status.conflicts)}`}${status.conflictFiles.length ? ` (${e(status.conflictFiles.join(', '))})` : ''}</p>
 <p class="muted">Polly never merges: review the diff, then merge with git yourself.</p>
 <h2>Checks</h2>${task ? checksView(task) : '<p class="empty">no task</p>'}
 <h2>Reviews</h2>${

@@ -40,13 +40,13 @@ export interface UiServer {
   /** The URL to open once: `<url>/?token=<token>`. The token is the user's capability: print it only to stdout. */
   loginUrl: string;
   port: number;
-  /** Stop listening and end open streams. */
+  /** Stop listening, end open streams and close the source (`UiSource.close`). */
   close(): Promise<void>;
 }
 
 /**
  * Start the dashboard.
- * @param deps.source  where the pages read from and the plan gate writes to.
+ * @param deps.source  where the pages read from and the plan gate writes to; closed by `close()`.
  * @param deps.user    who decides at the gate, recorded as `decidedBy` (e.g. `human:alice`).
  * @throws PollyError `bad_input` for a non-loopback host without `allowRemote`, or a port in use.
  */
@@ -128,7 +128,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     const t = reg.tasks[c.req.param('id')];
     if (!t) return html(c, messagePage('Not found', `No task "${c.req.param('id')}".`), 404);
     const workers = Object.values(reg.workers).filter((w) => w.taskId === t.id);
-    return html(c, taskPage(t, workers, t.worktree ? await source.gateDecisions(t.worktree, 200) : []));
+    return html(c, taskPage(t, workers, t.worktree ? await source.gateDecisions(t.worktree, 200) : [], await source.taskRuns(t.id, 200)));
   });
   app.get('/prs/:n{[0-9]+}', async (c) => {
     const reg = await registry();
@@ -213,6 +213,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      await source.close();
     },
   };
 }

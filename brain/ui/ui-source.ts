@@ -3,10 +3,12 @@
  * and its pages never open files themselves. The real source reads the same state as the CLI —
  * the registry (`.polly/registry.json` through the registry store), the journal
  * (`.polly/journal.jsonl`), the workers' `events.jsonl` files, the gate's decision log
- * (`.polly/gate-decisions.jsonl`) and the local forge's diffs — and keeps no copy of its own.
- * Its one write is the plan gate's decision, through `decidePlan` exactly as `polly plan approve`.
+ * (`.polly/gate-decisions.jsonl`), the workflow runs in the LMDB run store (`.polly/runs/`, read
+ * through the run store's `listRuns`/`journal` as `polly check --run` reads them) and the local
+ * forge's diffs — and keeps no copy of its own. Its one write is the plan gate's decision, through
+ * `decidePlan` exactly as `polly plan approve`.
  */
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PollyConfig } from '../config/config-schema.js';
 import { decidePlan, expirePlanAsks } from '../plan/plan-gate.js';
@@ -17,12 +19,22 @@ import { createEventTail } from '../../workers/supervisor/worker-files.js';
 import { workerFiles } from '../../workers/supervisor/worker-runner.js';
 import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import { GATE_DECISIONS_FILE } from '../../gate/decision-log.js';
+import { createLmdbRunStore, type LmdbRunStore } from '../../workflows/run/lmdb-run-store.js';
+import type { RunRecord } from '../../workflows/run/run-records.js';
+import type { RunJournalEntry } from '../../workflows/run/run-store.js';
+import { runStoreDir } from '../registry/run-storage.js';
 
 /** One line of the gate's decision log (gate/decision-log.ts): `{at, kind: 'gate.decision', data}`. */
 export interface GateLogEntry {
   at: string;
   kind: string;
   data: { decision?: string; rule?: string; reason?: string; tool?: string; input?: string; cwd?: string; role?: string; harness?: string } & Record<string, unknown>;
+}
+
+/** A workflow run with its journal (the run store's lines of that run, oldest first). */
+export interface RunWithJournal {
+  run: RunRecord;
+  journal: RunJournalEntry[];
 }
 
 /** The dashboard's port onto Polly's state. */
@@ -40,6 +52,12 @@ export interface UiSource {
   workerEvents(worker: WorkerRecord): { read(): AgentEvent[] };
   /** The gate's decisions whose `cwd` lies in `dir` (a task's worktree), oldest first, at most `limit`. */
   gateDecisions(dir: string, limit: number): Promise<GateLogEntry[]>;
+  /**
+   * The workflow runs whose input names task `taskId` (`input.task`, the runs the Brain starts per
+   * plan task), oldest first, each with its journal (at most the last `limit` lines).
+   * @throws PollyError `registry_corrupt` when the run store cannot be read.
+   */
+  taskRuns(taskId: string, limit: number): Promise<RunWithJournal[]>;
   /** A local forge PR's diff (`git diff base...head`, as `polly pr diff`). */
   pullRequestDiff(number: number): Promise<string>;
   /**
@@ -47,6 +65,8 @@ export interface UiSource {
    * @throws PollyError `not_found` / `conflict` as `decidePlan`.
    */
   decidePlan(planId: string, decision: 'approve' | 'reject', by: string): Promise<PlanRecord>;
+  /** Release what the source holds open (the run store's database handle). */
+  close(): Promise<void>;
 }
 
 /** Read the last `bytes` of a file as text, starting at a line boundary ('' when missing). */
@@ -102,6 +122,12 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
   const registryPath = join(deps.pollyDir, 'registry.json');
   const gateLogPath = join(deps.repoRoot, GATE_DECISIONS_FILE);
   const forge = createLocalForge({ repoRoot: deps.repoRoot, store: deps.store });
+  const runsDir = runStoreDir(deps.pollyDir);
+  const runsPath = join(runsDir, 'runs.mdb');
+  // Opened on first use (a repository whose Brain never ran has no run store yet). Runs left in an
+  // old registry.json are moved by the next Brain (brain/registry/run-storage.ts), not by this reader.
+  let runs: LmdbRunStore | null = null;
+  const runStore = (): LmdbRunStore => (runs ??= createLmdbRunStore(runsDir));
   return {
     async readRegistry() {
       await expirePlanAsks(deps.store, deps.config);
@@ -112,7 +138,7 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
       return parseLines<JournalEntry>(tailText(journalPath, 1 << 20)).slice(-limit);
     },
     version() {
-      return `${stamp(registryPath)}|${stamp(journalPath)}|${stamp(gateLogPath)}`;
+      return `${stamp(registryPath)}|${stamp(journalPath)}|${stamp(gateLogPath)}|${stamp(runsPath)}`;
     },
     workerEvents(worker) {
       return createEventTail(workerFiles(worker.stateDir ?? join(deps.pollyDir, 'workers', worker.id)).events);
@@ -123,7 +149,18 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
         .filter((e) => e.kind === 'gate.decision' && typeof e.data?.cwd === 'string' && (e.data.cwd === dir || e.data.cwd.startsWith(prefix)))
         .slice(-limit);
     },
+    async taskRuns(taskId, limit) {
+      if (!existsSync(runsPath)) return [];
+      const store = runStore();
+      const mine = (await store.listRuns()).filter((r) => r.input.task === taskId).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+      return Promise.all(mine.map(async (run) => ({ run, journal: (await store.journal(0, { run: run.id })).slice(-limit) })));
+    },
     pullRequestDiff: (number) => forge.diff(number),
     decidePlan: (planId, decision, by) => decidePlan(deps.store, deps.config, planId, decision, { by }),
+    async close() {
+      const open = runs;
+      runs = null;
+      await open?.close();
+    },
   };
 }

@@ -238,4 +238,36 @@ describe('notification content', () => {
     });
     expect(notificationFor({ seq: 7, at: '2026-12-01T00:00:00Z', kind: 'task.turn_usage', data: {} }, null)).toBeNull();
   });
+
+  it('a budget stop of read-only work does not claim work was kept', () => {
+    const data = { taskId: 'x1', goalId: null, scope: 'task', kind: 'tokens', limit: 1, spent: 460 };
+    expect(notificationFor({ seq: 1, at: '2026-12-01T00:00:00Z', kind: 'budget.reached', data: { ...data, orderId: 'adhoc:x1' } }, null)?.text).toBe(
+      'The budget of task x1 is reached (460 of 1 tokens); task x1 was stopped and parked.',
+    );
+    expect(notificationFor({ seq: 2, at: '2026-12-01T00:00:00Z', kind: 'budget.reached', data: { ...data, orderId: 'ord-1' } }, null)?.text).toMatch(/parked, its work kept\.$/);
+  });
+
+  it('a PR event that needs attention notifies when it arrives; each fix round closes with one "handled" notification', () => {
+    const at = '2026-12-01T00:00:00Z';
+    // The events Polly answers with a fix round: feedback, failing checks, conflicts — one each.
+    expect(
+      notificationFor({ seq: 1, at, kind: 'pr.checks_failed', data: { forge: 'github', number: 4, taskId: 'p1-t1', checks: [{ name: 'ci / test' }, { name: 'lint' }] } }, null),
+    ).toMatchObject({ kind: 'pr.checks_failed', title: 'Checks failed on PR #4', text: expect.stringMatching(/^ci \/ test, lint failed on PR #4 of task p1-t1; /) });
+    expect(notificationFor({ seq: 2, at, kind: 'pr.conflicts', data: { forge: 'local', number: 4, taskId: 'p1-t1', base: 'main', files: ['src/stats.js'] } }, null)).toMatchObject({
+      kind: 'pr.conflicts',
+      title: 'PR #4 conflicts with main',
+      text: expect.stringContaining('no longer merges into main (src/stats.js)'),
+    });
+    // Their resolution and the fix round's own steps are not notified: the round's end is.
+    for (const kind of ['pr.conflicts_resolved', 'task.fix_round', 'task.pr_reply']) {
+      expect(notificationFor({ seq: 3, at, kind, data: { number: 4, taskId: 'p1-t1' } }, null), kind).toBeNull();
+    }
+    // The PR ready the first time, and again at the end of fix round 1 (mark_ready's fixRound).
+    expect(notificationFor({ seq: 4, at, kind: 'task.pr_ready', data: { taskId: 'p1-t1', number: 4, fixRound: null } }, null)).toMatchObject({ title: 'PR #4 ready' });
+    expect(notificationFor({ seq: 5, at, kind: 'task.pr_ready', data: { taskId: 'p1-t1', number: 4, fixRound: 1 } }, null)).toMatchObject({
+      kind: 'task.pr_ready',
+      title: 'Feedback on PR #4 handled',
+      text: expect.stringMatching(/^Fix round 1 of task p1-t1 is done: .* PR #4 is ready again/),
+    });
+  });
 });

@@ -24,6 +24,7 @@ import { expectRunsConform } from '../helpers/trace-conformance.js';
 import { git, gitTestEnv, type TestRepo } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { humanMerge } from '../helpers/human-merge.js';
+import { notificationFor } from '../../brain/notify/notification.js';
 
 const run = promisify(execFile);
 const cli = join(process.cwd(), 'dist/brain/cli.js');
@@ -203,6 +204,10 @@ describe('a ready PR: feedback goes back to the same worker session, bounded (lo
     await brain();
     expect(journalOf(repo).filter((e) => e.kind === 'task.fix_round')).toHaveLength(1);
     expect(git(origin, ['rev-parse', branch])).toBe(pushed2);
+    // Ready the first time, then again as fix round 1 ends: the "feedback handled" notification (brain/notify/notification.ts).
+    const readyEvents = journalOf(repo).filter((e) => e.kind === 'task.pr_ready');
+    expect(readyEvents.map((e) => e.data.fixRound)).toEqual([null, 1]);
+    expect(notificationFor({ ...readyEvents[1]!, at: '' }, null)?.title).toBe(`Feedback on PR #${number} handled`);
 
     const testRepo: TestRepo = {
       dir: repo,

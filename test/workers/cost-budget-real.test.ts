@@ -1,9 +1,12 @@
 /**
- * Issue 20 items 4 and 5 with the real `pi` and `claude` against the scripted model, through the
- * dispatch tool: every turn's usage lands in the task's ledger and its totals equal what the
- * scripted server reported for the session; a task whose budget is smaller than its script's
- * usage is stopped mid-turn (between model calls), parked with the reason, its work in a backup
- * ref, and no PR is opened (the rig's forge fails the test on any use). Needs `npm run build`.
+ * Issue 20 items 4 and 5 with the real `pi`, `claude` and `codex` against the scripted model,
+ * through the dispatch tool: every turn's usage lands in the task's ledger and its totals equal
+ * what the scripted server reported for the session; a task whose budget is smaller than its
+ * script's usage is stopped, parked with the reason, its work in a backup ref, and no PR is opened
+ * (the rig's forge fails the test on any use). pi and claude report usage per model call, so they
+ * are stopped mid-turn (between model calls); codex reports usage only when its turn completes
+ * (workers/agents/codex-adapter.ts), so its turn runs to the end and the task is parked then,
+ * before any acceptance run or PR. Needs `npm run build`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';
@@ -14,6 +17,8 @@ import { makeTask, NPM_TEST_PROJECT, runTool, sessionRequests } from '../helpers
 import { dispatch } from '../../brain/task-tools/dispatch.js';
 import type { Harness } from '../../brain/core/vocabulary.js';
 import type { RecordedRequest } from '../../scripts/scripted-model/api-route.js';
+import { createBrainTools } from '../../brain/mcp/brain-tools.js';
+import { runReadOnlyTask } from '../../brain/process/order-executor.js';
 
 /** Write a file, run a slow command, write another, finish: four model calls in one turn. */
 const turnScript = (id: string) => `  - name: ${id}
@@ -26,10 +31,23 @@ const turnScript = (id: string) => `  - name: ${id}
           - finish: "Done."
 `;
 
-const IDS = ['pl1', 'pb1', 'cl1'] as const;
+const IDS = ['pl1', 'pb1', 'cl1', 'cb1', 'xb1'] as const;
+/**
+ * A read-only explore session (task x1, the first ad-hoc id): six reads, then its report. A
+ * read-only pi has no bash (nothing slow to stop in), so the stop lands a call or two after the
+ * limit is crossed (the supervisor reads the worker's events by polling), well before the report.
+ */
+const EXPLORE_READS = 6;
+const EXPLORE_SCRIPT = `  - name: x1
+    match: {task: x1, role: explore}
+    turns:
+      - steps:
+${'          - read: README.md\n'.repeat(EXPLORE_READS)}          - finish: "Read the README."
+`;
+
 let server: ScriptedModelServer;
 beforeAll(async () => {
-  server = await startScriptedModelServer({ script: parseModelScript(`sessions:\n${IDS.map(turnScript).join('')}`) });
+  server = await startScriptedModelServer({ script: parseModelScript(`sessions:\n${IDS.map(turnScript).join('')}${EXPLORE_SCRIPT}`) });
 });
 afterAll(async () => server?.close());
 
@@ -59,6 +77,34 @@ async function runTask(harness: Harness, id: string, budget: { tokens?: number; 
 }
 
 let piFirstCall = 0;
+/** Input tokens of claude's first and second model call in the ledger test (cl1), as the server reported them. */
+let claudeCalls: number[] = [];
+
+/** The checks every budget stop shares: parked with the reason, the ledger's totals the sum of its turns, the work in one backup ref, journaled once. */
+async function expectParkedForBudget(id: string, run: Awaited<ReturnType<typeof runTask>>, limit: number) {
+  const { outcome, reg, rig, repo } = run;
+  expect(outcome).toMatchObject({ outcome: 'failure', permanent: true });
+  expect(outcome.note).toMatch(/^budget: budget reached: the task budget \(\d+ tokens\): tokens \d+ ≥ limit \d+/);
+  const task = reg.tasks[id]!;
+  expect(task.status).toBe('parked');
+  expect(task.statusReason).toContain(`≥ limit ${limit}`);
+  expect(task.pr).toBeNull();
+  const ledger = task.ledger!;
+  expect(ledger.turns).toHaveLength(1);
+  expect(ledger.totals).toMatchObject({
+    turns: 1,
+    inputTokens: ledger.turns.reduce((s, t) => s + t.inputTokens, 0),
+    outputTokens: ledger.turns.reduce((s, t) => s + t.outputTokens, 0),
+  });
+  expect(task.backupRefs).toHaveLength(1);
+  const ref = task.backupRefs[0]!;
+  expect(ref).toMatch(new RegExp(`^refs/polly/backup/${id}/`));
+  expect(repo.git(['show', `${ref}:notes/kept.txt`])).toBe('written before the budget ran out');
+  const journal = await rig.store.journal();
+  expect(journal.filter((e) => e.kind === 'budget.reached').map((e) => e.data)).toEqual([expect.objectContaining({ taskId: id, scope: 'task', kind: 'tokens', limit })]);
+  expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([{ taskId: id, reason: task.statusReason, backupRef: ref }]);
+  return { task, ref };
+}
 
 describe('the cost ledger with the real CLIs', () => {
   it('pi: the ledger totals of a task equal the sum of the usage the model reported, call by call', async () => {
@@ -88,7 +134,79 @@ describe('the cost ledger with the real CLIs', () => {
     const usage = (await rig.store.journal()).filter((e) => e.kind === 'task.turn_usage');
     expect(usage).toHaveLength(1);
     expect(usage[0]!.data).toMatchObject({ taskId: 'cl1', role: 'implement', inputTokens: r.input, outputTokens: r.output });
+    claudeCalls = sessionRequests(server.requests, 'cl1')
+      .filter((q) => q.usage)
+      .map((q) => q.usage!.inputTokens);
   }, 180_000);
+
+  it('claude: a budget smaller than the script stops the turn between model calls, parks the task with the reason, keeps the work in a backup ref', async () => {
+    expect(claudeCalls.length, 'the claude ledger test measures the calls').toBeGreaterThanOrEqual(2);
+    // claude's stream reports each call's input tokens (output 1 until its turn result): a limit
+    // above the first call and well below the first two is crossed by the second call (the `sleep 4`).
+    const limit = claudeCalls[0]! + Math.floor(claudeCalls[1]! / 2);
+    const run = await runTask('claude-code', 'cb1', { tokens: limit });
+    const { task, ref } = await expectParkedForBudget('cb1', run, limit);
+    const r = reported(server.requests, 'cb1');
+    expect(r.calls).toBe(2);
+    expect(task.ledger!.turns[0]!.status).toBe('cancelled');
+    expect(task.ledger!.totals.inputTokens).toBe(r.input);
+    expect(run.repo.git(['ls-tree', '-r', '--name-only', ref])).not.toContain('notes/late.txt');
+  }, 180_000);
+
+  it('codex: usage comes only with the turn end, so the turn completes and the task is parked before acceptance or a PR, its work in a backup ref', async () => {
+    const limit = 1;
+    const run = await runTask('codex', 'xb1', { tokens: limit });
+    const { task, ref } = await expectParkedForBudget('xb1', run, limit);
+    const r = reported(server.requests, 'xb1');
+    // Every model call of the script happened (codex cannot be stopped between them: it reports no usage until then).
+    expect(r.calls).toBe(4);
+    expect(task.ledger!.totals).toMatchObject({ inputTokens: r.input, outputTokens: r.output, unknownCostTurns: 1 });
+    expect(task.checks).toEqual([]);
+    expect(run.repo.git(['ls-tree', '-r', '--name-only', ref])).toContain('notes/late.txt');
+  }, 180_000);
+
+  it('pi, read-only outside a plan: an explore task dispatched by the Brain gets config budgets.per_task and is stopped and parked when it reaches it', async () => {
+    const repo = createTestRepo(NPM_TEST_PROJECT);
+    const rig = makeRig(repo, server);
+    const config = { ...rig.config, budgets: { per_task: { tokens: 1 }, per_goal: null } };
+    const gateContext = { repoRoot: repo.dir, worktree: repo.dir, branch: 'main', defaultBranch: 'main', home: process.env.HOME ?? '/root' };
+    const sessionSend = createBrainTools({ store: rig.store, config, gateContext }).find((t) => t.name === 'sys_session_send')!;
+    const sent = (await sessionSend.handler({ title: 'Map the project', purpose: 'explore', worker: 'pi', prompt: 'Read README.md and report.' } as never)) as {
+      structured: { task_id: string };
+    };
+    const id = sent.structured.task_id;
+    expect(id).toBe('x1');
+    expect((await rig.store.read()).tasks[id]!.budget).toEqual({ tokens: 1 });
+    try {
+      await runReadOnlyTask(
+        { ...rig, config, gateContext },
+        id,
+        () => {},
+        () => new Date(),
+      );
+    } finally {
+      await stopAll(rig);
+    }
+    const task = (await rig.store.read()).tasks[id]!;
+    expect(task.status).toBe('parked');
+    expect(task.statusReason).toMatch(/^budget reached: the task budget \(1 tokens\): tokens \d+ ≥ limit 1\. The worker was stopped; its report so far is on the task\./);
+    expect(task.budget).toEqual({ tokens: 1 });
+    expect(task.finishedAt).toBeTruthy();
+    // Crossed by the first model call (any usage reaches 1 token); stopped before the report.
+    const r = reported(server.requests, id);
+    expect(r.calls).toBeGreaterThanOrEqual(1);
+    expect(r.calls, 'the report (the last call) was never asked for').toBeLessThan(EXPLORE_READS + 1);
+    expect(task.ledger!.turns).toHaveLength(1);
+    expect(task.ledger!.turns[0]!.status).toBe('cancelled');
+    expect(task.report).not.toContain('Read the README.');
+    // The ledger has every call the stream reported before the stop, and its totals are their sum.
+    expect(task.ledger!.totals).toMatchObject({ turns: 1, inputTokens: task.ledger!.turns[0]!.inputTokens, outputTokens: task.ledger!.turns[0]!.outputTokens });
+    expect(task.ledger!.totals.inputTokens).toBeGreaterThan(0);
+    const journal = await rig.store.journal();
+    expect(journal.filter((e) => e.kind === 'budget.reached').map((e) => e.data)).toEqual([expect.objectContaining({ taskId: id, scope: 'task', kind: 'tokens', limit: 1 })]);
+    expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([{ taskId: id, reason: task.statusReason, backupRef: null }]);
+    expect(journal.filter((e) => e.kind === 'task.finished' || e.kind === 'task.failed')).toEqual([]);
+  }, 120_000);
 
   it('pi: a budget smaller than the script stops the turn between model calls, parks the task with the reason, keeps the work in a backup ref, opens no PR', async () => {
     expect(piFirstCall, 'the pi ledger test measures the first call').toBeGreaterThan(0);
