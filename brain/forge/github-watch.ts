@@ -31,6 +31,7 @@
 import { isPollyError } from '../core/errors.js';
 import type { GitHubPullWatch, Registry } from '../registry/registry-schema.js';
 import { POLLY_MARKER } from './github-forge.js';
+import { DEFAULT_CONFIG } from '../config/config-schema.js';
 
 /** The part of the registry store the watcher uses (`brain/registry/registry-store.ts`). */
 export interface PullWatchStore {
@@ -57,13 +58,14 @@ export interface PullWatchOptions {
 }
 
 /**
- * Seconds between two watcher passes in the Brain loop, by default. Measured with
+ * Seconds between two watcher passes in the Brain loop, by default (config
+ * `forge.github.watch_seconds`). Measured with
  * `npm run bench -- prwatch` (see README "Watching PRs on GitHub"): at 60 s an unchanged PR costs
  * 360 requests an hour, all 304s (free against the primary limit), and an active one ~20 charged
  * requests an hour: 20 active PRs use well under a tenth of GitHub's 5,000 requests an hour, and
  * feedback reaches the worker within a minute.
  */
-export const PR_WATCH_DEFAULT_SECONDS = 60;
+export const PR_WATCH_DEFAULT_SECONDS: number = DEFAULT_CONFIG.forge.github.watch_seconds;
 
 /** What one pass did. */
 export interface PullWatchReport {
