@@ -48,7 +48,7 @@ async function runCase(interval: number, active: boolean): Promise<CaseResult> {
   for (let i = 1; i <= PRS; i++) branches[`polly/b${i}`] = i.toString(16).padStart(40, '0');
   const sim = await startGitHubSimulator({ clock, branches, rateLimit: 1_000_000 });
   try {
-    const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl, clock });
+    const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl });
     const reg = emptyRegistry();
     const at = new Date(clock.now()).toISOString();
     for (let i = 1; i <= PRS; i++) {

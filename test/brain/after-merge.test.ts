@@ -130,7 +130,7 @@ describe('after merge (watchMerges, one pass)', () => {
     const s = createPrStepSetting({ 'README.md': '# calc\n' });
     const clock = createFakeClock();
     sim = await startGitHubSimulator({ clock, branches: { main: s.repo.git(['rev-parse', 'main']) } });
-    const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: 'ghp_FAKEtokenForTheSimulator0123456789ab', baseUrl: sim.baseUrl, clock });
+    const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: 'ghp_FAKEtokenForTheSimulator0123456789ab', baseUrl: sim.baseUrl });
     const runner = toolRunner(s, { forge, supervisor: noAgents, config: testConfig(null), agentEnv: {} });
     const task = await createGreenTask(s, 'gm1', { 'NOTES.md': 'notes\n' });
     expect((await runner.run(createPushTool(), 'gm1', 'o1')).outcome).toBe('ok');

@@ -51,7 +51,7 @@ async function setting(ids: string[], inDir?: string) {
     });
   }
   const waits: RateLimitWait[] = [];
-  const client = createGitHubClient({ token: TOKEN, baseUrl: sim.baseUrl, retryAfterBaseValue: 5, onRateLimit: (w) => waits.push(w) });
+  const client = createGitHubClient({ token: TOKEN, baseUrl: sim.baseUrl, retryAfterBaseValue: 5, onRateLimit: (w) => void waits.push(w) });
   const watcher = () => createGitHubPullWatcher({ store, client, owner: sim.owner, repo: sim.repo });
   return { store, forge, numbers, waits, watcher, client };
 }
