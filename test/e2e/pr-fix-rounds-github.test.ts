@@ -253,7 +253,6 @@ describe('a ready PR on GitHub (API simulator): feedback, a failing check and a 
     expect([...sim.pulls.values()].filter((p) => p.head.startsWith('polly/'))).toHaveLength(1);
     expect(brainLog).not.toContain(TOKEN);
     expect(await expectRunsConform(repo)).toBeGreaterThanOrEqual(2);
-    console.log(`pr-fix-rounds-github: ${((Date.now() - started) / 1000).toFixed(1)} s, ${sim.requests.length} API requests`);
   }, 600_000);
 });
 
