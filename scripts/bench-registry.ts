@@ -9,10 +9,16 @@
  * - archived: the same history written as a schema v1 file, migrated on the first update (timed
  *   once: it archives the finished goals into the journal and archive.jsonl), then updates on the
  *   small registry that is left.
- * Also printed: the registry's size on disk, the disk's fdatasync/s and the load average, and the
- * target of issue 19 (≤ 5 ms per update at 10,000 finished tasks), MET or MISSED.
+ * Per case: ms per update (wall: the two fsyncs an update waits for in turn, the temp file's and
+ * then the journal's beside the directory's, make most of it, so it follows the disk; the line
+ * prints what two fdatasyncs take at the rate just measured),
+ * CPU ms per update of this process (user + system, all threads: what does not depend on the
+ * disk), the disk's fdatasync/s measured just before the case, and the CPU of one JSON.parse plus
+ * one pretty JSON.stringify of that registry (the part of an update that grows with its size).
+ * Also printed: the registry's size on disk, the load average, and the target of issue 19 (≤ 5 ms
+ * per update at 10,000 finished tasks), MET or MISSED.
  */
-import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TaskRecord } from '../brain/registry/registry-schema.js';
@@ -87,16 +93,32 @@ async function touch(store: FileRegistryStore, n: number, finished: number): Pro
   });
 }
 
+/** CPU ms (user + system) of one JSON.parse and one pretty JSON.stringify of the registry file's text. */
+function jsonCpuMs(path: string): number {
+  const text = readFileSync(path, 'utf8');
+  const rounds = Math.max(3, Math.round(2e7 / text.length)); // ~20 MB of text
+  const before = process.cpuUsage();
+  for (let i = 0; i < rounds; i++) JSON.stringify(JSON.parse(text), null, 2);
+  const cpu = process.cpuUsage(before);
+  return (cpu.user + cpu.system) / 1000 / rounds;
+}
+
 async function measure(name: string, store: FileRegistryStore, finished: number, atLeast = 20): Promise<number> {
   for (let i = 0; i < Math.min(5, atLeast); i++) await touch(store, i, finished); // warm-up
+  const disk = fsyncRate(store.paths.dir);
   (globalThis as { gc?: () => void }).gc?.();
   let n = 0;
+  const cpuBefore = process.cpuUsage();
   const start = process.hrtime.bigint();
   const deadline = start + BigInt(Math.round(seconds * 1e9));
   while (process.hrtime.bigint() < deadline || n < atLeast) await touch(store, n++, finished);
   const ms = Number(process.hrtime.bigint() - start) / 1e6 / n;
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuMs = (cpu.user + cpu.system) / 1000 / n;
   const kib = statSync(store.paths.registry).size / 1024;
-  process.stdout.write(`${name.padEnd(44)} ${ms.toFixed(2).padStart(7)} ms/update  (${n} updates; registry.json ${kib.toFixed(0)} KiB)\n`);
+  process.stdout.write(
+    `${name.padEnd(44)} ${ms.toFixed(2).padStart(7)} ms/update ${cpuMs.toFixed(2).padStart(6)} ms CPU/update  (${n} updates; registry.json ${kib.toFixed(0)} KiB, JSON parse + stringify ${jsonCpuMs(store.paths.registry).toFixed(2)} ms CPU; disk ${disk.toFixed(0)} fdatasync/s, so the two fsyncs an update waits for in turn take ~${(2000 / disk).toFixed(2)} ms; load ${loadavg()[0]!.toFixed(1)})\n`,
+  );
   return ms;
 }
 

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- runtime [seconds-per-case]`: durable steps/s of the runtime's start → claim →
+ * `npm run bench -- runtime [seconds-per-case] [repetitions]`: durable steps/s of the runtime's start → claim →
  * report loop on the LMDB run store at 100, 1,000, 10,000 and 100,000 live runs, with 1 and 32
  * loops in flight, beside the in-memory baseline, polyflow's published figure and this disk's fsync rate,
  * all measured in the same run.
@@ -13,13 +13,21 @@
  * Figures printed:
  * - fsync: fdatasync() calls per second on a 1-byte append in the bench directory (the disk's
  *   ceiling for one durable commit per step, without group commit);
- * - per case: steps/s, ms/step, CPU µs/step of this process (what the figures would be on an idle
- *   machine: a 2-core machine shared with other work gives the bench a fraction of a core), and the
- *   steps per commit (group commit); the disk's fdatasync/s again before each live-run size;
+ * - per case, measured `reps` times (default 3) in a row: the median steps/s with the slowest and
+ *   fastest repetition, ms/step, the median CPU µs/step of this process (what the figures would be
+ *   on an idle machine: a 2-core machine shared with other work gives the bench a fraction of a
+ *   core; it does not depend on the disk), the steps per commit (group commit), and the disk's
+ *   fdatasync/s measured just before the case. With 32 in flight a commit carries every step in
+ *   flight, so steps/s is about 32 × the commits the disk allows (an LMDB commit is two
+ *   fdatasyncs): one 2-second sample on a shared disk can be off by 2× (repeated at load ~20, one
+ *   case ranged 533-1,030 steps/s), which is how one run showed 10,000 live runs at 58% of 100
+ *   while 100,000 were at 80%; the CPU per step, which does not depend on the disk, shows the
+ *   store's own cost;
  * - memory store (in-process baseline, no disk) at 1,000 live runs, concurrency 32;
  * - polyflow's published figure: it reports about 1,200 steps/s (node:sqlite, WAL);
  * - the targets of issue 19 (≥ 5,000 at 1,000 live with 32 in flight; 100,000 live within 20% of
- *   100 live, with 32 and with 1 in flight), each MET or MISSED.
+ *   100 live, with 32 and with 1 in flight), each MET or MISSED on the medians, and the same
+ *   ratio in CPU per step.
  */
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -36,6 +44,7 @@ const SEED_CLAIM = 1200;
 const LIVE_STEPS = [100, 1000, 10_000, 100_000];
 const CONCURRENCY = [1, 32];
 const seconds = Number(process.argv[2] ?? '2');
+const reps = Number(process.argv[3] ?? '3');
 const library = createWorkflowLibrary(builtinWorkflowDirs());
 
 function day(n: number): string {
@@ -85,7 +94,16 @@ async function addLive(store: RunStore, base: RunRecord, from: number, to: numbe
 
 let dayCounter = 0;
 
-async function measure(name: string, store: RunStore, live: number, concurrency: number, commits?: () => number): Promise<number> {
+interface Sample {
+  perSec: number;
+  msPerStep: number;
+  cpuUs: number;
+  steps: number;
+  stepsPerCommit: number | null;
+}
+
+/** One timed sample: `concurrency` loops for `seconds` (at least 10 loops). */
+async function sample(store: RunStore, live: number, concurrency: number, commits?: () => number): Promise<Sample> {
   const rt = createRuntime({ store, library, agentArea: 'bench', instanceArea: 'loop' });
   let loops = 0;
   const loop = async (): Promise<void> => {
@@ -111,13 +129,38 @@ async function measure(name: string, store: RunStore, live: number, concurrency:
   const steps = (loops - loopsBefore) * 3;
   const running = (await store.listRuns({ status: 'running' })).length;
   if (running !== live) throw new Error(`expected ${live} live runs, found ${running}`);
-  const perSec = steps / secs;
-  const shared = commits ? `, ${(steps / Math.max(1, commits() - commitsBefore)).toFixed(1)} steps/commit` : '';
-  const cpuUs = (cpu.user + cpu.system) / steps;
+  return {
+    perSec: steps / secs,
+    msPerStep: (secs / steps) * 1000,
+    cpuUs: (cpu.user + cpu.system) / steps,
+    steps,
+    stepsPerCommit: commits ? steps / Math.max(1, commits() - commitsBefore) : null,
+  };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** A case: `reps` samples in a row; prints the medians with the spread and the disk's rate just before. Returns the medians. */
+async function measure(name: string, store: RunStore, live: number, concurrency: number, commits?: () => number, onDisk = true): Promise<{ perSec: number; cpuUs: number }> {
+  const disk = onDisk ? fsyncRate(dir, 300) : null;
+  const samples: Sample[] = [];
+  for (let i = 0; i < reps; i++) samples.push(await sample(store, live, concurrency, commits));
+  const perSec = median(samples.map((x) => x.perSec));
+  const cpuUs = median(samples.map((x) => x.cpuUs));
+  const rates = samples.map((x) => x.perSec);
+  const shared = commits ? `, ${median(samples.map((x) => x.stepsPerCommit!)).toFixed(1)} steps/commit` : '';
   process.stdout.write(
-    `${name.padEnd(40)} ${perSec.toFixed(0).padStart(7)} steps/s  ${((secs / steps) * 1000).toFixed(3).padStart(7)} ms/step  ${cpuUs.toFixed(0).padStart(5)} µs CPU/step  (${steps} steps${shared})\n`,
+    `${name.padEnd(40)} ${perSec.toFixed(0).padStart(7)} steps/s [${Math.min(...rates).toFixed(0)}-${Math.max(...rates).toFixed(0)}]  ${median(samples.map((x) => x.msPerStep))
+      .toFixed(3)
+      .padStart(
+        7,
+      )} ms/step  ${cpuUs.toFixed(0).padStart(5)} µs CPU/step  (${reps} × ${samples[0]!.steps}+ steps${shared}${disk === null ? '' : `; disk ${disk.toFixed(0)} fdatasync/s`}; load ${loadavg()[0]!.toFixed(1)})\n`,
   );
-  return perSec;
+  return { perSec, cpuUs };
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'polly-bench-runtime-'));
@@ -130,10 +173,10 @@ try {
   const base = await template();
   const memory = createMemoryRunStore();
   await addLive(memory, base, 0, 1000);
-  const mem = await measure('memory store, 1,000 live, 32 in flight', memory, 1000, 32, () => memory.commits);
+  const mem = (await measure('memory store, 1,000 live, 32 in flight', memory, 1000, 32, () => memory.commits, false)).perSec;
   await memory.close();
   const store = createLmdbRunStore(join(dir, 'store'));
-  const results = new Map<string, number>();
+  const results = new Map<string, { perSec: number; cpuUs: number }>();
   let have = 0;
   for (const live of LIVE_STEPS) {
     const t0 = Date.now();
@@ -142,23 +185,25 @@ try {
     process.stdout.write(
       `  (added live runs up to ${live.toLocaleString('en')} in ${((Date.now() - t0) / 1000).toFixed(1)} s; rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB)\n`,
     );
-    process.stdout.write(`  (disk now: ${fsyncRate(dir, 500).toFixed(0)} fdatasync/s)\n`);
     for (const c of CONCURRENCY)
       results.set(`${live}/${c}`, await measure(`lmdb, ${live.toLocaleString('en').padStart(7)} live, ${String(c).padStart(2)} in flight`, store, live, c, () => store.commits));
   }
   await store.close();
   process.stdout.write(`${"seed's claim (polyflow, node:sqlite)".padEnd(40)} ${`~${SEED_CLAIM.toLocaleString('en')}`.padStart(7)} steps/s\n`);
-  const at1k = results.get('1000/32')!;
-  const at100 = results.get('100/32')!;
-  const at100k = results.get('100000/32')!;
+  const at1k = results.get('1000/32')!.perSec;
+  const at100 = results.get('100/32')!.perSec;
+  const at100k = results.get('100000/32')!.perSec;
   const ratio = at100k / at100;
-  const ratio1 = results.get('100000/1')! / results.get('100/1')!;
+  const ratio1 = results.get('100000/1')!.perSec / results.get('100/1')!.perSec;
+  const cpuRatio = (c: number): string =>
+    `${((results.get(`100000/${c}`)!.cpuUs / results.get(`100/${c}`)!.cpuUs) * 100).toFixed(0)}% (${results.get(`100/${c}`)!.cpuUs.toFixed(0)} -> ${results.get(`100000/${c}`)!.cpuUs.toFixed(0)} µs)`;
   process.stdout.write(
     `lmdb at 1,000 live, 32 in flight / seed: ${(at1k / SEED_CLAIM).toFixed(2)}×; / memory store: ${(at1k / mem).toFixed(2)}×; steps/s per fdatasync/s: ${(at1k / fsyncs).toFixed(1)}\n`,
   );
   process.stdout.write(`target ≥ 5,000 durable steps/s at 1,000 live, 32 in flight: ${at1k.toFixed(0)} — ${at1k >= 5000 ? 'MET' : 'MISSED'}\n`);
   process.stdout.write(`target 100,000 live within 20% of 100 live (32 in flight): ${(ratio * 100).toFixed(0)}% — ${ratio >= 0.8 ? 'MET' : 'MISSED'}\n`);
   process.stdout.write(`target 100,000 live within 20% of 100 live (1 in flight): ${(ratio1 * 100).toFixed(0)}% — ${ratio1 >= 0.8 ? 'MET' : 'MISSED'}\n`);
+  process.stdout.write(`CPU per step at 100,000 live / at 100 live (does not depend on the disk): 32 in flight ${cpuRatio(32)}, 1 in flight ${cpuRatio(1)}\n`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

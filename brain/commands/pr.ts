@@ -11,7 +11,10 @@ import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { createLocalForge, localPullRequestUrl, type LocalForge } from '../forge/local-forge.js';
 import type { LocalPullRequest } from '../registry/registry-schema.js';
-import { createFileRegistryStore } from '../registry/registry-store.js';
+import { createFileRegistryStore, type RegistryStore } from '../registry/registry-store.js';
+import { ensureBrain } from '../process/daemon.js';
+import { reconcileDeadBrain } from '../process/resume.js';
+import { FINAL_TASK_STATUSES } from '../core/vocabulary.js';
 import { findRepo } from '../../workers/git/repo.js';
 import { formatTable } from './table.js';
 import { githubPullRequestStatus, pullRequestStatus, type PullRequestStatus } from '../forge/pr-status.js';
@@ -79,6 +82,7 @@ const USAGE = `Usage: polly pr list [--all] [--json]
        polly pr diff <number> [--json]
        polly pr comment <number> [--file <path> [--line <n>]] "<text>" [--json]
        polly pr request-changes <number> [--file <path> [--line <n>]] "<text>" [--json]
+       polly pr check <number> --name <name> --conclusion success|failure|timed_out [--summary <text>] [--log-file <path>] [--json]
        polly pr sync [--json]
 
 Pull requests on the local forge (recorded in .polly/registry.json, branches on origin).
@@ -87,11 +91,20 @@ Pull requests on the local forge (recorded in .polly/registry.json, branches on 
   diff   what the PR changes: git diff <base>...<head> (after a merge: from the base it was opened on)
   comment          add a comment to the PR (on one line of a file with --file/--line: the new
                    side of the diff); journaled as pr.feedback
-  request-changes  ask for changes, the same way; the PR's REVIEW becomes changes_requested
+  request-changes  ask for changes, the same way; the PR's REVIEW becomes changes_requested.
+                   A change request or a line comment on a ready task's PR starts a fix round in
+                   the task's own worker session: with no Brain running, this starts one
+                   (detached, as polly run does; it exits when done); stderr says what happens
+  check  report a check run on the PR's current head, as a CI would with GitHub's check-runs API
+         (name, conclusion, summary; --log-file: its tail becomes the log excerpt). failure or
+         timed_out journals pr.checks_failed: the task's worker gets a fix round with the log
+         (a Brain is started if none runs); a later success on the same head clears it
   sync   notice human merges now: merged tasks become done and their worktrees are removed
          after a backup under refs/polly/backup/ (a running Brain does this every 30 s); on
          GitHub it first reads every open PR's reviews, comments, checks and mergeability (the
-         Brain's PR watcher, every 60 s) and journals what is new
+         Brain's PR watcher, every 60 s) and journals what is new; on the local forge it runs
+         Polly's own check of each ready PR whose base moved: the acceptance commands on the
+         head merged with the base's tip, once per (head, base); red journals pr.checks_failed
 
 Polly never merges: review the diff, then merge with git (merge, fast-forward, squash or
 rebase) and push; Polly notices and marks the PR merged.
@@ -99,10 +112,12 @@ rebase) and push; Polly notices and marks the PR merged.
 Options:
   --json   machine output: list → [{forge, number, state, title, head, base, headCommit, taskId,
            url, review, checks, conflicts, conflictFiles}], show → the PR record with url and status,
-           diff → {number, diff}, comment/request-changes → {number, id, event}
+           diff → {number, diff}, comment/request-changes → {number, id, event, fixRound,
+           brain: {pid, started} | null}, check → {number, name, conclusion, headCommit, fixRound, brain}
 
   list shows each open PR's REVIEW (changes_requested|approved|commented|none), CHECKS (the
-  task's acceptance commands: passing|failing|none) and CONFLICTS (clean|conflicts|unknown:
+  task's acceptance commands: passing|failing|none; failing also when Polly's check of the head
+  merged with its moved base is red) and CONFLICTS (clean|conflicts|unknown:
   Polly merges the head into the base's current tip in memory, git merge-tree, on every read).
   Tasks' GitHub PRs are listed too (gh#N), as the Brain's PR watcher last saw them on GitHub:
   CHECKS are the head's check runs and statuses (passing|failing|pending|none), CONFLICTS GitHub's
@@ -121,7 +136,10 @@ function parseNumber(raw: string | undefined, sub: string): number {
   return n;
 }
 
-async function openLocalForge(cwd: string, env: NodeJS.ProcessEnv): Promise<LocalForge & { readRegistry(): Promise<Registry> }> {
+async function openLocalForge(
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<LocalForge & { readRegistry(): Promise<Registry>; store: RegistryStore; repoRoot: string; pollyDir: string }> {
   const repo = await findRepo(cwd, env);
   if (!existsSync(repo.pollyDir)) {
     throw new PollyError('not_initialized', `Polly is not initialised in ${repo.root} (no .polly/ directory). Run "polly init" there first.`, {
@@ -129,7 +147,61 @@ async function openLocalForge(cwd: string, env: NodeJS.ProcessEnv): Promise<Loca
     });
   }
   const store = createFileRegistryStore(repo.pollyDir);
-  return Object.assign(createLocalForge({ repoRoot: repo.root, store }), { readRegistry: () => store.read() });
+  return Object.assign(createLocalForge({ repoRoot: repo.root, store }), { readRegistry: () => store.read(), store, repoRoot: repo.root, pollyDir: repo.pollyDir });
+}
+
+/** What happens to feedback just recorded: whether a fix round follows, and the Brain that runs it. */
+interface FeedbackNext {
+  /** True when the PR's task will get a fix round for it (now, or after the round in progress). */
+  fixRound: boolean;
+  /** The Brain that acts on it: `started` when this command started it; null when none is needed. */
+  brain: { pid: number; started: boolean } | null;
+  /** One sentence for stderr: what will happen, and the command to run when nothing will. */
+  message: string;
+}
+
+/**
+ * Make sure feedback is acted on: a change request, or a comment on a line, on the PR of a task
+ * that is ready (its run watches the PR) or in a fix round is routed by the Brain
+ * (brain/process/pr-events.ts). With no Brain running, start one detached, as `polly run` and
+ * `polly resume` do (brain/process/daemon.ts `ensureBrain`: `polly brain --exit-when-idle`, log in
+ * `.polly/brain.log`); it exits once the round is done. Otherwise say why nothing will happen.
+ */
+async function actOnFeedback(
+  forge: { readRegistry(): Promise<Registry>; store: RegistryStore; repoRoot: string; pollyDir: string },
+  number: number,
+  actionable: boolean,
+  env: NodeJS.ProcessEnv,
+): Promise<FeedbackNext> {
+  const reg = await forge.readRegistry();
+  const pr = reg.pullRequests[String(number)]!;
+  const task = pr.taskId ? reg.tasks[pr.taskId] : undefined;
+  if (!actionable) {
+    return {
+      fixRound: false,
+      brain: null,
+      message: `a comment without --file starts no fix round (the Brain's inbox shows it); to have the code changed, use "polly pr request-changes ${number} …" or "polly pr comment ${number} --file F --line L …".`,
+    };
+  }
+  if (!task) return { fixRound: false, brain: null, message: `PR #${number} belongs to no Polly task: the feedback is recorded for whoever works on ${pr.head}.` };
+  const inRound = !FINAL_TASK_STATUSES.has(task.status);
+  if (task.status !== 'ready' && !inRound) {
+    return {
+      fixRound: false,
+      brain: null,
+      message: `task ${task.id} is ${task.status}${task.statusReason ? ` (${task.statusReason})` : ''}: no fix round starts for this feedback; it is yours to act on (polly status shows the task).`,
+    };
+  }
+  await reconcileDeadBrain(forge.store);
+  const brain = await ensureBrain(forge.store, forge.repoRoot, forge.pollyDir, env);
+  const when = inRound ? `after the fix round in progress (task ${task.id} is ${task.status})` : 'now';
+  return {
+    fixRound: true,
+    brain,
+    message: brain.started
+      ? `no Brain was running: started one (pid ${brain.pid}) to start a fix round of task ${task.id} ${when}; it exits when done. Its log: .polly/brain.log; follow with polly status.`
+      : `the Brain (pid ${brain.pid}) starts a fix round of task ${task.id} ${when}; follow with polly status.`,
+  };
 }
 
 /** The human-readable lines of one PR (pure). */
@@ -157,6 +229,15 @@ export function formatPullRequest(pr: LocalPullRequest): string[] {
         .map((l) => `    ${l}`.trimEnd()),
     );
     for (const c of r.comments) out.push(`  ${c.file}:${c.line}: ${c.message.replace(/\s+/g, ' ')}`);
+  }
+  for (const r of pr.checkRuns ?? []) {
+    if (r.headCommit !== pr.headCommit) continue;
+    out.push(`check run ${r.name}: ${r.conclusion} on ${r.headCommit.slice(0, 12)} at ${r.at} — ${r.summary.replace(/\s+/g, ' ')}`);
+  }
+  const lc = pr.localCheck;
+  if (lc) {
+    out.push('', `check on the merge with ${pr.base} (${lc.baseCommit.slice(0, 12)}) of ${lc.headCommit.slice(0, 12)}: ${lc.conclusion} at ${lc.checkedAt}`);
+    for (const c of lc.checks) out.push(`  ${c.conclusion === 'success' ? 'ok  ' : 'FAIL'} ${c.name} (${c.summary})`);
   }
   return out;
 }
@@ -239,11 +320,54 @@ export const command: Command = {
       const forge = await openLocalForge(io.cwd, io.env);
       const event = sub === 'comment' ? 'COMMENT' : 'REQUEST_CHANGES';
       const { id } = await forge.addFeedback(number, { event, body, ...(values.file !== undefined ? { file: values.file } : {}), ...(line !== undefined ? { line } : {}) });
-      if (values.json) writeJson(io.stdout, { number, id, event });
+      const next = await actOnFeedback(forge, number, event === 'REQUEST_CHANGES' || values.file !== undefined, io.env);
+      io.stderr.write(`[polly] ${next.message}\n`);
+      if (values.json) writeJson(io.stdout, { number, id, event, fixRound: next.fixRound, brain: next.brain });
       else
         writeLine(
           io.stdout,
           `PR #${number}: ${event === 'COMMENT' ? 'comment' : 'change request'} recorded${values.file ? ` on ${values.file}${line ? `:${line}` : ''}` : ''} (journal: pr.feedback).`,
+        );
+      return 0;
+    }
+    if (sub === 'check') {
+      const args = parseCommandArgs(
+        'pr check',
+        rest,
+        { json: { type: 'boolean' }, name: { type: 'string' }, conclusion: { type: 'string' }, summary: { type: 'string' }, 'log-file': { type: 'string' } },
+        1,
+      );
+      const number = parseNumber(args.positionals[0], sub);
+      const values = args.values as { json?: boolean; name?: string; conclusion?: string; summary?: string; 'log-file'?: string };
+      if (!values.name) throw new PollyError('bad_input', "polly pr check: missing --name (the check's name, e.g. --name ci/test).");
+      const conclusion = values.conclusion;
+      if (conclusion !== 'success' && conclusion !== 'failure' && conclusion !== 'timed_out') {
+        throw new PollyError('bad_input', `polly pr check: --conclusion ${JSON.stringify(conclusion ?? '')} is not one of success, failure, timed_out.`, {
+          details: { argument: conclusion ?? null },
+        });
+      }
+      let logExcerpt: string | undefined;
+      if (values['log-file'] !== undefined) {
+        const { readFile } = await import('node:fs/promises');
+        const { resolve } = await import('node:path');
+        try {
+          logExcerpt = (await readFile(resolve(io.cwd, values['log-file']), 'utf8')).slice(-4000);
+        } catch (error) {
+          throw new PollyError('bad_input', `polly pr check: cannot read --log-file ${values['log-file']}: ${(error as Error).message}. Give the path of the check's log.`, {
+            details: { argument: values['log-file'] },
+          });
+        }
+      }
+      const forge = await openLocalForge(io.cwd, io.env);
+      const summary = values.summary ?? `${values.name}: ${conclusion}`;
+      const { headCommit } = await forge.addCheckRun(number, { name: values.name, conclusion, summary, ...(logExcerpt !== undefined ? { logExcerpt } : {}) });
+      const next = conclusion === 'success' ? null : await actOnFeedback(forge, number, true, io.env);
+      if (next) io.stderr.write(`[polly] ${next.message}\n`);
+      if (values.json) writeJson(io.stdout, { number, name: values.name, conclusion, headCommit, fixRound: next?.fixRound ?? false, brain: next?.brain ?? null });
+      else
+        writeLine(
+          io.stdout,
+          `PR #${number}: check ${values.name} ${conclusion} recorded on ${headCommit.slice(0, 12)}${conclusion === 'success' ? '' : ' (journal: pr.checks_failed)'}.`,
         );
       return 0;
     }
@@ -264,7 +388,13 @@ export const command: Command = {
         worktrees: createWorktreeManager({ repoRoot: ctx.repo.root, ...(ctx.config.worktrees.dir ? { worktreesDir: ctx.config.worktrees.dir } : {}) }),
         progress: (l) => io.stderr.write(`${l}\n`),
       });
-      if (args.values.json) writeJson(io.stdout, watch ? { ...report, watch } : report);
+      // Local forge: its CI, Polly's own check of each ready PR merged with its moved base (pr.checks_failed when red).
+      const { createLocalPrChecks } = await import('../forge/local-pr-checks.js');
+      const checks =
+        forge.kind === 'local'
+          ? await createLocalPrChecks({ repoRoot: ctx.repo.root, store: ctx.store, config: ctx.config, progress: (l) => io.stderr.write(`${l}\n`) }).pass()
+          : null;
+      if (args.values.json) writeJson(io.stdout, { ...report, ...(watch ? { watch } : {}), ...(checks ? { localChecks: checks } : {}) });
       else {
         if (watch) {
           const events = Object.entries(watch.events).map(([k, n]) => `${n} ${k}`);
@@ -277,16 +407,22 @@ export const command: Command = {
         for (const d of report.done) writeLine(io.stdout, `${d.taskId}: PR #${d.number} merged by a human → done; worktree removed after backup ${d.backupRef ?? '(none needed)'}`);
         for (const c of report.closed) writeLine(io.stdout, `${c}: PR closed without merging`);
         for (const e of report.errors) writeLine(io.stdout, `${e.taskId}: ${e.message}`);
+        for (const c of checks?.checked ?? [])
+          writeLine(
+            io.stdout,
+            `PR #${c.number}: checks on ${c.headCommit.slice(0, 12)} merged with its base at ${c.baseCommit.slice(0, 12)}: ${c.conclusion === 'success' ? 'passing' : 'failing (journal: pr.checks_failed)'}`,
+          );
+        for (const e of checks?.errors ?? []) writeLine(io.stdout, `PR #${e.number}: the check on the merge with its base could not run: ${e.message}`);
         if (!report.done.length && !report.closed.length && !report.errors.length) writeLine(io.stdout, `no merges since the last check (${report.checked.length} PR(s) checked)`);
       }
-      return report.errors.length || watch?.errors.length ? 1 : 0;
+      return report.errors.length || watch?.errors.length || checks?.errors.length ? 1 : 0;
     }
     if (sub === 'merge') {
       throw new PollyError('bad_input', 'polly pr has no merge: Polly never merges. Review with "polly pr diff <number>", then merge with git yourself.');
     }
     throw new PollyError(
       'bad_input',
-      `polly pr: unknown subcommand ${JSON.stringify(sub ?? '')}. Use list, show <number>, diff <number>, comment <number>, request-changes <number> or sync.`,
+      `polly pr: unknown subcommand ${JSON.stringify(sub ?? '')}. Use list, show <number>, diff <number>, comment <number>, request-changes <number>, check <number> or sync.`,
       { details: { argument: sub ?? null } },
     );
   },

@@ -18,7 +18,7 @@ import { PollyError } from '../core/errors.js';
 import type { Forge, ListPullRequestsOptions, NoMergeKeys, OpenPullRequestInput, OpenedPullRequest, PullRequestInfo, ReviewInput } from './forge.js';
 import { detectMerge } from './merge-detection.js';
 import { checkMergeability, type Mergeability } from './pr-mergeability.js';
-import type { LocalPullRequest, Registry } from '../registry/registry-schema.js';
+import type { LocalCheckRun, LocalPullRequest, Registry } from '../registry/registry-schema.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
 import { recordPollyRefWrite } from '../../workers/git/ref-guard.js';
 
@@ -54,6 +54,16 @@ export interface LocalForge extends Forge {
    * @throws PollyError `not_found` (unknown PR), `conflict` (merged or closed), `bad_input` (empty body, line without file).
    */
   addFeedback(number: number, input: { event: 'COMMENT' | 'REQUEST_CHANGES'; body: string; file?: string; line?: number }): Promise<{ id: number }>;
+  /**
+   * Record a check run on the PR's current head (`polly pr check`: a human or an outside CI reports
+   * it, as it would with GitHub's check-runs API). A `failure` or `timed_out` run journals
+   * `pr.checks_failed` {forge: 'local', number, taskId, headCommit, checks: [{name, conclusion,
+   * summary, logExcerpt?}]} — the event the GitHub watcher emits — which the Brain routes as a
+   * CHECKS_FAILED fix round; a `success` records that the check passes (a re-run), with no event.
+   * @returns the head commit the run was recorded for.
+   * @throws PollyError `not_found` (unknown PR), `conflict` (merged or closed), `bad_input` (empty name).
+   */
+  addCheckRun(number: number, input: { name: string; conclusion: LocalCheckRun['conclusion']; summary: string; logExcerpt?: string }): Promise<{ headCommit: string }>;
 }
 
 const OPEN_STATES: ReadonlySet<LocalPullRequest['state']> = new Set(['draft', 'open', 'ready']);
@@ -178,7 +188,8 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
           tx.emit('pr.closed', { forge: 'local', number: pr.number, taskId: pr.taskId, reason: `branch ${pr.head} was deleted from ${remote} unmerged` });
         } else if (c.mergeability) {
           const was = pr.mergeability?.state ?? null;
-          pr.mergeability = { ...c.mergeability, checkedAt: now() };
+          const { tree: _tree, ...checked } = c.mergeability;
+          pr.mergeability = { ...checked, checkedAt: now() };
           if (c.mergeability.state === 'conflicts' && was !== 'conflicts') {
             tx.emit('pr.conflicts', {
               forge: 'local',
@@ -335,6 +346,35 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
           ...(input.file !== undefined ? { file: input.file, line: input.line ?? 1 } : {}),
         });
         return { id: p.reviews.length };
+      });
+    },
+
+    async addCheckRun(number: number, input: { name: string; conclusion: LocalCheckRun['conclusion']; summary: string; logExcerpt?: string }): Promise<{ headCommit: string }> {
+      if (input.name.trim() === '') throw new PollyError('bad_input', `a check run on PR #${number} needs a name (--name, e.g. "ci/test").`);
+      const pr = await refreshed(number);
+      requireOpen(pr, 'report a check on it');
+      return options.store.update((draft, tx) => {
+        const p = draft.pullRequests[String(number)]!;
+        const run: LocalCheckRun = {
+          name: input.name.trim(),
+          headCommit: p.headCommit,
+          conclusion: input.conclusion,
+          summary: input.summary,
+          ...(input.logExcerpt ? { logExcerpt: input.logExcerpt.slice(-4000) } : {}),
+          at: now(),
+        };
+        (p.checkRuns ??= []).push(run);
+        p.updatedAt = run.at;
+        if (run.conclusion !== 'success') {
+          tx.emit('pr.checks_failed', {
+            forge: 'local',
+            number,
+            taskId: p.taskId,
+            headCommit: p.headCommit,
+            checks: [{ name: run.name, conclusion: run.conclusion, summary: run.summary, ...(run.logExcerpt ? { logExcerpt: run.logExcerpt } : {}) }],
+          });
+        }
+        return { headCommit: p.headCommit };
       });
     },
 

@@ -17,6 +17,8 @@ export interface Mergeability {
   baseCommit: string;
   /** The head commit checked. */
   headCommit: string;
+  /** The merge's tree id (conflicted files hold git's conflict markers). Not stored: the object may be pruned. */
+  tree: string;
 }
 
 /**
@@ -35,5 +37,5 @@ export async function checkMergeability(git: GitRunner, cwd: string, input: { ba
     );
   }
   const files = r.exitCode === 1 ? [...new Set(lines.slice(1).filter((l) => l !== ''))].sort() : [];
-  return { state: r.exitCode === 1 ? 'conflicts' : 'clean', files, baseCommit: input.baseCommit, headCommit: input.headCommit };
+  return { state: r.exitCode === 1 ? 'conflicts' : 'clean', files, baseCommit: input.baseCommit, headCommit: input.headCommit, tree: lines[0]! };
 }

@@ -23,8 +23,17 @@ export interface PullRequestStatus {
   conflictFiles: string[];
 }
 
-/** The status of `pr`; `checks` are the task's last acceptance results (empty: none run). */
-export function pullRequestStatus(pr: Pick<LocalPullRequest, 'reviews' | 'mergeability' | 'state'>, checks: readonly CommandResult[]): PullRequestStatus {
+/**
+ * The status of `pr`; `checks` are the task's last acceptance results (empty: none run). Polly's
+ * own check of the head merged with the moved base (`pr.localCheck`, brain/forge/local-pr-checks.ts)
+ * wins while it is about the current head: a failure there is `failing` even though the task's
+ * own run was green; so does a check run reported red with `polly pr check` on the current head
+ * (the latest run per check name counts).
+ */
+export function pullRequestStatus(
+  pr: Pick<LocalPullRequest, 'reviews' | 'mergeability' | 'state' | 'localCheck' | 'checkRuns'> & { headCommit?: string },
+  checks: readonly CommandResult[],
+): PullRequestStatus {
   let review: PullRequestStatus['review'] = 'none';
   for (const r of pr.reviews) {
     if (r.event === 'REQUEST_CHANGES') review = 'changes_requested';
@@ -35,10 +44,24 @@ export function pullRequestStatus(pr: Pick<LocalPullRequest, 'reviews' | 'mergea
   const m = open ? pr.mergeability : undefined;
   return {
     review,
-    checks: checks.length === 0 ? 'none' : checks.every((c) => c.exitCode === 0 && !c.timedOut) ? 'passing' : 'failing',
+    checks:
+      (pr.localCheck !== undefined && pr.localCheck.headCommit === pr.headCommit && pr.localCheck.conclusion === 'failure') || reportedRunFails(pr)
+        ? 'failing'
+        : checks.length === 0
+          ? 'none'
+          : checks.every((c) => c.exitCode === 0 && !c.timedOut)
+            ? 'passing'
+            : 'failing',
     conflicts: m ? m.state : 'unknown',
     conflictFiles: m?.state === 'conflicts' ? m.files : [],
   };
+}
+
+/** True when the latest reported run of some check name (`polly pr check`) on the current head did not succeed. */
+function reportedRunFails(pr: Pick<LocalPullRequest, 'checkRuns'> & { headCommit?: string }): boolean {
+  const latest = new Map<string, string>();
+  for (const r of pr.checkRuns ?? []) if (r.headCommit === pr.headCommit) latest.set(r.name, r.conclusion);
+  return [...latest.values()].some((c) => c !== 'success');
 }
 
 /**

@@ -20,6 +20,7 @@ import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
 import type { Runtime } from '../../workflows/run/runtime.js';
 import type { Forge } from '../forge/forge.js';
 import type { PullRequestWatcher } from '../forge/github-watch.js';
+import { createLocalPrChecks, type LocalPrChecks } from '../forge/local-pr-checks.js';
 import type { PlanLibrary } from '../plan/plan-library.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { GoalRecord } from '../registry/registry-schema.js';
@@ -48,6 +49,8 @@ export interface BrainProcessDeps {
   forge: Forge;
   /** The GitHub PR watcher (one pass per after-merge pass); null on the local forge, which watches itself on every read. */
   prWatcher?: PullRequestWatcher | null;
+  /** The local forge's own check of open PRs merged with their moved base (one pass per after-merge pass); null on GitHub, whose CI does it. */
+  localChecks?: LocalPrChecks | null;
   /** Effect tool name → implementation (brain/task-tools/index.ts). */
   tools: Record<string, TaskTool>;
   /** Env for agent processes (model endpoints). */
@@ -135,6 +138,7 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
     forge,
     prWatcher: watcher,
     prWatchSeconds: config.forge.github.watch_seconds,
+    localChecks: forge.kind === 'local' ? createLocalPrChecks({ repoRoot: repo.root, store, config, progress: log }) : null,
     tools: { ...TASK_TOOLS },
     agentEnv: agentEnvFrom(env, config),
     gateContext,

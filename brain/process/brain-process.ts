@@ -120,11 +120,35 @@ export function isIdle(reg: Registry, runs: readonly RunRecord[]): boolean {
  */
 export async function runBrainProcess(deps: BrainProcessDeps): Promise<void> {
   const now = deps.clock ?? (() => new Date());
-  const lock = await acquireBrainLock(deps.pollyDir, { now });
+  const lock = await takeBrainLock(deps, now);
   try {
     await runLocked(deps, now);
   } finally {
     await lock.release();
+  }
+}
+
+/** How long a starting Brain waits for an idle Brain that is on its way out to release `.polly/brain.lock` (ms). */
+const LEAVING_BRAIN_WAIT_MS = 10_000;
+
+/**
+ * Take `.polly/brain.lock`. A live holder that no longer owns the registry's Brain row is an idle
+ * Brain exiting (it clears the row first, then releases the lock): wait for it, at most
+ * {@link LEAVING_BRAIN_WAIT_MS}, instead of refusing the Brain that `polly pr request-changes`
+ * started for feedback given just then.
+ * @throws PollyError `already_running` when the holder still owns the row (or did not leave in time).
+ */
+async function takeBrainLock(deps: Pick<BrainProcessDeps, 'pollyDir' | 'store'>, now: () => Date): Promise<Awaited<ReturnType<typeof acquireBrainLock>>> {
+  const started = Date.now();
+  for (;;) {
+    try {
+      return await acquireBrainLock(deps.pollyDir, { now });
+    } catch (error) {
+      if (!isPollyError(error, 'already_running') || Date.now() - started > LEAVING_BRAIN_WAIT_MS) throw error;
+      const holder = Number(error.details?.pid);
+      if ((await deps.store.read()).brain?.pid === holder) throw error;
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 }
 
@@ -279,6 +303,15 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
       }
       if (mergeDue) {
         lastMergePass = Date.now();
+        // The local forge's CI: open PRs whose base moved are checked on the merge (in flight: a red
+        // check journals pr.checks_failed, which wakes the loop and is routed as a fix round).
+        const localChecks = deps.localChecks;
+        if (localChecks) {
+          spawnWork('local-pr-checks', async () => {
+            const checked = await localChecks.pass();
+            for (const e of checked.errors) log(`[polly] PR #${e.number}: the check on the merge with its base could not run (next pass retries): ${e.message}`);
+          });
+        }
         // Finished goal trees a day old leave registry.json for archive.jsonl (registry-archive.ts): the registry stays small.
         await deps.store.update((draft, tx) => void archiveFinished(draft, tx, now().getTime() - ARCHIVE_AFTER_MS));
       }
@@ -291,8 +324,24 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
 
       reg = await deps.store.read();
       if (deps.exitWhenIdle && inflight.size === 0 && isIdle(reg, await deps.runtime.list({ status: 'running' }))) {
-        log('[polly] nothing open: the Brain exits');
-        break;
+        // Leave the repository only if nothing was journaled since that read, in the same write
+        // that clears the Brain row: feedback given meanwhile (`polly pr request-changes` starts a
+        // Brain only when none is registered) is then either seen by this Brain's next pass or
+        // finds no Brain registered and starts one — never lost in between.
+        const seen = reg.counters.journalSeq;
+        const leaving = await deps.store.update((draft, tx) => {
+          if (draft.counters.journalSeq !== seen) return false;
+          if (draft.brain?.pid === process.pid) {
+            draft.brain = null;
+            tx.emit('brain.stopped', { pid: process.pid, graceful: false, inFlight: [], idle: true });
+          }
+          return true;
+        });
+        if (leaving) {
+          log('[polly] nothing open: the Brain exits');
+          break;
+        }
+        continue;
       }
       // Sleep until the journal moves, in-flight work ends, or a timer is due.
       if (woken) continue;

@@ -10,7 +10,9 @@
  *   point per line comment of a review (`comments`: each at its own file:line); a
  *   conversation comment without a file is NOT actionable (a question or a remark: the Brain's inbox
  *   shows it, no fix round starts), so a "thanks!" never costs a round;
- * - `pr.checks_failed` → CHECKS_FAILED;
+ * - `pr.checks_failed` → CHECKS_FAILED; one with a `baseCommit` (the local forge's own check of the
+ *   head merged with the moved base, brain/forge/local-pr-checks.ts) → BASE_CHECKS_FAILED: the
+ *   round merges the base in first, then the worker fixes what the merge broke;
  * - `pr.conflicts` → CONFLICTS, unless a later `pr.conflicts_resolved` for the same PR says it merges
  *   again;
  * - never Polly's own reviews or comments (`author: 'polly'`; the forges do not emit `pr.feedback`
@@ -89,10 +91,13 @@ export function actionablePrEvents(entries: readonly JournalEntry[], taskId: str
     } else if (e.kind === 'pr.checks_failed') {
       const checks = Array.isArray(d.checks) ? (d.checks as Array<Record<string, unknown>>) : [];
       const names = checks.map((c) => `${String(c.name ?? 'check')} (${String(c.conclusion ?? 'failure')})`).join(', ');
+      const onMerge = typeof d.baseCommit === 'string' && d.baseCommit !== '';
       out.push({
         seq: e.seq,
-        action: 'CHECKS_FAILED',
-        line: `failing check${checks.length === 1 ? '' : 's'} on ${String(d.headCommit ?? 'the head').slice(0, 12)}: ${names || 'unnamed'}`,
+        action: onMerge ? 'BASE_CHECKS_FAILED' : 'CHECKS_FAILED',
+        line: onMerge
+          ? `failing check${checks.length === 1 ? '' : 's'} on ${String(d.headCommit ?? 'the head').slice(0, 12)} merged with ${String(d.base ?? 'the base')} at ${String(d.baseCommit).slice(0, 12)}: ${names || 'unnamed'}`
+          : `failing check${checks.length === 1 ? '' : 's'} on ${String(d.headCommit ?? 'the head').slice(0, 12)}: ${names || 'unnamed'}`,
         data: d,
       });
     } else if (e.kind === 'pr.conflicts') {
@@ -133,14 +138,20 @@ export function fixRoundFeedback(task: Pick<TaskRecord, 'pr'>, action: FixAction
     const items = events.map((e) => `- ${e.line}`).join('\n');
     return `${head} A reviewer asked for changes:\n\n${items}\n\nChange the code to address every point (the file:line names the line in the PR's version), keep the acceptance checks passing, and end with a short summary of what you changed. Polly runs the acceptance commands itself, has the change re-reviewed, pushes it and replies on the PR.`;
   }
-  if (action === 'CHECKS_FAILED') {
+  if (action === 'CHECKS_FAILED' || action === 'BASE_CHECKS_FAILED') {
     const parts = events.flatMap((e) =>
       (Array.isArray(e.data.checks) ? (e.data.checks as Array<Record<string, unknown>>) : []).map((c) => {
         const excerpt = typeof c.logExcerpt === 'string' && c.logExcerpt.trim() ? `\n\n\`\`\`\n${c.logExcerpt.trim().slice(-3000)}\n\`\`\`` : '';
         return `- ${String(c.name ?? 'check')}: ${String(c.conclusion ?? 'failure')}${c.summary ? ` — ${oneLine(c.summary, 600)}` : ''}${c.url ? ` (${String(c.url)})` : ''}${excerpt}`;
       }),
     );
-    return `${head} A check failed on the PR's head:\n\n${parts.join('\n') || events.map((e) => `- ${e.line}`).join('\n')}\n\nFind the cause in the code and fix it; keep the acceptance checks passing and end with a short summary of what you changed.`;
+    const list = parts.join('\n') || events.map((e) => `- ${e.line}`).join('\n');
+    if (action === 'BASE_CHECKS_FAILED') {
+      const last = events[events.length - 1]!.data;
+      const base = String(last.base ?? 'the base');
+      return `${head} The PR's base (${base}) moved, and with ${base} at ${String(last.baseCommit ?? '').slice(0, 12)} merged in, the acceptance checks fail (the PR alone passed them):\n\n${list}\n\nPolly has merged ${base} into your worktree (staged, not committed). Fix the code so the checks pass with both sides' changes: keep the intent of the base's change and of this task's; do not commit and do not abort the merge (Polly commits it once the checks are green). End with a short summary of what you changed.`;
+    }
+    return `${head} A check failed on the PR's head:\n\n${list}\n\nFind the cause in the code and fix it; keep the acceptance checks passing and end with a short summary of what you changed.`;
   }
   return `${head} The PR's base moved and the PR ${events.map((e) => e.line).join('; ')}. Polly merges the base into the task branch now.`;
 }

@@ -100,33 +100,60 @@ export function fileSignature(s: BigIntStats): string {
 
 const fsyncFd = promisify(fsync);
 
+/** An append whose lines are written (in the page cache, visible to every reader) and whose fsync is under way. */
+export interface StartedAppend {
+  /** The file's tail after the append. */
+  tail: JournalTail;
+  /** The file's {@link fileSignature} after the append. */
+  signature: string;
+  /** Resolves when the lines are on disk (fsync done, fd closed); rejects when the fsync fails. */
+  durable: Promise<void>;
+}
+
 /**
- * Append entries and fsync. If the file ends in a partial line (a crash mid-append), that
- * fragment is cut first: it is a prefix of an entry the caller is re-appending from the registry's
- * pending journal. Call only under the registry lock.
+ * Write entries at the end of the file and start its fsync, returning before the fsync is done:
+ * a caller holding the registry lock can let the next writer in as soon as the lines are written
+ * (the next writer's own fsync of the same file flushes these lines too) and await `durable`
+ * before it acknowledges. If the file ends in a partial line (a crash mid-append), that fragment
+ * is cut first: it is a prefix of an entry the caller is re-appending from the registry's pending
+ * journal. Call only under the registry lock.
  *
  * Open, write and close are synchronous calls (microseconds on a local file: cheaper than a trip
  * through libuv's thread pool, which under load costs more than the call); the fsync, which waits
  * for the disk, runs on the thread pool.
- * @returns the file's tail after the append and its {@link fileSignature}, or null when nothing was done.
+ * @returns null when there is nothing to write or cut.
  */
-export async function appendJournal(path: string, entries: readonly JournalEntry[], tail: JournalTail): Promise<{ tail: JournalTail; signature: string } | null> {
+export function startAppend(path: string, entries: readonly JournalEntry[], tail: JournalTail): StartedAppend | null {
   if (entries.length === 0 && tail.size === tail.completeSize) return null;
   const fd = openSync(path, 'a');
+  let size = tail.completeSize;
+  let signature: string;
   try {
     if (tail.size > tail.completeSize) ftruncateSync(fd, tail.completeSize);
-    let size = tail.completeSize;
     if (entries.length > 0) {
       const bytes = Buffer.from(formatJournalLines(entries));
       for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
       size += bytes.length;
     }
-    await fsyncFd(fd);
-    const signature = fileSignature(fstatSync(fd, { bigint: true }));
-    return { tail: { lastSeq: entries.length > 0 ? entries[entries.length - 1]!.seq : tail.lastSeq, completeSize: size, size }, signature };
-  } finally {
+    signature = fileSignature(fstatSync(fd, { bigint: true }));
+  } catch (error) {
     closeSync(fd);
+    throw error;
   }
+  const durable = fsyncFd(fd).finally(() => closeSync(fd));
+  return { tail: { lastSeq: entries.length > 0 ? entries[entries.length - 1]!.seq : tail.lastSeq, completeSize: size, size }, signature, durable };
+}
+
+/**
+ * Append entries and fsync ({@link startAppend}, then wait for its fsync). Call only under the
+ * registry lock.
+ * @returns the file's tail after the append and its {@link fileSignature}, or null when nothing was done.
+ */
+export async function appendJournal(path: string, entries: readonly JournalEntry[], tail: JournalTail): Promise<{ tail: JournalTail; signature: string } | null> {
+  const started = startAppend(path, entries, tail);
+  if (started === null) return null;
+  await started.durable;
+  return { tail: started.tail, signature: started.signature };
 }
 
 /** A position in the journal: the byte offset just after the line with `seq`. */

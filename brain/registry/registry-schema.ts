@@ -232,8 +232,12 @@ export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
 export interface FixRoundRecord {
   /** 1-based, counted by the run's `fix_rounds` (config `pr.max_fix_rounds`). */
   round: number;
-  /** The signal that started it: `FEEDBACK`, `CHECKS_FAILED` or `CONFLICTS`. */
-  action: 'FEEDBACK' | 'CHECKS_FAILED' | 'CONFLICTS';
+  /**
+   * The signal that started it: `FEEDBACK`, `CHECKS_FAILED`, `CONFLICTS`, or `BASE_CHECKS_FAILED`
+   * (the checks fail on the PR merged with its moved base: the local forge's own check,
+   * brain/forge/local-pr-checks.ts).
+   */
+  action: 'FEEDBACK' | 'CHECKS_FAILED' | 'CONFLICTS' | 'BASE_CHECKS_FAILED';
   /** Registry journal seqs of the PR events it answers. */
   eventSeqs: number[];
   /** The events in one line each, for the reply on the PR (`file:line: text`, a check's name, conflicting files). */
@@ -246,6 +250,30 @@ export interface FixRoundRecord {
 }
 
 export type { WorkerRecord };
+
+/** One run of the local forge's check (see {@link LocalPullRequest.localCheck}). `checkedAt` is an ISO time. */
+export interface LocalPrCheckRecord {
+  headCommit: string;
+  baseCommit: string;
+  /** `success`: every command exited 0; `failure`: one did not (or timed out). */
+  conclusion: 'success' | 'failure';
+  /** One per command run: `name` is the command, `summary` its exit (`exit code 1`, `timed out after 300 s`). */
+  checks: Array<{ name: string; conclusion: 'success' | 'failure'; summary: string }>;
+  checkedAt: string;
+}
+
+/** One check run reported with `polly pr check` (see {@link LocalPullRequest.checkRuns}). `at` is an ISO time. */
+export interface LocalCheckRun {
+  name: string;
+  /** The PR head the run is about (the head when it was reported). */
+  headCommit: string;
+  /** GitHub's check-run conclusions that Polly acts on, plus `success`. */
+  conclusion: 'success' | 'failure' | 'timed_out';
+  summary: string;
+  /** The tail of the log the reporter gave (`--log-file`), at most 4000 characters. */
+  logExcerpt?: string;
+  at: string;
+}
 
 /** A pull request recorded by the local forge. */
 export interface LocalPullRequest {
@@ -272,6 +300,18 @@ export interface LocalPullRequest {
    * absent before the first check. `checkedAt` is an ISO time.
    */
   mergeability?: { state: 'clean' | 'conflicts'; files: string[]; baseCommit: string; headCommit: string; checkedAt: string };
+  /**
+   * Polly's own check of the PR merged with its base's current tip (the local forge's CI,
+   * brain/forge/local-pr-checks.ts): the task's acceptance commands run on `headCommit` merged with
+   * `baseCommit`, once per pair. Absent until the base first moves under the open PR.
+   */
+  localCheck?: LocalPrCheckRecord;
+  /**
+   * Check runs reported by a human or an outside CI with `polly pr check` (the local twin of
+   * GitHub's check runs, https://docs.github.com/en/rest/checks/runs#create-a-check-run), oldest
+   * first; the latest per (name, headCommit) counts. Absent until the first report.
+   */
+  checkRuns?: LocalCheckRun[];
   createdAt: string;
   updatedAt: string;
 }

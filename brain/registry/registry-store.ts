@@ -4,10 +4,12 @@
  * Two implementations of one {@link RegistryStore} interface:
  * - {@link createFileRegistryStore}: the real one. Every update is a read-modify-write under a
  *   proper-lockfile lock (`registry.json.lock`, a directory; stale after `lockStaleMs` without a
- *   heartbeat), written to `registry.json.tmp`, fsynced, the previous good file hard-linked to
- *   `registry.json.bak`, renamed over `registry.json` (the commit point), then the directory fsynced
- *   while the transaction's events are appended to the journal and fsynced (concurrently: both
- *   follow the commit point, and the update resolves after both). A crash leaves the old or the new registry, never half of one.
+ *   heartbeat), written to `registry.json.tmp` and fsynced (meanwhile the previous good file is
+ *   hard-linked to `registry.json.bak`), renamed over `registry.json` (the commit point), and the
+ *   transaction's events written to the journal. Then the lock is released while the directory's
+ *   fsync and the journal's run (all three follow the commit point), and the update resolves after
+ *   both fsyncs: the next writer reads what this one wrote, and its own fsyncs cover it. A crash
+ *   leaves the old or the new registry, never half of one.
  * - {@link createMemoryRegistryStore}: the same semantics in memory, for tests.
  *
  * Archive: `registry.archived` events (finished goal trees leaving the registry, see
@@ -27,7 +29,7 @@ import { EventEmitter } from 'node:events';
 import { join, resolve } from 'node:path';
 import lockfile from 'proper-lockfile';
 import { PollyError, isPollyError } from '../core/errors.js';
-import { appendJournal, fileSignature, readJournalFrom, readJournalTail, type JournalCursor, type JournalTail } from './journal.js';
+import { appendJournal, fileSignature, readJournalFrom, readJournalTail, startAppend, type JournalCursor, type JournalTail } from './journal.js';
 import { migrateRegistry, registryVersionOf, type RawRegistry } from './registry-migrations.js';
 import { emptyRegistry, type JournalEntry, type Registry } from './registry-schema.js';
 import { ARCHIVE_EVENT } from './registry-archive.js';
@@ -167,6 +169,14 @@ async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+/** The registry lock as {@link createFileRegistryStore}'s `withLock` hands it to its body. */
+interface HeldLock {
+  /** The error that compromised the lock (its directory was taken over or removed), or null while it is held. */
+  compromised(): Error | null;
+  /** Release the lock and the in-process queue now (idempotent); settles when the lock directory is gone. */
+  release(): Promise<void>;
+}
+
 interface LoadedFile {
   /** The migrated, validated registry (with pendingJournal if the file had one). */
   registry: Registry;
@@ -281,6 +291,14 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
     if (appended) knownTails.set(path, appended);
   }
 
+  /** Write under the lock and remember the new tail; the returned promise settles when the lines are on disk. */
+  function startAppendKnown(path: string, entries: readonly JournalEntry[], tail: JournalTail): Promise<void> {
+    const started = startAppend(path, entries, tail);
+    if (started === null) return Promise.resolve();
+    knownTails.set(path, { signature: started.signature, tail: started.tail });
+    return started.durable;
+  }
+
   /**
    * The identity of the registry this store works on: the `.polly` directory's dev+ino+birth time (the file
    * itself gets a new inode on every atomic write, so its own inode is no identity) and whether a
@@ -340,6 +358,15 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
     return { registry: parsed.registry, text, fileVersion: parsed.fileVersion };
   }
 
+  /**
+   * Take the cross-process lock with proper-lockfile's synchronous calls (mkdir, then utimes + stat
+   * for the heartbeat's mtime): metadata calls of microseconds, which through libuv's thread pool
+   * cost two thread hops each, and under load a hop waits for a core (timing spans around one
+   * update at load 9 on 2 cores: taking and releasing the lock were 1.8 ms of 8.5). Waiting for a
+   * held lock stays asynchronous, and so does the release (proper-lockfile's `unlock`): removing
+   * the lock directory frees an inode, which waits for the file system's journal (0.3-2 ms measured
+   * under load), and the release overlaps the update's last fsyncs ({@link withLock}).
+   */
   async function takeLock(): Promise<{ release(): Promise<void>; compromised(): Error | null }> {
     if (!existsSync(dir)) await mkdir(dir, { recursive: true });
     let deadline = Date.now() + lockTimeoutMs;
@@ -348,7 +375,8 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
     let lost: Error | null = null;
     for (;;) {
       try {
-        const release = await lockfile.lock(paths.registry, {
+        // Its returned release is synchronous; the lock is released with unlock() below instead.
+        lockfile.lockSync(paths.registry, {
           realpath: false,
           stale: lockStaleMs,
           retries: 0,
@@ -357,13 +385,11 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
           },
         });
         return {
-          release: async () => {
-            try {
-              await release();
-            } catch {
+          // proper-lockfile's asynchronous unlock of the lock lockSync took (the one per path in this process).
+          release: () =>
+            lockfile.unlock(paths.registry, { realpath: false }).catch(() => {
               // Already released or compromised: another process owns the lock now.
-            }
-          },
+            }),
           compromised: () => lost,
         };
       } catch (error) {
@@ -392,8 +418,13 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
     }
   }
 
-  /** Run `body` holding both the in-process queue and the cross-process lock. */
-  async function withLock<T>(body: (lost: () => Error | null) => Promise<T>): Promise<T> {
+  /**
+   * Run `body` holding both the in-process queue and the cross-process lock. `body` may release
+   * both early with `lock.release()` (idempotent; the next writer, in this process or another, may
+   * start at once) and go on with work that needs no lock, such as waiting for fsyncs of what it
+   * wrote; otherwise they are released when `body` settles.
+   */
+  async function withLock<T>(body: (lock: HeldLock) => Promise<T>): Promise<T> {
     const previous = processQueues.get(paths.registry) ?? Promise.resolve();
     let done!: () => void;
     const mine = new Promise<void>((resolve) => {
@@ -404,10 +435,15 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
     await previous;
     try {
       const lock = await takeLock();
+      let released: Promise<void> | null = null;
+      const release = (): Promise<void> => {
+        released ??= lock.release().finally(done);
+        return released;
+      };
       try {
-        return await body(lock.compromised);
+        return await body({ compromised: lock.compromised, release });
       } finally {
-        await lock.release();
+        await release();
       }
     } finally {
       done();
@@ -450,10 +486,43 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
   }
 
   /**
-   * Write `text` as the registry (temp file, fsync, `.bak`, rename: the commit point) and return
-   * the new file's {@link fileSignature}. Metadata calls (open, close, link, rename) and the write
-   * into the page cache are synchronous: microseconds each, less than a trip through libuv's thread
-   * pool, which under load costs more than the call. The fsync, which waits for the disk, is not.
+   * Keep the current registry file as `registry.json.bak` (a hard link, renamed into place; a copy
+   * on file systems without hard links) and, on the first write after a migration from schema
+   * v<N>, as `registry.json.v<N>.bak` once. The link and renames are synchronous (no thread-pool
+   * trips); {@link writeRegistry} calls this while the new file's fsync runs on the thread pool, so
+   * the rename, which frees the previous backup's inode and so may wait for the file system's
+   * journal, overlaps that fsync instead of following it.
+   */
+  async function keepBackup(fileVersion: number): Promise<void> {
+    if (fileVersion < emptyRegistry().schemaVersion) {
+      try {
+        await copyFile(paths.registry, join(dir, `registry.json.v${fileVersion}.bak`), 1 /* COPYFILE_EXCL */);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+    }
+    const bakTmp = `${paths.backup}.tmp`;
+    try {
+      unlinkSync(bakTmp);
+    } catch {
+      // not there: the usual case
+    }
+    try {
+      linkSync(paths.registry, bakTmp);
+    } catch {
+      await copyFile(paths.registry, bakTmp); // file systems without hard links
+    }
+    renameSync(bakTmp, paths.backup);
+  }
+
+  /**
+   * Write `text` as the registry (temp file, fsync, rename: the commit point) and return the new
+   * file's {@link fileSignature}. The `.bak` of the current file is made while the temp file's
+   * fsync waits for the disk (it does not depend on the new file; a crash before the rename
+   * leaves `.bak` equal to the registry, both the old state). The temp file's open, write (into
+   * the page cache) and close and the final rename are synchronous: microseconds each, less than a
+   * trip through libuv's thread pool, which under load costs more than the call. The fsync, which
+   * waits for the disk, is not.
    */
   async function writeRegistry(text: string, existed: boolean, fileVersion: number, lost: () => Error | null): Promise<string> {
     const fd = openSync(tmpPath, 'w');
@@ -461,34 +530,14 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
     try {
       const bytes = Buffer.from(text);
       for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
-      await fsyncFd(fd);
+      // The backup does not depend on the new file: it runs beside the fsync. Both settle before
+      // the fd is closed.
+      const [synced, backedUp] = await Promise.allSettled([fsyncFd(fd), existed ? keepBackup(fileVersion) : undefined]);
+      if (synced.status === 'rejected') throw synced.reason;
+      if (backedUp.status === 'rejected') throw backedUp.reason;
       signature = fileSignature(fstatSync(fd, { bigint: true })); // a rename keeps inode, size and mtime
     } finally {
       closeSync(fd);
-    }
-    if (existed) {
-      const versioned = join(dir, `registry.json.v${fileVersion}.bak`);
-      const current = emptyRegistry().schemaVersion;
-      if (fileVersion < current) {
-        // The first write after a migration: keep the original of the old version once.
-        try {
-          await copyFile(paths.registry, versioned, 1 /* COPYFILE_EXCL */);
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        }
-      }
-      const bakTmp = `${paths.backup}.tmp`;
-      try {
-        unlinkSync(bakTmp);
-      } catch {
-        // not there: the usual case
-      }
-      try {
-        linkSync(paths.registry, bakTmp);
-      } catch {
-        await copyFile(paths.registry, bakTmp); // file systems without hard links
-      }
-      renameSync(bakTmp, paths.backup);
     }
     const compromised = lost();
     if (compromised) {
@@ -513,7 +562,7 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
     },
 
     async update<T>(fn: (draft: Registry, tx: RegistryTx) => T | Promise<T>): Promise<T> {
-      return withLock(async (lost) => {
+      return withLock(async (lock) => {
         const loaded = await loadFile();
         const journalLast = await flushPending(loaded.registry.pendingJournal);
         const previousPending = loaded.registry.pendingJournal;
@@ -538,30 +587,44 @@ export function createFileRegistryStore(pollyDir: string, options: RegistryStore
         if (pending !== undefined) draft.pendingJournal = pending;
         const text = `${JSON.stringify(draft, null, 2)}\n`;
         if (text === loaded.text) return result; // nothing changed, nothing emitted
-        const written = await writeRegistry(text, loaded.text !== null, loaded.fileVersion, lost);
+        const written = await writeRegistry(text, loaded.text !== null, loaded.fileVersion, lock.compromised);
         // The rename was the commit point. If the append fails now (e.g. a full disk), the events are
         // safe in the registry's pendingJournal and the next read, update or journal read appends them.
-        // The directory's fsync (which makes the rename durable) and the journal's run at the same
-        // time: both come after the commit point, and the update returns only when both are done.
-        const appended = (async () => {
-          try {
-            if (entries.length > 0) await append(paths.journal, entries, await tailOf(paths.journal));
-            const archived = entries.filter((e) => e.kind === ARCHIVE_EVENT);
-            if (archived.length > 0) {
-              const tail = await tailOf(paths.archive);
-              await append(
-                paths.archive,
-                archived.filter((e) => e.seq > tail.lastSeq),
-                tail,
-              );
-            }
-            return true;
-          } catch {
-            return false;
+        // The directory's fsync (which makes the rename durable), the journal's (and the archive's)
+        // and the lock's release run at the same time: all come after the commit point, and the
+        // update returns only when all are done.
+        const settled = (p: Promise<unknown>): Promise<boolean> =>
+          p.then(
+            () => true,
+            () => false,
+          );
+        const durable: Array<Promise<boolean>> = [settled(fsyncDir(dir))];
+        try {
+          if (entries.length > 0) durable.push(settled(startAppendKnown(paths.journal, entries, await tailOf(paths.journal))));
+          const archived = entries.filter((e) => e.kind === ARCHIVE_EVENT);
+          if (archived.length > 0) {
+            const tail = await tailOf(paths.archive);
+            durable.push(
+              settled(
+                startAppendKnown(
+                  paths.archive,
+                  archived.filter((e) => e.seq > tail.lastSeq),
+                  tail,
+                ),
+              ),
+            );
           }
-        })();
-        const [, ok] = await Promise.all([fsyncDir(dir), appended]);
-        flushedSignature = ok ? written : null;
+        } catch {
+          durable.push(Promise.resolve(false));
+        }
+        // Everything is written: the next writer may read it while the fsyncs run. Its own fsyncs
+        // cover what it read from here (its registry holds this state, and an fsync of the journal
+        // flushes every line written before it), so no writer is acknowledged on state that could
+        // be lost; this update is acknowledged when its own fsyncs are done.
+        const [, ...flags] = await Promise.all([lock.release(), ...durable]);
+        // Another update of this process may have committed since: a stale signature here only
+        // costs the next read a check of the journal's tail.
+        flushedSignature = flags.every(Boolean) ? written : null;
         return result;
       });
     },

@@ -9,7 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { createLocalForge } from '../../brain/forge/local-forge.js';
 import { toInboxEvents } from '../../brain/mcp/brain-tools.js';
+import { actionablePrEvents } from '../../brain/process/pr-events.js';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
+import { newTaskRecord } from '../../brain/registry/task-record.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { runCli } from '../helpers/registry-cli.js';
 import { createTestRepo, git } from '../helpers/git-repo.js';
@@ -119,10 +121,12 @@ describe('polly pr (local forge)', () => {
     }
     const comment = runCli(['pr', 'comment', '2', 'Why a capital letter?', '--json'], repo.dir);
     expect(comment.code).toBe(0);
-    expect(JSON.parse(comment.stdout)).toEqual({ number: 2, id: 1, event: 'COMMENT' });
+    expect(JSON.parse(comment.stdout)).toEqual({ number: 2, id: 1, event: 'COMMENT', fixRound: false, brain: null });
+    expect(comment.stderr).toContain('a comment without --file starts no fix round');
     const change = runCli(['pr', 'request-changes', '2', '--file', 'top.txt', '--line', '1', 'Use a lowercase b.'], repo.dir);
     expect(change.code).toBe(0);
     expect(change.stdout).toBe('PR #2: change request recorded on top.txt:1 (journal: pr.feedback).\n');
+    expect(change.stderr).toContain('PR #2 belongs to no Polly task');
     expect(runCli(['pr', 'request-changes', '2', '--line', 'x', 'no'], repo.dir).stderr).toContain('--line "x" is not a line number');
     expect(runCli(['pr', 'request-changes', '2', '--line', '3', 'no file'], repo.dir).stderr).toContain('--line 3 needs --file');
     expect(runCli(['pr', 'comment', '2'], repo.dir).code).toBe(2);
@@ -153,6 +157,96 @@ describe('polly pr (local forge)', () => {
       ['pr.conflicts', 2, null, null, null, ['top.txt']],
     ]);
   });
+
+  test("a change request (and a failing check run from polly pr check) on a ready task's PR with no Brain running starts one (which routes it and exits when idle); on a parked task it says nobody acts", async () => {
+    const repo = createTestRepo({ 'top.txt': 'one\n' });
+    mkdirSync(join(repo.dir, '.polly'));
+    const store = createFileRegistryStore(join(repo.dir, '.polly'));
+    const forge = createLocalForge({ repoRoot: repo.dir, store });
+    const wt = join(repo.root, 'wt-t1');
+    repo.git(['worktree', 'add', '-q', '-b', 'polly/p1-t1', wt]);
+    writeFileSync(join(wt, 'top.txt'), 'ONE\n');
+    git(wt, ['commit', '-q', '-am', 'shout']);
+    const { number } = await forge.openDraftPullRequest({ head: 'polly/p1-t1', base: 'main', title: 'Shout', body: 't1' });
+    await store.update((draft) => {
+      const t = newTaskRecord(
+        {
+          id: 'p1-t1',
+          planId: 'p1',
+          title: 'Shout',
+          purpose: 'implement',
+          worker: 'claude-code',
+          model: null,
+          reviewer: 'pi',
+          prompt: 'shout',
+          acceptance: { commands: ['true'], criteria: [] },
+          dependsOn: [],
+        },
+        new Date().toISOString(),
+      );
+      t.status = 'ready';
+      t.pr = { forge: 'local', number, url: `polly-local:pr/${number}`, state: 'ready' };
+      draft.tasks[t.id] = t;
+    });
+    const change = runCli(['pr', 'request-changes', String(number), '--file', 'top.txt', '--line', '1', 'Quieter, please.', '--json'], repo.dir);
+    expect(change.code, change.stderr).toBe(0);
+    const out = JSON.parse(change.stdout) as { fixRound: boolean; brain: { pid: number; started: boolean } };
+    expect(out).toMatchObject({ number, event: 'REQUEST_CHANGES', fixRound: true, brain: { started: true } });
+    expect(change.stderr).toContain(`no Brain was running: started one (pid ${out.brain.pid}) to start a fix round of task p1-t1 now`);
+    // The Brain it started is a real one: it claims the repository, finds nothing more to do here (no run watches this hand-made task) and exits.
+    let kinds: Array<[string, unknown]> = [];
+    for (let i = 0; i < 300; i++) {
+      kinds = (await store.journal()).filter((e) => e.kind.startsWith('brain.')).map((e) => [e.kind, e.data.pid]);
+      if (kinds.some(([k]) => k === 'brain.stopped')) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(kinds).toEqual([
+      ['brain.started', out.brain.pid],
+      ['brain.stopped', out.brain.pid],
+    ]);
+    // An outside CI reports a failing check run (the local twin of GitHub's check-runs API): journaled
+    // as pr.checks_failed with its log, shown failing, routed as CHECKS_FAILED; a later success on the same head clears it.
+    writeFileSync(join(repo.root, 'ci.log'), 'lint: top.txt:1: no shouting\n');
+    const red = runCli(
+      ['pr', 'check', String(number), '--name', 'ci/lint', '--conclusion', 'failure', '--summary', 'lint is red', '--log-file', join(repo.root, 'ci.log'), '--json'],
+      repo.dir,
+    );
+    expect(red.code, red.stderr).toBe(0);
+    const redOut = JSON.parse(red.stdout) as { headCommit: string; fixRound: boolean; brain: { pid: number; started: boolean } };
+    expect(redOut).toMatchObject({ number, name: 'ci/lint', conclusion: 'failure', headCommit: git(wt, ['rev-parse', 'HEAD']), fixRound: true, brain: { started: true } });
+    const failed = (await store.journal()).filter((e) => e.kind === 'pr.checks_failed');
+    expect(failed.map((e) => e.data)).toEqual([
+      {
+        forge: 'local',
+        number,
+        taskId: 'p1-t1',
+        headCommit: redOut.headCommit,
+        checks: [{ name: 'ci/lint', conclusion: 'failure', summary: 'lint is red', logExcerpt: 'lint: top.txt:1: no shouting\n' }],
+      },
+    ]);
+    expect(actionablePrEvents(await store.journal(), 'p1-t1', 0).map((e) => e.action)).toEqual(['FEEDBACK', 'CHECKS_FAILED']);
+    expect((JSON.parse(runCli(['pr', 'list', '--json'], repo.dir).stdout) as Array<{ checks: string }>)[0]!.checks).toBe('failing');
+    expect(runCli(['pr', 'show', String(number)], repo.dir).stdout).toContain('check run ci/lint: failure on');
+    const green = runCli(['pr', 'check', String(number), '--name', 'ci/lint', '--conclusion', 'success', '--json'], repo.dir);
+    expect(JSON.parse(green.stdout)).toMatchObject({ conclusion: 'success', fixRound: false, brain: null });
+    expect((JSON.parse(runCli(['pr', 'list', '--json'], repo.dir).stdout) as Array<{ checks: string }>)[0]!.checks).toBe('none');
+    expect((await store.journal()).filter((e) => e.kind === 'pr.checks_failed')).toHaveLength(1);
+    expect(runCli(['pr', 'check', String(number), '--name', 'ci/lint', '--conclusion', 'neutral'], repo.dir).stderr).toContain(
+      '--conclusion "neutral" is not one of success, failure, timed_out',
+    );
+    for (let i = 0; i < 300 && !(await store.journal()).some((e) => e.kind === 'brain.stopped' && e.data.pid === redOut.brain.pid); i++)
+      await new Promise((r) => setTimeout(r, 100));
+
+    // A parked task gets no fix round, and no Brain is started for it.
+    await store.update((draft) => {
+      draft.tasks['p1-t1']!.status = 'parked';
+      draft.tasks['p1-t1']!.statusReason = 'no fix round is left';
+    });
+    const parked = runCli(['pr', 'request-changes', String(number), 'Still too loud.', '--json'], repo.dir);
+    expect(JSON.parse(parked.stdout)).toMatchObject({ fixRound: false, brain: null });
+    expect(parked.stderr).toContain('task p1-t1 is parked (no fix round is left): no fix round starts for this feedback');
+    expect((await store.journal()).filter((e) => e.kind === 'brain.started')).toHaveLength(2);
+  }, 60_000);
 
   test('bad input exits 2 naming the value; an unknown PR exits 1 not_found; no .polly is not_initialized', () => {
     const repo = createTestRepo();

@@ -126,6 +126,20 @@ describe('config bounds go into the checked task workflow', () => {
     expect(run(wf, [...toReady, ...round, ['FEEDBACK']])).toBe('parked');
     expect(run(wf, [...toReady, ['CONFLICTS'], ['BASE_CONFLICTED'], ['WORKER_DONE'], ['TESTS_RED']])).toBe('parked'); // red re-tests count a round too
     expect(run(wf, [...toReady, ['MERGED']])).toBe('done');
+    // The local forge's check red on the merge with the moved base: the base is merged in, then the worker fixes (one round).
+    const baseRound: Array<[string, Record<string, unknown>?]> = [
+      ['BASE_CHECKS_FAILED'],
+      ['BASE_MERGED'],
+      ['WORKER_DONE'],
+      ['TESTS_GREEN'],
+      ['REVIEW_CLEAN'],
+      ['PUSHED'],
+      ['REPLIED'],
+      ['MARKED_READY'],
+    ];
+    expect(run(wf, [...toReady, ['BASE_CHECKS_FAILED']])).toBe('integrating');
+    expect(run(wf, [...toReady, ...baseRound])).toBe('watching');
+    expect(run(wf, [...toReady, ...baseRound, ['BASE_CHECKS_FAILED']])).toBe('parked');
     // The default: 3 rounds; 0 parks on the first PR event.
     expect(taskPart(DEFAULT_CONFIG).variables.find((v) => v.name === 'fix_rounds')).toMatchObject({ max: 3 });
     const zero = structuredClone(DEFAULT_CONFIG);

@@ -3,10 +3,13 @@
  * worker session as a bounded, model-checked fix round.
  *
  * Real everything: git with a bare origin, the real `claude` implementer and `pi` reviewer against
- * the scripted model server, the Brain as a process (`polly run`, then `polly brain
- * --exit-when-idle --no-llm` after each human action), the human through `polly pr
- * request-changes` and git (test/helpers/human-merge.ts). Ground truth comes from refs, files and
- * the model server's request log, never from the agents' words.
+ * the scripted model server, the Brain as a process (`polly run`; the Brain `polly pr
+ * request-changes` starts itself when none runs; `polly brain --exit-when-idle --no-llm` after a
+ * human's merge), the human through `polly pr request-changes` and git
+ * (test/helpers/human-merge.ts). One run, four PR events: a change request given while no Brain
+ * runs, a base that breaks the PR without a textual conflict (the local forge's own check on the
+ * merge goes red), a conflicting merge, and one past the bound. Ground truth comes from refs, files
+ * and the model server's request log, never from the agents' words.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -39,8 +42,9 @@ tasks:
 `;
 
 /**
- * The implementer's turns, one per human message of its ONE conversation: the task, the change
- * request (fix round 1), then the conflicting files of the base merge (fix round 2).
+ * The implementer's turns, one per human message of its ONE conversation: the task (which also adds
+ * a test of mean()), the change request (fix round 1), the checks red on the merge with a main that
+ * renamed mean() to average() (fix round 2), then the conflicting files of the base merge (fix round 3).
  */
 const SCRIPT = `sessions:
   - name: implement-sum
@@ -49,11 +53,34 @@ const SCRIPT = `sessions:
       - steps:
           - read: src/stats.js
           - edit: {path: src/stats.js, old: "a - b", new: "a + b"}
-          - finish: "sum() adds now."
+          - write:
+              path: test/mean.test.js
+              content: |
+                import { test } from 'node:test';
+                import assert from 'node:assert/strict';
+                import { mean } from '../src/stats.js';
+
+                test('mean of two numbers', () => {
+                  assert.equal(mean([2, 4]), 3);
+                });
+          - finish: "sum() adds now, and mean() has a test."
       - steps:
           - read: src/stats.js
           - edit: {path: src/stats.js, old: "/** Sum of a list of numbers. */", new: "/** Sum of a list of numbers (0 for an empty list). */"}
           - finish: "Documented sum([]) === 0."
+      - steps:
+          - read: test/mean.test.js
+          - write:
+              path: test/mean.test.js
+              content: |
+                import { test } from 'node:test';
+                import assert from 'node:assert/strict';
+                import { average } from '../src/stats.js';
+
+                test('average of two numbers', () => {
+                  assert.equal(average([2, 4]), 3);
+                });
+          - finish: "main renamed mean() to average(); the new test uses average() now."
       - steps:
           - write:
               path: src/stats.js
@@ -64,7 +91,7 @@ const SCRIPT = `sessions:
                 }
 
                 /** Arithmetic mean of a non-empty list of numbers. */
-                export function mean(xs) {
+                export function average(xs) {
                   if (xs.length === 0) throw new RangeError('mean of an empty list (no numbers)');
                   return sum(xs) / xs.length;
                 }
@@ -91,13 +118,13 @@ afterAll(async () => {
 });
 
 describe('a ready PR: feedback goes back to the same worker session, bounded (local forge, real CLIs)', () => {
-  it('a change request is fixed in the same session and pushed fast-forward with a reply; a conflict after a human merge is resolved by a merge commit; the exhausted bound parks the task', async () => {
+  it('a change request given with no Brain running is fixed in the same session and pushed fast-forward with a reply; a base that breaks the PR without a textual conflict fails the local check and is fixed in a green merge commit; a conflict after a human merge is resolved by a merge commit; the exhausted bound parks the task', async () => {
     const { root, repo, origin } = sampleProjectWithOrigin('polly-fix-rounds-');
     const env = gitTestEnv();
     await run(process.execPath, [cli, 'init'], { cwd: repo, env });
     server = await startScriptedModelServer({ script: parseModelScript(SCRIPT) });
-    // Two fix rounds: the change request, the conflict; a third PR event parks the task.
-    const modelEnv = useScriptedModels(repo, server.url, { extra: [[['pr', 'max_fix_rounds'], 2]] });
+    // Three fix rounds: the change request, the base that breaks the checks, the conflict; a fourth PR event parks the task.
+    const modelEnv = useScriptedModels(repo, server.url, { extra: [[['pr', 'max_fix_rounds'], 3]] });
     const planFile = join(root, 'plan.yaml');
     writeFileSync(planFile, PLAN);
     const brainEnv = { ...env, ...modelEnv };
@@ -105,6 +132,14 @@ describe('a ready PR: feedback goes back to the same worker session, bounded (lo
     const brainGone = async () => {
       for (let i = 0; i < 150 && readRegistry(repo).brain; i++) await new Promise((r) => setTimeout(r, 200));
       expect(readRegistry(repo).brain).toBeNull();
+    };
+    // The Brain `polly pr request-changes` started, once it has left (its log).
+    const brainLog = () => readFileSync(join(repo, '.polly/brain.log'), 'utf8');
+    const brainStopped = async (pid: number) => {
+      const stopped = () => journalOf(repo).some((e) => e.kind === 'brain.stopped' && e.data.pid === pid);
+      for (let i = 0; i < 1200 && !stopped(); i++) await new Promise((r) => setTimeout(r, 200));
+      expect(stopped(), brainLog()).toBe(true);
+      return brainLog();
     };
     const brain = async () => {
       await brainGone();
@@ -128,13 +163,18 @@ describe('a ready PR: feedback goes back to the same worker session, bounded (lo
     const pushed1 = git(origin, ['rev-parse', branch]);
     const mainBefore = git(origin, ['rev-parse', 'main']);
 
-    // 2. A human requests changes on a line, through the CLI; the Brain routes it as fix round 1.
+    // 2. A human requests changes on a line, through the CLI, while no Brain runs: the command starts
+    //    one (detached), which routes it as fix round 1 and exits when the PR is ready again.
     await brainGone();
-    await run(process.execPath, [cli, 'pr', 'request-changes', String(number), '--file', 'src/stats.js', '--line', '1', 'Say in the doc comment that sum([]) is 0.'], {
-      cwd: repo,
-      env,
-    });
-    const log1 = await brain();
+    const asked = await run(
+      process.execPath,
+      [cli, 'pr', 'request-changes', String(number), '--file', 'src/stats.js', '--line', '1', 'Say in the doc comment that sum([]) is 0.', '--json'],
+      { cwd: repo, env: brainEnv },
+    );
+    const woke = JSON.parse(asked.stdout) as { fixRound: boolean; brain: { pid: number; started: boolean } };
+    expect(woke).toMatchObject({ fixRound: true, brain: { started: true } });
+    expect(asked.stderr).toContain(`no Brain was running: started one (pid ${woke.brain.pid}) to start a fix round of task ${task.id} now`);
+    const log1 = await brainStopped(woke.brain.pid);
     reg = readRegistry(repo);
     let t = reg.tasks[task.id]!;
     expect(t.status, log1).toBe('ready');
@@ -164,15 +204,6 @@ describe('a ready PR: feedback goes back to the same worker session, bounded (lo
     expect(journalOf(repo).filter((e) => e.kind === 'task.fix_round')).toHaveLength(1);
     expect(git(origin, ['rev-parse', branch])).toBe(pushed2);
 
-    // 3. A human merges another change into main that conflicts with the PR (the same lines).
-    git(repo, ['checkout', '-q', '-b', 'human/message']);
-    const stats = readFileSync(join(repo, 'src/stats.js'), 'utf8');
-    writeFileSync(
-      join(repo, 'src/stats.js'),
-      stats.replace('/** Sum of a list of numbers. */', '/** Sum of the numbers in xs. */').replace("'mean of an empty list'", "'mean of an empty list (no numbers)'"),
-    );
-    git(repo, ['commit', '-q', '-am', 'Clearer messages']);
-    git(repo, ['checkout', '-q', 'main']);
     const testRepo: TestRepo = {
       dir: repo,
       remote: origin,
@@ -184,6 +215,60 @@ describe('a ready PR: feedback goes back to the same worker session, bounded (lo
         return git(repo, ['rev-parse', 'HEAD']);
       },
     };
+
+    // 3. A human renames mean() to average() on main (src/stats.js away from the PR's lines, and the
+    //    old test file): no textual conflict, but the PR's new test still imports mean(). The local
+    //    forge's check runs the acceptance commands on the merge: red → pr.checks_failed → fix round 2
+    //    merges main in, and the same session fixes the break.
+    git(repo, ['checkout', '-q', '-b', 'human/rename']);
+    const before = readFileSync(join(repo, 'src/stats.js'), 'utf8');
+    writeFileSync(join(repo, 'src/stats.js'), before.replace('export function mean(xs)', 'export function average(xs)'));
+    const oldTest = readFileSync(join(repo, 'test/stats.test.js'), 'utf8');
+    writeFileSync(join(repo, 'test/stats.test.js'), oldTest.replace('import { mean, sum }', 'import { average, sum }').replace(/\bmean\(/g, 'average('));
+    git(repo, ['commit', '-q', '-am', 'Rename mean() to average()']);
+    git(repo, ['checkout', '-q', 'main']);
+    const renameCommit = humanMerge(testRepo, 'human/rename', 'merge');
+    expect(git(origin, ['merge-tree', '--write-tree', '--name-only', renameCommit, pushed2]).split('\n')).toHaveLength(1); // no textual conflict
+    const logB = await brain();
+    reg = readRegistry(repo);
+    t = reg.tasks[task.id]!;
+    expect(t.status, logB).toBe('ready');
+    expect(t.sessionId).toBe(session);
+    const red = journalOf(repo).filter((e) => e.kind === 'pr.checks_failed');
+    expect(red).toHaveLength(1); // once per (head, base)
+    expect(red[0]!.data).toMatchObject({ forge: 'local', number, taskId: task.id, headCommit: pushed2, base: 'main', baseCommit: renameCommit });
+    const redCheck = (red[0]!.data.checks as Array<Record<string, unknown>>)[0]!;
+    expect(redCheck).toMatchObject({ name: 'npm test', conclusion: 'failure' });
+    expect(String(redCheck.logExcerpt)).toContain("does not provide an export named 'mean'");
+    expect(t.fixRound).toMatchObject({ round: 2, action: 'BASE_CHECKS_FAILED', startHead: pushed2, baseMerge: { ref: 'origin/main', commit: renameCommit, files: [] } });
+    // The worker saw the failing check's log, with main already merged into its worktree.
+    const breakTurn = server.requests.filter((r) => r.session === 'implement-sum' && r.turnIndex === 2);
+    expect(breakTurn.length).toBeGreaterThan(0);
+    expect(JSON.stringify(breakTurn[0]!.body)).toContain('Polly has merged main into your worktree');
+    expect(JSON.stringify(breakTurn[0]!.body)).toContain("does not provide an export named 'mean'");
+    // A merge commit of the PR's head and the human's main, green, pushed fast-forward; the fix is in it.
+    const pushedB = git(origin, ['rev-parse', branch]);
+    expect(git(origin, ['rev-list', '--parents', '-n', '1', pushedB]).split(' ').slice(1)).toEqual([pushed2, renameCommit]);
+    expect(git(origin, ['show', `${pushedB}:test/mean.test.js`])).toContain("import { average } from '../src/stats.js'");
+    expect(t.checks.map((c) => c.exitCode)).toEqual([0]);
+    const prB = JSON.parse((await run(process.execPath, [cli, 'pr', 'show', String(number), '--json'], { cwd: repo, env })).stdout) as {
+      state: string;
+      status: { checks: string };
+      reviews: Array<{ body: string }>;
+    };
+    expect(prB).toMatchObject({ state: 'ready', status: { checks: 'passing' } });
+    expect(prB.reviews.filter((r) => r.body.includes('**Polly fix round 2:**'))).toHaveLength(1);
+    const pushed2b = pushedB;
+
+    // 4. A human merges another change into main that conflicts with the PR (the same lines).
+    git(repo, ['checkout', '-q', '-b', 'human/message']);
+    const stats = readFileSync(join(repo, 'src/stats.js'), 'utf8');
+    writeFileSync(
+      join(repo, 'src/stats.js'),
+      stats.replace('/** Sum of a list of numbers. */', '/** Sum of the numbers in xs. */').replace("'mean of an empty list'", "'mean of an empty list (no numbers)'"),
+    );
+    git(repo, ['commit', '-q', '-am', 'Clearer messages']);
+    git(repo, ['checkout', '-q', 'main']);
     const humanCommit = humanMerge(testRepo, 'human/message', 'merge');
     // The local forge notices the conflict on its next read (pr.conflicts); the Brain routes it.
     const list = (await run(process.execPath, [cli, 'pr', 'list', '--json'], { cwd: repo, env })).stdout;
@@ -193,10 +278,10 @@ describe('a ready PR: feedback goes back to the same worker session, bounded (lo
     t = reg.tasks[task.id]!;
     expect(t.status, log2).toBe('ready');
     expect(t.sessionId).toBe(session);
-    expect(t.fixRound).toMatchObject({ round: 2, action: 'CONFLICTS', baseMerge: { ref: 'origin/main', commit: humanCommit, files: ['src/stats.js'] } });
+    expect(t.fixRound).toMatchObject({ round: 3, action: 'CONFLICTS', baseMerge: { ref: 'origin/main', commit: humanCommit, files: ['src/stats.js'] } });
     const pushed3 = git(origin, ['rev-parse', branch]);
     // A merge commit with two parents: the PR's previous head and the human's main. Never a rebase.
-    expect(git(origin, ['rev-list', '--parents', '-n', '1', pushed3]).split(' ').slice(1)).toEqual([pushed2, humanCommit]);
+    expect(git(origin, ['rev-list', '--parents', '-n', '1', pushed3]).split(' ').slice(1)).toEqual([pushed2b, humanCommit]);
     const merged = git(origin, ['show', `${pushed3}:src/stats.js`]);
     expect(merged).not.toMatch(/^(<{7}|={7}|>{7})/m);
     expect(merged).toContain('a + b'); // this task's side
@@ -207,17 +292,20 @@ describe('a ready PR: feedback goes back to the same worker session, bounded (lo
     expect(t.checks.map((c) => c.exitCode)).toEqual([0]);
     expect(git(origin, ['rev-parse', 'main'])).toBe(humanCommit); // Polly merged nothing into main
 
-    // 4. The bound (2 rounds) is exhausted: the next change request parks the task.
-    await run(process.execPath, [cli, 'pr', 'request-changes', String(number), 'Rename sum() to total().'], { cwd: repo, env });
-    const log3 = await brain();
+    expect(journalOf(repo).filter((e) => e.kind === 'pr.checks_failed')).toHaveLength(1); // a conflict is not a check run
+
+    // 5. The bound (3 rounds) is exhausted: the next change request parks the task.
+    await brainGone();
+    const past = await run(process.execPath, [cli, 'pr', 'request-changes', String(number), 'Rename sum() to total().', '--json'], { cwd: repo, env: brainEnv });
+    const log3 = await brainStopped((JSON.parse(past.stdout) as { brain: { pid: number } }).brain.pid);
     reg = readRegistry(repo);
     t = reg.tasks[task.id]!;
     expect(t.status, log3).toBe('parked');
-    expect(t.statusReason).toMatch(/no fix round is left \(2 fix rounds used/);
+    expect(t.statusReason).toMatch(/no fix round is left \(3 fix rounds used/);
     const parked = journalOf(repo).filter((e) => e.kind === 'task.parked');
     expect(parked.map((e) => e.data.taskId)).toEqual([task.id]);
     expect(git(origin, ['rev-parse', branch])).toBe(pushed3); // nothing more was pushed
-    expect(server.requests.filter((r) => r.session === 'implement-sum' && r.turnIndex === 3)).toHaveLength(0);
+    expect(server.requests.filter((r) => r.session === 'implement-sum' && r.turnIndex === 4)).toHaveLength(0);
     expect(git(origin, ['rev-parse', 'main'])).not.toBe(mainBefore); // only the human moved main
 
     // Every run, the watching and the parked one included, replays through its admitted workflow.
