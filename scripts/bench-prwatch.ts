@@ -9,6 +9,10 @@
  * "Charged" requests are those GitHub counts against the primary rate limit: every request except
  * a `304 Not Modified` to a conditional request (https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api).
  *
+ * After each pass the Brain's after-merge pass runs too (`brain/forge/after-merge.ts`, behind the
+ * watcher: it reads a GitHub PR only once the watcher found it merged or closed); its requests are
+ * counted in the totals and shown on their own.
+ *
  * Activity per hour (the "active" case): 3 merges into the base by humans (each moves the base of
  * every open PR: GitHub recomputes mergeability), and per PR one review with a line comment, one
  * comment, one push of the head with two check runs going from queued to completed (one fails)
@@ -21,6 +25,7 @@ import { join } from 'node:path';
 import { createGitHubClient } from '../brain/forge/github-client.js';
 import { createGitHubForge } from '../brain/forge/github-forge.js';
 import { createGitHubPullWatcher, PR_WATCH_DEFAULT_SECONDS } from '../brain/forge/github-watch.js';
+import { watchMerges } from '../brain/forge/after-merge.js';
 import { emptyRegistry } from '../brain/registry/registry-schema.js';
 import { createMemoryRegistryStore } from '../brain/registry/registry-store.js';
 import { createFakeClock, startGitHubSimulator } from './github-simulator/github-simulator.js';
@@ -39,6 +44,8 @@ interface CaseResult {
   charged: number;
   notModified: number;
   events: number;
+  /** Of `requests`, sent by the after-merge passes. */
+  afterMerge: number;
   wallMs: number;
 }
 
@@ -48,7 +55,7 @@ async function runCase(interval: number, active: boolean): Promise<CaseResult> {
   for (let i = 1; i <= PRS; i++) branches[`polly/b${i}`] = i.toString(16).padStart(40, '0');
   const sim = await startGitHubSimulator({ clock, branches, rateLimit: 1_000_000 });
   try {
-    const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl, clock });
+    const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl });
     const reg = emptyRegistry();
     const at = new Date(clock.now()).toISOString();
     for (let i = 1; i <= PRS; i++) {
@@ -132,11 +139,15 @@ async function runCase(interval: number, active: boolean): Promise<CaseResult> {
       actions.sort((a, b) => a.at - b.at);
     }
     const t0 = performance.now();
+    const forgeBefore = forge.stats().requests;
+    const worktrees = { remove: async () => ({ ref: null }) };
     for (let p = 0; p < passes; p++) {
       clock.advance(interval * 1000);
       while (actions.length && actions[0]!.at <= clock.now()) actions.shift()!.run();
       await watcher.pass();
+      await watchMerges({ store, forge, worktrees: worktrees as never, githubWatched: true });
     }
+    const afterMerge = forge.stats().requests - forgeBefore;
     const wallMs = performance.now() - t0;
     const sent = sim.requests.slice(from);
     if (sim.mergeRequests().length || sim.forceUpdates().length) throw new Error('the watcher sent a merge or a forced ref update');
@@ -147,6 +158,7 @@ async function runCase(interval: number, active: boolean): Promise<CaseResult> {
       charged: sent.filter((r) => r.charged).length,
       notModified: sent.filter((r) => r.status === 304).length,
       events: (await store.journal()).length - events,
+      afterMerge,
       wallMs,
     };
   } finally {
@@ -162,7 +174,7 @@ try {
       .map((x) => x.toFixed(2))
       .join(' ')}`,
   );
-  console.log('interval  case     req/PR/h  charged/PR/h  304 share  events  20 PRs: charged/h  of 5,000  req/min  wall ms/pass');
+  console.log('interval  case     req/PR/h  after-merge/PR/h  charged/PR/h  304 share  events  20 PRs: charged/h  of 5,000  req/min  wall ms/pass');
   for (const interval of INTERVALS) {
     for (const active of [false, true]) {
       const r = await runCase(interval, active);
@@ -170,7 +182,7 @@ try {
       const chargedPerPr = r.charged / PRS;
       const passes = HOUR / (interval * 1000);
       console.log(
-        `${String(interval).padStart(5)} s  ${active ? 'active' : 'quiet '}  ${fmt(perPr)}  ${fmt(chargedPerPr)}      ${fmt((100 * r.notModified) / Math.max(1, r.requests), 0)}%  ${String(r.events).padStart(6)}  ${fmt(chargedPerPr * WATCHED, 0)}          ${fmt((100 * chargedPerPr * WATCHED) / BUDGET, 1)}%  ${fmt((perPr * WATCHED) / 60, 0)}  ${fmt(r.wallMs / passes, 1)}`,
+        `${String(interval).padStart(5)} s  ${active ? 'active' : 'quiet '}  ${fmt(perPr)}  ${fmt(r.afterMerge / PRS)}          ${fmt(chargedPerPr)}      ${fmt((100 * r.notModified) / Math.max(1, r.requests), 0)}%  ${String(r.events).padStart(6)}  ${fmt(chargedPerPr * WATCHED, 0)}          ${fmt((100 * chargedPerPr * WATCHED) / BUDGET, 1)}%  ${fmt((perPr * WATCHED) / 60, 0)}  ${fmt(r.wallMs / passes, 1)}`,
       );
     }
   }

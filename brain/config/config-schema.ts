@@ -47,7 +47,11 @@ export interface PollyConfig {
   forge: {
     /** `auto`: GitHub when `origin` is a GitHub URL, otherwise the local forge. */
     kind: 'auto' | 'local' | 'github';
-    github: { base_url: string | null };
+    github: {
+      base_url: string | null;
+      /** Seconds between two passes of the Brain's GitHub PR watcher (brain/forge/github-watch.ts; default 60, 1-3600). */
+      watch_seconds: number;
+    };
   };
   brain: {
     /** The Brain's own model (Claude). */
@@ -108,7 +112,7 @@ export const DEFAULT_CONFIG: PollyConfig = {
   },
   acceptance: { commands: ['npm test'], timeout: 600, max_attempts: 3, network: false },
   worktrees: { dir: '.worktrees', setup: null, setup_network: false },
-  forge: { kind: 'auto', github: { base_url: null } },
+  forge: { kind: 'auto', github: { base_url: null, watch_seconds: 60 } },
   brain: { model: 'claude-sonnet-4-5' },
   budgets: { per_task: null, per_goal: null },
   notifications: { webhook_url: null, desktop: true, timeout_ms: 5000, dashboard_url: null },

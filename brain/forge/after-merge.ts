@@ -25,6 +25,12 @@ export interface WatchMergesInput {
   progress?: (line: string) => void;
   /** The clock for `updatedAt` (default: the system clock). */
   now?: () => Date;
+  /**
+   * The GitHub PR watcher (github-watch.ts) has just read every open GitHub PR: read a GitHub PR
+   * here only once the watcher recorded it merged or closed (`pr.watch.final`), instead of one
+   * more GET per PR and pass. Default false (every open PR is read).
+   */
+  githubWatched?: boolean;
 }
 
 export interface WatchMergesReport {
@@ -48,7 +54,9 @@ const OPEN = new Set(['draft', 'open', 'ready']);
 export async function watchMerges(input: WatchMergesInput): Promise<WatchMergesReport> {
   const report: WatchMergesReport = { checked: [], done: [], closed: [], errors: [] };
   const now = input.now ?? (() => new Date());
-  const tasks = Object.values((await input.store.read()).tasks).filter((t) => t.pr && (OPEN.has(t.pr.state) || t.status === 'merged'));
+  const tasks = Object.values((await input.store.read()).tasks).filter(
+    (t) => t.pr && (OPEN.has(t.pr.state) || t.status === 'merged') && !(input.githubWatched && t.pr.forge === 'github' && !t.pr.watch?.final && t.status !== 'merged'),
+  );
   for (const task of tasks) {
     const pr = task.pr!;
     report.checked.push(task.id);

@@ -7,7 +7,7 @@ import { PollyError } from '../core/errors.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import type { Forge } from './forge.js';
 import { createGitHubClient } from './github-client.js';
-import { createGitHubForge, parseGitHubRemote, type ForgeClock } from './github-forge.js';
+import { createGitHubForge, parseGitHubRemote } from './github-forge.js';
 import { createGitHubPullWatcher, type PullRequestWatcher } from './github-watch.js';
 import { resolveGitHubToken } from './github-token.js';
 import { createLocalForge, type LocalForgeStore } from './local-forge.js';
@@ -60,12 +60,13 @@ export interface OpenForgeOptions {
   store: LocalForgeStore;
   env?: NodeJS.ProcessEnv;
   git?: GitRunner;
-  clock?: ForgeClock;
 }
 
 /**
  * Build the repository's forge, and for GitHub its PR watcher (`github-watch.ts`; the local forge
- * watches itself on every read). For GitHub the token comes from `GITHUB_TOKEN` or `gh auth token`.
+ * watches itself on every read). For GitHub the token comes from `GITHUB_TOKEN` or `gh auth token`,
+ * and the forge and the watcher share one Octokit client (`github-client.ts`), so its throttling
+ * queue and rate-limit waits cover all of Polly's requests.
  * @throws PollyError `config_invalid` (see {@link selectForge}), `forge_failed` (no token).
  */
 export async function openForge(options: OpenForgeOptions): Promise<{ forge: Forge; selection: ForgeSelection; watcher: PullRequestWatcher | null }> {
@@ -75,8 +76,8 @@ export async function openForge(options: OpenForgeOptions): Promise<{ forge: For
     return { forge: createLocalForge({ repoRoot: options.repoRoot, store: options.store, git }), selection, watcher: null };
   }
   const { token } = await resolveGitHubToken({ env: options.env ?? process.env, hostname: selection.host });
-  const forge = createGitHubForge({ owner: selection.owner, repo: selection.repo, token, baseUrl: selection.baseUrl, ...(options.clock ? { clock: options.clock } : {}) });
   const client = createGitHubClient({ token, baseUrl: selection.baseUrl });
+  const forge = createGitHubForge({ owner: selection.owner, repo: selection.repo, octokit: client });
   const watcher = createGitHubPullWatcher({ store: options.store, client, owner: selection.owner, repo: selection.repo });
   return { forge, selection, watcher };
 }

@@ -33,7 +33,7 @@ export interface RateLimitWait {
   request: string;
   /** Retries of this request so far (0 on the first limit). */
   retryCount: number;
-  /** Whether it is retried (false once `maxRetries` is reached: the request then fails). */
+  /** Whether it is retried (false once `maxRetries` is reached or the wait is longer than `maxWaitSeconds`: the request then fails). */
   retried: boolean;
 }
 
@@ -49,8 +49,10 @@ export interface GitHubClientOptions {
    * default 1000). Tests shrink it to run GitHub's waits in milliseconds.
    */
   retryAfterBaseValue?: number;
-  /** Told about every rate-limit wait (for stderr diagnostics). */
-  onRateLimit?: (wait: RateLimitWait) => void;
+  /** The longest rate-limit wait taken, in seconds (default 3900, 65 minutes: one primary-limit window and a margin); a longer one fails the request. */
+  maxWaitSeconds?: number;
+  /** Told about every rate-limit wait (for stderr diagnostics); when it returns a promise, the retry waits for it. */
+  onRateLimit?: (wait: RateLimitWait) => void | Promise<void>;
 }
 
 /**
@@ -60,19 +62,20 @@ export interface GitHubClientOptions {
 export function createGitHubClient(options: GitHubClientOptions): GitHubClient {
   if (!options.token) throw new PollyError('bad_input', 'createGitHubClient: the token is empty. Set GITHUB_TOKEN or run `gh auth login`.');
   const maxRetries = options.maxRetries ?? 3;
+  const maxWaitSeconds = options.maxWaitSeconds ?? 3900;
   const base = options.retryAfterBaseValue ?? 1000;
   const silent = () => undefined;
   const limited =
     (kind: RateLimitWait['kind']) =>
-    (retryAfter: number, request: { method?: string; url?: string }, _octokit: unknown, retryCount: number): boolean => {
-      const retried = retryCount < maxRetries;
-      options.onRateLimit?.({ kind, retryAfterSeconds: retryAfter, request: `${request.method ?? ''} ${request.url ?? ''}`.trim(), retryCount, retried });
+    async (retryAfter: number, request: { method?: string; url?: string }, _octokit: unknown, retryCount: number): Promise<boolean> => {
+      const retried = retryCount < maxRetries && retryAfter <= maxWaitSeconds;
+      await options.onRateLimit?.({ kind, retryAfterSeconds: retryAfter, request: `${request.method ?? ''} ${request.url ?? ''}`.trim(), retryCount, retried });
       return retried;
     };
   return new PollyOctokit({
     auth: options.token,
     baseUrl: options.baseUrl ?? 'https://api.github.com',
-    userAgent: 'polly-pr-watch',
+    userAgent: 'polly',
     log: { debug: silent, info: silent, warn: silent, error: silent },
     throttle: { onRateLimit: limited('primary'), onSecondaryRateLimit: limited('secondary'), retryAfterBaseValue: base },
     retry: { retries: maxRetries, retryAfterBaseValue: base },

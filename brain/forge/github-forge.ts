@@ -3,23 +3,20 @@
  * where REST has no endpoint (ready-for-review: `markPullRequestReadyForReview`, see
  * docs.github.com/graphql/reference/mutations#markpullrequestreadyforreview).
  *
- * Rate-limit aware, following docs.github.com "Rate limits for the REST API" and "Best practices":
- * - GETs are conditional: the last ETag of each resource is sent as `If-None-Match`; a `304 Not
- *   Modified` does not count against the primary rate limit and the cached body is used.
- * - When a response says `x-ratelimit-remaining: 0`, the next request waits until
- *   `x-ratelimit-reset` instead of being sent to fail.
- * - A 403/429 with `retry-after` waits that many seconds; with `x-ratelimit-remaining: 0` it waits
- *   until `x-ratelimit-reset`; a 429 (or a 403 saying "secondary rate limit") without either header
- *   waits one minute. Then the request is retried, at most `maxAttempts` times in all.
- * Waiting uses an injected {@link ForgeClock}, so tests simulate hours in milliseconds.
+ * Rate limits and retries are the client's: the forge runs on the same Octokit as the PR watcher
+ * (`github-client.ts`: `@octokit/plugin-throttling` waits out `retry-after` and `x-ratelimit-reset`
+ * and retries, `@octokit/plugin-retry` retries server errors), so no wait is hand-written here.
+ * GETs are conditional: the last ETag of each resource is sent as `If-None-Match`; a `304 Not
+ * Modified` does not count against the primary rate limit and the cached body is used
+ * (docs.github.com "Best practices for using the REST API").
  *
  * Every body Polly posts carries {@link POLLY_MARKER}, so the PR watcher never takes Polly's own
  * words for a human's feedback.
  *
  * No merge method exists here or anywhere in the forge (Polly never merges).
  */
-import { Octokit } from '@octokit/rest';
 import { PollyError } from '../core/errors.js';
+import { createGitHubClient, type GitHubClient, type RateLimitWait } from './github-client.js';
 import type { Forge, ListPullRequestsOptions, NoMergeKeys, OpenPullRequestInput, OpenedPullRequest, PullRequestInfo, ReviewInput } from './forge.js';
 import { redactToken } from './github-token.js';
 
@@ -35,18 +32,6 @@ export function markedBody(body: string): string {
   return body.includes(POLLY_MARKER) ? body : `${body}\n\n${POLLY_MARKER}`;
 }
 
-/** Time for rate-limit waits: ms since the epoch and a sleep (simulated in tests). */
-export interface ForgeClock {
-  now(): number;
-  sleep(ms: number): Promise<void>;
-}
-
-/** The real clock. */
-export const systemForgeClock: ForgeClock = {
-  now: () => Date.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
-};
-
 export interface GitHubForgeOptions {
   owner: string;
   repo: string;
@@ -54,15 +39,19 @@ export interface GitHubForgeOptions {
   token?: string;
   /** API root: `https://api.github.com` (default) or `https://HOST/api/v3` for GitHub Enterprise. */
   baseUrl?: string;
-  /** A prebuilt client (its baseUrl and auth are used as they are). */
-  octokit?: Octokit;
-  clock?: ForgeClock;
-  /** Attempts per call when rate-limited (default 3). */
-  maxAttempts?: number;
-  /** Refuse to wait longer than this for one rate-limit reset (ms, default 65 minutes). */
+  /**
+   * A prebuilt client (`createGitHubClient`, e.g. the one the PR watcher uses): its baseUrl, auth
+   * and rate-limit handling are used as they are, and the options below do not apply.
+   */
+  octokit?: GitHubClient;
+  /** Retries per call after a rate limit or a server error (default 3). */
+  maxRetries?: number;
+  /** Refuse to wait longer than this for one rate-limit reset (ms, default 65 minutes): the call fails instead. */
   maxWaitMs?: number;
-  /** Told about every rate-limit wait (for stderr diagnostics). */
-  onWait?: (wait: { ms: number; reason: string; request: string }) => void;
+  /** Milliseconds per second of GitHub's waits (default 1000; tests shrink it). */
+  retryAfterBaseValue?: number;
+  /** Told about every rate-limit wait (for stderr diagnostics); may be async (the retry waits for it). */
+  onWait?: (wait: RateLimitWait) => void | Promise<void>;
 }
 
 /** Request accounting of one forge instance. */
@@ -71,7 +60,7 @@ export interface GitHubForgeStats {
   requests: number;
   /** Of those, answered `304 Not Modified` (free against the rate limit). */
   notModified: number;
-  /** Rate-limit waits taken, and their total length in ms. */
+  /** Rate-limit waits taken, and their total length in GitHub's seconds × 1000 (ms at the default base value). */
   waits: number;
   waitedMs: number;
 }
@@ -130,72 +119,51 @@ function header(headers: Headers | undefined, name: string): string | undefined 
 }
 
 /**
- * How long to wait before retrying a failed request, or null when the failure is not a rate limit.
- * Pure; `nowMs` is the current time. Source: docs.github.com "Rate limits for the REST API"
- * ("Exceeding the rate limit": retry-after, x-ratelimit-reset, otherwise at least one minute).
- */
-export function rateLimitWaitMs(status: number | undefined, headers: Headers | undefined, message: string, nowMs: number): number | null {
-  if (status !== 403 && status !== 429) return null;
-  const retryAfter = header(headers, 'retry-after');
-  if (retryAfter !== undefined && /^\d+$/.test(retryAfter)) return Number(retryAfter) * 1000;
-  if (header(headers, 'x-ratelimit-remaining') === '0') {
-    const reset = Number(header(headers, 'x-ratelimit-reset'));
-    if (Number.isFinite(reset)) return Math.max(0, reset * 1000 - nowMs) + 1000;
-    return 60_000;
-  }
-  if (status === 429 || /secondary rate limit/i.test(message)) return 60_000;
-  return null;
-}
-
-/**
  * Create the GitHub forge for `owner/repo`.
  * @throws PollyError `bad_input` when neither `token` nor `octokit` is given.
  */
 export function createGitHubForge(options: GitHubForgeOptions): GitHubForge {
   const { owner, repo } = options;
-  const clock = options.clock ?? systemForgeClock;
-  const maxAttempts = options.maxAttempts ?? 3;
   const maxWaitMs = options.maxWaitMs ?? 65 * 60_000;
   if (!options.octokit && !options.token) {
     throw new PollyError('bad_input', `createGitHubForge(${owner}/${repo}): no token and no octokit. Set GITHUB_TOKEN or run \`gh auth login\`.`);
   }
-  const silent = () => undefined;
+  const stats: GitHubForgeStats = { requests: 0, notModified: 0, waits: 0, waitedMs: 0 };
+  /** The last wait the client refused (longer than `maxWaitMs`), to say so in the error. */
+  let refusedWait: RateLimitWait | null = null;
   const octokit =
     options.octokit ??
-    new Octokit({
-      auth: options.token,
-      baseUrl: options.baseUrl ?? 'https://api.github.com',
-      userAgent: 'polly-forge',
-      log: { debug: silent, info: silent, warn: silent, error: silent },
+    createGitHubClient({
+      token: options.token!,
+      ...(options.baseUrl ? { baseUrl: options.baseUrl } : {}),
+      ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
+      ...(options.retryAfterBaseValue !== undefined ? { retryAfterBaseValue: options.retryAfterBaseValue } : {}),
+      maxWaitSeconds: Math.floor(maxWaitMs / 1000),
+      onRateLimit: async (wait) => {
+        if (!wait.retried) {
+          refusedWait = wait;
+          return;
+        }
+        stats.waits += 1;
+        stats.waitedMs += wait.retryAfterSeconds * 1000;
+        await options.onWait?.(wait);
+      },
     });
-  const stats: GitHubForgeStats = { requests: 0, notModified: 0, waits: 0, waitedMs: 0 };
-  /** Known primary-limit state from the last response. */
-  let limitState: { remaining: number; resetMs: number } | null = null;
   /** ETag cache: request key → last ETag and body. */
   const cache = new Map<string, { etag: string; data: unknown }>();
-
-  const note = (headers: Headers | undefined) => {
-    const remaining = header(headers, 'x-ratelimit-remaining');
-    const reset = header(headers, 'x-ratelimit-reset');
-    if (remaining !== undefined && reset !== undefined) limitState = { remaining: Number(remaining), resetMs: Number(reset) * 1000 };
-  };
-
-  const wait = async (ms: number, reason: string, request: string) => {
-    if (ms > maxWaitMs) {
-      throw new PollyError(
-        'forge_failed',
-        `GitHub ${request}: rate limited (${reason}) and the reset is ${Math.ceil(ms / 1000)} s away, longer than the ${Math.ceil(maxWaitMs / 1000)} s Polly waits. Try again later.`,
-      );
-    }
-    stats.waits += 1;
-    stats.waitedMs += ms;
-    options.onWait?.({ ms, reason, request });
-    await clock.sleep(ms);
-  };
 
   const forgeError = (request: string, error: unknown): PollyError => {
     if (error instanceof PollyError) return error;
     const e = error as OctokitLikeError;
+    const refused = refusedWait;
+    refusedWait = null;
+    if (refused && (e.status === 403 || e.status === 429) && refused.retryAfterSeconds * 1000 > maxWaitMs) {
+      return new PollyError(
+        'forge_failed',
+        `GitHub ${request} in ${owner}/${repo}: rate limited (${refused.kind} limit) and the reset is ${refused.retryAfterSeconds} s away, longer than the ${Math.floor(maxWaitMs / 1000)} s Polly waits. Try again later.`,
+        { cause: error, details: { status: e.status, retryAfterSeconds: refused.retryAfterSeconds } },
+      );
+    }
     const detail = redactToken([e.message ?? String(error), ...(e.errors ?? []).map((x) => x.message ?? '')].filter(Boolean).join('; '), options.token);
     if (e.status === 404) {
       return new PollyError('not_found', `GitHub ${request} in ${owner}/${repo}: not found (404). Check the PR number and that the token can see the repository.`, {
@@ -209,41 +177,31 @@ export function createGitHubForge(options: GitHubForgeOptions): GitHubForge {
   };
 
   /**
-   * Send one request with rate-limit handling. `send` gets the extra headers to add. A 304 is
-   * returned as `{notModified: true}`; other results as `{notModified: false, data, headers}`.
+   * Send one call (the client's plugins wait out rate limits and retry). `fn` gets the extra
+   * headers to add. A 304 is returned as `{notModified: true}`; other results as
+   * `{notModified: false, data, headers}`.
+   * @throws PollyError `not_found` (404), `forge_failed` (anything else, GitHub's reason quoted, the token redacted).
    */
   async function send<T>(
     request: string,
     fn: (headers: Record<string, string>) => Promise<{ data: T; headers: Headers }>,
     conditional?: { key: string },
   ): Promise<{ notModified: true } | { notModified: false; data: T; headers: Headers }> {
-    for (let attempt = 1; ; attempt++) {
-      if (limitState && limitState.remaining <= 0 && limitState.resetMs + 1000 > clock.now()) {
-        await wait(limitState.resetMs + 1000 - clock.now(), 'x-ratelimit-remaining: 0', request);
-        limitState = null;
+    const extra: Record<string, string> = {};
+    const cached = conditional ? cache.get(conditional.key) : undefined;
+    if (cached) extra['if-none-match'] = cached.etag;
+    stats.requests += 1;
+    try {
+      const r = await fn(extra);
+      const etag = header(r.headers, 'etag');
+      if (conditional && etag) cache.set(conditional.key, { etag, data: r.data });
+      return { notModified: false, data: r.data, headers: r.headers };
+    } catch (error) {
+      if ((error as OctokitLikeError).status === 304 && cached) {
+        stats.notModified += 1;
+        return { notModified: true };
       }
-      const extra: Record<string, string> = {};
-      const cached = conditional ? cache.get(conditional.key) : undefined;
-      if (cached) extra['if-none-match'] = cached.etag;
-      stats.requests += 1;
-      try {
-        const r = await fn(extra);
-        note(r.headers);
-        const etag = header(r.headers, 'etag');
-        if (conditional && etag) cache.set(conditional.key, { etag, data: r.data });
-        return { notModified: false, data: r.data, headers: r.headers };
-      } catch (error) {
-        const e = error as OctokitLikeError;
-        note(e.response?.headers);
-        if (e.status === 304 && cached) {
-          stats.notModified += 1;
-          return { notModified: true };
-        }
-        const ms = rateLimitWaitMs(e.status, e.response?.headers, e.message ?? '', clock.now());
-        if (ms === null || attempt >= maxAttempts) throw forgeError(request, error);
-        limitState = null;
-        await wait(ms, header(e.response?.headers, 'retry-after') ? `retry-after ${header(e.response?.headers, 'retry-after')} s` : `${e.status} rate limit`, request);
-      }
+      throw forgeError(request, error);
     }
   }
 

@@ -31,6 +31,7 @@
 import { isPollyError } from '../core/errors.js';
 import type { GitHubPullWatch, Registry } from '../registry/registry-schema.js';
 import { POLLY_MARKER } from './github-forge.js';
+import { DEFAULT_CONFIG } from '../config/config-schema.js';
 
 /** The part of the registry store the watcher uses (`brain/registry/registry-store.ts`). */
 export interface PullWatchStore {
@@ -57,13 +58,14 @@ export interface PullWatchOptions {
 }
 
 /**
- * Seconds between two watcher passes in the Brain loop, by default. Measured with
+ * Seconds between two watcher passes in the Brain loop, by default (config
+ * `forge.github.watch_seconds`). Measured with
  * `npm run bench -- prwatch` (see README "Watching PRs on GitHub"): at 60 s an unchanged PR costs
  * 360 requests an hour, all 304s (free against the primary limit), and an active one ~20 charged
  * requests an hour: 20 active PRs use well under a tenth of GitHub's 5,000 requests an hour, and
  * feedback reaches the worker within a minute.
  */
-export const PR_WATCH_DEFAULT_SECONDS = 60;
+export const PR_WATCH_DEFAULT_SECONDS: number = DEFAULT_CONFIG.forge.github.watch_seconds;
 
 /** What one pass did. */
 export interface PullWatchReport {
@@ -311,7 +313,10 @@ export function createGitHubPullWatcher(deps: PullWatchDeps, options: PullWatchO
       async function readFeedback(w: GitHubPullWatch, events: Array<{ kind: string; data: Json }>, base: Json): Promise<void> {
         const n = base.number;
         const reviews = await list<RawReview>('GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews', { pull_number: n }, w.etags.reviews);
-        const comments = await list<RawReviewComment>('GET /repos/{owner}/{repo}/pulls/{pull_number}/comments', { pull_number: n }, w.etags.review_comments);
+        // A new review's line comments go with it: their list is read in full then (a 304 has no body),
+        // also when it did not change since a comment of that review was put off (see below).
+        const newReview = reviews?.data.some((r) => r.state !== 'PENDING' && !w.seen.reviews.includes(r.id)) ?? false;
+        const comments = await list<RawReviewComment>('GET /repos/{owner}/{repo}/pulls/{pull_number}/comments', { pull_number: n }, newReview ? undefined : w.etags.review_comments);
         const issueComments = await list<RawIssueComment>('GET /repos/{owner}/{repo}/issues/{issue_number}/comments', { issue_number: n }, w.etags.issue_comments);
         const seenReviews = new Set(w.seen.reviews);
         const seenComments = new Set(w.seen.reviewComments);
@@ -353,8 +358,12 @@ export function createGitHubPullWatcher(deps: PullWatchDeps, options: PullWatchO
           const knownReviews = new Set(w.seen.reviews);
           for (const c of comments.data) {
             if (seenComments.has(c.id)) continue;
-            // Its review was not listed yet (submitted between the two reads): it comes with the review next pass.
-            if (c.pull_request_review_id !== null && !knownReviews.has(c.pull_request_review_id)) continue;
+            // Its review was not listed yet (submitted between the two reads): it comes with the review
+            // next pass, which reads this list in full (its ETag is dropped: unchanged, it would answer 304).
+            if (c.pull_request_review_id !== null && !knownReviews.has(c.pull_request_review_id)) {
+              delete w.etags.review_comments;
+              continue;
+            }
             // Otherwise a line comment added to a review seen before (a reply, a later comment): on its own.
             seenComments.add(c.id);
             w.seen.reviewComments.push(c.id);

@@ -70,7 +70,7 @@ export interface BrainProcessDeps {
   exitWhenIdle?: boolean;
   /** Seconds between after-merge passes (default 30). */
   mergeWatchSeconds?: number;
-  /** Seconds between GitHub PR watcher passes (default `PR_WATCH_DEFAULT_SECONDS`, 60; checked at each after-merge pass). */
+  /** Seconds between GitHub PR watcher passes (config `forge.github.watch_seconds`; default `PR_WATCH_DEFAULT_SECONDS`, 60). */
   prWatchSeconds?: number;
   /** One line per notable step, for the live view / log (stderr). */
   log?: (line: string) => void;
@@ -144,6 +144,7 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
     worktrees,
     forge,
     prWatcher: watcher,
+    prWatchSeconds: config.forge.github.watch_seconds,
     localChecks: forge.kind === 'local' ? createLocalPrChecks({ repoRoot: repo.root, store, config, progress: log }) : null,
     tools: { ...TASK_TOOLS },
     agentEnv: agentEnvFrom(env, config),

@@ -187,6 +187,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
   let cursor = (await deps.store.journal()).at(-1)?.seq ?? 0;
   let lastMergePass = 0;
   let lastPrWatch = 0;
+  const prWatchMs = (deps.prWatchSeconds ?? PR_WATCH_DEFAULT_SECONDS) * 1000;
   let lastHeartbeat = Date.now();
 
   const spawnWork = (key: string, work: () => Promise<void>) => {
@@ -283,20 +284,25 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
         }
       }
 
-      if (Date.now() - lastMergePass > (deps.mergeWatchSeconds ?? 30) * 1000) {
-        lastMergePass = Date.now();
-        if (deps.prWatcher && Date.now() - lastPrWatch > (deps.prWatchSeconds ?? PR_WATCH_DEFAULT_SECONDS) * 1000) {
-          lastPrWatch = Date.now();
-          // GitHub: reviews, comments, checks and mergeability become journal events (which wake the goal's brain).
-          try {
-            const watched = await deps.prWatcher.pass();
-            for (const e of watched.errors) log(`[polly] PR #${e.number}: could not read it from GitHub (next pass retries): ${e.message}`);
-          } catch (error) {
-            log(`[polly] the GitHub PR watch pass failed (next pass retries): ${isPollyError(error) ? error.message : String((error as Error)?.message ?? error)}`);
-          }
+      const mergeDue = Date.now() - lastMergePass > (deps.mergeWatchSeconds ?? 30) * 1000;
+      const watchDue = deps.prWatcher != null && Date.now() - lastPrWatch > prWatchMs;
+      if (watchDue) {
+        lastPrWatch = Date.now();
+        // GitHub: reviews, comments, checks and mergeability become journal events (which wake the goal's brain).
+        try {
+          const watched = await deps.prWatcher!.pass();
+          for (const e of watched.errors) log(`[polly] PR #${e.number}: could not read it from GitHub (next pass retries): ${e.message}`);
+        } catch (error) {
+          log(`[polly] the GitHub PR watch pass failed (next pass retries): ${isPollyError(error) ? error.message : String((error as Error)?.message ?? error)}`);
         }
-        const report = await watchMerges({ store: deps.store, forge: deps.forge, worktrees: deps.worktrees, progress: log, now });
+      }
+      if (mergeDue || watchDue) {
+        // On GitHub the watcher has just read every open PR: the merge pass reads only those it found merged or closed.
+        const report = await watchMerges({ store: deps.store, forge: deps.forge, worktrees: deps.worktrees, progress: log, now, githubWatched: deps.prWatcher != null });
         for (const d of report.done) log(`[polly] ${d.taskId}: PR #${d.number} was merged by a human; task done, worktree removed after backup ${d.backupRef ?? ''}`);
+      }
+      if (mergeDue) {
+        lastMergePass = Date.now();
         // The local forge's CI: open PRs whose base moved are checked on the merge (in flight: a red
         // check journals pr.checks_failed, which wakes the loop and is routed as a fix round).
         const localChecks = deps.localChecks;
@@ -340,7 +346,9 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
       // Sleep until the journal moves, in-flight work ends, or a timer is due.
       if (woken) continue;
       const wakeUp = new Promise<readonly []>((r) => (wake = () => r([])));
-      const entries = await Promise.race([deps.store.waitForJournal(cursor, 5000, deps.signal), wakeUp]);
+      // At most 5 s, less when the PR watcher is due sooner.
+      const sleepMs = deps.prWatcher ? Math.min(5000, Math.max(100, lastPrWatch + prWatchMs - Date.now() + 1)) : 5000;
+      const entries = await Promise.race([deps.store.waitForJournal(cursor, sleepMs, deps.signal), wakeUp]);
       if (entries.length) cursor = entries[entries.length - 1]!.seq;
     }
   } catch (error) {

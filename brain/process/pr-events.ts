@@ -6,7 +6,8 @@
  * Which events are actionable (the event contract: `pr.feedback`, `pr.conflicts`, `pr.checks_failed`
  * in `.polly/journal.jsonl`, emitted by the local forge and by the GitHub watcher):
  * - `pr.feedback` with `event: 'REQUEST_CHANGES'` → FEEDBACK;
- * - `pr.feedback` with `event: 'COMMENT'` and a `file` (a line comment on the code) → FEEDBACK; a
+ * - `pr.feedback` with `event: 'COMMENT'` and a `file` (a line comment on the code) → FEEDBACK, one
+ *   point per line comment of a review (`comments`: each at its own file:line); a
  *   conversation comment without a file is NOT actionable (a question or a remark: the Brain's inbox
  *   shows it, no fix round starts), so a "thanks!" never costs a round;
  * - `pr.checks_failed` → CHECKS_FAILED; one with a `baseCommit` (the local forge's own check of the
@@ -72,6 +73,19 @@ export function actionablePrEvents(entries: readonly JournalEntry[], taskId: str
       if (d.author === 'polly') continue;
       const anchored = typeof d.file === 'string' && d.file !== '';
       if (d.event !== 'REQUEST_CHANGES' && !(d.event === 'COMMENT' && anchored)) continue;
+      // A GitHub review with line comments (github-watch.ts `comments`): one point per line comment,
+      // at its own file:line, after the review's body when it says something else.
+      const comments = Array.isArray(d.comments)
+        ? (d.comments as Array<Record<string, unknown>>).filter((c) => typeof c.file === 'string' && c.file !== '' && oneLine(c.body) !== '')
+        : [];
+      if (comments.length > 0) {
+        const body = oneLine(d.body);
+        if (body !== '' && !comments.some((c) => oneLine(c.body) === body)) out.push({ seq: e.seq, action: 'FEEDBACK', line: body, data: d });
+        for (const c of comments) {
+          out.push({ seq: e.seq, action: 'FEEDBACK', line: `${String(c.file)}${c.line !== undefined && c.line !== null ? `:${String(c.line)}` : ''}: ${oneLine(c.body)}`, data: d });
+        }
+        continue;
+      }
       const where = anchored ? `${String(d.file)}${d.line !== undefined ? `:${String(d.line)}` : ''}: ` : '';
       out.push({ seq: e.seq, action: 'FEEDBACK', line: `${where}${oneLine(d.body)}`, data: d });
     } else if (e.kind === 'pr.checks_failed') {
@@ -211,6 +225,8 @@ export async function routePrEvents(
     const action = pending[0]!.action;
     const batch = pending.filter((e) => e.action === action);
     const journalSeq = Math.max(...batch.map((e) => e.seq));
+    // One event may give several points (a review's line comments): each seq once.
+    const eventSeqs = [...new Set(batch.map((e) => e.seq))];
     const round = Number((run.state as { vars?: Record<string, unknown> }).vars?.fix_rounds ?? 0) + 1;
     reg = await deps.store.read();
     const task = reg.tasks[taskId];
@@ -228,13 +244,13 @@ export async function routePrEvents(
       }
       transitionTask(t, 'fixing', { reason: `fix round ${round}: ${batch[0]!.line}`, at });
       t.feedback = fixRoundFeedback(t, action, batch, round, maxRounds);
-      t.fixRound = { round, action, eventSeqs: batch.map((e) => e.seq), summary: batch.map((e) => e.line), startHead: head, baseMerge: null, startedAt: at };
-      tx.emit('task.fix_round', { taskId, round, maxRounds, action, eventSeqs: batch.map((e) => e.seq), run: run.id });
+      t.fixRound = { round, action, eventSeqs, summary: batch.map((e) => e.line), startHead: head, baseMerge: null, startedAt: at };
+      tx.emit('task.fix_round', { taskId, round, maxRounds, action, eventSeqs, run: run.id });
     });
-    const r = await deps.runtime.signal(run.id, action, { journalSeq, eventSeqs: batch.map((e) => e.seq), summary: batch.map((e) => e.line) });
+    const r = await deps.runtime.signal(run.id, action, { journalSeq, eventSeqs, summary: batch.map((e) => e.line) });
     if (r.accepted) {
       delivered++;
-      log(`[polly] ${taskId}: ${action} → ${runControlState(r.run)} (fix round ${round}; journal seq ${batch.map((e) => e.seq).join(', ')})`);
+      log(`[polly] ${taskId}: ${action} → ${runControlState(r.run)} (fix round ${round}; journal seq ${eventSeqs.join(', ')})`);
     } else {
       log(`[polly] ${taskId}: the run refused ${action} (${r.code}): ${r.reason}`);
     }

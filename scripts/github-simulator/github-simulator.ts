@@ -20,7 +20,11 @@
  * - refusals: every merge endpoint (REST `PUT …/pulls/{n}/merge`, `POST …/merges`, GraphQL
  *   `mergePullRequest` / `enablePullRequestAutoMerge` / `mergeBranch`) and every forced or
  *   non-fast-forward ref update (`PATCH …/git/refs/{ref}`) is refused with 403 and recorded, so
- *   a test can assert that no such request was ever sent.
+ *   a test can assert that no such request was ever sent,
+ * - optionally (`git`), a real bare repository behind `http://HOST/OWNER/REPO.git` (git smart
+ *   HTTP through `git http-backend`, `git-http.ts`): pushes move the simulated branches, every
+ *   branch move is recorded with whether it was a fast-forward, mergeability is computed by
+ *   `git merge-tree`, and the human's merge writes a real merge commit.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -28,6 +32,7 @@ import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { simulation } from '@simulacrum/github-api-simulator';
+import { branchTips, isAncestor, mergeConflicts, mergeOnServer, serveGitHttp } from './git-http.js';
 import { buildSchema, execute, parse, validate, type DocumentNode, type GraphQLSchema, Kind, type OperationDefinitionNode } from 'graphql';
 
 /** A clock the forge and the simulator share: ms since the epoch, and a sleep that may be simulated. */
@@ -134,6 +139,16 @@ export interface SimPull {
   mergeability: 'known' | 'stale' | 'computing';
 }
 
+/** One move of a branch on the simulated repository (a push, a merge, a ref update, a test control). */
+export interface RefUpdate {
+  branch: string;
+  /** The commit before (null: the branch was created). */
+  from: string | null;
+  to: string;
+  /** Whether `to` descends from `from` (always true for a created branch). */
+  fastForward: boolean;
+}
+
 export interface FaultSpec {
   status: 403 | 429;
   /** Send `retry-after: N` (a secondary rate limit). */
@@ -156,11 +171,17 @@ export interface GitHubSimulator {
   /** `PATCH …/git/refs/{ref}` requests that were forced or not a fast-forward (all refused). */
   forceUpdates(): SimRequest[];
   pulls: Map<number, SimPull>;
+  /** Every branch move, in order (with `git`, pushes over HTTP included; forced ones are accepted, as GitHub does, and recorded here). */
+  refUpdates: RefUpdate[];
+  /** With `git`: the clone URL of the served repository (`http://HOST/OWNER/REPO.git`); null without. */
+  gitUrl: string | null;
   /** Create or move a branch on the simulated repository. */
   setBranch(name: string, sha: string): void;
   branchSha(name: string): string | undefined;
   /** The human merges on GitHub (no API request is logged). Returns the commit now on base. */
   humanMerge(number: number, method?: 'merge' | 'squash' | 'rebase'): string;
+  /** A human (`login`) opens a PR from `head` into `base` (no API request is logged). Returns its number. */
+  humanOpenPull(pull: { login: string; head: string; base: string; title: string; body?: string }): number;
   /** The human closes the PR without merging (no API request is logged). */
   humanClose(number: number): void;
   /** A human (`login`) submits a review with line comments (no API request is logged). Returns the review id. */
@@ -194,6 +215,11 @@ export interface GitHubSimulatorOptions {
   rateLimit?: number;
   /** The login of whoever sends API requests (the token's user; default `polly-operator`). */
   tokenLogin?: string;
+  /**
+   * A bare git repository served at `/OWNER/REPO.git` (see the module comment): its branches are
+   * the simulated repository's branches (`branches` is ignored).
+   */
+  git?: string;
 }
 
 const requireFromHere = createRequire(import.meta.url);
@@ -300,7 +326,9 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
   const repo = options.repo ?? 'demo';
   const clock = options.clock ?? { now: () => Date.now() };
   const limit = options.rateLimit ?? 5000;
-  const branches = new Map<string, string>(Object.entries(options.branches ?? { main: sha('main-initial') }));
+  const gitDir = options.git ?? null;
+  const branches = new Map<string, string>(gitDir ? branchTips(gitDir) : Object.entries(options.branches ?? { main: sha('main-initial') }));
+  const refUpdates: RefUpdate[] = [];
   const pulls = new Map<number, SimPull>();
   const requests: SimRequest[] = [];
   const faults: FaultSpec[] = [];
@@ -313,19 +341,39 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
   /** Commit → its parent on the branch it was set on (`setBranch`, merges): enough to tell a fast-forward. */
   const parents = new Map<string, string>();
   const descendsFrom = (commit: string, ancestor: string): boolean => {
+    if (gitDir) return isAncestor(gitDir, ancestor, commit);
     for (let c: string | undefined = commit, n = 0; c !== undefined && n < 10_000; c = parents.get(c), n++) if (c === ancestor) return true;
     return false;
   };
   const moveBranch = (name: string, to: string) => {
     const from = branches.get(name);
-    if (from !== undefined && from !== to && !parents.has(to)) parents.set(to, from);
+    if (from === to) return;
+    refUpdates.push({ branch: name, from: from ?? null, to, fastForward: from === undefined || descendsFrom(to, from) });
+    if (from !== undefined && !parents.has(to)) parents.set(to, from);
     branches.set(name, to);
+  };
+  /** With `git`: whether the PR's head no longer merges into its base (`git merge-tree`). */
+  const gitConflicting = (p: Pick<SimPull, 'base' | 'head'>): boolean => {
+    const baseTip = branches.get(p.base);
+    const headTip = branches.get(p.head);
+    return gitDir !== null && baseTip !== undefined && headTip !== undefined && mergeConflicts(gitDir, baseTip, headTip).length > 0;
+  };
+  /** With `git`: take the served repository's branch tips (after a push, or one straight into the bare repository). */
+  const syncFromGit = () => {
+    if (!gitDir) return;
+    for (const [name, tip] of branchTips(gitDir)) {
+      if (branches.get(name) === tip) continue;
+      stateVersion += 1;
+      moveBranch(name, tip);
+      staleMergeability(name);
+    }
   };
   /** The base moved or the head moved: GitHub recomputes `mergeable` for the open PRs involved. */
   const staleMergeability = (branch: string) => {
     for (const p of pulls.values()) {
       if (p.state !== 'open' || (p.base !== branch && p.head !== branch)) continue;
-      if (p.head === branch) p.conflicting = false; // the new head brought the base in (tests move heads only to resolve)
+      if (gitDir) p.conflicting = gitConflicting(p);
+      else if (p.head === branch) p.conflicting = false; // the new head brought the base in (tests move heads only to resolve)
       p.mergeability = 'stale';
     }
   };
@@ -409,6 +457,32 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     return t;
   };
 
+  /** Record a new open PR (its mergeability not computed yet, as on GitHub). */
+  const newPull = (x: { title: string; body: string; head: string; base: string; draft: boolean; author: string }): SimPull => {
+    const number = nextNumber++;
+    const now = iso();
+    const p: SimPull = {
+      number,
+      nodeId: Buffer.from(`PullRequest:${number}`).toString('base64'),
+      ...x,
+      headSha: branches.get(x.head)!,
+      baseSha: branches.get(x.base)!,
+      state: 'open',
+      merged: false,
+      mergeCommitSha: null,
+      mergedAt: null,
+      closedAt: null,
+      createdAt: now,
+      updatedAt: now,
+      reviews: [],
+      comments: [],
+      files: [],
+      conflicting: gitConflicting(x),
+      mergeability: 'stale',
+    };
+    pulls.set(number, p);
+    return p;
+  };
   const authorOf = (req: ExpressReq) => sha(String(req.headers.authorization ?? 'anonymous'));
   type Ctx = { api: Api; request: { params: Record<string, string>; query: Record<string, string | string[]>; requestBody: Record<string, unknown> } };
   const notFound = { status: 404, json: { message: 'Not Found', documentation_url: 'https://docs.github.com/rest', status: '404' } };
@@ -432,33 +506,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       for (const p of pulls.values()) {
         if (p.state === 'open' && p.head === head && p.base === base) return unprocessable(`A pull request already exists for ${owner}:${head}.`, 'head', 'custom');
       }
-      const number = nextNumber++;
-      const now = iso();
-      const p: SimPull = {
-        number,
-        nodeId: Buffer.from(`PullRequest:${number}`).toString('base64'),
-        title: String(b.title),
-        body: String(b.body ?? ''),
-        head,
-        base,
-        headSha: branches.get(head)!,
-        baseSha: branches.get(base)!,
-        draft: b.draft === true,
-        state: 'open',
-        merged: false,
-        mergeCommitSha: null,
-        mergedAt: null,
-        closedAt: null,
-        createdAt: now,
-        updatedAt: now,
-        author: authorOf(req),
-        reviews: [],
-        comments: [],
-        files: [],
-        conflicting: false,
-        mergeability: 'stale',
-      };
-      pulls.set(number, p);
+      const p = newPull({ title: String(b.title), body: String(b.body ?? ''), head, base, draft: b.draft === true, author: authorOf(req) });
       return { status: 201, json: prJson(c.api, p, false) };
     },
     'pulls/get': async (c: Ctx) => {
@@ -745,12 +793,17 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
   });
 
   const mergeInto = (p: SimPull, method: 'merge' | 'squash' | 'rebase'): string => {
-    const commit = sha(`${method}-${p.number}-${p.headSha}-${branches.get(p.base)}`);
+    if (gitDir) syncFromGit();
+    const head = branches.get(p.head) ?? p.headSha;
+    const commit = gitDir
+      ? mergeOnServer(gitDir, p.base, head, method, `Merge pull request #${p.number} from ${owner}/${p.head}\n\n${p.title}`)
+      : sha(`${method}-${p.number}-${p.headSha}-${branches.get(p.base)}`);
+    p.headSha = head;
     moveBranch(p.base, commit);
     staleMergeability(p.base);
-    // Another open PR that changes one of the same files no longer merges.
+    // Another open PR that changes one of the same files no longer merges (with git: computed by merge-tree above).
     for (const q of pulls.values()) {
-      if (q !== p && q.state === 'open' && q.base === p.base && q.files.some((f) => p.files.includes(f))) q.conflicting = true;
+      if (!gitDir && q !== p && q.state === 'open' && q.base === p.base && q.files.some((f) => p.files.includes(f))) q.conflicting = true;
     }
     p.state = 'closed';
     p.merged = true;
@@ -810,7 +863,10 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     extend: {
       openapiHandlers: openapiHandlers as never,
       extendRouter: ((router: {
-        use: (fn: (req: ExpressReq, res: ExpressRes, next: () => void) => void) => void;
+        use: {
+          (fn: (req: ExpressReq, res: ExpressRes, next: () => void) => void): void;
+          (path: string, fn: (req: ExpressReq, res: ExpressRes) => void): void;
+        };
         post: (path: string, fn: (req: ExpressReq, res: ExpressRes) => void) => void;
         router?: { stack?: Array<{ handle?: { toString(): string } }> };
       }) => {
@@ -819,6 +875,19 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
         const stack = router.router?.stack ?? [];
         const own = stack.findIndex((l) => String(l.handle ?? '').includes('simulationLog'));
         if (own >= 0) stack.splice(own, 1);
+        // Git smart HTTP (not the API: not in the request log, not rate limited). After a push the branches are re-read.
+        if (gitDir) {
+          router.use(`/${owner}/${repo}.git`, (req, res) => {
+            const raw = req as unknown as ExpressReq & { originalUrl: string; pipe(to: NodeJS.WritableStream): unknown };
+            const q = raw.originalUrl.indexOf('?');
+            serveGitHttp(
+              gitDir,
+              { method: raw.method, pathInfo: raw.path, queryString: q >= 0 ? raw.originalUrl.slice(q + 1) : '', headers: raw.headers, pipe: (to) => raw.pipe(to) },
+              res as unknown as Parameters<typeof serveGitHttp>[2],
+              syncFromGit,
+            );
+          });
+        }
         router.use((req, res, next) => {
           const entry: SimRequest = {
             method: req.method,
@@ -834,6 +903,8 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
           };
           requests.push(entry);
           refreshWindow();
+          // GitHub sees every push at once: with git, the branches are the served repository's.
+          syncFromGit();
           // GitHub's background mergeability job finishes between two requests.
           for (const p of pulls.values()) {
             if (p.mergeability === 'computing') {
@@ -936,6 +1007,8 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
     repo,
     requests,
     pulls,
+    refUpdates,
+    gitUrl: gitDir ? `${baseUrl}/${owner}/${repo}.git` : null,
     mergeRequests: () =>
       requests.filter(
         (r) => (r.method === 'PUT' && MERGE_PATH.test(r.path)) || (r.method === 'POST' && MERGES_PATH.test(r.path)) || r.graphqlFields.some((f) => MERGE_MUTATIONS.test(f)),
@@ -954,6 +1027,12 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       stateVersion += 1;
       return mergeInto(p, method);
     },
+    humanOpenPull(pull) {
+      syncFromGit();
+      for (const name of [pull.head, pull.base]) if (!branches.has(name)) throw new Error(`simulator: no branch ${name}`);
+      stateVersion += 1;
+      return newPull({ title: pull.title, body: pull.body ?? '', head: pull.head, base: pull.base, draft: false, author: sha(`human:${pull.login}`) }).number;
+    },
     humanClose(number) {
       const p = pulls.get(number);
       if (!p) throw new Error(`simulator: no PR #${number}`);
@@ -963,6 +1042,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       p.updatedAt = p.closedAt;
     },
     humanReview(number, review) {
+      syncFromGit();
       const p = pulls.get(number);
       if (p?.state !== 'open') throw new Error(`simulator: PR #${number} is not open`);
       stateVersion += 1;
@@ -983,6 +1063,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       return id;
     },
     setCheckRun(commit, run) {
+      syncFromGit();
       stateVersion += 1;
       const list = (checkRuns.get(commit) ?? []).filter((r) => r.name !== run.name);
       list.push({ ...run, id: nextId++, startedAt: iso(), completedAt: run.status === 'completed' ? iso() : null });

@@ -7,6 +7,8 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { existsSync } from 'node:fs';
 import { watchMerges } from '../../brain/forge/after-merge.js';
 import { createGitHubForge } from '../../brain/forge/github-forge.js';
+import { createGitHubClient } from '../../brain/forge/github-client.js';
+import { createGitHubPullWatcher } from '../../brain/forge/github-watch.js';
 import { createLocalForge } from '../../brain/forge/local-forge.js';
 import { createMarkReadyTool } from '../../brain/task-tools/mark-ready.js';
 import { createOpenDraftPrTool } from '../../brain/task-tools/open-draft-pr.js';
@@ -124,19 +126,30 @@ describe('after merge (watchMerges, one pass)', () => {
     expect(existsSync(other.worktree!)).toBe(true);
   }, 180_000);
 
-  test('GitHub: the human squash-merges on GitHub → the task is done and its worktree removed after a backup; Polly sent no merge request', async () => {
+  test('GitHub: the human squash-merges on GitHub → the task is done and its worktree removed after a backup; Polly sent no merge request; behind the PR watcher the pass reads only what it found merged', async () => {
     const s = createPrStepSetting({ 'README.md': '# calc\n' });
     const clock = createFakeClock();
     sim = await startGitHubSimulator({ clock, branches: { main: s.repo.git(['rev-parse', 'main']) } });
-    const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: 'ghp_FAKEtokenForTheSimulator0123456789ab', baseUrl: sim.baseUrl, clock });
+    const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: 'ghp_FAKEtokenForTheSimulator0123456789ab', baseUrl: sim.baseUrl });
     const runner = toolRunner(s, { forge, supervisor: noAgents, config: testConfig(null), agentEnv: {} });
     const task = await createGreenTask(s, 'gm1', { 'NOTES.md': 'notes\n' });
     expect((await runner.run(createPushTool(), 'gm1', 'o1')).outcome).toBe('ok');
     sim.setBranch('polly/gm1', task.headCommit!);
     expect((await runner.run(createOpenDraftPrTool(), 'gm1', 'o2')).outcome).toBe('ok');
     expect((await watchMerges({ store: s.store, forge, worktrees: s.worktrees })).done).toEqual([]);
+    // Behind the PR watcher (the Brain on GitHub): an open PR the watcher reads costs the pass no request.
+    const client = createGitHubClient({ token: 'ghp_FAKEtokenForTheSimulator0123456789ab', baseUrl: sim.baseUrl });
+    const watcher = createGitHubPullWatcher({ store: s.store, client, owner: sim.owner, repo: sim.repo });
+    const watched = { store: s.store, forge, worktrees: s.worktrees, githubWatched: true };
+    await watcher.pass();
+    const before = sim.requests.length;
+    expect(await watchMerges(watched)).toMatchObject({ checked: [], done: [] });
     const merged = sim.humanMerge(1, 'squash');
-    const report = await watchMerges({ store: s.store, forge, worktrees: s.worktrees });
+    expect((await watchMerges(watched)).checked).toEqual([]); // the watcher has not seen the merge yet
+    expect(sim.requests.length).toBe(before);
+    await watcher.pass(); // it has now: pr.watch.final = merged
+    const report = await watchMerges(watched);
+    expect(report.checked).toEqual(['gm1']);
     expect(report.done).toEqual([{ taskId: 'gm1', number: 1, mergeCommitSha: merged, backupRef: expect.stringMatching(/^refs\/polly\/backup\/gm1\//) }]);
     expect((await s.store.read()).tasks.gm1).toMatchObject({ status: 'done', pr: { state: 'merged' } });
     expect(existsSync(task.worktree!)).toBe(false);

@@ -28,7 +28,7 @@ let sim: GitHubSimulator;
 const dirs: string[] = [];
 beforeAll(async () => {
   sim = await startGitHubSimulator({
-    branches: { main: sha('a'), 'polly/t1': sha('b'), 'polly/t2': sha('c'), 'polly/t3': sha('d'), 'polly/t4': sha('e'), 'polly/t5': sha('f'), 'polly/t6': sha('7') },
+    branches: { main: sha('a'), 'polly/t1': sha('b'), 'polly/t2': sha('c'), 'polly/t3': sha('d'), 'polly/t4': sha('e'), 'polly/t5': sha('f'), 'polly/t6': sha('7'), 'polly/t7': sha('8') },
   });
 });
 afterAll(async () => {
@@ -51,7 +51,7 @@ async function setting(ids: string[], inDir?: string) {
     });
   }
   const waits: RateLimitWait[] = [];
-  const client = createGitHubClient({ token: TOKEN, baseUrl: sim.baseUrl, retryAfterBaseValue: 5, onRateLimit: (w) => waits.push(w) });
+  const client = createGitHubClient({ token: TOKEN, baseUrl: sim.baseUrl, retryAfterBaseValue: 5, onRateLimit: (w) => void waits.push(w) });
   const watcher = () => createGitHubPullWatcher({ store, client, owner: sim.owner, repo: sim.repo });
   return { store, forge, numbers, waits, watcher, client };
 }
@@ -120,6 +120,30 @@ describe('GitHub PR watcher against the simulator', () => {
       expect.objectContaining({ event: 'REQUEST_CHANGES' }),
       { forge: 'github', number: n, taskId: 't1', event: 'COMMENT', body: 'Also: the README example is stale.', author: 'alice', id: commentId, source: 'issue_comment' },
     ]);
+  });
+
+  test('a review submitted between the watcher reading the reviews and reading the line comments comes next pass WITH its line comments (found by the GitHub e2e)', async () => {
+    const s = await setting(['t7']);
+    const n = s.numbers.t7!;
+    await s.watcher().pass(); // every ETag learnt
+    // The human submits while a pass runs: after its reviews GET, before its review-comments GET.
+    let reviewId = 0;
+    const racing = {
+      request: async (route: string, params: Record<string, unknown>) => {
+        if (route.endsWith('/pulls/{pull_number}/comments') && reviewId === 0) {
+          reviewId = sim.humanReview(n, { login: 'dora', event: 'REQUEST_CHANGES', body: 'One thing.', comments: [{ path: 'src/m.ts', line: 2, body: 'rename m' }] });
+        }
+        return s.client.request(route, params);
+      },
+    };
+    await createGitHubPullWatcher({ store: s.store, client: racing, owner: sim.owner, repo: sim.repo }).pass();
+    expect(await prEvents(s.store)).toEqual([]); // the comment waits for its review
+    await s.watcher().pass();
+    expect((await prEvents(s.store)).map((e) => e.data)).toEqual([
+      expect.objectContaining({ event: 'REQUEST_CHANGES', id: reviewId, body: 'One thing.', comments: [{ file: 'src/m.ts', line: 2, body: 'rename m' }] }),
+    ]);
+    await s.watcher().pass();
+    expect(await prEvents(s.store)).toHaveLength(1); // exactly once
   });
 
   test('a failing check run → one pr.checks_failed with its summary and log excerpt; a failing status too; a re-run that passes then fails again is reported again', async () => {

@@ -25,6 +25,22 @@ describe('PR events → fix-round signals', () => {
       checks: [{ name: 'ci / test', conclusion: 'failure', summary: '1 failed', logExcerpt: 'expected 5, got 6' }],
     }),
     e(10, 'task.pushed', { taskId: 'p1-t1' }),
+    // A GitHub review with two line comments (github-watch.ts): each point at its own line, after the body.
+    e(11, 'pr.feedback', {
+      forge: 'github',
+      number: 1,
+      taskId: 'p1-t1',
+      event: 'REQUEST_CHANGES',
+      body: 'Two things.',
+      file: 'src/a.ts',
+      line: 1,
+      comments: [
+        { file: 'src/a.ts', line: 1, body: 'say that sum([]) is 0' },
+        { file: 'src/b.ts', line: 7, body: 'rename y' },
+      ],
+    }),
+    // A review whose only text is its one line comment: once, at its line.
+    e(12, 'pr.feedback', { forge: 'github', number: 1, taskId: 'p1-t1', event: 'COMMENT', body: 'typo', file: 'c.ts', line: 2, comments: [{ file: 'c.ts', line: 2, body: 'typo' }] }),
   ];
 
   it('a change request, a line comment, a conflict still standing and a failing check are actionable; a remark, a resolved conflict, Polly itself and another task are not', () => {
@@ -33,10 +49,14 @@ describe('PR events → fix-round signals', () => {
       [3, 'FEEDBACK', 'rename x to y'],
       [8, 'CONFLICTS', `conflicts with main at ${'c'.repeat(12)} in b.ts`],
       [9, 'CHECKS_FAILED', `failing check on ${'h'.repeat(12)}: ci / test (failure)`],
+      [11, 'FEEDBACK', 'Two things.'],
+      [11, 'FEEDBACK', 'src/a.ts:1: say that sum([]) is 0'],
+      [11, 'FEEDBACK', 'src/b.ts:7: rename y'],
+      [12, 'FEEDBACK', 'c.ts:2: typo'],
     ]);
     // Only events after the handled seq.
-    expect(actionablePrEvents(journal, 'p1-t1', 3).map((x) => x.seq)).toEqual([8, 9]);
-    expect(actionablePrEvents(journal, 'p1-t1', 9)).toEqual([]);
+    expect(actionablePrEvents(journal, 'p1-t1', 3).map((x) => x.seq)).toEqual([8, 9, 11, 11, 11, 12]);
+    expect(actionablePrEvents(journal, 'p1-t1', 12)).toEqual([]);
   });
 
   it("the handled seq is the largest journalSeq in the run's signal payloads", () => {

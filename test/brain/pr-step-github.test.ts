@@ -64,7 +64,7 @@ const markReady = createMarkReadyTool();
 async function setup() {
   const s = createPrStepSetting({ 'README.md': '# calc\n', 'src/add.js': 'export function add(a, b) {\n  return 0;\n}\n' });
   sim.setBranch('main', s.repo.git(['rev-parse', 'main']));
-  const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl, clock });
+  const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl });
   const config = testConfig(server.url);
   const supervisor = recordingSupervisor(createWorkerSupervisor({ repoRoot: s.repo.dir, store: s.store, config, stateRoot: join(s.outside, 'workers') }));
   const runner = toolRunner(s, { forge, supervisor, config, agentEnv: scriptedAgentEnv(server.url, join(s.outside, 'home')) });
