@@ -316,7 +316,11 @@ export function createGitHubPullWatcher(deps: PullWatchDeps, options: PullWatchO
         // A new review's line comments go with it: their list is read in full then (a 304 has no body),
         // also when it did not change since a comment of that review was put off (see below).
         const newReview = reviews?.data.some((r) => r.state !== 'PENDING' && !w.seen.reviews.includes(r.id)) ?? false;
-        const comments = await list<RawReviewComment>('GET /repos/{owner}/{repo}/pulls/{pull_number}/comments', { pull_number: n }, newReview ? undefined : w.etags.review_comments);
+        const comments = await list<RawReviewComment>(
+          'GET /repos/{owner}/{repo}/pulls/{pull_number}/comments',
+          { pull_number: n },
+          newReview ? undefined : w.etags.review_comments,
+        );
         const issueComments = await list<RawIssueComment>('GET /repos/{owner}/{repo}/issues/{issue_number}/comments', { issue_number: n }, w.etags.issue_comments);
         const seenReviews = new Set(w.seen.reviews);
         const seenComments = new Set(w.seen.reviewComments);

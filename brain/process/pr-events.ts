@@ -82,7 +82,12 @@ export function actionablePrEvents(entries: readonly JournalEntry[], taskId: str
         const body = oneLine(d.body);
         if (body !== '' && !comments.some((c) => oneLine(c.body) === body)) out.push({ seq: e.seq, action: 'FEEDBACK', line: body, data: d });
         for (const c of comments) {
-          out.push({ seq: e.seq, action: 'FEEDBACK', line: `${String(c.file)}${c.line !== undefined && c.line !== null ? `:${String(c.line)}` : ''}: ${oneLine(c.body)}`, data: d });
+          out.push({
+            seq: e.seq,
+            action: 'FEEDBACK',
+            line: `${String(c.file)}${c.line !== undefined && c.line !== null ? `:${String(c.line)}` : ''}: ${oneLine(c.body)}`,
+            data: d,
+          });
         }
         continue;
       }

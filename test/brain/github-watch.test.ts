@@ -28,7 +28,16 @@ let sim: GitHubSimulator;
 const dirs: string[] = [];
 beforeAll(async () => {
   sim = await startGitHubSimulator({
-    branches: { main: sha('a'), 'polly/t1': sha('b'), 'polly/t2': sha('c'), 'polly/t3': sha('d'), 'polly/t4': sha('e'), 'polly/t5': sha('f'), 'polly/t6': sha('7'), 'polly/t7': sha('8') },
+    branches: {
+      main: sha('a'),
+      'polly/t1': sha('b'),
+      'polly/t2': sha('c'),
+      'polly/t3': sha('d'),
+      'polly/t4': sha('e'),
+      'polly/t5': sha('f'),
+      'polly/t6': sha('7'),
+      'polly/t7': sha('8'),
+    },
   });
 });
 afterAll(async () => {

@@ -40,7 +40,16 @@ describe('PR events → fix-round signals', () => {
       ],
     }),
     // A review whose only text is its one line comment: once, at its line.
-    e(12, 'pr.feedback', { forge: 'github', number: 1, taskId: 'p1-t1', event: 'COMMENT', body: 'typo', file: 'c.ts', line: 2, comments: [{ file: 'c.ts', line: 2, body: 'typo' }] }),
+    e(12, 'pr.feedback', {
+      forge: 'github',
+      number: 1,
+      taskId: 'p1-t1',
+      event: 'COMMENT',
+      body: 'typo',
+      file: 'c.ts',
+      line: 2,
+      comments: [{ file: 'c.ts', line: 2, body: 'typo' }],
+    }),
   ];
 
   it('a change request, a line comment, a conflict still standing and a failing check are actionable; a remark, a resolved conflict, Polly itself and another task are not', () => {

@@ -116,7 +116,6 @@ describe('a ready PR on GitHub (API simulator): feedback, a failing check and a 
   it('change request → fixed in the same session, re-reviewed, plain push, reply; failing check → fixed; conflict after another PR merged → merge commit, green checks, ready; no merge endpoint, no forced ref update, one PR', async () => {
     const { root, repo, origin } = sampleProjectWithOrigin('polly-gh-fix-rounds-');
     const env = gitTestEnv();
-    const started = Date.now();
     [server, sim] = await Promise.all([startScriptedModelServer({ script: parseModelScript(SCRIPT) }), startGitHubSimulator({ git: origin })]);
     await run(process.execPath, [cli, 'init'], { cwd: repo, env });
     // origin is the simulated GitHub: Polly selects the GitHub forge and fetches and pushes over HTTP.
@@ -145,7 +144,10 @@ describe('a ready PR on GitHub (API simulator): feedback, a failing check and a 
       for (;;) {
         const t = Object.values(readRegistry(repo).tasks).find((x) => x.purpose === 'implement');
         if (t && ok(t)) return t;
-        if (Date.now() > end || brain!.exitCode !== null) throw new Error(`timed out waiting for ${what}; task: ${JSON.stringify(t && { status: t.status, fixRound: t.fixRound, reason: t.statusReason })}\n${brainLog.slice(-4000)}`);
+        if (Date.now() > end || brain!.exitCode !== null)
+          throw new Error(
+            `timed out waiting for ${what}; task: ${JSON.stringify(t && { status: t.status, fixRound: t.fixRound, reason: t.statusReason })}\n${brainLog.slice(-4000)}`,
+          );
         await sleep(250);
       }
     };
@@ -233,7 +235,10 @@ describe('a ready PR on GitHub (API simulator): feedback, a failing check and a 
     await untilTrue('the reply of round 3', () => replies().length === 3);
     // CI goes green on the merge; the watcher sees it merge cleanly again: the PR is ready.
     sim.setCheckRun(pushed4, { name: 'lint', status: 'completed', conclusion: 'success' });
-    t = await until('green checks and no conflict on the new head', (x) => x.pr?.watch?.headCommit === pushed4 && x.pr.watch.checks === 'passing' && x.pr.watch.conflicts === 'clean');
+    t = await until(
+      'green checks and no conflict on the new head',
+      (x) => x.pr?.watch?.headCommit === pushed4 && x.pr.watch.checks === 'passing' && x.pr.watch.conflicts === 'clean',
+    );
     expect(t.status).toBe('ready');
     expect(pull).toMatchObject({ state: 'open', merged: false, draft: false, headSha: pushed4 });
     const kinds = journalOf(repo).map((e) => e.kind);
