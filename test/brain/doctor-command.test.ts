@@ -151,7 +151,7 @@ describe('polly doctor', () => {
     expect(local.detail).toBe(
       'PRs on the local forge (origin (https://git.example.org/octo/widget.git) is not on github.com): branches pushed to origin https://git.example.org/octo/widget.git, reviewed with polly pr',
     );
-    const wrong = await forgeCheck(gitRunner, repo.dir, { ...DEFAULT_CONFIG, forge: { kind: 'github', github: { base_url: null } } });
+    const wrong = await forgeCheck(gitRunner, repo.dir, { ...DEFAULT_CONFIG, forge: { kind: 'github', github: { ...DEFAULT_CONFIG.forge.github } } });
     expect(wrong.status).toBe('problem');
     expect(wrong.detail).toContain('forge.kind is github but origin (https://git.example.org/octo/widget.git) is not a github.com repository URL');
     expect(JSON.stringify([github, local, wrong])).not.toContain(token);
