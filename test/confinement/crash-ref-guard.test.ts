@@ -24,6 +24,7 @@ import { git, gitTestEnv } from '../helpers/git-repo.js';
 import { pathWithoutBwrap } from '../helpers/no-bwrap-path.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { CLI, run } from './attack-harness.js';
+import { readRegistryFile } from '../helpers/polly-state.js';
 
 /** Moves `feature` in the user's repository to a commit of the worker's, by absolute git (no shim). */
 const MOVE = [
@@ -44,7 +45,7 @@ const SCRIPT = stringify({
   ],
 });
 
-const readRegistry = (repo: string): Registry => JSON.parse(readFileSync(join(repo, '.polly/registry.json'), 'utf8')) as Registry;
+const readRegistry = readRegistryFile;
 
 let server: ScriptedModelServer | null = null;
 let root = '';

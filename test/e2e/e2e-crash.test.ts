@@ -20,6 +20,7 @@ import { expectRunsConform } from '../helpers/trace-conformance.js';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
+import { readRegistryFile } from '../helpers/polly-state.js';
 
 const run = promisify(execFile);
 const cli = join(process.cwd(), 'dist/brain/cli.js');
@@ -34,7 +35,7 @@ function alive(pid: number): boolean {
   }
 }
 
-const readRegistry = (repo: string): Registry => JSON.parse(readFileSync(join(repo, '.polly/registry.json'), 'utf8')) as Registry;
+const readRegistry = readRegistryFile;
 
 let server: ScriptedModelServer | null = null;
 afterAll(async () => {

@@ -26,6 +26,7 @@ import { startGitHubSimulator, type GitHubSimulator } from '../helpers/github-si
 import { expectRunsConform } from '../helpers/trace-conformance.js';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
+import { readJournalFile, readRegistryFile } from '../helpers/polly-state.js';
 
 const run = promisify(execFile);
 const cli = join(process.cwd(), 'dist/brain/cli.js');
@@ -92,12 +93,8 @@ ${RESOLVED.split('\n')
           - finish: '{"blocking": [], "non_blocking": []}'
 `;
 
-const readRegistry = (repo: string): Registry => JSON.parse(readFileSync(join(repo, '.polly/registry.json'), 'utf8')) as Registry;
-const journalOf = (repo: string) =>
-  readFileSync(join(repo, '.polly/journal.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as { seq: number; kind: string; data: Record<string, unknown> });
+const readRegistry = readRegistryFile;
+const journalOf = readJournalFile;
 
 let server: ScriptedModelServer | null = null;
 let sim: GitHubSimulator | null = null;

@@ -19,12 +19,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
 import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
-import type { Registry } from '../../brain/registry/registry-schema.js';
 import { expectRunsConform } from '../helpers/trace-conformance.js';
 import { git, gitTestEnv, type TestRepo } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { humanMerge } from '../helpers/human-merge.js';
 import { notificationFor } from '../../brain/notify/notification.js';
+import { readJournalFile, readRegistryFile } from '../helpers/polly-state.js';
 
 const run = promisify(execFile);
 const cli = join(process.cwd(), 'dist/brain/cli.js');
@@ -106,12 +106,8 @@ const SCRIPT = `sessions:
           - finish: '{"blocking": [], "non_blocking": []}'
 `;
 
-const readRegistry = (repo: string): Registry => JSON.parse(readFileSync(join(repo, '.polly/registry.json'), 'utf8')) as Registry;
-const journalOf = (repo: string) =>
-  readFileSync(join(repo, '.polly/journal.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as { seq: number; kind: string; data: Record<string, unknown> });
+const readRegistry = readRegistryFile;
+const journalOf = readJournalFile;
 
 let server: ScriptedModelServer | null = null;
 afterAll(async () => {
