@@ -34,7 +34,6 @@ sessions:
       - steps:
           - read: DIFF.patch
           - call: {tool: ls, input: {path: .}}
-          - write: {path: NOTES.md, content: "reviewer notes\\n"}
           - finish: |
               The change matches the contract.
               \`\`\`json
@@ -143,11 +142,11 @@ describe('PR step on the local forge (real git, real pi reviewer)', () => {
     expect(bodies).toContain('DIFF.patch');
     expect(bodies).not.toContain(wt);
     expect(bodies).not.toContain('.worktrees/l1');
-    // Its write attempt failed (pi's review tool set has no write) and nothing was written anywhere.
+    // It read the diff and listed its dir; nothing was written anywhere. (A reviewer that calls a tool
+    // its role lacks fails its task: test/confinement/reviewer-attacks.test.ts.)
     const events = supervisor.results[0]!.events.filter((e): e is Extract<AgentEvent, { type: 'tool_result' }> => e.type === 'tool_result');
-    expect(events.map((e) => e.isError)).toEqual([false, false, true]);
+    expect(events.map((e) => e.isError)).toEqual([false, false]);
     expect(events[0]!.output).toContain('+  return a + b;');
-    expect(existsSync(join(req.cwd, 'NOTES.md'))).toBe(false);
     expect(git(wt, ['status', '--porcelain'])).toBe('');
 
     expect(await runner.run(markReady, 'l1', 'o-ready')).toMatchObject({ outcome: 'ok' });

@@ -75,7 +75,7 @@ describe('review sandbox', () => {
     expect((inRepo as Error).message).toMatch(/inside the repository/);
   }, 30_000);
 
-  test('the real Claude Code as reviewer: its requests never name the worktree; Bash and Write attempts into the scratch dir and the worktree are denied and leave no trace', async () => {
+  test('the real Claude Code as reviewer: its requests never name the worktree; Bash and Write attempts into the scratch dir and the worktree are denied and leave no trace, and its Write calls (a tool the review role lacks) fail the task by name', async () => {
     const s = createPrStepSetting({ 'README.md': '# x\n', 'src/add.js': 'export const add = 0;\n' });
     const task = await createGreenTask(s, 'c1', { 'src/add.js': 'export const add = (a, b) => a + b;\n' }, { worker: 'codex', reviewer: 'claude-code' });
     const wt = task.worktree!;
@@ -106,7 +106,11 @@ sessions:
 
     const r = await runner.run(review, 'c1', 'o3');
     const result = supervisor.results[0];
-    expect(r.outcome, `${r.note}\n${result?.stderr ?? ''}`).toBe('ok');
+    // Write is no tool of the review role: calling it is an attempt outside the role, named in the failure.
+    expect(r.outcome, `${r.note}\n${result?.stderr ?? ''}`).toBe('failure');
+    expect(r.note).toMatch(
+      /the reviewer called tools its read-only role does not have during the claude-code review turn: Write \{"file_path":"[^"]*\/NOTES\.md".*\| Write \{"file_path":"[^"]*\/REVIEW\.md"/,
+    );
     expect(supervisor.requests[0]).toMatchObject({ harness: 'claude-code', role: 'review', purpose: 'review', cwd: scratch });
 
     const results = result!.events.filter((e): e is Extract<AgentEvent, { type: 'tool_result' }> => e.type === 'tool_result');
