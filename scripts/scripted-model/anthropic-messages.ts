@@ -342,6 +342,7 @@ async function handleMessages(ctx: ApiContext): Promise<void> {
   }
   const { view, plan, content, stopReason } = answerMessages(body, ctx);
   ctx.record({ view, session: plan.session?.name ?? null, turnIndex: plan.session ? plan.turnIndex : null, reply: plan.reply });
+  await ctx.pace(plan.session?.name ?? null);
   const model = body.model ?? 'claude-scripted';
   const inputTokens = estimateTokens(JSON.stringify(body.messages) + view.system);
   const outputTokens = estimateTokens(JSON.stringify(content));

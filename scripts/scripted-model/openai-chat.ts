@@ -239,6 +239,7 @@ async function handleCompletions(ctx: ApiContext): Promise<void> {
   const view = chatConversationView(request);
   const plan = planReply(ctx.script, view);
   ctx.record({ view, session: plan.session?.name ?? null, turnIndex: plan.turnIndex, reply: plan.reply });
+  await ctx.pace(plan.session?.name ?? null);
   const model = typeof request.model === 'string' && request.model ? request.model : 'scripted';
   const rendered = render(plan.reply, view, request, plan.turnIndex);
   ctx.record({ usage: { inputTokens: rendered.usage.prompt_tokens, outputTokens: rendered.usage.completion_tokens } });

@@ -351,13 +351,14 @@ export const responsesRoutes: ApiRoute[] = [
     api: 'openai-responses',
     method: 'POST',
     path: /^(\/v1)?\/responses\/?$/,
-    handle({ res, body, script, record }) {
+    async handle({ res, body, script, record, pace }) {
       if (!isObject(body)) {
         return sendJson(res, 400, { error: { type: 'invalid_request_error', message: 'POST /v1/responses needs a JSON object body' } });
       }
       const view = responsesView(body);
       const plan = planReply(script, view);
       record({ view, session: plan.session?.name ?? null, turnIndex: plan.turnIndex, reply: plan.reply });
+      await pace(plan.session?.name ?? null);
       const items = renderReply(plan.reply, body);
       const usage = usageFor(body, items);
       record({ usage: { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens } });

@@ -62,6 +62,12 @@ export interface ScriptSession {
    * unpredictable number of inbox events). Default false: such messages get a "no turn" text.
    */
   repeat_last?: boolean;
+  /**
+   * Milliseconds to wait before answering each model call of this session (0 to 60,000; default
+   * 0). A real model takes seconds a call; a test of what Polly does between two calls (a budget
+   * that stops a worker) needs that time, or the scripted worker finishes first.
+   */
+  latency_ms?: number;
 }
 
 export interface ModelScript {
@@ -107,6 +113,9 @@ export function parseModelScript(text: string, source = '<script>'): ModelScript
     if (!s || typeof s !== 'object' || !Array.isArray(s.turns)) throw new Error(`${source}: sessions[${i}] needs "turns:" (a list)`);
     s.name ??= `session-${i}`;
     s.match ??= {};
+    if (s.latency_ms !== undefined && !(typeof s.latency_ms === 'number' && Number.isFinite(s.latency_ms) && s.latency_ms >= 0 && s.latency_ms <= 60_000)) {
+      throw new Error(`${source}: sessions[${i}].latency_ms must be a number of milliseconds from 0 to 60000; got ${JSON.stringify(s.latency_ms)}`);
+    }
     s.turns.forEach((t, j) => {
       if (!t || !Array.isArray(t.steps)) throw new Error(`${source}: sessions[${i}].turns[${j}] needs "steps:" (a list)`);
       for (const [k, step] of t.steps.entries()) checkStep(step, `${source}: sessions[${i}].turns[${j}].steps[${k}]`);

@@ -87,6 +87,10 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
         body,
         script,
         record: (r) => Object.assign(entry, r),
+        pace: async (name) => {
+          const ms = script.sessions.find((x) => x.name === name)?.latency_ms ?? 0;
+          if (ms > 0) await new Promise((r) => setTimeout(r, ms));
+        },
       });
     })().catch((error: unknown) => {
       process.stderr.write(`[scripted-model] ${String((error as Error)?.stack ?? error)}\n`);

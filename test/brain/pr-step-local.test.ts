@@ -6,7 +6,7 @@
  * reviewer, no JSON).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLocalForge } from '../../brain/forge/local-forge.js';

@@ -55,3 +55,37 @@ describe('scripted model server, standalone', () => {
     expect(err).toContain('sessions');
   });
 });
+
+describe('scripted model server, latency_ms', () => {
+  it("waits a session's latency_ms before each answer, other sessions not; a bad value is refused naming the session", async () => {
+    const { startScriptedModelServer } = await import('../../scripts/scripted-model/server.js');
+    const { parseModelScript } = await import('../../scripts/scripted-model/script.js');
+    const script = parseModelScript(
+      'sessions:\n  - name: slow\n    match: {task: s1}\n    latency_ms: 400\n    turns:\n      - steps: [{finish: "slow"}]\n  - name: fast\n    match: {task: f1}\n    turns:\n      - steps: [{finish: "fast"}]\n',
+    );
+    const server = await startScriptedModelServer({ script });
+    try {
+      const call = async (task: string) => {
+        const t0 = performance.now();
+        const res = await fetch(`${server.url}/v1/messages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: `[polly task=${task}] go` }] }),
+        });
+        const text = ((await res.json()) as { content: Array<{ text: string }> }).content[0]!.text;
+        return { text, ms: performance.now() - t0 };
+      };
+      const slow = await call('s1');
+      const fast = await call('f1');
+      expect(slow.text).toBe('slow');
+      expect(slow.ms).toBeGreaterThanOrEqual(390);
+      expect(fast.text).toBe('fast');
+      expect(fast.ms).toBeLessThan(slow.ms);
+    } finally {
+      await server.close();
+    }
+    expect(() => parseModelScript('sessions:\n  - name: x\n    latency_ms: -1\n    turns: []\n', 'bad.yaml')).toThrow(
+      /bad\.yaml: sessions\[0\]\.latency_ms must be a number of milliseconds from 0 to 60000; got -1/,
+    );
+  });
+});

@@ -34,12 +34,15 @@ const turnScript = (id: string) => `  - name: ${id}
 const IDS = ['pl1', 'pb1', 'cl1', 'cb1', 'xb1'] as const;
 /**
  * A read-only explore session (task x1, the first ad-hoc id): six reads, then its report. A
- * read-only pi has no bash (nothing slow to stop in), so the stop lands a call or two after the
- * limit is crossed (the supervisor reads the worker's events by polling), well before the report.
+ * read-only pi has no bash (nothing slow to stop in), and the scripted model answers at once, so
+ * under load pi could make all seven calls before the stop lands (the supervisor reads the worker's
+ * events by polling). Each call takes 1.5 s here, as a real model's does: the stop lands a call or
+ * two after the limit is crossed (about 3 s), well before the report (10.5 s).
  */
 const EXPLORE_READS = 6;
 const EXPLORE_SCRIPT = `  - name: x1
     match: {task: x1, role: explore}
+    latency_ms: 1500
     turns:
       - steps:
 ${'          - read: README.md\n'.repeat(EXPLORE_READS)}          - finish: "Read the README."
