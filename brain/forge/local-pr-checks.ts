@@ -23,12 +23,17 @@
  *    it (brain/process/pr-events.ts) as BASE_CHECKS_FAILED: a fix round that merges the base in,
  *    then has the same worker session fix the break.
  *
+ * A command that exits 127 (not found) is the environment, not the PR: the pass records it and
+ * reports it in `errors`, but journals no `pr.checks_failed`, so no agent turn is spent on it.
+ *
  * The Brain runs a pass after every after-merge pass (every 30 s) and `polly pr sync` runs one now.
  * Red is data (the report and the event), never an exception.
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { isPollyError } from '../core/errors.js';
+import { visibleText } from '../core/visible-text.js';
+import { COMMAND_NOT_FOUND } from '../task-tools/run-acceptance.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import type { LocalPrCheckRecord, Registry } from '../registry/registry-schema.js';
 import { runAcceptance, runCheck } from '../../workers/acceptance.js';
@@ -182,6 +187,9 @@ export function createLocalPrChecks(deps: LocalPrChecksDeps): LocalPrChecks {
           } finally {
             await rm(dir, { recursive: true, force: true });
           }
+          // A command not found (exit 127: not installed, or under the HOME the sandbox hides) is the
+          // environment, not the PR: recorded and reported, but no fix round (no agent can install it).
+          const missing = outcome.results.find((r) => r.exitCode === COMMAND_NOT_FOUND && !r.timedOut);
           const conclusion = outcome.green ? 'success' : 'failure';
           const record: LocalPrCheckRecord = {
             headCommit: head,
@@ -202,7 +210,7 @@ export function createLocalPrChecks(deps: LocalPrChecksDeps): LocalPrChecks {
             if (p.localCheck?.headCommit === head && p.localCheck.baseCommit === baseTip) return;
             p.localCheck = record;
             p.updatedAt = record.checkedAt;
-            if (conclusion === 'failure') {
+            if (conclusion === 'failure' && !missing) {
               tx.emit('pr.checks_failed', {
                 forge: 'local',
                 number: p.number,
@@ -221,6 +229,12 @@ export function createLocalPrChecks(deps: LocalPrChecksDeps): LocalPrChecks {
           });
           deps.progress?.(`[polly] PR #${pr.number}: the checks on the merge with ${pr.base} are ${outcome.green ? 'green' : `red (${failed.map((r) => r.command).join(', ')})`}`);
           report.checked.push({ number: pr.number, taskId: task.id, headCommit: head, baseCommit: baseTip, conclusion });
+          if (missing) {
+            report.errors.push({
+              number: pr.number,
+              message: `the check "${visibleText(missing.command).slice(0, 200)}" exited ${COMMAND_NOT_FOUND} (command not found): install the program where the sandbox sees it (not under HOME), or run \`polly doctor\`; no fix round was started`,
+            });
+          }
         } catch (error) {
           report.errors.push({ number: pr.number, message: isPollyError(error) ? error.message : String((error as Error)?.message ?? error) });
         }

@@ -3,7 +3,8 @@
  * the real acceptance runner in Polly's sandbox: a base that moves under a ready PR without a
  * textual conflict is checked on the merge, once per (head, base) pair; a semantic break (a function
  * renamed on main, still imported by the PR) journals `pr.checks_failed`, which the Brain routes as
- * BASE_CHECKS_FAILED. The task's branch, worktree and refs are never written.
+ * BASE_CHECKS_FAILED; a check program that is not there (exit 127) is reported, not routed. The
+ * task's branch, worktree and refs are never written.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -123,6 +124,24 @@ describe('the local forge checks a ready PR on the merge with its moved base', (
       refsBefore.replace(/^\S+ refs\/heads\/main$/m, `${rename} refs/heads/main`),
     );
     expect(worktrees()).toEqual(worktreesBefore);
+
+    // 3b. A check program that is not there (exit 127) is the environment, not the PR: recorded and
+    // reported, but no pr.checks_failed, so no agent turn is spent on it.
+    await store.update((d) => {
+      d.tasks['p1-t1']!.acceptance.commands = ['no-such-program-polly-test'];
+    });
+    repo.write('NOTES.txt', 'unrelated\n');
+    const unrelated = repo.commitAll('notes');
+    repo.git(['push', '-q', 'origin', 'main']);
+    report = await checks.pass();
+    expect(report.checked).toEqual([{ number, taskId: 'p1-t1', headCommit: head, baseCommit: unrelated, conclusion: 'failure' }]);
+    expect(report.errors).toEqual([
+      { number, message: expect.stringMatching(/^the check "no-such-program-polly-test" exited 127 \(command not found\): .*no fix round was started$/) },
+    ]);
+    expect(await failedEvents()).toHaveLength(1);
+    await store.update((d) => {
+      d.tasks['p1-t1']!.acceptance.commands = ['node src/b.mjs'];
+    });
 
     // 4. A conflicting change on main is pr.conflicts' business: no check runs.
     writeFileSync(join(wt, 'README.md'), '# demo from the task\n');
