@@ -382,7 +382,7 @@ export async function runReadOnlyTask(
   }
   log(`[polly] ${taskId}: ${task.purpose} on ${task.worker} (read-only)`);
   // Read-only work runs in the main checkout: no ref may move (the ref guard puts back any that did).
-  const guardCtx = { repoRoot: deps.repoRoot, store: deps.store, config: deps.config, progress: log, task: { id: taskId, branch: null }, order: { id: `adhoc:${taskId}` } };
+  const guardCtx = { repoRoot: deps.repoRoot, store: deps.store, progress: log, task: { id: taskId, branch: null }, order: { id: `adhoc:${taskId}` } };
   const { value: result, violation } = await withRefGuard(
     guardCtx,
     `the ${task.worker} ${task.purpose} turn`,

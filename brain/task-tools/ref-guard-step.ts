@@ -10,14 +10,6 @@
  *
  * Works with or without a sandbox: it reads git, not the agent's words.
  *
- * **A person working beside Polly.** When the step ran inside Polly's sandbox (`confined`: always,
- * unless `workers.allow_unconfined`), the repository's git metadata was read-only to it, so a change
- * to something Polly does not own (`main`, a person's branches and tags, the main checkout's `HEAD`,
- * `.git/config`, hooks: workers/git/ref-guard.ts `isPollyOwnedChange`) was made outside the step:
- * someone committing, pulling or configuring in the main checkout meanwhile. It is journaled as
- * `guard.outside_change` `{taskId, orderId, step, changes}` and left as it is; the task goes on.
- * Polly's own refs and worktree files are guarded either way. Unconfined, every change counts.
- *
  * **Across a Brain crash.** The snapshot taken before a step is kept in
  * `.polly/guard/turns/<task id>-<hash of order id and step>.json` (written atomically, fsynced)
  * until the step has been compared. A Brain restarted after a crash (or a stop) that adopts the
@@ -30,16 +22,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
-import {
-  createRefGuard,
-  describeChanges,
-  diffSnapshots,
-  isPollyOwnedChange,
-  persistedPollyRefWrites,
-  type RefChange,
-  type RefSnapshot,
-  type RestoreReport,
-} from '../../workers/git/ref-guard.js';
+import { createRefGuard, describeChanges, diffSnapshots, persistedPollyRefWrites, type RefChange, type RefSnapshot, type RestoreReport } from '../../workers/git/ref-guard.js';
 import type { TaskToolContext, TaskToolOutcome } from './types.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 
@@ -56,21 +39,12 @@ export interface RefGuardStepOptions {
   git?: GitRunner;
   /** Local refs the step may move. Default: the task's own branch. */
   allowLocal?: readonly string[];
-  /**
-   * The step ran inside Polly's sandbox (the repository's git metadata read-only to it): changes
-   * Polly does not own are someone else's and are left alone (see the module doc). Default: true
-   * when `ctx.config` is given and `workers.allow_unconfined` is off (Polly then refuses to run a
-   * step outside its sandbox), else false: every change counts.
-   */
-  confined?: boolean;
 }
 
 /** What {@link withRefGuard} needs of a tool context (the Brain's read-only task runner passes the same). */
 export type RefGuardContext = Pick<TaskToolContext, 'repoRoot' | 'store' | 'progress'> & {
   task: Pick<TaskToolContext['task'], 'id' | 'branch'>;
   order: Pick<TaskToolContext['order'], 'id'>;
-  /** Read: `workers.allow_unconfined` (the step is confined unless it is set). Absent: strict. */
-  config?: { workers: { allow_unconfined?: boolean } };
 };
 
 /**
@@ -97,16 +71,7 @@ export async function withRefGuard<T>(
   const allowLocal = options.allowLocal ?? [`refs/heads/${ctx.task.branch ?? `polly/${ctx.task.id}`}`];
   // Taken by an earlier Brain: what that Brain wrote is excused by the ledger it kept on disk.
   const pollyWrites = kept ? persistedPollyRefWrites(ctx.repoRoot, Date.parse(before.takenAt)) : [];
-  const seen = diffSnapshots(before, after, { allowLocal, pollyWrites });
-  const confined = options.confined ?? (ctx.config !== undefined && !(ctx.config.workers.allow_unconfined ?? false));
-  const outside = confined ? seen.filter((c) => !isPollyOwnedChange(c)) : [];
-  const changes = confined ? seen.filter(isPollyOwnedChange) : seen;
-  if (outside.length > 0) {
-    await ctx.store.update((_draft, tx) => {
-      tx.emit('guard.outside_change', { taskId: ctx.task.id, orderId: ctx.order.id, step: label, changes: outside });
-    });
-    ctx.progress(`${ctx.task.id}: changed in the repository outside the sandboxed ${label} (by a person or another program), left as it is: ${describeChanges(outside)}`);
-  }
+  const changes = diffSnapshots(before, after, { allowLocal, pollyWrites });
   if (changes.length === 0) {
     rmSync(file, { force: true });
     return { value, violation: null };

@@ -288,20 +288,6 @@ export function diffSnapshots(before: RefSnapshot, after: RefSnapshot, options: 
   return out;
 }
 
-/**
- * Whether a change touches what Polly owns in the repository: its branches (`refs/heads/polly/…`),
- * its own refs (`refs/polly/…`: backups, quarantine), the linked worktrees' admin files
- * (`worktrees/<name>/…`) and their `.git` files (absolute paths), in the repository or in a path
- * remote. Everything else (`main`, a person's branches, tags, `refs/stash`, the main checkout's
- * `HEAD`, the common `config`, `hooks/`) is what a person working in the main checkout changes
- * every day: `git commit`, `git pull`, `git config`, `npm install` writing a hooks path. Pure.
- */
-export function isPollyOwnedChange(change: RefChange): boolean {
-  if (change.kind === 'head') return false;
-  if (change.kind === 'file') return isAbsolute(change.name) || change.name.startsWith('worktrees/');
-  return change.name.startsWith('refs/heads/polly/') || change.name.startsWith('refs/polly/');
-}
-
 /** `ref, old → new` lines for a task's reason and the journal (object ids shortened to 12). */
 export function describeChanges(changes: readonly RefChange[]): string {
   const short = (v: string | null) => (v === null ? '(none)' : v.startsWith('ref: ') ? v.slice(5) : v.slice(0, 12));
