@@ -19,7 +19,8 @@
  * config says `allow_root_sandbox: true`; otherwise a run as root ends `agent_refused` before
  * anything is spawned, saying how to enable it.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { ensureDirBelow, isFileBelow, writeFileBelow } from './state-dir-files.js';
 import { join } from 'node:path';
 import type { AgentAdapter, AgentCliOptions, AgentEvent, AgentRun, AgentRunOptions, AgentRunStatus } from './agent-adapter.js';
 import { resolveAgentBinary } from './agent-binary.js';
@@ -177,14 +178,16 @@ export function claudeArgs(config: ClaudeCodeAdapterConfig, options: AgentRunOpt
  * never overwrites what Claude Code has written since.
  */
 export function prepareClaudeConfigDir(stateDir: string): { configDir: string; emptyMcpConfig: string } {
+  // Written outside the sandbox in a dir the worker writes between turns: never through a symlink it
+  // planted (workers/agents/state-dir-files.ts); a symlink in place of a file reads as absent and is replaced.
   const configDir = join(stateDir, 'claude');
-  mkdirSync(configDir, { recursive: true });
+  ensureDirBelow(stateDir, configDir);
   const settings = join(configDir, '.claude.json');
-  if (!existsSync(settings)) {
-    writeFileSync(settings, `${JSON.stringify({ hasCompletedOnboarding: true, bypassPermissionsModeAccepted: true, autoUpdates: false }, null, 2)}\n`);
+  if (!isFileBelow(stateDir, settings)) {
+    writeFileBelow(stateDir, settings, `${JSON.stringify({ hasCompletedOnboarding: true, bypassPermissionsModeAccepted: true, autoUpdates: false }, null, 2)}\n`);
   }
   const emptyMcpConfig = join(configDir, 'polly-empty-mcp.json');
-  if (!existsSync(emptyMcpConfig)) writeFileSync(emptyMcpConfig, '{"mcpServers": {}}\n');
+  if (!isFileBelow(stateDir, emptyMcpConfig)) writeFileBelow(stateDir, emptyMcpConfig, '{"mcpServers": {}}\n');
   return { configDir, emptyMcpConfig };
 }
 

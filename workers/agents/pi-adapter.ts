@@ -23,8 +23,9 @@
  *   there, never in the developer's ~/.pi), `PI_OFFLINE=1` (no update checks, telemetry or tool
  *   downloads at start-up).
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { ensureDirBelow, readFileBelow, writeFileBelow } from './state-dir-files.js';
 import type { AgentAdapter, AgentCliOptions, AgentEvent, AgentRun, AgentRunOptions } from './agent-adapter.js';
 import { findOnPath, resolveAgentBinary } from './agent-binary.js';
 import { workerEnv } from '../sandbox/worker-env.js';
@@ -99,15 +100,14 @@ export function findPiSessionFile(sessionsDir: string, id: string): string | nul
   return name ? join(sessionsDir, name) : null;
 }
 
-function writeJsonAtomic(path: string, value: unknown): void {
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(value, null, 2)}\n`);
-  renameSync(tmp, path);
+/** Written outside the sandbox in a dir the worker writes: never through a symlink (state-dir-files.ts). */
+function writeJsonAtomic(root: string, path: string, value: unknown): void {
+  writeFileBelow(root, path, `${JSON.stringify(value, null, 2)}\n`);
 }
 
-function readJsonObject(path: string): Record<string, unknown> {
+function readJsonObject(root: string, path: string): Record<string, unknown> {
   try {
-    const value = JSON.parse(readFileSync(path, 'utf8')) as unknown;
+    const value = JSON.parse(readFileBelow(root, path) ?? '{}') as unknown;
     return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
   } catch {
     return {};
@@ -119,12 +119,14 @@ function readJsonObject(path: string): Record<string, unknown> {
  * settings.json with a quiet start-up and no install telemetry (keys pi or a user added are kept).
  */
 export function writePiAgentConfig(agentDir: string, provider: string, custom: PiCustomProvider | null): void {
-  mkdirSync(agentDir, { recursive: true });
+  // The worker's state dir (a bind mount the worker cannot replace); everything below it is the worker's to plant.
+  const root = dirname(agentDir);
+  ensureDirBelow(root, agentDir);
   const settingsPath = join(agentDir, 'settings.json');
-  writeJsonAtomic(settingsPath, { ...readJsonObject(settingsPath), quietStartup: true, enableInstallTelemetry: false });
+  writeJsonAtomic(root, settingsPath, { ...readJsonObject(root, settingsPath), quietStartup: true, enableInstallTelemetry: false });
   if (!custom) return;
   const modelsPath = join(agentDir, 'models.json');
-  const current = readJsonObject(modelsPath);
+  const current = readJsonObject(root, modelsPath);
   const providers = (current.providers && typeof current.providers === 'object' ? current.providers : {}) as Record<string, unknown>;
   providers[provider] = {
     baseUrl: custom.baseUrl,
@@ -132,7 +134,7 @@ export function writePiAgentConfig(agentDir: string, provider: string, custom: P
     apiKey: custom.apiKeyEnv,
     models: custom.models.map((id) => ({ id, name: id, reasoning: false, input: ['text'], contextWindow: 128000, maxTokens: 16384 })),
   };
-  writeJsonAtomic(modelsPath, { ...current, providers });
+  writeJsonAtomic(root, modelsPath, { ...current, providers });
 }
 
 interface PiContentBlock {
@@ -278,7 +280,7 @@ export const PI_UNSAFE_PROJECT_SETTINGS = ['shellPath', 'shellCommandPrefix', 'n
 
 /** The unsafe keys `<cwd>/.pi/settings.json` sets (empty when there is no such file or it is not JSON). */
 export function unsafePiProjectSettings(cwd: string): string[] {
-  const settings = readJsonObject(join(cwd, '.pi', 'settings.json'));
+  const settings = readJsonObject(cwd, join(cwd, '.pi', 'settings.json'));
   return PI_UNSAFE_PROJECT_SETTINGS.filter((k) => settings[k] !== undefined);
 }
 
