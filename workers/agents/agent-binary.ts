@@ -2,23 +2,13 @@
  * Find the executable of an agent CLI: the configured command, else the CLI's default name on
  * PATH, else this package's own `node_modules/.bin` (the CLIs are Polly's devDependencies).
  */
-import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Harness } from '../../brain/core/vocabulary.js';
+import { isExecutableFile } from '../sandbox/sandbox-executable.js';
 
 /** The executable name each harness installs (`@anthropic-ai/claude-code`, `@openai/codex`, pi-coding-agent). */
 export const DEFAULT_AGENT_COMMAND: Record<Harness, string> = { 'claude-code': 'claude', codex: 'codex', pi: 'pi' };
-
-function isExecutableFile(path: string): boolean {
-  try {
-    if (!statSync(path).isFile()) return false;
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Absolute path of `name` on `pathVar` (PATH syntax), or null. */
 export function findOnPath(name: string, pathVar: string | undefined = process.env.PATH): string | null {

@@ -16,6 +16,12 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, isAbsolute, relative, sep } from 'node:path';
 
+/** Whether `path` is `root` or below it (lexically). Pure. */
+function isBelow(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return !rel.startsWith('..') && !isAbsolute(rel);
+}
+
 function lstatOrNull(path: string): ReturnType<typeof lstatSync> | null {
   try {
     return lstatSync(path);
@@ -30,11 +36,10 @@ function lstatOrNull(path: string): ReturnType<typeof lstatSync> | null {
  * @throws Error when `dir` is not at or below `root`, or a directory cannot be created.
  */
 export function ensureDirBelow(root: string, dir: string): void {
-  const rel = relative(root, dir);
-  if (rel.startsWith('..') || isAbsolute(rel)) throw new Error(`${dir} is not inside the agent state dir ${root}`);
+  if (!isBelow(root, dir)) throw new Error(`${dir} is not inside the agent state dir ${root}`);
   mkdirSync(root, { recursive: true });
   let at = root;
-  for (const part of rel.split(sep).filter(Boolean)) {
+  for (const part of relative(root, dir).split(sep).filter(Boolean)) {
     at = `${at}${sep}${part}`;
     const st = lstatOrNull(at);
     if (st?.isDirectory()) continue;
@@ -66,10 +71,9 @@ export function writeFileBelow(root: string, path: string, data: string): void {
  * symlink (never followed), or a directory on the way is not a real one.
  */
 export function readFileBelow(root: string, path: string): string | null {
-  const rel = relative(root, path);
-  if (rel.startsWith('..') || isAbsolute(rel)) return null;
+  if (!isBelow(root, path)) return null;
   let at = root;
-  for (const part of rel.split(sep).filter(Boolean).slice(0, -1)) {
+  for (const part of relative(root, path).split(sep).filter(Boolean).slice(0, -1)) {
     at = `${at}${sep}${part}`;
     if (!lstatOrNull(at)?.isDirectory()) return null;
   }

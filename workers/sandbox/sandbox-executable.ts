@@ -28,7 +28,8 @@ function under(child: string, parent: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
 }
 
-function executableFile(path: string): boolean {
+/** Whether `path` is a regular file this process may execute (stat + access X_OK); false when absent. */
+export function isExecutableFile(path: string): boolean {
   try {
     if (!statSync(path).isFile()) return false;
     accessSync(path, constants.X_OK);
@@ -42,11 +43,11 @@ function executableFile(path: string): boolean {
 export function whichExecutable(command: string, pathVar: string | undefined, cwd: string): string | null {
   if (command.includes('/')) {
     const p = resolve(cwd, command);
-    return executableFile(p) ? p : null;
+    return isExecutableFile(p) ? p : null;
   }
   for (const dir of (pathVar ?? '/usr/local/bin:/usr/bin:/bin').split(':')) {
     const p = join(resolve(cwd, dir || '.'), command);
-    if (executableFile(p)) return p;
+    if (isExecutableFile(p)) return p;
   }
   return null;
 }
