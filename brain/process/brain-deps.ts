@@ -83,24 +83,12 @@ export interface BrainProcessDeps {
 }
 
 import { readRepoBranchContext } from '../../workers/git/repo.js';
+import { agentEnvFrom } from './agent-env.js';
+
 
 /** The agent area and instance area of the Brain's own runs (polly-task instances). */
 export const BRAIN_AGENT_AREA = 'polly';
 export const BRAIN_INSTANCE_AREA = 'brain';
-
-/** Environment variables passed on to agent processes (model endpoints and keys; nothing else of the caller's env). */
-export const AGENT_ENV_KEYS = /^(ANTHROPIC_BASE_URL|ANTHROPIC_API_KEY|ANTHROPIC_AUTH_TOKEN|OPENAI_API_KEY|OPENAI_BASE_URL|POLLY_MODEL_[A-Z0-9_]+)$/;
-
-/**
- * The subset of `env` agents get: {@link AGENT_ENV_KEYS} plus the key variables the config names
- * (`workers.codex.provider.env_key`, `workers.pi.api_key_env`).
- */
-export function agentEnvFrom(env: NodeJS.ProcessEnv, config?: Pick<PollyConfig, 'workers'>): Record<string, string> {
-  const named = new Set([config?.workers.codex.provider?.env_key, config?.workers.pi.api_key_env].filter((k): k is string => Boolean(k)));
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined && (AGENT_ENV_KEYS.test(k) || named.has(k))) out[k] = v;
-  return out;
-}
 
 /**
  * Build everything the Brain process needs except the LLM brain factory.
