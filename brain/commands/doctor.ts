@@ -8,7 +8,8 @@
  * push task branches to, and which forge the PRs go to; the project's
  * test runners and linters will not crawl the worktrees (`worktrees.dir`); the acceptance commands can run here;
  * the main checkout has no uncommitted work that worktrees would leave out; which notifications
- * (webhook, desktop) this machine sends.
+ * (webhook, desktop) this machine sends; as root, whether Claude Code workers may start
+ * (`workers.claude-code.allow_root_sandbox`); which model keys each harness finds (names only).
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
@@ -31,6 +32,9 @@ import { detectDesktopNotifier } from '../notify/desktop.js';
 import { urlOrigin } from '../notify/webhook.js';
 import { originUrl, selectForge } from '../forge/forge-select.js';
 import { redactSecrets } from '../core/redact.js';
+import { agentCredentials } from '../../workers/agents/agent-preflight.js';
+import { rootRefusalMessage } from '../../workers/agents/claude-code-adapter.js';
+import { agentEnvFrom } from '../process/agent-env.js';
 
 /** One line of the report. */
 export interface DoctorCheck {
@@ -64,6 +68,42 @@ export function notificationCheck(config: Pick<PollyConfig, 'notifications'>, en
       ? `desktop via ${desktop.kind} (${desktop.path})`
       : `no desktop notifier available (${platform === 'darwin' ? 'no osascript on PATH' : platform === 'linux' ? 'no notify-send on PATH: install libnotify-bin' : `none on ${platform}`})`;
   return { id: 'notifications', status: 'ok', detail: `${webhook}; ${desk}` };
+}
+
+/**
+ * As root, Claude Code refuses `--permission-mode bypassPermissions` unless `IS_SANDBOX=1`, which
+ * Polly sets only with `workers.claude-code.allow_root_sandbox: true`
+ * (workers/agents/claude-code-adapter.ts {@link rootRefusalMessage}): without it every claude-code
+ * task and review is refused, so this is a problem with the whole fix. Not root, or root with the
+ * key set: ok, saying which.
+ */
+export function rootCheck(config: Pick<PollyConfig, 'workers'>, isRoot: boolean): DoctorCheck {
+  if (!isRoot) return { id: 'root', status: 'ok', detail: 'not running as root' };
+  if (config.workers['claude-code'].allow_root_sandbox)
+    return { id: 'root', status: 'ok', detail: 'running as root; workers.claude-code.allow_root_sandbox is true, so Claude Code workers get IS_SANDBOX=1' };
+  return {
+    id: 'root',
+    status: 'problem',
+    detail: 'running as root: every claude-code task and review would be refused (Claude Code refuses bypassPermissions as root unless IS_SANDBOX=1)',
+    fix: rootRefusalMessage(),
+  };
+}
+
+/**
+ * One line per harness: the model key variables it reads and whether the agents' environment
+ * ({@link agentEnvFrom}: what Polly passes on) has one (workers/agents/agent-preflight.ts
+ * {@link agentCredentials}). Names only, never a value. A missing key is a problem (its tasks,
+ * reviews and fix rounds would not start); pi on its default provider cannot be checked (ok, saying so).
+ */
+export function credentialChecks(config: Pick<PollyConfig, 'workers'>, env: NodeJS.ProcessEnv): DoctorCheck[] {
+  const agentEnv = agentEnvFrom(env, config);
+  return HARNESSES.map((h): DoctorCheck => {
+    const c = agentCredentials(h, config.workers, agentEnv);
+    const id = `credentials:${h}`;
+    if (c.status === 'present') return { id, status: 'ok', detail: `model key set: ${c.variables.join(', ')}` };
+    if (c.status === 'unknown') return { id, status: 'ok', detail: `not checked: ${c.fix}` };
+    return { id, status: 'problem', detail: `no model key: none of ${c.variables.join(', ')} is set`, fix: c.fix };
+  });
 }
 
 /** Outcome of the sandbox probe (the shape of c1-sandbox's `probeSandbox`, workers/sandbox/sandbox.ts). */
@@ -221,11 +261,6 @@ function worktreeVisibilityCheck(root: string, config: PollyConfig): DoctorCheck
 }
 
 /**
- * Run every check for the repository containing `cwd`.
- * @param probe  the sandbox probe (default {@link probeBubblewrap}); a parameter so tests can give a machine without one.
- * @throws PollyError `not_a_git_repo` outside a repository. A bad config is a problem line, not an error.
- */
-/**
  * Acceptance commands whose program resolves (on `env.PATH`, symlinks followed) under the user's home
  * directory: the sandbox covers HOME (workers/sandbox/sandbox-profiles.ts `commonHidden`), so a
  * pyenv/asdf/nvm interpreter there is not found when Polly runs the command (exit 127), though it
@@ -258,7 +293,18 @@ function realpathOrSelf(path: string): string {
   }
 }
 
-export async function runDoctor(cwd: string, env: NodeJS.ProcessEnv, probe: (env: NodeJS.ProcessEnv) => SandboxProbe = probeBubblewrap): Promise<DoctorReport> {
+/**
+ * Run every check for the repository containing `cwd`.
+ * @param probe    the sandbox probe (default {@link probeBubblewrap}); a parameter so tests can give a machine without one.
+ * @param options  `isRoot`: whether Polly runs as root (default `process.getuid() === 0`).
+ * @throws PollyError `not_a_git_repo` outside a repository. A bad config is a problem line, not an error.
+ */
+export async function runDoctor(
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  probe: (env: NodeJS.ProcessEnv) => SandboxProbe = probeBubblewrap,
+  options: { isRoot?: boolean } = {},
+): Promise<DoctorReport> {
   const repo = await findRepo(cwd, env);
   const git = createGitRunner({ baseEnv: env });
   const checks: DoctorCheck[] = [];
@@ -276,6 +322,8 @@ export async function runDoctor(cwd: string, env: NodeJS.ProcessEnv, probe: (env
   }
   const effective = config ?? DEFAULT_CONFIG;
   checks.push(...(await agentChecks(effective, env, repo.root)));
+  checks.push(...credentialChecks(effective, env));
+  checks.push(rootCheck(effective, options.isRoot ?? process.getuid?.() === 0));
   const sandbox = probe(env);
   checks.push(
     sandbox.ok ? { id: 'sandbox', status: 'ok', detail: `bubblewrap works (${sandbox.bwrap})` } : { id: 'sandbox', status: 'problem', detail: sandbox.reason, fix: sandbox.fix },
@@ -334,6 +382,8 @@ export const command: Command = {
 Checks, one line each (ok, or PROBLEM with what to do):
   config              .polly/config.yaml validates (unknown keys, wrong types)
   agent:<harness>     claude, codex and pi are found and answer --version
+  credentials:<harness>  the model key variable each harness reads is set (names only, never values)
+  root                as root, Claude Code needs workers.claude-code.allow_root_sandbox: true
   sandbox             bubblewrap can start a sandbox on this machine
   identity            the git identity Polly's commits will carry, and where it comes from
   default-branch      the default branch is not behind origin (as of the last fetch)

@@ -1,11 +1,12 @@
 // `polly doctor` through the real CLI on fixture repositories: all good (exit 0), and each
 // problem reported on a fixture that has it (exit 1): a misspelt config key, a missing agent CLI,
 // a sandbox that cannot start, no git identity, a default branch behind its remote, no origin, vitest that
-// would run the worktrees' tests, an acceptance command that cannot run, uncommitted work.
+// would run the worktrees' tests, an acceptance command that cannot run, uncommitted work, root without
+// allow_root_sandbox, a missing model key.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { forgeCheck, probeBubblewrap, runDoctor, type DoctorReport } from '../../brain/commands/doctor.js';
+import { credentialChecks, forgeCheck, probeBubblewrap, rootCheck, runDoctor, type DoctorReport } from '../../brain/commands/doctor.js';
 import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { createTestRepo, git, gitTestEnv } from '../helpers/git-repo.js';
@@ -26,12 +27,13 @@ describe('polly doctor', () => {
     repo.git(['config', 'user.email', 'repo@example.org']);
     expect(runCli(['init'], repo.dir).code).toBe(0);
     repo.commitAll('polly init');
-    const r = runCli(['doctor', '--json'], repo.dir);
+    const keys = { ANTHROPIC_API_KEY: 'sk-ant-doctor-test-value', OPENAI_API_KEY: 'sk-openai-doctor-test-value' };
+    const r = runCli(['doctor', '--json'], repo.dir, keys);
     const report = JSON.parse(r.stdout) as DoctorReport;
     const problems = report.checks.filter((c) => c.status !== 'ok');
-    // The sandbox line depends on this machine; everything else must be ok here.
+    // The sandbox and root lines depend on this machine and its user; everything else must be ok here.
     expect(
-      problems.filter((c) => c.id !== 'sandbox'),
+      problems.filter((c) => c.id !== 'sandbox' && c.id !== 'root'),
       r.stdout,
     ).toEqual([]);
     expect(report.checks.map((c) => c.id)).toEqual([
@@ -39,6 +41,10 @@ describe('polly doctor', () => {
       'agent:claude-code',
       'agent:codex',
       'agent:pi',
+      'credentials:claude-code',
+      'credentials:codex',
+      'credentials:pi',
+      'root',
       'sandbox',
       'identity',
       'notifications',
@@ -58,8 +64,39 @@ describe('polly doctor', () => {
     expect(byId(report).forge!.detail).toBe(
       `PRs on the local forge (origin (${repo.remote}) is not on github.com): branches pushed to origin ${repo.remote}, reviewed with polly pr`,
     );
-    const human = runCli(['doctor'], repo.dir);
+    expect(byId(report)['credentials:claude-code']).toMatchObject({ status: 'ok', detail: 'model key set: ANTHROPIC_API_KEY' });
+    expect(byId(report)['credentials:codex']).toMatchObject({ status: 'ok', detail: 'model key set: OPENAI_API_KEY' });
+    expect(byId(report)['credentials:pi']!.detail).toMatch(/^not checked: pi uses its own default provider/);
+    const human = runCli(['doctor'], repo.dir, keys);
     expect(human.stdout).toContain('ok      config: .polly/config.yaml is valid');
+    // A key's value is never printed, in either form.
+    for (const out of [r.stdout, r.stderr, human.stdout, human.stderr]) expect(out).not.toMatch(/doctor-test-value/);
+  });
+
+  it('as root without allow_root_sandbox, and with model keys missing: a problem each, with the whole fix', () => {
+    const env: NodeJS.ProcessEnv = { OPENAI_API_KEY: 'sk-openai-doctor-test-value', PATH: '/usr/bin:/bin' };
+    const root = rootCheck(DEFAULT_CONFIG, true);
+    expect(root).toMatchObject({ id: 'root', status: 'problem' });
+    expect(root.detail).toContain('every claude-code task and review would be refused');
+    expect(root.fix).toContain('set `workers: {claude-code: {allow_root_sandbox: true}}` in .polly/config.yaml');
+    expect(rootCheck(DEFAULT_CONFIG, false)).toEqual({ id: 'root', status: 'ok', detail: 'not running as root' });
+    const allowed = structuredClone(DEFAULT_CONFIG);
+    allowed.workers['claude-code'].allow_root_sandbox = true;
+    expect(rootCheck(allowed, true)).toMatchObject({ status: 'ok', detail: expect.stringContaining('allow_root_sandbox is true') });
+
+    const c = Object.fromEntries(credentialChecks(DEFAULT_CONFIG, env).map((x) => [x.id, x]));
+    expect(c['credentials:claude-code']).toMatchObject({ status: 'problem', detail: 'no model key: none of ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN is set' });
+    expect(c['credentials:claude-code']!.fix).toContain('export ANTHROPIC_API_KEY');
+    expect(c['credentials:codex']).toMatchObject({ status: 'ok', detail: 'model key set: OPENAI_API_KEY' });
+    // a codex provider and pi's own endpoint name their own key variables
+    const custom = structuredClone(DEFAULT_CONFIG);
+    custom.workers.codex.provider = { id: 'local', base_url: 'http://127.0.0.1:9/v1', env_key: 'LOCAL_CODEX_KEY' };
+    custom.workers.pi.base_url = 'http://127.0.0.1:9/v1';
+    custom.workers.pi.api_key_env = 'LOCAL_PI_KEY';
+    const d = Object.fromEntries(credentialChecks(custom, { LOCAL_PI_KEY: 'x-pi-doctor-test-value' }).map((x) => [x.id, x]));
+    expect(d['credentials:codex']).toMatchObject({ status: 'problem', detail: 'no model key: none of LOCAL_CODEX_KEY is set' });
+    expect(d['credentials:pi']).toMatchObject({ status: 'ok', detail: 'model key set: LOCAL_PI_KEY' });
+    expect(JSON.stringify([c, d])).not.toMatch(/doctor-test-value/);
   });
 
   it('reports each problem on a fixture that has it, and exits 1', async () => {
