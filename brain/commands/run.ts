@@ -11,7 +11,11 @@ import { createGoal } from '../registry/goal-record.js';
 import { followGoalInRepo, formatSummary, goalSummary } from './follow-goal.js';
 import { ensureBrain } from '../process/daemon.js';
 import { proposePlan } from '../plan/plan-gate.js';
-import { parsePlanFile, planToProposal } from '../plan/plan-schema.js';
+import { parsePlanFile, planToProposal, type Plan } from '../plan/plan-schema.js';
+import { planAgentUses } from '../plan/plan-agents.js';
+import type { PollyConfig } from '../config/config-schema.js';
+import { agentRootProblem } from '../../workers/agents/agent-preflight.js';
+import { rootRefusalMessage } from '../../workers/agents/claude-code-adapter.js';
 import { openRepoContext } from './repo-context.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { describeIdentity, resolveCommitIdentity, uncommittedChanges } from '../../workers/git/commit-identity.js';
@@ -33,6 +37,20 @@ export async function checkoutNotes(root: string, env: NodeJS.ProcessEnv): Promi
   }
   return lines;
 }
+/**
+ * Refuse, before anything is written, a plan whose agents cannot start on this machine: as root
+ * without `workers.claude-code.allow_root_sandbox`, every claude-code worker and reviewer would be
+ * refused by Claude Code itself (workers/agents/agent-preflight.ts {@link agentRootProblem}).
+ * @throws PollyError `agent_refused` naming the tasks and their roles, with the whole fix.
+ */
+export function refuseUnstartableAgents(tasks: Plan['tasks'], config: PollyConfig, isRoot: boolean = process.getuid?.() === 0): void {
+  const uses = planAgentUses(tasks, config).filter((u) => agentRootProblem(u.harness, config.workers, isRoot));
+  if (uses.length === 0) return;
+  const which = uses.map((u) => `${u.task} (${u.role})`).join(', ');
+  throw new PollyError('agent_refused', `polly run: the plan starts claude-code as root for ${which}, and it would be refused. ${rootRefusalMessage()}`, {
+    details: { tasks: uses },
+  });
+}
 import { findPlanByContent, reconcileDeadBrain } from '../process/resume.js';
 import { followExisting } from './resume.js';
 
@@ -50,7 +68,10 @@ Polly never merges. Prints a summary table (or JSON) when every task has finishe
   --json    print {plan, admitted, line, goal, tasks} as JSON
   --detach  return once the plan is admitted and the Brain runs
 
-Exit codes: 0 every task ready; 1 refused, rejected, expired or a task failed; 2 bad input.`,
+As root, a plan with a claude-code worker or reviewer is refused before anything starts unless
+workers.claude-code.allow_root_sandbox is true (Claude Code refuses to run as root otherwise).
+
+Exit codes: 0 every task ready; 1 refused, rejected, expired, an agent that cannot start here, or a task failed; 2 bad input.`,
   async run(argv, io) {
     const { values, positionals } = parseCommandArgs('run', argv, { yes: { type: 'boolean' }, json: { type: 'boolean' }, detach: { type: 'boolean' } }, 1);
     const file = positionals[0];
@@ -64,6 +85,7 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired or a task failed; 2
     }
     const plan = parsePlanFile(text, path);
     const ctx = await openRepoContext(io.cwd, io.env);
+    refuseUnstartableAgents(plan.tasks, ctx.config);
     await reconcileDeadBrain(ctx.store);
     const known = findPlanByContent(await ctx.store.read(), plan.tasks);
     if (known?.goalId) {

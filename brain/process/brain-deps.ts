@@ -85,7 +85,6 @@ export interface BrainProcessDeps {
 import { readRepoBranchContext } from '../../workers/git/repo.js';
 import { agentEnvFrom } from './agent-env.js';
 
-
 /** The agent area and instance area of the Brain's own runs (polly-task instances). */
 export const BRAIN_AGENT_AREA = 'polly';
 export const BRAIN_INSTANCE_AREA = 'brain';

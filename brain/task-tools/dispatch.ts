@@ -11,6 +11,7 @@ import { homedir } from 'node:os';
 import type { AgentEvent, AgentRunResult } from '../../workers/agents/agent-adapter.js';
 import type { GateRole } from '../../gate/types.js';
 import { isPollyError } from '../core/errors.js';
+import { agentRootProblem } from '../../workers/agents/agent-preflight.js';
 import { commandProblems } from '../config/project-detection.js';
 import type { SetupResult } from '../../workers/git/worktree-manager.js';
 import { createGitRunner, firstLine } from '../../workers/git/git.js';
@@ -128,9 +129,16 @@ export function progressAndWatch(ctx: Pick<TaskToolContext, 'progress'>, taskId:
   if (e.type === 'tool_call') ctx.progress(`${taskId}: ${e.tool}`);
 }
 
-function oneLine(text: string, max = 300): string {
+/**
+ * `text` on one line, at most `max` characters. A longer one loses its middle, not its end: Polly's
+ * failure messages end with what to do (e.g. the config key that lets Claude Code run as root), and
+ * that instruction must reach the task's reason whole.
+ */
+function oneLine(text: string, max = 1000): string {
   const line = text.replace(/\s+/g, ' ').trim();
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line || '(no text)';
+  if (line.length <= max) return line || '(no text)';
+  const head = Math.floor(max / 3);
+  return `${line.slice(0, head)} … ${line.slice(line.length - (max - head - 3))}`;
 }
 
 /**
@@ -238,6 +246,10 @@ export async function worktreeChanged(task: Pick<TaskRecord, 'worktree' | 'baseC
 export const dispatch: TaskTool = async (ctx) => {
   const commandProblem = acceptanceCommandProblem(ctx.repoRoot, ctx.task, ctx.config.acceptance.commands);
   if (commandProblem) return failBeforeAgent(ctx, 'task.command_refused', commandProblem);
+  // Claude Code as root without allow_root_sandbox refuses to start: say so now, with the whole fix,
+  // instead of after a worktree and its setup.
+  const rootProblem = agentRootProblem(ctx.task.worker, ctx.config.workers);
+  if (rootProblem) return failBeforeAgent(ctx, 'task.agent_refused', `agent_refused: ${rootProblem.message}`);
   let prepared: Awaited<ReturnType<typeof ensureWorktree>>;
   try {
     prepared = await ensureWorktree(ctx);

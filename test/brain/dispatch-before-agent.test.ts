@@ -1,5 +1,6 @@
 // Dispatch refuses what no agent attempt can fix, before an agent starts: an acceptance command
-// whose program cannot exist in the repository, and a failing worktrees.setup (quoting the
+// whose program cannot exist in the repository, Claude Code as root without allow_root_sandbox
+// (the whole fix in the reason), and a failing worktrees.setup (quoting the
 // command, its exit code and last lines, and naming the log). Real git, the real worktree
 // manager, the real supervisor (recorded: it must receive no turn).
 import { existsSync, readFileSync } from 'node:fs';
@@ -13,10 +14,11 @@ import { createTestRepo, type TestRepo } from '../helpers/git-repo.js';
 import { recordingSupervisor } from '../helpers/recording-supervisor.js';
 import { makeTask, NPM_TEST_PROJECT, runTool, scriptedAgentEnv, scriptedConfig } from '../helpers/worker-tools.js';
 
-function rig(repo: TestRepo, setupCommand: string | null) {
+function rig(repo: TestRepo, setupCommand: string | null, allowRootSandbox = true) {
   const store = createFileRegistryStore(join(repo.dir, '.polly'));
   const config = scriptedConfig('http://127.0.0.1:9', (c) => {
     c.worktrees.setup = setupCommand;
+    c.workers['claude-code'].allow_root_sandbox = allowRootSandbox;
   });
   const supervisor = recordingSupervisor(createWorkerSupervisor({ repoRoot: repo.dir, store, config }));
   return {
@@ -44,6 +46,25 @@ describe('dispatch before the agent', () => {
     expect(task.statusReason).toContain('acceptance.commands in .polly/config.yaml');
     expect(r.supervisor.requests).toEqual([]);
     expect((await r.store.journal()).map((e) => e.kind)).toContain('task.command_refused');
+  });
+
+  it.runIf(process.getuid?.() === 0)('as root without allow_root_sandbox, a claude-code task fails at once with the whole fix; no worktree, no agent', async () => {
+    const repo = createTestRepo(NPM_TEST_PROJECT);
+    const r = rig(repo, 'sleep 5', false);
+    await r.store.update((d) => {
+      d.tasks.root1 = makeTask('root1', 'claude-code');
+    });
+    const started = Date.now();
+    const out = await runTool(r, dispatch, 'root1', 'root1:dispatch');
+    expect(Date.now() - started).toBeLessThan(4_000); // the setup (sleep 5) never ran
+    expect(out).toMatchObject({ outcome: 'failure', permanent: true });
+    const task = (await r.store.read()).tasks.root1!;
+    expect(task).toMatchObject({ status: 'failed', worktree: null });
+    expect(task.statusReason).toMatch(/^agent_refused: Claude Code refuses --permission-mode bypassPermissions when run as root/);
+    expect(task.statusReason).toContain('set `workers: {claude-code: {allow_root_sandbox: true}}` in .polly/config.yaml (only on a disposable machine or container).');
+    expect(out.note).toContain('allow_root_sandbox: true}}` in .polly/config.yaml (only on a disposable machine or container).');
+    expect(r.supervisor.requests).toEqual([]);
+    expect((await r.store.journal()).map((e) => e.kind)).toContain('task.agent_refused');
   });
 
   it('a failing setup fails the task before the agent: command, exit code, last lines and the log path', async () => {

@@ -17,8 +17,8 @@ tasks:
   - key: t1
     title: Change a
     purpose: implement
-    worker: claude-code
-    reviewer: pi
+    worker: pi
+    reviewer: codex
     prompt: change a
     acceptance:
       commands: [node --test]

@@ -82,6 +82,15 @@ export function agentCredentials(harness: Harness, workers: AgentOptionsByHarnes
 }
 
 /**
+ * Claude Code's root refusal (see the module doc) for `harness`, or null: only claude-code, only
+ * as root, only without `workers.claude-code.allow_root_sandbox`. The message holds the whole fix.
+ * @param isRoot  whether Polly runs as root (default `process.getuid() === 0`).
+ */
+export function agentRootProblem(harness: Harness, workers: AgentOptionsByHarness, isRoot: boolean = process.getuid?.() === 0): AgentStartProblem | null {
+  return harness === 'claude-code' && isRoot && !workers['claude-code'].allow_root_sandbox ? { harness, kind: 'root', message: rootRefusalMessage() } : null;
+}
+
+/**
  * Why `harness` would refuse to start here, or null. Root (claude-code only, without
  * `allow_root_sandbox`) is checked first, then a `missing` model key ({@link agentCredentials};
  * `unknown` is not a problem).
@@ -93,7 +102,8 @@ export function agentStartProblem(
   env: Readonly<Record<string, string | undefined>>,
   isRoot: boolean = process.getuid?.() === 0,
 ): AgentStartProblem | null {
-  if (harness === 'claude-code' && isRoot && !workers['claude-code'].allow_root_sandbox) return { harness, kind: 'root', message: rootRefusalMessage() };
+  const root = agentRootProblem(harness, workers, isRoot);
+  if (root) return root;
   const credentials = agentCredentials(harness, workers, env);
   if (credentials.status === 'missing') {
     return { harness, kind: 'credentials', message: `${harness} has no model key: none of ${credentials.variables.join(', ')} is set. Fix: ${credentials.fix}.` };

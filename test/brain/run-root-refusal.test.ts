@@ -1,0 +1,69 @@
+// `polly run` refuses, before anything is written, a plan whose claude-code worker or reviewer
+// Claude Code would refuse as root (no workers.claude-code.allow_root_sandbox): the pure check on
+// every machine, and the real CLI as root (exit 1, the whole fix on stderr, no goal, no Brain).
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { refuseUnstartableAgents } from '../../brain/commands/run.js';
+import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
+import { isPollyError } from '../../brain/core/errors.js';
+import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
+import { planAgentUses } from '../../brain/plan/plan-agents.js';
+import type { PlanTaskSpec } from '../../brain/registry/registry-schema.js';
+import { createTestRepo } from '../helpers/git-repo.js';
+import { ensureBuilt } from '../helpers/registry-build.js';
+import { runCli } from '../helpers/registry-cli.js';
+
+const task = (key: string, worker: PlanTaskSpec['worker'], reviewer: PlanTaskSpec['reviewer'], purpose: PlanTaskSpec['purpose'] = 'implement') =>
+  ({ key, worker, reviewer, purpose }) as Pick<PlanTaskSpec, 'key' | 'worker' | 'reviewer' | 'purpose'> as PlanTaskSpec;
+
+describe('polly run as root', () => {
+  beforeAll(() => ensureBuilt(), 120_000);
+
+  it('names each task that would start claude-code, as worker or as the default reviewer, with the whole fix', () => {
+    // pi's default reviewer is the first of review.pairs.pi: claude-code
+    const tasks = [task('a', 'pi', null), task('b', 'codex', 'pi'), task('c', 'claude-code', 'pi'), task('d', 'pi', null, 'explore')];
+    expect(planAgentUses(tasks, DEFAULT_CONFIG).map((u) => `${u.task}:${u.role}:${u.harness}`)).toEqual([
+      'a:worker:pi',
+      'a:reviewer:claude-code',
+      'b:worker:codex',
+      'b:reviewer:pi',
+      'c:worker:claude-code',
+      'c:reviewer:pi',
+      'd:worker:pi',
+    ]);
+    let thrown: unknown = null;
+    try {
+      refuseUnstartableAgents(tasks, DEFAULT_CONFIG, true);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(isPollyError(thrown, 'agent_refused')).toBe(true);
+    expect((thrown as Error).message).toContain('for a (reviewer), c (worker), and it would be refused.');
+    expect((thrown as Error).message).toContain('set `workers: {claude-code: {allow_root_sandbox: true}}` in .polly/config.yaml (only on a disposable machine or container).');
+    // not root, or root with the key set, or no claude-code at all: nothing to refuse
+    expect(() => refuseUnstartableAgents(tasks, DEFAULT_CONFIG, false)).not.toThrow();
+    const allowed = structuredClone(DEFAULT_CONFIG);
+    allowed.workers['claude-code'].allow_root_sandbox = true;
+    expect(() => refuseUnstartableAgents(tasks, allowed, true)).not.toThrow();
+    expect(() => refuseUnstartableAgents([task('b', 'codex', 'pi')], DEFAULT_CONFIG, true)).not.toThrow();
+  });
+
+  it.runIf(process.getuid?.() === 0)('the CLI refuses the plan before proposing it: exit 1, the fix on stderr, no goal and no Brain', async () => {
+    const repo = createTestRepo();
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    const file = join(repo.root, 'plan.yaml');
+    writeFileSync(
+      file,
+      'goal: one change\ntasks:\n  - key: t1\n    title: Change a\n    purpose: implement\n    worker: pi\n    prompt: change a\n    acceptance:\n      commands: [node --test]\n',
+    );
+    const r = runCli(['run', file, '--yes'], repo.dir);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toContain('t1 (reviewer)');
+    expect(r.stderr).toContain('set `workers: {claude-code: {allow_root_sandbox: true}}` in .polly/config.yaml');
+    expect(r.stdout).toBe('');
+    const reg = await createFileRegistryStore(join(repo.dir, '.polly')).read();
+    expect([Object.keys(reg.goals), Object.keys(reg.plans), reg.brain]).toEqual([[], [], null]);
+    expect(existsSync(join(repo.dir, '.polly', 'brain.log'))).toBe(false);
+  });
+});
