@@ -20,6 +20,10 @@ import { formatTable } from './table.js';
 import { githubPullRequestStatus, pullRequestStatus, type PullRequestStatus } from '../forge/pr-status.js';
 import type { Registry } from '../registry/registry-schema.js';
 import { visibleText } from '../core/visible-text.js';
+import { loadConfig } from '../config/config.js';
+import { agentEnvFrom } from '../process/agent-env.js';
+import { FIX_ROUND_NOT_STARTED, fixRoundBlocker } from '../process/pr-events.js';
+import { pidAlive } from '../../workers/proc/process-liveness.js';
 
 /** One row of `polly pr list`: a local forge PR, or a GitHub PR as the PR watcher last saw it. */
 interface PullRequestRow {
@@ -168,6 +172,10 @@ interface FeedbackNext {
  * (brain/process/pr-events.ts). With no Brain running, start one detached, as `polly run` and
  * `polly resume` do (brain/process/daemon.ts `ensureBrain`: `polly brain --exit-when-idle`, log in
  * `.polly/brain.log`); it exits once the round is done. Otherwise say why nothing will happen.
+ * A Brain started here inherits `env`: when the task's worker could not start with it (root
+ * without allow_root_sandbox, no model key; brain/process/pr-events.ts {@link fixRoundBlocker}),
+ * no Brain is started, the task stays ready with that reason (journaled as
+ * `task.fix_round_not_started`) and the message says what to set.
  */
 async function actOnFeedback(
   forge: { readRegistry(): Promise<Registry>; store: RegistryStore; repoRoot: string; pollyDir: string },
@@ -195,6 +203,23 @@ async function actOnFeedback(
     };
   }
   await reconcileDeadBrain(forge.store);
+  const running = (await forge.readRegistry()).brain;
+  if (!inRound && !(running && pidAlive(running.pid))) {
+    const config = await loadConfig(forge.repoRoot);
+    const blocker = fixRoundBlocker(task, config, agentEnvFrom(env, config));
+    if (blocker) {
+      // The PR event just recorded: the Brain journals the same reason for it only once.
+      const journalSeq = (await forge.store.journal()).filter((e) => e.kind.startsWith('pr.') && e.data.taskId === task.id).at(-1)?.seq ?? 0;
+      await forge.store.update((draft, tx) => {
+        const t = draft.tasks[task.id];
+        if (!t || t.status !== 'ready') return;
+        t.statusReason = blocker;
+        t.updatedAt = new Date().toISOString();
+        tx.emit(FIX_ROUND_NOT_STARTED, { taskId: t.id, number, journalSeq, reason: blocker });
+      });
+      return { fixRound: false, brain: null, message: `task ${task.id}: ${blocker}` };
+    }
+  }
   const brain = await ensureBrain(forge.store, forge.repoRoot, forge.pollyDir, env);
   const when = inRound ? `after the fix round in progress (task ${task.id} is ${task.status})` : 'now';
   return {

@@ -36,6 +36,33 @@ import type { RunRecord } from '../../workflows/run/run-records.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 import type { BrainProcessDeps } from './brain-deps.js';
 import { WATCHING_STATE, runControlState } from './order-executor.js';
+import type { PollyConfig } from '../config/config-schema.js';
+import { agentStartProblem } from '../../workers/agents/agent-preflight.js';
+
+/** The journal kind of a fix round that its worker could not start in this environment (the task stays ready). */
+export const FIX_ROUND_NOT_STARTED = 'task.fix_round_not_started';
+
+/**
+ * Why a fix round of `task` cannot start in this environment, or null: its worker's CLI would
+ * refuse at once (root without allow_root_sandbox, no model key; workers/agents/agent-preflight.ts
+ * {@link agentStartProblem}). A round that cannot start must not fail a ready task: the reason is
+ * journaled and shown, the task stays ready and its PR events wait for a Brain that can act.
+ * @param agentEnv  the environment the agents get (brain/process/agent-env.ts `agentEnvFrom`).
+ * @returns `fix round not started: <what and its whole fix>. <what happens next>`.
+ */
+export function fixRoundBlocker(
+  task: Pick<TaskRecord, 'worker'>,
+  config: Pick<PollyConfig, 'workers'>,
+  agentEnv: Readonly<Record<string, string | undefined>>,
+  isRoot: boolean = process.getuid?.() === 0,
+): string | null {
+  const problem = agentStartProblem(task.worker, config.workers, agentEnv, isRoot);
+  if (!problem) return null;
+  return (
+    `fix round not started: ${problem.message} ` +
+    'The task stays ready and the feedback waits: after the fix, start the Brain again from that environment (stop a running one first: polly status names its pid), e.g. polly brain --exit-when-idle; the round starts then.'
+  );
+}
 
 /** The signals a PR event becomes. */
 export type FixAction = FixRoundRecord['action'];
@@ -188,7 +215,7 @@ function roundBound(deps: Pick<BrainProcessDeps, 'library' | 'config'>, run: Run
  * @returns how many signals were delivered.
  */
 export async function routePrEvents(
-  deps: Pick<BrainProcessDeps, 'store' | 'runtime' | 'config' | 'library'>,
+  deps: Pick<BrainProcessDeps, 'store' | 'runtime' | 'config' | 'library' | 'agentEnv'>,
   memory: PrRouteMemory,
   log: (l: string) => void,
   now: () => Date,
@@ -236,6 +263,21 @@ export async function routePrEvents(
     reg = await deps.store.read();
     const task = reg.tasks[taskId];
     if (task?.status !== 'ready') continue;
+    const blocker = round > maxRounds ? null : fixRoundBlocker(task, deps.config, deps.agentEnv);
+    if (blocker) {
+      // Journaled once per batch of events; the events stay unhandled, so a Brain that can start the worker routes them.
+      if (!entries.some((e) => e.kind === FIX_ROUND_NOT_STARTED && e.data.taskId === taskId && Number(e.data.journalSeq) >= journalSeq)) {
+        await deps.store.update((draft, tx) => {
+          const t = draft.tasks[taskId];
+          if (!t || t.status !== 'ready') return;
+          t.statusReason = blocker;
+          t.updatedAt = now().toISOString();
+          tx.emit(FIX_ROUND_NOT_STARTED, { taskId, action, eventSeqs, journalSeq, run: run.id, reason: blocker });
+        });
+        log(`[polly] ${taskId}: ${blocker}`);
+      }
+      continue;
+    }
     const head = task.headCommit;
     await deps.store.update((draft, tx) => {
       const t = draft.tasks[taskId];

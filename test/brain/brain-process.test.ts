@@ -74,7 +74,10 @@ async function startBrain(options: { clock?: () => Date; config?: Partial<PollyC
   execFileSync(process.execPath, [cli, 'init'], { cwd: repo.dir, env: gitTestEnv(), stdio: 'pipe' });
   const ctx = await openRepoContext(repo.dir, gitTestEnv());
   const config = { ...ctx.config, ...options.config };
-  const deps = await createBrainDeps({ ...ctx, config }, gitTestEnv(), () => {});
+  // The agents never start here (recording tools), but a fix round checks that its worker could:
+  // Claude Code may run as root and has a (dummy) key; codex has none (OPENAI_API_KEY empty).
+  config.workers = { ...config.workers, 'claude-code': { ...config.workers['claude-code'], allow_root_sandbox: true } };
+  const deps = await createBrainDeps({ ...ctx, config }, { ...gitTestEnv(), ANTHROPIC_API_KEY: 'sk-ant-dummy', OPENAI_API_KEY: '' }, () => {});
   const calls: Harness['calls'] = [];
   const waiting = new Map<string, (o: TaskToolOutcome) => void>();
   const recorder =
@@ -417,31 +420,42 @@ describe('the Brain process', () => {
     expect(check(['--run', 'run-nope']).status).toBe(2);
   }, 90_000);
   it('a failing check on a ready PR (pr.checks_failed, as the GitHub watcher emits it) is one fix round of the same task, routed exactly once; a human merge ends the run', async () => {
-    const h = await startBrain({ tools: { reply_pr: async () => ({ outcome: 'ok', note: 'replied' }) } });
+    const h = await startBrain({
+      tools: {
+        reply_pr: async () => ({ outcome: 'ok', note: 'replied' }),
+        open_draft_pr: async (tctx) => ({ outcome: 'ok', data: { reviewer: tctx.task.reviewer }, note: 'opened' }),
+      },
+    });
     await h.started;
     const ctx = await openRepoContext(h.repo.dir, gitTestEnv());
     const { goal } = await createGoal(ctx.store, 'one checked thing', 'plan');
-    const plan = await proposePlan(ctx.store, h.config, { tasks: [task('a')] }, { goalId: goal.id });
+    // b's worker is codex, with no model key in the Brain's environment: its round cannot start.
+    const plan = await proposePlan(ctx.store, h.config, { tasks: [task('a'), { ...task('b'), worker: 'codex', reviewer: 'claude-code' }] }, { goalId: goal.id });
     await decidePlan(ctx.store, h.config, plan.planId, 'approve');
-    await until('dispatched', async () => h.pending().length === 1, 150_000);
+    await until('dispatched', async () => h.pending().length === 2, 150_000);
     h.release();
     const id = `${plan.planId}-a`;
+    const idB = `${plan.planId}-b`;
     await until('ready', async () => {
-      const t = (await h.registry()).tasks[id];
-      return t?.status === 'ready' && t.finishedAt;
+      const r = await h.registry();
+      return [id, idB].every((x) => r.tasks[x]?.status === 'ready' && r.tasks[x]?.finishedAt);
     });
     const runOf = async () => Object.values((await h.registry()).runs).find((r) => r.input.task === id)!;
     expect((await runOf()).state).toMatchObject({ state: 'watching' });
     const before = h.calls.length;
-    await ctx.store.update((_d, tx) =>
-      tx.emit('pr.checks_failed', {
-        forge: 'github',
-        number: 7,
-        taskId: id,
-        headCommit: 'a'.repeat(40),
-        checks: [{ name: 'ci / test', conclusion: 'failure', summary: '1 test failed', logExcerpt: 'expected 5, got 6' }],
-      }),
-    );
+    await ctx.store.update((_d, tx) => {
+      for (const [taskId, number] of [
+        [idB, 8],
+        [id, 7],
+      ] as const)
+        tx.emit('pr.checks_failed', {
+          forge: 'github',
+          number,
+          taskId,
+          headCommit: 'a'.repeat(40),
+          checks: [{ name: 'ci / test', conclusion: 'failure', summary: '1 test failed', logExcerpt: 'expected 5, got 6' }],
+        });
+    });
     const reg = await until('ready again after the round', async () => {
       const r = await h.registry();
       const t = r.tasks[id];
@@ -456,6 +470,13 @@ describe('the Brain process', () => {
     const journal = await ctx.store.journal();
     expect(journal.filter((e) => e.kind === 'task.fix_round')).toHaveLength(1);
     expect(h.calls.slice(before).filter((c) => c.tool === 'send_followup')).toHaveLength(1);
+    // b: no round, no tool call, still ready, the reason journaled once and on the task.
+    expect(h.calls.slice(before).filter((c) => c.task === idB)).toEqual([]);
+    const notStarted = journal.filter((e) => e.kind === 'task.fix_round_not_started');
+    expect(notStarted.map((e) => [e.data.taskId, e.data.action])).toEqual([[idB, 'CHECKS_FAILED']]);
+    expect(reg.tasks[idB]!.status).toBe('ready');
+    expect(reg.tasks[idB]!.fixRound ?? null).toBeNull();
+    expect((await h.registry()).tasks[idB]!.statusReason).toMatch(/^fix round not started: codex has no model key: none of OPENAI_API_KEY is set\. Fix: export OPENAI_API_KEY/);
     // A human merge (as the merge watch records it) ends the run `done`.
     await ctx.store.update((d) => {
       transitionTask(d.tasks[id]!, 'merged', { at: new Date().toISOString() });

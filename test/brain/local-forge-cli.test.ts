@@ -175,9 +175,9 @@ describe('polly pr (local forge)', () => {
           planId: 'p1',
           title: 'Shout',
           purpose: 'implement',
-          worker: 'claude-code',
+          worker: 'pi', // pi on its default provider: no key Polly could check, so the round may start
           model: null,
-          reviewer: 'pi',
+          reviewer: 'codex',
           prompt: 'shout',
           acceptance: { commands: ['true'], criteria: [] },
           dependsOn: [],
@@ -246,6 +246,55 @@ describe('polly pr (local forge)', () => {
     expect(JSON.parse(parked.stdout)).toMatchObject({ fixRound: false, brain: null });
     expect(parked.stderr).toContain('task p1-t1 is parked (no fix round is left): no fix round starts for this feedback');
     expect((await store.journal()).filter((e) => e.kind === 'brain.started')).toHaveLength(2);
+  }, 60_000);
+
+  test('a change request whose fix round could not start (codex with no model key) starts no Brain: the task stays ready, the reason is shown and journaled', async () => {
+    const repo = createTestRepo({ 'top.txt': 'one\n' });
+    mkdirSync(join(repo.dir, '.polly'));
+    const store = createFileRegistryStore(join(repo.dir, '.polly'));
+    const forge = createLocalForge({ repoRoot: repo.dir, store });
+    const wt = join(repo.root, 'wt-k1');
+    repo.git(['worktree', 'add', '-q', '-b', 'polly/p1-k1', wt]);
+    writeFileSync(join(wt, 'top.txt'), 'ONE\n');
+    git(wt, ['commit', '-q', '-am', 'shout']);
+    const { number } = await forge.openDraftPullRequest({ head: 'polly/p1-k1', base: 'main', title: 'Shout', body: 'k1' });
+    await store.update((draft) => {
+      const t = newTaskRecord(
+        {
+          id: 'p1-k1',
+          planId: 'p1',
+          title: 'Shout',
+          purpose: 'implement',
+          worker: 'codex',
+          model: null,
+          reviewer: 'pi',
+          prompt: 'shout',
+          acceptance: { commands: ['true'], criteria: [] },
+          dependsOn: [],
+        },
+        new Date().toISOString(),
+      );
+      t.status = 'ready';
+      t.pr = { forge: 'local', number, url: `polly-local:pr/${number}`, state: 'ready' };
+      draft.tasks[t.id] = t;
+    });
+    const change = runCli(['pr', 'request-changes', String(number), 'Quieter, please.', '--json'], repo.dir, { OPENAI_API_KEY: '' });
+    expect(change.code, change.stderr).toBe(0);
+    expect(JSON.parse(change.stdout)).toMatchObject({ number, event: 'REQUEST_CHANGES', fixRound: false, brain: null });
+    expect(change.stderr).toContain(
+      'task p1-k1: fix round not started: codex has no model key: none of OPENAI_API_KEY is set. Fix: export OPENAI_API_KEY in the shell that runs polly',
+    );
+    expect(change.stderr).toContain('The task stays ready and the feedback waits');
+    const reg = await store.read();
+    expect(reg.tasks['p1-k1']).toMatchObject({ status: 'ready', statusReason: expect.stringMatching(/^fix round not started: codex has no model key/) });
+    const journal = await store.journal();
+    const feedback = journal.find((e) => e.kind === 'pr.feedback')!;
+    expect(journal.filter((e) => e.kind === 'task.fix_round_not_started').map((e) => e.data)).toEqual([
+      { taskId: 'p1-k1', number, journalSeq: feedback.seq, reason: reg.tasks['p1-k1']!.statusReason },
+    ]);
+    expect(journal.filter((e) => e.kind.startsWith('brain.'))).toEqual([]);
+    // The feedback is still waiting for a round: a Brain that can start codex routes it.
+    expect(actionablePrEvents(journal, 'p1-k1', 0).map((e) => e.action)).toEqual(['FEEDBACK']);
   }, 60_000);
 
   test('bad input exits 2 naming the value; an unknown PR exits 1 not_found; no .polly is not_initialized', () => {
