@@ -212,7 +212,7 @@ async function actOnFeedback(
       const journalSeq = (await forge.store.journal()).filter((e) => e.kind.startsWith('pr.') && e.data.taskId === task.id).at(-1)?.seq ?? 0;
       await forge.store.update((draft, tx) => {
         const t = draft.tasks[task.id];
-        if (!t || t.status !== 'ready') return;
+        if (t?.status !== 'ready') return;
         t.statusReason = blocker;
         t.updatedAt = new Date().toISOString();
         tx.emit(FIX_ROUND_NOT_STARTED, { taskId: t.id, number, journalSeq, reason: blocker });

@@ -25,7 +25,22 @@ export function spentCell(t: LedgerTotals): string | null {
   return `${totalTokens(t)} tok, ${formatCost(t)}`;
 }
 
-/** The human-readable status: one table per non-empty section. */
+/** Task statuses whose reason the human view shows: the task stopped, and the reason says why and what to do. */
+const REASON_STATUSES: ReadonlySet<string> = new Set(['failed', 'parked', 'cancelled', 'agent_missing', 'agent_exited', 'blocked_on_prompt']);
+
+/**
+ * The first line of a task's reason, at most `max` characters: a longer one loses its middle, not
+ * its end, where Polly's reasons say what to do (e.g. the config key to set). Terminal escapes are
+ * made visible by {@link formatStatus}'s caller pass (`visibleText`). Pure.
+ */
+export function reasonLine(reason: string, max = 300): string {
+  const line = (reason.split('\n').find((l) => l.trim() !== '') ?? '').trim();
+  if (line.length <= max) return line;
+  const head = Math.floor(max / 3);
+  return `${line.slice(0, head)} … ${line.slice(line.length - (max - head - 3))}`;
+}
+
+/** The human-readable status: one table per non-empty section, then why each stopped task stopped (first line of its reason). */
 export function formatStatus(report: StatusReport): string[] {
   const out: string[] = [`Polly in ${report.repoRoot}`];
   out.push(
@@ -100,8 +115,9 @@ export function formatStatus(report: StatusReport): string[] {
       ),
     'none',
   );
-  const parked = report.tasks.filter((t) => t.status === 'parked' && t.statusReason);
-  if (parked.length > 0) out.push('', 'Parked', ...parked.map((t) => `  ${t.id}: ${t.statusReason}`));
+  const why = report.tasks.filter((t) => t.statusReason && (REASON_STATUSES.has(t.status) || (t.status === 'ready' && t.statusReason.startsWith('fix round not started'))));
+  if (why.length > 0)
+    out.push('', 'Why (first line of each reason; polly status --json has them whole)', ...why.map((t) => `  ${t.id} ${t.status}: ${reasonLine(t.statusReason!)}`));
   section(
     'Workers',
     report.workers.length,
@@ -152,7 +168,11 @@ Options:
   --watch  keep a live view of tasks and workers (state, current tool call, elapsed time);
            redraws in a terminal, prints a line per change otherwise; Ctrl-C stops watching
   --json   print {repoRoot, brain, goals, plans, tasks, workers}; each task is
-           {id, title, purpose, worker, reviewer, status, branch, worktree, pr}
+           {id, title, purpose, worker, reviewer, status, branch, worktree, pr, statusReason}
+           (not with --watch: exit 2)
+
+A task that failed, was parked or cancelled (or whose fix round could not start) is listed under
+"Why" with the first line of its reason; --json has the whole reason.
 
 Checks .polly/config.yaml first: an unknown (misspelt) key or a wrong value is reported with
 file:line:column (exit 2); "polly doctor" checks the rest of the setup.
@@ -161,6 +181,12 @@ Exit codes: 0 ok; 1 not initialised (run "polly init") or a corrupt registry;
 2 not in a git repository, an invalid config.yaml or a bad flag.`,
   async run(argv, io) {
     const args = parseCommandArgs('status', argv, { json: { type: 'boolean' }, watch: { type: 'boolean' } }, 0);
+    if (args.values.watch && args.values.json) {
+      throw new PollyError(
+        'bad_input',
+        'polly status: --watch and --json together: --watch draws a live view for a person, --json prints one JSON document. Use one: poll "polly status --json" for machine output, or "polly status --watch" to watch.',
+      );
+    }
     const report = await loadStatus(io.cwd, io.env);
     if (args.values.watch) {
       const repo = await findRepo(io.cwd, io.env);

@@ -269,7 +269,7 @@ export async function routePrEvents(
       if (!entries.some((e) => e.kind === FIX_ROUND_NOT_STARTED && e.data.taskId === taskId && Number(e.data.journalSeq) >= journalSeq)) {
         await deps.store.update((draft, tx) => {
           const t = draft.tasks[taskId];
-          if (!t || t.status !== 'ready') return;
+          if (t?.status !== 'ready') return;
           t.statusReason = blocker;
           t.updatedAt = now().toISOString();
           tx.emit(FIX_ROUND_NOT_STARTED, { taskId, action, eventSeqs, journalSeq, run: run.id, reason: blocker });

@@ -125,6 +125,11 @@ describe('polly status', () => {
         reviews: [],
         mergeability: { state: 'clean', files: [], baseCommit: 'c'.repeat(40), headCommit: 'b'.repeat(40), checkedAt: '2026-11-29T10:05:00.000Z' },
       };
+      // A failed task: its reason's first line shows in the human view (bounded: the end, where the fix is, stays),
+      // with a worker's terminal escape shown, never obeyed.
+      d.tasks.t5 = sampleTask('t5');
+      d.tasks.t5.status = 'failed';
+      d.tasks.t5.statusReason = `the worker failed: agent_refused: \u001b[31m${'x'.repeat(400)} set allow_root_sandbox: true in .polly/config.yaml\nsecond line`;
       d.tasks.t4 = sampleTask('t4');
       d.tasks.t4.status = 'merged';
       d.tasks.t4.pr = { forge: 'github', number: 7, url: 'https://github.com/o/r/pull/7', state: 'merged' };
@@ -153,7 +158,7 @@ describe('polly status', () => {
       };
     });
     const json = JSON.parse(runCli(['status', '--json'], repo.dir).stdout);
-    expect(json.tasks.map((t: { id: string }) => t.id)).toEqual(['t2', 't3', 't4', 't10']);
+    expect(json.tasks.map((t: { id: string }) => t.id)).toEqual(['t2', 't3', 't4', 't5', 't10']);
     expect(json.tasks[1].prStatus).toEqual({ review: 'none', checks: 'none', conflicts: 'merged', conflictFiles: [] });
     expect(json.tasks[2].prStatus).toEqual({ review: 'none', checks: 'none', conflicts: 'merged', conflictFiles: [] });
     expect(json.tasks[0]).toEqual({
@@ -207,6 +212,16 @@ describe('polly status', () => {
     );
     expect(taskLines[2]).toMatch(/t10 .* queued\s+-\s+-\s+polly\/t10\s+-\s+-$/);
     expect(out).toContain('Plans (1)');
+    const why = out.split('\n').slice(out.split('\n').findIndex((l) => l.startsWith('Why')));
+    expect(why[0]).toBe('Why (first line of each reason; polly status --json has them whole)');
+    expect(why[1]).toMatch(/^ {2}t5 failed: the worker failed: agent_refused: \\x1b\[31mx+ … x+ set allow_root_sandbox: true in \.polly\/config\.yaml$/);
+    expect(why[1]!.length).toBeLessThanOrEqual(2 + 't5 failed: '.length + 300 + 12);
+    expect(out).not.toContain('second line');
+    expect(out).not.toContain('\u001b');
+    // --watch is for a person, --json for a program: not both
+    const both = runCli(['status', '--json', '--watch'], repo.dir);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('--watch and --json together');
     expect(out).toMatch(/p1\s+g1\s+yes\s+approved\s+0/);
   });
 
