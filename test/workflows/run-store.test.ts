@@ -1,10 +1,12 @@
 // The run store: one contract for the LMDB store and its memory twin, then the LMDB store under
-// real concurrent processes and SIGKILL in a loop (atomic run + journal, exactly-once, gapless).
+// real concurrent processes and SIGKILL in a loop (atomic run + journal, exactly-once, gapless),
+// and the migration of a store written in layout 1.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { open } from 'lmdb';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isPollyError } from '../../brain/core/errors.js';
 import { createLmdbRunStore } from '../../workflows/run/lmdb-run-store.js';
@@ -205,6 +207,89 @@ describe('LMDB run store group commit', () => {
       }
       expect(isPollyError(error, 'bad_input')).toBe(true);
     }
+  });
+});
+
+describe('LMDB run store layout 1 (run ids as keys)', () => {
+  it('is migrated in place on open: runs, live marks and per-run journals keep their content, seqs go on, the old databases are gone', async () => {
+    const dir = tempDir();
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, 'runs.mdb');
+    // Layout 1 as Polly wrote it before run ordinals (commit 2669dac, workflows/run/lmdb-run-store.ts).
+    const old = open({ path, noSubdir: true, maxDbs: 8, encoding: 'json' });
+    const runs = old.openDB<string, string>({ name: 'runs', encoding: 'string' });
+    const live = old.openDB<boolean, string>({ name: 'live', encoding: 'json' });
+    const journal = old.openDB<unknown, number>({ name: 'journal', encoding: 'json' });
+    const byRun = old.openDB<boolean, [string, number]>({ name: 'journal-by-run', encoding: 'json' });
+    const meta = old.openDB<number, string>({ name: 'meta', encoding: 'json' });
+    const ids = Array.from({ length: 300 }, (_, i) => `run-${(i * 7919).toString(16).padStart(20, '0')}`);
+    old.transactionSync(() => {
+      let seq = 0;
+      ids.forEach((id, i) => {
+        const status = i % 3 === 0 ? 'finished' : 'running';
+        void runs.put(id, JSON.stringify({ ...record(id, status), seq: i }));
+        if (status === 'running') void live.put(id, true);
+        for (let k = 0; k < 2; k++) {
+          seq += 1;
+          void journal.put(seq, { seq, at: fixedNow().toISOString(), kind: 'run.action', data: { run: id, k } });
+          void byRun.put([id, seq], true);
+        }
+      });
+      void meta.put('journalSeq', seq);
+      void meta.put('format', 1);
+    });
+    await old.close();
+
+    const store = createLmdbRunStore(dir, { now: fixedNow });
+    expect((await store.listRuns()).length).toBe(300);
+    expect((await store.listRuns({ status: 'running' })).map((r) => r.id).sort()).toEqual(ids.filter((_, i) => i % 3 !== 0).sort());
+    expect((await store.getRun(ids[42]!))?.seq).toBe(42);
+    expect((await store.journal(0, { run: ids[7]! })).map((e) => [e.seq, e.data.k])).toEqual([
+      [15, 0],
+      [16, 1],
+    ]);
+    expect((await store.journal()).length).toBe(600);
+    // Writing goes on from the old journal's last seq, to old and new runs alike.
+    await store.updateRun(ids[7]!, (d, tx) => {
+      d.run!.status = 'finished';
+      tx.emit('run.finished', { run: ids[7]! });
+    });
+    await store.updateRun('run-new', (d, tx) => {
+      d.run = record('run-new');
+      tx.emit('run.started', { run: 'run-new' });
+    });
+    expect((await store.journal(600)).map((e) => [e.seq, e.data.run])).toEqual([
+      [601, ids[7]],
+      [602, 'run-new'],
+    ]);
+    expect((await store.journal(0, { run: ids[7]! })).map((e) => e.seq)).toEqual([15, 16, 601]);
+    expect((await store.listRuns({ status: 'running' })).length).toBe(200); // 199 old + run-new
+    await store.close();
+
+    // The old databases are gone, the format is 2, and opening again changes nothing.
+    const after = open({ path, noSubdir: true, maxDbs: 12, encoding: 'json' });
+    expect([...after.getKeys()].sort()).toEqual(['journal', 'live-runs', 'meta', 'run-ids', 'run-journal', 'run-records']);
+    expect(after.openDB<number, string>({ name: 'meta', encoding: 'json' }).get('format')).toBe(2);
+    await after.close();
+    const again = createLmdbRunStore(dir);
+    expect((await again.listRuns()).length).toBe(301);
+    expect((await again.journal(0, { run: ids[7]! })).map((e) => e.seq)).toEqual([15, 16, 601]);
+    await again.close();
+  });
+
+  it('a store of a newer layout is refused, not rewritten', async () => {
+    const dir = tempDir();
+    mkdirSync(dir, { recursive: true });
+    const root = open({ path: join(dir, 'runs.mdb'), noSubdir: true, maxDbs: 12, encoding: 'json' });
+    root.openDB<number, string>({ name: 'meta', encoding: 'json' }).putSync('format', 3);
+    await root.close();
+    let error: unknown;
+    try {
+      createLmdbRunStore(dir);
+    } catch (e) {
+      error = e;
+    }
+    expect(isPollyError(error, 'registry_newer')).toBe(true);
   });
 });
 
