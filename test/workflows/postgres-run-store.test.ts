@@ -5,7 +5,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseConfig } from '../../brain/config/config.js';
 import { isPollyError } from '../../brain/core/errors.js';
+import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
+import { openRunStore } from '../../brain/registry/run-storage.js';
 import { createPostgresRunStore, type PostgresRunStore } from '../../workflows/run/postgres-run-store.js';
 import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
 import { ensureBuilt } from '../helpers/registry-build.js';
@@ -80,6 +86,31 @@ describe('Postgres run store', () => {
     expect(isPollyError(fault, 'registry_corrupt'), String(fault)).toBe(true);
     expect((fault as Error).message).not.toContain('s3cret-pw');
     await gone.close();
+  });
+});
+
+describe('config runs.store: postgres', () => {
+  it('selects the Postgres store with the URL from the named variable; unset, it is config_invalid naming the variable, not a URL', async () => {
+    const config = parseConfig('runs:\n  store: postgres\n  url_env: POLLY_TEST_RUNS_URL\n  schema: cfg_' + process.pid + '\n', 'config.yaml');
+    expect(config.runs).toEqual({ store: 'postgres', url_env: 'POLLY_TEST_RUNS_URL', schema: `cfg_${process.pid}` });
+    const pollyDir = mkdtempSync(join(tmpdir(), 'polly-pg-config-'));
+    const registry = createFileRegistryStore(pollyDir);
+    const opened = await openRunStore(pollyDir, registry, config.runs, { POLLY_TEST_RUNS_URL: server.url });
+    expect(opened.where).toBe(`postgres schema cfg_${process.pid} (URL in $POLLY_TEST_RUNS_URL)`);
+    await opened.store.updateRun('r1', (d) => void (d.run = record('r1')));
+    await opened.store.close();
+    const direct = createPostgresRunStore({ connectionString: server.url, schema: `cfg_${process.pid}` });
+    expect((await direct.getRun('r1'))?.id).toBe('r1');
+    await direct.close();
+    let error: unknown;
+    try {
+      await openRunStore(pollyDir, registry, config.runs, {});
+    } catch (e) {
+      error = e;
+    }
+    expect(isPollyError(error, 'config_invalid')).toBe(true);
+    expect((error as Error).message).toContain('POLLY_TEST_RUNS_URL');
+    expect(() => parseConfig('runs:\n  store: sqlite\n', 'config.yaml')).toThrow(/runs\.store/);
   });
 });
 
