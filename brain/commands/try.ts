@@ -7,7 +7,7 @@
  * makes, scripts/scripted-model/configure.ts), and runs `polly run PLAN.yaml` with the model
  * endpoints and placeholder keys in the environment. Afterwards it waits for the Brain it started
  * to go idle (ending it after a grace period, so no Brain keeps the scripted endpoints) and puts
- * config.yaml back byte for byte. The script format: README "Try it on your own repository" and
+ * config.yaml back byte for byte. The script format: README "Try it without API keys: polly try" and
  * `schemas/model-script.schema.json`.
  */
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { parseCommandArgs } from './args.js';
 import type { Command } from './command.js';
 import { command as runCommand } from './run.js';
 import { openRepoContext } from './repo-context.js';
+import { parsePlanFile } from '../plan/plan-schema.js';
 import { PollyError } from '../core/errors.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
@@ -35,7 +36,7 @@ SCRIPT.yaml through Polly's scripted model server on 127.0.0.1: no API key, no c
 what Polly does on your own repository before you spend tokens.
 
 For the run, .polly/config.yaml points the workers at the server; it is restored afterwards.
-The script format is in the README ("Try it on your own repository") and its JSON Schema is
+The script format is in the README ("Try it without API keys: polly try") and its JSON Schema is
 schemas/model-script.schema.json in the package.
 
   --script FILE  the model script (YAML): sessions matched on role/task, one turn per prompt
@@ -47,7 +48,23 @@ Exit codes: as polly run (0 every task ready; 1 refused, rejected or a task fail
     const { values, positionals } = parseCommandArgs('try', argv, { script: { type: 'string' }, yes: { type: 'boolean' }, json: { type: 'boolean' } }, 1);
     const plan = positionals[0];
     if (!plan) throw new PollyError('bad_input', 'polly try: which plan? Give the path of a plan file, e.g. polly try plan.yaml --script script.yaml.');
-    if (!values.script) throw new PollyError('bad_input', 'polly try: which model script? Give --script FILE (its format: README "Try it on your own repository").');
+    if (!values.script) throw new PollyError('bad_input', 'polly try: which model script? Give --script FILE (its format: README "Try it without API keys: polly try").');
+    // Every input is checked before anything is started or written (the server, config.yaml).
+    const planPath = resolve(io.cwd, plan);
+    let planText: string;
+    try {
+      planText = readFileSync(planPath, 'utf8');
+    } catch (error) {
+      throw new PollyError(
+        'bad_input',
+        `polly try: cannot read the plan file ${planPath}: ${(error as Error).message}. Give the path of a plan file (YAML; README "The plan format").`,
+        {
+          cause: error,
+          details: { file: planPath },
+        },
+      );
+    }
+    parsePlanFile(planText, planPath);
     const scriptPath = resolve(io.cwd, values.script);
     let script: ModelScript;
     try {
