@@ -36,6 +36,16 @@ import { agentCredentials } from '../../workers/agents/agent-preflight.js';
 import { rootRefusalMessage } from '../../workers/agents/claude-code-adapter.js';
 import { agentEnvFrom } from '../process/agent-env.js';
 
+/**
+ * What to do when an acceptance command's interpreter lives under HOME, which the sandbox hides
+ * (workers/sandbox/sandbox-profiles.ts). A virtualenv inside the repository does not help: it is
+ * untracked (no worktree has it), and one made from a pyenv/asdf python links back under HOME.
+ */
+export const HOME_INTERPRETER_ADVICE =
+  'an interpreter under your home directory (pyenv, asdf, nvm shims, and any virtualenv made from one, whose python links back there) is hidden in the sandbox: ' +
+  'use one installed outside HOME, by absolute path, e.g. install python3 and pytest from the system (Debian/Ubuntu: apt-get install python3 python3-pytest) and set acceptance.commands to ["/usr/bin/python3 -m pytest"], ' +
+  'or make a virtualenv outside HOME from a system python (/usr/bin/python3 -m venv /opt/venvs/NAME && /opt/venvs/NAME/bin/pip install pytest) and use "/opt/venvs/NAME/bin/python -m pytest"';
+
 /** One line of the report. */
 export interface DoctorCheck {
   /** Stable id, e.g. `config`, `agent:codex`, `sandbox`, `identity`. */
@@ -265,8 +275,10 @@ function worktreeVisibilityCheck(root: string, config: PollyConfig): DoctorCheck
  * directory: the sandbox covers HOME (workers/sandbox/sandbox-profiles.ts `commonHidden`), so a
  * pyenv/asdf/nvm interpreter there is not found when Polly runs the command (exit 127), though it
  * runs in this shell. The program is the command's first word after `NAME=value` assignments.
+ * A virtualenv made from such an interpreter is hidden too: its `python` links back under HOME.
+ * @returns each such command with what it needs; [] when HOME is unset or `/`.
  */
-function programsHiddenBySandbox(repoRoot: string, commands: readonly string[], env: NodeJS.ProcessEnv): Array<{ command: string; missing: string }> {
+export function programsHiddenBySandbox(repoRoot: string, commands: readonly string[], env: NodeJS.ProcessEnv): Array<{ command: string; missing: string }> {
   const home = env.HOME ? resolvePath(env.HOME) : null;
   if (!home || home === '/') return [];
   const out: Array<{ command: string; missing: string }> = [];
@@ -358,7 +370,7 @@ export async function runDoctor(
           id: 'acceptance',
           status: 'problem',
           detail: problems.map((p) => `"${p.command}" needs ${p.missing}`).join('; '),
-          fix: 'set acceptance.commands in .polly/config.yaml to commands this project has (polly init detects them in a fresh repository); an interpreter under your home directory (pyenv, asdf, nvm) is hidden in the sandbox: use one installed outside it (a system package, or a virtualenv inside the repository)',
+          fix: `set acceptance.commands in .polly/config.yaml to commands this project has (polly init detects them in a fresh repository); ${HOME_INTERPRETER_ADVICE}`,
         },
   );
   const changes = await uncommittedChanges(git, repo.root);

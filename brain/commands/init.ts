@@ -13,6 +13,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile, appendFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative } from 'node:path';
+import { HOME_INTERPRETER_ADVICE, programsHiddenBySandbox } from './doctor.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { detectToolExclusions, type ToolExclusion } from '../config/tool-exclusions.js';
@@ -183,7 +184,12 @@ Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yam
   async run(argv, io) {
     const args = parseCommandArgs('init', argv, { json: { type: 'boolean' } }, 0);
     const result = await initRepository(io.cwd, io.env);
-    if (result.detected) for (const line of describeDetection(result.detected)) io.stderr.write(`${line}\n`);
+    if (result.detected) {
+      for (const line of describeDetection(result.detected)) io.stderr.write(`${line}\n`);
+      // A detected command whose interpreter the sandbox hides (a pyenv shim, …) would exit 127 in every task: say so now.
+      for (const h of programsHiddenBySandbox(result.repoRoot, result.detected.acceptanceCommands, io.env))
+        io.stderr.write(`polly init: warning: "${h.command}" needs ${h.missing}; ${HOME_INTERPRETER_ADVICE}\n`);
+    }
     if (args.values.json) {
       writeJson(io.stdout, result);
       return 0;

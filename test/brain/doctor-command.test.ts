@@ -164,8 +164,17 @@ describe('polly doctor', () => {
     const confined = byId(await runDoctor(repo.dir, env, workingSandbox));
     expect(confined.acceptance!.status).toBe('problem');
     expect(confined.acceptance!.detail).toContain(`python from outside your home directory (it resolves to ${join(home, '.pyenv/shims/python')}`);
+    // The advice: an interpreter outside HOME by absolute path (a venv from pyenv links back under HOME; one in the repo is in no worktree).
+    expect(confined.acceptance!.fix).toContain('any virtualenv made from one, whose python links back there');
+    expect(confined.acceptance!.fix).toContain('set acceptance.commands to ["/usr/bin/python3 -m pytest"]');
     const unconfined = byId(await runDoctor(repo.dir, env, () => ({ ok: false as const, reason: 'no bwrap', fix: 'install it' })));
     expect(unconfined.acceptance!.status).toBe('ok');
+    // polly init in a Python project under the same pyenv HOME says so at once, with the same advice.
+    const py = createTestRepo({ 'pyproject.toml': '[project]\nname = "x"\n' });
+    const init = runCli(['init'], py.dir, { HOME: home, PATH: env.PATH });
+    expect(init.code, init.stderr).toBe(0);
+    expect(init.stderr).toContain(`polly init: warning: "python -m pytest" needs python from outside your home directory (it resolves to ${join(home, '.pyenv/shims/python')}`);
+    expect(init.stderr).toContain('"/usr/bin/python3 -m pytest"');
   }, 60_000);
 
   it('no origin remote is a problem naming how to add one; a GitHub origin with a token shows no token; forge.kind github needs a GitHub origin', async () => {
