@@ -97,7 +97,8 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired, an agent that cann
     for (const line of await checkoutNotes(ctx.repo.root, io.env)) io.stderr.write(`${line}\n`);
     const { goal, seq } = await createGoal(ctx.store, plan.goal ?? `polly run ${file}`, 'plan');
     const proposed = await proposePlan(ctx.store, ctx.config, planToProposal(plan), { goalId: goal.id, source: path });
-    io.stderr.write(`[polly] ${proposed.line}\n`);
+    // The admission line is a result: stdout has it once (below, or in the summary); the progress on
+    // stderr shows it once more as "plan pN: …" while following.
     if (!proposed.admitted) {
       for (const c of proposed.counterexamples) io.stderr.write(`${c}\n`);
       await ctx.store.update((draft, tx) => {

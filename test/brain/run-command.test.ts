@@ -1,4 +1,4 @@
-// `polly run` refuses, before anything is written, a plan whose claude-code worker or reviewer
+// `polly run`: the admission line once per stream; and it refuses, before anything is written, a plan whose claude-code worker or reviewer
 // Claude Code would refuse as root (no workers.claude-code.allow_root_sandbox): the pure check on
 // every machine, and the real CLI as root (exit 1, the whole fix on stderr, no goal, no Brain).
 import { existsSync, writeFileSync } from 'node:fs';
@@ -65,5 +65,27 @@ describe('polly run as root', () => {
     const reg = await createFileRegistryStore(join(repo.dir, '.polly')).read();
     expect([Object.keys(reg.goals), Object.keys(reg.plans), reg.brain]).toEqual([[], [], null]);
     expect(existsSync(join(repo.dir, '.polly', 'brain.log'))).toBe(false);
+  });
+});
+
+describe('polly run output', () => {
+  beforeAll(() => ensureBuilt(), 120_000);
+
+  it('a refused plan: the checker line once on stdout, the counterexamples on stderr, no Brain', async () => {
+    const repo = createTestRepo();
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    const file = join(repo.root, 'plan.yaml');
+    // pi reviewing pi: the same vendor, refused by the checker
+    writeFileSync(
+      file,
+      'goal: one change\ntasks:\n  - key: t1\n    title: Change a\n    purpose: implement\n    worker: pi\n    reviewer: pi\n    prompt: change a\n    acceptance:\n      commands: [node --test]\n',
+    );
+    const r = runCli(['run', file], repo.dir);
+    expect(r.code, r.stderr).toBe(1);
+    const line = r.stdout.trim();
+    expect(line).toMatch(/^REFUSED: /);
+    expect(`${r.stdout}\n${r.stderr}`.split(line).length - 1).toBe(1);
+    expect(r.stderr).not.toContain('REFUSED:');
+    expect((await createFileRegistryStore(join(repo.dir, '.polly')).read()).brain).toBeNull();
   });
 });
