@@ -91,7 +91,7 @@ describe('Postgres run store', () => {
 
 describe('config runs.store: postgres', () => {
   it('selects the Postgres store with the URL from the named variable; unset, it is config_invalid naming the variable, not a URL', async () => {
-    const config = parseConfig('runs:\n  store: postgres\n  url_env: POLLY_TEST_RUNS_URL\n  schema: cfg_' + process.pid + '\n', 'config.yaml');
+    const config = parseConfig(`runs:\n  store: postgres\n  url_env: POLLY_TEST_RUNS_URL\n  schema: cfg_${process.pid}\n`, 'config.yaml');
     expect(config.runs).toEqual({ store: 'postgres', url_env: 'POLLY_TEST_RUNS_URL', schema: `cfg_${process.pid}` });
     const pollyDir = mkdtempSync(join(tmpdir(), 'polly-pg-config-'));
     const registry = createFileRegistryStore(pollyDir);
