@@ -9,13 +9,16 @@
  * (the lockfile read runs in a child process bounded by a timeout: a blocking read of a FIFO would
  * otherwise freeze this test's own event loop). Needs `npm run build` for the child.
  */
-import { mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGitRunner } from '../../workers/git/git.js';
 import { copyWorktreeIncludes } from '../../workers/git/worktree-include.js';
 import { createTestRepo, gitTestEnv, type TestRepo } from '../helpers/git-repo.js';
 
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 let repo: TestRepo | undefined;
 afterEach(() => {
   if (repo) rmSync(repo.root, { recursive: true, force: true });
@@ -38,5 +41,28 @@ describe("links a worker committed, in a scratch checkout Polly fills", () => {
     const r = await copyWorktreeIncludes({ git: createGitRunner({ baseEnv: gitTestEnv() }), repoRoot: repo.dir, worktreePath: scratch });
     expect(readdirSync(outside)).toEqual([]);
     expect(r).toEqual({ copied: [], skippedExisting: ['.env'], refusedLinks: ['config/local.json'] });
+  });
+
+  it('dependency reuse does not wait on a FIFO the lockfile links to (Polly comes back at once, reuse refused)', async () => {
+    repo = createTestRepo({ 'README.md': '# r\n', 'package-lock.json': '{"lockfileVersion": 3}\n' });
+    mkdirSync(join(repo.dir, 'node_modules'));
+    writeFileSync(join(repo.dir, 'node_modules', '.package-lock.json'), '{}\n');
+    const later = Date.now() / 1000 + 60;
+    utimesSync(join(repo.dir, 'node_modules', '.package-lock.json'), later, later);
+    const scratch = join(repo.root, 'scratch');
+    mkdirSync(scratch);
+    execFileSync('mkfifo', [join(repo.root, 'pipe')]);
+    symlinkSync(join(repo.root, 'pipe'), join(scratch, 'package-lock.json'));
+
+    const module = join(ROOT, 'dist', 'workers', 'git', 'dependency-reuse.js');
+    const code = `import(process.argv[1]).then((m) => m.reuseNodeModules(process.argv[2], process.argv[3])).then((r) => console.log(JSON.stringify(r)))`;
+    const out = await new Promise<{ timedOut: boolean; stdout: string }>((done) => {
+      execFile(process.execPath, ['-e', code, module, repo!.dir, scratch], { timeout: 15_000, killSignal: 'SIGKILL', encoding: 'utf8' }, (error, stdout) =>
+        done({ timedOut: Boolean(error && (error as { killed?: boolean }).killed), stdout }),
+      );
+    });
+    expect(out.timedOut).toBe(false);
+    expect(JSON.parse(out.stdout)).toMatchObject({ reused: false, reason: "package-lock.json differs from the main checkout's" });
+    expect(existsSync(join(scratch, 'node_modules'))).toBe(false);
   });
 });
