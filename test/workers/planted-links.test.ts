@@ -3,7 +3,8 @@
  * local forge's CI scratch dir, brain/forge/local-pr-checks.ts): a worker commits symlinks there
  * through Polly's own commit, so `config -> /elsewhere`, `.env -> /elsewhere/file` (dangling) or
  * `package-lock.json -> <a FIFO>` arrive in the scratch dir before Polly copies the
- * `.worktreeinclude` files and compares lockfiles for dependency reuse.
+ * `.worktreeinclude` files and compares lockfiles for dependency reuse; and the worker's own
+ * worktree, where Polly looks for conflict markers after a base merge.
  *
  * Ground truth: the files outside the scratch dir, and whether Polly's process came back at all
  * (the lockfile read runs in a child process bounded by a timeout: a blocking read of a FIFO would
@@ -14,6 +15,7 @@ import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, utimesSync, wr
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { conflictMarkers } from '../../brain/task-tools/run-acceptance.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { copyWorktreeIncludes } from '../../workers/git/worktree-include.js';
 import { createTestRepo, gitTestEnv, type TestRepo } from '../helpers/git-repo.js';
@@ -64,5 +66,14 @@ describe("links a worker committed, in a scratch checkout Polly fills", () => {
     expect(out.timedOut).toBe(false);
     expect(JSON.parse(out.stdout)).toMatchObject({ reused: false, reason: "package-lock.json differs from the main checkout's" });
     expect(existsSync(join(scratch, 'node_modules'))).toBe(false);
+  });
+
+  it("the conflict-marker check after a base merge reads no file a worker's link points to", () => {
+    repo = createTestRepo();
+    const outside = join(repo.root, 'outside.txt');
+    writeFileSync(outside, '<<<<<<< secret-looking line\n');
+    symlinkSync(outside, join(repo.dir, 'merged.txt'));
+    writeFileSync(join(repo.dir, 'real.txt'), 'a\n=======\nb\n');
+    expect(conflictMarkers(repo.dir, ['merged.txt', 'real.txt', 'gone.txt'])).toEqual(['real.txt:2: =======']);
   });
 });
