@@ -27,7 +27,7 @@ afterEach(() => {
   repo = undefined;
 });
 
-describe("links a worker committed, in a scratch checkout Polly fills", () => {
+describe('links a worker committed, in a scratch checkout Polly fills', () => {
   it('the .worktreeinclude copy writes nothing through a linked directory or a dangling link', async () => {
     repo = createTestRepo({ 'README.md': '# r\n', '.gitignore': '.env\nconfig/local.json\n', '.worktreeinclude': '.env\nconfig/local.json\n' });
     writeFileSync(join(repo.dir, '.env'), 'API_KEY=user-secret\n');
