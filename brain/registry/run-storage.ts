@@ -25,6 +25,27 @@ export function runStoreDir(pollyDir: string): string {
 }
 
 /**
+ * The run store `runs` selects (default: LMDB in `pollyDir`), opened as it is: nothing is moved.
+ * Readers (the dashboard) use this; writers use `openRunStore`.
+ * @returns the store and where it is (a path, or `postgres schema S (URL in $VAR)`).
+ * @throws PollyError `config_invalid` for `postgres` without the URL's variable set.
+ */
+export function createConfiguredRunStore(pollyDir: string, runs: PollyConfig['runs'] = undefined, env: NodeJS.ProcessEnv = process.env): { store: RunStore; where: string } {
+  if (runs?.store === 'postgres') {
+    const url = env[runs.url_env];
+    if (!url)
+      throw new PollyError(
+        'config_invalid',
+        `runs.store is postgres, but the environment variable ${runs.url_env} (runs.url_env) that holds its connection URL is not set. Set it (e.g. postgresql://USER@HOST:5432/DB) or set runs.store: lmdb in .polly/config.yaml.`,
+        { details: { key: 'runs.url_env', env: runs.url_env } },
+      );
+    return { store: createPostgresRunStore({ connectionString: url, schema: runs.schema }), where: `postgres schema ${runs.schema} (URL in $${runs.url_env})` };
+  }
+  const lmdb = createLmdbRunStore(runStoreDir(pollyDir));
+  return { store: lmdb, where: lmdb.path };
+}
+
+/**
  * Open the run store `runs` selects (default: LMDB in `pollyDir`) and move any runs left in the
  * registry into it. `env` holds the Postgres URL's variable; the URL is never printed.
  * @returns the store, where it is (a path, or `postgres schema S (URL in $VAR)`) and how many runs were moved now.
@@ -37,23 +58,7 @@ export async function openRunStore(
   runs: PollyConfig['runs'] = undefined,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ store: RunStore; where: string; moved: number }> {
-  let store: RunStore;
-  let where: string;
-  if (runs?.store === 'postgres') {
-    const url = env[runs.url_env];
-    if (!url)
-      throw new PollyError(
-        'config_invalid',
-        `runs.store is postgres, but the environment variable ${runs.url_env} (runs.url_env) that holds its connection URL is not set. Set it (e.g. postgresql://USER@HOST:5432/DB) or set runs.store: lmdb in .polly/config.yaml.`,
-        { details: { key: 'runs.url_env', env: runs.url_env } },
-      );
-    store = createPostgresRunStore({ connectionString: url, schema: runs.schema });
-    where = `postgres schema ${runs.schema} (URL in $${runs.url_env})`;
-  } else {
-    const lmdb = createLmdbRunStore(runStoreDir(pollyDir));
-    store = lmdb;
-    where = lmdb.path;
-  }
+  const { store, where } = createConfiguredRunStore(pollyDir, runs, env);
   const legacy = (await registry.read()).runs;
   const ids = Object.keys(legacy);
   if (ids.length === 0) return { store, where, moved: 0 };

@@ -90,7 +90,7 @@ export async function startPostgres(): Promise<PostgresServer> {
   const bin = postgresBinDir();
   const root = process.getuid?.() === 0;
   const owner = root ? uidOf('postgres') : null;
-  if (root && !owner) throw new Error('running as root, but there is no postgres user to run the test cluster as (Debian\'s postgresql package creates it).');
+  if (root && !owner) throw new Error("running as root, but there is no postgres user to run the test cluster as (Debian's postgresql package creates it).");
   const base = mkdtempSync(join(tmpdir(), 'polly-pg-'));
   const data = join(base, 'data');
   const sockets = join(base, 'sockets');

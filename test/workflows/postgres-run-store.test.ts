@@ -12,6 +12,7 @@ import { parseConfig } from '../../brain/config/config.js';
 import { isPollyError } from '../../brain/core/errors.js';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import { openRunStore } from '../../brain/registry/run-storage.js';
+import { createRepoUiSource } from '../../brain/ui/ui-source.js';
 import { createPostgresRunStore, type PostgresRunStore } from '../../workflows/run/postgres-run-store.js';
 import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
 import { ensureBuilt } from '../helpers/registry-build.js';
@@ -91,7 +92,7 @@ describe('Postgres run store', () => {
 
 describe('config runs.store: postgres', () => {
   it('selects the Postgres store with the URL from the named variable; unset, it is config_invalid naming the variable, not a URL', async () => {
-    const config = parseConfig('runs:\n  store: postgres\n  url_env: POLLY_TEST_RUNS_URL\n  schema: cfg_' + process.pid + '\n', 'config.yaml');
+    const config = parseConfig(`runs:\n  store: postgres\n  url_env: POLLY_TEST_RUNS_URL\n  schema: cfg_${process.pid}\n`, 'config.yaml');
     expect(config.runs).toEqual({ store: 'postgres', url_env: 'POLLY_TEST_RUNS_URL', schema: `cfg_${process.pid}` });
     const pollyDir = mkdtempSync(join(tmpdir(), 'polly-pg-config-'));
     const registry = createFileRegistryStore(pollyDir);
@@ -101,7 +102,17 @@ describe('config runs.store: postgres', () => {
     await opened.store.close();
     const direct = createPostgresRunStore({ connectionString: server.url, schema: `cfg_${process.pid}` });
     expect((await direct.getRun('r1'))?.id).toBe('r1');
+    await direct.updateRun('r2', (d) => void (d.run = { ...record('r2'), input: { task: 't7' } }));
     await direct.close();
+    // The dashboard reads a task's runs from the same store, not from an empty .polly/runs/.
+    process.env.POLLY_TEST_RUNS_URL = server.url;
+    const ui = createRepoUiSource({ repoRoot: pollyDir, pollyDir, store: registry, config });
+    try {
+      expect((await ui.taskRuns('t7', 10)).map((r) => r.run.id)).toEqual(['r2']);
+    } finally {
+      await ui.close();
+      delete process.env.POLLY_TEST_RUNS_URL;
+    }
     let error: unknown;
     try {
       await openRunStore(pollyDir, registry, config.runs, {});

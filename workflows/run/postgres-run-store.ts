@@ -173,7 +173,7 @@ export function createPostgresRunStore(options: PostgresRunStoreOptions): Postgr
       const at = now().toISOString();
       for (const u of group) {
         const row = (await c.query(`SELECT record FROM ${s}.runs WHERE id = $1`, [u.runId])).rows[0] as { record: string } | undefined;
-        let applied;
+        let applied: ReturnType<typeof applyRunUpdate>;
         try {
           applied = applyRunUpdate(u.runId, row?.record ?? null, u.fn);
         } catch (error) {
@@ -181,20 +181,31 @@ export function createPostgresRunStore(options: PostgresRunStoreOptions): Postgr
           continue;
         }
         if (applied.text !== null)
-          await c.query(
-            `INSERT INTO ${s}.runs (id, status, record) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, record = EXCLUDED.record`,
-            [u.runId, applied.status, applied.text],
-          );
+          await c.query(`INSERT INTO ${s}.runs (id, status, record) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, record = EXCLUDED.record`, [
+            u.runId,
+            applied.status,
+            applied.text,
+          ]);
         for (const ev of applied.events) {
           seq += 1;
-          await c.query(`INSERT INTO ${s}.run_journal (seq, at, kind, run, data) VALUES ($1, $2, $3, $4, $5)`, [seq, at, ev.kind, String(ev.data.run ?? ''), JSON.stringify(ev.data)]);
+          await c.query(`INSERT INTO ${s}.run_journal (seq, at, kind, run, data) VALUES ($1, $2, $3, $4, $5)`, [
+            seq,
+            at,
+            ev.kind,
+            String(ev.data.run ?? ''),
+            JSON.stringify(ev.data),
+          ]);
         }
         outcomes.push({ ok: true, value: applied.result });
       }
       await c.query(`UPDATE ${s}.run_meta SET value = $1 WHERE key = 'journalSeq'`, [seq]);
       await c.query('COMMIT');
       commits++;
-      group.forEach((u, i) => (outcomes[i]!.ok ? u.resolve(outcomes[i]!.value) : u.reject(outcomes[i]!.value)));
+      for (const [i, u] of group.entries()) {
+        const o = outcomes[i]!;
+        if (o.ok) u.resolve(o.value);
+        else u.reject(o.value);
+      }
     } catch (error) {
       if (c) await c.query('ROLLBACK').catch(() => undefined);
       const fault = error instanceof PollyError ? error : storeFault('write', error);
