@@ -414,7 +414,8 @@ export const command: Command = {
         store: ctx.store,
         forge,
         worktrees: createWorktreeManager({ repoRoot: ctx.repo.root, ...(ctx.config.worktrees.dir ? { worktreesDir: ctx.config.worktrees.dir } : {}) }),
-        progress: (l) => io.stderr.write(`${l}\n`),
+        // Each merge is a result, printed once on stdout below; with --json (stdout is the JSON) also as a line on stderr.
+        progress: (l) => (args.values.json ? io.stderr.write(`${l}\n`) : undefined),
       });
       // Local forge: its CI, Polly's own check of each ready PR merged with its moved base (pr.checks_failed when red).
       const { createLocalPrChecks } = await import('../forge/local-pr-checks.js');

@@ -248,7 +248,7 @@ describe('polly pr (local forge)', () => {
     expect((await store.journal()).filter((e) => e.kind === 'brain.started')).toHaveLength(2);
   }, 60_000);
 
-  test('a change request whose fix round could not start (codex with no model key) starts no Brain: the task stays ready, the reason is shown and journaled', async () => {
+  test('a change request whose fix round could not start (codex with no model key) starts no Brain: the task stays ready, the reason is shown and journaled; pr sync then prints the merge once', async () => {
     const repo = createTestRepo({ 'top.txt': 'one\n' });
     mkdirSync(join(repo.dir, '.polly'));
     const store = createFileRegistryStore(join(repo.dir, '.polly'));
@@ -295,6 +295,16 @@ describe('polly pr (local forge)', () => {
     expect(journal.filter((e) => e.kind.startsWith('brain.'))).toEqual([]);
     // The feedback is still waiting for a round: a Brain that can start codex routes it.
     expect(actionablePrEvents(journal, 'p1-k1', 0).map((e) => e.action)).toEqual(['FEEDBACK']);
+
+    // A human merges it anyway: polly pr sync says so once, on stdout.
+    repo.git(['merge', '--squash', '-q', 'polly/p1-k1']);
+    repo.git(['commit', '-q', '-m', `Shout (#${number})`]);
+    repo.git(['push', '-q', 'origin', 'main']);
+    const sync = runCli(['pr', 'sync'], repo.dir);
+    expect(sync.code, sync.stderr).toBe(0);
+    expect(sync.stdout.match(/merged by a human/g)).toHaveLength(1);
+    expect(sync.stdout).toContain(`p1-k1: PR #${number} merged by a human → done`);
+    expect(sync.stderr).not.toContain('merged by a human');
   }, 60_000);
 
   test('bad input exits 2 naming the value; an unknown PR exits 1 not_found; no .polly is not_initialized', () => {
