@@ -423,7 +423,7 @@ describe('the Brain process', () => {
     const h = await startBrain({
       tools: {
         reply_pr: async () => ({ outcome: 'ok', note: 'replied' }),
-        open_draft_pr: async (tctx) => ({ outcome: 'ok', data: { reviewer: tctx.task.reviewer }, note: 'opened' }),
+        open_draft_pr: async (tctx) => ({ outcome: 'ok', data: { reviewer: tctx.task.reviewer ?? 'none' }, note: 'opened' }),
       },
     });
     await h.started;
