@@ -16,7 +16,7 @@ import { statusReport, type StatusReport } from '../registry/status-report.js';
 import { runLiveView } from './live-view.js';
 import { formatCost, totalTokens, type LedgerTotals } from '../registry/cost-ledger.js';
 import { formatBudget } from '../plan/budgets.js';
-import { visibleText } from '../core/visible-text.js';
+import { elideMiddle, visibleText } from '../core/visible-text.js';
 import { mergeText } from '../forge/pr-status.js';
 
 /** A SPENT cell: `1234 tok, $0.0123` (cost `unknown` or `≥ $X (some turns unknown)` when agents reported none). */
@@ -35,9 +35,7 @@ const REASON_STATUSES: ReadonlySet<string> = new Set(['failed', 'parked', 'cance
  */
 export function reasonLine(reason: string, max = 300): string {
   const line = (reason.split('\n').find((l) => l.trim() !== '') ?? '').trim();
-  if (line.length <= max) return line;
-  const head = Math.floor(max / 3);
-  return `${line.slice(0, head)} … ${line.slice(line.length - (max - head - 3))}`;
+  return elideMiddle(line, max);
 }
 
 /** The human-readable status: one table per non-empty section, then why each stopped task stopped (first line of its reason). */

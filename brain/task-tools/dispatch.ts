@@ -25,6 +25,7 @@ import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-st
 import { ownGitAdminDir, sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
 import { POLLY_COMMITS_LINE } from '../../workers/git/git-policy.js';
 import { createBudgetWatch, parkForBudget, recordTurnUsage, type BudgetStop, type BudgetWatch } from './turn-budget.js';
+import { elideMiddle } from '../core/visible-text.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
 export const PERMANENT_AGENT_STATUSES: ReadonlySet<string> = new Set(['agent_missing', 'agent_refused', 'blocked_on_prompt']);
@@ -136,9 +137,7 @@ export function progressAndWatch(ctx: Pick<TaskToolContext, 'progress'>, taskId:
  */
 function oneLine(text: string, max = 1000): string {
   const line = text.replace(/\s+/g, ' ').trim();
-  if (line.length <= max) return line || '(no text)';
-  const head = Math.floor(max / 3);
-  return `${line.slice(0, head)} … ${line.slice(line.length - (max - head - 3))}`;
+  return elideMiddle(line, max) || '(no text)';
 }
 
 /**
