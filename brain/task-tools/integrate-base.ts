@@ -21,6 +21,7 @@
 import { existsSync } from 'node:fs';
 import { isPollyError } from '../core/errors.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
+import { resolveCommitIdentity } from '../../workers/git/commit-identity.js';
 import type { FixRoundRecord } from '../registry/registry-schema.js';
 import { taskBranch } from './push.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
@@ -29,6 +30,8 @@ export interface IntegrateBaseToolOptions {
   git?: GitRunner;
   /** Remote name (default `origin`). */
   remote?: string;
+  /** The user's environment, for the merge's committer identity (workers/git/commit-identity.ts; default `process.env`). */
+  identityEnv?: NodeJS.ProcessEnv;
 }
 
 /** The follow-up a worker gets for a conflicted base merge (stored as `task.feedback`). Pure. */
@@ -94,7 +97,15 @@ export function createIntegrateBaseTool(options: IntegrateBaseToolOptions = {}):
           await record(ctx, { ref, commit, files: [] }, true);
           return { outcome: 'ok', note: `integrate_base: ${branch} already contains ${ref} (${commit.slice(0, 12)}); nothing to merge` };
         }
-        const merged = await git.run(['merge', '--no-ff', '--no-commit', '--no-edit', '--no-verify', commit], { cwd, okExitCodes: [1, 128], timeoutMs: 120_000 });
+        // git merge wants a committer identity even with --no-commit: the same one Polly's commits
+        // use, so a machine with no user.email configured (a fresh CI runner) can merge too.
+        const identity = await resolveCommitIdentity(git, cwd, options.identityEnv ?? process.env);
+        const merged = await git.run(['merge', '--no-ff', '--no-commit', '--no-edit', '--no-verify', commit], {
+          cwd,
+          env: identity.env,
+          okExitCodes: [1, 128],
+          timeoutMs: 120_000,
+        });
         files = await unmergedFiles(git, cwd);
         if (merged.exitCode !== 0 && files.length === 0) {
           return { outcome: 'failure', note: `integrate_base: git merge ${ref} failed without conflicts: ${(merged.stderr || merged.stdout).trim().slice(0, 400)}` };
