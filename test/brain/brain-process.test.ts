@@ -17,7 +17,7 @@
  * - cancelling a task stops it and keeps its work in a backup ref;
  * - a second Brain for the same repository is refused, naming the first one's pid.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -165,6 +165,32 @@ async function startBrain(options: { clock?: () => Date; config?: Partial<PollyC
     runJournal: (runId: string) => deps.runtime.journal(runId),
     registry: async () => ({ ...(await ctx.store.read()), runs: Object.fromEntries((await deps.runtime.list({ allAreas: true })).map((r) => [r.id, r])) }),
   };
+}
+
+/**
+ * `node <args>` without blocking this process's event loop, bounded at 60 s (then its process group
+ * is killed): status, stdout and stderr.
+ */
+function nodeAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }, 60_000);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
 }
 
 async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 30_000): Promise<T> {
@@ -384,8 +410,10 @@ describe('the Brain process', () => {
     await until('dispatched', async () => h.pending().length === 1);
     const id = `${plan.planId}-a`;
     const runId = Object.values((await h.registry()).runs).find((r) => r.input.task === id)!.id;
-    const check = (args: string[]) => spawnSync(process.execPath, [cli, 'check', ...args], { cwd: h.repo.dir, env: gitTestEnv(), encoding: 'utf8' });
-    expect(check(['--run', runId]).stdout).toMatch(/^conforms: /);
+    // Never spawnSync here: the check opens the run store, whose writer lock the Brain in this
+    // test process may hold, and a blocked event loop cannot release it (CI hung 90 minutes on it).
+    const check = (args: string[]) => nodeAsync([cli, 'check', ...args], h.repo.dir, gitTestEnv());
+    expect((await check(['--run', runId])).stdout).toMatch(/^conforms: /);
     // Rewrite the START step: the journal now says it went straight to testing (same line length,
     // while the Brain waits on the worker).
     await new Promise((r) => setTimeout(r, 2000));
@@ -401,7 +429,7 @@ describe('the Brain process', () => {
       '}',
       'process.stdout.write(String(done));',
     ].join('\n');
-    const edited = spawnSync(process.execPath, ['-e', edit, join(h.repo.dir, '.polly', 'runs', 'runs.mdb'), runId], { cwd: process.cwd(), encoding: 'utf8' });
+    const edited = await nodeAsync(['-e', edit, join(h.repo.dir, '.polly', 'runs', 'runs.mdb'), runId], process.cwd(), process.env);
     expect(edited.stdout, edited.stderr).toBe('1');
     h.release();
     const reg = await until('the task to end', async () => {
@@ -414,10 +442,10 @@ describe('the Brain process', () => {
     );
     const journal = await ctx.store.journal();
     expect(journal.filter((e) => e.kind === 'run.trace_divergence').map((e) => e.data)).toEqual([expect.objectContaining({ run: runId, step: 1 })]);
-    const out = check(['--run', runId, '--json']);
+    const out = await check(['--run', runId, '--json']);
     expect(out.status, out.stderr).toBe(1);
     expect(JSON.parse(out.stdout)).toMatchObject({ run: runId, conforms: false, divergence: { step: 1, kind: 'run.action' } });
-    expect(check(['--run', 'run-nope']).status).toBe(2);
+    expect((await check(['--run', 'run-nope'])).status).toBe(2);
   }, 90_000);
   it('a failing check on a ready PR (pr.checks_failed, as the GitHub watcher emits it) is one fix round of the same task, routed exactly once; a human merge ends the run', async () => {
     const h = await startBrain({
