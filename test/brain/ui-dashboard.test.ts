@@ -332,7 +332,7 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     const reg = await ctx.store.read();
     expect(reg.tasks['p2-t1']).toMatchObject({ status: 'ready', worker: 'claude-code' });
     expect(reg.tasks['p2-t2']).toMatchObject({ status: 'ready', worker: 'codex' });
-    // What `npm run demo` shows a newcomer (test/e2e/e2e-demo.test.ts ran the same goal with --yes;
+    // What `npm run demo` shows a newcomer (a separate e2e-demo file once ran the same goal with --yes;
     // this run serves both): the refused then admitted plan, two ready PRs from two vendors, each
     // reviewed by another vendor, inside Polly's sandbox, one clean commit per task branch.
     expect(stdout).toMatch(/^p1: REFUSED: plan-p1 \[refused\]$/m);
