@@ -22,14 +22,18 @@
  *   fdatasyncs): one 2-second sample on a shared disk can be off by 2× (repeated at load ~20, one
  *   case ranged 533-1,030 steps/s), which is how one run showed 10,000 live runs at 58% of 100
  *   while 100,000 were at 80%; the CPU per step, which does not depend on the disk, shows the
- *   store's own cost;
+ *   store's own cost; and the KiB this process handed to write() per commit (`wchar` of
+ *   /proc/self/io, documented in the kernel's Documentation/filesystems/proc.rst; Linux only):
+ *   LMDB writes back every page a commit copied, so this is the commit's pages × 4 KiB, the
+ *   figure that showed runs keyed by hashed ids scattering a commit over twice the pages at
+ *   100,000 live runs;
  * - memory store (in-process baseline, no disk) at 1,000 live runs, concurrency 32;
  * - polyflow's published figure: it reports about 1,200 steps/s (node:sqlite, WAL);
  * - the targets of issue 19 (≥ 5,000 at 1,000 live with 32 in flight; 100,000 live within 20% of
  *   100 live, with 32 and with 1 in flight), each MET or MISSED on the medians, and the same
  *   ratio in CPU per step.
  */
-import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunRecord } from '../workflows/run/run-records.js';
@@ -94,12 +98,23 @@ async function addLive(store: RunStore, base: RunRecord, from: number, to: numbe
 
 let dayCounter = 0;
 
+/** Bytes this process has passed to write()-family calls (`wchar` in /proc/self/io), or null off Linux. */
+function bytesWritten(): number | null {
+  try {
+    const m = /^wchar: (\d+)$/m.exec(readFileSync('/proc/self/io', 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
 interface Sample {
   perSec: number;
   msPerStep: number;
   cpuUs: number;
   steps: number;
   stepsPerCommit: number | null;
+  kibPerCommit: number | null;
 }
 
 /** One timed sample: `concurrency` loops for `seconds` (at least 10 loops). */
@@ -117,6 +132,7 @@ async function sample(store: RunStore, live: number, concurrency: number, commit
   (globalThis as { gc?: () => void }).gc?.();
   const loopsBefore = loops;
   const commitsBefore = commits?.() ?? 0;
+  const wcharBefore = bytesWritten();
   const cpuBefore = process.cpuUsage();
   const start = process.hrtime.bigint();
   const deadline = start + BigInt(Math.round(seconds * 1e9));
@@ -126,6 +142,8 @@ async function sample(store: RunStore, live: number, concurrency: number, commit
   await Promise.all(Array.from({ length: concurrency }, () => worker()));
   const secs = Number(process.hrtime.bigint() - start) / 1e9;
   const cpu = process.cpuUsage(cpuBefore);
+  const wcharAfter = bytesWritten();
+  const commitCount = commits ? Math.max(1, commits() - commitsBefore) : null;
   const steps = (loops - loopsBefore) * 3;
   const running = (await store.listRuns({ status: 'running' })).length;
   if (running !== live) throw new Error(`expected ${live} live runs, found ${running}`);
@@ -134,7 +152,8 @@ async function sample(store: RunStore, live: number, concurrency: number, commit
     msPerStep: (secs / steps) * 1000,
     cpuUs: (cpu.user + cpu.system) / steps,
     steps,
-    stepsPerCommit: commits ? steps / Math.max(1, commits() - commitsBefore) : null,
+    stepsPerCommit: commitCount === null ? null : steps / commitCount,
+    kibPerCommit: commitCount === null || wcharBefore === null || wcharAfter === null ? null : (wcharAfter - wcharBefore) / 1024 / commitCount,
   };
 }
 
@@ -152,7 +171,8 @@ async function measure(name: string, store: RunStore, live: number, concurrency:
   const perSec = median(samples.map((x) => x.perSec));
   const cpuUs = median(samples.map((x) => x.cpuUs));
   const rates = samples.map((x) => x.perSec);
-  const shared = commits ? `, ${median(samples.map((x) => x.stepsPerCommit!)).toFixed(1)} steps/commit` : '';
+  const kib = samples.every((x) => x.kibPerCommit !== null) && onDisk ? `, ${median(samples.map((x) => x.kibPerCommit!)).toFixed(0)} KiB written/commit` : '';
+  const shared = commits ? `, ${median(samples.map((x) => x.stepsPerCommit!)).toFixed(1)} steps/commit${kib}` : '';
   process.stdout.write(
     `${name.padEnd(40)} ${perSec.toFixed(0).padStart(7)} steps/s [${Math.min(...rates).toFixed(0)}-${Math.max(...rates).toFixed(0)}]  ${median(samples.map((x) => x.msPerStep))
       .toFixed(3)

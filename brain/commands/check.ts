@@ -53,7 +53,7 @@ run id or arguments.`,
         });
       }
       const ctx = await openRepoContext(io.cwd, io.env);
-      const runs = await openRunStore(ctx.repo.pollyDir, ctx.store);
+      const runs = await openRunStore(ctx.repo.pollyDir, ctx.store, ctx.config.runs, io.env);
       let verdict: Awaited<ReturnType<typeof checkRunTrace>>;
       try {
         verdict = await checkRunTrace(ctx.store, runs.store, ctx.config, values.run);

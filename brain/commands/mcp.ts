@@ -261,7 +261,7 @@ Register the server with a host: polly install --host claude-code|kiro|openworke
     for (const line of admissionLines(library)) io.stderr.write(`${line}\n`);
     const store = createFileRegistryStore(setup.registryDir);
     const runs = await openRunStore(setup.registryDir, store);
-    if (runs.moved > 0) io.stderr.write(`[polly] moved ${runs.moved} workflow runs from registry.json into ${runs.store.path}\n`);
+    if (runs.moved > 0) io.stderr.write(`[polly] moved ${runs.moved} workflow runs from registry.json into ${runs.where}\n`);
     const tracked = trackInFlight(createRuntime({ store: runs.store, library, agentArea: setup.agentArea, instanceArea: setup.instanceArea, leaseSeconds }));
     const extraTools = values.brain ? await brainExtraTools(store, where, values.goal ?? null) : [];
     const session = newSessionId();

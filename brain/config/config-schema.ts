@@ -83,6 +83,18 @@ export interface PollyConfig {
      */
     max_fix_rounds: number;
   };
+  /**
+   * Where the durable runtime's runs live (README "Storage"; brain/registry/run-storage.ts):
+   * `lmdb`, the embedded store in `.polly/runs/` (default), or `postgres`, a PostgreSQL database
+   * several Polly processes on several machines share. Optional for configs written before it.
+   */
+  runs?: {
+    store: 'lmdb' | 'postgres';
+    /** With `postgres`: the environment variable holding the connection URL (it may carry a password, so it never goes in this file). */
+    url_env: string;
+    /** With `postgres`: the schema (a lower-case SQL identifier) holding the tables, so several repositories can share a database. */
+    schema: string;
+  };
 }
 
 /** A spending limit: USD (as the agents report cost) and/or tokens (input incl. cache + output). */
@@ -117,4 +129,5 @@ export const DEFAULT_CONFIG: PollyConfig = {
   budgets: { per_task: null, per_goal: null },
   notifications: { webhook_url: null, desktop: true, timeout_ms: 5000, dashboard_url: null },
   pr: { max_fix_rounds: 3 },
+  runs: { store: 'lmdb', url_env: 'POLLY_RUNS_URL', schema: 'polly' },
 };

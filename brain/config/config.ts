@@ -98,6 +98,7 @@ export const CONFIG_SPEC: Spec = {
     budgets: { t: 'object', fields: { per_task: BUDGET_SPEC, per_goal: BUDGET_SPEC } },
     notifications: { t: 'object', fields: { webhook_url: nullableStr, desktop: { t: 'bool' }, timeout_ms: int(100, 120_000), dashboard_url: nullableStr } },
     pr: { t: 'object', fields: { max_fix_rounds: int(0, 10) } },
+    runs: { t: 'object', fields: { store: { t: 'enum', values: ['lmdb', 'postgres'] }, url_env: str, schema: str } },
   },
 };
 
@@ -168,6 +169,10 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'notifications.dashboard_url': 'null, or the URL of your polly ui (e.g. http://127.0.0.1:8080 with polly ui --port 8080): notifications then link to its pages.',
   pr: "A PR's life after ready: a human's change request or line comment, a failing check, or a conflict\nwith the moved base goes back to the SAME worker session as a fix round (Polly merges the base\nin, re-runs acceptance, has it re-reviewed, pushes plainly and replies on the PR).",
   'pr.max_fix_rounds': 'Fix rounds (each send-back to the worker after ready) before the task is parked for a human (0-10).',
+  runs: 'Where the workflow runs live: lmdb (.polly/runs/, this machine) or postgres (a database several Polly processes share).',
+  'runs.store': 'lmdb or postgres.',
+  'runs.url_env': 'With postgres: the environment variable holding the connection URL (never write the URL here: it may carry a password).',
+  'runs.schema': "With postgres: the schema holding Polly's tables (lower-case letters, digits, _), one per repository sharing the database.",
 };
 
 /** Every key path of the config spec (objects and leaves), for the comment table and tests. */

@@ -114,8 +114,8 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
     admissions: createFileAdmissionCache(join(pollyStateRoot(env), 'admissions')),
   });
   const library = createPlanLibrary(base, config);
-  const runs = await openRunStore(repo.pollyDir, store);
-  if (runs.moved > 0) log(`[polly] moved ${runs.moved} workflow runs from registry.json into ${runs.store.path}`);
+  const runs = await openRunStore(repo.pollyDir, store, config.runs, env);
+  if (runs.moved > 0) log(`[polly] moved ${runs.moved} workflow runs from registry.json into ${runs.where}`);
   const runtime = createRuntime({ store: runs.store, library, agentArea: BRAIN_AGENT_AREA, instanceArea: BRAIN_INSTANCE_AREA });
   const supervisor = createWorkerSupervisor({ repoRoot: repo.root, store, config });
   const worktrees = createWorktreeManager({

@@ -1,6 +1,8 @@
 /**
  * Where a repository's (or an MCP server's) workflow runs live: the LMDB run store in
- * `<pollyDir>/runs/runs.mdb`, beside `registry.json`, which no longer holds runs.
+ * `<pollyDir>/runs/runs.mdb`, beside `registry.json`, which no longer holds runs; or, with config
+ * `runs.store: postgres`, the PostgreSQL database whose URL is in the environment variable
+ * `runs.url_env` (workflows/run/postgres-run-store.ts), shared by several Polly processes.
  *
  * Registries written before the run store kept runs in `registry.json`'s `runs` map. Opening the
  * run store moves them: each run is written to the run store if it is not there yet (durably),
@@ -10,7 +12,11 @@
  * runs' earlier journal lines stay in `journal.jsonl`.
  */
 import { join } from 'node:path';
-import { createLmdbRunStore, type LmdbRunStore } from '../../workflows/run/lmdb-run-store.js';
+import { PollyError } from '../core/errors.js';
+import type { PollyConfig } from '../config/config-schema.js';
+import { createLmdbRunStore } from '../../workflows/run/lmdb-run-store.js';
+import { createPostgresRunStore } from '../../workflows/run/postgres-run-store.js';
+import type { RunStore } from '../../workflows/run/run-store.js';
 import type { RegistryStore } from './registry-store.js';
 
 /** The run store directory inside a `.polly` directory. */
@@ -19,15 +25,43 @@ export function runStoreDir(pollyDir: string): string {
 }
 
 /**
- * Open the run store of `pollyDir` and move any runs left in the registry into it.
- * @returns the store and how many runs were moved now.
- * @throws PollyError from the run store (`registry_corrupt`, `registry_newer`) or the registry.
+ * The run store `runs` selects (default: LMDB in `pollyDir`), opened as it is: nothing is moved.
+ * Readers (the dashboard) use this; writers use `openRunStore`.
+ * @returns the store and where it is (a path, or `postgres schema S (URL in $VAR)`).
+ * @throws PollyError `config_invalid` for `postgres` without the URL's variable set.
  */
-export async function openRunStore(pollyDir: string, registry: RegistryStore): Promise<{ store: LmdbRunStore; moved: number }> {
-  const store = createLmdbRunStore(runStoreDir(pollyDir));
+export function createConfiguredRunStore(pollyDir: string, runs: PollyConfig['runs'] = undefined, env: NodeJS.ProcessEnv = process.env): { store: RunStore; where: string } {
+  if (runs?.store === 'postgres') {
+    const url = env[runs.url_env];
+    if (!url)
+      throw new PollyError(
+        'config_invalid',
+        `runs.store is postgres, but the environment variable ${runs.url_env} (runs.url_env) that holds its connection URL is not set. Set it (e.g. postgresql://USER@HOST:5432/DB) or set runs.store: lmdb in .polly/config.yaml.`,
+        { details: { key: 'runs.url_env', env: runs.url_env } },
+      );
+    return { store: createPostgresRunStore({ connectionString: url, schema: runs.schema }), where: `postgres schema ${runs.schema} (URL in $${runs.url_env})` };
+  }
+  const lmdb = createLmdbRunStore(runStoreDir(pollyDir));
+  return { store: lmdb, where: lmdb.path };
+}
+
+/**
+ * Open the run store `runs` selects (default: LMDB in `pollyDir`) and move any runs left in the
+ * registry into it. `env` holds the Postgres URL's variable; the URL is never printed.
+ * @returns the store, where it is (a path, or `postgres schema S (URL in $VAR)`) and how many runs were moved now.
+ * @throws PollyError `config_invalid` for `postgres` without the URL's variable set; from the run
+ * store (`registry_corrupt`, `registry_newer`) or the registry.
+ */
+export async function openRunStore(
+  pollyDir: string,
+  registry: RegistryStore,
+  runs: PollyConfig['runs'] = undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ store: RunStore; where: string; moved: number }> {
+  const { store, where } = createConfiguredRunStore(pollyDir, runs, env);
   const legacy = (await registry.read()).runs;
   const ids = Object.keys(legacy);
-  if (ids.length === 0) return { store, moved: 0 };
+  if (ids.length === 0) return { store, where, moved: 0 };
   await Promise.all(
     ids.map((id) =>
       store.updateRun(id, (draft) => {
@@ -39,7 +73,7 @@ export async function openRunStore(pollyDir: string, registry: RegistryStore): P
     const present = ids.filter((id) => draft.runs[id] !== undefined);
     if (present.length === 0) return;
     for (const id of present) delete draft.runs[id];
-    tx.emit('runs.moved', { count: present.length, to: store.path });
+    tx.emit('runs.moved', { count: present.length, to: where });
   });
-  return { store, moved: ids.length };
+  return { store, where, moved: ids.length };
 }

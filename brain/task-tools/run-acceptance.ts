@@ -37,23 +37,25 @@ import { guardFailure, withRefGuard } from './ref-guard-step.js';
 import { secretScanStep } from './secret-scan-step.js';
 import { refusalLines, sandboxRefusalFailure } from './sandbox-refusals.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
-import { readFileSync } from 'node:fs';
+import { readFileBelow } from '../../workers/agents/state-dir-files.js';
 import { join } from 'node:path';
 import { mergeHead, unmergedFiles } from './integrate-base.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 
 const MARKER = /^(<{7}|>{7})( |$)|^={7}$/;
 
-/** Conflict-marker lines left in `files` under `cwd`: `file:line: text`, at most 20. */
+/**
+ * Conflict-marker lines left in `files` under `cwd`: `file:line: text`, at most 20. Only regular
+ * files reached through real directories are read (workers/agents/state-dir-files.ts
+ * `readFileBelow`): the worktree is the worker's, and a file it turned into a symlink (to a secret)
+ * or a FIFO (which would block this synchronous read, and the Brain with it) is not followed.
+ */
 export function conflictMarkers(cwd: string, files: readonly string[]): string[] {
   const out: string[] = [];
   for (const f of files) {
-    let text: string;
-    try {
-      text = readFileSync(join(cwd, f), 'utf8');
-    } catch {
-      continue; // deleted on one side and resolved by deleting: no marker
-    }
+    // null: deleted on one side and resolved by deleting, or not a regular file: no marker read.
+    const text = readFileBelow(cwd, join(cwd, f));
+    if (text === null) continue;
     text.split('\n').forEach((l, i) => {
       if (MARKER.test(l) && out.length < 20) out.push(`${f}:${i + 1}: ${l.slice(0, 60)}`);
     });

@@ -19,10 +19,10 @@ import { createEventTail } from '../../workers/supervisor/worker-files.js';
 import { workerFiles } from '../../workers/supervisor/worker-runner.js';
 import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import { GATE_DECISIONS_FILE } from '../../gate/decision-log.js';
-import { createLmdbRunStore, type LmdbRunStore } from '../../workflows/run/lmdb-run-store.js';
+import type { RunStore } from '../../workflows/run/run-store.js';
 import type { RunRecord } from '../../workflows/run/run-records.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
-import { runStoreDir } from '../registry/run-storage.js';
+import { createConfiguredRunStore, runStoreDir } from '../registry/run-storage.js';
 
 /** One line of the gate's decision log (gate/decision-log.ts): `{at, kind: 'gate.decision', data}`. */
 export interface GateLogEntry {
@@ -124,10 +124,12 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
   const forge = createLocalForge({ repoRoot: deps.repoRoot, store: deps.store });
   const runsDir = runStoreDir(deps.pollyDir);
   const runsPath = join(runsDir, 'runs.mdb');
-  // Opened on first use (a repository whose Brain never ran has no run store yet). Runs left in an
-  // old registry.json are moved by the next Brain (brain/registry/run-storage.ts), not by this reader.
-  let runs: LmdbRunStore | null = null;
-  const runStore = (): LmdbRunStore => (runs ??= createLmdbRunStore(runsDir));
+  // The store the config selects (LMDB in .polly/runs/, or Postgres), opened on first use (a
+  // repository whose Brain never ran has no LMDB store yet). Runs left in an old registry.json are
+  // moved by the next Brain (brain/registry/run-storage.ts), not by this reader.
+  const onPostgres = deps.config.runs?.store === 'postgres';
+  let runs: RunStore | null = null;
+  const runStore = (): RunStore => (runs ??= createConfiguredRunStore(deps.pollyDir, deps.config.runs).store);
   return {
     async readRegistry() {
       await expirePlanAsks(deps.store, deps.config);
@@ -150,7 +152,7 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
         .slice(-limit);
     },
     async taskRuns(taskId, limit) {
-      if (!existsSync(runsPath)) return [];
+      if (!onPostgres && !existsSync(runsPath)) return [];
       const store = runStore();
       const mine = (await store.listRuns()).filter((r) => r.input.task === taskId).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
       return Promise.all(mine.map(async (run) => ({ run, journal: (await store.journal(0, { run: run.id })).slice(-limit) })));

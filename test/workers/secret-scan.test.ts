@@ -4,7 +4,8 @@
  * parts), so no secret is stored in this repository.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createLocalForge } from '../../brain/forge/local-forge.js';
@@ -13,7 +14,7 @@ import { runAcceptanceTool } from '../../brain/task-tools/run-acceptance.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { describeFindings, scanForSecrets } from '../../workers/git/secret-scan.js';
 import { commitIn, createGreenTask, createPrStepSetting, noAgents, testConfig, toolRunner } from '../helpers/pr-step-fixture.js';
-import { git } from '../helpers/git-repo.js';
+import { createTestRepo, git, gitTestEnv } from '../helpers/git-repo.js';
 
 const ALNUM = 'aZ0bY1cX2dW3eV4fU5gT6hS7iR8jQ9kPlOmNnMoLpKqJrIsHtGuFvEwDxCyBzA';
 const spread = (n: number, seed: number) => Array.from({ length: n }, (_, i) => ALNUM[(i * 7 + seed * 13 + 3) % ALNUM.length]).join('');
@@ -23,6 +24,28 @@ const privateKey = () =>
   generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs1', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } }).privateKey;
 
 describe('secret scan', () => {
+  it("reads no file a worker's symlink points to (a token file outside the worktree, Polly's own /proc/self/environ), and waits on no FIFO: a link is scanned as the text git commits", async () => {
+    const repo = createTestRepo();
+    try {
+      const outside = join(repo.root, 'outside');
+      mkdirSync(outside);
+      writeFileSync(join(outside, 'hosts.yml'), `github.com:\n  oauth_token: ${GITHUB_TOKEN}\n`);
+      execFileSync('mkfifo', [join(outside, 'pipe')]);
+      symlinkSync(join(outside, 'hosts.yml'), join(repo.dir, 'notes.txt'));
+      symlinkSync('/proc/self/environ', join(repo.dir, 'environ.txt'));
+      symlinkSync(join(outside, 'pipe'), join(repo.dir, 'pipe.txt'));
+      execFileSync('mkfifo', [join(repo.dir, 'fifo.txt')]);
+      const head = git(repo.dir, ['rev-parse', 'HEAD']);
+      const scan = await scanForSecrets({ git: createGitRunner({ baseEnv: gitTestEnv() }), cwd: repo.dir, base: head, head: null });
+      // Followed, notes.txt was found holding a GitHub token (measured before the fix).
+      expect(scan.findings).toEqual([]);
+      // The three links were scanned as their target text; the FIFO was left alone.
+      expect(scan.scanned).toBe(3);
+    } finally {
+      rmSync(repo.root, { recursive: true, force: true });
+    }
+  });
+
   it("finds a GitHub token, an AWS secret key and a private key in the task's changes, with file:line, masked; ignores secrets already on the base", async () => {
     const s = createPrStepSetting({ 'src/config.js': 'export const a = 1;\n', 'fixtures/old.env': `OLD_TOKEN=${GITHUB_TOKEN.replace('p_', 'o_')}\n` });
     const task = await createGreenTask(s, 'sc1', { 'README.md': '# r\n' });

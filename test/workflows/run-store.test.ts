@@ -1,159 +1,30 @@
-// The run store: one contract for the LMDB store and its memory twin, then the LMDB store under
-// real concurrent processes and SIGKILL in a loop (atomic run + journal, exactly-once, gapless).
+// The run store: one contract (test/helpers/run-store-contract.ts) for the LMDB store and its memory twin, then the LMDB store under
+// real concurrent processes and SIGKILL in a loop (atomic run + journal, exactly-once, gapless),
+// and the migration of a store written in layout 1.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { open } from 'lmdb';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isPollyError } from '../../brain/core/errors.js';
 import { createLmdbRunStore } from '../../workflows/run/lmdb-run-store.js';
 import { createMemoryRunStore } from '../../workflows/run/memory-run-store.js';
-import type { RunRecord } from '../../workflows/run/run-records.js';
 import type { RunStore } from '../../workflows/run/run-store.js';
 import { ensureBuilt } from '../helpers/registry-build.js';
+import { fixedNow, record, runStoreContract } from '../helpers/run-store-contract.js';
 
 const CHILD = fileURLToPath(new URL('../fixtures/run-store-child.mjs', import.meta.url));
-const fixedNow = () => new Date('2026-11-29T12:00:00.000Z');
 
 function tempDir(): string {
   return join(mkdtempSync(join(tmpdir(), 'polly-runs-')), 'runs');
 }
 
-function record(id: string, status: RunRecord['status'] = 'running'): RunRecord {
-  const at = fixedNow().toISOString();
-  return {
-    id,
-    agentArea: 'a',
-    instanceArea: 'w',
-    workflow: 'wf',
-    key: id,
-    input: {},
-    state: { n: 0 },
-    seq: 0,
-    status,
-    openOrder: null,
-    completedOrders: [],
-    createdAt: at,
-    updatedAt: at,
-  };
-}
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection, the promise resolved');
-}
-
 describe.each([
   ['memory', () => createMemoryRunStore({ now: fixedNow }) as RunStore],
   ['lmdb', () => createLmdbRunStore(tempDir(), { now: fixedNow }) as RunStore],
-])('RunStore contract (%s)', (_name, make) => {
-  it('creates and updates one run, returns fn results, numbers journal lines from 1', async () => {
-    const store = make();
-    expect(await store.getRun('r1')).toBeNull();
-    const r = await store.updateRun('r1', (d, tx) => {
-      expect(d.run).toBeNull();
-      d.run = record('r1');
-      tx.emit('run.started', { run: 'r1' });
-      tx.emit('run.order', { run: 'r1' });
-      return 'created';
-    });
-    expect(r).toBe('created');
-    await store.updateRun('r1', (d, tx) => {
-      d.run!.seq = 5;
-      tx.emit('run.action', { run: 'r1', n: 1 });
-    });
-    expect((await store.getRun('r1'))?.seq).toBe(5);
-    const all = await store.journal();
-    expect(all.map((e) => [e.seq, e.kind])).toEqual([
-      [1, 'run.started'],
-      [2, 'run.order'],
-      [3, 'run.action'],
-    ]);
-    expect(all[0]!.at).toBe('2026-11-29T12:00:00.000Z');
-    expect((await store.journal(1, { limit: 1 })).map((e) => e.seq)).toEqual([2]);
-    await store.close();
-  });
-
-  it('a throwing update writes nothing, a late emit is refused, and a wrong id, a removal or an async fn is internal', async () => {
-    const store = make();
-    await store.updateRun('r1', (d) => void (d.run = record('r1')));
-    const boom = await rejection(
-      store.updateRun('r1', (d, tx) => {
-        d.run!.seq = 99;
-        tx.emit('x', { run: 'r1' });
-        throw new Error('boom');
-      }),
-    );
-    expect(boom.message).toBe('boom');
-    expect((await store.getRun('r1'))?.seq).toBe(0);
-    expect(await store.journal()).toEqual([]);
-    let saved: { emit(k: string, d: Record<string, unknown>): void } | undefined;
-    await store.updateRun('r1', (_d, tx) => void (saved = tx));
-    expect(() => saved!.emit('late', {})).toThrow(/after the update function returned/);
-    for (const bad of [(d: { run: RunRecord | null }) => void (d.run = record('r2')), (d: { run: RunRecord | null }) => void (d.run = null), async () => 1]) {
-      const err = await rejection(store.updateRun('r1', bad));
-      expect(isPollyError(err, 'internal'), err.message).toBe(true);
-    }
-    expect(await store.getRun('r2')).toBeNull();
-    expect(await store.getRun('r1')).toMatchObject({ id: 'r1', seq: 0 });
-    await store.close();
-  });
-
-  it('getRun returns a copy; results of an update do not reach the store after it resolved', async () => {
-    const store = make();
-    const run = await store.updateRun('r1', (d) => (d.run = record('r1')));
-    run.seq = 42;
-    const a = (await store.getRun('r1'))!;
-    a.seq = 43;
-    expect((await store.getRun('r1'))?.seq).toBe(0);
-    await store.close();
-  });
-
-  it('lists live runs apart from finished ones, and reads one run’s journal alone', async () => {
-    const store = make();
-    await Promise.all(
-      ['a', 'b', 'c'].map((id) =>
-        store.updateRun(id, (d, tx) => {
-          d.run = record(id);
-          tx.emit('run.started', { run: id });
-        }),
-      ),
-    );
-    await store.updateRun('b', (d, tx) => {
-      d.run!.status = 'finished';
-      tx.emit('run.finished', { run: 'b' });
-    });
-    expect((await store.listRuns({ status: 'running' })).map((r) => r.id).sort()).toEqual(['a', 'c']);
-    expect((await store.listRuns({ status: 'finished' })).map((r) => r.id)).toEqual(['b']);
-    expect((await store.listRuns()).map((r) => r.id).sort()).toEqual(['a', 'b', 'c']);
-    const jb = await store.journal(0, { run: 'b' });
-    expect(jb.map((e) => e.kind)).toEqual(['run.started', 'run.finished']);
-    expect(await store.journal(jb[0]!.seq, { run: 'b' })).toEqual([jb[1]]);
-    expect(await store.journal(0, { run: 'nope' })).toEqual([]);
-    await store.close();
-  });
-
-  it('serialises 50 concurrent updates of one run: none lost, the journal gapless', async () => {
-    const store = make();
-    await store.updateRun('r', (d) => void (d.run = record('r')));
-    await Promise.all(
-      Array.from({ length: 50 }, (_, i) =>
-        store.updateRun('r', (d, tx) => {
-          (d.run!.state as { n: number }).n += 1;
-          tx.emit('inc', { run: 'r', i });
-        }),
-      ),
-    );
-    expect((await store.getRun('r'))?.state).toEqual({ n: 50 });
-    expect((await store.journal()).map((e) => e.seq)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
-    await store.close();
-  });
-});
+])('RunStore contract (%s)', (_name, make) => runStoreContract(make));
 
 describe('memory run store', () => {
   it('updates queued in one turn share one commit (group commit)', async () => {
@@ -205,6 +76,89 @@ describe('LMDB run store group commit', () => {
       }
       expect(isPollyError(error, 'bad_input')).toBe(true);
     }
+  });
+});
+
+describe('LMDB run store layout 1 (run ids as keys)', () => {
+  it('is migrated in place on open: runs, live marks and per-run journals keep their content, seqs go on, the old databases are gone', async () => {
+    const dir = tempDir();
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, 'runs.mdb');
+    // Layout 1 as Polly wrote it before run ordinals (commit 2669dac, workflows/run/lmdb-run-store.ts).
+    const old = open({ path, noSubdir: true, maxDbs: 8, encoding: 'json' });
+    const runs = old.openDB<string, string>({ name: 'runs', encoding: 'string' });
+    const live = old.openDB<boolean, string>({ name: 'live', encoding: 'json' });
+    const journal = old.openDB<unknown, number>({ name: 'journal', encoding: 'json' });
+    const byRun = old.openDB<boolean, [string, number]>({ name: 'journal-by-run', encoding: 'json' });
+    const meta = old.openDB<number, string>({ name: 'meta', encoding: 'json' });
+    const ids = Array.from({ length: 300 }, (_, i) => `run-${(i * 7919).toString(16).padStart(20, '0')}`);
+    old.transactionSync(() => {
+      let seq = 0;
+      ids.forEach((id, i) => {
+        const status = i % 3 === 0 ? 'finished' : 'running';
+        void runs.put(id, JSON.stringify({ ...record(id, status), seq: i }));
+        if (status === 'running') void live.put(id, true);
+        for (let k = 0; k < 2; k++) {
+          seq += 1;
+          void journal.put(seq, { seq, at: fixedNow().toISOString(), kind: 'run.action', data: { run: id, k } });
+          void byRun.put([id, seq], true);
+        }
+      });
+      void meta.put('journalSeq', seq);
+      void meta.put('format', 1);
+    });
+    await old.close();
+
+    const store = createLmdbRunStore(dir, { now: fixedNow });
+    expect((await store.listRuns()).length).toBe(300);
+    expect((await store.listRuns({ status: 'running' })).map((r) => r.id).sort()).toEqual(ids.filter((_, i) => i % 3 !== 0).sort());
+    expect((await store.getRun(ids[42]!))?.seq).toBe(42);
+    expect((await store.journal(0, { run: ids[7]! })).map((e) => [e.seq, e.data.k])).toEqual([
+      [15, 0],
+      [16, 1],
+    ]);
+    expect((await store.journal()).length).toBe(600);
+    // Writing goes on from the old journal's last seq, to old and new runs alike.
+    await store.updateRun(ids[7]!, (d, tx) => {
+      d.run!.status = 'finished';
+      tx.emit('run.finished', { run: ids[7]! });
+    });
+    await store.updateRun('run-new', (d, tx) => {
+      d.run = record('run-new');
+      tx.emit('run.started', { run: 'run-new' });
+    });
+    expect((await store.journal(600)).map((e) => [e.seq, e.data.run])).toEqual([
+      [601, ids[7]],
+      [602, 'run-new'],
+    ]);
+    expect((await store.journal(0, { run: ids[7]! })).map((e) => e.seq)).toEqual([15, 16, 601]);
+    expect((await store.listRuns({ status: 'running' })).length).toBe(200); // 199 old + run-new
+    await store.close();
+
+    // The old databases are gone, the format is 2, and opening again changes nothing.
+    const after = open({ path, noSubdir: true, maxDbs: 12, encoding: 'json' });
+    expect([...after.getKeys()].sort()).toEqual(['journal', 'live-runs', 'meta', 'run-ids', 'run-journal', 'run-records']);
+    expect(after.openDB<number, string>({ name: 'meta', encoding: 'json' }).get('format')).toBe(2);
+    await after.close();
+    const again = createLmdbRunStore(dir);
+    expect((await again.listRuns()).length).toBe(301);
+    expect((await again.journal(0, { run: ids[7]! })).map((e) => e.seq)).toEqual([15, 16, 601]);
+    await again.close();
+  });
+
+  it('a store of a newer layout is refused, not rewritten', async () => {
+    const dir = tempDir();
+    mkdirSync(dir, { recursive: true });
+    const root = open({ path: join(dir, 'runs.mdb'), noSubdir: true, maxDbs: 12, encoding: 'json' });
+    root.openDB<number, string>({ name: 'meta', encoding: 'json' }).putSync('format', 3);
+    await root.close();
+    let error: unknown;
+    try {
+      createLmdbRunStore(dir);
+    } catch (e) {
+      error = e;
+    }
+    expect(isPollyError(error, 'registry_newer')).toBe(true);
   });
 });
 

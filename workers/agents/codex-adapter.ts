@@ -35,7 +35,8 @@
  * declare produces none either (the model gets "unsupported call: <name>"): the adapter reads those
  * from codex's session file after the turn (./codex-rollout.ts) and adds them to the turn's events.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { readFileBelow } from './state-dir-files.js';
 import { join } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
 import type { AgentAdapter, AgentCliOptions, AgentEvent, AgentRun, AgentRunOptions } from './agent-adapter.js';
@@ -381,12 +382,12 @@ export function createCodexAdapter(config: CodexAdapterConfig): AgentAdapter {
         result: run.result.then((r) => {
           const file = r.sessionId ? findRolloutFile(codexHome, r.sessionId) : null;
           if (!file) return r;
-          let extra: AgentEvent[] = [];
-          try {
-            extra = undeclaredToolCalls(readFileSync(file, 'utf8'), startedAt);
-          } catch {
-            return r;
-          }
+          // CODEX_HOME is the worker's to write: its rollout may have become a symlink (to a
+          // secret, /dev/zero) or a FIFO that would block this read forever. Read only a regular
+          // file reached through real directories, never following a link (./state-dir-files.ts).
+          const text = readFileBelow(codexHome, file);
+          if (text === null) return r;
+          const extra: AgentEvent[] = undeclaredToolCalls(text, startedAt);
           for (const e of extra) options.onEvent?.(e);
           return extra.length > 0 ? { ...r, events: [...r.events, ...extra] } : r;
         }),

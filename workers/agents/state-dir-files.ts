@@ -13,7 +13,7 @@
  * open(2): https://man7.org/linux/man-pages/man2/open.2.html
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, isAbsolute, relative, sep } from 'node:path';
 
 /** Whether `path` is `root` or below it (lexically). Pure. */
@@ -80,12 +80,13 @@ export function readFileBelow(root: string, path: string): string | null {
   if (!lstatOrNull(path)?.isFile()) return null;
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    // O_NONBLOCK: a FIFO swapped in after the lstat is not waited on; fstat then refuses it.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch {
     return null;
   }
   try {
-    return readFileSync(fd, 'utf8');
+    return fstatSync(fd).isFile() ? readFileSync(fd, 'utf8') : null;
   } finally {
     closeSync(fd);
   }

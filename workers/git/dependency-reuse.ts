@@ -10,7 +10,7 @@
  * no older than `package-lock.json`. Never hard links: a worker editing a file under its
  * `node_modules` must not change the main checkout's.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 
@@ -38,9 +38,12 @@ export async function reuseNodeModules(mainRoot: string, worktree: string): Prom
   const mainLock = join(mainRoot, 'package-lock.json');
   const hidden = join(mainRoot, 'node_modules', '.package-lock.json');
   if (!existsSync(lock) || !existsSync(mainLock)) return no('no package-lock.json in both the main checkout and the worktree');
-  if (existsSync(join(worktree, 'node_modules'))) return no('the worktree has node_modules already');
+  if (lstatOrNull(join(worktree, 'node_modules')) !== null) return no('the worktree has node_modules already');
   if (!existsSync(hidden)) return no('the main checkout has no node_modules installed by npm (node_modules/.package-lock.json)');
-  if (!readFileSync(lock).equals(readFileSync(mainLock))) return no("package-lock.json differs from the main checkout's");
+  // The worktree's lockfile may be a worker's symlink (to a FIFO, /dev/zero, a secret): read only
+  // a regular file, never following a link or waiting on a pipe; anything else is "differs".
+  const worktreeLock = readRegularFile(lock);
+  if (worktreeLock === null || !worktreeLock.equals(readFileSync(mainLock))) return no("package-lock.json differs from the main checkout's");
   if (statSync(hidden).mtimeMs < statSync(mainLock).mtimeMs) return no("the main checkout's node_modules is older than its package-lock.json (run npm ci there)");
   const r = await execa('cp', ['-R', '--reflink=auto', join(mainRoot, 'node_modules'), join(worktree, 'node_modules')], { reject: false, all: true });
   if (r.exitCode !== 0)
@@ -52,4 +55,30 @@ export async function reuseNodeModules(mainRoot: string, worktree: string): Prom
       }`,
     );
   return { reused: true, reason: `node_modules copied from ${mainRoot} (package-lock.json identical)`, durationMs: Date.now() - started };
+}
+
+function lstatOrNull(path: string): ReturnType<typeof lstatSync> | null {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The bytes of `path` when it is a regular file (opened `O_NOFOLLOW | O_NONBLOCK`, checked with
+ * `fstat`), else null: a symlink, FIFO or device is neither followed nor read (open(2)).
+ */
+function readRegularFile(path: string): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    return fstatSync(fd).isFile() ? readFileSync(fd) : null;
+  } finally {
+    closeSync(fd);
+  }
 }

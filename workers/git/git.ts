@@ -13,7 +13,8 @@
  * - runs no repository hook and no fsmonitor: {@link SAFE_GIT_CONFIG_ARGS} come first on every
  *   command line (`-c core.hooksPath=/dev/null`: git looks hooks up as `/dev/null/<name>`, which
  *   cannot exist; `-c core.fsmonitor=false`; see githooks(5) and git-config(1) `core.hooksPath`,
- *   `core.fsmonitor`). A `-c` on the command line wins over every config file, so a hook path or
+ *   `core.fsmonitor`), and never looks inside a nested repository for dirt
+ *   (`-c diff.ignoreSubmodules=dirty`, ./nested-repos.ts). A `-c` on the command line wins over every config file, so a hook path or
  *   fsmonitor command a worker wrote into `.git/config` or a `config.worktree` is never run by
  *   Polly. Callers add `--no-verify` to `commit` and `push` as well (belt and braces).
  *
@@ -59,7 +60,7 @@ export interface GitCallOptions {
 /** Runs git. The real one is {@link createGitRunner}; tests use the real one against temp repos. */
 export interface GitRunner {
   /**
-   * Run `git --no-pager -c core.hooksPath=/dev/null -c core.fsmonitor=false <args…>`.
+   * Run `git --no-pager -c core.hooksPath=/dev/null -c core.fsmonitor=false -c diff.ignoreSubmodules=dirty <args…>`.
    * @returns the result when the exit code is 0 or in `okExitCodes`.
    * @throws PollyError `git_failed` (other exit code, timeout, git missing) with details
    *   `{command, cwd, exitCode, stderr, timedOut}`.
@@ -84,10 +85,15 @@ export interface GitRunnerOptions {
 }
 
 /**
- * `-c` options placed before every subcommand Polly runs: no repository hooks, no fsmonitor.
- * Source: git-config(1) (`core.hooksPath`, `core.fsmonitor`), git(1) (`-c` wins over config files).
+ * `-c` options placed before every subcommand Polly runs: no repository hooks, no fsmonitor, and
+ * no git run inside a nested repository to ask whether it is dirty (`diff.ignoreSubmodules=dirty`:
+ * `diff`, `status` and `commit` compare a gitlink's commit only; that inner git would read the
+ * nested repository's own config, which a worker writes — see ./nested-repos.ts, which also keeps
+ * `git add` out of them).
+ * Source: git-config(1) (`core.hooksPath`, `core.fsmonitor`, `diff.ignoreSubmodules`), git(1) (`-c`
+ * wins over config files).
  */
-export const SAFE_GIT_CONFIG_ARGS: readonly string[] = Object.freeze(['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false']);
+export const SAFE_GIT_CONFIG_ARGS: readonly string[] = Object.freeze(['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'diff.ignoreSubmodules=dirty']);
 
 /** The settings that make git non-interactive; applied last so nothing overrides them. */
 export const NON_INTERACTIVE_GIT_ENV: Readonly<Record<string, string>> = Object.freeze({

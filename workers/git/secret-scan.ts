@@ -13,13 +13,15 @@
  * tree, untracked files included, ignored files excluded, as `git add -A` would commit them). The
  * whole file is linted (a private key spans lines) but only findings that start on a line added or
  * changed since `base` are reported, so a fixture already on the base branch does not block a
- * task. Files over 2 MB and binary files (a NUL byte) are skipped and listed.
+ * task. Files over 2 MB and binary files (a NUL byte) are skipped and listed. A symlink is scanned
+ * as what git commits, its target text; nothing a worker links to outside its worktree is read.
  *
  * Findings are data: `{file, line, column, rule, message}` with the secret itself masked.
  */
 import { lintSource } from '@secretlint/core';
 import { creator as recommended } from '@secretlint/secretlint-rule-preset-recommend';
-import { readFile, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, open, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GitRunner } from './git.js';
 
@@ -73,14 +75,13 @@ export async function scanForSecrets(input: SecretScanInput): Promise<SecretScan
   for (const file of [...new Set([...changed, ...untracked])].sort()) {
     let content: Buffer;
     if (head === null) {
-      const p = join(cwd, file);
-      const st = await stat(p).catch(() => null);
-      if (!st?.isFile()) continue;
-      if (st.size > MAX_BYTES) {
+      const read = await readWorktreeEntry(join(cwd, file));
+      if (read === null) continue;
+      if (read === 'too large') {
         result.skipped.push({ file, why: `larger than ${MAX_BYTES} bytes` });
         continue;
       }
-      content = await readFile(p);
+      content = read;
     } else {
       const r = await git.run(['cat-file', 'blob', `${head}:${file}`], { cwd, okExitCodes: [128] });
       if (r.exitCode !== 0) continue;
@@ -107,6 +108,34 @@ export async function scanForSecrets(input: SecretScanInput): Promise<SecretScan
     }
   }
   return result;
+}
+
+/**
+ * What `git add` would record for the worktree entry at `path`, read without following a link the
+ * worker planted: a symlink's target text (git stores the link, not what it points to), a regular
+ * file's bytes (opened with `O_NOFOLLOW | O_NONBLOCK` and checked again with `fstat`, so a swap
+ * to a link or a FIFO after the `lstat` is neither followed nor waited on), or null for anything
+ * else (a FIFO, a socket, a device, a vanished path). `'too large'` past {@link MAX_BYTES}.
+ * Polly runs this outside the sandbox with the user's rights: following a link would read
+ * `~/.ssh/id_rsa` or `/proc/self/environ` (Polly's own tokens) on the worker's behalf, and a FIFO
+ * would hang it (test/workers/secret-scan.test.ts).
+ */
+async function readWorktreeEntry(path: string): Promise<Buffer | 'too large' | null> {
+  const st = await lstat(path).catch(() => null);
+  if (st === null) return null;
+  if (st.isSymbolicLink()) return Buffer.from(await readlink(path).catch(() => ''), 'utf8');
+  if (!st.isFile()) return null;
+  if (st.size > MAX_BYTES) return 'too large';
+  const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+  if (fh === null) return null;
+  try {
+    const now = await fh.stat();
+    if (!now.isFile()) return null;
+    if (now.size > MAX_BYTES) return 'too large';
+    return await fh.readFile();
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Line numbers (1-based, in the new version) added or changed in `file`, from `git diff -U0`. */

@@ -10,15 +10,22 @@
  * (.gitignore, .git/info/exclude, core.excludesFile) ignore.
  */
 import { copyFile, lstat, mkdir, readlink, symlink } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { constants, existsSync } from 'node:fs';
+import { dirname, join, relative, sep } from 'node:path';
 import type { GitRunner } from './git.js';
 
 export interface WorktreeIncludeResult {
   /** Repository-relative paths copied (forward slashes). */
   copied: string[];
-  /** Paths not copied because the worktree already had them. */
+  /** Paths not copied because the worktree already had them (a symlink there counts, dangling or not). */
   skippedExisting: string[];
+  /**
+   * Paths not copied because a directory on the way inside the destination is a symlink or not a
+   * directory: the destination may hold a checkout of a worker's commit (the local forge's CI,
+   * brain/forge/local-pr-checks.ts), and a committed `config -> /elsewhere` would otherwise make
+   * Polly write `/elsewhere/<file>` with the user's rights.
+   */
+  refusedLinks: string[];
 }
 
 export interface CopyWorktreeIncludesOptions {
@@ -35,13 +42,16 @@ export interface CopyWorktreeIncludesOptions {
 
 /**
  * Copy the listed ignored files; regular files keep their mode, symlinks are copied as symlinks,
- * existing destination files are never overwritten.
+ * existing destination files are never overwritten. Nothing is written through a symlink in the
+ * destination: an existing entry (a link included) is skipped, a directory on the way that is a
+ * link is refused ({@link WorktreeIncludeResult.refusedLinks}), and a file is created with
+ * `COPYFILE_EXCL` (`O_CREAT | O_EXCL`, which does not follow a link; open(2)).
  * @returns what was copied; nothing when there is no include file.
  * @throws PollyError `git_failed` when git cannot list the files.
  */
 export async function copyWorktreeIncludes(options: CopyWorktreeIncludesOptions): Promise<WorktreeIncludeResult> {
   const includeFile = join(options.repoRoot, options.includeFile ?? '.worktreeinclude');
-  const result: WorktreeIncludeResult = { copied: [], skippedExisting: [] };
+  const result: WorktreeIncludeResult = { copied: [], skippedExisting: [], refusedLinks: [] };
   if (!existsSync(includeFile)) return result;
   const { git, repoRoot } = options;
 
@@ -59,19 +69,40 @@ export async function copyWorktreeIncludes(options: CopyWorktreeIncludesOptions)
   for (const rel of splitZ(ignored.stdout)) {
     const from = join(repoRoot, rel);
     const to = join(options.worktreePath, rel);
-    if (existsSync(to)) {
+    if (!(await realDirsBelow(options.worktreePath, dirname(to)))) {
+      result.refusedLinks.push(rel);
+      continue;
+    }
+    if ((await lstat(to).catch(() => null)) !== null) {
       result.skippedExisting.push(rel);
       continue;
     }
-    await mkdir(dirname(to), { recursive: true });
     const stat = await lstat(from);
     if (stat.isSymbolicLink()) await symlink(await readlink(from), to);
-    else if (stat.isFile()) await copyFile(from, to);
+    else if (stat.isFile()) await copyFile(from, to, constants.COPYFILE_EXCL);
     else continue;
     result.copied.push(rel);
   }
   result.copied.sort();
   return result;
+}
+
+/**
+ * Make `dir` (at or below `root`) exist as real directories, creating what is missing one level at
+ * a time. False when a component below `root` is a symlink or not a directory (nothing is created
+ * past it, nothing is followed). `root` itself is trusted (Polly made it).
+ */
+async function realDirsBelow(root: string, dir: string): Promise<boolean> {
+  const rel = relative(root, dir);
+  if (rel.startsWith('..')) return false;
+  let at = root;
+  for (const part of rel.split(sep).filter(Boolean)) {
+    at = join(at, part);
+    const st = await lstat(at).catch(() => null);
+    if (st === null) await mkdir(at);
+    else if (!st.isDirectory()) return false;
+  }
+  return true;
 }
 
 function splitZ(text: string): string[] {

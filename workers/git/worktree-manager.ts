@@ -39,6 +39,7 @@ import { resolveWorktreesDir, worktreesDirProblem } from './worktrees-dir.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
 import { beginPollyRefWrite, createRefGuard, describeChanges, diffSnapshots, recordPollyRefWrite } from './ref-guard.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
+import { stageWorktree } from './nested-repos.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
 import { confinedSpawn, runShellCommand, type CommandResult, type SpawnSpec } from '../proc/shell-command.js';
 import { pidAlive } from '../proc/process-liveness.js';
@@ -215,7 +216,9 @@ export interface WorktreeManager {
   reconcile(knownIds: readonly string[]): Promise<ReconcileReport>;
   /**
    * Commit everything the agent left in the worktree (`git add -A`; ignored files stay out) on its
-   * current branch, with `--no-verify`. Author/committer: the user's GIT_AUTHOR_* / GIT_COMMITTER_*,
+   * current branch, with `--no-verify`. Nested git repositories stay out (gitlinks keep their
+   * commit; a repository the agent made is journaled as `worktree.nested_repos_left_out` {id,
+   * paths}): git would run git inside them with their own config (./nested-repos.ts). Author/committer: the user's GIT_AUTHOR_* / GIT_COMMITTER_*,
    * else git config (`author.*`, `committer.*`, `user.*`), else `Polly <polly@localhost>`
    * (commit-identity.ts); the journal entry `worktree.committed` names which. Call after the agent process has exited: a leftover `index.lock` is
    * then stale and is moved aside (renamed, not deleted) and journaled.
@@ -804,7 +807,10 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         await rename(lockFile, aside);
         journal('worktree.stale_index_lock', { id: input.id, lockFile, movedTo: aside });
       }
-      await git.run(['add', '--all', '--', ':/'], { cwd });
+      // Never `git add --all` over a nested repository: git would run git inside it, with the
+      // worker's config (./nested-repos.ts).
+      const nested = await stageWorktree(git, cwd);
+      if (nested.untracked.length > 0) journal('worktree.nested_repos_left_out', { id: input.id, paths: nested.untracked });
       const diff = await git.run(['diff', '--cached', '--quiet'], { cwd, okExitCodes: [1] });
       if (diff.exitCode === 0) return null;
       const identity = await resolveCommitIdentity(git, cwd, options.identityEnv ?? process.env);

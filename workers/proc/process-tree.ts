@@ -44,13 +44,39 @@ export function descendantsOf(pid: number): number[] {
   return out;
 }
 
-/** Whether process group `pgid` has any member left (`kill(-pgid, 0)`; EPERM counts as alive). */
+/**
+ * Whether process group `pgid` has a live member left: `kill(-pgid, 0)` answers (EPERM counts as
+ * alive), and, where there is /proc, one member is not a zombie. A zombie answers `kill` until
+ * its parent reaps it, and where nothing reaps orphans (a container whose pid 1 is not an init)
+ * that is never: a wait for the group to end would run to its bound.
+ */
 export function groupAlive(pgid: number): boolean {
   if (!pgid || pgid <= 0) return false;
   try {
     process.kill(-pgid, 0);
-    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return true;
+  }
+  let sawMember = false;
+  for (const name of entries) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      // After "(comm) ": state, ppid, pgrp, ...
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) !== pgid) continue;
+      sawMember = true;
+      if (fields[0] !== 'Z') return true;
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  // kill() saw a member that /proc does not show (another pid namespace's view): trust kill().
+  return !sawMember;
 }
