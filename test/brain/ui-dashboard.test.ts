@@ -8,7 +8,9 @@
  *   overview follows every task's status to ready and a task page streams its workers' events and
  *   shows its workflow run's state and journal from the run store, all without a reload; a webhook
  *   receiver on loopback gets exactly one notification per notified event of the run, and a Brain
- *   started again sends none twice. ONE real run serves all of these.
+ *   started again sends none twice. The goal's summary is what `npm run demo` shows (two ready
+ *   PRs from two vendors, each cross-reviewed, a plan refused then admitted, main untouched, every
+ *   run conforming to its workflow). ONE real run serves all of these.
  * - a refused plan's counterexample is shown step by step (action, state diff, emitted effects);
  * - a local PR's page shows its state, review findings and diff;
  * - a request without the token, with a foreign Origin or a foreign Host, or a cross-site form post
@@ -18,7 +20,7 @@
  *
  * Skipped, saying so, only when no chromium is installed (CI installs it: .ci/run).
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -40,6 +42,7 @@ import { loadModelScript } from '../../scripts/scripted-model/script.js';
 import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
 import { createTestRepo, git, gitTestEnv, type TestRepo } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
+import { expectRunsConform } from '../helpers/trace-conformance.js';
 
 const cli = join(process.cwd(), 'dist/brain/cli.js');
 const CHROMIUM = [process.env.POLLY_TEST_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p): p is string => !!p && existsSync(p));
@@ -138,6 +141,44 @@ async function startReceiver(): Promise<{ url: string; bodies: Array<{ text: str
   };
 }
 
+/**
+ * Run a command without blocking this process's event loop (the servers it talks to answer from
+ * here), in its own process group, killed with the group (SIGKILL) after `ms` milliseconds or at
+ * cleanup. Resolves with its exit code (null when killed by a signal) and its stderr.
+ */
+function runBounded(
+  file: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+  ms: number,
+  cleanups: Array<() => Promise<void> | void>,
+): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(file, args, { ...options, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const killGroup = () => {
+    if (child.pid && child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  };
+  cleanups.push(killGroup);
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const timer = setTimeout(() => {
+    stderr += `\n[test] killed after ${ms} ms`;
+    killGroup();
+  }, ms);
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
+}
+
 /** One raw HTTP request (node:http, so that Host and Origin can be set as an attacker would). */
 function rawRequest(
   url: string,
@@ -218,9 +259,18 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     });
 
     let out = '';
+    let stdout = '';
+    let stderr = '';
+    const mainBefore = git(sample.repo, ['rev-parse', 'main']);
     const goalCli = spawn(process.execPath, [cli, 'goal', DEMO_GOAL], { cwd: sample.repo, env: { ...gitTestEnv(), ...modelEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
-    goalCli.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    goalCli.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    goalCli.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      stdout += d.toString();
+    });
+    goalCli.stderr!.on('data', (d: Buffer) => {
+      out += d.toString();
+      stderr += d.toString();
+    });
     const goalExit = new Promise<number | null>((r) => goalCli.on('exit', (code) => r(code)));
     cleanups.push(() => {
       if (goalCli.exitCode === null) goalCli.kill();
@@ -282,6 +332,34 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     const reg = await ctx.store.read();
     expect(reg.tasks['p2-t1']).toMatchObject({ status: 'ready', worker: 'claude-code' });
     expect(reg.tasks['p2-t2']).toMatchObject({ status: 'ready', worker: 'codex' });
+    // What `npm run demo` shows a newcomer (a separate e2e-demo file once ran the same goal with --yes;
+    // this run serves both): the refused then admitted plan, two ready PRs from two vendors, each
+    // reviewed by another vendor, inside Polly's sandbox, one clean commit per task branch.
+    expect(stdout).toMatch(/^p1: REFUSED: plan-p1 \[refused\]$/m);
+    expect(stdout).toMatch(/^p2: admitted: plan-p2 — paths explored: \d+ · states seen: \d+ · exhaustive within declared domains \[approved\]$/m);
+    expect(stdout).toMatch(/p2-t1\s+claude-code\s+pi\s+ready\s+red → green\s+0\/1\s+#\d+ ready/);
+    expect(stdout).toMatch(/p2-t2\s+codex\s+claude-code\s+ready\s+green\s+0\/0\s+#\d+ ready/);
+    expect(stderr).toContain('t2/reviewer-vendor-differs');
+    expect(stderr).toContain('x1: done'); // the read-only explore worker ran
+    const implemented = Object.values(reg.tasks).filter((t) => t.purpose === 'implement' && t.status === 'ready');
+    expect(new Set(implemented.map((t) => t.worker))).toEqual(new Set(['claude-code', 'codex']));
+    for (const t of implemented) {
+      expect(t.reviewer).not.toBe(t.worker);
+      // Ran inside Polly's sandbox (a machine without bubblewrap fails closed here: no allow_unconfined).
+      // The repository is under the OS temp dir: Codex once refused to start there (its CODEX_HOME was there).
+      expect(t.unconfined ?? null).toBeNull();
+      expect(t.pr?.state).toBe('ready');
+      // one clean commit on the task branch, on the remote
+      expect(git(sample.origin, ['rev-list', '--count', `main..polly/${t.id}`])).toBe('1');
+    }
+    expect(reg.plans.p1?.gate).toBe('refused');
+    expect(reg.plans.p2?.gate).toBe('approved');
+    // Polly never merges: main is where it was, locally and on the remote, with no merge commit.
+    expect(git(sample.repo, ['rev-parse', 'main'])).toBe(mainBefore);
+    expect(git(sample.origin, ['rev-parse', 'main'])).toBe(mainBefore);
+    expect(git(sample.repo, ['rev-list', '--merges', '--count', 'main'])).toBe('0');
+    // Every run (the schedule and each task) replays through the admitted workflow it ran under.
+    expect(await expectRunsConform(sample.repo)).toBeGreaterThanOrEqual(3);
 
     // The overview followed every task to ready without a reload, through the states in between.
     for (const id of ['p2-t1', 'p2-t2']) await hasAttr(overview.locator(`.task-status[data-task="${id}"] .badge`), 'data-status', 'ready', 30_000);
@@ -340,14 +418,10 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     const sortByText = (xs: Array<{ text: string }>) => [...xs].sort((a, b) => a.text.localeCompare(b.text));
     expect(sortByText(receiver.bodies)).toEqual(sortByText(notified.map(webhookPayload)));
     expect(notified.every((n) => n.link?.startsWith(`${ui.url}/`))).toBe(true);
-    // A Brain started again reads the notifier's cursor and announces nothing twice.
-    const again = spawnSync(process.execPath, [cli, 'brain', '--exit-when-idle', '--no-llm'], {
-      cwd: sample.repo,
-      env: { ...gitTestEnv(), ...modelEnv },
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
-    expect(again.status, again.stderr).toBe(0);
+    // A Brain started again reads the notifier's cursor and announces nothing twice. Spawned
+    // asynchronously: the webhook receiver and the dashboard it would talk to answer from this process.
+    const again = await runBounded(process.execPath, [cli, 'brain', '--exit-when-idle', '--no-llm'], { cwd: sample.repo, env: { ...gitTestEnv(), ...modelEnv } }, 60_000, cleanups);
+    expect(again.code, again.stderr).toBe(0);
     await new Promise((r) => setTimeout(r, 500));
     expect(receiver.bodies).toHaveLength(notified.length);
 
