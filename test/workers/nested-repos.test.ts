@@ -62,7 +62,8 @@ describe('nested repositories in a worktree', () => {
     dirty(sub, 4);
     await runner.run(['diff', '--name-only', 'HEAD~1', '--'], { cwd: repo.dir });
     dirty(sub, 5);
-    await runner.run(['commit', '--quiet', '--no-verify', '--allow-empty', '-m', 'x'], { cwd: repo.dir });
+    const identity = Object.fromEntries(Object.entries(gitTestEnv()).filter(([k]) => /^GIT_(AUTHOR|COMMITTER)_/.test(k))) as Record<string, string>;
+    await runner.run(['commit', '--quiet', '--no-verify', '--allow-empty', '-m', 'x'], { cwd: repo.dir, env: identity });
     expect(existsSync(marker)).toBe(false);
 
     // The control: git's own `add --all` enters the gitlink and runs the worker's filter.
