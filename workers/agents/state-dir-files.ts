@@ -78,15 +78,23 @@ export function readFileBelow(root: string, path: string): string | null {
     if (!lstatOrNull(at)?.isDirectory()) return null;
   }
   if (!lstatOrNull(path)?.isFile()) return null;
+  return readRegularFile(path)?.toString('utf8') ?? null;
+}
+
+/**
+ * The bytes of `path` when it is a regular file, else null: a symlink at `path` is not followed
+ * (`O_NOFOLLOW`), and a FIFO or device is not waited on (`O_NONBLOCK`) nor read (`fstat` must say
+ * regular file); open(2). Directories above `path` are the caller's to check.
+ */
+export function readRegularFile(path: string): Buffer | null {
   let fd: number;
   try {
-    // O_NONBLOCK: a FIFO swapped in after the lstat is not waited on; fstat then refuses it.
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch {
     return null;
   }
   try {
-    return fstatSync(fd).isFile() ? readFileSync(fd, 'utf8') : null;
+    return fstatSync(fd).isFile() ? readFileSync(fd) : null;
   } finally {
     closeSync(fd);
   }

@@ -10,9 +10,10 @@
  * no older than `package-lock.json`. Never hard links: a worker editing a file under its
  * `node_modules` must not change the main checkout's.
  */
-import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
+import { readRegularFile } from '../agents/state-dir-files.js';
 
 /** What the reuse did, for the journal and the setup log. */
 export interface DependencyReuse {
@@ -62,23 +63,5 @@ function lstatOrNull(path: string): ReturnType<typeof lstatSync> | null {
     return lstatSync(path);
   } catch {
     return null;
-  }
-}
-
-/**
- * The bytes of `path` when it is a regular file (opened `O_NOFOLLOW | O_NONBLOCK`, checked with
- * `fstat`), else null: a symlink, FIFO or device is neither followed nor read (open(2)).
- */
-function readRegularFile(path: string): Buffer | null {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return null;
-  }
-  try {
-    return fstatSync(fd).isFile() ? readFileSync(fd) : null;
-  } finally {
-    closeSync(fd);
   }
 }
