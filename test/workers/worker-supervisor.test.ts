@@ -14,7 +14,7 @@ import { startScriptedModelServer, type ScriptedModelServer } from '../../script
 import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import { createWorkerSupervisor, workerIdFor } from '../../workers/supervisor/worker-supervisor.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
-import { createTestRepo, type TestRepo } from '../helpers/git-repo.js';
+import { createTestRepo, git, type TestRepo } from '../helpers/git-repo.js';
 import { makeTask, processWith, runTool, scriptedAgentEnv, scriptedConfig, SCRIPTED_KEY_ENV, NPM_TEST_PROJECT } from '../helpers/worker-tools.js';
 
 const SCRIPT = `
@@ -166,7 +166,9 @@ describe('worker supervisor (real pi, detached runner)', () => {
       expect(task.status).toBe('failed');
       expect(task.statusReason).toMatch(/^agent_refused: Claude Code refuses --permission-mode bypassPermissions when run as root/);
       expect(task.statusReason).toContain('allow_root_sandbox: true');
-      expect(existsSync(task.worktree!)).toBe(true);
+      // Refused before anything is made: no worktree, no branch (brain/task-tools/dispatch.ts checks first).
+      expect(task.worktree === null || !existsSync(task.worktree)).toBe(true);
+      expect(git(repo.dir, ['branch', '--list', 'polly/root1'])).toBe('');
     },
     20_000,
   );
