@@ -90,7 +90,7 @@ describe('worker-written text is escape-filtered wherever Polly stores, posts or
       workers: [],
     };
     const shown = formatStatus(report).join('\n');
-    expect(shown).toContain(`t1: review said ${SHOWN}`);
+    expect(shown).toContain(`t1 parked: review said ${SHOWN}`);
     expect(shown).not.toMatch(RAW);
     expect(escapeHtml(ESCAPES)).toBe(SHOWN);
   });
