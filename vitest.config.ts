@@ -1,4 +1,36 @@
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { defineConfig } from 'vitest/config';
+
+/**
+ * The suite's longest files (a fresh-clone run on 2 cores, 2026-12-01), started first. Without a
+ * results cache (CI's fresh clone) vitest orders files by size, which started some of these last,
+ * so one worker ran alone at the end (wall 1,145 s against 1,938 s of files on 2 workers). Files
+ * not listed keep vitest's order after these. A stale entry only loses the gain.
+ */
+const LONGEST_FIRST = [
+  'test/e2e/e2e-crash.test.ts',
+  'test/e2e/pr-fix-rounds-github.test.ts',
+  'test/e2e/pr-fix-rounds.test.ts',
+  'test/brain/ui-dashboard.test.ts',
+  'test/brain/brain-process.test.ts',
+  'test/e2e/e2e-resume.test.ts',
+  'test/brain/github-forge.test.ts',
+  'test/workers/cost-budget-real.test.ts',
+  'test/confinement/attack-suite.test.ts',
+  'test/e2e/try-command.test.ts',
+  'test/brain/doctor-command.test.ts',
+  'test/brain/pr-step-local.test.ts',
+];
+
+class LongestFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (f: TestSpecification) => {
+      const i = LONGEST_FIRST.findIndex((p) => f.moduleId.endsWith(`/${p}`));
+      return i < 0 ? LONGEST_FIRST.length : i;
+    };
+    return [...(await super.sort(files))].sort((a, b) => rank(a) - rank(b));
+  }
+}
 
 export default defineConfig({
   test: {
@@ -7,5 +39,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Real processes and real git: keep parallelism to the machine's two cores.
     maxWorkers: 2,
+    sequence: { sequencer: LongestFirstSequencer },
   },
 });
