@@ -39,6 +39,34 @@ export async function rejection(p: Promise<unknown>): Promise<Error> {
   throw new Error('expected a rejection, the promise resolved');
 }
 
+/**
+ * Group commit, as every durable store does it (`store` made with `maxUpdatesPerCommit: 4`): ten
+ * updates queued in one turn share 3 commits (4 + 4 + 2) and resolve with their own results; then
+ * a throwing update in a shared commit is rejected alone, writing nothing, and holds back no other.
+ */
+export async function expectGroupCommit(store: RunStore & { readonly commits: number }): Promise<void> {
+  const results = await Promise.all(
+    Array.from({ length: 10 }, (_, i) =>
+      store.updateRun(`r${i}`, (d, tx) => {
+        d.run = record(`r${i}`);
+        tx.emit('run.started', { run: `r${i}` });
+        return i;
+      }),
+    ),
+  );
+  expect(results).toEqual(Array.from({ length: 10 }, (_, i) => i));
+  expect(store.commits).toBe(3); // 4 + 4 + 2
+  const mixed = await Promise.allSettled([
+    store.updateRun('r0', (d) => void (d.run!.seq = 1)),
+    store.updateRun('r1', () => {
+      throw new Error('refused');
+    }),
+    store.updateRun('r2', (d) => void (d.run!.seq = 2)),
+  ]);
+  expect(mixed.map((m) => m.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+  expect([(await store.getRun('r0'))?.seq, (await store.getRun('r1'))?.seq, (await store.getRun('r2'))?.seq]).toEqual([1, 0, 2]);
+}
+
 /** The contract's tests, defined in the calling describe: `make()` returns a fresh, empty store made with `now: fixedNow`. */
 export function runStoreContract(make: () => RunStore): void {
   it('creates and updates one run, returns fn results, numbers journal lines from 1', async () => {

@@ -16,7 +16,7 @@ import { createRepoUiSource } from '../../brain/ui/ui-source.js';
 import { createPostgresRunStore, type PostgresRunStore } from '../../workflows/run/postgres-run-store.js';
 import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
 import { ensureBuilt } from '../helpers/registry-build.js';
-import { fixedNow, record, runStoreContract } from '../helpers/run-store-contract.js';
+import { expectGroupCommit, fixedNow, record, runStoreContract } from '../helpers/run-store-contract.js';
 
 const CHILD = fileURLToPath(new URL('../fixtures/postgres-run-store-child.mjs', import.meta.url));
 
@@ -45,27 +45,7 @@ describe('RunStore contract (postgres)', () => runStoreContract(() => fresh()));
 
 describe('Postgres run store', () => {
   it('updates queued in one turn share one transaction, at most maxUpdatesPerCommit each; a throwing one holds back no other', async () => {
-    const store = fresh({ maxUpdatesPerCommit: 4 });
-    const results = await Promise.all(
-      Array.from({ length: 10 }, (_, i) =>
-        store.updateRun(`r${i}`, (d, tx) => {
-          d.run = record(`r${i}`);
-          tx.emit('run.started', { run: `r${i}` });
-          return i;
-        }),
-      ),
-    );
-    expect(results).toEqual(Array.from({ length: 10 }, (_, i) => i));
-    expect(store.commits).toBe(3); // 4 + 4 + 2
-    const mixed = await Promise.allSettled([
-      store.updateRun('r0', (d) => void (d.run!.seq = 1)),
-      store.updateRun('r1', () => {
-        throw new Error('refused');
-      }),
-      store.updateRun('r2', (d) => void (d.run!.seq = 2)),
-    ]);
-    expect(mixed.map((m) => m.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    expect([(await store.getRun('r0'))?.seq, (await store.getRun('r1'))?.seq, (await store.getRun('r2'))?.seq]).toEqual([1, 0, 2]);
+    await expectGroupCommit(fresh({ maxUpdatesPerCommit: 4 }));
   });
 
   it('refuses a schema that is not a plain identifier, and a server that is not there is registry_corrupt without the URL in the message', async () => {
