@@ -5,13 +5,13 @@
  * secret; Polly's writes and reads must not go through them (found by an attacker's pass). Ground
  * truth: the targets' bytes, and that no file appears where a dangling symlink pointed.
  */
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { prepareClaudeConfigDir } from '../../workers/agents/claude-code-adapter.js';
 import { writePiAgentConfig } from '../../workers/agents/pi-adapter.js';
-import { ensureDirBelow, readFileBelow, writeFileBelow } from '../../workers/agents/state-dir-files.js';
+import { ensureDirBelow, readFileBelow, readRegularFile, writeFileBelow } from '../../workers/agents/state-dir-files.js';
 
 function place() {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'polly-statedir-')));
@@ -77,5 +77,15 @@ describe('files Polly writes in a worker-writable agent state dir', () => {
     expect(readFileBelow(state, join(state, 'link.json'))).toBeNull();
     writeFileBelow(state, join(state, 'a', 'b', 'c.json'), '{"ok":1}');
     expect(readFileBelow(state, join(state, 'a', 'b', 'c.json'))).toBe('{"ok":1}');
+  });
+  it('a worker-written file larger than the cap is not read: a sparse 2 GB file would hold Polly ~30 s and take 2 GB', () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), 'polly-state-big-')));
+    const big = join(root, 'rollout.jsonl');
+    writeFileSync(big, '');
+    truncateSync(big, 2000 * 1024 * 1024); // sparse: costs no disk
+    expect(readFileBelow(root, big)).toBeNull(); // before the cap: read 2 GB, then threw ERR_STRING_TOO_LONG
+    expect(readRegularFile(big, 4)).toBeNull();
+    writeFileSync(join(root, 'small'), 'ok');
+    expect(readRegularFile(join(root, 'small'), 4)?.toString()).toBe('ok');
   });
 });

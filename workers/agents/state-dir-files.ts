@@ -67,8 +67,9 @@ export function writeFileBelow(root: string, path: string, data: string): void {
 }
 
 /**
- * The text of `path` (below `root`), or null when it is missing, is not a regular file, or is a
- * symlink (never followed), or a directory on the way is not a real one.
+ * The text of `path` (below `root`), or null when it is missing, is not a regular file, is a
+ * symlink (never followed), is larger than {@link MAX_READ_BYTES}, or a directory on the way is
+ * not a real one.
  */
 export function readFileBelow(root: string, path: string): string | null {
   if (!isBelow(root, path)) return null;
@@ -81,12 +82,16 @@ export function readFileBelow(root: string, path: string): string | null {
   return readRegularFile(path)?.toString('utf8') ?? null;
 }
 
+/** Polly reads no worker-written file larger than this (64 MiB): a sparse 2 GB file would hold the Brain ~30 s and take 2 GB of memory. */
+export const MAX_READ_BYTES = 64 * 1024 * 1024;
+
 /**
- * The bytes of `path` when it is a regular file, else null: a symlink at `path` is not followed
- * (`O_NOFOLLOW`), and a FIFO or device is not waited on (`O_NONBLOCK`) nor read (`fstat` must say
- * regular file); open(2). Directories above `path` are the caller's to check.
+ * The bytes of `path` when it is a regular file of at most `maxBytes` (default
+ * {@link MAX_READ_BYTES}), else null: a symlink at `path` is not followed (`O_NOFOLLOW`), a FIFO or
+ * device is not waited on (`O_NONBLOCK`) nor read (`fstat` must say regular file; open(2)), and a
+ * larger file is not read. Directories above `path` are the caller's to check.
  */
-export function readRegularFile(path: string): Buffer | null {
+export function readRegularFile(path: string, maxBytes = MAX_READ_BYTES): Buffer | null {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -94,7 +99,8 @@ export function readRegularFile(path: string): Buffer | null {
     return null;
   }
   try {
-    return fstatSync(fd).isFile() ? readFileSync(fd) : null;
+    const stat = fstatSync(fd);
+    return stat.isFile() && stat.size <= maxBytes ? readFileSync(fd) : null;
   } finally {
     closeSync(fd);
   }
