@@ -71,4 +71,21 @@ describe('nested repositories in a worktree', () => {
     git(repo.dir, ['add', '--all']);
     expect(existsSync(marker)).toBe(true);
   });
+  it('thousands of nested repositories with long paths still stage: the excludes go on stdin, not the argument list', async () => {
+    repo = createTestRepo();
+    // 4,500 bare-bones repositories (a .git dir with HEAD, objects and refs) under ~480-character
+    // paths: their excludes alone are over 2 MB, past Linux's argument-list limit (E2BIG).
+    const deep = join(repo.dir, 'd'.repeat(200), 'e'.repeat(200));
+    for (let i = 0; i < 4500; i++) {
+      const gitDir = join(deep, `r${String(i).padStart(5, '0')}${'x'.repeat(60)}`, '.git');
+      mkdirSync(join(gitDir, 'objects'), { recursive: true });
+      mkdirSync(join(gitDir, 'refs'));
+      writeFileSync(join(gitDir, 'HEAD'), 'ref: refs/heads/main\n');
+    }
+    writeFileSync(join(repo.dir, 'work.txt'), 'work\n');
+    const runner = createGitRunner({ baseEnv: gitTestEnv() });
+    const nested = await stageWorktree(runner, repo.dir);
+    expect(nested.untracked).toHaveLength(4500);
+    expect(git(repo.dir, ['diff', '--cached', '--name-only'])).toBe('work.txt');
+  }, 60_000);
 });

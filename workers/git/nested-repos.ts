@@ -70,6 +70,9 @@ export function nestedRepoExcludes(nested: NestedRepos): string[] {
  */
 export async function stageWorktree(git: GitRunner, cwd: string, env: Record<string, string> = {}): Promise<NestedRepos> {
   const nested = await listNestedRepos(git, cwd, env);
-  await git.run(['add', '--all', '--', ':/', ...nestedRepoExcludes(nested)], { cwd, env });
+  // The pathspecs go on stdin, NUL-separated (git-add(1) --pathspec-from-file): a worker that made
+  // thousands of nested repos would otherwise overflow the argument list (E2BIG) and block the commit.
+  const pathspecs = [':/', ...nestedRepoExcludes(nested)];
+  await git.run(['add', '--all', '--pathspec-from-file=-', '--pathspec-file-nul'], { cwd, env, input: `${pathspecs.join('\0')}\0` });
   return nested;
 }
