@@ -6,7 +6,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { credentialChecks, forgeCheck, probeBubblewrap, rootCheck, runDoctor, type DoctorReport } from '../../brain/commands/doctor.js';
+import { credentialChecks, forgeCheck, pollyFilesCheck, probeBubblewrap, rootCheck, runDoctor, type DoctorReport } from '../../brain/commands/doctor.js';
 import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { createTestRepo, git, gitTestEnv } from '../helpers/git-repo.js';
@@ -52,6 +52,7 @@ describe('polly doctor', () => {
       'forge',
       'worktrees-visible',
       'acceptance',
+      'polly-files',
       'uncommitted',
     ]);
     expect(byId(report)['agent:claude-code']!.detail).toMatch(/claude: \d+\.\d+/);
@@ -202,6 +203,38 @@ describe('polly doctor', () => {
     expect(wrong.detail).toContain('forge.kind is github but origin (https://git.example.org/octo/widget.git) is not a github.com repository URL');
     expect(JSON.stringify([github, local, wrong])).not.toContain(token);
   }, 60_000);
+
+  it('polly-files: an uncommitted config, state git would commit, and state already tracked each say what to run', async () => {
+    const repo = createTestRepo(NODE);
+    const gitRunner = createGitRunner({ baseEnv: gitTestEnv() });
+    expect(await pollyFilesCheck(gitRunner, repo.dir)).toEqual({ id: 'polly-files', status: 'ok', detail: 'no .polly/ yet (polly init writes it)' });
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    // Right after init: config and .gitignore untracked. Worktrees do not need them (the config is read from this checkout), a clone does.
+    const fresh = await pollyFilesCheck(gitRunner, repo.dir);
+    expect(fresh).toMatchObject({ status: 'problem', fix: 'git add .polly/.gitignore .polly/config.yaml && git commit -m "Polly config"' });
+    expect(fresh.detail).toMatch(/^not committed: \.polly\/\.gitignore \(untracked\), \.polly\/config\.yaml \(untracked\)\. .*worktrees do not need it; but a fresh clone/);
+    repo.git(['add', '.polly']);
+    repo.git(['commit', '-q', '-m', 'Polly config']);
+    // `git add .polly` took only what init meant to be committed: the state is ignored.
+    expect(repo.git(['ls-files', '.polly']).trim().split('\n')).toEqual(['.polly/.gitignore', '.polly/config.yaml']);
+    expect(await pollyFilesCheck(gitRunner, repo.dir)).toEqual({
+      id: 'polly-files',
+      status: 'ok',
+      detail: '.polly/.gitignore, .polly/config.yaml committed; runtime state ignored',
+    });
+    // A changed config; .gitignore gone (state no longer ignored) and the registry force-added.
+    repo.write('.polly/config.yaml', `${readFileSync(join(repo.dir, '.polly/config.yaml'), 'utf8')}\n`);
+    repo.git(['rm', '-q', '.polly/.gitignore']);
+    repo.git(['add', '-f', '.polly/registry.json']);
+    const broken = await pollyFilesCheck(gitRunner, repo.dir);
+    expect(broken.status).toBe('problem');
+    expect(broken.detail).toContain("git tracks Polly's runtime state (.polly/registry.json)");
+    expect(broken.detail).toMatch(/git does not ignore Polly's runtime state \(\.polly\/journal\.jsonl(, \.polly\/runs\/)?\): a "git add -A" would commit it/);
+    expect(broken.detail).toContain('not committed: .polly/config.yaml (changed)');
+    expect(broken.fix).toBe(
+      'git rm -r --cached --quiet .polly/registry.json && git commit -m "Stop tracking Polly state"; run polly init (it writes .polly/.gitignore, which ignores them); git add .polly/config.yaml && git commit -m "Polly config"',
+    );
+  }, 30_000);
 
   it('the bubblewrap probe answers with a reason and a fix when bwrap is not on PATH', () => {
     expect(probeBubblewrap({ PATH: '/nonexistent' })).toMatchObject({ ok: false, reason: 'bubblewrap (bwrap) is not installed' });
