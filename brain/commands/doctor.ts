@@ -309,7 +309,7 @@ function realpathOrSelf(path: string): string {
 /** Polly's runtime state in `.polly/`, each of which `.polly/.gitignore` (brain/commands/init.ts) keeps out of git. */
 const POLLY_STATE_PATHS = ['.polly/registry.json', '.polly/journal.jsonl', '.polly/runs/'];
 /** What `polly init` writes to be committed. */
-const POLLY_COMMITTED_FILES = ['.polly/config.yaml', '.polly/.gitignore'];
+const POLLY_COMMITTED_FILES = ['.polly/config.yaml', '.polly/config.schema.json', '.polly/.gitignore'];
 
 /**
  * Is `.polly/` in git the way it should be? Polly reads `.polly/config.yaml` from the main

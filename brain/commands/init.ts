@@ -3,16 +3,19 @@
  *
  * Creates (each only if absent): `.polly/config.yaml` (every default, commented; its
  * `acceptance.commands` and `worktrees.setup` fitted to the project found in the repository by
- * `detectProject`, and a first line pointing the YAML language server at the shipped JSON Schema), `.polly/.gitignore`
+ * `detectProject`, and a first line pointing the YAML language server at `config.schema.json` beside it),
+ * `.polly/config.schema.json` (a copy of the JSON Schema this Polly ships, `schemas/config.schema.json`:
+ * committed with the config, it stays valid on every clone and machine, which a path into this
+ * install would not; a later run refreshes it when the installed schema changed), `.polly/.gitignore`
  * (keeps runtime state out of git, so config.yaml can be committed), `.polly/registry.json` (empty,
  * with a `polly.initialized` journal entry); adds `.worktrees/` to the repository's
  * `info/exclude` once (in the common git dir, so it works from a linked worktree too).
  * Idempotent: a second run changes nothing and says so. An existing config or registry is
  * validated, never overwritten.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile, appendFile } from 'node:fs/promises';
-import { dirname, isAbsolute, join, relative } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import { HOME_INTERPRETER_ADVICE, programsHiddenBySandbox } from './doctor.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
@@ -51,7 +54,7 @@ export interface InitResult {
   initialized: boolean;
   /** Paths created by this run, relative to repoRoot when inside it. */
   created: string[];
-  /** Existing files this run changed (the exclude file). */
+  /** Existing files this run changed (the exclude file, the schema copy refreshed). */
   updated: string[];
   repoRoot: string;
   pollyDir: string;
@@ -62,15 +65,29 @@ export interface InitResult {
 }
 
 /**
- * How the written config names its JSON Schema: relative to `.polly/` when this Polly is installed
- * inside the repository (e.g. `node_modules/polly`), so the committed file works on every clone;
- * otherwise the absolute path of the installed schema.
+ * `.polly/config.schema.json`: the config's JSON Schema, copied from this Polly's
+ * `schemas/config.schema.json` (brain/config/json-schemas.ts). The config names it relatively
+ * (`$schema=config.schema.json`, resolved beside the YAML file by the YAML language server:
+ * https://github.com/redhat-developer/yaml-language-server#using-inlined-schema), so the committed
+ * pair works on every clone, unlike a path into the install (`node_modules/polly/…`, a clone's path).
  */
-export function configSchemaRef(repoRoot: string): string {
-  const file = schemaPath('config.schema.json');
-  const rel = relative(join(repoRoot, '.polly'), file);
-  return relative(repoRoot, file).startsWith('..') || isAbsolute(rel) ? file : rel;
-}
+export const CONFIG_SCHEMA_RELATIVE_PATH = join('.polly', 'config.schema.json');
+
+/** Where the config's first line says the schema came from (a comment under it). */
+const SCHEMA_NOTE = `the schema is ${basename(CONFIG_SCHEMA_RELATIVE_PATH)} beside this file, Polly's schemas/config.schema.json copied by "polly init" (run it again after updating Polly to refresh it)`;
+
+/**
+ * The first steps after `polly init`, as printed under "Next:" and, the same lines, in the
+ * README's "Use it on your own repository" block (test/brain/init-command.test.ts holds them equal).
+ */
+export const FIRST_STEPS: readonly string[] = [
+  'git add .polly && git commit -m "Polly config"   # after reviewing .polly/config.yaml (acceptance.commands: the checks Polly runs); a clone needs it, worktrees do not',
+  'polly doctor                         # config, agent CLIs, model keys, root, sandbox, git identity, branch, test runner, .polly/ in git, uncommitted work',
+  'polly goal "add a --json flag to the export command"',
+  '#   → the Brain investigates and proposes a plan; an admitted plan waits at the plan gate:',
+  'polly plan show p1                   # the tasks, the admission line, counterexamples if refused',
+  'polly plan approve p1                # or: reject. An ask expires after 24 h and counts as rejected',
+];
 
 /** The stderr lines that say what `polly init` detected and wrote. */
 export function describeDetection(d: ProjectDetection): string[] {
@@ -120,12 +137,27 @@ export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promi
       acceptanceCommands: detected.acceptanceCommands,
       setup: detected.setup,
       setupNetwork: detected.setup !== null,
-      schemaRef: configSchemaRef(repo.root),
+      schemaRef: basename(CONFIG_SCHEMA_RELATIVE_PATH),
+      schemaNote: SCHEMA_NOTE,
     });
     await writeFile(configPath, text, { flag: 'wx' });
     created.push(show(configPath));
   } else {
     await loadConfig(repo.root); // validate: a damaged config is reported, not replaced
+  }
+
+  // The schema copy: written when absent, refreshed when this Polly's schema differs (it is Polly's file, not the user's).
+  const schemaCopy = join(repo.root, CONFIG_SCHEMA_RELATIVE_PATH);
+  const shipped = readFileSync(schemaPath('config.schema.json'), 'utf8');
+  let copied: string | null = null;
+  try {
+    copied = await readFile(schemaCopy, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  if (copied !== shipped) {
+    await writeFile(schemaCopy, shipped);
+    (copied === null ? created : updated).push(show(schemaCopy));
   }
 
   const ignorePath = join(repo.pollyDir, '.gitignore');
@@ -167,6 +199,7 @@ export const command: Command = {
 
 Set up Polly in the git repository containing the current directory:
   .polly/config.yaml   every setting with its default and a comment (edit it, commit it)
+  .polly/config.schema.json  its JSON Schema, for editors (commit it; refreshed by a later run)
   .polly/.gitignore    keeps the registry and journal out of git
   .polly/registry.json Polly's state (empty), and .polly/journal.jsonl
   .git/info/exclude    gains ".worktrees/" (worker worktrees live in .worktrees/<id>)
@@ -202,8 +235,10 @@ Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yam
     }
     writeLine(io.stdout, `Initialised Polly in ${result.repoRoot}`);
     for (const p of result.created) writeLine(io.stdout, `  created ${p}`);
-    for (const p of result.updated) writeLine(io.stdout, `  updated ${p} (+ ${WORKTREES_EXCLUDE_LINE})`);
-    writeLine(io.stdout, `Next: review ${CONFIG_RELATIVE_PATH}, then "polly status".`);
+    for (const p of result.updated)
+      writeLine(io.stdout, `  updated ${p} ${p.endsWith(basename(CONFIG_SCHEMA_RELATIVE_PATH)) ? "(this Polly's schema)" : `(+ ${WORKTREES_EXCLUDE_LINE})`}`);
+    writeLine(io.stdout, 'Next:');
+    for (const l of FIRST_STEPS) writeLine(io.stdout, `  ${l}`);
     return 0;
   },
 };

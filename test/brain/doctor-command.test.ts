@@ -211,16 +211,18 @@ describe('polly doctor', () => {
     expect(runCli(['init'], repo.dir).code).toBe(0);
     // Right after init: config and .gitignore untracked. Worktrees do not need them (the config is read from this checkout), a clone does.
     const fresh = await pollyFilesCheck(gitRunner, repo.dir);
-    expect(fresh).toMatchObject({ status: 'problem', fix: 'git add .polly/.gitignore .polly/config.yaml && git commit -m "Polly config"' });
-    expect(fresh.detail).toMatch(/^not committed: \.polly\/\.gitignore \(untracked\), \.polly\/config\.yaml \(untracked\)\. .*worktrees do not need it; but a fresh clone/);
+    expect(fresh).toMatchObject({ status: 'problem', fix: 'git add .polly/.gitignore .polly/config.schema.json .polly/config.yaml && git commit -m "Polly config"' });
+    expect(fresh.detail).toMatch(
+      /^not committed: \.polly\/\.gitignore \(untracked\), \.polly\/config\.schema\.json \(untracked\), \.polly\/config\.yaml \(untracked\)\. .*worktrees do not need it; but a fresh clone/,
+    );
     repo.git(['add', '.polly']);
     repo.git(['commit', '-q', '-m', 'Polly config']);
     // `git add .polly` took only what init meant to be committed: the state is ignored.
-    expect(repo.git(['ls-files', '.polly']).trim().split('\n')).toEqual(['.polly/.gitignore', '.polly/config.yaml']);
+    expect(repo.git(['ls-files', '.polly']).trim().split('\n')).toEqual(['.polly/.gitignore', '.polly/config.schema.json', '.polly/config.yaml']);
     expect(await pollyFilesCheck(gitRunner, repo.dir)).toEqual({
       id: 'polly-files',
       status: 'ok',
-      detail: '.polly/.gitignore, .polly/config.yaml committed; runtime state ignored',
+      detail: '.polly/.gitignore, .polly/config.schema.json, .polly/config.yaml committed; runtime state ignored',
     });
     // A changed config; .gitignore gone (state no longer ignored) and the registry force-added.
     repo.write('.polly/config.yaml', `${readFileSync(join(repo.dir, '.polly/config.yaml'), 'utf8')}\n`);
