@@ -89,11 +89,18 @@ export const FIRST_STEPS: readonly string[] = [
   'polly plan approve p1                # or: reject. An ask expires after 24 h and counts as rejected',
 ];
 
+/** What detection looks at (brain/config/project-detection.ts), for the line that says nothing was found. */
+const DETECTED_FILES =
+  'package.json with a test script, Python project files, requirements*.txt or test_*.py, go.mod, Cargo.toml, Gemfile, gradlew/build.gradle, pom.xml, *.sln/*.csproj, mix.exs, composer.json, deno.json, Package.swift, pubspec.yaml, build.zig, a Makefile test or check target, a justfile test recipe';
+
 /** The stderr lines that say what `polly init` detected and wrote. */
 export function describeDetection(d: ProjectDetection): string[] {
-  if (d.ecosystems.length === 0) {
+  if (d.acceptanceCommands.length === 0) {
+    const found = d.ecosystems.map((e) => `polly init: detected ${e.kind} (${e.evidence.join(', ')})${e.notes.map((n) => `; ${n}`).join('')}`);
     return [
-      'polly init: detected no package.json, pyproject.toml, setup.cfg, tox.ini, go.mod, Cargo.toml or Makefile test target: acceptance.commands is [] (set it, or give commands in each plan task).',
+      ...found,
+      `polly init: no test command detected (looked for ${DETECTED_FILES}): acceptance.commands is [], so Polly runs no checks of its own and each plan task must name its commands. ` +
+        'Set the command that runs your tests in .polly/config.yaml, e.g. acceptance: {commands: ["./run-tests.sh"]}; every command must exit 0 for a task to be green.',
     ];
   }
   const lines = d.ecosystems.map((e) => `polly init: detected ${e.kind} (${e.evidence.join(', ')})${e.notes.map((n) => `; ${n}`).join('')}`);
@@ -130,7 +137,7 @@ export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promi
   const configPath = join(repo.root, CONFIG_RELATIVE_PATH);
   let detected: ProjectDetection | null = null;
   if (!existsSync(configPath)) {
-    detected = detectProject(repo.root);
+    detected = detectProject(repo.root, env);
     // A detected setup installs dependencies (npm ci, uv sync, …): inside the sandbox it needs the
     // network, which setup commands do not get by default.
     const text = renderDefaultConfig({
@@ -209,8 +216,10 @@ Options:
   --json   print {initialized, created, updated, repoRoot, pollyDir, detected}
 
 The config's acceptance.commands and worktrees.setup fit the project found at the
-repository's top level (package.json and its lockfile, pyproject.toml/setup.cfg/tox.ini,
-go.mod, Cargo.toml, a Makefile with a test target); what was detected goes to stderr.
+repository's top level (package.json and its lockfile; Python project files, requirements*.txt
+or test_*.py modules; go.mod; Cargo.toml; Gemfile; Gradle; Maven; .NET; mix.exs; composer.json;
+deno.json; Package.swift; pubspec.yaml; build.zig; a Makefile test/check target; a justfile
+test recipe); what was detected, or that nothing was, goes to stderr.
 
 Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yaml;
 1 a corrupt registry (the message says how to restore the backup).`,
