@@ -29,7 +29,8 @@
  */
 import { existsSync } from 'node:fs';
 import { formatCheckFeedback, runAcceptance, runCheck } from '../../workers/acceptance.js';
-import { classifyCannotRun, runnerProbe, type CannotRun } from '../../workers/check-runner.js';
+import { classifyCannotRun, commandProgram, runnerProbe, type CannotRun } from '../../workers/check-runner.js';
+import type { AgentSandbox } from '../../workers/agents/agent-adapter.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { resolveWorktreesDir } from '../../workers/git/worktrees-dir.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
@@ -91,16 +92,17 @@ export const COMMAND_NOT_FOUND = 127;
 
 /**
  * The task's reason when acceptance command `result` cannot run (`why`, from
- * workers/check-runner.ts): the command, its exit code, the output line that shows it (≤ 200
+ * workers/check-runner.ts): the command, its exit code (none before the checks ran: a probe), the output line that shows it (≤ 200
  * characters, control characters shown as `\xNN`), what is missing and what to do. `sandboxed`: the
  * command ran in Polly's sandbox, which hides the real HOME (workers/sandbox/sandbox-profiles.ts),
  * so a program found there in the user's shell (pyenv, asdf, nvm shims) is not found by Polly;
  * unconfined, a program not found is not installed or not on the PATH Polly passes. Pure.
  */
 export function cannotRunReason(result: Pick<CommandResult, 'command' | 'exitCode'>, why: CannotRun, sandboxed: boolean): string {
+  const how = [result.exitCode !== null ? `exit ${result.exitCode}` : null, why.evidence ? `(${visibleText(why.evidence)})` : null].filter(Boolean).join(' ');
   const fix = why.kind === 'not_found' && !sandboxed ? 'it is not installed or not on the PATH Polly passes to commands: install it, or fix the command' : why.fix;
   return (
-    `acceptance command "${visibleText(result.command).slice(0, 200)}" cannot run here: exit ${result.exitCode ?? 'none'}${why.evidence ? ` (${visibleText(why.evidence)})` : ''}, ` +
+    `acceptance command "${visibleText(result.command).slice(0, 200)}" cannot run here${how ? `: ${how}` : ''}, ` +
     `${visibleText(why.missing)} is missing. This is the environment, not the code, so no agent attempt was spent on it. Fix: ${fix}. ` +
     "Run polly doctor (it probes acceptance.commands in the checks' sandbox), fix acceptance.commands or the task's own commands, then plan the task again."
   );
@@ -136,6 +138,48 @@ async function cannotRun(
   if (p.exitCode === 0 || p.timedOut) return null;
   const why = classifyCannotRun({ command: failed.command, exitCode: p.exitCode, timedOut: false, output: p.output }, declared);
   return why ? { result: failed, why: { ...why, evidence: `Polly's runner probe in the checks' sandbox: ${why.evidence ?? `exit ${p.exitCode}`}` } } : null;
+}
+
+/**
+ * Before an implement task's first agent turn (after its worktree and setup): the runner probe of
+ * each acceptance command whose program is found by PATH (`commandProgram` without a `/`: a
+ * script inside the repository may be what the task writes), in the checks' sandbox and
+ * environment, classified as a failed check would be (a `python -m` module only when it is a runner
+ * or declared). One cheap sandboxed command per acceptance command; it saves the agent's first
+ * attempt when the check could never run.
+ * @returns the first command that cannot run and why, or null when every probed runner starts.
+ */
+export async function probeRunnersBeforeAgent(
+  commands: readonly string[],
+  run: { cwd: string; env: Record<string, string>; sandbox: AgentSandbox | null; signal?: AbortSignal },
+): Promise<{ command: string; why: CannotRun } | null> {
+  const declared = pythonDeclared(run.cwd);
+  for (const command of commands) {
+    const program = commandProgram(command);
+    const probe = runnerProbe(command);
+    if (program === null || program.includes('/') || probe === null) continue;
+    const p = await runCheck(probe, { ...run, timeoutSeconds: 30 });
+    if (p.exitCode === 0 || p.timedOut) continue;
+    const why = classifyCannotRun({ command, exitCode: p.exitCode, timedOut: false, output: p.output }, declared);
+    if (why) return { command, why: { ...why, evidence: `Polly's runner probe in the checks' sandbox: ${why.evidence ?? `exit ${p.exitCode}`}` } };
+  }
+  return null;
+}
+
+/**
+ * The checks' sandbox and environment for task worktree `worktree` (workers/sandbox/command-sandbox.ts):
+ * no network unless `acceptance.network`, fail closed unless `workers.allow_unconfined`.
+ * @throws PollyError `sandbox_unavailable` when the sandbox cannot start and unconfined runs are not allowed.
+ */
+export function checkConfinement(ctx: Pick<TaskToolContext, 'repoRoot' | 'config'>, worktree: string): ReturnType<typeof commandSandbox> {
+  return commandSandbox({
+    repoRoot: ctx.repoRoot,
+    worktree,
+    worktreesDir: resolveWorktreesDir(ctx.repoRoot, ctx.config.worktrees.dir),
+    network: ctx.config.acceptance.network ?? false,
+    allowUnconfined: ctx.config.workers.allow_unconfined ?? false,
+    passthrough: ctx.config.workers.env_passthrough ?? [],
+  });
 }
 
 /**
@@ -177,14 +221,7 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   });
   let confinement: ReturnType<typeof commandSandbox>;
   try {
-    confinement = commandSandbox({
-      repoRoot: ctx.repoRoot,
-      worktree: task.worktree,
-      worktreesDir: resolveWorktreesDir(ctx.repoRoot, ctx.config.worktrees.dir),
-      network: ctx.config.acceptance.network ?? false,
-      allowUnconfined: ctx.config.workers.allow_unconfined ?? false,
-      passthrough: ctx.config.workers.env_passthrough ?? [],
-    });
+    confinement = checkConfinement(ctx, task.worktree);
   } catch (error) {
     if (!isPollyError(error)) throw error;
     return { outcome: 'failure', permanent: true, note: `run_acceptance: ${error.message}` };
