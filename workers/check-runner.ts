@@ -96,6 +96,17 @@ const CARGO_NO_COMMAND = /^error: no such command: `([^`]+)`/m;
 const INSTALL_PROGRAM =
   "install it where Polly runs, outside your home directory (Polly's sandbox hides HOME, so pyenv, asdf or nvm shims are not found there): a system package, or a virtualenv or node_modules/.bin inside the repository that worktrees.setup creates";
 
+/** A virtualenv's or node_modules' program by relative path: untracked, so no new worktree has it. */
+const UNTRACKED_ENV = /^(?:\.\/)?((?:\.?venv|env|\.tox|virtualenv)[^/]*|node_modules)\//;
+
+function notFoundFix(program: string): string {
+  const env = UNTRACKED_ENV.exec(program);
+  if (!env) return INSTALL_PROGRAM;
+  return env[1] === 'node_modules'
+    ? 'node_modules is untracked, so a new worktree has none: set worktrees.setup to install it (npm ci --prefer-offline with a committed package-lock.json) with worktrees.setup_network: true'
+    : `${env[1]}/ is untracked, so a new worktree has none: create it in worktrees.setup (e.g. /usr/bin/python3 -m venv ${env[1]} && ${env[1]}/bin/pip install -r requirements.txt, with worktrees.setup_network: true), or use a virtualenv outside the repository and outside HOME by absolute path`;
+}
+
 /**
  * Classify a finished, failed check (pure; see the module doc for the signatures).
  * @param result    the check's result (exit code and output tail). A green or timed-out check is never classified.
@@ -111,7 +122,7 @@ export function classifyCannotRun(
   if (result.exitCode === 127) {
     const line = SHELL_NOT_FOUND.exec(out);
     const program = line?.[1] ?? commandProgram(result.command) ?? result.command;
-    return { kind: 'not_found', missing: `the program "${program}"`, evidence: line ? clip(line[0]) : null, fix: INSTALL_PROGRAM };
+    return { kind: 'not_found', missing: `the program "${program}"`, evidence: line ? clip(line[0]) : null, fix: notFoundFix(program) };
   }
   if (result.exitCode === 126) {
     const program = commandProgram(result.command) ?? result.command;

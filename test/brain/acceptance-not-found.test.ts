@@ -115,6 +115,11 @@ describe('an acceptance command that is not found', () => {
       kind: 'not_executable',
       fix: expect.stringContaining('git update-index --chmod=+x ./run-tests.sh'),
     });
+    // a virtualenv or node_modules of the main checkout is untracked: no worktree has it
+    expect(red('.venv/bin/python -m pytest', 127, 'sh: 1: .venv/bin/python: not found\n')!.fix).toContain(
+      '.venv/ is untracked, so a new worktree has none: create it in worktrees.setup',
+    );
+    expect(red('node_modules/.bin/vitest run', 127, 'sh: 1: node_modules/.bin/vitest: not found\n')!.fix).toContain('node_modules is untracked');
     // a traceback's ModuleNotFoundError is the code's; a declared dependency's missing -m module is the environment's
     expect(red('python -m pytest', 1, "E   ModuleNotFoundError: No module named 'requests'\n")).toBeNull();
     expect(red('python3 -m statskit', 1, '/usr/bin/python3: No module named statskit\n')).toBeNull();
