@@ -70,9 +70,13 @@ function checkRuns(t: TaskRecord, journal: readonly JournalEntry[]): string[] {
   return [t.checks.every((c) => c.exitCode === 0) ? 'green' : 'red'];
 }
 
-/** The summary as table lines. */
+/** What the summary's less obvious columns mean: printed under the table. */
+export const SUMMARY_LEGEND =
+  "CHECKS: each run of the acceptance commands by Polly, in order. FINDINGS: the cross-review's findings over all rounds, blocking/non-blocking (blocking ones go back to the worker; '-' not reviewed).";
+
+/** The summary as table lines, then {@link SUMMARY_LEGEND}. */
 export function formatSummary(rows: SummaryRow[]): string[] {
-  return formatTable(
+  const table = formatTable(
     [
       { header: 'TASK', value: (r: SummaryRow) => r.task },
       { header: 'WORKER', value: (r) => r.worker },
@@ -86,6 +90,7 @@ export function formatSummary(rows: SummaryRow[]): string[] {
     ],
     rows,
   );
+  return rows.length ? [...table, '', SUMMARY_LEGEND] : table;
 }
 
 /** One progress line for a journal entry of this goal, or null when it is not worth showing. */
