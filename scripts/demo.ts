@@ -24,6 +24,7 @@ import { parseArgs } from 'node:util';
 import { initRepository } from '../brain/commands/init.js';
 import { cliPath, packageRoot } from '../brain/core/install-paths.js';
 import { killTree } from '../workers/proc/kill.js';
+import { repoStateDir } from '../workers/sandbox/agent-state-dir.js';
 import { startScriptedModelServer, type ScriptedModelServer } from './scripted-model/server.js';
 import { loadModelScript } from './scripted-model/script.js';
 import { useScriptedModels } from './scripted-model/configure.js';
@@ -151,6 +152,8 @@ async function main(): Promise<number> {
       `Default branch main: ${untouched ? 'unchanged, no merges (Polly never merges: a human does)' : `CHANGED (before ${mainBefore}, after ${mainAfter}, origin ${originMain}, merges ${merges})`}`,
       `Branches on origin: ${branches.join(', ') || 'none'}`,
       `Demo wall time: ${seconds}s`,
+      `Files: the repository and Polly's state (.polly/: registry, journal, logs, the Brain's session) in ${root};`,
+      `       the workers' agent state (their CLI config and sessions) in ${repoStateDir(repo, gitEnv())} (outside the repository, as for any repository)`,
       '',
       'Look around:',
       `  cd ${repo}`,
