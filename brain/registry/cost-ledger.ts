@@ -209,8 +209,8 @@ export function formatUsd(usd: number): string {
 /**
  * The cost of `totals` in words: `$0.0123`; `unknown` when no turn reported a cost (or there were
  * no turns with usage); `≥ $0.0123 (some turns unknown)` when some did and some did not. A figure
- * reported for turns served on this machine is marked: `$0.0802 not billed (local model)` when all
- * of it is, `$0.50 (of which $0.0802 not billed: local model)` when part is.
+ * reported for turns served on this machine (a local model, {@link isLocalEndpoint}) is marked:
+ * `$0.0802 not billed` when all of it is, `$0.5802 ($0.0802 not billed)` when part is.
  */
 export function formatCost(totals: Pick<LedgerTotals, 'turns' | 'costUsd' | 'unknownCostTurns' | 'unbilledCostUsd' | 'unbilledCostTurns'>): string {
   if (totals.turns === 0) return '$0';
@@ -219,8 +219,8 @@ export function formatCost(totals: Pick<LedgerTotals, 'turns' | 'costUsd' | 'unk
   const known = totals.unknownCostTurns === 0 ? formatUsd(totals.costUsd) : `≥ ${formatUsd(totals.costUsd)}`;
   const unknown = totals.unknownCostTurns === 0 ? '' : ' (some turns unknown)';
   if (unbilledTurns === 0) return `${known}${unknown}`;
-  if (unbilledTurns >= totals.turns - totals.unknownCostTurns) return `${known} not billed (local model)${unknown}`;
-  return `${known}${unknown} (of which ${formatUsd(totals.unbilledCostUsd ?? 0)} not billed: local model)`;
+  if (unbilledTurns >= totals.turns - totals.unknownCostTurns) return `${known} not billed${unknown}`;
+  return `${known}${unknown} (${formatUsd(totals.unbilledCostUsd ?? 0)} not billed)`;
 }
 
 /** Why a harness's turn has no cost figure (see the adapters in workers/agents/). */

@@ -25,12 +25,12 @@ describe('cost of a scripted (local) model', () => {
 
   it('marks the cost claude reported for a scripted turn as not billed, alone and mixed with billed turns, and rolls it up', () => {
     const local = addTurn(undefined, turn('w1', 'claude-code', 'implement', 0.0802, SCRIPTED));
-    expect(formatCost(local.totals)).toBe('$0.0802 not billed (local model)');
+    expect(formatCost(local.totals)).toBe('$0.0802 not billed');
     const mixed = addTurn(local, turn('w2', 'claude-code', 'followup', 0.5, null));
-    expect(formatCost(mixed.totals)).toBe('$0.5802 (of which $0.0802 not billed: local model)');
+    expect(formatCost(mixed.totals)).toBe('$0.5802 ($0.0802 not billed)');
     const withUnknown = addTurn(local, turn('w3', 'pi', 'review', null, SCRIPTED));
-    expect(formatCost(withUnknown.totals)).toBe('≥ $0.0802 not billed (local model) (some turns unknown)');
-    expect(formatCost(sumTotals([local.totals, local.totals]))).toBe('$0.1604 not billed (local model)');
+    expect(formatCost(withUnknown.totals)).toBe('≥ $0.0802 not billed (some turns unknown)');
+    expect(formatCost(sumTotals([local.totals, local.totals]))).toBe('$0.1604 not billed');
     // Totals without a local turn keep their stored shape (no new keys).
     expect(Object.keys(addTurn(undefined, turn('w4', 'claude-code', 'implement', 0.1, null)).totals)).not.toContain('unbilledCostUsd');
   });
@@ -69,7 +69,7 @@ describe("the PR body's cost section", () => {
   });
 
   it("names the harness whose cost is unknown and why, and marks the scripted model's cost as not billed", () => {
-    expect(body).toContain('| implement | 1 | 1000 | 10 | 0 | $0.0802 not billed (local model) |');
+    expect(body).toContain('| implement | 1 | 1000 | 10 | 0 | $0.0802 not billed |');
     expect(body).toContain('| review | 1 | 1000 | 10 | 0 | unknown |');
     expect(body).toMatch(/Unknown for pi \(pi has no price for a model on an endpoint Polly configured/);
     expect(body).not.toMatch(/codex/);
