@@ -7,7 +7,7 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { createGoal } from '../registry/goal-record.js';
-import { followGoalInRepo, formatSummary, goalSummary } from './follow-goal.js';
+import { followGoalInRepo, formatSummary, goalSummary, signalExitCode } from './follow-goal.js';
 import { ensureBrain } from '../process/daemon.js';
 import { openRepoContext } from './repo-context.js';
 
@@ -42,7 +42,7 @@ Exit codes: 0 every task ready; 1 refused/rejected/failed; 2 bad input.`,
       else writeLine(io.stdout, goal.id);
       return 0;
     }
-    const final = await followGoalInRepo(ctx, io, { goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), brainPid: brain.pid });
+    const { goal: final, interrupted } = await followGoalInRepo(ctx, io, { goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), brain });
     const reg = await ctx.store.read();
     const journal = await ctx.store.journal();
     const rows = goalSummary(reg, goal.id, journal);
@@ -67,6 +67,7 @@ Exit codes: 0 every task ready; 1 refused/rejected/failed; 2 bad input.`,
         for (const l of formatSummary(rows)) writeLine(io.stdout, l);
       }
     }
+    if (interrupted) return signalExitCode(interrupted);
     return final.status === 'done' ? 0 : 1;
   },
 };

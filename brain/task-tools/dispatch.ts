@@ -29,7 +29,7 @@ import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-st
 import { cannotRunReason, checkConfinement, probeRunnersBeforeAgent } from './run-acceptance.js';
 import { ownGitAdminDir, sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
 import { POLLY_COMMITS_LINE } from '../../workers/git/git-policy.js';
-import { createBudgetWatch, parkForBudget, recordTurnUsage, type BudgetStop, type BudgetWatch } from './turn-budget.js';
+import { createBudgetWatch, modelEndpoint, parkForBudget, recordTurnUsage, type BudgetStop, type BudgetWatch } from './turn-budget.js';
 import { elideMiddle } from '../core/visible-text.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
@@ -107,7 +107,13 @@ export async function recordTurn(ctx: TaskToolContext, result: WorkerTurnResult,
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[ctx.task.id];
     if (!t) return;
-    recordTurnUsage(draft, tx, t.id, result, { role: verb === 'dispatch' ? t.purpose : 'followup', harness: t.worker, orderId: ctx.order.id, at: new Date().toISOString() });
+    recordTurnUsage(draft, tx, t.id, result, {
+      role: verb === 'dispatch' ? t.purpose : 'followup',
+      harness: t.worker,
+      orderId: ctx.order.id,
+      at: new Date().toISOString(),
+      endpoint: modelEndpoint(t.worker, ctx.config, ctx.agentEnv),
+    });
     if (result.sessionId) t.sessionId = result.sessionId;
     if (result.unconfined) {
       t.unconfined = result.unconfined;
