@@ -39,6 +39,7 @@ import { refusalLines, sandboxRefusalFailure } from './sandbox-refusals.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import { readFileBelow } from '../../workers/agents/state-dir-files.js';
 import { join } from 'node:path';
+import { appliedMounts } from '../../workers/sandbox/sandbox-spec.js';
 import { mergeHead, unmergedFiles } from './integrate-base.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 
@@ -172,15 +173,20 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
       return { outcome: 'failure', permanent: true, note: `run_acceptance: red (${why})` };
     }
   }
-  const { value: outcome, violation } = await withRefGuard(ctx, 'acceptance', () =>
-    runAcceptance({
-      cwd: task.worktree!,
-      commands,
-      timeoutSeconds: ctx.config.acceptance.timeout,
-      env: confinement.env,
-      sandbox: confinement.sandbox,
-      signal: ctx.signal,
-    }),
+  const { value: outcome, violation } = await withRefGuard(
+    ctx,
+    'acceptance',
+    () =>
+      runAcceptance({
+        cwd: task.worktree!,
+        commands,
+        timeoutSeconds: ctx.config.acceptance.timeout,
+        env: confinement.env,
+        sandbox: confinement.sandbox,
+        signal: ctx.signal,
+      }),
+    // The acceptance commands ran with the sandbox's mounts (none when unconfined).
+    { confinement: () => (confinement.sandbox ? appliedMounts(confinement.sandbox.spec, existsSync) : null) },
   );
   // A ref moved while the checks ran (a worker-written test, unconfined or through a hole): nothing
   // is committed, the task fails.

@@ -17,7 +17,11 @@ import {
   persistedPollyRefWrites,
   pollyRefWritesFile,
   recordPollyRefWrite,
+  sandboxCouldWrite,
+  type RefChange,
 } from '../../workers/git/ref-guard.js';
+import { agentSandboxSpec } from '../../workers/sandbox/sandbox-profiles.js';
+import { appliedMounts, hostWritable } from '../../workers/sandbox/sandbox-spec.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
 import { createTestRepo, git } from '../helpers/git-repo.js';
 
@@ -144,6 +148,37 @@ describe('ref guard', () => {
     expect(readFileSync(join(hooks, 'post-commit'), 'utf8')).toBe('#!/bin/sh\necho the user hook\n');
     expect(readFileSync(join(theirs, 'post-commit'), 'utf8')).toBe('#!/bin/sh\necho theirs\n');
     expect(diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: ['refs/heads/polly/sl'] })).toEqual([]);
+  });
+
+  it("counts only what the sandbox could write: the repository's refs, metadata and path remote are read-only in an implementer's sandbox", () => {
+    const repo = createTestRepo();
+    const commonDir = join(repo.dir, '.git');
+    const worktree = join(repo.dir, '.worktrees', 'cw');
+    mkdirSync(worktree, { recursive: true });
+    const spec = agentSandboxSpec({
+      repoRoot: repo.dir,
+      cwd: worktree,
+      writableCwd: true,
+      agentStateDir: join(repo.root, 'state'),
+      gateDir: join(repo.root, 'state', 'gate'),
+      writableFiles: [],
+      endpoints: [],
+      realHome: join(repo.root, 'home'),
+    });
+    const mounts = appliedMounts(spec, () => true);
+    const before = { commonDir, remotes: [{ name: 'origin', url: repo.remote, path: repo.remote, refs: {}, skipped: null }] };
+    const ref = (name: string, scope: RefChange['scope'] = 'local'): RefChange => ({ kind: 'ref', scope, name, old: null, new: 'x' });
+    expect(sandboxCouldWrite(mounts, before, ref('refs/heads/main'))).toBe(false);
+    expect(sandboxCouldWrite(mounts, before, ref('refs/heads/main', 'remote:origin'))).toBe(false);
+    expect(sandboxCouldWrite(mounts, before, { kind: 'file', scope: 'local', name: 'hooks/pre-push', old: null, new: 'x' })).toBe(false);
+    expect(sandboxCouldWrite(mounts, before, { kind: 'file', scope: 'local', name: join(worktree, '.git'), old: 'a', new: 'b' })).toBe(false);
+    expect(sandboxCouldWrite(mounts, before, { kind: 'head', scope: 'local', name: 'HEAD', old: 'a', new: 'b' })).toBe(false);
+    // What it can write: its worktree (not the `.git` file in it); and a git dir made writable is counted.
+    expect(hostWritable(mounts, join(worktree, 'src', 'a.ts'))).toBe(true);
+    expect(hostWritable(mounts, join(repo.dir, 'README.md'))).toBe(false);
+    expect(sandboxCouldWrite([...mounts, { kind: 'rw', path: commonDir }], before, ref('refs/heads/main'))).toBe(true);
+    // A network remote was never listed: a change there is never excused.
+    expect(sandboxCouldWrite(mounts, { commonDir, remotes: [] }, ref('refs/heads/main', 'remote:gh'))).toBe(true);
   });
 
   it("does not count Polly's own writes to a sibling task's refs (parallel tasks), but does count a worker's", async () => {

@@ -29,10 +29,11 @@
  * Cost: two `for-each-ref` calls per snapshot plus a few small file reads (measured on a repository
  * with 1,000 refs: see `npm run bench -- ref-guard`).
  */
-import { appendFileSync, existsSync, lstatSync, type Stats, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { appendFileSync, existsSync, lstatSync, type Stats, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readRegularFile, writeFileBelow } from '../agents/state-dir-files.js';
+import { hostWritable, type SandboxMount } from '../sandbox/sandbox-spec.js';
 import { firstLine, type GitRunner } from './git.js';
 
 /** Where a ref lives: the repository itself, or the repository of a path remote. */
@@ -513,4 +514,41 @@ function restoreFile(root: string, path: string, data: Buffer, mode: number | un
   const st = lstatOrNull(path);
   if (st && !st.isFile()) rmSync(path, { recursive: true, force: true });
   writeFileBelow(root, path, data, mode ?? 0o644);
+}
+
+/** `path` with its longest existing prefix resolved (realpath), as bwrap resolves mount paths. */
+function canonical(path: string): string {
+  let head = path;
+  const tail: string[] = [];
+  for (;;) {
+    try {
+      return join(realpathSync(head), ...tail.reverse());
+    } catch {
+      const up = dirname(head);
+      if (up === head) return path;
+      tail.push(basename(head));
+      head = up;
+    }
+  }
+}
+
+/**
+ * Whether a process confined with `mounts` could have made `change`: whether it could write a
+ * file that holds it (a ref: its loose file, `packed-refs` or `reftable/` in the common git dir or
+ * the path remote, a bare one or a `.git` inside; `HEAD`; a metadata file itself). Pure but for
+ * realpath.
+ */
+export function sandboxCouldWrite(mounts: readonly SandboxMount[], before: Pick<RefSnapshot, 'commonDir' | 'remotes'>, change: RefChange): boolean {
+  const storage = (dir: string, name: string) => [join(dir, name), join(dir, 'packed-refs'), join(dir, 'reftable', 'tables.list')];
+  let paths: string[];
+  if (change.kind === 'file') paths = [isAbsolute(change.name) ? change.name : join(before.commonDir, change.name)];
+  else if (change.kind === 'head') paths = [join(before.commonDir, 'HEAD')];
+  else if (change.scope === 'local') paths = storage(before.commonDir, change.name);
+  else {
+    const remote = before.remotes.find((r) => `remote:${r.name}` === change.scope);
+    // A remote with no path on this machine was never listed: a change there cannot be seen here.
+    if (!remote?.path) return true;
+    paths = [...storage(remote.path, change.name), ...storage(join(remote.path, '.git'), change.name)];
+  }
+  return paths.some((p) => hostWritable(mounts, canonical(p)));
 }

@@ -37,7 +37,8 @@ import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { retryTransientGit } from './git-retry.js';
 import { resolveWorktreesDir, worktreesDirProblem } from './worktrees-dir.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
-import { beginPollyRefWrite, createRefGuard, describeChanges, diffSnapshots, recordPollyRefWrite } from './ref-guard.js';
+import { beginPollyRefWrite, createRefGuard, describeChanges, diffSnapshots, recordPollyRefWrite, sandboxCouldWrite } from './ref-guard.js';
+import { appliedMounts } from '../sandbox/sandbox-spec.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
 import { stageWorktree } from './nested-repos.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
@@ -552,7 +553,13 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       .replace(/\r?\n$/, '');
     await writeFile(logPath, `$ ${command}\n${all}\n[exit ${r.exitCode ?? 'none'}${r.timedOut ? ', timed out' : ''}]\n`);
     let refGuard: string | null = null;
-    const changes = diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [`refs/heads/polly/${id}`] });
+    const seen = diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [`refs/heads/polly/${id}`] });
+    // Confined: only what the sandbox could write is the command's; the rest was made outside it
+    // meanwhile (a person's commit on their branch) and is left as is (brain/task-tools/ref-guard-step.ts).
+    const mounts = box ? appliedMounts(box.spec, existsSync) : null;
+    const changes = mounts ? seen.filter((c) => sandboxCouldWrite(mounts, before, c)) : seen;
+    const outside = mounts ? seen.filter((c) => !sandboxCouldWrite(mounts, before, c)) : [];
+    if (outside.length > 0) journal('worktree.setup_outside_change', { id, command, changes: outside });
     if (changes.length > 0) {
       const report = await guard.restore(before, changes);
       const undone = report.failed.length === 0 ? 'all put back' : `put back except: ${report.failed.map((f) => `${f.change.name} (${f.reason})`).join('; ')}`;
