@@ -9,7 +9,8 @@
  * In-process worktree manager, real git in temp repositories (cheap: no agent CLI is needed, the
  * worker's files are written as the worker would write them).
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createGitRunner } from '../../workers/git/git.js';
@@ -59,5 +60,25 @@ describe('worktree removal cannot be blocked by a worker', () => {
     // A second remove of the same id finds no worktree: it backs up the branch tip and finishes.
     const again = await manager.remove({ id: 'dos1', reason: 'again' });
     expect(again).toMatchObject({ files: false, notes: [] });
+  });
+
+  it('a .gitattributes that makes git add fail (working-tree-encoding over bytes that are not UTF-16): the backup keeps the bytes, the removal finishes', async () => {
+    const repo = createTestRepo();
+    const manager = createWorktreeManager({ repoRoot: repo.dir, git: createGitRunner({ env: { GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' } }) });
+    const wt = await manager.create({ id: 'dos2' });
+    writeFileSync(join(wt.path, '.gitattributes'), 'bad.txt working-tree-encoding=UTF-16\n');
+    const bad = Buffer.from([0xff, 0xfe, 0x00, 0xd8]);
+    writeFileSync(join(wt.path, 'bad.txt'), bad);
+    writeFileSync(join(wt.path, 'work.txt'), 'the task work\n');
+    symlinkSync('work.txt', join(wt.path, 'link'));
+    // Polly's own commit of this worktree fails (the worker's own task), with git's reason.
+    await expect(manager.commitAll({ id: 'dos2', message: 'x' })).rejects.toThrow(/failed to encode 'bad.txt'/);
+    const removed = await manager.remove({ id: 'dos2', reason: 'task failed' });
+    expect(existsSync(wt.path)).toBe(false);
+    expect(removed.files).toBe(true);
+    expect(repo.git(['show', `${removed.ref}:work.txt`])).toBe('the task work');
+    expect(Buffer.from(execFileSync('git', ['cat-file', 'blob', `${removed.ref}:bad.txt`], { cwd: repo.dir }))).toEqual(bad);
+    expect(repo.git(['ls-tree', removed.ref, 'link'])).toMatch(/^120000 blob /);
+    expect(repo.git(['ls-tree', removed.ref, 'README.md'])).toMatch(/^100644 blob /);
   });
 });
