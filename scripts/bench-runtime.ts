@@ -8,25 +8,30 @@
  * before it returns). Each loop starts a new run (its START fires and the first order opens),
  * claims that order and reports it (`ok`, zero tickets: the run ends), so the live runs stay live
  * and the history grows by one finished run per loop. Live runs are customer-brief runs each
- * holding an open order, added to the same store between cases (100 → 1,000 → 10,000 → 100,000).
+ * holding an open order.
+ *
+ * Each live count has its own store, filled before any case is measured, and the cases of one
+ * concurrency are sampled in turns (100, 1,000, 10,000, 100,000 live, then again, `reps` times),
+ * so a change of load or of the disk's rate during the run falls on every case alike and the
+ * ratios compare samples taken seconds apart. (Measured one case after the other on one growing
+ * store, a shared disk moved the ratios by more than the store's own cost: one run showed 10,000
+ * live runs at 58% of 100 while 100,000 were at 80%.)
  *
  * Figures printed:
  * - fsync: fdatasync() calls per second on a 1-byte append in the bench directory (the disk's
  *   ceiling for one durable commit per step, without group commit);
- * - per case, measured `reps` times (default 3) in a row: the median steps/s with the slowest and
- *   fastest repetition, ms/step, the median CPU µs/step of this process (what the figures would be
- *   on an idle machine: a 2-core machine shared with other work gives the bench a fraction of a
- *   core; it does not depend on the disk), the steps per commit (group commit), and the disk's
- *   fdatasync/s measured just before the case. With 32 in flight a commit carries every step in
- *   flight, so steps/s is about 32 × the commits the disk allows (an LMDB commit is two
- *   fdatasyncs): one 2-second sample on a shared disk can be off by 2× (repeated at load ~20, one
- *   case ranged 533-1,030 steps/s), which is how one run showed 10,000 live runs at 58% of 100
- *   while 100,000 were at 80%; the CPU per step, which does not depend on the disk, shows the
+ * - per case, `reps` samples (default 3): the median steps/s with the slowest and fastest sample,
+ *   ms/step, the median CPU µs/step of this process (what the figures would be on an idle
+ *   machine: a 2-core machine shared with other work gives the bench a fraction of a core; it
+ *   does not depend on the disk), the steps per commit (group commit), and the disk's
+ *   fdatasync/s measured just before the concurrency's samples. With 32 in flight a commit
+ *   carries every step in flight, so steps/s is about 32 × the commits the disk allows (an LMDB
+ *   commit is two fdatasyncs); the CPU per step, which does not depend on the disk, shows the
  *   store's own cost; and the KiB this process handed to write() per commit (`wchar` of
  *   /proc/self/io, documented in the kernel's Documentation/filesystems/proc.rst; Linux only):
  *   LMDB writes back every page a commit copied, so this is the commit's pages × 4 KiB, the
  *   figure that showed runs keyed by hashed ids scattering a commit over twice the pages at
- *   100,000 live runs;
+ *   100,000 live runs, and then the one id index's new leaf per new run (lmdb-run-store.ts);
  * - memory store (in-process baseline, no disk) at 1,000 live runs, concurrency 32;
  * - polyflow's published figure: it reports about 1,200 steps/s (node:sqlite, WAL);
  * - the targets of issue 19 (≥ 5,000 at 1,000 live with 32 in flight; 100,000 live within 20% of
@@ -37,7 +42,7 @@ import { closeSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, 
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunRecord } from '../workflows/run/run-records.js';
-import { createLmdbRunStore } from '../workflows/run/lmdb-run-store.js';
+import { createLmdbRunStore, type LmdbRunStore } from '../workflows/run/lmdb-run-store.js';
 import { createMemoryRunStore } from '../workflows/run/memory-run-store.js';
 import type { RunStore } from '../workflows/run/run-store.js';
 import { orderIdFor, runIdFor } from '../workflows/run/run-identity.js';
@@ -163,22 +168,19 @@ function median(xs: number[]): number {
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-/** A case: `reps` samples in a row; prints the medians with the spread and the disk's rate just before. Returns the medians. */
-async function measure(name: string, store: RunStore, live: number, concurrency: number, commits?: () => number, onDisk = true): Promise<{ perSec: number; cpuUs: number }> {
-  const disk = onDisk ? fsyncRate(dir, 300) : null;
-  const samples: Sample[] = [];
-  for (let i = 0; i < reps; i++) samples.push(await sample(store, live, concurrency, commits));
+/** The medians of a case's samples, printed as one line: steps/s with the spread, ms/step, CPU/step, steps and KiB per commit. */
+function report(name: string, samples: Sample[], disk: number | null, onDisk = true): { perSec: number; cpuUs: number } {
   const perSec = median(samples.map((x) => x.perSec));
   const cpuUs = median(samples.map((x) => x.cpuUs));
   const rates = samples.map((x) => x.perSec);
   const kib = samples.every((x) => x.kibPerCommit !== null) && onDisk ? `, ${median(samples.map((x) => x.kibPerCommit!)).toFixed(0)} KiB written/commit` : '';
-  const shared = commits ? `, ${median(samples.map((x) => x.stepsPerCommit!)).toFixed(1)} steps/commit${kib}` : '';
+  const shared = samples.every((x) => x.stepsPerCommit !== null) ? `, ${median(samples.map((x) => x.stepsPerCommit!)).toFixed(1)} steps/commit${kib}` : '';
   process.stdout.write(
     `${name.padEnd(40)} ${perSec.toFixed(0).padStart(7)} steps/s [${Math.min(...rates).toFixed(0)}-${Math.max(...rates).toFixed(0)}]  ${median(samples.map((x) => x.msPerStep))
       .toFixed(3)
       .padStart(
         7,
-      )} ms/step  ${cpuUs.toFixed(0).padStart(5)} µs CPU/step  (${reps} × ${samples[0]!.steps}+ steps${shared}${disk === null ? '' : `; disk ${disk.toFixed(0)} fdatasync/s`}; load ${loadavg()[0]!.toFixed(1)})\n`,
+      )} ms/step  ${cpuUs.toFixed(0).padStart(5)} µs CPU/step  (${samples.length} × ${Math.min(...samples.map((x) => x.steps))}+ steps${shared}${disk === null ? '' : `; disk ${disk.toFixed(0)} fdatasync/s`}; load ${loadavg()[0]!.toFixed(1)})\n`,
   );
   return { perSec, cpuUs };
 }
@@ -187,28 +189,40 @@ const dir = mkdtempSync(join(tmpdir(), 'polly-bench-runtime-'));
 try {
   const fsyncs = fsyncRate(dir);
   process.stdout.write(
-    `runtime: start → claim → report on the LMDB run store, ${seconds}s per case; node ${process.version}, load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores\n`,
+    `runtime: start → claim → report on the LMDB run store, ${seconds}s per sample, ${reps} samples per case taken in turns; node ${process.version}, load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores\n`,
   );
   process.stdout.write(`${'disk: fdatasync/s (1-byte append)'.padEnd(40)} ${fsyncs.toFixed(0).padStart(7)} /s\n`);
   const base = await template();
   const memory = createMemoryRunStore();
   await addLive(memory, base, 0, 1000);
-  const mem = (await measure('memory store, 1,000 live, 32 in flight', memory, 1000, 32, () => memory.commits, false)).perSec;
+  const memSamples: Sample[] = [];
+  for (let i = 0; i < reps; i++) memSamples.push(await sample(memory, 1000, 32, () => memory.commits));
+  const mem = report('memory store, 1,000 live, 32 in flight', memSamples, null, false).perSec;
   await memory.close();
-  const store = createLmdbRunStore(join(dir, 'store'));
-  const results = new Map<string, { perSec: number; cpuUs: number }>();
-  let have = 0;
+  // One store per live count, so that every case can be sampled in turn (see the header).
+  const stores = new Map<number, LmdbRunStore>();
   for (const live of LIVE_STEPS) {
     const t0 = Date.now();
-    await addLive(store, base, have, live);
-    have = live;
+    const store = createLmdbRunStore(join(dir, `store-${live}`));
+    await addLive(store, base, 0, live);
+    stores.set(live, store);
     process.stdout.write(
-      `  (added live runs up to ${live.toLocaleString('en')} in ${((Date.now() - t0) / 1000).toFixed(1)} s; rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB)\n`,
+      `  (a store with ${live.toLocaleString('en')} live runs made in ${((Date.now() - t0) / 1000).toFixed(1)} s; rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB)\n`,
     );
-    for (const c of CONCURRENCY)
-      results.set(`${live}/${c}`, await measure(`lmdb, ${live.toLocaleString('en').padStart(7)} live, ${String(c).padStart(2)} in flight`, store, live, c, () => store.commits));
   }
-  await store.close();
+  const results = new Map<string, { perSec: number; cpuUs: number }>();
+  for (const c of CONCURRENCY) {
+    const disk = fsyncRate(dir, 300);
+    const samples = new Map<number, Sample[]>(LIVE_STEPS.map((live) => [live, []]));
+    for (let i = 0; i < reps; i++)
+      for (const live of LIVE_STEPS) {
+        const store = stores.get(live)!;
+        samples.get(live)!.push(await sample(store, live, c, () => store.commits));
+      }
+    for (const live of LIVE_STEPS)
+      results.set(`${live}/${c}`, report(`lmdb, ${live.toLocaleString('en').padStart(7)} live, ${String(c).padStart(2)} in flight`, samples.get(live)!, disk));
+  }
+  for (const store of stores.values()) await store.close();
   process.stdout.write(`${"seed's claim (polyflow, node:sqlite)".padEnd(40)} ${`~${SEED_CLAIM.toLocaleString('en')}`.padStart(7)} steps/s\n`);
   const at1k = results.get('1000/32')!.perSec;
   const at100 = results.get('100/32')!.perSec;
