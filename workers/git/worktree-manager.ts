@@ -786,12 +786,12 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
           if (r !== null || existsSync(entry.path)) {
             // fs.rm unlinks a symlink, never follows it: nothing outside the worktree is touched.
             await rm(entry.path, { recursive: true, force: true });
+            // A locked registration is not pruned; the directory is gone, so the lock guards nothing.
+            await tryGit(['worktree', 'unlock', entry.path], info.root);
+            await admin(['worktree', 'prune'], { cwd: info.root });
             notes.push(`git worktree remove failed (${r ?? 'the directory was left'}); Polly deleted ${entry.path} itself and pruned its registration`);
           }
-        }
-        if (entry) {
-          // A locked registration is not pruned; the directory is gone, so the lock guards nothing.
-          await tryGit(['worktree', 'unlock', entry.path], info.root);
+        } else if (entry) {
           await admin(['worktree', 'prune'], { cwd: info.root });
         }
       });
