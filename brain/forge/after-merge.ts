@@ -88,8 +88,11 @@ export async function watchMerges(input: WatchMergesInput): Promise<WatchMergesR
       tx.emit('task.merged', { taskId: t.id, number: pr.number, mergeCommit: info.mergeCommitSha });
     });
     let backupRef: string | null = null;
+    let removalNotes: string[] = [];
     try {
-      backupRef = (await input.worktrees.remove({ id: task.id, reason: `PR #${pr.number} merged` })).ref;
+      const removed = await input.worktrees.remove({ id: task.id, reason: `PR #${pr.number} merged` });
+      backupRef = removed.ref;
+      removalNotes = removed.notes ?? [];
     } catch (error) {
       if (!(isPollyError(error) && error.code === 'not_found')) {
         report.errors.push({ taskId: task.id, message: `removing the worktree of ${task.id} failed: ${isPollyError(error) ? error.message : String(error)}` });
@@ -103,7 +106,7 @@ export async function watchMerges(input: WatchMergesInput): Promise<WatchMergesR
       transitionTask(t, 'done', { at: now().toISOString() });
       tx.emit('task.done', { taskId: t.id, number: pr.number, backupRef });
     });
-    input.progress?.(`${task.id}: PR #${pr.number} merged by a human; worktree removed (backup ${backupRef ?? 'none'})`);
+    input.progress?.(`${task.id}: PR #${pr.number} merged by a human; worktree removed (backup ${backupRef ?? 'none'})${removalNotes.map((n) => `; ${n}`).join('')}`);
     report.done.push({ taskId: task.id, number: pr.number, mergeCommitSha: info.mergeCommitSha, backupRef });
   }
   return report;

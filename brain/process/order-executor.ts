@@ -408,7 +408,7 @@ export async function runReadOnlyTask(
           },
         },
       ),
-    { allowLocal: [] },
+    { allowLocal: [], confinement: (r) => r.sandboxMounts },
   );
   const stop = watch.stopped();
   await deps.store.update((draft, tx) => {

@@ -169,7 +169,10 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
         );
       const decisions = join(ctx.repoRoot, GATE_DECISIONS_FILE);
       const mark = decisionLogMark(decisions);
-      const guarded = await withRefGuard(ctx, `the ${reviewer} review turn`, () => turn(sandbox.prompt, order.id, null), { allowLocal: [] });
+      const guarded = await withRefGuard(ctx, `the ${reviewer} review turn`, () => turn(sandbox.prompt, order.id, null), {
+        allowLocal: [],
+        confinement: (r) => r.sandboxMounts,
+      });
       if (guarded.violation) return guardFailure(guarded.violation);
       if (stopped) return parkForBudget(ctx, stopped, { workerId: guarded.value.workerId });
       const first = guarded.value;
@@ -184,6 +187,7 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
         const retryMark = decisionLogMark(decisions);
         const retried = await withRefGuard(ctx, `the ${reviewer} review turn (JSON retry)`, () => turn(JSON_RETRY_PROMPT(why), `${order.id}#json-retry`, first.sessionId), {
           allowLocal: [],
+          confinement: (r) => r.sandboxMounts,
         });
         if (retried.violation) return guardFailure(retried.violation);
         if (stopped) return parkForBudget(ctx, stopped, { workerId: retried.value.workerId });

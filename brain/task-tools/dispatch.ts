@@ -300,8 +300,11 @@ export const dispatch: TaskTool = async (ctx) => {
   if (spentAlready) return parkForBudget({ ...ctx, task }, spentAlready);
   ctx.progress(`${task.id}: ${task.worker} starts in ${task.worktree}`);
   const request = implementTurn(ctx, task, implementPrompt(task, ctx.config.acceptance.commands), null, env);
-  const { value: result, violation } = await withRefGuard({ ...ctx, task }, `the ${task.worker} implementer turn`, () =>
-    ctx.supervisor.runTurn(request, { signal: watch.signal, onEvent: (e) => progressAndWatch(ctx, task.id, watch, e) }),
+  const { value: result, violation } = await withRefGuard(
+    { ...ctx, task },
+    `the ${task.worker} implementer turn`,
+    () => ctx.supervisor.runTurn(request, { signal: watch.signal, onEvent: (e) => progressAndWatch(ctx, task.id, watch, e) }),
+    { confinement: (r) => r.sandboxMounts },
   );
   const stop = watch.stopped();
   const outcome = await recordTurn(ctx, result, 'dispatch', stop);

@@ -10,6 +10,16 @@
  *
  * Works with or without a sandbox: it reads git, not the agent's words.
  *
+ * **Only what the step could do counts.** When the step ran in Polly's sandbox (the caller passes
+ * the mounts it ran with, `confinement`), a change the sandbox could not have written — the common
+ * git dir, a path remote and the worktree's `.git` file are read-only inside it
+ * (workers/git/git-policy.ts) — was made outside it while the step ran: a person committing on their
+ * own branch in the main checkout, another program. It is journaled as `guard.outside_change`
+ * `{taskId, orderId, step, changes}` and shown, but never put back and never fails the task (a
+ * person's commit on `main` used to be reset and the task failed). Without a sandbox
+ * (`workers.allow_unconfined`), a worker's write and a person's cannot be told apart: every change
+ * is put back (the overwritten value kept under `refs/polly/quarantine/`) and fails the task.
+ *
  * **Across a Brain crash.** The snapshot taken before a step is kept in
  * `.polly/guard/turns/<task id>-<hash of order id and step>.json` (written atomically, fsynced)
  * until the step has been compared. A Brain restarted after a crash (or a stop) that adopts the
@@ -21,8 +31,18 @@
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import type { SandboxMount } from '../../workers/sandbox/sandbox-spec.js';
 import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
-import { createRefGuard, describeChanges, diffSnapshots, persistedPollyRefWrites, type RefChange, type RefSnapshot, type RestoreReport } from '../../workers/git/ref-guard.js';
+import {
+  createRefGuard,
+  describeChanges,
+  diffSnapshots,
+  persistedPollyRefWrites,
+  sandboxCouldWrite,
+  type RefChange,
+  type RefSnapshot,
+  type RestoreReport,
+} from '../../workers/git/ref-guard.js';
 import type { TaskToolContext, TaskToolOutcome } from './types.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 
@@ -35,10 +55,17 @@ export interface GuardViolation {
   reason: string;
 }
 
-export interface RefGuardStepOptions {
+export interface RefGuardStepOptions<T = unknown> {
   git?: GitRunner;
   /** Local refs the step may move. Default: the task's own branch. */
   allowLocal?: readonly string[];
+  /**
+   * The mounts the step's processes ran with in Polly's sandbox (workers/sandbox/sandbox-spec.ts
+   * `appliedMounts`), read from its value; null or undefined: unconfined (or not known), so any
+   * change may be the step's. With mounts, only a change the sandbox could write counts (see the
+   * module doc).
+   */
+  confinement?: (value: T) => readonly SandboxMount[] | null | undefined;
 }
 
 /** What {@link withRefGuard} needs of a tool context (the Brain's read-only task runner passes the same). */
@@ -58,7 +85,7 @@ export async function withRefGuard<T>(
   ctx: RefGuardContext,
   label: string,
   step: () => Promise<T>,
-  options: RefGuardStepOptions = {},
+  options: RefGuardStepOptions<T> = {},
 ): Promise<{ value: T; violation: GuardViolation | null }> {
   const guard = createRefGuard({ git: options.git ?? createGitRunner(), repoRoot: ctx.repoRoot });
   const file = stepSnapshotFile(ctx.repoRoot, ctx.task.id, ctx.order.id, label);
@@ -71,7 +98,18 @@ export async function withRefGuard<T>(
   const allowLocal = options.allowLocal ?? [`refs/heads/${ctx.task.branch ?? `polly/${ctx.task.id}`}`];
   // Taken by an earlier Brain: what that Brain wrote is excused by the ledger it kept on disk.
   const pollyWrites = kept ? persistedPollyRefWrites(ctx.repoRoot, Date.parse(before.takenAt)) : [];
-  const changes = diffSnapshots(before, after, { allowLocal, pollyWrites });
+  const all = diffSnapshots(before, after, { allowLocal, pollyWrites });
+  const mounts = options.confinement?.(value) ?? null;
+  const changes = mounts ? all.filter((c) => sandboxCouldWrite(mounts, before, c)) : all;
+  const outside = mounts ? all.filter((c) => !sandboxCouldWrite(mounts, before, c)) : [];
+  if (outside.length > 0) {
+    // Made outside the sandbox while the step ran (a person's commit on their branch, another
+    // program): not the worker's, so neither put back nor held against the task.
+    await ctx.store.update((_draft, tx) => {
+      tx.emit('guard.outside_change', { taskId: ctx.task.id, orderId: ctx.order.id, step: label, changes: outside });
+    });
+    ctx.progress(`${ctx.task.id}: during ${label}, outside the sandbox (not the worker's; left as is): ${describeChanges(outside)}`);
+  }
   if (changes.length === 0) {
     rmSync(file, { force: true });
     return { value, violation: null };

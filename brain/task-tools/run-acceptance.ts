@@ -44,6 +44,7 @@ import { refusalLines, sandboxRefusalFailure } from './sandbox-refusals.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import { readFileBelow } from '../../workers/agents/state-dir-files.js';
 import { join } from 'node:path';
+import { appliedMounts } from '../../workers/sandbox/sandbox-spec.js';
 import { mergeHead, unmergedFiles } from './integrate-base.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 
@@ -249,11 +250,17 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   const {
     value: { outcome, found },
     violation,
-  } = await withRefGuard(ctx, 'acceptance', async () => {
-    const run = { cwd: task.worktree!, env: confinement.env, sandbox: confinement.sandbox, ...(ctx.signal ? { signal: ctx.signal } : {}) };
-    const outcome = await runAcceptance({ ...run, commands, timeoutSeconds: ctx.config.acceptance.timeout });
-    return { outcome, found: outcome.green ? null : await cannotRun(outcome.results, run) };
-  });
+  } = await withRefGuard(
+    ctx,
+    'acceptance',
+    async () => {
+      const run = { cwd: task.worktree!, env: confinement.env, sandbox: confinement.sandbox, ...(ctx.signal ? { signal: ctx.signal } : {}) };
+      const outcome = await runAcceptance({ ...run, commands, timeoutSeconds: ctx.config.acceptance.timeout });
+      return { outcome, found: outcome.green ? null : await cannotRun(outcome.results, run) };
+    },
+    // The acceptance commands ran with the sandbox's mounts (none when unconfined).
+    { confinement: () => (confinement.sandbox ? appliedMounts(confinement.sandbox.spec, existsSync) : null) },
+  );
   // A ref moved while the checks ran (a worker-written test, unconfined or through a hole): nothing
   // is committed, the task fails.
   if (violation) return guardFailure(violation);

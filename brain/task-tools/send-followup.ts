@@ -51,8 +51,11 @@ export const sendFollowup: TaskTool = async (ctx) => {
   if (spentAlready) return parkForBudget(ctx, spentAlready);
   ctx.progress(`${task.id}: feedback to ${task.worker} (session ${task.sessionId})`);
   const request = implementTurn(ctx, task, followupPrompt(task, feedback), task.sessionId);
-  const { value: result, violation } = await withRefGuard(ctx, `the ${task.worker} follow-up turn`, () =>
-    ctx.supervisor.runTurn(request, { signal: watch.signal, onEvent: (e) => progressAndWatch(ctx, task.id, watch, e) }),
+  const { value: result, violation } = await withRefGuard(
+    ctx,
+    `the ${task.worker} follow-up turn`,
+    () => ctx.supervisor.runTurn(request, { signal: watch.signal, onEvent: (e) => progressAndWatch(ctx, task.id, watch, e) }),
+    { confinement: (r) => r.sandboxMounts },
   );
   const stop = watch.stopped();
   const outcome = await recordTurn(ctx, result, 'send_followup', stop);

@@ -3,7 +3,7 @@
  * sandbox can do to refs and git metadata is done with plain git; the guard lists exactly that,
  * ignores the task's own branch and Polly's own writes, and puts everything back.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createGitRunner } from '../../workers/git/git.js';
@@ -13,10 +13,15 @@ import {
   describeChanges,
   diffSnapshots,
   localRemotePath,
+  NOT_A_FILE,
   persistedPollyRefWrites,
   pollyRefWritesFile,
   recordPollyRefWrite,
+  sandboxCouldWrite,
+  type RefChange,
 } from '../../workers/git/ref-guard.js';
+import { agentSandboxSpec } from '../../workers/sandbox/sandbox-profiles.js';
+import { appliedMounts, hostWritable } from '../../workers/sandbox/sandbox-spec.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
 import { createTestRepo, git } from '../helpers/git-repo.js';
 
@@ -88,6 +93,92 @@ describe('ref guard', () => {
     // After restoring, nothing differs from the first snapshot but the allowed branch and the quarantine.
     const again = diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: ['refs/heads/polly/g1'] });
     expect(again.filter((c) => !c.name.startsWith('refs/polly/quarantine/'))).toEqual([]);
+  });
+
+  it('follows no symlink a worker planted in the git metadata: reads none, writes through none, restores regular files with their modes', async () => {
+    const repo = createTestRepo();
+    const runner = createGitRunner({ env: ISOLATED });
+    const wt = await createWorktreeManager({ repoRoot: repo.dir, git: runner }).create({ id: 'sl', baseBranch: 'main' });
+    const hooks = join(repo.dir, '.git', 'hooks');
+    writeFileSync(join(hooks, 'post-commit'), '#!/bin/sh\necho the user hook\n');
+    chmodSync(join(hooks, 'post-commit'), 0o755);
+    const guard = createRefGuard({ git: runner, repoRoot: repo.dir });
+    const before = await guard.snapshot();
+    // Files outside the git dir that a worker would have Polly read or overwrite.
+    const victim = join(repo.root, 'victim.txt');
+    writeFileSync(victim, 'a secret the guard must not read\n');
+    const gitFile0 = readFileSync(join(wt.path, '.git'), 'utf8');
+    // The attack (as a worker without the sandbox could): the user's hook, a new hook and the
+    // worktree's `.git` file become symlinks to the victim.
+    rmSync(join(hooks, 'post-commit'));
+    symlinkSync(victim, join(hooks, 'post-commit'));
+    symlinkSync(victim, join(hooks, 'pre-push'));
+    rmSync(join(wt.path, '.git'));
+    symlinkSync(victim, join(wt.path, '.git'));
+
+    const after = await guard.snapshot(before.remotes);
+    // The victim's content is in no snapshot: a symlink is recorded as one, never read through.
+    expect(JSON.stringify(after)).not.toContain(Buffer.from(readFileSync(victim)).toString('base64'));
+    expect(after.files['hooks/post-commit']).toBe(`${NOT_A_FILE}symlink`);
+    const changes = diffSnapshots(before, after, { allowLocal: ['refs/heads/polly/sl'] });
+    expect(changes.map((c) => `${c.name} ${c.old === null ? 'created' : 'changed'}`).sort()).toEqual(
+      [`${join(wt.path, '.git')} changed`, 'hooks/post-commit changed', 'hooks/pre-push created'].sort(),
+    );
+    const report = await guard.restore(before, changes);
+    expect(report.failed).toEqual([]);
+    // Nothing was written through a link: the victim is as it was; the links are gone.
+    expect(readFileSync(victim, 'utf8')).toBe('a secret the guard must not read\n');
+    expect(lstatSync(join(hooks, 'post-commit')).isFile()).toBe(true);
+    expect(readFileSync(join(hooks, 'post-commit'), 'utf8')).toBe('#!/bin/sh\necho the user hook\n');
+    expect(lstatSync(join(hooks, 'post-commit')).mode & 0o777).toBe(0o755);
+    expect(existsSync(join(hooks, 'pre-push'))).toBe(false);
+    expect(lstatSync(join(wt.path, '.git')).isFile()).toBe(true);
+    expect(readFileSync(join(wt.path, '.git'), 'utf8')).toBe(gitFile0);
+
+    // The whole hooks directory swapped for a link to a directory of the worker's.
+    const theirs = join(repo.root, 'their-hooks');
+    mkdirSync(theirs);
+    writeFileSync(join(theirs, 'post-commit'), '#!/bin/sh\necho theirs\n');
+    renameSync(hooks, join(repo.root, 'hooks-moved-away'));
+    symlinkSync(theirs, hooks);
+    const swapped = diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: ['refs/heads/polly/sl'] });
+    expect(swapped.map((c) => c.name)).toContain('hooks');
+    expect((await guard.restore(before, swapped)).failed).toEqual([]);
+    expect(lstatSync(hooks).isDirectory()).toBe(true);
+    expect(readFileSync(join(hooks, 'post-commit'), 'utf8')).toBe('#!/bin/sh\necho the user hook\n');
+    expect(readFileSync(join(theirs, 'post-commit'), 'utf8')).toBe('#!/bin/sh\necho theirs\n');
+    expect(diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: ['refs/heads/polly/sl'] })).toEqual([]);
+  });
+
+  it("counts only what the sandbox could write: the repository's refs, metadata and path remote are read-only in an implementer's sandbox", () => {
+    const repo = createTestRepo();
+    const commonDir = join(repo.dir, '.git');
+    const worktree = join(repo.dir, '.worktrees', 'cw');
+    mkdirSync(worktree, { recursive: true });
+    const spec = agentSandboxSpec({
+      repoRoot: repo.dir,
+      cwd: worktree,
+      writableCwd: true,
+      agentStateDir: join(repo.root, 'state'),
+      gateDir: join(repo.root, 'state', 'gate'),
+      writableFiles: [],
+      endpoints: [],
+      realHome: join(repo.root, 'home'),
+    });
+    const mounts = appliedMounts(spec, () => true);
+    const before = { commonDir, remotes: [{ name: 'origin', url: repo.remote, path: repo.remote, refs: {}, skipped: null }] };
+    const ref = (name: string, scope: RefChange['scope'] = 'local'): RefChange => ({ kind: 'ref', scope, name, old: null, new: 'x' });
+    expect(sandboxCouldWrite(mounts, before, ref('refs/heads/main'))).toBe(false);
+    expect(sandboxCouldWrite(mounts, before, ref('refs/heads/main', 'remote:origin'))).toBe(false);
+    expect(sandboxCouldWrite(mounts, before, { kind: 'file', scope: 'local', name: 'hooks/pre-push', old: null, new: 'x' })).toBe(false);
+    expect(sandboxCouldWrite(mounts, before, { kind: 'file', scope: 'local', name: join(worktree, '.git'), old: 'a', new: 'b' })).toBe(false);
+    expect(sandboxCouldWrite(mounts, before, { kind: 'head', scope: 'local', name: 'HEAD', old: 'a', new: 'b' })).toBe(false);
+    // What it can write: its worktree (not the `.git` file in it); and a git dir made writable is counted.
+    expect(hostWritable(mounts, join(worktree, 'src', 'a.ts'))).toBe(true);
+    expect(hostWritable(mounts, join(repo.dir, 'README.md'))).toBe(false);
+    expect(sandboxCouldWrite([...mounts, { kind: 'rw', path: commonDir }], before, ref('refs/heads/main'))).toBe(true);
+    // A network remote was never listed: a change there is never excused.
+    expect(sandboxCouldWrite(mounts, { commonDir, remotes: [] }, ref('refs/heads/main', 'remote:gh'))).toBe(true);
   });
 
   it("does not count Polly's own writes to a sibling task's refs (parallel tasks), but does count a worker's", async () => {

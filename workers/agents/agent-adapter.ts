@@ -4,7 +4,7 @@
  * emits into {@link AgentEvent}s. Worker state comes from these streams, never from screen text.
  */
 import type { Harness } from '../../brain/core/vocabulary.js';
-import type { SandboxSpec } from '../sandbox/sandbox-spec.js';
+import type { SandboxMount, SandboxSpec } from '../sandbox/sandbox-spec.js';
 
 /** Polly's OS sandbox for one run: the bwrap executable (from a successful probe) and what the run may see. */
 export interface AgentSandbox {
@@ -117,6 +117,13 @@ export interface AgentRunResult {
    * could not start): the warning the worker runner printed. Absent or null when it ran confined.
    */
   unconfined?: string | null;
+  /**
+   * The mounts the agent ran with in Polly's sandbox (workers/sandbox/sandbox-spec.ts
+   * `appliedMounts`): what it could write on the host. The ref guard counts only a change it could
+   * have made (brain/task-tools/ref-guard-step.ts). Absent or null: no sandbox (unconfined), or
+   * the runner failed before it decided; then anything may be the agent's.
+   */
+  sandboxMounts?: SandboxMount[] | null;
 }
 
 /** A started agent process. */

@@ -13,7 +13,7 @@
  * open(2): https://man7.org/linux/man-pages/man2/open.2.html
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, isAbsolute, relative, sep } from 'node:path';
 
 /** Whether `path` is `root` or below it (lexically). Pure. */
@@ -51,15 +51,19 @@ export function ensureDirBelow(root: string, dir: string): void {
 /**
  * Write `data` to `path` (below `root`) without following any symlink the worker planted: the
  * directories are checked ({@link ensureDirBelow}), the data goes to a fresh, unguessable temp name
- * opened `O_CREAT | O_EXCL | O_NOFOLLOW`, which is then renamed over `path`.
+ * opened `O_CREAT | O_EXCL | O_NOFOLLOW`, which is then renamed over `path`. `data`: text (UTF-8)
+ * or bytes; `mode`: the file's permission bits (default 0o600), set on the open descriptor.
  * @throws Error when `path` is not below `root`, or the file system refuses the write.
  */
-export function writeFileBelow(root: string, path: string, data: string): void {
+export function writeFileBelow(root: string, path: string, data: string | Uint8Array, mode = 0o600): void {
   ensureDirBelow(root, dirname(path));
   const tmp = `${path}.${process.pid}.${randomBytes(8).toString('hex')}.tmp`;
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {
-    writeSync(fd, data);
+    if (typeof data === 'string') writeSync(fd, data);
+    else writeSync(fd, data);
+    // On the descriptor, before the rename: never a chmod through a path.
+    if (mode !== 0o600) fchmodSync(fd, mode);
   } finally {
     closeSync(fd);
   }

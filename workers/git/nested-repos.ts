@@ -22,7 +22,9 @@
  *   worker may do is lost; a repository it made stays in its worktree, uncommitted, and is named in
  *   the result.
  */
-import type { GitRunner } from './git.js';
+import { lstatSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { firstLine, type GitRunner } from './git.js';
 
 /** The nested repositories of a worktree, repository-relative, without a trailing slash. */
 export interface NestedRepos {
@@ -74,5 +76,54 @@ export async function stageWorktree(git: GitRunner, cwd: string, env: Record<str
   // thousands of nested repos would otherwise overflow the argument list (E2BIG) and block the commit.
   const pathspecs = [':/', ...nestedRepoExcludes(nested)];
   await git.run(['add', '--all', '--pathspec-from-file=-', '--pathspec-file-nul'], { cwd, env, input: `${pathspecs.join('\0')}\0` });
+  return nested;
+}
+
+/**
+ * Stage the worktree at `cwd` into the index named by `env.GIT_INDEX_FILE` (a temporary copy)
+ * byte for byte, with no attribute applied: each file's bytes as they are on disk
+ * (`git hash-object -w --no-filters`), each symlink's target (mode 120000), the execute bit kept,
+ * tracked files that are gone removed, nested repositories left out as in {@link stageWorktree}.
+ *
+ * For a backup when {@link stageWorktree} fails: `git add` applies the worktree's own
+ * `.gitattributes`, and a worker can make it fail on purpose (`working-tree-encoding=UTF-16` on
+ * bytes that are not UTF-16: "failed to encode … from UTF-16 to UTF-8"; gitattributes(5)), which
+ * blocked the backup and with it the removal of the worktree. Index lines per git-update-index(1)
+ * "USING --INDEX-INFO" (`<mode> SP <sha1> TAB <path>`, `-z`: NUL-terminated).
+ * @returns the nested repositories left out.
+ * @throws PollyError `git_failed` when git cannot list or hash the files.
+ */
+export async function stageWorktreeRaw(git: GitRunner, cwd: string, env: Record<string, string>): Promise<NestedRepos> {
+  const nested = await listNestedRepos(git, cwd, env);
+  const skip = [...nested.gitlinks, ...nested.untracked];
+  const listed = await git.run(['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd, env });
+  const paths = [...new Set(listed.stdout.split('\0').filter((p) => p && !p.endsWith('/')))].filter((p) => !skip.some((n) => p === n || p.startsWith(`${n}/`)));
+  const lines: string[] = [];
+  // Regular files in one `hash-object --stdin-paths` (one path a line, C-quoted when it starts with
+  // a double quote); a name holding a newline or starting with a quote alone.
+  const batch: Array<{ p: string; mode: string }> = [];
+  for (const p of paths) {
+    let st: ReturnType<typeof lstatSync>;
+    try {
+      st = lstatSync(join(cwd, p));
+    } catch {
+      lines.push(`0 ${'0'.repeat(40)}\t${p}`); // gone: out of the index
+      continue;
+    }
+    if (st.isSymbolicLink()) {
+      const oid = firstLine(await git.run(['hash-object', '-w', '--stdin'], { cwd, env, input: readlinkSync(join(cwd, p)) }));
+      lines.push(`120000 ${oid}\t${p}`);
+    } else if (st.isFile()) {
+      const mode = st.mode & 0o111 ? '100755' : '100644';
+      if (!p.includes('\n') && !p.startsWith('"')) batch.push({ p, mode });
+      else lines.push(`${mode} ${firstLine(await git.run(['hash-object', '-w', '--no-filters', '--', p], { cwd, env }))}\t${p}`);
+    }
+  }
+  if (batch.length > 0) {
+    const r = await git.run(['hash-object', '-w', '--no-filters', '--stdin-paths'], { cwd, env, input: batch.map((b) => `${b.p}\n`).join('') });
+    const oids = r.stdout.split('\n').filter(Boolean);
+    batch.forEach((b, i) => lines.push(`${b.mode} ${oids[i]}\t${b.p}`));
+  }
+  if (lines.length > 0) await git.run(['update-index', '-z', '--index-info'], { cwd, env, input: `${lines.join('\0')}\0` });
   return nested;
 }

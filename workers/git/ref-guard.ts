@@ -21,16 +21,19 @@
  * branch) and minus what Polly itself wrote in the meantime ({@link recordPollyRefWrite}: parallel
  * tasks commit, back up and push their own refs while another task's turn runs). The guard's
  * `restore` puts the old values back (local refs with `update-ref <ref> <old> <new>`, a compare-and-
- * swap; remote refs in the remote repository the same way; files rewritten or deleted), after
+ * swap; remote refs in the remote repository the same way; files rewritten or deleted, never
+ * through a symlink: files are read `O_NOFOLLOW` and put back by temp file + rename), after
  * keeping every value it overwrites under `refs/polly/quarantine/<stamp>/…` so nothing is lost
  * (the user may have committed on `main` during the turn: the commit stays reachable there).
  *
  * Cost: two `for-each-ref` calls per snapshot plus a few small file reads (measured on a repository
  * with 1,000 refs: see `npm run bench -- ref-guard`).
  */
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { appendFileSync, existsSync, lstatSync, type Stats, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readRegularFile, writeFileBelow } from '../agents/state-dir-files.js';
+import { hostWritable, type SandboxMount } from '../sandbox/sandbox-spec.js';
 import { firstLine, type GitRunner } from './git.js';
 
 /** Where a ref lives: the repository itself, or the repository of a path remote. */
@@ -56,8 +59,15 @@ export interface RefSnapshot {
   /** What the main checkout's HEAD is: `ref: refs/heads/main` or an object id. */
   head: string;
   remotes: RemoteSnapshot[];
-  /** Path relative to the common git dir → base64 content. */
+  /**
+   * Path relative to the common git dir (or a worktree's absolute `.git` file) → base64 content;
+   * something that is not a regular file there (a symlink, a FIFO, a directory: never followed nor
+   * read) is recorded as {@link NOT_A_FILE} followed by its kind, so replacing a file by a symlink
+   * counts as a change.
+   */
   files: Record<string, string>;
+  /** The permission bits (`mode & 0o7777`) of each regular file in `files` (hooks keep their execute bit on restore). Absent in snapshots written before it existed. */
+  modes?: Record<string, number>;
   /** Absolute common git dir the snapshot was taken of. */
   commonDir: string;
 }
@@ -348,44 +358,55 @@ export function createRefGuard(options: RefGuardOptions): RefGuard {
     return out;
   }
 
-  function readFiles(dir: string): Record<string, string> {
+  /**
+   * The metadata files of the common git dir `dir` (see the module doc). Nothing is followed: a
+   * file is opened `O_NOFOLLOW` (state-dir-files.ts `readRegularFile`), a `hooks/` or
+   * `worktrees/<name>/` that is not a real directory is recorded, not listed through, and a
+   * non-regular file is recorded by its kind ({@link NOT_A_FILE}).
+   */
+  function readFiles(dir: string): { files: Record<string, string>; modes: Record<string, number> } {
     const files: Record<string, string> = {};
-    const add = (rel: string) => {
-      const p = join(dir, rel);
-      try {
-        if (statSync(p).isFile()) files[rel] = readFileSync(p).toString('base64');
-      } catch {
-        // absent
+    const modes: Record<string, number> = {};
+    const add = (key: string, p: string) => {
+      const st = lstatOrNull(p);
+      if (!st) return;
+      const bytes = st.isFile() ? readRegularFile(p) : null;
+      if (bytes === null) files[key] = `${NOT_A_FILE}${kindOf(st)}`;
+      else {
+        files[key] = bytes.toString('base64');
+        modes[key] = st.mode & 0o7777;
       }
     };
-    add('config');
+    add('config', join(dir, 'config'));
     for (const sub of ['hooks', 'worktrees']) {
       const d = join(dir, sub);
-      if (!existsSync(d)) continue;
+      const st = lstatOrNull(d);
+      if (!st) continue;
+      if (!st.isDirectory()) {
+        add(sub, d);
+        continue;
+      }
       for (const name of readdirSync(d).sort()) {
-        if (sub === 'hooks') add(`hooks/${name}`);
+        if (sub === 'hooks') add(`hooks/${name}`, join(d, name));
         else {
-          add(`worktrees/${name}/config.worktree`);
+          add(`worktrees/${name}/config.worktree`, join(d, name, 'config.worktree'));
           // The worktree's `.git` file (`gitdir: …`), which lives in the writable worktree: a
           // worker pointing it at a git dir of its own would have Polly's `git add` run that
           // dir's config (filters, …). Keyed by its absolute path.
-          try {
-            const gitFile = readFileSync(join(d, name, 'gitdir'), 'utf8').trim();
-            if (isAbsolute(gitFile) && statSync(gitFile).isFile()) files[gitFile] = readFileSync(gitFile).toString('base64');
-          } catch {
-            // no gitdir file, or the worktree is gone
-          }
+          const gitdir = readRegularFile(join(d, name, 'gitdir'));
+          const gitFile = gitdir?.toString('utf8').trim() ?? '';
+          if (isAbsolute(gitFile)) add(gitFile, gitFile);
         }
       }
     }
-    return files;
+    return { files, modes };
   }
 
   return {
     async snapshot(knownRemotes) {
       const takenAt = clock.now().toISOString();
       const dir = await commonDir();
-      const files = readFiles(dir);
+      const { files, modes } = readFiles(dir);
       // The local listing and each remote's run in parallel (one git process each).
       const [local, remotes] = await Promise.all([
         listRefs(repoRoot),
@@ -402,24 +423,27 @@ export function createRefGuard(options: RefGuardOptions): RefGuard {
         })(),
       ]);
       for (const name of Object.keys(local)) if (name.startsWith('refs/remotes/')) delete local[name];
-      const headFile = join(dir, 'HEAD');
-      const head = existsSync(headFile) ? readFileSync(headFile, 'utf8').trim() : '';
-      return { takenAt, local, head, remotes, files, commonDir: dir };
+      const head = readRegularFile(join(dir, 'HEAD'))?.toString('utf8').trim() ?? '';
+      return { takenAt, local, head, remotes, files, modes, commonDir: dir };
     },
 
     async restore(before, changes) {
       const report: RestoreReport = { restored: [], failed: [], quarantined: [] };
       const stamp = clock.now().toISOString().replace(/[-:.]/g, '');
       // Files first: later git calls then run with the trusted config and hooks.
-      for (const c of changes.filter((x) => x.kind === 'file')) {
+      // Removals before rewrites: a planted `hooks` link goes before the hooks below it are put back.
+      const fileChanges = changes.filter((x) => x.kind === 'file');
+      const absentBefore = (x: RefChange) => before.files[x.name] === undefined;
+      for (const c of [...fileChanges.filter(absentBefore), ...fileChanges.filter((x) => !absentBefore(x))]) {
+        // The directory Polly trusts for this file: the common git dir (read-only in the sandbox),
+        // or, for a worktree's `.git` file, the worktree (a bind mount the worker cannot replace).
+        const root = isAbsolute(c.name) ? dirname(c.name) : before.commonDir;
         const p = isAbsolute(c.name) ? c.name : join(before.commonDir, c.name);
         try {
           const old = before.files[c.name];
-          if (old === undefined) rmSync(p, { force: true });
-          else {
-            mkdirSync(dirname(p), { recursive: true });
-            writeFileSync(p, Buffer.from(old, 'base64'));
-          }
+          if (old === undefined) rmSync(p, { force: true, recursive: true });
+          else if (old.startsWith(NOT_A_FILE)) throw new Error(`it was no regular file before (${old.slice(NOT_A_FILE.length)}); Polly does not recreate it`);
+          else restoreFile(root, p, Buffer.from(old, 'base64'), before.modes?.[c.name]);
           report.restored.push(c);
         } catch (error) {
           report.failed.push({ change: c, reason: (error as Error).message });
@@ -459,4 +483,72 @@ export function createRefGuard(options: RefGuardOptions): RefGuard {
       return report;
     },
   };
+}
+
+/** What {@link RefSnapshot.files} holds for a path that is not a regular file, followed by its kind. Never valid base64. */
+export const NOT_A_FILE = '!not-a-file:';
+
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
+}
+
+function kindOf(st: Stats): string {
+  if (st.isSymbolicLink()) return 'symlink';
+  if (st.isDirectory()) return 'directory';
+  if (st.isFile()) return 'file too large';
+  return 'special file';
+}
+
+/**
+ * Put `data` back at `path` (below the trusted directory `root`) without writing through anything
+ * planted there: a symlink or directory in place of the file, or in place of a directory between
+ * `root` and it, is removed, never followed; the data goes to a fresh temp file (`O_EXCL |
+ * O_NOFOLLOW`, `mode` set on its descriptor) that is renamed over `path` (state-dir-files.ts
+ * `writeFileBelow`): a rename replaces a symlink, it never writes through one.
+ */
+function restoreFile(root: string, path: string, data: Buffer, mode: number | undefined): void {
+  const st = lstatOrNull(path);
+  if (st && !st.isFile()) rmSync(path, { recursive: true, force: true });
+  writeFileBelow(root, path, data, mode ?? 0o644);
+}
+
+/** `path` with its longest existing prefix resolved (realpath), as bwrap resolves mount paths. */
+function canonical(path: string): string {
+  let head = path;
+  const tail: string[] = [];
+  for (;;) {
+    try {
+      return join(realpathSync(head), ...tail.reverse());
+    } catch {
+      const up = dirname(head);
+      if (up === head) return path;
+      tail.push(basename(head));
+      head = up;
+    }
+  }
+}
+
+/**
+ * Whether a process confined with `mounts` could have made `change`: whether it could write a
+ * file that holds it (a ref: its loose file, `packed-refs` or `reftable/` in the common git dir or
+ * the path remote, a bare one or a `.git` inside; `HEAD`; a metadata file itself). Pure but for
+ * realpath.
+ */
+export function sandboxCouldWrite(mounts: readonly SandboxMount[], before: Pick<RefSnapshot, 'commonDir' | 'remotes'>, change: RefChange): boolean {
+  const storage = (dir: string, name: string) => [join(dir, name), join(dir, 'packed-refs'), join(dir, 'reftable', 'tables.list')];
+  let paths: string[];
+  if (change.kind === 'file') paths = [isAbsolute(change.name) ? change.name : join(before.commonDir, change.name)];
+  else if (change.kind === 'head') paths = [join(before.commonDir, 'HEAD')];
+  else if (change.scope === 'local') paths = storage(before.commonDir, change.name);
+  else {
+    const remote = before.remotes.find((r) => `remote:${r.name}` === change.scope);
+    // A remote with no path on this machine was never listed: a change there cannot be seen here.
+    if (!remote?.path) return true;
+    paths = [...storage(remote.path, change.name), ...storage(join(remote.path, '.git'), change.name)];
+  }
+  return paths.some((p) => hostWritable(mounts, canonical(p)));
 }

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
 import { firstLine, type GitRunner } from './git.js';
-import { stageWorktree } from './nested-repos.js';
+import { stageWorktree, stageWorktreeRaw } from './nested-repos.js';
 
 export interface BackupResult {
   /** `refs/polly/backup/<id>/<timestamp>`. */
@@ -82,7 +82,13 @@ export async function snapshotWorktree(
     // The staged state; an index with conflicts cannot be written as a tree: use HEAD's then.
     const staged = await git.run(['write-tree'], { cwd, env, okExitCodes: [128] });
     const indexTree = staged.exitCode === 0 ? firstLine(staged) : ((await revParse(git, cwd, 'HEAD^{tree}')) as string);
-    await stageWorktree(git, cwd, env);
+    try {
+      await stageWorktree(git, cwd, env);
+    } catch {
+      // `git add` applies the worktree's own .gitattributes, which a worker can make fail: the
+      // backup then keeps the bytes as they are on disk (nested-repos.ts stageWorktreeRaw).
+      await stageWorktreeRaw(git, cwd, env);
+    }
     const workTree = firstLine(await git.run(['write-tree'], { cwd, env }));
     const identity = await input.identityEnv(cwd);
     const indexCommit = firstLine(await git.run(['commit-tree', indexTree, '-p', head, '-m', `polly backup of the index of ${id} (${when})`], { cwd, env: identity }));

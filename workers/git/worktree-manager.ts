@@ -37,7 +37,8 @@ import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { retryTransientGit } from './git-retry.js';
 import { resolveWorktreesDir, worktreesDirProblem } from './worktrees-dir.js';
 import { createRepoLock, type RepoLock } from './repo-lock.js';
-import { beginPollyRefWrite, createRefGuard, describeChanges, diffSnapshots, recordPollyRefWrite } from './ref-guard.js';
+import { beginPollyRefWrite, createRefGuard, describeChanges, diffSnapshots, recordPollyRefWrite, sandboxCouldWrite } from './ref-guard.js';
+import { appliedMounts } from '../sandbox/sandbox-spec.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
 import { stageWorktree } from './nested-repos.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
@@ -170,6 +171,11 @@ export type { BackupResult } from './worktree-backup.js';
 export interface RemoveResult extends BackupResult {
   /** The path removed (or found missing). */
   path: string | null;
+  /**
+   * What did not go the usual way, one line each (a submodule deinit or `git worktree remove`
+   * that failed, and how the removal was finished instead); empty when git's way worked.
+   */
+  notes: string[];
 }
 
 export interface ManagedWorktree extends WorktreeEntry {
@@ -207,7 +213,12 @@ export interface WorktreeManager {
   /**
    * Back up, then `git worktree remove --force` (prune when the directory is already gone). The
    * branch is kept. Idempotent: a task with no worktree left still gets its branch tip backed up.
-   * @throws PollyError `not_found` when neither the worktree nor the branch exists.
+   * Once the backup is made, removal always finishes: a submodule deinit or `worktree remove` that
+   * fails (a worker left a `.gitmodules` git cannot parse, …) is passed over, Polly deletes the
+   * directory itself (symlinks unlinked, never followed) and prunes the registration; `notes` and
+   * the `worktree.removed` journal entry say so.
+   * @throws PollyError `not_found` when neither the worktree nor the branch exists; `git_failed`
+   *   when the backup cannot be made (then nothing is removed).
    */
   remove(input: { id: string; reason: string }): Promise<RemoveResult>;
   /** All worktrees of the repository (the main checkout first), from `git worktree list --porcelain -z`. */
@@ -286,6 +297,16 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
    * fails because another git process was writing shared metadata (./git-retry.ts). Callers hold
    * the admin lock, so the other writer is a git Polly does not control (the user's, an IDE's).
    */
+  /** Run git for cleanup: null when it succeeded, else the first line of why not (never throws; bounded at 120 s). */
+  async function tryGit(args: string[], cwd: string): Promise<string | null> {
+    try {
+      const r = await admin(args, { cwd, okExitCodes: [1, 128, 255], timeoutMs: 120_000 });
+      return r.exitCode === 0 ? null : `exit ${r.exitCode}: ${r.stderr.trim().split('\n')[0] ?? ''}`;
+    } catch (error) {
+      return (error as Error).message.split('\n')[0] ?? 'git failed';
+    }
+  }
+
   function admin(args: string[], call: GitCallOptions) {
     return retryTransientGit(() => git.run(args, call), {
       onRetry: (attempt, stderr) => journal('worktree.git_retry', { command: `git ${args.join(' ')}`, attempt, stderr }),
@@ -552,7 +573,13 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       .replace(/\r?\n$/, '');
     await writeFile(logPath, `$ ${command}\n${all}\n[exit ${r.exitCode ?? 'none'}${r.timedOut ? ', timed out' : ''}]\n`);
     let refGuard: string | null = null;
-    const changes = diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [`refs/heads/polly/${id}`] });
+    const seen = diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [`refs/heads/polly/${id}`] });
+    // Confined: only what the sandbox could write is the command's; the rest was made outside it
+    // meanwhile (a person's commit on their branch) and is left as is (brain/task-tools/ref-guard-step.ts).
+    const mounts = box ? appliedMounts(box.spec, existsSync) : null;
+    const changes = mounts ? seen.filter((c) => sandboxCouldWrite(mounts, before, c)) : seen;
+    const outside = mounts ? seen.filter((c) => !sandboxCouldWrite(mounts, before, c)) : [];
+    if (outside.length > 0) journal('worktree.setup_outside_change', { id, command, changes: outside });
     if (changes.length > 0) {
       const report = await guard.restore(before, changes);
       const undone = report.failed.length === 0 ? 'all put back' : `put back except: ${report.failed.map((f) => `${f.change.name} (${f.reason})`).join('; ')}`;
@@ -744,13 +771,26 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       const info = await repo();
       const entry = await findWorktree(info, input.id);
       const saved = await backup(input);
+      const notes: string[] = [];
       await info.lock.withLock(async () => {
         if (entry && existsSync(entry.path)) {
+          // Everything below is the worker's to break (a `.gitmodules` git cannot parse, a
+          // submodule or nested repository in the way); the backup is made, so removal always
+          // finishes: git's way first, then Polly's own, and the notes say which.
           if (existsSync(join(entry.path, '.gitmodules'))) {
             // `worktree remove` refuses populated submodules; their state is in the backup's gitlinks.
-            await git.run(['submodule', 'deinit', '--all', '--force'], { cwd: entry.path });
+            const d = await tryGit(['submodule', 'deinit', '--all', '--force'], entry.path);
+            if (d !== null) notes.push(`submodule deinit failed (${d}); the submodules were removed with the directory`);
           }
-          await admin(['worktree', 'remove', '--force', '--force', entry.path], { cwd: info.root });
+          const r = await tryGit(['worktree', 'remove', '--force', '--force', entry.path], info.root);
+          if (r !== null || existsSync(entry.path)) {
+            // fs.rm unlinks a symlink, never follows it: nothing outside the worktree is touched.
+            await rm(entry.path, { recursive: true, force: true });
+            // A locked registration is not pruned; the directory is gone, so the lock guards nothing.
+            await tryGit(['worktree', 'unlock', entry.path], info.root);
+            await admin(['worktree', 'prune'], { cwd: info.root });
+            notes.push(`git worktree remove failed (${r ?? 'the directory was left'}); Polly deleted ${entry.path} itself and pruned its registration`);
+          }
         } else if (entry) {
           await admin(['worktree', 'prune'], { cwd: info.root });
         }
@@ -759,8 +799,8 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       if (port !== undefined) ports.release(port);
       portsById.delete(input.id);
       const path = entry?.path ?? null;
-      journal('worktree.removed', { id: input.id, reason: input.reason, path, backupRef: saved.ref, files: saved.files });
-      return { ...saved, path };
+      journal('worktree.removed', { id: input.id, reason: input.reason, path, backupRef: saved.ref, files: saved.files, notes });
+      return { ...saved, path, notes };
     },
 
     async list() {

@@ -61,7 +61,12 @@ export interface SandboxSpec {
   gitMetadata: { mode: 'read-only' } | { mode: 'worktree-admin-writable'; adminDir: string };
 }
 
-type Mount = { kind: 'tmpfs' | 'rw' | 'ro'; path: string };
+/**
+ * One mount of the sandbox: `tmpfs` (an empty private file system: writes there never reach the
+ * host), `rw` (a host path bound read-write), `ro` (bound read-only). Absolute paths.
+ */
+export type SandboxMount = { kind: 'tmpfs' | 'rw' | 'ro'; path: string };
+type Mount = SandboxMount;
 
 const KIND_ORDER: Record<Mount['kind'], number> = { tmpfs: 0, rw: 1, ro: 2 };
 
@@ -93,6 +98,32 @@ export function sandboxMounts(spec: SandboxSpec, exists: (path: string) => boole
     .map((m, i) => ({ m, i }))
     .sort((a, b) => depth(a.m.path) - depth(b.m.path) || KIND_ORDER[a.m.kind] - KIND_ORDER[b.m.kind] || a.i - b.i)
     .map(({ m }) => m);
+}
+
+/**
+ * Every mount a process confined by `spec` gets, in the order bwrap applies them: the base
+ * (`/` read-only, a tmpfs on `/tmp`) and then {@link sandboxMounts}. The mounts Polly adds when it
+ * starts the process (./sandbox.ts `confineCommand`: its install and Node read-only, the network
+ * bridge's fresh socket dir) only take writes away, or add a new temp dir. Pure but for `exists`.
+ */
+export function appliedMounts(spec: SandboxSpec, exists: (path: string) => boolean): SandboxMount[] {
+  return [{ kind: 'ro', path: '/' }, { kind: 'tmpfs', path: '/tmp' }, ...sandboxMounts(spec, exists)];
+}
+
+/**
+ * Whether a process run with `mounts` (in bwrap's order, {@link appliedMounts}) can change the
+ * host's file at `path`: the last mount at or above `path` decides, and only a read-write bind
+ * writes through to the host (a tmpfs is the sandbox's own; a read-only bind, or a mount point
+ * inside a writable one, cannot be written, renamed or removed). Lexical: pass canonical paths
+ * (realpath), as bwrap resolves them. Pure.
+ */
+export function hostWritable(mounts: readonly SandboxMount[], path: string): boolean {
+  let kind: SandboxMount['kind'] | null = null;
+  for (const m of mounts) {
+    const base = m.path === '/' ? '/' : m.path.replace(/\/+$/, '');
+    if (path === base || base === '/' || path.startsWith(`${base}/`)) kind = m.kind;
+  }
+  return kind === 'rw';
 }
 
 /**

@@ -35,7 +35,7 @@ import { createAgentAdapter, type AgentOptionsByHarness } from '../agents/agent-
 import { claudeCodeSandboxSettings } from '../agents/claude-code-sandbox.js';
 import { resolveWorktreesDir } from '../git/worktrees-dir.js';
 import { agentTurnSandbox } from '../sandbox/agent-turn-sandbox.js';
-import type { WorkerSandboxOptions } from '../sandbox/sandbox-spec.js';
+import { appliedMounts, type WorkerSandboxOptions } from '../sandbox/sandbox-spec.js';
 
 /** The part of `.polly/config.yaml` a runner reads: the gate's policies and each harness's options (a PollyConfig satisfies it). */
 export interface WorkerRunConfig {
@@ -226,6 +226,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
     if (run.pid > 0) writeJsonAtomic(files.agent, { pid: run.pid, startedAt: new Date().toISOString() });
     result = await run.result;
     if (confinement.warning) result = { ...result, unconfined: confinement.warning };
+    if (confinement.sandbox) result = { ...result, sandboxMounts: appliedMounts(confinement.sandbox.spec, existsSync) };
   } catch (error) {
     const status = ((error as { status?: AgentRunStatus }).status ?? 'agent_exited') as AgentRunStatus;
     const message = status === 'agent_refused' ? (error as Error).message : `the worker runner failed before the agent ran: ${(error as Error).message}`;
