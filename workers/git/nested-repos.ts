@@ -122,7 +122,7 @@ export async function stageWorktreeRaw(git: GitRunner, cwd: string, env: Record<
   if (batch.length > 0) {
     const r = await git.run(['hash-object', '-w', '--no-filters', '--stdin-paths'], { cwd, env, input: batch.map((b) => `${b.p}\n`).join('') });
     const oids = r.stdout.split('\n').filter(Boolean);
-    batch.forEach((b, i) => lines.push(`${b.mode} ${oids[i]}\t${b.p}`));
+    for (const [i, b] of batch.entries()) lines.push(`${b.mode} ${oids[i]}\t${b.p}`);
   }
   if (lines.length > 0) await git.run(['update-index', '-z', '--index-info'], { cwd, env, input: `${lines.join('\0')}\0` });
   return nested;
