@@ -17,12 +17,14 @@
  * Exit code: polly goal's (0 when every task is ready).
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { initRepository } from '../brain/commands/init.js';
 import { cliPath, packageRoot } from '../brain/core/install-paths.js';
+import { killTree } from '../workers/proc/kill.js';
+import { repoStateDir } from '../workers/sandbox/agent-state-dir.js';
 import { startScriptedModelServer, type ScriptedModelServer } from './scripted-model/server.js';
 import { loadModelScript } from './scripted-model/script.js';
 import { useScriptedModels } from './scripted-model/configure.js';
@@ -105,10 +107,32 @@ async function main(): Promise<number> {
 
   const cli = cliPath();
   say(`polly goal "${GOAL}" --yes   (normally a human approves the plan)`);
+  // Ctrl-C reaches polly goal too (same process group); a SIGTERM sent to the demo alone is passed
+  // on. Either way the demo waits for polly goal, which stops the Brain it started (and with it the
+  // Brain's claude, MCP server and standby runners), before it closes the model server and exits.
+  let interrupted: NodeJS.Signals | null = null;
   const code = await new Promise<number>((resolveExit) => {
     const child = spawn(process.execPath, [cli, 'goal', GOAL, '--yes'], { cwd: repo, env: { ...gitEnv(), ...modelEnv }, stdio: ['ignore', 'inherit', 'inherit'] });
+    const pass = (signal: NodeJS.Signals): void => {
+      interrupted ??= signal;
+      if (child.exitCode === null) child.kill(signal);
+    };
+    for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(s, pass);
     child.on('exit', (c, signal) => resolveExit(c ?? (signal ? 1 : 0)));
   });
+  if (interrupted) {
+    // polly goal stopped the Brain; a worker in the middle of a turn would now wait on a model
+    // server that is going away: end them (this sample repository is the demo's own).
+    const reg = JSON.parse(readFileSync(join(repo, '.polly', 'registry.json'), 'utf8')) as { workers?: Record<string, { pgid?: number; state?: string }> };
+    await Promise.all(
+      Object.values(reg.workers ?? {})
+        .filter((w) => (w.state === 'running' || w.state === 'starting') && w.pgid)
+        .map((w) => killTree(w.pgid!, 3000)),
+    );
+    await server?.close();
+    say(`${interrupted}: stopped; the repository stays in ${repo} (polly resume there continues the goal, with a model behind it)`);
+    return code;
+  }
 
   // Polly never merges: the default branch is exactly where it was, locally and on the remote.
   const mainAfter = git(repo, ['rev-parse', 'main']);
@@ -128,6 +152,8 @@ async function main(): Promise<number> {
       `Default branch main: ${untouched ? 'unchanged, no merges (Polly never merges: a human does)' : `CHANGED (before ${mainBefore}, after ${mainAfter}, origin ${originMain}, merges ${merges})`}`,
       `Branches on origin: ${branches.join(', ') || 'none'}`,
       `Demo wall time: ${seconds}s`,
+      `Files: the repository and Polly's state (.polly/: registry, journal, logs, the Brain's session) in ${root};`,
+      `       the workers' agent state (their CLI config and sessions) in ${repoStateDir(repo, gitEnv())} (outside the repository, as for any repository)`,
       '',
       'Look around:',
       `  cd ${repo}`,

@@ -6,7 +6,9 @@
  * start a sandbox; which git identity commits will carry; the default branch is not behind its
  * remote-tracking branch (as of the last fetch: doctor does not touch the network); an `origin` to
  * push task branches to, and which forge the PRs go to; the project's
- * test runners and linters will not crawl the worktrees (`worktrees.dir`); the acceptance commands can run here;
+ * test runners and linters will not crawl the worktrees (`worktrees.dir`); the acceptance commands can run here,
+ * and their runners start in the sandbox the checks get (a probe, not the tests);
+ * `.polly/config.yaml` is committed and Polly's runtime state is ignored by git;
  * the main checkout has no uncommitted work that worktrees would leave out; which notifications
  * (webhook, desktop) this machine sends; as root, whether Claude Code workers may start
  * (`workers.claude-code.allow_root_sandbox`); which model keys each harness finds (names only).
@@ -35,6 +37,9 @@ import { redactSecrets } from '../core/redact.js';
 import { agentCredentials } from '../../workers/agents/agent-preflight.js';
 import { rootRefusalMessage } from '../../workers/agents/claude-code-adapter.js';
 import { agentEnvFrom } from '../process/agent-env.js';
+import { runCheck } from '../../workers/acceptance.js';
+import { classifyCannotRun, runnerProbe } from '../../workers/check-runner.js';
+import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
 
 /**
  * What to do when an acceptance command's interpreter lives under HOME, which the sandbox hides
@@ -306,6 +311,107 @@ function realpathOrSelf(path: string): string {
 }
 
 /**
+ * Can each acceptance command's runner start in the sandbox and environment the checks get
+ * (workers/sandbox/command-sandbox.ts, as brain/task-tools/run-acceptance.ts builds them, with the
+ * main checkout in the worktree's place)? Runs the runner probe of workers/check-runner.ts
+ * (`command -v` the program, `find_spec` a `python -m` module) for each command, 30 s at most
+ * each, and classifies a failed probe as run_acceptance would a failed check.
+ * @param sandboxProbe  the bubblewrap probe doctor made; a sandbox that cannot start without
+ *                      `workers.allow_unconfined` means nothing can be probed (said, not a problem:
+ *                      the sandbox line is).
+ * @returns the `acceptance-runner` line: ok naming what was probed, or a problem per command with its fix.
+ */
+export async function acceptanceRunnerCheck(root: string, config: PollyConfig, env: NodeJS.ProcessEnv, sandboxProbe: SandboxProbe): Promise<DoctorCheck> {
+  const id = 'acceptance-runner';
+  const probes = config.acceptance.commands.map((command) => ({ command, probe: runnerProbe(command) })).filter((p): p is { command: string; probe: string } => p.probe !== null);
+  if (probes.length === 0) return { id, status: 'ok', detail: 'no acceptance command to probe' };
+  let confinement: ReturnType<typeof commandSandbox>;
+  try {
+    confinement = commandSandbox({
+      repoRoot: root,
+      worktree: root,
+      worktreesDir: resolveWorktreesDir(root, config.worktrees.dir),
+      network: false,
+      allowUnconfined: config.workers.allow_unconfined ?? false,
+      passthrough: config.workers.env_passthrough ?? [],
+      probe: sandboxProbe,
+      baseEnv: env,
+    });
+  } catch (error) {
+    if (!isPollyError(error, 'sandbox_unavailable')) throw error;
+    return { id, status: 'ok', detail: "not probed: the checks' sandbox cannot start here (see the sandbox line)" };
+  }
+  const where = confinement.sandbox ? "in the checks' sandbox" : 'unconfined (workers.allow_unconfined)';
+  const found: string[] = [];
+  const fixes: string[] = [];
+  for (const { command, probe } of probes) {
+    const r = await runCheck(probe, { cwd: root, env: confinement.env, sandbox: confinement.sandbox, timeoutSeconds: 30 });
+    if (r.exitCode === 0) continue;
+    const why = r.timedOut ? null : classifyCannotRun({ command, exitCode: r.exitCode, timedOut: false, output: r.output });
+    found.push(
+      `"${command}" cannot run ${where}: ${why ? `${why.missing} is missing` : `its probe exited ${r.exitCode ?? 'without starting'}`} (${(why?.evidence ?? r.output.trim().split('\n').pop() ?? '').slice(0, 200)})`,
+    );
+    if (why) fixes.push(why.fix);
+  }
+  if (found.length === 0) return { id, status: 'ok', detail: `the runner of each acceptance command starts ${where}: ${probes.map((p) => p.command).join('; ')}` };
+  return { id, status: 'problem', detail: found.join('; '), fix: [...new Set(fixes)].join('; ') || 'run the probe yourself (see polly doctor --json) and fix what it says' };
+}
+
+/** Polly's runtime state in `.polly/`, each of which `.polly/.gitignore` (brain/commands/init.ts) keeps out of git. */
+const POLLY_STATE_PATHS = ['.polly/registry.json', '.polly/journal.jsonl', '.polly/runs/'];
+/** What `polly init` writes to be committed. */
+const POLLY_COMMITTED_FILES = ['.polly/config.yaml', '.polly/config.schema.json', '.polly/.gitignore'];
+
+/**
+ * Is `.polly/` in git the way it should be? Polly reads `.polly/config.yaml` from the main
+ * checkout (workers/git/repo.ts `findRepo` resolves a linked worktree to it), so a worktree never
+ * needs the config committed; but an uncommitted config exists only in this checkout: a fresh clone,
+ * a teammate or CI runs with the defaults. Runtime state (registry, journal, run store) must be
+ * ignored (`.polly/.gitignore`) and never tracked: a `git add -A` would commit it, and a tracked
+ * registry would go into every worktree and PR. Read with `git ls-files`, `git status` and
+ * `git check-ignore` (https://git-scm.com/docs/git-check-ignore: exit 0 ignored, 1 not).
+ * @returns the `polly-files` line: ok, or a problem naming the files and the commands that fix it.
+ */
+export async function pollyFilesCheck(git: GitRunner, root: string): Promise<DoctorCheck> {
+  const id = 'polly-files';
+  if (!existsSync(join(root, '.polly'))) return { id, status: 'ok', detail: 'no .polly/ yet (polly init writes it)' };
+  const tracked = (await git.run(['ls-files', '-z', '--', '.polly'], { cwd: root })).stdout.split('\0').filter(Boolean);
+  const trackedState = tracked.filter((f) => POLLY_STATE_PATHS.some((s) => (s.endsWith('/') ? f.startsWith(s) : f === s)));
+  const present = POLLY_STATE_PATHS.filter((p) => existsSync(join(root, p)) && !trackedState.some((f) => f === p || f.startsWith(p)));
+  const notIgnored: string[] = [];
+  for (const p of present) {
+    const r = await git.run(['check-ignore', '-q', '--no-index', '--', p], { cwd: root, okExitCodes: [1] });
+    if (r.exitCode === 1) notIgnored.push(p);
+  }
+  const status = (await git.run(['status', '--porcelain=v1', '-z', '--untracked-files=all', '--', ...POLLY_COMMITTED_FILES], { cwd: root })).stdout
+    .split('\0')
+    .filter((e) => e.length > 3 && !e.slice(0, 2).includes('D')) // a deleted .gitignore: the not-ignored line says what to do
+    .map((e) => ({ path: e.slice(3), untracked: e.startsWith('??') }));
+  const details: string[] = [];
+  const fixes: string[] = [];
+  if (trackedState.length > 0) {
+    details.push(`git tracks Polly's runtime state (${trackedState.slice(0, 5).join(', ')}${trackedState.length > 5 ? ', …' : ''}): every worktree and PR would carry it`);
+    fixes.push(
+      `git rm -r --cached --quiet ${[...new Set(trackedState.map((f) => (f.startsWith('.polly/runs/') ? '.polly/runs' : f)))].join(' ')} && git commit -m "Stop tracking Polly state"`,
+    );
+  }
+  if (notIgnored.length > 0) {
+    details.push(`git does not ignore Polly's runtime state (${notIgnored.join(', ')}): a "git add -A" would commit it`);
+    fixes.push(existsSync(join(root, '.polly/.gitignore')) ? 'add those paths to .polly/.gitignore' : 'run polly init (it writes .polly/.gitignore, which ignores them)');
+  }
+  if (status.length > 0) {
+    const files = status.map((e) => `${e.path} (${e.untracked ? 'untracked' : 'changed'})`).join(', ');
+    details.push(
+      `not committed: ${files}. Polly reads the config from this checkout, so runs here use it and worktrees do not need it; but a fresh clone, a teammate or CI gets ${status.some((e) => e.untracked) ? 'none and runs with the defaults' : 'the committed version'}`,
+    );
+    fixes.push(`git add ${status.map((e) => e.path).join(' ')} && git commit -m "Polly config"`);
+  }
+  if (details.length === 0)
+    return { id, status: 'ok', detail: `${tracked.filter((f) => POLLY_COMMITTED_FILES.includes(f)).join(', ') || 'no config'} committed; runtime state ignored` };
+  return { id, status: 'problem', detail: details.join('; '), fix: fixes.join('; ') };
+}
+
+/**
  * Run every check for the repository containing `cwd`.
  * @param probe    the sandbox probe (default {@link probeBubblewrap}); a parameter so tests can give a machine without one.
  * @param options  `isRoot`: whether Polly runs as root (default `process.getuid() === 0`).
@@ -373,6 +479,12 @@ export async function runDoctor(
           fix: `set acceptance.commands in .polly/config.yaml to commands this project has (polly init detects them in a fresh repository); ${HOME_INTERPRETER_ADVICE}`,
         },
   );
+  checks.push(
+    problems.length === 0
+      ? await acceptanceRunnerCheck(repo.root, effective, env, sandbox)
+      : { id: 'acceptance-runner', status: 'ok', detail: 'not probed: see the acceptance line' },
+  );
+  checks.push(await pollyFilesCheck(git, repo.root));
   const changes = await uncommittedChanges(git, repo.root);
   checks.push(
     changes.length === 0
@@ -403,6 +515,8 @@ Checks, one line each (ok, or PROBLEM with what to do):
   worktrees-visible   vitest, jest, eslint, node --test and pytest will not crawl the worktrees
                       (each found config is named with its exclusion; none can when worktrees.dir is outside)
   acceptance          acceptance.commands can run in this repository
+  acceptance-runner   each command's runner (program, python -m module) starts in the checks' sandbox
+  polly-files         .polly/config.yaml is committed (a fresh clone has it) and Polly's state is ignored
   uncommitted         no uncommitted work in the main checkout (worktrees start from a commit)
 
 Options:

@@ -15,7 +15,7 @@ import type { PollyConfig } from '../config/config-schema.js';
 import { decidePlan } from '../plan/plan-gate.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { GoalRecord, JournalEntry, Registry, TaskRecord } from '../registry/registry-schema.js';
-import { ensureBrain } from '../process/daemon.js';
+import { ensureBrain, stopStartedBrain, type BrainStart } from '../process/daemon.js';
 import { formatTable } from './table.js';
 import { runLiveView } from './live-view.js';
 import type { RepoContext } from './repo-context.js';
@@ -70,9 +70,13 @@ function checkRuns(t: TaskRecord, journal: readonly JournalEntry[]): string[] {
   return [t.checks.every((c) => c.exitCode === 0) ? 'green' : 'red'];
 }
 
-/** The summary as table lines. */
+/** What the summary's less obvious columns mean: printed under the table. */
+export const SUMMARY_LEGEND =
+  "CHECKS: each run of the acceptance commands by Polly, in order. FINDINGS: the cross-review's findings over all rounds, blocking/non-blocking (blocking ones go back to the worker; '-' not reviewed).";
+
+/** The summary as table lines, then {@link SUMMARY_LEGEND}. */
 export function formatSummary(rows: SummaryRow[]): string[] {
-  return formatTable(
+  const table = formatTable(
     [
       { header: 'TASK', value: (r: SummaryRow) => r.task },
       { header: 'WORKER', value: (r) => r.worker },
@@ -86,6 +90,7 @@ export function formatSummary(rows: SummaryRow[]): string[] {
     ],
     rows,
   );
+  return rows.length ? [...table, '', SUMMARY_LEGEND] : table;
 }
 
 /** One progress line for a journal entry of this goal, or null when it is not worth showing. */
@@ -143,39 +148,102 @@ export interface FollowOptions {
   keepBrainAlive?: boolean;
   brainArgs?: string[];
   signal?: AbortSignal;
+  /** Called with each Brain this follow starts again (a dead Brain restarted): the caller owns it. */
+  onBrainStarted?: (brain: BrainStart) => void;
 }
 
 async function ask(io: CommandIO, question: string): Promise<boolean> {
   const rl = createInterface({ input: io.stdin, output: io.stderr });
   try {
-    const answer = await new Promise<string>((resolve) => rl.question(question, resolve));
+    const answer = await new Promise<string>((resolve) => {
+      // A terminal in raw mode turns Ctrl-C into a readline event, not a signal: pass it on as one.
+      rl.once('SIGINT', () => {
+        resolve('');
+        process.kill(process.pid, 'SIGINT');
+      });
+      rl.question(question, resolve);
+    });
     return /^y(es)?$/i.test(answer.trim());
   } finally {
     rl.close();
   }
 }
 
-/**
- * Follow a goal until it is done: print progress, answer the plan gate, restart a dead Brain.
- * @returns the goal's final record.
- */
+/** The signals that end a following command: Ctrl-C, `kill`, a closed terminal. */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** The end of {@link followGoalInRepo}: the goal as it stands, and the signal that ended the follow (or null). */
+export interface FollowEnd {
+  goal: GoalRecord;
+  /** Set when SIGINT/SIGTERM/SIGHUP ended the follow before the goal did; exit with {@link signalExitCode}. */
+  interrupted: NodeJS.Signals | null;
+}
+
+/** The shell's exit code for a command ended by `signal`: 128 + its number (SIGINT 130, SIGTERM 143, SIGHUP 129). */
+export function signalExitCode(signal: NodeJS.Signals): number {
+  return 128 + ({ SIGHUP: 1, SIGINT: 2, SIGTERM: 15 } as Record<string, number>)[signal]!;
+}
+
 /**
  * Follow `goalId` from a repository command (goal, run, resume): {@link followGoal} with the
  * context's store, config and paths, interactive when stdin is a terminal.
- * @returns the goal once it is done, failed or cancelled.
+ *
+ * The command owns every Brain it started (`goal.brain` when `started`, and any Brain the follow
+ * restarts): when the follow ends — the goal final, an error, or SIGINT/SIGTERM/SIGHUP (handled
+ * here while following; a second signal changes nothing) — each is ended by
+ * {@link stopStartedBrain}, so neither the Brain nor its LLM session, MCP server and standby
+ * runners outlive the command. A Brain that was already running is left alone.
+ * @returns the goal (final unless interrupted) and the signal that interrupted, if any.
  */
-export function followGoalInRepo(ctx: RepoContext, io: CommandIO, goal: { goalId: string; afterSeq: number; yes: boolean; brainPid: number }): Promise<GoalRecord> {
-  return followGoal({
-    store: ctx.store,
-    config: ctx.config,
-    repoRoot: ctx.repo.root,
-    pollyDir: ctx.repo.pollyDir,
-    ...goal,
-    interactive: Boolean((io.stdin as NodeJS.ReadStream).isTTY),
-    io,
-  });
+export async function followGoalInRepo(ctx: RepoContext, io: CommandIO, goal: { goalId: string; afterSeq: number; yes: boolean; brain: BrainStart }): Promise<FollowEnd> {
+  const owned: BrainStart[] = goal.brain.started ? [goal.brain] : [];
+  const stop = new AbortController();
+  let interrupted: NodeJS.Signals | null = null;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (interrupted) return;
+    interrupted = signal;
+    const ours = owned.filter((b) => b.started).map((b) => b.pid);
+    io.stderr.write(`[polly] ${signal}: stopping${ours.length ? ` the Brain this command started (pid ${ours.join(', ')})` : ''}; polly resume continues the goal\n`);
+    stop.abort();
+  };
+  for (const s of STOP_SIGNALS) process.on(s, onSignal);
+  try {
+    const final = await followGoal({
+      store: ctx.store,
+      config: ctx.config,
+      repoRoot: ctx.repo.root,
+      pollyDir: ctx.repo.pollyDir,
+      goalId: goal.goalId,
+      afterSeq: goal.afterSeq,
+      yes: goal.yes,
+      brainPid: goal.brain.pid,
+      interactive: Boolean((io.stdin as NodeJS.ReadStream).isTTY),
+      io,
+      signal: stop.signal,
+      onBrainStarted: (b) => owned.push(b),
+    });
+    return { goal: final, interrupted };
+  } finally {
+    // Signals stay handled until the Brain is down: a second Ctrl-C must not kill this process
+    // half-way and leave the Brain behind.
+    await Promise.all(owned.map((b) => stopStartedBrain(b, { idleMs: interrupted ? 0 : 10_000 })));
+    if (interrupted) {
+      // Workers are detached runners by design: a turn under way ends by itself and the next Brain adopts its result.
+      const running = Object.values((await ctx.store.read().catch(() => null))?.workers ?? {}).filter((w) => (w.state === 'running' || w.state === 'starting') && pidAlive(w.pid));
+      if (running.length)
+        io.stderr.write(
+          `[polly] left finishing their turn (polly resume adopts them; kill -TERM -PGID ends one): ${running.map((w) => `${w.id} (${w.harness}, pgid ${w.pgid})`).join(', ')}\n`,
+        );
+    }
+    for (const s of STOP_SIGNALS) process.off(s, onSignal);
+  }
 }
 
+/**
+ * Follow a goal until it is done: print progress, answer the plan gate, restart a dead Brain.
+ * Returns early, with the goal as it stands, when `signal` aborts.
+ * @returns the goal's final record.
+ */
 export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
   const { store, io } = options;
   let cursor = options.afterSeq;
@@ -216,7 +284,7 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
             await decidePlan(store, options.config, planId, 'approve', { by: options.yes ? 'polly --yes' : `human:${io.env.USER ?? 'terminal'}` }).catch((error: unknown) => {
               io.stderr.write(`[polly] could not approve ${planId}: ${(error as Error).message}\n`);
             });
-          } else if (options.interactive) {
+          } else if (options.interactive && !options.signal?.aborted) {
             await decidePlan(store, options.config, planId, 'reject', { by: `human:${io.env.USER ?? 'terminal'}` }).catch(() => {});
           } else {
             io.stderr.write(`[polly] plan ${planId} waits for approval: polly plan approve ${planId} (or reject)\n`);
@@ -233,8 +301,10 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
         const brainAlive = reg.brain !== null && pidAlive(reg.brain.pid);
         const starting = startedPid !== null && pidAlive(startedPid);
         if (!brainAlive && !starting) {
-          const { pid, started } = await ensureBrain(store, options.repoRoot, options.pollyDir, io.env, options.brainArgs);
+          const restarted = await ensureBrain(store, options.repoRoot, options.pollyDir, io.env, options.brainArgs);
+          const { pid, started } = restarted;
           if (started) {
+            options.onBrainStarted?.(restarted);
             restarts += 1;
             if (restarts > 3) {
               const log = join(options.pollyDir, 'brain.log');

@@ -7,7 +7,7 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { createGoal } from '../registry/goal-record.js';
-import { followGoalInRepo, formatSummary, goalSummary } from './follow-goal.js';
+import { followGoalInRepo, formatSummary, goalSummary, signalExitCode } from './follow-goal.js';
 import { ensureBrain } from '../process/daemon.js';
 import { openRepoContext } from './repo-context.js';
 
@@ -42,9 +42,10 @@ Exit codes: 0 every task ready; 1 refused/rejected/failed; 2 bad input.`,
       else writeLine(io.stdout, goal.id);
       return 0;
     }
-    const final = await followGoalInRepo(ctx, io, { goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), brainPid: brain.pid });
+    const { goal: final, interrupted } = await followGoalInRepo(ctx, io, { goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), brain });
     const reg = await ctx.store.read();
-    const rows = goalSummary(reg, goal.id, await ctx.store.journal());
+    const journal = await ctx.store.journal();
+    const rows = goalSummary(reg, goal.id, journal);
     const plans = final.planIds.map((id) => reg.plans[id]).filter(Boolean);
     if (values.json)
       writeJson(io.stdout, {
@@ -56,12 +57,17 @@ Exit codes: 0 every task ready; 1 refused/rejected/failed; 2 bad input.`,
       });
     else {
       for (const p of plans) writeLine(io.stdout, `${p!.id}: ${p!.admission?.line ?? ''} [${p!.gate}]`);
-      if (rows.length === 0) writeLine(io.stdout, `goal ${final.id}: ${final.status}${final.brainReport ? ` — ${final.brainReport}` : ''}`);
-      else {
+      if (rows.length === 0) {
+        // The progress stream (stderr) already printed goal.done with its reason: say it once.
+        const done = journal.filter((e) => e.kind === 'goal.done' && e.data.goalId === final.id).pop();
+        const said = done !== undefined && done.data.reason === final.brainReport;
+        writeLine(io.stdout, `goal ${final.id}: ${final.status}${final.brainReport && !said ? ` — ${final.brainReport}` : ''}`);
+      } else {
         writeLine(io.stdout);
         for (const l of formatSummary(rows)) writeLine(io.stdout, l);
       }
     }
+    if (interrupted) return signalExitCode(interrupted);
     return final.status === 'done' ? 0 : 1;
   },
 };

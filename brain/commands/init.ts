@@ -3,16 +3,19 @@
  *
  * Creates (each only if absent): `.polly/config.yaml` (every default, commented; its
  * `acceptance.commands` and `worktrees.setup` fitted to the project found in the repository by
- * `detectProject`, and a first line pointing the YAML language server at the shipped JSON Schema), `.polly/.gitignore`
+ * `detectProject`, and a first line pointing the YAML language server at `config.schema.json` beside it),
+ * `.polly/config.schema.json` (a copy of the JSON Schema this Polly ships, `schemas/config.schema.json`:
+ * committed with the config, it stays valid on every clone and machine, which a path into this
+ * install would not; a later run refreshes it when the installed schema changed), `.polly/.gitignore`
  * (keeps runtime state out of git, so config.yaml can be committed), `.polly/registry.json` (empty,
  * with a `polly.initialized` journal entry); adds `.worktrees/` to the repository's
  * `info/exclude` once (in the common git dir, so it works from a linked worktree too).
  * Idempotent: a second run changes nothing and says so. An existing config or registry is
  * validated, never overwritten.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile, appendFile } from 'node:fs/promises';
-import { dirname, isAbsolute, join, relative } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import { HOME_INTERPRETER_ADVICE, programsHiddenBySandbox } from './doctor.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
@@ -51,7 +54,7 @@ export interface InitResult {
   initialized: boolean;
   /** Paths created by this run, relative to repoRoot when inside it. */
   created: string[];
-  /** Existing files this run changed (the exclude file). */
+  /** Existing files this run changed (the exclude file, the schema copy refreshed). */
   updated: string[];
   repoRoot: string;
   pollyDir: string;
@@ -62,21 +65,42 @@ export interface InitResult {
 }
 
 /**
- * How the written config names its JSON Schema: relative to `.polly/` when this Polly is installed
- * inside the repository (e.g. `node_modules/polly`), so the committed file works on every clone;
- * otherwise the absolute path of the installed schema.
+ * `.polly/config.schema.json`: the config's JSON Schema, copied from this Polly's
+ * `schemas/config.schema.json` (brain/config/json-schemas.ts). The config names it relatively
+ * (`$schema=config.schema.json`, resolved beside the YAML file by the YAML language server:
+ * https://github.com/redhat-developer/yaml-language-server#using-inlined-schema), so the committed
+ * pair works on every clone, unlike a path into the install (`node_modules/polly/…`, a clone's path).
  */
-export function configSchemaRef(repoRoot: string): string {
-  const file = schemaPath('config.schema.json');
-  const rel = relative(join(repoRoot, '.polly'), file);
-  return relative(repoRoot, file).startsWith('..') || isAbsolute(rel) ? file : rel;
-}
+export const CONFIG_SCHEMA_RELATIVE_PATH = join('.polly', 'config.schema.json');
+
+/** Where the config's first line says the schema came from (a comment under it). */
+const SCHEMA_NOTE = `the schema is ${basename(CONFIG_SCHEMA_RELATIVE_PATH)} beside this file, Polly's schemas/config.schema.json copied by "polly init" (run it again after updating Polly to refresh it)`;
+
+/**
+ * The first steps after `polly init`, as printed under "Next:" and, the same lines, in the
+ * README's "Use it on your own repository" block (test/brain/init-command.test.ts holds them equal).
+ */
+export const FIRST_STEPS: readonly string[] = [
+  'git add .polly && git commit -m "Polly config"   # after reviewing .polly/config.yaml (acceptance.commands: the checks Polly runs); a clone needs it, worktrees do not',
+  'polly doctor                         # config, agent CLIs, model keys, root, sandbox, git identity, branch, test runner, .polly/ in git, uncommitted work',
+  'polly goal "add a --json flag to the export command"',
+  '#   → the Brain investigates and proposes a plan; an admitted plan waits at the plan gate:',
+  'polly plan show p1                   # the tasks, the admission line, counterexamples if refused',
+  'polly plan approve p1                # or: reject. An ask expires after 24 h and counts as rejected',
+];
+
+/** What detection looks at (brain/config/project-detection.ts), for the line that says nothing was found. */
+const DETECTED_FILES =
+  'package.json with a test script, Python project files, requirements*.txt or test_*.py, go.mod, Cargo.toml, Gemfile, gradlew/build.gradle, pom.xml, *.sln/*.csproj, mix.exs, composer.json, deno.json, Package.swift, pubspec.yaml, build.zig, a Makefile test or check target, a justfile test recipe';
 
 /** The stderr lines that say what `polly init` detected and wrote. */
 export function describeDetection(d: ProjectDetection): string[] {
-  if (d.ecosystems.length === 0) {
+  if (d.acceptanceCommands.length === 0) {
+    const found = d.ecosystems.map((e) => `polly init: detected ${e.kind} (${e.evidence.join(', ')})${e.notes.map((n) => `; ${n}`).join('')}`);
     return [
-      'polly init: detected no package.json, pyproject.toml, setup.cfg, tox.ini, go.mod, Cargo.toml or Makefile test target: acceptance.commands is [] (set it, or give commands in each plan task).',
+      ...found,
+      `polly init: no test command detected (looked for ${DETECTED_FILES}): acceptance.commands is [], so Polly runs no checks of its own and each plan task must name its commands. ` +
+        'Set the command that runs your tests in .polly/config.yaml, e.g. acceptance: {commands: ["./run-tests.sh"]}; every command must exit 0 for a task to be green.',
     ];
   }
   const lines = d.ecosystems.map((e) => `polly init: detected ${e.kind} (${e.evidence.join(', ')})${e.notes.map((n) => `; ${n}`).join('')}`);
@@ -113,19 +137,34 @@ export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promi
   const configPath = join(repo.root, CONFIG_RELATIVE_PATH);
   let detected: ProjectDetection | null = null;
   if (!existsSync(configPath)) {
-    detected = detectProject(repo.root);
+    detected = detectProject(repo.root, env);
     // A detected setup installs dependencies (npm ci, uv sync, …): inside the sandbox it needs the
     // network, which setup commands do not get by default.
     const text = renderDefaultConfig({
       acceptanceCommands: detected.acceptanceCommands,
       setup: detected.setup,
       setupNetwork: detected.setup !== null,
-      schemaRef: configSchemaRef(repo.root),
+      schemaRef: basename(CONFIG_SCHEMA_RELATIVE_PATH),
+      schemaNote: SCHEMA_NOTE,
     });
     await writeFile(configPath, text, { flag: 'wx' });
     created.push(show(configPath));
   } else {
     await loadConfig(repo.root); // validate: a damaged config is reported, not replaced
+  }
+
+  // The schema copy: written when absent, refreshed when this Polly's schema differs (it is Polly's file, not the user's).
+  const schemaCopy = join(repo.root, CONFIG_SCHEMA_RELATIVE_PATH);
+  const shipped = readFileSync(schemaPath('config.schema.json'), 'utf8');
+  let copied: string | null = null;
+  try {
+    copied = await readFile(schemaCopy, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  if (copied !== shipped) {
+    await writeFile(schemaCopy, shipped);
+    (copied === null ? created : updated).push(show(schemaCopy));
   }
 
   const ignorePath = join(repo.pollyDir, '.gitignore');
@@ -167,6 +206,7 @@ export const command: Command = {
 
 Set up Polly in the git repository containing the current directory:
   .polly/config.yaml   every setting with its default and a comment (edit it, commit it)
+  .polly/config.schema.json  its JSON Schema, for editors (commit it; refreshed by a later run)
   .polly/.gitignore    keeps the registry and journal out of git
   .polly/registry.json Polly's state (empty), and .polly/journal.jsonl
   .git/info/exclude    gains ".worktrees/" (worker worktrees live in .worktrees/<id>)
@@ -176,8 +216,10 @@ Options:
   --json   print {initialized, created, updated, repoRoot, pollyDir, detected}
 
 The config's acceptance.commands and worktrees.setup fit the project found at the
-repository's top level (package.json and its lockfile, pyproject.toml/setup.cfg/tox.ini,
-go.mod, Cargo.toml, a Makefile with a test target); what was detected goes to stderr.
+repository's top level (package.json and its lockfile; Python project files, requirements*.txt
+or test_*.py modules; go.mod; Cargo.toml; Gemfile; Gradle; Maven; .NET; mix.exs; composer.json;
+deno.json; Package.swift; pubspec.yaml; build.zig; a Makefile test/check target; a justfile
+test recipe); what was detected, or that nothing was, goes to stderr.
 
 Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yaml;
 1 a corrupt registry (the message says how to restore the backup).`,
@@ -202,8 +244,10 @@ Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yam
     }
     writeLine(io.stdout, `Initialised Polly in ${result.repoRoot}`);
     for (const p of result.created) writeLine(io.stdout, `  created ${p}`);
-    for (const p of result.updated) writeLine(io.stdout, `  updated ${p} (+ ${WORKTREES_EXCLUDE_LINE})`);
-    writeLine(io.stdout, `Next: review ${CONFIG_RELATIVE_PATH}, then "polly status".`);
+    for (const p of result.updated)
+      writeLine(io.stdout, `  updated ${p} ${p.endsWith(basename(CONFIG_SCHEMA_RELATIVE_PATH)) ? "(this Polly's schema)" : `(+ ${WORKTREES_EXCLUDE_LINE})`}`);
+    writeLine(io.stdout, 'Next:');
+    for (const l of FIRST_STEPS) writeLine(io.stdout, `  ${l}`);
     return 0;
   },
 };

@@ -17,7 +17,7 @@ import { reconcileDeadBrain } from '../process/resume.js';
 import { FINAL_TASK_STATUSES } from '../core/vocabulary.js';
 import { findRepo } from '../../workers/git/repo.js';
 import { formatTable } from './table.js';
-import { githubPullRequestStatus, pullRequestStatus, type PullRequestStatus } from '../forge/pr-status.js';
+import { githubPullRequestStatus, pullRequestStatus, reviewText, type PullRequestStatus } from '../forge/pr-status.js';
 import type { Registry } from '../registry/registry-schema.js';
 import { visibleText } from '../core/visible-text.js';
 import { loadConfig } from '../config/config.js';
@@ -294,7 +294,7 @@ export const command: Command = {
             { header: '#', value: (p: PullRequestRow) => (p.forge === 'github' ? `gh#${p.number}` : p.number) },
             { header: 'STATE', value: (p) => p.state },
             { header: 'BRANCH', value: (p) => `${p.head ?? '?'} → ${p.base ?? '?'}`, max: 50 },
-            { header: 'REVIEW', value: (p) => p.status.review },
+            { header: 'REVIEW', value: (p) => reviewText(p.status.review, p.taskId ? (registry.tasks[p.taskId]?.reviews ?? []) : []), max: 44 },
             { header: 'CHECKS', value: (p) => p.status.checks },
             {
               header: 'CONFLICTS',
@@ -315,12 +315,16 @@ export const command: Command = {
       const forge = await openLocalForge(io.cwd, io.env);
       if (sub === 'show') {
         const pr = await forge.record(number);
-        const st = statusOf(pr, await forge.readRegistry());
+        const registry = await forge.readRegistry();
+        const st = statusOf(pr, registry);
         if (args.values.json) writeJson(io.stdout, { ...pr, url: localPullRequestUrl(number), status: st });
         else {
           for (const line of formatPullRequest(pr)) writeLine(io.stdout, line);
           writeLine(io.stdout, '');
-          writeLine(io.stdout, `review: ${st.review}   checks: ${st.checks}   conflicts: ${st.conflicts}${st.conflictFiles.length ? ` (${st.conflictFiles.join(', ')})` : ''}`);
+          writeLine(
+            io.stdout,
+            `review: ${reviewText(st.review, pr.taskId ? (registry.tasks[pr.taskId]?.reviews ?? []) : [])}   checks: ${st.checks}   conflicts: ${st.conflicts}${st.conflictFiles.length ? ` (${st.conflictFiles.join(', ')})` : ''}`,
+          );
         }
       } else {
         const diff = await forge.diff(number);

@@ -7,7 +7,7 @@
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command, type CommandIO } from './command.js';
 import { PollyError } from '../core/errors.js';
-import { followGoalInRepo, formatSummary, goalSummary } from './follow-goal.js';
+import { followGoalInRepo, formatSummary, goalSummary, signalExitCode } from './follow-goal.js';
 import { decidePlan } from '../plan/plan-gate.js';
 import { ensureBrain } from '../process/daemon.js';
 import { reconcileDeadBrain, resumablePlans } from '../process/resume.js';
@@ -28,10 +28,11 @@ export async function followExisting(ctx: RepoContext, planId: string, goalId: s
     else writeLine(io.stdout, `plan ${planId} resumed (Brain pid ${brain.pid}); follow with polly status`);
     return 0;
   }
-  const final = await followGoalInRepo(ctx, io, { goalId, afterSeq, yes, brainPid: brain.pid });
+  const { goal: final, interrupted } = await followGoalInRepo(ctx, io, { goalId, afterSeq, yes, brain });
   const rows = goalSummary(await ctx.store.read(), goalId, await ctx.store.journal());
   if (json) writeJson(io.stdout, { plan: planId, goal: goalId, status: final.status, tasks: rows });
   else for (const l of formatSummary(rows)) writeLine(io.stdout, l);
+  if (interrupted) return signalExitCode(interrupted);
   return final.status === 'done' ? 0 : 1;
 }
 

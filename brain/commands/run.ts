@@ -8,7 +8,7 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { createGoal } from '../registry/goal-record.js';
-import { followGoalInRepo, formatSummary, goalSummary } from './follow-goal.js';
+import { followGoalInRepo, formatSummary, goalSummary, signalExitCode } from './follow-goal.js';
 import { ensureBrain } from '../process/daemon.js';
 import { proposePlan } from '../plan/plan-gate.js';
 import { parsePlanFile, planToProposal, type Plan } from '../plan/plan-schema.js';
@@ -115,11 +115,12 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired, an agent that cann
       else writeLine(io.stdout, `${proposed.line}\nplan ${proposed.planId} waits for approval (polly plan approve ${proposed.planId}); follow with polly status`);
       return 0;
     }
-    const final = await followGoalInRepo(ctx, io, { goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), brainPid: brain.pid });
+    const { goal: final, interrupted } = await followGoalInRepo(ctx, io, { goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), brain });
     const reg = await ctx.store.read();
     const rows = goalSummary(reg, goal.id, await ctx.store.journal());
     if (values.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: final.id, status: final.status, tasks: rows });
     else for (const l of [proposed.line, '', ...formatSummary(rows)]) writeLine(io.stdout, l);
+    if (interrupted) return signalExitCode(interrupted);
     return final.status === 'done' ? 0 : 1;
   },
 };

@@ -105,7 +105,7 @@ export function formatStatus(report: StatusReport): string[] {
           { header: 'PR', value: (t) => (t.pr ? `#${t.pr.number} ${t.pr.state}` : null) },
           {
             header: 'PR STATE',
-            value: (t) => (t.prStatus ? `review ${t.prStatus.review}, checks ${t.prStatus.checks}, ${mergeText(t.prStatus)}` : null),
+            value: (t) => (t.prStatus ? `review ${t.reviewText ?? t.prStatus.review}, checks ${t.prStatus.checks}, ${mergeText(t.prStatus)}` : null),
             max: 60,
           },
         ],
@@ -113,6 +113,13 @@ export function formatStatus(report: StatusReport): string[] {
       ),
     'none',
   );
+  if (report.tasks.some((t) => t.spent.totals.unknownCostTurns > 0))
+    out.push(
+      '',
+      'SPENT "unknown": the agent CLI reported no cost for those turns (codex never does; pi prices nothing at an endpoint Polly configured). Polly has no price table; budgets in tokens hold for every CLI.',
+    );
+  if (report.tasks.some((t) => (t.spent.totals.unbilledCostTurns ?? 0) > 0))
+    out.push('', 'SPENT "not billed": the CLI priced turns of a model running on this machine (e.g. the scripted model of npm run demo / polly try): nobody paid it.');
   const why = report.tasks.filter((t) => t.statusReason && (REASON_STATUSES.has(t.status) || (t.status === 'ready' && t.statusReason.startsWith('fix round not started'))));
   if (why.length > 0)
     out.push('', 'Why (first line of each reason; polly status --json has them whole)', ...why.map((t) => `  ${t.id} ${t.status}: ${reasonLine(t.statusReason!)}`));

@@ -406,6 +406,8 @@ export interface RenderConfigOptions {
    * YAML language server reads (https://github.com/redhat-developer/yaml-language-server#using-inlined-schema).
    */
   schemaRef?: string;
+  /** Where the schema comes from: a comment line under the `$schema` line. */
+  schemaNote?: string;
 }
 
 /**
@@ -426,5 +428,6 @@ export function renderDefaultConfig(options: RenderConfigOptions = {}): string {
   ].join('\n');
   comment(doc.contents, '');
   const text = doc.toString({ lineWidth: 0 });
-  return options.schemaRef ? `# yaml-language-server: $schema=${options.schemaRef}\n${text}` : text;
+  const note = options.schemaNote ? `# (${options.schemaNote})\n` : '';
+  return options.schemaRef ? `# yaml-language-server: $schema=${options.schemaRef}\n${note}${text}` : text;
 }

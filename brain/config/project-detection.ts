@@ -13,20 +13,57 @@
  *   the setup is `npm install --no-package-lock`; a package without dependencies needs no setup.
  *   npm gets `--prefer-offline` (https://docs.npmjs.com/cli/v11/using-npm/config#prefer-offline):
  *   a second worktree installs from npm's cache without asking the registry.
- * - Python: `pyproject.toml`, `setup.cfg`, `setup.py`, `tox.ini`, `pytest.ini`; tests run with
- *   `python -m pytest` (https://docs.pytest.org/en/stable/how-to/usage.html: it also puts the
- *   current directory on `sys.path`). Setup only when a lockfile names the tool (`uv.lock`: `uv sync`,
- *   `poetry.lock`: `poetry install`); otherwise Polly leaves the environment to the user.
+ * - Python: a project file (`pyproject.toml`, `setup.cfg`, `setup.py`, `tox.ini`, `pytest.ini`,
+ *   `requirements*.txt`, `Pipfile`), `conftest.py`, or test modules pytest collects by default
+ *   (`test_*.py` / `*_test.py` at the top or in `tests/` / `test/`:
+ *   https://docs.pytest.org/en/stable/explanation/goodpractices.html#test-discovery); tests run
+ *   with `python -m pytest` (https://docs.pytest.org/en/stable/how-to/usage.html: it also puts the
+ *   current directory on `sys.path`; pytest runs unittest-style tests too), or `python3 -m pytest`
+ *   where PATH has no `python` (Debian and Ubuntu install only `python3`). Setup only when a
+ *   lockfile names the tool (`uv.lock`: `uv sync`, `poetry.lock`: `poetry install`); otherwise Polly
+ *   leaves the environment to the user, and says so when nothing declares pytest.
  * - Go: `go.mod` → `go test ./...`. Rust: `Cargo.toml` → `cargo test`. Both fetch on demand.
- * - `Makefile`/`makefile`/`GNUmakefile` with a `test:` target → `make test`, which then replaces the
- *   language commands: it is the project's own statement of how its tests run.
+ * - Ruby: `Gemfile` → `bundle install`, then `bundle exec rspec` with `.rspec` or `spec/`, else
+ *   `bundle exec rake test` with a `Rakefile` (https://bundler.io/man/bundle-exec.1.html).
+ * - JVM: `gradlew` → `./gradlew test`, else `build.gradle[.kts]` → `gradle test`
+ *   (https://docs.gradle.org/current/userguide/java_testing.html); `mvnw` → `./mvnw test`, else
+ *   `pom.xml` → `mvn test` (https://maven.apache.org/guides/getting-started/#how-do-i-run-my-unit-tests).
+ * - .NET: a `*.sln`, `*.csproj`, `*.fsproj` or `*.vbproj` at the top → `dotnet test`.
+ * - Elixir `mix.exs` → `mix test` (setup `mix deps.get`); PHP `composer.json` → `composer test`
+ *   when it has a `test` script, else `vendor/bin/phpunit` with `phpunit.xml[.dist]` (setup
+ *   `composer install`); Deno `deno.json[c]` → `deno test`; Swift `Package.swift` → `swift test`;
+ *   Dart `pubspec.yaml` → `dart test` (`flutter test` when it depends on flutter; setup `dart pub get`
+ *   / `flutter pub get`); Zig `build.zig` → `zig build test`.
+ * - `Makefile`/`makefile`/`GNUmakefile` with a `test:` target → `make test` (else a `check:` target,
+ *   the GNU convention: `make check`), and a `justfile` with a `test` recipe → `just test`: each then
+ *   replaces the language commands, as the project's own statement of how its tests run.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { whichExecutable } from '../../workers/sandbox/sandbox-executable.js';
 
 /** One ecosystem found in the repository. */
 export interface DetectedEcosystem {
-  kind: 'npm' | 'pnpm' | 'yarn' | 'bun' | 'python' | 'go' | 'rust' | 'make';
+  kind:
+    | 'npm'
+    | 'pnpm'
+    | 'yarn'
+    | 'bun'
+    | 'python'
+    | 'go'
+    | 'rust'
+    | 'ruby'
+    | 'gradle'
+    | 'maven'
+    | 'dotnet'
+    | 'elixir'
+    | 'php'
+    | 'deno'
+    | 'swift'
+    | 'dart'
+    | 'zig'
+    | 'make'
+    | 'just';
   /** The files that showed it, relative to the repository root. */
   evidence: string[];
   /** The test command it contributes, or null (e.g. a package.json without a test script). */
@@ -132,39 +169,144 @@ function detectNode(root: string): DetectedEcosystem | null {
   return { kind, evidence, test, setup: hasDeps ? setup : null, notes };
 }
 
-function detectPython(root: string): DetectedEcosystem | null {
-  const evidence = ['pyproject.toml', 'setup.cfg', 'setup.py', 'tox.ini', 'pytest.ini'].filter((f) => existsSync(join(root, f)));
+/** Python test modules pytest collects by default (`test_*.py`, `*_test.py`). */
+const PY_TEST_FILE = /^(test_.*|.*_test)\.py$/;
+
+function listDir(root: string, dir: string): string[] {
+  try {
+    return readdirSync(join(root, dir));
+  } catch {
+    return [];
+  }
+}
+
+function detectPython(root: string, env: NodeJS.ProcessEnv): DetectedEcosystem | null {
+  const top = listDir(root, '.');
+  const projectFiles = ['pyproject.toml', 'setup.cfg', 'setup.py', 'tox.ini', 'pytest.ini', 'Pipfile', 'conftest.py'].filter((f) => top.includes(f));
+  const requirements = top.filter((f) => /^requirements.*\.txt$/.test(f)).sort();
+  const tests = [
+    ...top.filter((f) => PY_TEST_FILE.test(f)),
+    ...['tests', 'test'].flatMap((d) =>
+      listDir(root, d)
+        .filter((f) => PY_TEST_FILE.test(f))
+        .map((f) => `${d}/${f}`),
+    ),
+  ];
+  const evidence = [...projectFiles, ...requirements, ...(tests.length > 0 ? [tests.length > 1 ? `${tests[0]!} and ${tests.length - 1} more test module(s)` : tests[0]!] : [])];
   if (evidence.length === 0) return null;
   const notes: string[] = [];
   let setup: string | null = null;
-  if (existsSync(join(root, 'uv.lock'))) {
+  if (top.includes('uv.lock')) {
     setup = 'uv sync';
     evidence.push('uv.lock');
-  } else if (existsSync(join(root, 'poetry.lock'))) {
+  } else if (top.includes('poetry.lock')) {
     setup = 'poetry install';
     evidence.push('poetry.lock');
   } else {
-    notes.push('no uv.lock or poetry.lock: no setup command; the worktrees use the Python environment Polly runs in');
+    notes.push('no uv.lock or poetry.lock: no setup command; the checks use the Python environment Polly runs in');
   }
-  return { kind: 'python', evidence, test: 'python -m pytest', setup, notes };
+  const declared = ['pytest.ini', 'conftest.py'].some((f) => top.includes(f)) || [...projectFiles, ...requirements].some((f) => /\bpytest\b/.test(readText(root, f) ?? ''));
+  if (!declared)
+    notes.push('nothing here declares pytest (requirements*.txt, pyproject.toml, setup.cfg, tox.ini, Pipfile): install it where Polly runs, e.g. apt-get install python3-pytest');
+  // Debian and Ubuntu have python3 but no python unless python-is-python3 is installed.
+  const python = whichExecutable('python', env.PATH, root) === null && whichExecutable('python3', env.PATH, root) !== null ? 'python3' : 'python';
+  if (python === 'python3') notes.push('no "python" on PATH: the command uses python3');
+  return { kind: 'python', evidence, test: `${python} -m pytest`, setup, notes };
+}
+
+/** One ecosystem found by a marker file, with its test and setup commands. */
+interface MarkerRule {
+  kind: DetectedEcosystem['kind'];
+  /** The first of these present (a file name, or a RegExp over top-level names) is the evidence. */
+  markers: Array<string | RegExp>;
+  test: (has: (f: string) => boolean, read: (f: string) => string | null) => string | null;
+  setup?: (has: (f: string) => boolean, read: (f: string) => string | null) => string | null;
+}
+
+const MARKER_RULES: MarkerRule[] = [
+  { kind: 'go', markers: ['go.mod'], test: () => 'go test ./...' },
+  { kind: 'rust', markers: ['Cargo.toml'], test: () => 'cargo test' },
+  {
+    kind: 'ruby',
+    markers: ['Gemfile'],
+    test: (has) => (has('.rspec') || has('spec') ? 'bundle exec rspec' : has('Rakefile') ? 'bundle exec rake test' : null),
+    setup: () => 'bundle install',
+  },
+  { kind: 'gradle', markers: ['gradlew', 'build.gradle', 'build.gradle.kts'], test: (has) => (has('gradlew') ? './gradlew test' : 'gradle test') },
+  { kind: 'maven', markers: ['mvnw', 'pom.xml'], test: (has) => (has('mvnw') ? './mvnw test' : 'mvn test') },
+  { kind: 'dotnet', markers: [/\.(sln|csproj|fsproj|vbproj)$/], test: () => 'dotnet test' },
+  { kind: 'elixir', markers: ['mix.exs'], test: () => 'mix test', setup: () => 'mix deps.get' },
+  {
+    kind: 'php',
+    markers: ['composer.json'],
+    test: (has, read) => {
+      const scripts = (JSON.parse(read('composer.json') || '{}') as { scripts?: Record<string, unknown> }).scripts;
+      if (scripts && typeof scripts === 'object' && 'test' in scripts) return 'composer test';
+      return has('phpunit.xml') || has('phpunit.xml.dist') ? 'vendor/bin/phpunit' : null;
+    },
+    setup: () => 'composer install',
+  },
+  { kind: 'deno', markers: ['deno.json', 'deno.jsonc'], test: () => 'deno test' },
+  { kind: 'swift', markers: ['Package.swift'], test: () => 'swift test' },
+  {
+    kind: 'dart',
+    markers: ['pubspec.yaml'],
+    test: (_has, read) => (/^\s+flutter:\s*$/m.test(read('pubspec.yaml') ?? '') ? 'flutter test' : 'dart test'),
+    setup: (_has, read) => (/^\s+flutter:\s*$/m.test(read('pubspec.yaml') ?? '') ? 'flutter pub get' : 'dart pub get'),
+  },
+  { kind: 'zig', markers: ['build.zig'], test: () => 'zig build test' },
+];
+
+function detectByMarkers(root: string): DetectedEcosystem[] {
+  const top = listDir(root, '.');
+  const has = (f: string) => top.includes(f);
+  const read = (f: string) => readText(root, f);
+  const out: DetectedEcosystem[] = [];
+  for (const rule of MARKER_RULES) {
+    const found = rule.markers.map((m) => (typeof m === 'string' ? (has(m) ? m : undefined) : top.find((f) => m.test(f)))).find((f) => f !== undefined);
+    if (found === undefined) continue;
+    let test: string | null = null;
+    try {
+      test = rule.test(has, read);
+    } catch {
+      // a manifest that does not parse: no test command from it
+    }
+    const notes = test === null ? [`found ${found} but no test command it implies`] : [];
+    out.push({ kind: rule.kind, evidence: [found], test, setup: rule.setup?.(has, read) ?? null, notes });
+  }
+  return out;
+}
+
+/** True when a justfile in `root` has a recipe `name` (a line `name:` or `name arg…:`; https://just.systems/man/en/). */
+function justHasRecipe(root: string, name: string): string | null {
+  for (const file of ['justfile', 'Justfile', '.justfile']) {
+    const text = readText(root, file);
+    if (text !== null && new RegExp(`^@?${name}(\\s+[^:=]*)?:(?!=)`, 'm').test(text)) return file;
+  }
+  return null;
 }
 
 /**
- * Detect the project in `root` (a checkout; only files at its top level are read).
- * @returns the ecosystems found and the commands for `acceptance.commands` and `worktrees.setup`.
+ * Detect the project in `root` (a checkout; the files at its top level, and the test modules in
+ * `tests/` and `test/`, are read; see the module doc for each ecosystem's evidence).
+ * @param env  for PATH: whether `python` exists or only `python3` (default `process.env`).
+ * @returns the ecosystems found and the commands for `acceptance.commands` and `worktrees.setup`;
+ *          `acceptanceCommands` is [] when nothing implies a test command.
  */
-export function detectProject(root: string): ProjectDetection {
+export function detectProject(root: string, env: NodeJS.ProcessEnv = process.env): ProjectDetection {
   const ecosystems: DetectedEcosystem[] = [];
   const node = detectNode(root);
   if (node) ecosystems.push(node);
-  const python = detectPython(root);
+  const python = detectPython(root, env);
   if (python) ecosystems.push(python);
-  if (existsSync(join(root, 'go.mod'))) ecosystems.push({ kind: 'go', evidence: ['go.mod'], test: 'go test ./...', setup: null, notes: [] });
-  if (existsSync(join(root, 'Cargo.toml'))) ecosystems.push({ kind: 'rust', evidence: ['Cargo.toml'], test: 'cargo test', setup: null, notes: [] });
+  ecosystems.push(...detectByMarkers(root));
   const makefile = MAKEFILES.find((f) => existsSync(join(root, f)));
-  const makeTest = makefile !== undefined && makeHasTarget(root, 'test');
-  if (makefile && makeTest) ecosystems.push({ kind: 'make', evidence: [makefile], test: 'make test', setup: null, notes: [] });
-  const tests = makeTest ? ['make test'] : ecosystems.map((e) => e.test).filter((t): t is string => t !== null);
+  const makeTarget = makefile === undefined ? null : makeHasTarget(root, 'test') ? 'test' : makeHasTarget(root, 'check') ? 'check' : null;
+  const own = makefile && makeTarget ? { kind: 'make' as const, file: makefile, test: `make ${makeTarget}` } : null;
+  const justfile = own ? null : justHasRecipe(root, 'test');
+  const projectOwn = own ?? (justfile ? { kind: 'just' as const, file: justfile, test: 'just test' } : null);
+  if (projectOwn) ecosystems.push({ kind: projectOwn.kind, evidence: [projectOwn.file], test: projectOwn.test, setup: null, notes: [] });
+  const tests = projectOwn ? [projectOwn.test] : ecosystems.map((e) => e.test).filter((t): t is string => t !== null);
   const setups = ecosystems.map((e) => e.setup).filter((s): s is string => s !== null);
   return { ecosystems, acceptanceCommands: tests, setup: setups.length > 0 ? setups.join(' && ') : null };
 }

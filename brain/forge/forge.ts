@@ -89,6 +89,13 @@ export interface Forge {
   postReview(number: number, review: ReviewInput): Promise<{ id: number }>;
   /** Post a plain comment on the PR's conversation. */
   comment(number: number, body: string): Promise<{ id: number }>;
+  /**
+   * Replace the PR's description (markdown, see `pr-body.ts`), e.g. once the review is in. GitHub:
+   * `PATCH /repos/{owner}/{repo}/pulls/{pull_number}` with `body`
+   * (https://docs.github.com/en/rest/pulls/pulls#update-a-pull-request).
+   * @throws PollyError `not_found` for an unknown PR.
+   */
+  updateBody(number: number, body: string): Promise<void>;
   /** Read one PR's current state (merged included). */
   getPullRequest(number: number): Promise<PullRequestInfo>;
   /** List PRs, newest first. */

@@ -275,6 +275,14 @@ export function createGitHubForge(options: GitHubForgeOptions): GitHubForge {
       return { id: r.data.id };
     },
 
+    async updateBody(number: number, body: string): Promise<void> {
+      const r = await send(
+        `PATCH pulls/${number}`,
+        () => octokit.rest.pulls.update({ owner, repo, pull_number: number, body: markedBody(body) }) as unknown as Promise<{ data: { number: number }; headers: Headers }>,
+      );
+      if (r.notModified) throw new PollyError('internal', 'PATCH answered 304');
+    },
+
     async getPullRequest(number: number): Promise<PullRequestInfo> {
       return pullRequestInfoFromRest(await rawPull(number));
     },

@@ -325,6 +325,16 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
       });
     },
 
+    async updateBody(number: number, body: string): Promise<void> {
+      await load(number);
+      await options.store.update((draft) => {
+        const p = draft.pullRequests[String(number)]!;
+        if (p.body === body) return;
+        p.body = body;
+        p.updatedAt = now();
+      });
+    },
+
     async addFeedback(number: number, input: { event: 'COMMENT' | 'REQUEST_CHANGES'; body: string; file?: string; line?: number }): Promise<{ id: number }> {
       if (input.body.trim() === '') throw new PollyError('bad_input', `feedback on PR #${number} is empty; say what should change.`);
       if (input.line !== undefined && input.file === undefined) throw new PollyError('bad_input', `--line ${input.line} needs --file: a line comment names the file it is on.`);

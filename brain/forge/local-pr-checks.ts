@@ -33,7 +33,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { isPollyError } from '../core/errors.js';
 import { visibleText } from '../core/visible-text.js';
-import { COMMAND_NOT_FOUND } from '../task-tools/run-acceptance.js';
+import { classifyCannotRun } from '../../workers/check-runner.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import type { LocalPrCheckRecord, Registry } from '../registry/registry-schema.js';
 import { runAcceptance, runCheck } from '../../workers/acceptance.js';
@@ -187,9 +187,10 @@ export function createLocalPrChecks(deps: LocalPrChecksDeps): LocalPrChecks {
           } finally {
             await rm(dir, { recursive: true, force: true });
           }
-          // A command not found (exit 127: not installed, or under the HOME the sandbox hides) is the
-          // environment, not the PR: recorded and reported, but no fix round (no agent can install it).
-          const missing = outcome.results.find((r) => r.exitCode === COMMAND_NOT_FOUND && !r.timedOut);
+          // A check that cannot run (workers/check-runner.ts: a program not found, not installed under the
+          // HOME the sandbox hides, a runner's module or dependencies missing) is the environment, not the
+          // PR: recorded and reported, but no fix round (no agent can install it).
+          const missing = outcome.results.map((r) => ({ r, why: classifyCannotRun(r) })).find((x) => x.why !== null);
           const conclusion = outcome.green ? 'success' : 'failure';
           const record: LocalPrCheckRecord = {
             headCommit: head,
@@ -232,7 +233,7 @@ export function createLocalPrChecks(deps: LocalPrChecksDeps): LocalPrChecks {
           if (missing) {
             report.errors.push({
               number: pr.number,
-              message: `the check "${visibleText(missing.command).slice(0, 200)}" exited ${COMMAND_NOT_FOUND} (command not found): install the program where the sandbox sees it (not under HOME), or run \`polly doctor\`; no fix round was started`,
+              message: `the check "${visibleText(missing.r.command).slice(0, 200)}" cannot run here (exit ${missing.r.exitCode}: ${visibleText(missing.why!.missing)} is missing): ${missing.why!.fix}; or run \`polly doctor\`; no fix round was started`,
             });
           }
         } catch (error) {

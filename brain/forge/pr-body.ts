@@ -5,7 +5,7 @@
  * (brain/core/visible-text.ts): the body is posted to the forge and printed by `polly pr show`.
  */
 import type { AcceptanceContract, CommandResult, ReviewRecord } from '../registry/registry-schema.js';
-import { formatCost, totalTokens, type TaskLedger } from '../registry/cost-ledger.js';
+import { costNote, formatCost, totalTokens, type TaskLedger } from '../registry/cost-ledger.js';
 import { visibleText } from '../core/visible-text.js';
 
 export interface PrBodyInput {
@@ -108,7 +108,7 @@ export function renderPrBody(input: PrBodyInput): string {
     }
     const all = input.ledger.totals;
     out.push(`| **total** | ${all.turns} | ${all.inputTokens} | ${all.outputTokens} | ${all.cacheReadTokens} | ${formatCost(all)} |`, '');
-    out.push(`${totalTokens(all)} tokens in all. Cost is what the agents reported; "unknown" where an agent reports none (codex).`, '');
+    out.push(`${totalTokens(all)} tokens in all. ${costNote(input.ledger.turns)}`.trimEnd(), '');
   }
   out.push('---', '_Opened by Polly. Polly never merges: a human reviews and merges this PR._', '');
   // The prompt, the checks' output and the findings are text a worker chose: no terminal escapes.

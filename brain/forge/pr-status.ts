@@ -58,6 +58,30 @@ export function pullRequestStatus(
   };
 }
 
+/** The findings of one cross-review round (a subset of ReviewRecord, brain/registry/registry-schema.ts). */
+export interface CrossReviewCounts {
+  reviewer: string;
+  blocking: readonly unknown[];
+  nonBlocking: readonly unknown[];
+}
+
+/**
+ * The review state in words for people (`polly pr list/show`, `polly status`). Polly posts its
+ * cross-review as a COMMENT review (an author cannot approve its own PR on GitHub), so `commented`
+ * alone hides what the review found: with the task's cross-review rounds it says that instead, from
+ * the latest round: `no findings (pi)`, `no blocking findings, 1 non-blocking (pi)`, `2 blocking (pi)`.
+ * JSON output keeps the state word (`commented`).
+ */
+export function reviewText(review: PullRequestStatus['review'], crossReviews: readonly CrossReviewCounts[] = []): string {
+  const last = crossReviews.at(-1);
+  if (review === 'commented' && last) {
+    const who = `(${last.reviewer})`;
+    if (last.blocking.length > 0) return `${last.blocking.length} blocking ${who}`;
+    return last.nonBlocking.length > 0 ? `no blocking findings, ${last.nonBlocking.length} non-blocking ${who}` : `no findings ${who}`;
+  }
+  return review;
+}
+
 /** True when the latest reported run of some check name (`polly pr check`) on the current head did not succeed. */
 function reportedRunFails(pr: Pick<LocalPullRequest, 'checkRuns'> & { headCommit?: string }): boolean {
   const latest = new Map<string, string>();

@@ -7,7 +7,7 @@
  * `pr-events.ts`). Every status change goes through `brain/registry/task-lifecycle.ts`.
  */
 import { existsSync } from 'node:fs';
-import { budgetReason, createBudgetWatch, recordTurnUsage, type BudgetStop } from '../task-tools/turn-budget.js';
+import { budgetReason, createBudgetWatch, modelEndpoint, recordTurnUsage, type BudgetStop } from '../task-tools/turn-budget.js';
 import { isPollyError } from '../core/errors.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { mergeHead } from '../task-tools/integrate-base.js';
@@ -413,7 +413,13 @@ export async function runReadOnlyTask(
   const stop = watch.stopped();
   await deps.store.update((draft, tx) => {
     const t = draft.tasks[taskId]!;
-    recordTurnUsage(draft, tx, taskId, result, { role: task.purpose, harness: task.worker, orderId: `adhoc:${taskId}`, at: now().toISOString() });
+    recordTurnUsage(draft, tx, taskId, result, {
+      role: task.purpose,
+      harness: task.worker,
+      orderId: `adhoc:${taskId}`,
+      at: now().toISOString(),
+      endpoint: modelEndpoint(task.worker, deps.config, deps.agentEnv),
+    });
     t.sessionId = result.sessionId;
     t.report = result.finalText;
     if (stop && !violation) {

@@ -10,7 +10,12 @@
  * Units: token counts; cost in USD as the agent CLI reports it. A CLI that reports no cost (codex;
  * claude for a turn stopped before its `result`) leaves the turn's cost `null` = unknown, never 0:
  * totals keep the known sum and count the turns of unknown cost, and {@link formatCost} renders
- * "unknown" or "≥ $X (some turns unknown)".
+ * "unknown" or "≥ $X (some turns unknown)", and {@link unknownCostNote} says why.
+ *
+ * Polly has no price table of its own. A CLI prices a turn from ITS list for the model id it was
+ * given, wherever the model actually ran: a turn answered by a model endpoint on this machine
+ * (loopback, e.g. Polly's scripted model server in `npm run demo` and `polly try`) was billed by no
+ * one, so its figure is kept apart (`unbilledCostUsd`) and shown as "not billed".
  */
 import type { Harness, Purpose } from '../core/vocabulary.js';
 
@@ -44,6 +49,8 @@ export interface LedgerTurn extends UsageFigures {
   status: string;
   /** False when the CLI reported no usage at all for the turn (tokens 0, cost unknown). */
   reported: boolean;
+  /** The model endpoint the agent was pointed at instead of its vendor's API (a base URL), or null/absent for the vendor's own. */
+  endpoint?: string | null;
 }
 
 /** Sums over turns. `costUsd` is the sum of the KNOWN costs; `unknownCostTurns` says how many turns had none. */
@@ -55,6 +62,10 @@ export interface LedgerTotals {
   cacheWriteTokens: number;
   costUsd: number;
   unknownCostTurns: number;
+  /** The part of `costUsd` reported for turns served on this machine ({@link isLocalEndpoint}): not billed. Absent: 0. */
+  unbilledCostUsd?: number;
+  /** How many turns that part covers. Absent: 0. */
+  unbilledCostTurns?: number;
 }
 
 /** A task's ledger. */
@@ -70,6 +81,17 @@ export interface TaskLedger {
 /** Zero totals. */
 export function emptyTotals(): LedgerTotals {
   return { turns: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, unknownCostTurns: 0 };
+}
+
+/** True when `url` is a model endpoint on this machine (loopback host: 127.0.0.0/8, ::1, localhost), e.g. Polly's scripted model server. */
+export function isLocalEndpoint(url: string | null | undefined): boolean {
+  if (!url) return false;
+  try {
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+    return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+  } catch {
+    return false;
+  }
 }
 
 /** The usage-shaped events of a turn (structurally `UsageEvent` of workers/agents/agent-adapter.ts). */
@@ -118,22 +140,34 @@ export function ledgerTurn(events: ReadonlyArray<{ type: string }>, meta: Omit<L
   return { ...meta, ...(usage ?? { inputTokens: 0, outputTokens: 0, cacheReadTokens: null, cacheWriteTokens: null, costUsd: null }), reported: usage !== null };
 }
 
-/** `totals` plus one turn's figures (a new object). */
-export function addToTotals(totals: LedgerTotals, u: UsageFigures): LedgerTotals {
-  return {
-    turns: totals.turns + 1,
-    inputTokens: totals.inputTokens + u.inputTokens,
-    outputTokens: totals.outputTokens + u.outputTokens,
-    cacheReadTokens: totals.cacheReadTokens + (u.cacheReadTokens ?? 0),
-    cacheWriteTokens: totals.cacheWriteTokens + (u.cacheWriteTokens ?? 0),
-    costUsd: totals.costUsd + (u.costUsd ?? 0),
-    unknownCostTurns: totals.unknownCostTurns + (u.costUsd === null ? 1 : 0),
-  };
+/** `totals` plus one turn's figures (a new object); a known cost of a turn on a local endpoint also counts as unbilled. */
+export function addToTotals(totals: LedgerTotals, u: UsageFigures & { endpoint?: string | null }): LedgerTotals {
+  const unbilled = u.costUsd !== null && isLocalEndpoint(u.endpoint);
+  return withUnbilled(
+    {
+      turns: totals.turns + 1,
+      inputTokens: totals.inputTokens + u.inputTokens,
+      outputTokens: totals.outputTokens + u.outputTokens,
+      cacheReadTokens: totals.cacheReadTokens + (u.cacheReadTokens ?? 0),
+      cacheWriteTokens: totals.cacheWriteTokens + (u.cacheWriteTokens ?? 0),
+      costUsd: totals.costUsd + (u.costUsd ?? 0),
+      unknownCostTurns: totals.unknownCostTurns + (u.costUsd === null ? 1 : 0),
+    },
+    (totals.unbilledCostUsd ?? 0) + (unbilled ? u.costUsd! : 0),
+    (totals.unbilledCostTurns ?? 0) + (unbilled ? 1 : 0),
+  );
+}
+
+/** `t` with the unbilled figures set when there are any (absent otherwise: stored totals stay as they were). */
+function withUnbilled(t: LedgerTotals, usd: number, turns: number): LedgerTotals {
+  return turns > 0 ? { ...t, unbilledCostUsd: usd, unbilledCostTurns: turns } : t;
 }
 
 /** The sum of several totals (a plan's or goal's roll-up of its tasks). */
 export function sumTotals(list: ReadonlyArray<LedgerTotals | undefined>): LedgerTotals {
   const out = emptyTotals();
+  let unbilledUsd = 0;
+  let unbilledTurns = 0;
   for (const t of list) {
     if (!t) continue;
     out.turns += t.turns;
@@ -143,8 +177,10 @@ export function sumTotals(list: ReadonlyArray<LedgerTotals | undefined>): Ledger
     out.cacheWriteTokens += t.cacheWriteTokens;
     out.costUsd += t.costUsd;
     out.unknownCostTurns += t.unknownCostTurns;
+    unbilledUsd += t.unbilledCostUsd ?? 0;
+    unbilledTurns += t.unbilledCostTurns ?? 0;
   }
-  return out;
+  return withUnbilled(out, unbilledUsd, unbilledTurns);
 }
 
 /** `ledger` (absent: empty) with `turn` added: totals, the role's totals, the capped turn list. Returns a new ledger. */
@@ -172,13 +208,41 @@ export function formatUsd(usd: number): string {
 
 /**
  * The cost of `totals` in words: `$0.0123`; `unknown` when no turn reported a cost (or there were
- * no turns with usage); `≥ $0.0123 (some turns unknown)` when some did and some did not.
+ * no turns with usage); `≥ $0.0123 (some turns unknown)` when some did and some did not. A figure
+ * reported for turns served on this machine (a local model, {@link isLocalEndpoint}) is marked:
+ * `$0.0802 not billed` when all of it is, `$0.5802 ($0.0802 not billed)` when part is.
  */
-export function formatCost(totals: Pick<LedgerTotals, 'turns' | 'costUsd' | 'unknownCostTurns'>): string {
+export function formatCost(totals: Pick<LedgerTotals, 'turns' | 'costUsd' | 'unknownCostTurns' | 'unbilledCostUsd' | 'unbilledCostTurns'>): string {
   if (totals.turns === 0) return '$0';
-  if (totals.unknownCostTurns === 0) return formatUsd(totals.costUsd);
   if (totals.unknownCostTurns >= totals.turns) return 'unknown';
-  return `≥ ${formatUsd(totals.costUsd)} (some turns unknown)`;
+  const unbilledTurns = totals.unbilledCostTurns ?? 0;
+  const known = totals.unknownCostTurns === 0 ? formatUsd(totals.costUsd) : `≥ ${formatUsd(totals.costUsd)}`;
+  const unknown = totals.unknownCostTurns === 0 ? '' : ' (some turns unknown)';
+  if (unbilledTurns === 0) return `${known}${unknown}`;
+  if (unbilledTurns >= totals.turns - totals.unknownCostTurns) return `${known} not billed${unknown}`;
+  return `${known}${unknown} (${formatUsd(totals.unbilledCostUsd ?? 0)} not billed)`;
+}
+
+/** Why a harness's turn has no cost figure (see the adapters in workers/agents/). */
+export const NO_COST_REASON: Record<Harness, string> = {
+  codex: 'codex reports tokens but never a cost',
+  pi: 'pi has no price for a model on an endpoint Polly configured (workers.pi.base_url), so Polly counts its 0 as unknown',
+  'claude-code': 'claude reports a cost only for a turn that ends with its result',
+};
+
+/**
+ * One sentence on the cost figures of `turns` for people: where they come from, why some are
+ * unknown (naming the harnesses that reported none, {@link NO_COST_REASON}) and which are not billed.
+ * Empty string when there are no turns.
+ */
+export function costNote(turns: readonly LedgerTurn[]): string {
+  if (turns.length === 0) return '';
+  const parts = ['Cost is what each agent CLI reported, priced from its own list (Polly has no price table; budgets can cap tokens).'];
+  const unknown = [...new Set(turns.filter((t) => t.costUsd === null).map((t) => t.harness))];
+  if (unknown.length) parts.push(`Unknown for ${unknown.map((h) => `${h} (${NO_COST_REASON[h]})`).join('; ')}.`);
+  const local = [...new Set(turns.filter((t) => t.costUsd !== null && isLocalEndpoint(t.endpoint)).map((t) => t.endpoint!))];
+  if (local.length) parts.push(`Not billed: the model behind ${local.join(', ')} runs on this machine (e.g. Polly's scripted model), so the figure is a list price nobody paid.`);
+  return parts.join(' ');
 }
 
 /** One line for people: `1234 in / 56 out tokens (cache 100 read, 0 written), $0.0123 over 2 turns`. */

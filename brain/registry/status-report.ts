@@ -5,7 +5,7 @@
  */
 import type { GoalRecord, PlanRecord, PullRequestRef, Registry, TaskRecord, WorkerRecord } from './registry-schema.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
-import { githubPullRequestStatus, pullRequestStatus, type PullRequestStatus } from '../forge/pr-status.js';
+import { githubPullRequestStatus, pullRequestStatus, reviewText, type PullRequestStatus } from '../forge/pr-status.js';
 import { costJson, sumTotals, type LedgerTotals, type TaskLedger } from './cost-ledger.js';
 import type { Budget } from '../plan/budgets.js';
 
@@ -41,6 +41,11 @@ export interface StatusTask {
    * Null without a PR.
    */
   prStatus: PullRequestStatus | null;
+  /**
+   * What the cross-review found, in words (brain/forge/pr-status.ts `reviewText`), when `prStatus.review`
+   * is only `commented` (Polly's cross-review is a COMMENT review); absent otherwise.
+   */
+  reviewText?: string;
   /** Why it is in its status (a failure, a park), or null. */
   statusReason: string | null;
   /** Tokens and cost of its turns (brain/registry/cost-ledger.ts), per role too. */
@@ -127,6 +132,7 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
         : t.pr.forge === 'github'
           ? githubPullRequestStatus(t.pr.watch, t.pr.state)
           : pullRequestStatus(reg.pullRequests[String(t.pr.number)] ?? { reviews: [], state: t.pr.state }, t.checks),
+      ...(t.pr && t.reviews.length > 0 ? commentedReviewText(t, reg) : {}),
       statusReason: t.statusReason,
       spent: { ...statusCost(t.ledger?.totals ?? sumTotals([])), byRole: t.ledger?.byRole ?? {} },
       budget: t.budget ?? null,
@@ -144,4 +150,10 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
         heartbeatAt: w.heartbeatAt,
       })),
   };
+}
+
+/** `{reviewText}` for a task whose PR's review state is `commented` and which has cross-review rounds; else `{}`. */
+function commentedReviewText(t: TaskRecord, reg: Registry): { reviewText?: string } {
+  const review = t.pr!.forge === 'github' ? t.pr!.watch?.review : pullRequestStatus(reg.pullRequests[String(t.pr!.number)] ?? { reviews: [], state: t.pr!.state }, t.checks).review;
+  return review === 'commented' ? { reviewText: reviewText(review, t.reviews) } : {};
 }

@@ -45,7 +45,7 @@ import { join } from 'node:path';
 import { workerTurnRequest } from './dispatch.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnResult } from '../../workers/worker-turn.js';
-import { createBudgetWatch, parkForBudget, recordTurnUsage, type BudgetStop, type BudgetWatch } from './turn-budget.js';
+import { createBudgetWatch, modelEndpoint, parkForBudget, recordTurnUsage, type BudgetStop, type BudgetWatch } from './turn-budget.js';
 
 /**
  * A ReviewRecord as this tool writes it: plus the work order that produced it and the forge's
@@ -138,7 +138,15 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
       const turn = async (prompt: string, orderId: string, resume: string | null): Promise<WorkerTurnResult> => {
         const watch = await createBudgetWatch(ctx, ctx.signal);
         const result = await runReviewTurn(prompt, orderId, resume, watch);
-        await ctx.store.update((draft, tx) => recordTurnUsage(draft, tx, task.id, result, { role: 'review', harness: reviewer, orderId, at: new Date().toISOString() }));
+        await ctx.store.update((draft, tx) =>
+          recordTurnUsage(draft, tx, task.id, result, {
+            role: 'review',
+            harness: reviewer,
+            orderId,
+            at: new Date().toISOString(),
+            endpoint: modelEndpoint(reviewer, ctx.config, ctx.agentEnv),
+          }),
+        );
         stopped = watch.stopped();
         return result;
       };

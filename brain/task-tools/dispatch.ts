@@ -5,6 +5,10 @@
  * Idempotent per order id: the worktree is created only when the task has none (a registered
  * `polly/<id>` worktree left by a Brain that died before recording it is adopted), and the turn
  * goes through the supervisor, which adopts a worker already started for this order.
+ *
+ * Before the first turn, after the worktree and its setup, the runner of each acceptance command
+ * found by PATH is probed in the checks' sandbox (./run-acceptance.ts `probeRunnersBeforeAgent`):
+ * a check that could never run fails the task (`task.checks_cannot_run`) without an agent turn.
  */
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -22,9 +26,10 @@ import type { PollyConfig } from '../config/config-schema.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
 import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-step.js';
+import { cannotRunReason, checkConfinement, probeRunnersBeforeAgent } from './run-acceptance.js';
 import { ownGitAdminDir, sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
 import { POLLY_COMMITS_LINE } from '../../workers/git/git-policy.js';
-import { createBudgetWatch, parkForBudget, recordTurnUsage, type BudgetStop, type BudgetWatch } from './turn-budget.js';
+import { createBudgetWatch, modelEndpoint, parkForBudget, recordTurnUsage, type BudgetStop, type BudgetWatch } from './turn-budget.js';
 import { elideMiddle } from '../core/visible-text.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
@@ -102,7 +107,13 @@ export async function recordTurn(ctx: TaskToolContext, result: WorkerTurnResult,
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[ctx.task.id];
     if (!t) return;
-    recordTurnUsage(draft, tx, t.id, result, { role: verb === 'dispatch' ? t.purpose : 'followup', harness: t.worker, orderId: ctx.order.id, at: new Date().toISOString() });
+    recordTurnUsage(draft, tx, t.id, result, {
+      role: verb === 'dispatch' ? t.purpose : 'followup',
+      harness: t.worker,
+      orderId: ctx.order.id,
+      at: new Date().toISOString(),
+      endpoint: modelEndpoint(t.worker, ctx.config, ctx.agentEnv),
+    });
     if (result.sessionId) t.sessionId = result.sessionId;
     if (result.unconfined) {
       t.unconfined = result.unconfined;
@@ -267,6 +278,19 @@ export const dispatch: TaskTool = async (ctx) => {
   if (setup?.refGuard)
     return failBeforeAgent(ctx, 'task.setup_failed', `${setup.refGuard}\nThe agent was not started. Full log of worktrees.setup "${setup.command}": ${setup.logPath}`);
   if (setup && (setup.exitCode !== 0 || setup.timedOut)) return failBeforeAgent(ctx, 'task.setup_failed', setupFailureReason(setup));
+  // A check whose runner cannot start here (python without pytest, go not installed…) can never go
+  // green: say so before the agent's first attempt (the checks themselves classify it too).
+  if (task.purpose === 'implement' && task.worktree) {
+    const commands = task.acceptance.commands.length > 0 ? task.acceptance.commands : ctx.config.acceptance.commands;
+    let confinement: ReturnType<typeof checkConfinement> | null = null;
+    try {
+      confinement = checkConfinement(ctx, task.worktree);
+    } catch (error) {
+      if (!isPollyError(error, 'sandbox_unavailable')) throw error; // run_acceptance says so with its own reason
+    }
+    const found = confinement ? await probeRunnersBeforeAgent(commands, { cwd: task.worktree, env: confinement.env, sandbox: confinement.sandbox, signal: ctx.signal }) : null;
+    if (found) return failBeforeAgent(ctx, 'task.checks_cannot_run', cannotRunReason({ command: found.command, exitCode: null }, found.why, confinement?.sandbox != null));
+  }
   await ctx.store.update((draft) => {
     const t = draft.tasks[task.id];
     if (t && t.status !== 'running') transitionTask(t, 'running', { reason: null, at: new Date().toISOString() });

@@ -48,6 +48,8 @@ export function createMarkReadyTool(): TaskTool {
           unconfined: t.unconfined ?? null,
           ledger: t.ledger ?? null,
         });
+        // The description was written when the draft opened ("Review: pending"): it gets the final state too.
+        await ctx.forge.updateBody(number, body);
         await ctx.forge.comment(number, `**Final state: ready for review.**\n\n${body}`);
         await ctx.forge.markReady(number);
       }

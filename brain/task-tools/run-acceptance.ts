@@ -9,9 +9,12 @@
  *   record `headCommit`, `checks`, clear `feedback` → ok;
  * - red → store {@link formatCheckFeedback} as the task's `feedback` for `send_followup`, record
  *   `checks` → a permanent failure: TESTS_RED at once (the workflow bounds the fix attempts);
- * - a command not found (exit 127: a program not installed, or hidden by the sandbox) → the task
- *   fails at once with a reason naming the command and what to do ({@link commandNotFoundReason}):
- *   the agent cannot fix the environment, so none of its attempts is spent;
+ * - a check that cannot run (its runner, interpreter, module or dependencies missing: exit 127 or
+ *   126, `No module named X` for `python -m X`, node_modules not installed, …; the signatures in
+ *   workers/check-runner.ts, and for a red check matching none, the runner probe run in the same
+ *   sandbox) → the task fails at once with a reason naming the command, what is missing and what to
+ *   do ({@link cannotRunReason}), journaled as `task.checks` `{green: false, failed, cannotRun:
+ *   {kind, missing}}`: the agent cannot fix the environment, so none of its attempts is spent;
  *
  * The run is wrapped in the ref guard (./ref-guard-step.ts): a ref or git metadata file changed by
  * the checks fails the task at once, and nothing is committed.
@@ -25,7 +28,9 @@
  * Idempotent: a re-run after a crash finds nothing left to commit and records the branch tip.
  */
 import { existsSync } from 'node:fs';
-import { formatCheckFeedback, runAcceptance } from '../../workers/acceptance.js';
+import { formatCheckFeedback, runAcceptance, runCheck } from '../../workers/acceptance.js';
+import { classifyCannotRun, commandProgram, runnerProbe, type CannotRun } from '../../workers/check-runner.js';
+import type { AgentSandbox } from '../../workers/agents/agent-adapter.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { resolveWorktreesDir } from '../../workers/git/worktrees-dir.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
@@ -87,42 +92,117 @@ export function taskCommitMessage(task: { id: string; title: string }): string {
 export const COMMAND_NOT_FOUND = 127;
 
 /**
- * The task's reason when acceptance command `result` exited {@link COMMAND_NOT_FOUND}: the
- * command, its exit code, the shell's own line (e.g. `sh: 1: python: not found`, ≤ 200 characters,
- * control characters shown as `\xNN`) and what to do. `sandboxed`: the command ran in Polly's
- * sandbox, which hides the real HOME (workers/sandbox/sandbox-profiles.ts), so a program found
- * there in the user's shell (pyenv, asdf, nvm shims) is not found by Polly. Pure.
+ * The task's reason when acceptance command `result` cannot run (`why`, from
+ * workers/check-runner.ts): the command, its exit code (none before the checks ran: a probe), the output line that shows it (≤ 200
+ * characters, control characters shown as `\xNN`), what is missing and what to do. `sandboxed`: the
+ * command ran in Polly's sandbox, which hides the real HOME (workers/sandbox/sandbox-profiles.ts),
+ * so a program found there in the user's shell (pyenv, asdf, nvm shims) is not found by Polly;
+ * unconfined, a program not found is not installed or not on the PATH Polly passes. Pure.
  */
-export function commandNotFoundReason(result: Pick<CommandResult, 'command' | 'output'>, sandboxed: boolean): string {
-  const said = result.output
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => /not found|no such file/i.test(l))
-    .pop();
-  const where = sandboxed
-    ? "it is not installed, or it resolves under your home directory (pyenv, asdf or nvm shims), which Polly's sandbox hides: install it outside HOME (a system package, or a virtualenv or node_modules/.bin inside the repository)"
-    : 'it is not installed or not on the PATH Polly passes to commands';
+export function cannotRunReason(result: Pick<CommandResult, 'command' | 'exitCode'>, why: CannotRun, sandboxed: boolean): string {
+  const how = [result.exitCode !== null ? `exit ${result.exitCode}` : null, why.evidence ? `(${visibleText(why.evidence)})` : null].filter(Boolean).join(' ');
+  const fix = why.kind === 'not_found' && !sandboxed ? 'it is not installed or not on the PATH Polly passes to commands: install it, or fix the command' : why.fix;
   return (
-    `acceptance command "${visibleText(result.command).slice(0, 200)}" exited ${COMMAND_NOT_FOUND} (command not found${said ? `: ${visibleText(said).slice(0, 200)}` : ''}): ` +
-    `this is the environment, not the code, so no agent attempt was spent on it. The program ${where}. ` +
-    "Run polly doctor (it names such commands), fix acceptance.commands or the task's own commands, then plan the task again."
+    `acceptance command "${visibleText(result.command).slice(0, 200)}" cannot run here${how ? `: ${how}` : ''}, ` +
+    `${visibleText(why.missing)} is missing. This is the environment, not the code, so no agent attempt was spent on it. Fix: ${fix}. ` +
+    "Run polly doctor (it probes acceptance.commands in the checks' sandbox), fix acceptance.commands or the task's own commands, then plan the task again."
   );
 }
 
+/** The Python project files whose dependency lists name what a check may need (read as text, regular files only). */
+const PYTHON_DECLARATIONS = ['requirements.txt', 'requirements-dev.txt', 'requirements-test.txt', 'pyproject.toml', 'setup.cfg', 'setup.py', 'Pipfile', 'tox.ini'];
+
+/** Whether the project in `cwd` names Python distribution `name` in its dependency files (a word match). */
+function pythonDeclared(cwd: string): (name: string) => boolean {
+  const texts = PYTHON_DECLARATIONS.map((f) => readFileBelow(cwd, join(cwd, f)) ?? '');
+  return (name) => texts.some((t) => new RegExp(`(^|[^\\w.-])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\w.-])`, 'm').test(t));
+}
+
 /**
- * Fail the task at once for a command that was not found (see {@link commandNotFoundReason}):
- * status `failed`, its checks recorded, no feedback stored (send_followup then does not resume the
- * agent), journaled as `task.checks` `{green: false, failed, notFound: true}`.
+ * Why a red run cannot run, or null when it is the code's: the first failed result matching a
+ * signature (workers/check-runner.ts `classifyCannotRun`); else the runner probe of the first
+ * failed command, run once in the same sandbox and environment, classified against the same command.
  */
-async function commandNotFoundFailure(ctx: TaskToolContext, missing: CommandResult, results: CommandResult[], sandboxed: boolean): Promise<TaskToolOutcome> {
-  const reason = commandNotFoundReason(missing, sandboxed);
+async function cannotRun(
+  results: readonly CommandResult[],
+  probeOptions: Omit<Parameters<typeof runCheck>[1], 'timeoutSeconds'>,
+): Promise<{ result: CommandResult; why: CannotRun } | null> {
+  const declared = pythonDeclared(probeOptions.cwd);
+  for (const r of results) {
+    const why = classifyCannotRun(r, declared);
+    if (why) return { result: r, why };
+  }
+  const failed = results.find((r) => r.exitCode !== 0 && !r.timedOut);
+  const probe = failed ? runnerProbe(failed.command) : null;
+  if (!failed || probe === null) return null;
+  const p = await runCheck(probe, { ...probeOptions, timeoutSeconds: 30 });
+  if (p.exitCode === 0 || p.timedOut) return null;
+  const why = classifyCannotRun({ command: failed.command, exitCode: p.exitCode, timedOut: false, output: p.output }, declared);
+  return why ? { result: failed, why: { ...why, evidence: `Polly's runner probe in the checks' sandbox: ${why.evidence ?? `exit ${p.exitCode}`}` } } : null;
+}
+
+/**
+ * Before an implement task's first agent turn (after its worktree and setup): the runner probe of
+ * each acceptance command whose program is found by PATH (`commandProgram` without a `/`: a
+ * script inside the repository may be what the task writes), in the checks' sandbox and
+ * environment, classified as a failed check would be (a `python -m` module only when it is a runner
+ * or declared). One cheap sandboxed command per acceptance command; it saves the agent's first
+ * attempt when the check could never run.
+ * @returns the first command that cannot run and why, or null when every probed runner starts.
+ */
+export async function probeRunnersBeforeAgent(
+  commands: readonly string[],
+  run: { cwd: string; env: Record<string, string>; sandbox: AgentSandbox | null; signal?: AbortSignal },
+): Promise<{ command: string; why: CannotRun } | null> {
+  const declared = pythonDeclared(run.cwd);
+  for (const command of commands) {
+    const program = commandProgram(command);
+    const probe = runnerProbe(command);
+    if (program === null || program.includes('/') || probe === null) continue;
+    const p = await runCheck(probe, { ...run, timeoutSeconds: 30 });
+    if (p.exitCode === 0 || p.timedOut) continue;
+    const why = classifyCannotRun({ command, exitCode: p.exitCode, timedOut: false, output: p.output }, declared);
+    if (why) return { command, why: { ...why, evidence: `Polly's runner probe in the checks' sandbox: ${why.evidence ?? `exit ${p.exitCode}`}` } };
+  }
+  return null;
+}
+
+/**
+ * The checks' sandbox and environment for task worktree `worktree` (workers/sandbox/command-sandbox.ts):
+ * no network unless `acceptance.network`, fail closed unless `workers.allow_unconfined`.
+ * @throws PollyError `sandbox_unavailable` when the sandbox cannot start and unconfined runs are not allowed.
+ */
+export function checkConfinement(ctx: Pick<TaskToolContext, 'repoRoot' | 'config'>, worktree: string): ReturnType<typeof commandSandbox> {
+  return commandSandbox({
+    repoRoot: ctx.repoRoot,
+    worktree,
+    worktreesDir: resolveWorktreesDir(ctx.repoRoot, ctx.config.worktrees.dir),
+    network: ctx.config.acceptance.network ?? false,
+    allowUnconfined: ctx.config.workers.allow_unconfined ?? false,
+    passthrough: ctx.config.workers.env_passthrough ?? [],
+  });
+}
+
+/**
+ * Fail the task at once for a check that cannot run (see {@link cannotRunReason}): status
+ * `failed`, its checks recorded, no feedback stored (send_followup then does not resume the
+ * agent), journaled as `task.checks` `{green: false, failed, cannotRun: {kind, missing}}`.
+ */
+async function cannotRunFailure(ctx: TaskToolContext, found: { result: CommandResult; why: CannotRun }, results: CommandResult[], sandboxed: boolean): Promise<TaskToolOutcome> {
+  const reason = cannotRunReason(found.result, found.why, sandboxed);
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[ctx.task.id];
     if (!t) return;
     t.checks = results;
     t.feedback = null;
     transitionTask(t, 'failed', { reason, at: new Date().toISOString() });
-    tx.emit('task.checks', { taskId: t.id, orderId: ctx.order.id, green: false, failed: `${missing.command} exited ${COMMAND_NOT_FOUND}`, notFound: true });
+    tx.emit('task.checks', {
+      taskId: t.id,
+      orderId: ctx.order.id,
+      green: false,
+      failed: `${found.result.command} exited ${found.result.exitCode ?? 'without starting'}`,
+      cannotRun: { kind: found.why.kind, missing: found.why.missing },
+    });
   });
   ctx.progress(`${ctx.task.id}: ${reason}`);
   return { outcome: 'failure', permanent: true, note: `run_acceptance: ${reason}` };
@@ -142,14 +222,7 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   });
   let confinement: ReturnType<typeof commandSandbox>;
   try {
-    confinement = commandSandbox({
-      repoRoot: ctx.repoRoot,
-      worktree: task.worktree,
-      worktreesDir: resolveWorktreesDir(ctx.repoRoot, ctx.config.worktrees.dir),
-      network: ctx.config.acceptance.network ?? false,
-      allowUnconfined: ctx.config.workers.allow_unconfined ?? false,
-      passthrough: ctx.config.workers.env_passthrough ?? [],
-    });
+    confinement = checkConfinement(ctx, task.worktree);
   } catch (error) {
     if (!isPollyError(error)) throw error;
     return { outcome: 'failure', permanent: true, note: `run_acceptance: ${error.message}` };
@@ -173,18 +246,18 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
       return { outcome: 'failure', permanent: true, note: `run_acceptance: red (${why})` };
     }
   }
-  const { value: outcome, violation } = await withRefGuard(
+  // The runner probe of a red check runs under the same ref guard as the checks.
+  const {
+    value: { outcome, found },
+    violation,
+  } = await withRefGuard(
     ctx,
     'acceptance',
-    () =>
-      runAcceptance({
-        cwd: task.worktree!,
-        commands,
-        timeoutSeconds: ctx.config.acceptance.timeout,
-        env: confinement.env,
-        sandbox: confinement.sandbox,
-        signal: ctx.signal,
-      }),
+    async () => {
+      const run = { cwd: task.worktree!, env: confinement.env, sandbox: confinement.sandbox, ...(ctx.signal ? { signal: ctx.signal } : {}) };
+      const outcome = await runAcceptance({ ...run, commands, timeoutSeconds: ctx.config.acceptance.timeout });
+      return { outcome, found: outcome.green ? null : await cannotRun(outcome.results, run) };
+    },
     // The acceptance commands ran with the sandbox's mounts (none when unconfined).
     { confinement: () => (confinement.sandbox ? appliedMounts(confinement.sandbox.spec, existsSync) : null) },
   );
@@ -193,9 +266,9 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   if (violation) return guardFailure(violation);
   const refused = refusalLines(outcome.results.map((r) => r.output));
   if (refused.length > 0) return sandboxRefusalFailure(ctx, 'acceptance', refused);
-  // Command not found (127) is the environment, not the code: no agent attempt is spent on it.
-  const missing = outcome.results.find((r) => r.exitCode === COMMAND_NOT_FOUND && !r.timedOut);
-  if (missing) return commandNotFoundFailure(ctx, missing, outcome.results, confinement.sandbox !== null);
+  // A check that cannot run (runner, interpreter, module, dependencies missing) is the environment,
+  // not the code: no agent attempt is spent on it.
+  if (found) return cannotRunFailure(ctx, found, outcome.results, confinement.sandbox !== null);
   if (!outcome.green) {
     const feedback = formatCheckFeedback(outcome.results);
     const failed = outcome.results.find((r) => r.exitCode !== 0);

@@ -17,6 +17,7 @@ import type { WorkerTurnResult } from '../../workers/worker-turn.js';
 import { isPollyError } from '../core/errors.js';
 import { addTurn, ledgerTurn, sumTotals, totalTokens, turnUsage, type LedgerRole, type LedgerTotals } from '../registry/cost-ledger.js';
 import type { Registry, TaskRecord } from '../registry/registry-schema.js';
+import type { PollyConfig } from '../config/config-schema.js';
 import type { RegistryTx } from '../registry/registry-store.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import { budgetReached, formatBudget, formatReach, type Budget, type BudgetReach } from '../plan/budgets.js';
@@ -106,20 +107,40 @@ export async function createBudgetWatch(ctx: Pick<TaskToolContext, 'store' | 'ta
 }
 
 /**
+ * The model endpoint a harness is pointed at instead of its vendor's API, or null: claude-code's
+ * `ANTHROPIC_BASE_URL` (agent env), codex's `workers.codex.provider.base_url` (else `OPENAI_BASE_URL`),
+ * pi's `workers.pi.base_url`. The cost ledger marks a cost reported for a local one as not billed.
+ */
+export function modelEndpoint(harness: TaskRecord['worker'], config: Pick<PollyConfig, 'workers'>, agentEnv: Record<string, string | undefined>): string | null {
+  if (harness === 'claude-code') return agentEnv.ANTHROPIC_BASE_URL || null;
+  if (harness === 'codex') return config.workers.codex.provider?.base_url || agentEnv.OPENAI_BASE_URL || null;
+  return config.workers.pi.base_url || null;
+}
+
+/**
  * Add a finished turn to the task's ledger and journal `task.turn_usage` (inside a registry update).
  * Once per worker: a turn adopted after a restart is not counted again.
+ * @param meta.endpoint  {@link modelEndpoint} of the harness (null: its vendor's API).
  */
 export function recordTurnUsage(
   draft: Registry,
   tx: RegistryTx,
   taskId: string,
   result: Pick<WorkerTurnResult, 'events' | 'workerId' | 'status'>,
-  meta: { role: LedgerRole; harness: TaskRecord['worker']; orderId: string; at: string },
+  meta: { role: LedgerRole; harness: TaskRecord['worker']; orderId: string; at: string; endpoint: string | null },
 ): void {
   const t = draft.tasks[taskId];
   if (!t) return;
   if (t.ledger?.turns.some((x) => x.workerId === result.workerId)) return;
-  const turn = ledgerTurn(result.events ?? [], { at: meta.at, role: meta.role, harness: meta.harness, workerId: result.workerId, orderId: meta.orderId, status: result.status });
+  const turn = ledgerTurn(result.events ?? [], {
+    at: meta.at,
+    role: meta.role,
+    harness: meta.harness,
+    workerId: result.workerId,
+    orderId: meta.orderId,
+    status: result.status,
+    endpoint: meta.endpoint,
+  });
   t.ledger = addTurn(t.ledger, turn);
   tx.emit('task.turn_usage', { taskId, ...turn });
 }

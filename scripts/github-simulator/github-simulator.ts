@@ -522,6 +522,15 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       }
       return { status: 200, json: prJson(c.api, p, false) };
     },
+    // Update a pull request (https://docs.github.com/en/rest/pulls/pulls#update-a-pull-request): title and body.
+    'pulls/update': async (c: Ctx) => {
+      const p = pullOf(c);
+      if (!p) return notFound;
+      const b = c.request.requestBody ?? {};
+      if (typeof b.body === 'string') p.body = b.body;
+      if (typeof b.title === 'string') p.title = b.title;
+      return { status: 200, json: prJson(c.api, p, false) };
+    },
     'pulls/list': async (c: Ctx) => {
       if (!isOurRepo(c)) return notFound;
       const q = c.request.query;

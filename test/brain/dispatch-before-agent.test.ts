@@ -1,7 +1,8 @@
 // Dispatch refuses what no agent attempt can fix, before an agent starts: an acceptance command
 // whose program cannot exist in the repository, Claude Code as root without allow_root_sandbox
 // (the whole fix in the reason), and a failing worktrees.setup (quoting the
-// command, its exit code and last lines, and naming the log). Real git, the real worktree
+// command, its exit code and last lines, and naming the log), and a check whose runner the checks'
+// sandbox cannot find (workers/check-runner.ts runnerProbe). Real git, the real worktree
 // manager, the real supervisor (recorded: it must receive no turn).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -87,5 +88,23 @@ describe('dispatch before the agent', () => {
     expect(existsSync(logPath)).toBe(true);
     expect(readFileSync(logPath, 'utf8')).toContain('installing');
     expect(r.supervisor.requests).toEqual([]);
+  });
+
+  it("a check whose runner is not on PATH in the checks' sandbox fails before the agent's first attempt; a script the task may write is not probed", async () => {
+    const repo = createTestRepo(NPM_TEST_PROJECT);
+    const r = rig(repo, null);
+    await r.store.update((d) => {
+      d.tasks.run1 = makeTask('run1', 'pi', { acceptance: { commands: ['./check.sh', 'CI=1 polly-no-such-runner -q'], criteria: ['it works'] } });
+    });
+    const out = await runTool(r, dispatch, 'run1', 'run1:dispatch');
+    expect(out).toMatchObject({ outcome: 'failure', permanent: true });
+    const task = (await r.store.read()).tasks.run1!;
+    expect(task.status).toBe('failed');
+    expect(task.statusReason).toMatch(
+      /^acceptance command "CI=1 polly-no-such-runner -q" cannot run here: \(Polly's runner probe in the checks' sandbox: polly-no-such-runner: not found\), the program "polly-no-such-runner" is missing\. /,
+    );
+    expect(task.statusReason).toContain('no agent attempt was spent');
+    expect(r.supervisor.requests).toEqual([]);
+    expect((await r.store.journal()).map((e) => e.kind)).toContain('task.checks_cannot_run');
   });
 });

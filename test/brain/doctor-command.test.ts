@@ -3,12 +3,13 @@
 // a sandbox that cannot start, no git identity, a default branch behind its remote, no origin, vitest that
 // would run the worktrees' tests, an acceptance command that cannot run, uncommitted work, root without
 // allow_root_sandbox, a missing model key.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { credentialChecks, forgeCheck, probeBubblewrap, rootCheck, runDoctor, type DoctorReport } from '../../brain/commands/doctor.js';
+import { acceptanceRunnerCheck, credentialChecks, forgeCheck, pollyFilesCheck, probeBubblewrap, rootCheck, runDoctor, type DoctorReport } from '../../brain/commands/doctor.js';
 import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { createGitRunner } from '../../workers/git/git.js';
+import { probeSandbox } from '../../workers/sandbox/sandbox.js';
 import { createTestRepo, git, gitTestEnv } from '../helpers/git-repo.js';
 import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
@@ -52,6 +53,8 @@ describe('polly doctor', () => {
       'forge',
       'worktrees-visible',
       'acceptance',
+      'acceptance-runner',
+      'polly-files',
       'uncommitted',
     ]);
     expect(byId(report)['agent:claude-code']!.detail).toMatch(/claude: \d+\.\d+/);
@@ -202,6 +205,67 @@ describe('polly doctor', () => {
     expect(wrong.detail).toContain('forge.kind is github but origin (https://git.example.org/octo/widget.git) is not a github.com repository URL');
     expect(JSON.stringify([github, local, wrong])).not.toContain(token);
   }, 60_000);
+
+  it('polly-files: an uncommitted config, state git would commit, and state already tracked each say what to run', async () => {
+    const repo = createTestRepo(NODE);
+    const gitRunner = createGitRunner({ baseEnv: gitTestEnv() });
+    expect(await pollyFilesCheck(gitRunner, repo.dir)).toEqual({ id: 'polly-files', status: 'ok', detail: 'no .polly/ yet (polly init writes it)' });
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    // Right after init: config and .gitignore untracked. Worktrees do not need them (the config is read from this checkout), a clone does.
+    const fresh = await pollyFilesCheck(gitRunner, repo.dir);
+    expect(fresh).toMatchObject({ status: 'problem', fix: 'git add .polly/.gitignore .polly/config.schema.json .polly/config.yaml && git commit -m "Polly config"' });
+    expect(fresh.detail).toMatch(
+      /^not committed: \.polly\/\.gitignore \(untracked\), \.polly\/config\.schema\.json \(untracked\), \.polly\/config\.yaml \(untracked\)\. .*worktrees do not need it; but a fresh clone/,
+    );
+    repo.git(['add', '.polly']);
+    repo.git(['commit', '-q', '-m', 'Polly config']);
+    // `git add .polly` took only what init meant to be committed: the state is ignored.
+    expect(repo.git(['ls-files', '.polly']).trim().split('\n')).toEqual(['.polly/.gitignore', '.polly/config.schema.json', '.polly/config.yaml']);
+    expect(await pollyFilesCheck(gitRunner, repo.dir)).toEqual({
+      id: 'polly-files',
+      status: 'ok',
+      detail: '.polly/.gitignore, .polly/config.schema.json, .polly/config.yaml committed; runtime state ignored',
+    });
+    // A changed config; .gitignore gone (state no longer ignored) and the registry force-added.
+    repo.write('.polly/config.yaml', `${readFileSync(join(repo.dir, '.polly/config.yaml'), 'utf8')}\n`);
+    repo.git(['rm', '-q', '.polly/.gitignore']);
+    repo.git(['add', '-f', '.polly/registry.json']);
+    const broken = await pollyFilesCheck(gitRunner, repo.dir);
+    expect(broken.status).toBe('problem');
+    expect(broken.detail).toContain("git tracks Polly's runtime state (.polly/registry.json)");
+    expect(broken.detail).toMatch(/git does not ignore Polly's runtime state \(\.polly\/journal\.jsonl(, \.polly\/runs\/)?\): a "git add -A" would commit it/);
+    expect(broken.detail).toContain('not committed: .polly/config.yaml (changed)');
+    expect(broken.fix).toBe(
+      'git rm -r --cached --quiet .polly/registry.json && git commit -m "Stop tracking Polly state"; run polly init (it writes .polly/.gitignore, which ignores them); git add .polly/config.yaml && git commit -m "Polly config"',
+    );
+  }, 30_000);
+
+  it("acceptance-runner: each command's runner is probed in the checks' sandbox; a missing program or python module is a problem with its fix", async () => {
+    // An interpreter that answers as python does without pytest (the machine's python may have it or not).
+    const repo = createTestRepo({ 'tools/python3': '#!/bin/sh\necho "$0: No module named pytest" >&2\nexit 1\n', 'run-tests.sh': '#!/bin/sh\nexit 0\n' });
+    chmodSync(join(repo.dir, 'tools/python3'), 0o755);
+    chmodSync(join(repo.dir, 'run-tests.sh'), 0o755);
+    const config = structuredClone(DEFAULT_CONFIG);
+    config.workers.allow_unconfined = true; // confined where bubblewrap works, else unconfined: the probe runs either way
+    config.acceptance.commands = ['./run-tests.sh', 'tools/python3 -m pytest -q', 'CI=1 polly-no-such-runner test'];
+    const env = { ...gitTestEnv(), PATH: '/usr/bin:/bin' };
+    const sandbox = probeSandbox();
+    const c = await acceptanceRunnerCheck(repo.dir, config, env, sandbox);
+    const where = sandbox.ok ? "in the checks' sandbox" : 'unconfined (workers.allow_unconfined)';
+    expect(c.status).toBe('problem');
+    expect(c.detail).toBe(
+      `"tools/python3 -m pytest -q" cannot run ${where}: the Python module pytest (for tools/python3) is missing (tools/python3: No module named pytest); ` +
+        `"CI=1 polly-no-such-runner test" cannot run ${where}: the program "polly-no-such-runner" is missing (polly-no-such-runner: not found)`,
+    );
+    expect(c.fix).toContain('apt-get install python3-pytest');
+    expect(c.fix).toContain('install it where Polly runs, outside your home directory');
+    config.acceptance.commands = ['./run-tests.sh', 'sh -c true'];
+    expect(await acceptanceRunnerCheck(repo.dir, config, env, sandbox)).toEqual({
+      id: 'acceptance-runner',
+      status: 'ok',
+      detail: `the runner of each acceptance command starts ${where}: ./run-tests.sh; sh -c true`,
+    });
+  }, 30_000);
 
   it('the bubblewrap probe answers with a reason and a fix when bwrap is not on PATH', () => {
     expect(probeBubblewrap({ PATH: '/nonexistent' })).toMatchObject({ ok: false, reason: 'bubblewrap (bwrap) is not installed' });

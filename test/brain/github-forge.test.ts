@@ -109,36 +109,42 @@ describe('GitHub forge against the simulator', () => {
   });
 
   test('the simulator refuses and records merges (REST PUT …/merge, POST …/merges, GraphQL enablePullRequestAutoMerge) and forced or non-fast-forward ref updates (a separate client, not the forge)', async () => {
-    const other = await startGitHubSimulator({ clock, branches: { main: sha('a'), 'polly/m': sha('b'), feature: sha('b') } });
-    try {
-      const { Octokit } = await import('@octokit/rest');
-      const raw = new Octokit({ baseUrl: other.baseUrl, auth: TOKEN, log: { debug() {}, info() {}, warn() {}, error() {} } });
-      const pr = await raw.rest.pulls.create({ owner: other.owner, repo: other.repo, head: 'polly/m', base: 'main', title: 'm' });
-      expect(other.mergeRequests()).toEqual([]);
-      const merge = await raw.rest.pulls.merge({ owner: other.owner, repo: other.repo, pull_number: pr.data.number }).catch((e: { status: number }) => e);
-      expect((merge as { status: number }).status).toBe(403);
-      expect(other.pulls.get(pr.data.number)!).toMatchObject({ merged: false, state: 'open' }); // refused: nothing merged
-      await raw.rest.repos.merge({ owner: other.owner, repo: other.repo, base: 'main', head: 'polly/m' }).catch(() => undefined);
-      await raw.graphql('mutation($id: ID!) { enablePullRequestAutoMerge(input: {pullRequestId: $id}) { clientMutationId } }', { id: pr.data.node_id }).catch(() => undefined);
-      expect(other.mergeRequests().map((r) => `${r.method} ${r.path} ${r.graphqlFields.join(',')}`.trim())).toEqual([
-        `PUT /repos/${other.owner}/${other.repo}/pulls/${pr.data.number}/merge`,
-        `POST /repos/${other.owner}/${other.repo}/merges`,
-        'POST /graphql enablePullRequestAutoMerge',
-      ]);
-      expect(other.branchSha('main')).toBe(sha('a'));
-      // Ref updates: a fast-forward is served; a forced one and a non-fast-forward one are refused.
-      other.setBranch('polly/m', sha('c')); // the branch moves on: c's parent is b
-      const ff = await raw.rest.git.updateRef({ owner: other.owner, repo: other.repo, ref: 'heads/feature', sha: sha('c') });
-      expect(ff.status).toBe(200);
-      const forced = await raw.rest.git.updateRef({ owner: other.owner, repo: other.repo, ref: 'heads/polly/m', sha: sha('c'), force: true }).catch((e: { status: number }) => e);
-      const back = await raw.rest.git.updateRef({ owner: other.owner, repo: other.repo, ref: 'heads/polly/m', sha: sha('b') }).catch((e: { status: number }) => e);
-      expect([(forced as { status: number }).status, (back as { status: number }).status]).toEqual([403, 403]);
-      expect(other.forceUpdates().map((r) => r.body)).toEqual([{ sha: sha('c'), force: true }, { sha: sha('b') }]);
-      expect(other.branchSha('polly/m')).toBe(sha('c'));
-      expect(other.refusedRequests()).toHaveLength(5);
-    } finally {
-      await other.close();
-    }
+    // The file's simulator (one start costs seconds): new branches, and only what this test sends is counted.
+    sim.setBranch('polly/m', sha('b'));
+    sim.setBranch('feature', sha('b'));
+    const [merges0, refused0, forced0] = [sim.mergeRequests().length, sim.refusedRequests().length, sim.forceUpdates().length];
+    const main0 = sim.branchSha('main'); // moved by the human's squash merge above, never by a refused request
+    const { Octokit } = await import('@octokit/rest');
+    const raw = new Octokit({ baseUrl: sim.baseUrl, auth: TOKEN, log: { debug() {}, info() {}, warn() {}, error() {} } });
+    const pr = await raw.rest.pulls.create({ owner: sim.owner, repo: sim.repo, head: 'polly/m', base: 'main', title: 'm' });
+    expect(sim.mergeRequests().slice(merges0)).toEqual([]);
+    const merge = await raw.rest.pulls.merge({ owner: sim.owner, repo: sim.repo, pull_number: pr.data.number }).catch((e: { status: number }) => e);
+    expect((merge as { status: number }).status).toBe(403);
+    expect(sim.pulls.get(pr.data.number)!).toMatchObject({ merged: false, state: 'open' }); // refused: nothing merged
+    await raw.rest.repos.merge({ owner: sim.owner, repo: sim.repo, base: 'main', head: 'polly/m' }).catch(() => undefined);
+    await raw.graphql('mutation($id: ID!) { enablePullRequestAutoMerge(input: {pullRequestId: $id}) { clientMutationId } }', { id: pr.data.node_id }).catch(() => undefined);
+    expect(
+      sim
+        .mergeRequests()
+        .slice(merges0)
+        .map((r) => `${r.method} ${r.path} ${r.graphqlFields.join(',')}`.trim()),
+    ).toEqual([`PUT /repos/${sim.owner}/${sim.repo}/pulls/${pr.data.number}/merge`, `POST /repos/${sim.owner}/${sim.repo}/merges`, 'POST /graphql enablePullRequestAutoMerge']);
+    expect(sim.branchSha('main')).toBe(main0);
+    // Ref updates: a fast-forward is served; a forced one and a non-fast-forward one are refused.
+    sim.setBranch('polly/m', sha('c')); // the branch moves on: c's parent is b
+    const ff = await raw.rest.git.updateRef({ owner: sim.owner, repo: sim.repo, ref: 'heads/feature', sha: sha('c') });
+    expect(ff.status).toBe(200);
+    const forced = await raw.rest.git.updateRef({ owner: sim.owner, repo: sim.repo, ref: 'heads/polly/m', sha: sha('c'), force: true }).catch((e: { status: number }) => e);
+    const back = await raw.rest.git.updateRef({ owner: sim.owner, repo: sim.repo, ref: 'heads/polly/m', sha: sha('b') }).catch((e: { status: number }) => e);
+    expect([(forced as { status: number }).status, (back as { status: number }).status]).toEqual([403, 403]);
+    expect(
+      sim
+        .forceUpdates()
+        .slice(forced0)
+        .map((r) => r.body),
+    ).toEqual([{ sha: sha('c'), force: true }, { sha: sha('b') }]);
+    expect(sim.branchSha('polly/m')).toBe(sha('c'));
+    expect(sim.refusedRequests().slice(refused0)).toHaveLength(5);
   });
 
   test("the simulator refuses a request that breaks the OpenAPI description (so the forge's requests are checked)", async () => {
@@ -160,10 +166,17 @@ describe('GitHub forge against the simulator', () => {
  * many seconds (`onWait`).
  */
 describe('rate limits (the throttling and retry plugins)', () => {
-  const limited = async (maxWaitMs?: number) => {
-    let offset = 0;
-    const clock = { now: () => Date.now() + offset, advance: (ms: number) => void (offset += ms) };
-    const sim = await startGitHubSimulator({ clock, rateLimit: 1000, branches: { main: sha('a'), 'polly/x': sha('b') } });
+  // One simulator for both tests (a start costs seconds); each test has its own forge, head branch and waits.
+  let offset = 0;
+  const clock = { now: () => Date.now() + offset, advance: (ms: number) => void (offset += ms) };
+  let sim: GitHubSimulator;
+  beforeAll(async () => {
+    sim = await startGitHubSimulator({ clock, rateLimit: 1000, branches: { main: sha('a'), 'polly/x': sha('b'), 'polly/y': sha('c') } });
+  });
+  afterAll(async () => {
+    await sim?.close();
+  });
+  const limited = (maxWaitMs?: number) => {
     const waits: RateLimitWait[] = [];
     const forge = createGitHubForge({
       owner: sim.owner,
@@ -177,48 +190,41 @@ describe('rate limits (the throttling and retry plugins)', () => {
         clock.advance(w.retryAfterSeconds * 1000);
       },
     });
-    return { clock, sim, waits, forge };
+    return { waits, forge };
   };
 
   test('a 403 with x-ratelimit-remaining 0 waits until x-ratelimit-reset, a 429 with retry-after waits that long; then retries', async () => {
-    const { clock, sim, waits, forge } = await limited();
-    try {
-      const pr = await forge.openDraftPullRequest({ head: 'polly/x', base: 'main', title: 'x', body: '' });
-      const reset = sim.rateLimit().reset;
-      sim.failNext({ status: 403, exhausted: true });
-      expect((await forge.getPullRequest(pr.number)).number).toBe(pr.number);
-      expect(waits[0]).toMatchObject({ kind: 'primary', retried: true, retryCount: 0 });
-      const get = sim.requests.filter((r) => r.method === 'GET');
-      expect(get.map((r) => r.status)).toEqual([403, 200]);
-      expect(get[1]!.at).toBeGreaterThanOrEqual(reset * 1000); // the retry went out after the reset, nothing during the wait
+    const { waits, forge } = limited();
+    const pr = await forge.openDraftPullRequest({ head: 'polly/x', base: 'main', title: 'x', body: '' });
+    const from = sim.requests.length;
+    const reset = sim.rateLimit().reset;
+    sim.failNext({ status: 403, exhausted: true });
+    expect((await forge.getPullRequest(pr.number)).number).toBe(pr.number);
+    expect(waits[0]).toMatchObject({ kind: 'primary', retried: true, retryCount: 0 });
+    const get = sim.requests.slice(from).filter((r) => r.method === 'GET');
+    expect(get.map((r) => r.status)).toEqual([403, 200]);
+    expect(get[1]!.at).toBeGreaterThanOrEqual(reset * 1000); // the retry went out after the reset, nothing during the wait
 
-      sim.failNext({ status: 429, retryAfterSeconds: 30 });
-      const t1 = clock.now();
-      await forge.comment(pr.number, 'after a secondary limit');
-      expect(waits[1]).toMatchObject({ kind: 'secondary', retryAfterSeconds: 30, retried: true });
-      expect(clock.now() - t1).toBeGreaterThanOrEqual(30_000);
-      expect(forge.stats()).toMatchObject({ waits: 2 });
-      expect(sim.pulls.get(pr.number)!.comments.map((c) => c.body)).toEqual([markedBody('after a secondary limit')]); // posted once
-    } finally {
-      await sim.close();
-    }
+    sim.failNext({ status: 429, retryAfterSeconds: 30 });
+    const t1 = clock.now();
+    await forge.comment(pr.number, 'after a secondary limit');
+    expect(waits[1]).toMatchObject({ kind: 'secondary', retryAfterSeconds: 30, retried: true });
+    expect(clock.now() - t1).toBeGreaterThanOrEqual(30_000);
+    expect(forge.stats()).toMatchObject({ waits: 2 });
+    expect(sim.pulls.get(pr.number)!.comments.map((c) => c.body)).toEqual([markedBody('after a secondary limit')]); // posted once
   });
 
   test('a plain 403 (no rate-limit headers) fails at once; a reset too far away fails with the wait named instead of hanging', async () => {
-    const { sim, waits, forge } = await limited(10_000);
-    try {
-      const pr = await forge.openDraftPullRequest({ head: 'polly/x', base: 'main', title: 'x', body: '' });
-      sim.failNext({ status: 403, retryAfterSeconds: 3600 });
-      await expect(forge.comment(pr.number, 'x')).rejects.toMatchObject({ code: 'forge_failed', message: expect.stringMatching(/3600 s away, longer than the 10 s Polly waits/) });
-      const before = sim.requests.length;
-      sim.failNext({ status: 403 });
-      await expect(forge.comment(pr.number, 'y')).rejects.toMatchObject({ code: 'forge_failed', message: expect.stringMatching(/\(403\): API rate limit exceeded/) });
-      expect(sim.requests.length - before).toBe(1); // not retried: no header says when
-      expect(waits).toEqual([]);
-      expect(sim.pulls.get(pr.number)!.comments).toEqual([]);
-    } finally {
-      await sim.close();
-    }
+    const { waits, forge } = limited(10_000);
+    const pr = await forge.openDraftPullRequest({ head: 'polly/y', base: 'main', title: 'y', body: '' });
+    sim.failNext({ status: 403, retryAfterSeconds: 3600 });
+    await expect(forge.comment(pr.number, 'x')).rejects.toMatchObject({ code: 'forge_failed', message: expect.stringMatching(/3600 s away, longer than the 10 s Polly waits/) });
+    const before = sim.requests.length;
+    sim.failNext({ status: 403 });
+    await expect(forge.comment(pr.number, 'y')).rejects.toMatchObject({ code: 'forge_failed', message: expect.stringMatching(/\(403\): API rate limit exceeded/) });
+    expect(sim.requests.length - before).toBe(1); // not retried: no header says when
+    expect(waits).toEqual([]);
+    expect(sim.pulls.get(pr.number)!.comments).toEqual([]);
   });
 });
 

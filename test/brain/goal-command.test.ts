@@ -30,7 +30,9 @@ describe('polly goal', () => {
       expect(r.status, r.stderr).toBe(1);
       expect(Date.now() - started).toBeLessThan(30_000);
       expect(r.stderr).toMatch(/goal g1: failed — agent_refused: .*allow_root_sandbox: true/s);
-      expect(r.stdout).toMatch(/goal g1: failed/);
+      // The reason once: on stderr with the progress; stdout has the result line only.
+      expect(r.stdout).toBe('goal g1: failed\n');
+      expect(r.stderr.match(/allow_root_sandbox: true/g)).toHaveLength(1);
       expect(r.stderr).not.toMatch(/started it again/);
     },
     90_000,

@@ -3,7 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpath
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { renderDefaultConfig } from '../../brain/config/config.js';
+import { FIRST_STEPS } from '../../brain/commands/init.js';
+import { parseConfig, renderDefaultConfig } from '../../brain/config/config.js';
 import { packageRoot } from '../../brain/core/install-paths.js';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import { createTestRepo } from '../helpers/git-repo.js';
@@ -26,21 +27,32 @@ describe('polly init', () => {
   it('creates the commented config, the registry and the exclude entry', () => {
     const repo = createTestRepo();
     const r = runCli(['init'], repo.dir);
-    expect(r.stderr).toBe(
-      'polly init: detected no package.json, pyproject.toml, setup.cfg, tox.ini, go.mod, Cargo.toml or Makefile test target: acceptance.commands is [] (set it, or give commands in each plan task).\n',
+    // Nothing detected is said plainly, with what to write.
+    expect(r.stderr).toMatch(
+      /^polly init: no test command detected \(looked for package\.json with a test script, .*\): acceptance\.commands is \[\], so Polly runs no checks of its own/,
     );
+    expect(r.stderr).toContain('e.g. acceptance: {commands: ["./run-tests.sh"]}');
+    expect(r.stderr.split('\n')).toHaveLength(2);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`Initialised Polly in ${repo.dir}`);
     expect(r.stdout).toContain('created .polly/config.yaml');
-    expect(readFileSync(join(repo.dir, '.polly/config.yaml'), 'utf8')).toBe(
-      renderDefaultConfig({ acceptanceCommands: [], setup: null, schemaRef: join(packageRoot(), 'schemas', 'config.schema.json') }),
-    );
+    const config = readFileSync(join(repo.dir, '.polly/config.yaml'), 'utf8');
+    expect(config.split('\n').slice(0, 2)).toEqual([
+      '# yaml-language-server: $schema=config.schema.json',
+      '# (the schema is config.schema.json beside this file, Polly\'s schemas/config.schema.json copied by "polly init" (run it again after updating Polly to refresh it))',
+    ]);
+    expect(parseConfig(config, 'config.yaml')).toEqual(parseConfig(renderDefaultConfig({ acceptanceCommands: [], setup: null }), 'x'));
+    // The $schema path resolves beside the config (not into this install) to a copy of the shipped schema.
+    expect(readFileSync(join(repo.dir, '.polly/config.schema.json'), 'utf8')).toBe(readFileSync(join(packageRoot(), 'schemas', 'config.schema.json'), 'utf8'));
+    // Next: the README's first-hour lines, the same text.
+    expect(r.stdout).toContain(`Next:\n${FIRST_STEPS.map((l) => `  ${l}`).join('\n')}\n`);
+    expect(readFileSync(join(packageRoot(), 'README.md'), 'utf8')).toContain(`\n${FIRST_STEPS.join('\n')}\n`);
     const exclude = readFileSync(join(repo.dir, '.git/info/exclude'), 'utf8');
     expect(exclude.split('\n').filter((l) => l === '.worktrees/')).toHaveLength(1);
     // git really ignores a worktree directory now, and the runtime state, but not config.yaml
     mkdirSync(join(repo.dir, '.worktrees/t1'), { recursive: true });
     writeFileSync(join(repo.dir, '.worktrees/t1/file'), 'x');
-    expect(repo.git(['status', '--porcelain', '--untracked-files=all'])).toBe('?? .polly/.gitignore\n?? .polly/config.yaml');
+    expect(repo.git(['status', '--porcelain', '--untracked-files=all'])).toBe('?? .polly/.gitignore\n?? .polly/config.schema.json\n?? .polly/config.yaml');
   });
 
   it('records an empty registry with one journal entry', async () => {
@@ -72,6 +84,11 @@ describe('polly init', () => {
     });
     expect(snapshot(join(repo.dir, '.polly'))).toEqual(before);
     expect(readFileSync(join(repo.dir, '.git/info/exclude'))).toEqual(exclude);
+    // A schema copy from another Polly version is refreshed (it is Polly's file); the config is not touched.
+    writeFileSync(join(repo.dir, '.polly/config.schema.json'), '{"stale": true}\n');
+    const refreshed = runCli(['init'], repo.dir);
+    expect(refreshed.stdout).toContain("updated .polly/config.schema.json (this Polly's schema)");
+    expect(snapshot(join(repo.dir, '.polly'))).toEqual(before);
   });
 
   it('--json lists what it created; it works from a subdirectory', () => {
@@ -81,7 +98,7 @@ describe('polly init', () => {
     const out = JSON.parse(r.stdout) as { initialized: boolean; created: string[]; updated: string[]; repoRoot: string };
     expect(out.initialized).toBe(true);
     expect(out.repoRoot).toBe(repo.dir);
-    expect(out.created).toEqual(['.polly/', '.polly/config.yaml', '.polly/.gitignore', '.polly/registry.json', '.polly/journal.jsonl']);
+    expect(out.created).toEqual(['.polly/', '.polly/config.yaml', '.polly/config.schema.json', '.polly/.gitignore', '.polly/registry.json', '.polly/journal.jsonl']);
     expect(out.updated).toEqual(['.git/info/exclude']);
     expect(existsSync(join(repo.dir, 'src/.polly'))).toBe(false);
   });

@@ -136,7 +136,12 @@ describe('the local forge checks a ready PR on the merge with its moved base', (
     report = await checks.pass();
     expect(report.checked).toEqual([{ number, taskId: 'p1-t1', headCommit: head, baseCommit: unrelated, conclusion: 'failure' }]);
     expect(report.errors).toEqual([
-      { number, message: expect.stringMatching(/^the check "no-such-program-polly-test" exited 127 \(command not found\): .*no fix round was started$/) },
+      {
+        number,
+        message: expect.stringMatching(
+          /^the check "no-such-program-polly-test" cannot run here \(exit 127: the program "no-such-program-polly-test" is missing\): .*no fix round was started$/,
+        ),
+      },
     ]);
     expect(await failedEvents()).toHaveLength(1);
     await store.update((d) => {

@@ -145,9 +145,11 @@ describe('PR step against the GitHub simulator (Octokit forge, real pi reviewer,
     expect(pull).toMatchObject({ draft: false, headSha: fix, state: 'open', merged: false });
     expect(pull.reviews.map((x) => x.body.split('\n')[0])).toEqual([expect.stringMatching(/round 1: 2 blocking findings/), expect.stringMatching(/round 2: no blocking findings/)]);
     expect((await s.store.read()).tasks.g2).toMatchObject({ status: 'ready', feedback: null });
-    // The PR shows the final state: a comment with both rounds (the body still has the draft's "pending").
+    // The PR shows the final state: a comment with both rounds, and the body (PATCH pulls/N) no longer says "pending".
     expect(pull.comments).toHaveLength(1);
     expect(pull.comments[0]!.body).toMatch(/^\*\*Final state: ready for review\.\*\*[\s\S]*### Round 1 by `pi`: 2 blocking[\s\S]*### Round 2 by `pi`: no blocking findings/);
+    expect(pull.body).toMatch(/## Review\n\n### Round 1 by `pi`: 2 blocking[\s\S]*### Round 2 by `pi`: no blocking findings/);
+    expect(pull.body).not.toContain('_pending_');
     expect(sim.mergeRequests()).toEqual([]);
     expect(sim.requests.some((q) => /merge/i.test(q.path) || q.graphqlFields.some((f) => /merge/i.test(f)))).toBe(false);
   }, 90_000);

@@ -159,6 +159,9 @@ describe('PR step on the local forge (real git, real pi reviewer)', () => {
     expect(finals).toHaveLength(1);
     expect(finals[0]!.body).toMatch(/### Round 1 by `pi`: no blocking findings/);
     expect(finals[0]!.body).toContain('✅ passed');
+    // The description written at the draft ("Review: _pending_") now carries the review too.
+    expect(reg.pullRequests['1']!.body).toMatch(/## Review\n\n### Round 1 by `pi`: no blocking findings/);
+    expect(reg.pullRequests['1']!.body).not.toContain('_pending_');
     expect((await forge.getPullRequest(1)).merged).toBe(false);
     expect(s.repo.git(['rev-parse', 'origin/main'])).toBe(task.baseCommit);
   }, 90_000);
