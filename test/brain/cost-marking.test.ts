@@ -2,11 +2,11 @@
  * Cost figures people can trust (a newcomer's pass found "unknown" unexplained and a scripted
  * model's $0.10 shown as if paid): a cost reported for a model served on this machine (the
  * scripted model of the demo and `polly try`) is marked "not billed"; "unknown" names the harness
- * and why (the PR body's footer used to name codex for a pi review). Pure functions only.
+ * and why (the PR body's footer used to name codex for a pi review; its assertions share the PR body
+ * of test/brain/pr-text.test.ts). Pure functions only.
  */
 import { describe, expect, it } from 'vitest';
-import { renderPrBody } from '../../brain/forge/pr-body.js';
-import { addTurn, costNote, formatCost, isLocalEndpoint, ledgerTurn, sumTotals, type LedgerTurn } from '../../brain/registry/cost-ledger.js';
+import { addTurn, formatCost, isLocalEndpoint, ledgerTurn, sumTotals, type LedgerTurn } from '../../brain/registry/cost-ledger.js';
 import { modelEndpoint } from '../../brain/task-tools/turn-budget.js';
 import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 
@@ -42,39 +42,5 @@ describe('cost of a scripted (local) model', () => {
     config.workers.pi.base_url = `${SCRIPTED}/v1`;
     expect(modelEndpoint('pi', config, {})).toBe(`${SCRIPTED}/v1`);
     expect(modelEndpoint('codex', config, { OPENAI_BASE_URL: 'https://gateway.example/v1' })).toBe('https://gateway.example/v1');
-  });
-});
-
-describe("the PR body's cost section", () => {
-  const review = {
-    reviewer: 'pi' as const,
-    round: 1,
-    blocking: [],
-    nonBlocking: [{ file: 'src/stats.js', line: 3, message: 'consider a float test' }],
-    at: '2026-12-01T00:00:00Z',
-  };
-  const ledger = [turn('w1', 'claude-code', 'implement', 0.0802, SCRIPTED), turn('w2', 'pi', 'review', null, `${SCRIPTED}/v1`)].reduce(
-    (l, t) => addTurn(l, t),
-    undefined as ReturnType<typeof addTurn> | undefined,
-  )!;
-  const body = renderPrBody({
-    taskId: 'p2-t1',
-    title: 'Fix sum()',
-    prompt: 'fix it',
-    acceptance: { commands: ['npm test'], criteria: [] },
-    checks: [],
-    reviews: [review],
-    worker: 'claude-code',
-    ledger,
-  });
-
-  it("names the harness whose cost is unknown and why, and marks the scripted model's cost as not billed", () => {
-    expect(body).toContain('| implement | 1 | 1000 | 10 | 0 | $0.0802 not billed |');
-    expect(body).toContain('| review | 1 | 1000 | 10 | 0 | unknown |');
-    expect(body).toMatch(/Unknown for pi \(pi has no price for a model on an endpoint Polly configured/);
-    expect(body).not.toMatch(/codex/);
-    expect(body).toContain(`Not billed: the model behind ${SCRIPTED} runs on this machine`);
-    expect(body).toContain('Polly has no price table');
-    expect(costNote([turn('w9', 'codex', 'implement', null, null)])).toContain('codex (codex reports tokens but never a cost)');
   });
 });

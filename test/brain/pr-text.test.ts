@@ -1,14 +1,16 @@
 /**
  * What people read about a PR (a newcomer's pass found each of these wrong): the PR body keeps
  * "Review _pending_" only until the review is in; a cross-review with zero findings reads as such,
- * not as "commented"; the goal summary says what FINDINGS `0/1` means. Pure functions only (the
+ * not as "commented"; the goal summary says what FINDINGS `0/1` means; its cost section names the
+ * harness whose cost is unknown and marks a scripted model's cost (test/brain/cost-marking.test.ts
+ * for the ledger itself). Pure functions only (the
  * body's update on the forge: test/brain/pr-step-local.test.ts and pr-step-github.test.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { SUMMARY_LEGEND, formatSummary } from '../../brain/commands/follow-goal.js';
 import { renderPrBody } from '../../brain/forge/pr-body.js';
 import { reviewText } from '../../brain/forge/pr-status.js';
-import { addTurn, ledgerTurn, type LedgerTurn } from '../../brain/registry/cost-ledger.js';
+import { addTurn, costNote, ledgerTurn, type LedgerTurn } from '../../brain/registry/cost-ledger.js';
 
 const usage = (input: number, output: number, cost: number | null) =>
   ({ type: 'usage', scope: 'turn', inputTokens: input, outputTokens: output, cacheReadTokens: null, cacheWriteTokens: null, costUsd: cost }) as const;
@@ -44,6 +46,16 @@ describe('the PR body', () => {
     expect(body).toContain('### Round 1 by `pi`: no blocking findings');
     expect(body).not.toContain('_pending_');
     expect(renderPrBody({ taskId: 't', title: 'T', prompt: 'p', acceptance: { commands: [], criteria: [] }, checks: [], reviews: [] })).toContain('## Review\n\n_pending_');
+  });
+
+  it("names the harness whose cost is unknown and why, and marks the scripted model's cost as not billed", () => {
+    expect(body).toContain('| implement | 1 | 1000 | 10 | 0 | $0.0802 not billed |');
+    expect(body).toContain('| review | 1 | 1000 | 10 | 0 | unknown |');
+    expect(body).toMatch(/Unknown for pi \(pi has no price for a model on an endpoint Polly configured/);
+    expect(body).not.toMatch(/codex/);
+    expect(body).toContain(`Not billed: the model behind ${SCRIPTED} runs on this machine`);
+    expect(body).toContain('Polly has no price table');
+    expect(costNote([turn('w9', 'codex', 'implement', null, null)])).toContain('codex (codex reports tokens but never a cost)');
   });
 });
 
