@@ -15,7 +15,7 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
-import { basename, join, resolve as resolvePath } from 'node:path';
+import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import { detectToolExclusions } from '../config/tool-exclusions.js';
 import { resolveWorktreesDir, worktreesDirInRepo } from '../../workers/git/worktrees-dir.js';
 import { parseCommandArgs } from './args.js';
@@ -34,6 +34,7 @@ import { detectDesktopNotifier } from '../notify/desktop.js';
 import { urlOrigin } from '../notify/webhook.js';
 import { originUrl, selectForge } from '../forge/forge-select.js';
 import { redactSecrets } from '../core/redact.js';
+import { shellQuote } from '../../gate/git/git-grammar.js';
 import { agentCredentials } from '../../workers/agents/agent-preflight.js';
 import { rootRefusalMessage } from '../../workers/agents/claude-code-adapter.js';
 import { agentEnvFrom } from '../process/agent-env.js';
@@ -225,12 +226,25 @@ async function behindCheck(git: GitRunner, root: string): Promise<DoctorCheck> {
 export async function forgeCheck(git: GitRunner, root: string, config: PollyConfig): Promise<DoctorCheck> {
   const url = await originUrl(git, root);
   if (url === null) {
+    // An absolute path (a relative one would be resolved from each worktree, see below) and the
+    // current branch as the bare repository's HEAD (else its HEAD names a branch it does not have).
+    const bare = join(dirname(root), `${basename(root)}.git`);
+    const branch = firstLine(await git.run(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: root, okExitCodes: [1, 128] })) || 'main';
     return {
       id: 'forge',
       status: 'problem',
       detail:
         "no origin remote: Polly pushes each task's branch to origin for its PR (the local forge too: its PR is a record in .polly/ plus the branch on origin), so every task would stop at push",
-      fix: `add one: git remote add origin <your GitHub repository URL> (PRs on GitHub); or keep everything on this machine with the local forge and a bare repository: git init --bare ../${basename(root)}.git && git remote add origin ../${basename(root)}.git && git push -u origin HEAD`,
+      fix: `add one: git remote add origin <your GitHub repository URL> (PRs on GitHub); or keep everything on this machine with the local forge and a bare repository: git init --bare -b ${shellQuote(branch)} ${shellQuote(bare)} && git remote add origin ${shellQuote(bare)} && git push -u origin HEAD`,
+    };
+  }
+  if (isRelativeLocalPath(url)) {
+    const absolute = resolvePath(root, url);
+    return {
+      id: 'forge',
+      status: 'problem',
+      detail: `origin is the relative path "${url}": Polly pushes each task's branch from its worktree (.worktrees/<id>), and git resolves a relative path from the folder it runs in, so every push would fail with "does not appear to be a git repository"`,
+      fix: `make it absolute: git remote set-url origin ${shellQuote(absolute)}`,
     };
   }
   const shown = redactSecrets(url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, '$1'));
@@ -539,3 +553,15 @@ Exit codes: 0 every check ok; 1 a problem found; 2 not in a git repository or a 
     return report.ok ? 0 : 1;
   },
 };
+
+/**
+ * Whether a remote URL is a relative filesystem path (`../x.git`, `x.git`): not a URL with a
+ * scheme (`https://`, `ssh://`, `file://`), not git's scp-like `[user@]host:path`, not absolute.
+ * Forms from git-clone(1), "GIT URLS" (https://git-scm.com/docs/git-clone#_git_urls).
+ */
+export function isRelativeLocalPath(url: string): boolean {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url) || url.startsWith('/')) return false;
+  const colon = url.indexOf(':');
+  const slash = url.indexOf('/');
+  return !(colon > 0 && (slash === -1 || colon < slash)); // scp-like: a colon before the first slash
+}

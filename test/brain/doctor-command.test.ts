@@ -6,7 +6,17 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { acceptanceRunnerCheck, credentialChecks, forgeCheck, pollyFilesCheck, probeBubblewrap, rootCheck, runDoctor, type DoctorReport } from '../../brain/commands/doctor.js';
+import {
+  acceptanceRunnerCheck,
+  credentialChecks,
+  forgeCheck,
+  isRelativeLocalPath,
+  pollyFilesCheck,
+  probeBubblewrap,
+  rootCheck,
+  runDoctor,
+  type DoctorReport,
+} from '../../brain/commands/doctor.js';
 import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { probeSandbox } from '../../workers/sandbox/sandbox.js';
@@ -188,7 +198,8 @@ describe('polly doctor', () => {
     expect(none.status).toBe('problem');
     expect(none.detail).toMatch(/^no origin remote: .*every task would stop at push$/);
     expect(none.fix).toContain('git remote add origin <your GitHub repository URL>');
-    expect(none.fix).toContain(`git init --bare ../${repo.dir.split('/').pop()}.git && git remote add origin`);
+    const bare = `${repo.dir}.git`; // beside the checkout, absolute: a relative origin would be resolved from each worktree
+    expect(none.fix).toContain(`git init --bare -b main ${bare} && git remote add origin ${bare} && git push -u origin HEAD`);
     // The other cases through the check itself (a doctor run costs seconds: three agent CLIs answer --version).
     const token = `ghp_${'x'.repeat(36)}`;
     repo.git(['remote', 'add', 'origin', `https://polly:${token}@github.com/octo/widget.git`]);
@@ -204,6 +215,14 @@ describe('polly doctor', () => {
     expect(wrong.status).toBe('problem');
     expect(wrong.detail).toContain('forge.kind is github but origin (https://git.example.org/octo/widget.git) is not a github.com repository URL');
     expect(JSON.stringify([github, local, wrong])).not.toContain(token);
+    // A relative path (what a newcomer typed from the old advice) is resolved from each worktree: every push failed.
+    repo.git(['remote', 'set-url', 'origin', '../widget.git']);
+    const relative = await forgeCheck(gitRunner, repo.dir, DEFAULT_CONFIG);
+    expect(relative.status).toBe('problem');
+    expect(relative.detail).toMatch(/^origin is the relative path "\.\.\/widget\.git": .*worktree/);
+    expect(relative.fix).toBe(`make it absolute: git remote set-url origin ${join(repo.dir, '..', 'widget.git')}`);
+    expect(['../x.git', 'x.git', 'sub/x'].map(isRelativeLocalPath)).toEqual([true, true, true]);
+    expect(['/srv/x.git', 'file:///srv/x.git', 'git@github.com:o/r.git', 'host:r.git', 'ssh://h/r', 'https://h/r'].map(isRelativeLocalPath)).toEqual(Array(6).fill(false));
   }, 60_000);
 
   it('polly-files: an uncommitted config, state git would commit, and state already tracked each say what to run', async () => {
