@@ -5,7 +5,8 @@
  * `acceptance.network`; fail closed unless `workers.allow_unconfined`).
  *
  * - green → `worktrees.commitAll` with the message `<title>\n\nPolly-Task: <id>` (everything the
- *   agent left, including when its own `git commit` failed in a sandbox: orchestration case 8, test/workers/orchestration-workers.test.ts),
+ *   agent left, including when its own `git commit` failed in a sandbox: orchestration case 8, test/workers/orchestration-workers.test.ts;
+ *   not what the checks themselves wrote, recorded as Polly's artifacts: workers/git/polly-artifacts.ts),
  *   record `headCommit`, `checks`, clear `feedback` → ok;
  * - red → store {@link formatCheckFeedback} as the task's `feedback` for `send_followup`, record
  *   `checks` → a permanent failure: TESTS_RED at once (the workflow bounds the fix attempts);
@@ -32,6 +33,7 @@ import { formatCheckFeedback, runAcceptance, runCheck } from '../../workers/acce
 import { classifyCannotRun, commandProgram, runnerProbe, type CannotRun } from '../../workers/check-runner.js';
 import type { AgentSandbox } from '../../workers/agents/agent-adapter.js';
 import { createGitRunner } from '../../workers/git/git.js';
+import { recordArtifacts, untrackedPaths } from '../../workers/git/polly-artifacts.js';
 import { resolveWorktreesDir } from '../../workers/git/worktrees-dir.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
 import { isPollyError } from '../core/errors.js';
@@ -255,8 +257,12 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
     'acceptance',
     async () => {
       const run = { cwd: task.worktree!, env: confinement.env, sandbox: confinement.sandbox, ...(ctx.signal ? { signal: ctx.signal } : {}) };
+      // What the checks write (bytecode, caches, reports) is Polly's, never committed (workers/git/polly-artifacts.ts).
+      const untrackedBefore = await untrackedPaths(git, task.worktree!);
       const outcome = await runAcceptance({ ...run, commands, timeoutSeconds: ctx.config.acceptance.timeout });
-      return { outcome, found: outcome.green ? null : await cannotRun(outcome.results, run) };
+      const found = outcome.green ? null : await cannotRun(outcome.results, run);
+      await recordArtifacts(git, task.worktree!, untrackedBefore);
+      return { outcome, found };
     },
     // The acceptance commands ran with the sandbox's mounts (none when unconfined).
     { confinement: () => (confinement.sandbox ? appliedMounts(confinement.sandbox.spec, existsSync) : null) },

@@ -66,15 +66,17 @@ export function nestedRepoExcludes(nested: NestedRepos): string[] {
 
 /**
  * `git add --all` of the whole worktree at `cwd` except its nested repositories (see the module
- * doc), so no git runs inside one of them. `env`: extra variables for git (e.g. `GIT_INDEX_FILE`).
+ * doc), so no git runs inside one of them, and except the untracked paths in `leaveOut`
+ * (repository-relative files or directories: Polly's own artifacts, ./polly-artifacts.ts).
+ * `env`: extra variables for git (e.g. `GIT_INDEX_FILE`).
  * @returns the nested repositories left out.
  * @throws PollyError `git_failed` when git fails.
  */
-export async function stageWorktree(git: GitRunner, cwd: string, env: Record<string, string> = {}): Promise<NestedRepos> {
+export async function stageWorktree(git: GitRunner, cwd: string, env: Record<string, string> = {}, leaveOut: readonly string[] = []): Promise<NestedRepos> {
   const nested = await listNestedRepos(git, cwd, env);
   // The pathspecs go on stdin, NUL-separated (git-add(1) --pathspec-from-file): a worker that made
   // thousands of nested repos would otherwise overflow the argument list (E2BIG) and block the commit.
-  const pathspecs = [':/', ...nestedRepoExcludes(nested)];
+  const pathspecs = [':/', ...nestedRepoExcludes(nested), ...leaveOut.map((p) => `:(exclude,top,literal)${p}`)];
   await git.run(['add', '--all', '--pathspec-from-file=-', '--pathspec-file-nul'], { cwd, env, input: `${pathspecs.join('\0')}\0` });
   return nested;
 }

@@ -41,6 +41,7 @@ import { beginPollyRefWrite, createRefGuard, describeChanges, diffSnapshots, rec
 import { appliedMounts } from '../sandbox/sandbox-spec.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
 import { stageWorktree } from './nested-repos.js';
+import { readArtifacts, recordArtifacts, untrackedPaths } from './polly-artifacts.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
 import { confinedSpawn, runShellCommand, type CommandResult, type SpawnSpec } from '../proc/shell-command.js';
 import { pidAlive } from '../proc/process-liveness.js';
@@ -525,12 +526,19 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     const logsDir = options.logsDir ?? join(info.root, '.polly', 'logs');
     await mkdir(logsDir, { recursive: true });
     const logPath = join(logsDir, `worktree-setup-${id}.log`);
+    // What setup adds (a virtualenv, node_modules copied in, a build) is Polly's, not the worker's: recorded, never committed.
+    const untrackedBefore = await untrackedPaths(git, path);
+    const keepArtifacts = async (): Promise<void> => {
+      const added = await recordArtifacts(git, path, untrackedBefore);
+      if (added.length > 0) journal('worktree.setup_artifacts', { id, count: added.length, paths: added.slice(0, 20) });
+    };
     if (options.reuseDependencies !== false) {
       const reuse = await reuseNodeModules(info.root, path);
       journal('worktree.dependencies', { id, ...reuse });
       if (reuse.reused && isNpmInstallOnly(command)) {
         const note = `[polly] ${reuse.reason} in ${reuse.durationMs} ms; "${command}" skipped (it would install the same tree)`;
         await writeFile(logPath, `$ ${command}\n${note}\n[exit 0]\n`);
+        await keepArtifacts();
         return { command, exitCode: 0, timedOut: false, durationMs: reuse.durationMs, output: note, logPath, refGuard: null };
       }
     }
@@ -593,6 +601,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         quarantined: report.quarantined,
       });
     }
+    await keepArtifacts();
     const result: SetupResult = { ...r, output: all.length > 4000 ? all.slice(-4000) : all, logPath, refGuard };
     journal('worktree.setup', { id, command, exitCode: result.exitCode, timedOut: result.timedOut, durationMs: result.durationMs, logPath, refGuard });
     return result;
@@ -849,8 +858,11 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       }
       // Never `git add --all` over a nested repository: git would run git inside it, with the
       // worker's config (./nested-repos.ts).
-      const nested = await stageWorktree(git, cwd);
+      // Nor over what Polly's own setup and checks made (./polly-artifacts.ts): a virtualenv, bytecode.
+      const artifacts = await readArtifacts(git, cwd);
+      const nested = await stageWorktree(git, cwd, {}, artifacts);
       if (nested.untracked.length > 0) journal('worktree.nested_repos_left_out', { id: input.id, paths: nested.untracked });
+      if (artifacts.length > 0) journal('worktree.artifacts_left_out', { id: input.id, count: artifacts.length, paths: artifacts.slice(0, 20) });
       const diff = await git.run(['diff', '--cached', '--quiet'], { cwd, okExitCodes: [1] });
       if (diff.exitCode === 0) return null;
       const identity = await resolveCommitIdentity(git, cwd, options.identityEnv ?? process.env);

@@ -1,0 +1,71 @@
+// What Polly's own setup and checks write into a worktree stays out of the task's commit (a
+// newcomer's first PR carried a whole .venv/ made by worktrees.setup, and pytest's __pycache__
+// made by the acceptance run); what the worker writes is committed as before. Real git, the real
+// worktree manager, its setup in the real sandbox.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { isArtifact, readArtifacts, recordArtifacts, untrackedPaths } from '../../workers/git/polly-artifacts.js';
+import { createGitRunner } from '../../workers/git/git.js';
+import { scanForSecrets } from '../../workers/git/secret-scan.js';
+import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
+import { createTestRepo, gitTestEnv } from '../helpers/git-repo.js';
+
+const ALNUM = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+const GITHUB_TOKEN = ['gh', 'p_', Array.from({ length: 36 }, (_, i) => ALNUM[(i * 7 + 16) % ALNUM.length]).join('')].join('');
+
+describe("Polly's artifacts", () => {
+  it("setup's and the checks' new files are left out of the commit and the secret scan; the worker's files are committed", async () => {
+    const repo = createTestRepo({ 'calc.py': 'def add(a, b):\n    return a - b\n', 'tests/test_calc.py': 'from calc import add\n' });
+    const journal: Array<[string, Record<string, unknown>]> = [];
+    const manager = createWorktreeManager({
+      repoRoot: repo.dir,
+      setupCommand: 'mkdir -p .venv/bin build && echo python > .venv/bin/python && echo out > build/out.txt',
+      journal: (kind, data) => journal.push([kind, data]),
+    });
+    const created = await manager.create({ id: 'art1' });
+    expect(created.setup).toMatchObject({ exitCode: 0 });
+    const wt = created.path;
+    const git = createGitRunner({ baseEnv: gitTestEnv() });
+    expect((await readArtifacts(git, wt)).sort()).toEqual(['.venv', 'build']);
+    expect(journal.find(([k]) => k === 'worktree.setup_artifacts')?.[1]).toMatchObject({ id: 'art1', count: 2 });
+
+    // The worker fixes the code, adds a module and a new test folder.
+    writeFileSync(join(wt, 'calc.py'), 'def add(a, b):\n    return a + b\n');
+    writeFileSync(join(wt, 'util.py'), 'X = 1\n');
+    mkdirSync(join(wt, 'more_tests'));
+    writeFileSync(join(wt, 'more_tests/test_util.py'), 'from util import X\n');
+    // The checks run (as run_acceptance brackets them): bytecode beside tracked tests, a report at the
+    // top, and bytecode inside the worker's new folder (untracked before: not looked into, committed).
+    const before = await untrackedPaths(git, wt);
+    mkdirSync(join(wt, 'tests/__pycache__'));
+    writeFileSync(join(wt, 'tests/__pycache__/test_calc.cpython-311.pyc'), 'bytecode');
+    writeFileSync(join(wt, '.coverage'), `token=${GITHUB_TOKEN}\n`);
+    mkdirSync(join(wt, 'more_tests/__pycache__'));
+    writeFileSync(join(wt, 'more_tests/__pycache__/test_util.pyc'), 'bytecode');
+    expect((await recordArtifacts(git, wt, before)).sort()).toEqual(['.coverage', 'tests/__pycache__']);
+    expect((await readArtifacts(git, wt)).sort()).toEqual(['.coverage', '.venv', 'build', 'tests/__pycache__']);
+
+    // The secret scan before the commit does not read an artifact (it is never committed).
+    const base = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: wt, encoding: 'utf8' }).trim();
+    expect((await scanForSecrets({ git, cwd: wt, base, head: null })).findings).toEqual([]);
+
+    const commit = await manager.commitAll({ id: 'art1', message: 'Fix add' });
+    expect(commit).not.toBeNull();
+    const files = execFileSync('git', ['show', '--name-only', '--format=', commit!], { cwd: wt, encoding: 'utf8' }).trim().split('\n').sort();
+    expect(files).toEqual(['calc.py', 'more_tests/__pycache__/test_util.pyc', 'more_tests/test_util.py', 'util.py']);
+    expect(journal.find(([k]) => k === 'worktree.artifacts_left_out')?.[1]).toMatchObject({ id: 'art1', count: 4 });
+    // Left in the worktree, untracked: nothing of them is lost.
+    expect(execFileSync('git', ['status', '--porcelain', '--untracked-files=normal'], { cwd: wt, encoding: 'utf8' }).split('\n').filter(Boolean).sort()).toEqual([
+      '?? .coverage',
+      '?? .venv/',
+      '?? build/',
+      '?? tests/__pycache__/',
+    ]);
+  }, 60_000);
+
+  it('isArtifact matches a recorded path and what lies below it, nothing else', () => {
+    expect(['.venv', '.venv/bin/python', 'build/x', '.venvx', 'src/.venv'].map((p) => isArtifact(p, ['.venv', 'build']))).toEqual([true, true, true, false, false]);
+  });
+});
