@@ -111,7 +111,9 @@ export function detectToolExclusions(repoRoot: string, worktreesDir = '.worktree
       tool: 'node --test',
       file: `package.json (scripts.${nodeTest[0]})`,
       excluded: false,
-      fix: `name your test files instead of letting node --test search the whole tree, (your test directory), e.g. "${nodeTest[1].replace(/--test\b/, '--test test/')}"`,
+      // A glob the shell expands: every Node version then gets the same file list (from Node 21 on,
+      // node --test reads its arguments as glob patterns, and a bare directory no longer names its files).
+      fix: `name your test files instead of letting node --test search the whole tree, e.g. "${nodeTest[1].replace(/--test\b/, '--test test/*.test.js')}"`,
     });
   }
   const pytestFile = first(repoRoot, ['pytest.ini', 'pyproject.toml', 'setup.cfg', 'tox.ini']);

@@ -15,9 +15,9 @@ import { createTestRepo, gitTestEnv } from '../helpers/git-repo.js';
 import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
 
-/** How many tests `node --test [args]` ran in `cwd` (its TAP summary line `# tests N`). */
+/** How many tests `node --test [args]` ran in `cwd` (its TAP summary line `# tests N`); `args` go through sh, so globs expand as in a package.json script. */
 function nodeTestCount(cwd: string, args: string[]): number {
-  const r = spawnSync(process.execPath, ['--test', ...args], { cwd, env: gitTestEnv(), encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync('sh', ['-c', `"${process.execPath}" --test ${args.join(' ')}`], { cwd, env: gitTestEnv(), encoding: 'utf8', timeout: 120_000 });
   const m = /^# tests (\d+)$/m.exec(r.stdout);
   if (!m) throw new Error(`node --test printed no summary:\n${r.stdout}\n${r.stderr}`);
   return Number(m[1]);
@@ -45,8 +45,8 @@ describe('worktrees and the user tools', () => {
     expect(init.stdout).toContain("eslint (eslint.config.js) will also see the worker worktrees in .worktrees/: add { ignores: ['.worktrees/**'] }");
     // Following the advice for node --test: name the test files; only the user's own test runs.
     const fix = detectToolExclusions(repo.dir).find((t) => t.tool === 'node --test')!.fix;
-    expect(fix).toContain('"node --test test/"');
-    expect(nodeTestCount(repo.dir, ['test/'])).toBe(1);
+    expect(fix).toContain('"node --test test/*.test.js"');
+    expect(nodeTestCount(repo.dir, ['test/*.test.js'])).toBe(1);
   });
 
   it('worktrees.dir beside the repository: three worktrees there, bare node --test runs only the user test, git admin and cleanup work, polly doctor is content', {
