@@ -31,7 +31,7 @@
  *   /proc/self/io, documented in the kernel's Documentation/filesystems/proc.rst; Linux only):
  *   LMDB writes back every page a commit copied, so this is the commit's pages × 4 KiB, the
  *   figure that showed runs keyed by hashed ids scattering a commit over twice the pages at
- *   100,000 live runs, and then the one id index's new leaf per new run (lmdb-run-store.ts);
+ *   100,000 live runs;
  * - memory store (in-process baseline, no disk) at 1,000 live runs, concurrency 32;
  * - polyflow's published figure: it reports about 1,200 steps/s (node:sqlite, WAL);
  * - the targets of issue 19 (≥ 5,000 at 1,000 live with 32 in flight; 100,000 live within 20% of
