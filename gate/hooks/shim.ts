@@ -8,37 +8,11 @@
  * A denial prints `polly gate: denied (rule): reason` on stderr and exits 1; a shim failure exits 1.
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, realpathSync, statSync } from 'node:fs';
+import { findReal } from './find-real.js';
 import { decideAll, readGateConfig } from './hook-runtime.js';
 
 function quote(w: string): string {
   return /^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`;
-}
-
-function real(p: string): string {
-  try {
-    return realpathSync(p);
-  } catch {
-    return p;
-  }
-}
-
-/** The first executable `name` on PATH outside `skipDir`. */
-export function findReal(name: string, path: string, skipDir: string): string | null {
-  const skip = real(skipDir);
-  for (const dir of path.split(':')) {
-    if (dir === '' || real(dir) === skip) continue;
-    const candidate = `${dir}/${name}`;
-    try {
-      accessSync(candidate, constants.X_OK);
-      if (!statSync(candidate).isFile()) continue;
-      if (real(candidate).startsWith(`${skip}/`)) continue;
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return null;
 }
 
 function main(): number {
