@@ -15,16 +15,11 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createGitRunner } from '../../workers/git/git.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
-import { createTestRepo, git } from '../helpers/git-repo.js';
+import { createRepoWithSubmodule, createTestRepo, git } from '../helpers/git-repo.js';
 
 describe('worktree removal cannot be blocked by a worker', () => {
   it('a broken .gitmodules over a populated submodule, a nested repository and uncommitted work: removed, backed up, and said', async () => {
-    const lib = createTestRepo({ 'lib.txt': 'library\n' });
-    const repo = createTestRepo();
-    const globalConfig = join(repo.root, 'gitconfig');
-    writeFileSync(globalConfig, '[protocol "file"]\n\tallow = always\n');
-    repo.git(['-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', lib.dir, 'vendor/lib']);
-    repo.git(['commit', '-q', '-m', 'add submodule']);
+    const { repo, globalConfig } = createRepoWithSubmodule();
     const events: Array<{ kind: string; data: Record<string, unknown> }> = [];
     const manager = createWorktreeManager({
       repoRoot: repo.dir,

@@ -76,3 +76,31 @@ export function createTestRepo(files: Record<string, string> = { 'README.md': '#
   git(dir, ['push', '-q', '-u', 'origin', 'main']);
   return repo;
 }
+
+/** A test repository with a submodule over a `file://` path, and the git config that allows it. */
+export interface RepoWithSubmodule {
+  /** The superproject: `vendor/lib` is a submodule of `lib`, committed on `main` ("add submodule"). */
+  repo: TestRepo;
+  /** The submodule's own repository (one commit: `lib.txt` = "library\n"). */
+  lib: TestRepo;
+  /**
+   * A global git config file (in `repo.root`) with `protocol.file.allow = always`: git refuses
+   * file-path submodules by default since 2.38.1 (CVE-2022-39253, https://git-scm.com/docs/git-config#Documentation/git-config.txt-protocolallow),
+   * so a git runner that clones or updates them needs `GIT_CONFIG_GLOBAL` pointing here.
+   */
+  globalConfig: string;
+}
+
+/**
+ * Create {@link createTestRepo}'s repository with a populated submodule at `vendor/lib` (a second
+ * test repo, added by its local path) committed on `main`.
+ */
+export function createRepoWithSubmodule(): RepoWithSubmodule {
+  const lib = createTestRepo({ 'lib.txt': 'library\n' });
+  const repo = createTestRepo();
+  const globalConfig = join(repo.root, 'gitconfig');
+  writeFileSync(globalConfig, '[protocol "file"]\n\tallow = always\n');
+  repo.git(['-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', lib.dir, 'vendor/lib']);
+  repo.git(['commit', '-q', '-m', 'add submodule']);
+  return { repo, lib, globalConfig };
+}

@@ -11,7 +11,7 @@ import { isPollyError } from '../../brain/core/errors.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { isPortFree } from '../../workers/ports.js';
 import { createWorktreeManager, type WorktreeManagerOptions } from '../../workers/git/worktree-manager.js';
-import { createTestRepo, git, gitTestEnv, type TestRepo } from '../helpers/git-repo.js';
+import { createRepoWithSubmodule, createTestRepo, git, gitTestEnv, type TestRepo } from '../helpers/git-repo.js';
 
 const ISOLATED = { GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' };
 
@@ -337,12 +337,7 @@ describe('orchestration git cases', () => {
   });
 
   it('case 12: a submodule is initialised in the new worktree (and removal still works)', async () => {
-    const lib = createTestRepo({ 'lib.txt': 'library\n' });
-    const repo = createTestRepo();
-    const globalConfig = join(repo.root, 'gitconfig');
-    writeFileSync(globalConfig, '[protocol "file"]\n\tallow = always\n');
-    repo.git(['-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', lib.dir, 'vendor/lib']);
-    repo.git(['commit', '-q', '-m', 'add submodule']);
+    const { repo, globalConfig } = createRepoWithSubmodule();
     const { manager } = setup(repo, { git: createGitRunner({ env: { ...ISOLATED, GIT_CONFIG_GLOBAL: globalConfig } }) });
     const wt = await manager.create({ id: 't12' });
     expect(wt.submodules).toEqual(['vendor/lib']);
