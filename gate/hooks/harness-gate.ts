@@ -12,7 +12,9 @@ import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { PollyError } from '../../brain/core/errors.js';
 import { gateHooksDistDir } from '../../brain/core/install-paths.js';
+import { findReal } from './find-real.js';
 import type { GateRuntimeConfig } from './hook-runtime.js';
+import { shimFastPath } from './shim-fast-path.js';
 import { DEFAULT_GATE_POLICY } from '../policy-types.js';
 import type { GateContext, GatePolicy, GateRole } from '../types.js';
 
@@ -78,7 +80,8 @@ function sq(s: string): string {
  * Write the gate's files for one worker and return what its adapter must add.
  *
  * Files (all in `stateDir`): `gate-config.json` (role, context, policy, journal path, shim dir),
- * `bin/git` and `bin/gh` (shims), plus per harness:
+ * `bin/git` and `bin/gh` (shims; `bin/git` first runs the start-up calls the gate allows here
+ * without starting Node: gate/hooks/shim-fast-path.ts), plus per harness:
  * - `claude-code`: `claude-settings.json` with a `PreToolUse` command hook (matcher `*`) running
  *   `node dist/gate/bundle/run-cached.cjs dist/gate/bundle/claude-code-hook.cjs <gate-config.json>`
  *   (or `node dist/gate/claude-code-hook.js <gate-config.json>` when unbundled), `disableAllHooks: false`,
@@ -123,9 +126,14 @@ export function prepareGateSync(harness: GateHarnessName, options: PrepareGateOp
   writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
   const files = [configPath];
   const shim = gateEntryCommand('shim').map(sq).join(' ');
+  const basePath = options.basePath ?? process.env.PATH ?? '/usr/bin:/bin';
+  const fastPath = shimFastPath({ role: config.role, policy: config.policy, context, journalPath, realGit: findReal('git', basePath, shimDir) });
   for (const prog of ['git', 'gh']) {
     const file = join(shimDir, prog);
-    writeFileSync(file, `#!/bin/sh\n# Polly gate shim: decides "${prog} $*" before running the real ${prog}.\nexec ${shim} ${sq(configPath)} ${prog} "$@"\n`);
+    writeFileSync(
+      file,
+      `#!/bin/sh\n# Polly gate shim: decides "${prog} $*" before running the real ${prog}.\n${prog === 'git' ? fastPath : ''}exec ${shim} ${sq(configPath)} ${prog} "$@"\n`,
+    );
     chmodSync(file, 0o755);
     files.push(file);
   }
@@ -160,6 +168,5 @@ export function prepareGateSync(harness: GateHarnessName, options: PrepareGateOp
     files.push(file);
     args.push('--no-extensions', '-e', file);
   }
-  const basePath = options.basePath ?? process.env.PATH ?? '/usr/bin:/bin';
   return { args, env: { PATH: `${shimDir}:${basePath}`, POLLY_GATE_CONFIG: configPath }, files };
 }

@@ -10,10 +10,7 @@
 import { spawnSync } from 'node:child_process';
 import { findReal } from './find-real.js';
 import { decideAll, readGateConfig } from './hook-runtime.js';
-
-function quote(w: string): string {
-  return /^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`;
-}
+import { shimCommandText } from './shim-fast-path.js';
 
 function main(): number {
   const [configPath, prog, ...args] = process.argv.slice(2);
@@ -22,7 +19,7 @@ function main(): number {
     return 1;
   }
   const cfg = readGateConfig(configPath);
-  const d = decideAll(cfg, [{ tool: 'bash', input: [prog, ...args].map(quote).join(' '), cwd: process.cwd(), harness: 'shim' }]);
+  const d = decideAll(cfg, [{ tool: 'bash', input: shimCommandText(prog, args), cwd: process.cwd(), harness: 'shim' }]);
   if (d.decision !== 'allow') {
     process.stderr.write(`polly gate: ${d.decision === 'ask' ? 'needs human approval, denied in a headless worker' : 'denied'} (${d.rule}): ${d.reason}\n`);
     return 1;

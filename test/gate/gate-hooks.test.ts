@@ -5,14 +5,17 @@
  * `polly gate decide|log` CLI. Needs `npm run build` (dist/) first, as `npm test` does.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { decide, resolveAsk } from '../../gate/decide.js';
+import { decisionEntry } from '../../gate/decision-log.js';
 import { prepareGate, type PreparedGate } from '../../gate/hooks/harness-gate.js';
+import { SHIM_FAST_PATH_ARGV } from '../../gate/hooks/shim-fast-path.js';
+import { DEFAULT_GATE_POLICY } from '../../gate/policy-types.js';
 import type { GateContext } from '../../gate/types.js';
 import { createTestRepo, git, gitTestEnv, type TestRepo } from '../helpers/git-repo.js';
 
@@ -212,8 +215,8 @@ describe('pi extension', () => {
 });
 
 describe('git and gh shims', () => {
-  const shim = (g: PreparedGate, args: string[]): { code: number | null; stderr: string; stdout: string } => {
-    const r = spawnSync(join(g.env.PATH?.split(':')[0] as string, args[0] as string), args.slice(1), { cwd: wt, encoding: 'utf8', env: { ...gitTestEnv(), PATH: g.env.PATH } });
+  const shim = (g: PreparedGate, args: string[], cwd = wt): { code: number | null; stderr: string; stdout: string } => {
+    const r = spawnSync(join(g.env.PATH?.split(':')[0] as string, args[0] as string), args.slice(1), { cwd, encoding: 'utf8', env: { ...gitTestEnv(), PATH: g.env.PATH } });
     return { code: r.status, stderr: r.stderr, stdout: r.stdout };
   };
 
@@ -234,6 +237,60 @@ describe('git and gh shims', () => {
     expect(plain).toMatchObject({ code: 0 });
     expect(git(repo.remote, ['rev-parse', 'refs/heads/polly/t1'])).toBe(git(wt, ['rev-parse', 'HEAD']));
     expect(shim(claude, ['git', 'rev-parse', '--abbrev-ref', 'HEAD']).stdout.trim()).toBe('polly/t1');
+  });
+  it("the agents' read-only start-up calls the gate allowed when it was prepared run without Node and are journaled as the Node shim journals them; any other spelling, cwd or context goes to the Node shim", () => {
+    const configFile = join(stateRoot, 'claude', 'gate-config.json');
+    const startup = ['git', '--no-optional-locks', 'status', '--short'];
+    // Without its config the Node shim fails closed: a call that still runs took the fast path.
+    renameSync(configFile, `${configFile}.away`);
+    try {
+      const before = readFileSync(journal(), 'utf8').trim().split('\n').length;
+      const fast = shim(claude, startup);
+      expect(fast, fast.stderr).toMatchObject({ code: 0, stderr: '' });
+      expect(fast.stdout.trim()).toBe(git(wt, startup.slice(1)));
+      const lines = readFileSync(journal(), 'utf8').trim().split('\n');
+      expect(lines.length).toBe(before + 1);
+      const entry = JSON.parse(lines.at(-1)!) as { at: string; kind: string; data: Record<string, unknown> };
+      const request = { type: 'tool', role: 'implement', tool: 'bash', input: 'git --no-optional-locks status --short', cwd: realpathSync(wt), harness: 'shim' } as const;
+      expect(entry).toEqual({
+        at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$/),
+        kind: 'gate.decision',
+        data: decisionEntry(request, decide(request, DEFAULT_GATE_POLICY, context)),
+      });
+      expect(Math.abs(Date.parse(entry.at) - Date.now())).toBeLessThan(60_000);
+      // A listed Codex start-up call too (a quoted regexp word).
+      const codexStartup = SHIM_FAST_PATH_ARGV.find((a) => a.includes('--get-regexp'))!;
+      const codexCall = shim(claude, ['git', ...codexStartup]); // 10 words
+      expect(codexCall).toMatchObject({ code: 0, stderr: '' });
+      expect(codexCall.stdout).toContain(`remote.origin.url\n${repo.remote}`);
+      expect(JSON.parse(readFileSync(journal(), 'utf8').trim().split('\n').at(-1)!).data.input).toBe(`git ${codexStartup.slice(0, -1).join(' ')} '^(remote\\.|url\\.)'`);
+      // Spellings that could run a program or act elsewhere, one more word, another cwd: the Node shim (failing closed here).
+      for (const [args, cwd] of [
+        [['git', '-c', 'core.fsmonitor=touch /tmp/polly-fsmonitor-ran', '--no-optional-locks', 'status', '--short'], wt],
+        [['git', '--exec-path=/tmp', '--no-optional-locks', 'status', '--short'], wt],
+        [['git', '-C', repo.dir, '--no-optional-locks', 'status', '--short'], wt],
+        [[...startup, '--ignored'], wt],
+        [['git', 'status', '--short'], wt],
+        [startup, join(wt, 'src')],
+        [startup, repo.dir],
+      ] as Array<[string[], string]>) {
+        const slow = shim(claude, args, cwd);
+        expect(slow.code, args.join(' ')).toBe(1);
+        expect(slow.stderr, args.join(' ')).toMatch(/polly gate shim failed and blocks this call \(fail closed\): cannot read the gate config/);
+      }
+      expect(existsSync('/tmp/polly-fsmonitor-ran')).toBe(false);
+      expect(shim(claude, ['gh', '--version']).stderr).toMatch(/cannot read the gate config/);
+    } finally {
+      renameSync(`${configFile}.away`, configFile);
+    }
+  });
+
+  it('the fast path holds only calls decide allows for this context: a context the gate cannot judge has none, and its shim denies', async () => {
+    const broken = await prepareGate('claude-code', { role: 'implement', context: { ...context, branch: '' }, stateDir: join(stateRoot, 'broken') });
+    expect(readFileSync(join(stateRoot, 'broken', 'bin', 'git'), 'utf8')).not.toMatch(/Fast path/);
+    const denied = shim(broken, ['git', '--no-optional-locks', 'status', '--short']);
+    expect(denied.code).toBe(1);
+    expect(denied.stderr).toMatch(/polly gate: denied \(internal_error\)/);
   });
 });
 
