@@ -19,15 +19,21 @@ import { decide } from '../decide.js';
 import { decisionEntry } from '../decision-log.js';
 import type { GateContext, GatePolicy, GateRole, ToolRequest } from '../types.js';
 
+/** In {@link SHIM_FAST_PATH_ARGV}: the word is the worktree's physical path (the call's cwd). */
+export const SHIM_CWD = '\u0000cwd';
+
 /**
  * The start-up git calls, each an exact argv after `git`. Seen in `.polly/gate-decisions.jsonl`
  * of runs with Claude Code 2.1.197 (`--no-optional-locks …`, `config user.name`, the
  * `-c core.hooksPath=/dev/null -c core.fsmonitor=false -c diff.ignoreSubmodules=dirty …` ones) and
  * Codex 0.171.0 (the `-c safe.bareRepository=explicit …` ones). Each sets no config that runs a
- * program and names no path; `decide` still judges every one of them for the worker's role.
+ * program and names no path but the cwd itself ({@link SHIM_CWD}); `decide` still judges every one
+ * of them for the worker's role.
  */
 export const SHIM_FAST_PATH_ARGV: readonly (readonly string[])[] = [
   ['--no-optional-locks', 'status', '--short'],
+  // Claude Code's check that its local settings are not tracked, with -C naming the cwd itself
+  ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=', '-C', SHIM_CWD, 'ls-files', '--error-unmatch', '--', ':(icase).claude/settings.local.json'],
   ['--no-optional-locks', 'log', '--oneline', '-n', '5'],
   ['config', 'user.name'],
   ['config', '--get', 'remote.origin.url'],
@@ -95,7 +101,8 @@ export function shimFastPath(options: ShimFastPathOptions): string {
   const plain = /^\/[\w@%+=:,./-]*$/;
   if (!realGit || !plain.test(realGit) || !plain.test(cwd) || (journalPath !== null && !plain.test(journalPath))) return '';
   const cases: string[] = [];
-  for (const argv of SHIM_FAST_PATH_ARGV) {
+  for (const listed of SHIM_FAST_PATH_ARGV) {
+    const argv = listed.map((w) => (w === SHIM_CWD ? cwd : w));
     const request: ToolRequest = { type: 'tool', role: options.role, tool: 'bash', input: shimCommandText('git', argv), cwd, harness: 'shim' };
     const d = decide(request, options.policy, options.context);
     if (d.decision !== 'allow') continue;

@@ -14,7 +14,7 @@ import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { decide, resolveAsk } from '../../gate/decide.js';
 import { decisionEntry } from '../../gate/decision-log.js';
 import { prepareGate, type PreparedGate } from '../../gate/hooks/harness-gate.js';
-import { SHIM_FAST_PATH_ARGV } from '../../gate/hooks/shim-fast-path.js';
+import { SHIM_CWD, SHIM_FAST_PATH_ARGV } from '../../gate/hooks/shim-fast-path.js';
 import { DEFAULT_GATE_POLICY } from '../../gate/policy-types.js';
 import type { GateContext } from '../../gate/types.js';
 import { createTestRepo, git, gitTestEnv, type TestRepo } from '../helpers/git-repo.js';
@@ -264,6 +264,10 @@ describe('git and gh shims', () => {
       expect(codexCall).toMatchObject({ code: 0, stderr: '' });
       expect(codexCall.stdout).toContain(`remote.origin.url\n${repo.remote}`);
       expect(JSON.parse(readFileSync(journal(), 'utf8').trim().split('\n').at(-1)!).data.input).toBe(`git ${codexStartup.slice(0, -1).join(' ')} '^(remote\\.|url\\.)'`);
+      // Claude Code's ls-files call names the cwd with -C: the fast path for this worktree only.
+      const lsFiles = SHIM_FAST_PATH_ARGV.find((a) => a.includes('ls-files'))!.map((w) => (w === SHIM_CWD ? realpathSync(wt) : w));
+      expect(shim(claude, ['git', ...lsFiles])).toMatchObject({ code: 1, stderr: expect.stringMatching(/did not match any file/) });
+      expect(JSON.parse(readFileSync(journal(), 'utf8').trim().split('\n').at(-1)!).data.input).toContain(`-C ${realpathSync(wt)} ls-files`);
       // Spellings that could run a program or act elsewhere, one more word, another cwd: the Node shim (failing closed here).
       for (const [args, cwd] of [
         [['git', '-c', 'core.fsmonitor=touch /tmp/polly-fsmonitor-ran', '--no-optional-locks', 'status', '--short'], wt],
@@ -271,6 +275,7 @@ describe('git and gh shims', () => {
         [['git', '-C', repo.dir, '--no-optional-locks', 'status', '--short'], wt],
         [[...startup, '--ignored'], wt],
         [['git', 'status', '--short'], wt],
+        [['git', ...lsFiles.map((w) => (w === realpathSync(wt) ? repo.dir : w))], wt],
         [startup, join(wt, 'src')],
         [startup, repo.dir],
       ] as Array<[string[], string]>) {
