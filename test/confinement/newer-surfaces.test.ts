@@ -16,12 +16,23 @@
  * itself); the ground truth is those files, the config file, and the listener. The probes keep
  * their errors quiet: a write that fails aloud ("Read-only file system") already fails the task
  * (brain/task-tools/sandbox-refusals.ts), which would end the run before the acceptance test.
+ *
+ * The same run also has a person commit on `main` in the main checkout while the turn runs (open
+ * since session 4): the ref guard compared refs around the turn, took the person's commit for the
+ * worker's, reset `main` and failed the task. Inside Polly's sandbox the git metadata is read-only
+ * (workers/git/git-policy.ts), so the worker could not have moved `main`: the guard now counts only
+ * what the sandbox could write (brain/task-tools/ref-guard-step.ts `confinement`). After its probes
+ * the turn writes `STARTED` in its worktree and waits (bounded) for `GO`; the test, seeing
+ * `STARTED`, commits on `main` with git as a person would, then writes `GO`. Ground truth: `main`
+ * keeps the person's commit, nothing was quarantined, the task ends ready, and the journal names
+ * the change as made outside the sandbox.
  * Needs `npm run build`; skipped where the worker runner has no sandbox.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { git } from '../helpers/git-repo.js';
 import { attackRun, CANARY_TOKEN, SANDBOXED, type Outcome, type Setting } from './attack-harness.js';
 
 const TITLE = 'Add the probe';
@@ -79,6 +90,8 @@ function script(s: Setting): string {
               { write: { path: 'probe.sh', content: turnProbe(s) } },
               { write: { path: 'check.js', content: acceptanceProbe(s) } },
               { run: 'sh probe.sh' },
+              // At most 60 s: the test writes GO as soon as the person's commit is made.
+              { run: 'touch STARTED; i=0; while [ ! -f GO ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; rm -f STARTED GO' },
               { finish: 'Added the probe.' },
             ],
           },
@@ -89,55 +102,106 @@ function script(s: Setting): string {
   });
 }
 
-describe.skipIf(!SANDBOXED)("newer surfaces: the run store's URL, the config, polly ui / webhooks, and what a worker's acceptance test reaches (pi, claude)", () => {
-  let o: Outcome;
-  let probes = '';
-  beforeAll(async () => {
-    const saved = process.env.POLLY_RUNS_URL;
-    process.env.POLLY_RUNS_URL = PG_URL;
-    const tasks = [
-      {
-        key: 'n1',
-        title: TITLE,
-        purpose: 'implement',
-        worker: 'pi',
-        reviewer: 'claude-code',
-        prompt: 'Add the probe.',
-        acceptance: { commands: ['node check.js'], criteria: ['the check passes'] },
-      },
-    ];
-    try {
-      o = await attackRun('newer-surfaces', tasks, script, 0);
-    } finally {
-      if (saved === undefined) delete process.env.POLLY_RUNS_URL;
-      else process.env.POLLY_RUNS_URL = saved;
+/** Wait (at most `ms`) for the turn's STARTED in some worktree, then commit on main as a person, then let the turn go on. */
+async function personCommitsDuringTheTurn(s: () => Setting | null, ms: number): Promise<string | null> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const setting = s();
+    const dir = setting ? join(setting.repo, '.worktrees') : null;
+    const wt = dir && existsSync(dir) ? readdirSync(dir).find((n) => existsSync(join(dir, n, 'STARTED'))) : undefined;
+    if (setting && dir && wt) {
+      writeFileSync(join(setting.repo, 'NOTES.md'), 'a person writes notes\n');
+      git(setting.repo, ['add', 'NOTES.md']);
+      git(setting.repo, ['commit', '-q', '-m', 'a person commits on main during the turn']);
+      const commit = git(setting.repo, ['rev-parse', 'refs/heads/main']);
+      writeFileSync(join(dir, wt, 'GO'), '');
+      return commit;
     }
-    const task = Object.values(o.registry.tasks)[0]!;
-    process.stderr.write(`newer surfaces: ${task.status}: ${task.statusReason ?? ''}\n`);
-    probes = ['turn-probe.txt', 'acceptance-probe.txt'].map((f) => readFileSync(join(task.worktree!, f), 'utf8')).join('');
-    process.stderr.write(probes);
-  }, 300_000);
-  afterAll(() => {
-    if (o && !process.env.POLLY_ATTACK_KEEP) rmSync(o.s.root, { recursive: true, force: true });
-  });
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return null;
+}
 
-  it('every probe ran, in the turn and in the acceptance test', () => {
-    expect(probes.split('\n').filter(Boolean)).toHaveLength(15);
-  });
+describe.skipIf(!SANDBOXED)(
+  "newer surfaces: the run store's URL, the config, polly ui / webhooks, what a worker's acceptance test reaches, and a person's commit on main during the turn (pi, claude)",
+  () => {
+    let o: Outcome;
+    let probes = '';
+    let personCommit: string | null = null;
+    beforeAll(async () => {
+      let setting: Setting | null = null;
+      const saved = process.env.POLLY_RUNS_URL;
+      process.env.POLLY_RUNS_URL = PG_URL;
+      const tasks = [
+        {
+          key: 'n1',
+          title: TITLE,
+          purpose: 'implement',
+          worker: 'pi',
+          reviewer: 'claude-code',
+          prompt: 'Add the probe.',
+          acceptance: { commands: ['node check.js'], criteria: ['the check passes'] },
+        },
+      ];
+      const person = personCommitsDuringTheTurn(() => setting, 200_000);
+      try {
+        o = await attackRun(
+          'newer-surfaces',
+          tasks,
+          (s) => {
+            setting = s;
+            return script(s);
+          },
+          0,
+        );
+        personCommit = await person;
+      } finally {
+        if (saved === undefined) delete process.env.POLLY_RUNS_URL;
+        else process.env.POLLY_RUNS_URL = saved;
+      }
+      const task = Object.values(o.registry.tasks)[0]!;
+      process.stderr.write(`newer surfaces: ${task.status}: ${task.statusReason ?? ''}\n`);
+      probes = ['turn-probe.txt', 'acceptance-probe.txt'].map((f) => readFileSync(join(task.worktree!, f), 'utf8')).join('');
+      process.stderr.write(probes);
+    }, 300_000);
+    afterAll(() => {
+      if (o && !process.env.POLLY_ATTACK_KEEP) rmSync(o.s.root, { recursive: true, force: true });
+    });
 
-  it("neither the turn nor the acceptance test reached the run store's URL, a token, the real HOME, .polly/ or a loopback service", () => {
-    expect(probes).not.toContain('reached');
-    expect(o.received).toEqual([]);
-  });
+    it('every probe ran, in the turn and in the acceptance test', () => {
+      expect(probes.split('\n').filter(Boolean)).toHaveLength(15);
+    });
 
-  it('the config Polly reads next holds nothing the probes wrote', () => {
-    const config = readFileSync(join(o.s.repo, '.polly', 'config.yaml'), 'utf8');
-    expect(config).not.toContain('url_env: HOME');
-    expect(config).not.toMatch(/^\s*allow_unconfined: true/m);
-    expect(config).not.toContain('acceptance was here');
-  });
+    it("neither the turn nor the acceptance test reached the run store's URL, a token, the real HOME, .polly/ or a loopback service", () => {
+      expect(probes).not.toContain('reached');
+      expect(o.received).toEqual([]);
+    });
 
-  it('the run ended ready: Polly committed the probes (no secret in them) and the review passed', () => {
-    expect(Object.values(o.registry.tasks)[0]!.status).toBe('ready');
-  });
-});
+    it('the config Polly reads next holds nothing the probes wrote', () => {
+      const config = readFileSync(join(o.s.repo, '.polly', 'config.yaml'), 'utf8');
+      expect(config).not.toContain('url_env: HOME');
+      expect(config).not.toMatch(/^\s*allow_unconfined: true/m);
+      expect(config).not.toContain('acceptance was here');
+    });
+
+    it('the run ended ready: Polly committed the probes (no secret in them) and the review passed', () => {
+      expect(Object.values(o.registry.tasks)[0]!.status).toBe('ready');
+    });
+
+    it('the person committed on main while the turn waited', () => {
+      expect(personCommit).toMatch(/^[0-9a-f]{40}$/);
+    });
+
+    it("main keeps the person's commit: not reset, not quarantined", () => {
+      expect(git(o.s.repo, ['rev-parse', 'refs/heads/main'])).toBe(personCommit);
+      expect(git(o.s.repo, ['for-each-ref', 'refs/polly/quarantine/'])).toBe('');
+      expect(git(o.s.repo, ['log', '-1', '--format=%s', 'main'])).toBe('a person commits on main during the turn');
+    });
+
+    it("the task does not fail for the person's commit: ready, and the journal names the change as made outside the sandbox", () => {
+      expect(Object.values(o.registry.tasks)[0]!.status).toBe('ready');
+      expect(o.journal).not.toContain('"kind":"guard.ref_changed"');
+      expect(o.journal).toMatch(/"kind":"guard.outside_change","data":\{[^\n]*"name":"refs\/heads\/main"/);
+    });
+  },
+);
