@@ -127,7 +127,14 @@ export function prepareGateSync(harness: GateHarnessName, options: PrepareGateOp
   const files = [configPath];
   const shim = gateEntryCommand('shim').map(sq).join(' ');
   const basePath = options.basePath ?? process.env.PATH ?? '/usr/bin:/bin';
-  const fastPath = shimFastPath({ role: config.role, policy: config.policy, context, journalPath, realGit: findReal('git', basePath, shimDir) });
+  const fastPath = shimFastPath({
+    role: config.role,
+    policy: config.policy,
+    context,
+    journalPath,
+    realGit: findReal('git', basePath, shimDir),
+    realDate: findReal('date', basePath, shimDir),
+  });
   for (const prog of ['git', 'gh']) {
     const file = join(shimDir, prog);
     writeFileSync(

@@ -10,7 +10,8 @@
  * role}`). So for a listed argv run with the worktree as its physical cwd, the decision at prepare
  * time IS the decision the Node shim would take: `prepareGate` asks `decide` for each, and the
  * shell shim runs only the allowed ones directly (same argv, same environment, the real git found
- * the way the Node shim finds it), after appending the same journal line. Anything else — another
+ * the way the Node shim finds it), after appending the same journal line (its time from `date` by
+ * absolute path, checked to be a time: the worker's PATH cannot write into the line). Anything else — another
  * spelling, one more argument, `-c`/`-C`/`--exec-path` not in the list, another cwd, a cwd that is
  * not plain characters, a journal that cannot be written — goes to the Node shim as before.
  */
@@ -79,6 +80,8 @@ export interface ShimFastPathOptions {
   journalPath: string | null;
   /** The real git (absolute path, found as the Node shim finds it), or null: no fast path. */
   realGit: string | null;
+  /** `date` (absolute path, for the journal line's time), or null: no fast path when journaling. */
+  realDate: string | null;
 }
 
 /**
@@ -90,7 +93,7 @@ export interface ShimFastPathOptions {
  * not plain characters, or no argv allowed).
  */
 export function shimFastPath(options: ShimFastPathOptions): string {
-  const { realGit, journalPath } = options;
+  const { realGit, realDate, journalPath } = options;
   let cwd: string;
   try {
     cwd = realpathSync(options.context.worktree);
@@ -99,7 +102,8 @@ export function shimFastPath(options: ShimFastPathOptions): string {
   }
   // The cwd and paths are compared and embedded as plain words only.
   const plain = /^\/[\w@%+=:,./-]*$/;
-  if (!realGit || !plain.test(realGit) || !plain.test(cwd) || (journalPath !== null && !plain.test(journalPath))) return '';
+  if (!realGit || !plain.test(realGit) || !plain.test(cwd)) return '';
+  if (journalPath !== null && (!plain.test(journalPath) || !realDate || !plain.test(realDate))) return '';
   const cases: string[] = [];
   for (const listed of SHIM_FAST_PATH_ARGV) {
     const argv = listed.map((w) => (w === SHIM_CWD ? cwd : w));
@@ -107,13 +111,23 @@ export function shimFastPath(options: ShimFastPathOptions): string {
     const d = decide(request, options.policy, options.context);
     if (d.decision !== 'allow') continue;
     const match = [`[ $# -eq ${argv.length} ]`, ...argv.map((w, i) => `[ "\${${i + 1}}" = ${sq(w)} ]`)].join(' && ');
-    const data = JSON.stringify(decisionEntry(request, d));
-    const journal =
-      journalPath === null
-        ? ''
-        : ` && polly_at=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ) && case $polly_at in *N*) polly_at=$(date -u +%Y-%m-%dT%H:%M:%SZ) ;; esac && (umask 077 && printf '%s\\n' "{\\"at\\":\\"$polly_at\\",\\"kind\\":\\"gate.decision\\",\\"data\\":"${sq(data)}"}" >>${journalPath}) 2>/dev/null`;
-    cases.push(`  if ${match}${journal}; then exec ${realGit} "$@"; fi`);
+    cases.push(`  if ${match} && polly_log ${sq(JSON.stringify(decisionEntry(request, d)))}; then exec ${realGit} "$@"; fi`);
   }
   if (cases.length === 0) return '';
-  return `# Fast path: read-only start-up calls the gate allowed for this worktree when it was prepared (gate/hooks/shim-fast-path.ts).\nif [ -x ${realGit} ] && [ "$(pwd -P)" = ${sq(cwd)} ]; then\n${cases.join('\n')}\nfi\n`;
+  // The journal line as createFileJournal writes it; its time from `date` (ms where it has %N),
+  // checked to be a time before it goes into the line.
+  const day = '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9]';
+  const log =
+    journalPath === null
+      ? '  polly_log() { :; }'
+      : [
+          '  polly_log() {',
+          `    polly_at=$(${realDate} -u +%Y-%m-%dT%H:%M:%S.%3NZ) || return 1`,
+          `    case $polly_at in *N*) polly_at=$(${realDate} -u +%Y-%m-%dT%H:%M:%SZ) || return 1 ;; esac`,
+          `    case $polly_at in ${day}Z | ${day}.[0-9][0-9][0-9]Z) ;; *) return 1 ;; esac`,
+          `    (umask 077 && printf '%s\\n' "{\\"at\\":\\"$polly_at\\",\\"kind\\":\\"gate.decision\\",\\"data\\":$1}" >>${journalPath}) 2>/dev/null`,
+          '  }',
+        ].join('\n');
+  const ready = [`[ -x ${realGit} ]`, ...(journalPath === null ? [] : [`[ -x ${realDate} ]`]), `[ "$(pwd -P)" = ${sq(cwd)} ]`].join(' && ');
+  return `# Fast path: read-only start-up calls the gate allowed for this worktree when it was prepared (gate/hooks/shim-fast-path.ts).\nif ${ready}; then\n${log}\n${cases.join('\n')}\nfi\n`;
 }

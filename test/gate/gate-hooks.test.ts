@@ -258,6 +258,16 @@ describe('git and gh shims', () => {
         data: decisionEntry(request, decide(request, DEFAULT_GATE_POLICY, context)),
       });
       expect(Math.abs(Date.parse(entry.at) - Date.now())).toBeLessThan(60_000);
+      // The worker's PATH cannot write into the journal line: `date` is Polly's, by absolute path.
+      const fakeBin = mkdtempSync(join(tmpdir(), 'polly-fake-date-'));
+      writeFileSync(join(fakeBin, 'date'), '#!/bin/sh\necho \'2026-01-01T00:00:00.000Z","forged":"yes\'\n', { mode: 0o755 });
+      const withFakeDate = spawnSync(join(claude.env.PATH!.split(':')[0]!, 'git'), startup.slice(1), {
+        cwd: wt,
+        encoding: 'utf8',
+        env: { ...gitTestEnv(), PATH: `${fakeBin}:${claude.env.PATH}` },
+      });
+      expect(withFakeDate.status).toBe(0);
+      expect(readFileSync(journal(), 'utf8')).not.toContain('forged');
       // A listed Codex start-up call too (a quoted regexp word).
       const codexStartup = SHIM_FAST_PATH_ARGV.find((a) => a.includes('--get-regexp'))!;
       const codexCall = shim(claude, ['git', ...codexStartup]); // 10 words
