@@ -147,7 +147,7 @@ export function decideConfinement(allowUnconfined: boolean, probe: SandboxProbe 
   if (allowUnconfined) {
     return {
       confined: false,
-      warning: `WARNING: running workers WITHOUT Polly's OS sandbox (workers.allow_unconfined: true): ${probe.reason}. A worker can read your credentials and write outside its worktree.`,
+      warning: `WARNING: running workers WITHOUT Polly's OS sandbox (workers.allow_unconfined: true): ${probe.reason}. A worker can read your credentials and write outside its worktree. Polly then cannot tell a worker's ref change from yours: a commit or branch you make in this repository while a worker's step runs is put back like a worker's (its value kept under refs/polly/quarantine/) and fails the task, so do not commit here while workers run.`,
     };
   }
   throw new PollyError(
