@@ -63,7 +63,14 @@ describe('the artifacts record under a hostile check', () => {
     writeFileSync(join(wt, 'check.sh'), CHECK, { mode: 0o755 });
 
     // Polly's acceptance run, bracketed as run_acceptance brackets it.
-    const box = commandSandbox({ repoRoot: repo.dir, worktree: wt, network: false, allowUnconfined: false, stateDir: join(repo.root, 'cmd-state'), extraEnv: { T2: token(2), T3: token(3), REAL_HOME: process.env.HOME ?? '/root' } });
+    const box = commandSandbox({
+      repoRoot: repo.dir,
+      worktree: wt,
+      network: false,
+      allowUnconfined: false,
+      stateDir: join(repo.root, 'cmd-state'),
+      extraEnv: { T2: token(2), T3: token(3), REAL_HOME: process.env.HOME ?? '/root' },
+    });
     expect(box.sandbox).not.toBeNull();
     const before = await untrackedPaths(git, wt);
     const out = await runAcceptance({ cwd: wt, commands: ['./check.sh'], timeoutSeconds: 120, env: box.env, sandbox: box.sandbox });

@@ -204,7 +204,8 @@ export async function stageNestedRepoFiles(git: GitRunner, cwd: string, env: Rec
     const oids = r.stdout.split('\n').filter(Boolean);
     for (const [i, f] of batch.entries()) lines.push(`${f.mode} ${oids[i]}\t${f.path}`);
   }
-  for (const f of files.filter((x) => !batch.includes(x))) lines.push(`${f.mode} ${firstLine(await git.run(['hash-object', '-w', '--no-filters', '--', f.abs], { cwd, env }))}\t${f.path}`);
+  for (const f of files.filter((x) => !batch.includes(x)))
+    lines.push(`${f.mode} ${firstLine(await git.run(['hash-object', '-w', '--no-filters', '--', f.abs], { cwd, env }))}\t${f.path}`);
   if (lines.length > 0) await git.run(['update-index', '-z', '--index-info'], { cwd, env, input: `${lines.join('\0')}\0` });
   return [...files.map((f) => f.path), ...links.map((l) => l.path)];
 }

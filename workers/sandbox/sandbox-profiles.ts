@@ -112,7 +112,8 @@ function resolvConf(): string {
  * @throws PollyError `internal` when `network` is true without `pasta`.
  */
 export function commandSandboxSpec(input: CommandSandboxInput): SandboxSpec {
-  if (input.network && !input.pasta) throw new PollyError('internal', 'commandSandboxSpec: network is on but no pasta executable was given; probe it with probeOutboundNetwork() first');
+  if (input.network && !input.pasta)
+    throw new PollyError('internal', 'commandSandboxSpec: network is on but no pasta executable was given; probe it with probeOutboundNetwork() first');
   const network: SandboxNetwork = input.network && input.pasta ? { mode: 'outbound', pasta: input.pasta } : { mode: 'none' };
   const home = join(input.stateDir, 'home');
   return {
