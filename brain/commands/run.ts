@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseCommandArgs } from './args.js';
-import { writeJson, writeLine, type Command } from './command.js';
+import { writeJson, writeLine, type Command, type CommandIO } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { createGoal } from '../registry/goal-record.js';
 import { followGoalInRepo, formatSummary, goalSummary, signalExitCode } from './follow-goal.js';
@@ -16,7 +16,7 @@ import { planAgentUses } from '../plan/plan-agents.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { agentRootProblem } from '../../workers/agents/agent-preflight.js';
 import { rootRefusalMessage } from '../../workers/agents/claude-code-adapter.js';
-import { openRepoContext } from './repo-context.js';
+import { openRepoContext, type RepoContext } from './repo-context.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { describeIdentity, resolveCommitIdentity, uncommittedChanges } from '../../workers/git/commit-identity.js';
 
@@ -53,6 +53,51 @@ export function refuseUnstartableAgents(tasks: Plan['tasks'], config: PollyConfi
 }
 import { findPlanByContent, reconcileDeadBrain } from '../process/resume.js';
 import { followExisting } from './resume.js';
+
+
+/**
+ * Propose `plan` for a new goal, and follow it (the tail of `polly run`): the checkout notes on
+ * stderr, the admission (a refused plan prints its counterexamples and fails the goal), the plan
+ * gate, the Brain, and the summary (table or JSON) on stdout.
+ * @param what  the goal's text and the plan's source (a file path, or the command that made it).
+ * @returns the exit code: 0 when the goal is done, 1 refused or failed, 128+n after a signal.
+ */
+export async function proposeAndFollow(
+  ctx: RepoContext,
+  plan: Plan,
+  what: { goal: string; source: string },
+  flags: { yes: boolean; json: boolean; detach: boolean },
+  io: CommandIO,
+): Promise<number> {
+  for (const line of await checkoutNotes(ctx.repo.root, io.env)) io.stderr.write(`${line}\n`);
+  const { goal, seq } = await createGoal(ctx.store, what.goal, 'plan');
+  const proposed = await proposePlan(ctx.store, ctx.config, planToProposal(plan), { goalId: goal.id, source: what.source });
+  // The admission line is a result: stdout has it once (below, or in the summary); the progress on
+  // stderr shows it once more as "plan pN: …" while following.
+  if (!proposed.admitted) {
+    for (const c of proposed.counterexamples) io.stderr.write(`${c}\n`);
+    await ctx.store.update((draft, tx) => {
+      draft.goals[goal.id]!.status = 'failed';
+      tx.emit('goal.done', { goalId: goal.id, status: 'failed', reason: 'plan refused' });
+    });
+    if (flags.json) writeJson(io.stdout, { plan: proposed.planId, admitted: false, line: proposed.line, counterexamples: proposed.counterexamples });
+    else writeLine(io.stdout, proposed.line);
+    return 1;
+  }
+  const brain = await ensureBrain(ctx.store, ctx.repo.root, ctx.repo.pollyDir, io.env);
+  if (flags.detach) {
+    if (flags.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: goal.id });
+    else writeLine(io.stdout, `${proposed.line}\nplan ${proposed.planId} waits for approval (polly plan approve ${proposed.planId}); follow with polly status`);
+    return 0;
+  }
+  const { goal: final, interrupted } = await followGoalInRepo(ctx, io, { goalId: goal.id, afterSeq: seq, yes: flags.yes, brain });
+  const reg = await ctx.store.read();
+  const rows = goalSummary(reg, goal.id, await ctx.store.journal());
+  if (flags.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: final.id, status: final.status, tasks: rows });
+  else for (const l of [proposed.line, '', ...formatSummary(rows)]) writeLine(io.stdout, l);
+  if (interrupted) return signalExitCode(interrupted);
+  return final.status === 'done' ? 0 : 1;
+}
 
 export const command: Command = {
   summary: 'admit and execute a human-written plan file',
@@ -94,33 +139,6 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired, an agent that cann
       io.stderr.write(`[polly] ${file} is plan ${known.id} (${known.gate}), already proposed for goal ${known.goalId}; resuming it (no new plan, no second PR)\n`);
       return followExisting(ctx, known.id, known.goalId, Boolean(values.yes), Boolean(values.json), Boolean(values.detach), io);
     }
-    for (const line of await checkoutNotes(ctx.repo.root, io.env)) io.stderr.write(`${line}\n`);
-    const { goal, seq } = await createGoal(ctx.store, plan.goal ?? `polly run ${file}`, 'plan');
-    const proposed = await proposePlan(ctx.store, ctx.config, planToProposal(plan), { goalId: goal.id, source: path });
-    // The admission line is a result: stdout has it once (below, or in the summary); the progress on
-    // stderr shows it once more as "plan pN: …" while following.
-    if (!proposed.admitted) {
-      for (const c of proposed.counterexamples) io.stderr.write(`${c}\n`);
-      await ctx.store.update((draft, tx) => {
-        draft.goals[goal.id]!.status = 'failed';
-        tx.emit('goal.done', { goalId: goal.id, status: 'failed', reason: 'plan refused' });
-      });
-      if (values.json) writeJson(io.stdout, { plan: proposed.planId, admitted: false, line: proposed.line, counterexamples: proposed.counterexamples });
-      else writeLine(io.stdout, proposed.line);
-      return 1;
-    }
-    const brain = await ensureBrain(ctx.store, ctx.repo.root, ctx.repo.pollyDir, io.env);
-    if (values.detach) {
-      if (values.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: goal.id });
-      else writeLine(io.stdout, `${proposed.line}\nplan ${proposed.planId} waits for approval (polly plan approve ${proposed.planId}); follow with polly status`);
-      return 0;
-    }
-    const { goal: final, interrupted } = await followGoalInRepo(ctx, io, { goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), brain });
-    const reg = await ctx.store.read();
-    const rows = goalSummary(reg, goal.id, await ctx.store.journal());
-    if (values.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: final.id, status: final.status, tasks: rows });
-    else for (const l of [proposed.line, '', ...formatSummary(rows)]) writeLine(io.stdout, l);
-    if (interrupted) return signalExitCode(interrupted);
-    return final.status === 'done' ? 0 : 1;
+    return proposeAndFollow(ctx, plan, { goal: plan.goal ?? `polly run ${file}`, source: path }, { yes: Boolean(values.yes), json: Boolean(values.json), detach: Boolean(values.detach) }, io);
   },
 };
