@@ -54,24 +54,24 @@ export function refuseUnstartableAgents(tasks: Plan['tasks'], config: PollyConfi
 import { findPlanByContent, reconcileDeadBrain } from '../process/resume.js';
 import { followExisting } from './resume.js';
 
-
 /**
  * Propose `plan` for a new goal, and follow it (the tail of `polly run`): the checkout notes on
  * stderr, the admission (a refused plan prints its counterexamples and fails the goal), the plan
  * gate, the Brain, and the summary (table or JSON) on stdout.
- * @param what  the goal's text and the plan's source (a file path, or the command that made it).
+ * @param what  the goal's text, the plan's source (a file path, or the command that made it) and,
+ *   for a retry plan, the tasks it takes over (brain/plan/plan-retry.ts).
  * @returns the exit code: 0 when the goal is done, 1 refused or failed, 128+n after a signal.
  */
 export async function proposeAndFollow(
   ctx: RepoContext,
   plan: Plan,
-  what: { goal: string; source: string },
+  what: { goal: string; source: string; retries?: Record<string, string> },
   flags: { yes: boolean; json: boolean; detach: boolean },
   io: CommandIO,
 ): Promise<number> {
   for (const line of await checkoutNotes(ctx.repo.root, io.env)) io.stderr.write(`${line}\n`);
   const { goal, seq } = await createGoal(ctx.store, what.goal, 'plan');
-  const proposed = await proposePlan(ctx.store, ctx.config, planToProposal(plan), { goalId: goal.id, source: what.source });
+  const proposed = await proposePlan(ctx.store, ctx.config, planToProposal(plan), { goalId: goal.id, source: what.source, ...(what.retries ? { retries: what.retries } : {}) });
   // The admission line is a result: stdout has it once (below, or in the summary); the progress on
   // stderr shows it once more as "plan pN: …" while following.
   if (!proposed.admitted) {
@@ -139,6 +139,12 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired, an agent that cann
       io.stderr.write(`[polly] ${file} is plan ${known.id} (${known.gate}), already proposed for goal ${known.goalId}; resuming it (no new plan, no second PR)\n`);
       return followExisting(ctx, known.id, known.goalId, Boolean(values.yes), Boolean(values.json), Boolean(values.detach), io);
     }
-    return proposeAndFollow(ctx, plan, { goal: plan.goal ?? `polly run ${file}`, source: path }, { yes: Boolean(values.yes), json: Boolean(values.json), detach: Boolean(values.detach) }, io);
+    return proposeAndFollow(
+      ctx,
+      plan,
+      { goal: plan.goal ?? `polly run ${file}`, source: path },
+      { yes: Boolean(values.yes), json: Boolean(values.json), detach: Boolean(values.detach) },
+      io,
+    );
   },
 };

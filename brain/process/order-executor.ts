@@ -6,6 +6,7 @@
  * watched for fix rounds: the task is `ready` and finished until a PR event starts a round, see
  * `pr-events.ts`). Every status change goes through `brain/registry/task-lifecycle.ts`.
  */
+import { isCurrentTaskRun } from '../plan/plan-retry.js';
 import { existsSync } from 'node:fs';
 import { budgetReason, createBudgetWatch, modelEndpoint, recordTurnUsage, type BudgetStop } from '../task-tools/turn-budget.js';
 import { isPollyError } from '../core/errors.js';
@@ -237,7 +238,8 @@ export async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => 
   // A task is finished once: `finishedAt` marks it (a tool may already have set a final status).
   const updates = finished.filter((run) => {
     const t = reg.tasks[String(run.input.task ?? '')];
-    return t && !t.finishedAt;
+    // A retried task's run under its earlier plan ended before the retry: not this task's end.
+    return t && !t.finishedAt && isCurrentTaskRun(reg, t, run);
   });
   if (updates.length === 0) return;
   const outcomes = new Map<string, { diverged: string | null; reason: string | null }>();
