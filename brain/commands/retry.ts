@@ -47,7 +47,7 @@ dependency), refused, rejected, or a task failed again; 2 bad input.`,
       return followExisting(ctx, pending.id, pending.goalId, flags.yes, flags.json, flags.detach, io);
     }
     const retry = retryPlan(reg, positionals);
-    refuseUnstartableAgents(retry.plan.tasks, ctx.config);
+    refuseUnstartableAgents(retry.plan.tasks, ctx.config, io.env);
     for (const [key, id] of Object.entries(retry.retries)) {
       const t = reg.tasks[id]!;
       io.stderr.write(

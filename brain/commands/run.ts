@@ -14,7 +14,8 @@ import { proposePlan } from '../plan/plan-gate.js';
 import { parsePlanFile, planToProposal, type Plan } from '../plan/plan-schema.js';
 import { planAgentUses } from '../plan/plan-agents.js';
 import type { PollyConfig } from '../config/config-schema.js';
-import { agentRootProblem } from '../../workers/agents/agent-preflight.js';
+import { agentCredentials, agentRootProblem } from '../../workers/agents/agent-preflight.js';
+import { agentEnvFrom } from '../process/agent-env.js';
 import { rootRefusalMessage } from '../../workers/agents/claude-code-adapter.js';
 import { openRepoContext, type RepoContext } from './repo-context.js';
 import { createGitRunner } from '../../workers/git/git.js';
@@ -38,18 +39,42 @@ export async function checkoutNotes(root: string, env: NodeJS.ProcessEnv): Promi
   return lines;
 }
 /**
- * Refuse, before anything is written, a plan whose agents cannot start on this machine: as root
- * without `workers.claude-code.allow_root_sandbox`, every claude-code worker and reviewer would be
- * refused by Claude Code itself (workers/agents/agent-preflight.ts {@link agentRootProblem}).
- * @throws PollyError `agent_refused` naming the tasks and their roles, with the whole fix.
+ * Refuse, before anything is written, a plan whose agents cannot start on this machine:
+ * - root: as root without `workers.claude-code.allow_root_sandbox`, every claude-code worker and
+ *   reviewer would be refused by Claude Code itself (workers/agents/agent-preflight.ts {@link agentRootProblem});
+ * - credentials: a harness the plan starts (as worker or reviewer) whose model key variable is not
+ *   set in what Polly passes to agents ({@link agentEnvFrom}): the same check as `polly doctor`'s
+ *   `credentials:<harness>` ({@link agentCredentials}). Variable names only, never values; pi on its
+ *   own default provider cannot be checked and passes.
+ * @param env  Polly's environment (the agents get {@link agentEnvFrom} of it).
+ * @throws PollyError `agent_refused` naming the tasks and their roles, the variables, and the whole fix.
  */
-export function refuseUnstartableAgents(tasks: Plan['tasks'], config: PollyConfig, isRoot: boolean = process.getuid?.() === 0): void {
-  const uses = planAgentUses(tasks, config).filter((u) => agentRootProblem(u.harness, config.workers, isRoot));
-  if (uses.length === 0) return;
-  const which = uses.map((u) => `${u.task} (${u.role})`).join(', ');
-  throw new PollyError('agent_refused', `polly run: the plan starts claude-code as root for ${which}, and it would be refused. ${rootRefusalMessage()}`, {
-    details: { tasks: uses },
+export function refuseUnstartableAgents(tasks: Plan['tasks'], config: PollyConfig, env: NodeJS.ProcessEnv, isRoot: boolean = process.getuid?.() === 0): void {
+  const uses = planAgentUses(tasks, config);
+  const rooted = uses.filter((u) => agentRootProblem(u.harness, config.workers, isRoot));
+  if (rooted.length > 0) {
+    const which = rooted.map((u) => `${u.task} (${u.role})`).join(', ');
+    throw new PollyError('agent_refused', `polly run: the plan starts claude-code as root for ${which}, and it would be refused. ${rootRefusalMessage()}`, {
+      details: { tasks: rooted },
+    });
+  }
+  const agentEnv = agentEnvFrom(env, config);
+  const missing = [...new Set(uses.map((u) => u.harness))].map((h) => agentCredentials(h, config.workers, agentEnv)).filter((c) => c.status === 'missing');
+  if (missing.length === 0) return;
+  const sentences = missing.map((c) => {
+    const which = uses
+      .filter((u) => u.harness === c.harness)
+      .map((u) => `${u.task} (${u.role})`)
+      .join(', ');
+    return `${c.harness} (for ${which}) has no model key: none of ${c.variables.join(', ')} is set. Fix: ${c.fix}.`;
   });
+  throw new PollyError(
+    'agent_refused',
+    `polly run: the plan's agents could not start, so nothing was proposed. ${sentences.join(' ')} Then run the same command again; polly doctor checks every key.`,
+    {
+      details: { missing: missing.map((c) => ({ harness: c.harness, variables: c.variables, tasks: uses.filter((u) => u.harness === c.harness) })) },
+    },
+  );
 }
 import { findPlanByContent, reconcileDeadBrain } from '../process/resume.js';
 import { followExisting } from './resume.js';
@@ -115,6 +140,8 @@ Polly never merges. Prints a summary table (or JSON) when every task has finishe
 
 As root, a plan with a claude-code worker or reviewer is refused before anything starts unless
 workers.claude-code.allow_root_sandbox is true (Claude Code refuses to run as root otherwise).
+So is a plan whose workers or reviewers have no model key in the environment (the variables are
+named, as polly doctor names them; never their values).
 
 Exit codes: 0 every task ready; 1 refused, rejected, expired, an agent that cannot start here, or a task failed; 2 bad input.`,
   async run(argv, io) {
@@ -130,7 +157,7 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired, an agent that cann
     }
     const plan = parsePlanFile(text, path);
     const ctx = await openRepoContext(io.cwd, io.env);
-    refuseUnstartableAgents(plan.tasks, ctx.config);
+    refuseUnstartableAgents(plan.tasks, ctx.config, io.env);
     await reconcileDeadBrain(ctx.store);
     const known = findPlanByContent(await ctx.store.read(), plan.tasks);
     if (known?.goalId) {

@@ -362,7 +362,7 @@ describe('the Brain process', () => {
       const r = await h.registry();
       return r.goals[goal.id]?.status === 'failed' && r.tasks[id('b')]?.status === 'cancelled';
     });
-    const env = { ...gitTestEnv(), ANTHROPIC_API_KEY: 'sk-ant-dummy' };
+    const env = { ...gitTestEnv(), ANTHROPIC_API_KEY: 'sk-ant-dummy', OPENAI_API_KEY: 'sk-dummy' }; // keys the retry's preflight looks for
     // resume has nothing to run, and names the retry command for each stopped task (stderr).
     const resumed = await nodeAsync([cli, 'resume'], h.repo.dir, env);
     expect(resumed.status, resumed.stderr).toBe(0);
