@@ -39,7 +39,7 @@ import { agentCredentials } from '../../workers/agents/agent-preflight.js';
 import { rootRefusalMessage } from '../../workers/agents/claude-code-adapter.js';
 import { agentEnvFrom } from '../process/agent-env.js';
 import { runCheck } from '../../workers/acceptance.js';
-import { classifyCannotRun, runnerProbe } from '../../workers/check-runner.js';
+import { classifyCannotRun, commandProgram, runnerProbe } from '../../workers/check-runner.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
 
 /**
@@ -312,6 +312,49 @@ export function programsHiddenBySandbox(repoRoot: string, commands: readonly str
     const paths = [found, realpathOrSelf(found)];
     const hidden = paths.find((p) => p === home || p.startsWith(`${home}/`));
     if (hidden) out.push({ command, missing: `${program} from outside your home directory (it resolves to ${hidden}, which the sandbox hides: the command would exit 127)` });
+  }
+  return out;
+}
+
+/** Shell builtins and keywords a command may start with: nothing to look up on PATH. */
+const SHELL_BUILTINS: ReadonlySet<string> = new Set([
+  'cd',
+  'true',
+  'false',
+  'test',
+  '[',
+  ':',
+  '.',
+  'source',
+  'set',
+  'export',
+  'if',
+  'for',
+  'while',
+  'case',
+  '(',
+  '{',
+  'exit',
+  'echo',
+  'printf',
+  'command',
+  'eval',
+]);
+
+/**
+ * Commands whose program (the first word after `NAME=value` assignments, workers/check-runner.ts
+ * {@link commandProgram}) is a bare name found on no directory of `env.PATH`: the project's
+ * toolchain (go, cargo, python3, …) is not installed where Polly runs, so every check or setup would
+ * exit 127. A program by path (`./gradlew`, `.venv/bin/python`) is not looked up: worktrees.setup
+ * may create it. Pure but for the file lookups.
+ * @returns each such command with its program, in input order.
+ */
+export function programsMissingFromPath(repoRoot: string, commands: readonly string[], env: NodeJS.ProcessEnv): Array<{ command: string; program: string }> {
+  const out: Array<{ command: string; program: string }> = [];
+  for (const command of commands) {
+    const program = commandProgram(command);
+    if (!program || program.includes('/') || SHELL_BUILTINS.has(program)) continue;
+    if (whichExecutable(program, env.PATH, repoRoot) === null) out.push({ command, program });
   }
   return out;
 }

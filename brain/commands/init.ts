@@ -16,7 +16,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile, appendFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
-import { HOME_INTERPRETER_ADVICE, programsHiddenBySandbox } from './doctor.js';
+import { HOME_INTERPRETER_ADVICE, programsHiddenBySandbox, programsMissingFromPath } from './doctor.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { detectToolExclusions, type ToolExclusion } from '../config/tool-exclusions.js';
@@ -232,6 +232,12 @@ Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yam
       // A detected command whose interpreter the sandbox hides (a pyenv shim, …) would exit 127 in every task: say so now.
       for (const h of programsHiddenBySandbox(result.repoRoot, result.detected.acceptanceCommands, io.env))
         io.stderr.write(`polly init: warning: "${h.command}" needs ${h.missing}; ${HOME_INTERPRETER_ADVICE}\n`);
+      // The detected toolchain itself missing here (go, cargo, python3, …): every check or setup would exit 127.
+      const run = [...result.detected.acceptanceCommands, ...(result.detected.setup ? [result.detected.setup] : [])];
+      for (const m of programsMissingFromPath(result.repoRoot, run, io.env))
+        io.stderr.write(
+          `polly init: warning: "${m.command}" needs ${m.program}, which is on no directory of PATH: install it (or put it on the PATH of the shell that runs polly) before polly run, or every task's ${m.command === result.detected.setup ? 'worktrees.setup' : 'checks'} exit 127 without running; polly doctor checks it again.\n`,
+        );
     }
     // Worktrees live in .worktrees/ inside the repository: say how to keep each crawling tool out
     // (advice, so stderr; --json has it as toolExclusions).
