@@ -171,7 +171,11 @@ export function runEndReason(run: RunRecord, journal: RunJournalEntry[], task: P
   if (run.outcome === 'parked') return parkedReason(action, Number(vars.fix_rounds ?? 0), because, task);
   switch (action) {
     case 'WORKER_FAILED':
-      return note?.includes(NO_CHANGE) ? NO_CHANGE : `the worker failed${because}`;
+      if (note?.includes(NO_CHANGE)) return NO_CHANGE;
+      // Failed before the agent (a setup, a refused command or agent): the tool's whole reason, with
+      // the setup's last lines and the fix, not just the note's first line.
+      if (note && task.statusReason?.startsWith(note) && task.statusReason.length > note.length) return task.statusReason;
+      return `the worker failed${because}`;
     case 'PUSH_FAILED':
       return note?.includes(NO_CHANGE) ? NO_CHANGE : `the push failed${because}`;
     case 'TESTS_RED': {
