@@ -171,7 +171,7 @@ export function runEndReason(run: RunRecord, journal: RunJournalEntry[], task: P
   if (run.outcome === 'parked') return parkedReason(action, Number(vars.fix_rounds ?? 0), because, task);
   switch (action) {
     case 'WORKER_FAILED':
-      if (note?.includes(NO_CHANGE)) return NO_CHANGE;
+      if (note?.includes(NO_CHANGE)) return task.statusReason?.startsWith(NO_CHANGE) ? task.statusReason : NO_CHANGE;
       // Failed before the agent (a setup, a refused command or agent): the tool's whole reason, with
       // the setup's last lines and the fix, not just the note's first line.
       if (note && task.statusReason?.startsWith(note) && task.statusReason.length > note.length) return task.statusReason;

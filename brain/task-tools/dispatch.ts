@@ -340,10 +340,12 @@ export const dispatch: TaskTool = async (ctx) => {
   );
   if (refused.length > 0) return sandboxRefusalFailure(ctx, `the ${task.worker} implementer turn`, refused);
   if (outcome.outcome !== 'ok' || (await worktreeChanged(task))) return outcome;
+  // What the agent said is the clue (e.g. a scripted model whose script did not match says so).
+  const said = result.finalText?.trim() ? `; the worker's last words: "${oneLine(result.finalText, 600)}"` : '';
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
     if (!t) return;
-    transitionTask(t, 'failed', { reason: NO_CHANGE, at: new Date().toISOString() });
+    transitionTask(t, 'failed', { reason: `${NO_CHANGE}${said}`, at: new Date().toISOString() });
     tx.emit('task.no_change', { taskId: t.id, orderId: ctx.order.id, worktree: task.worktree });
   });
   return {
