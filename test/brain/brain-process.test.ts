@@ -407,6 +407,10 @@ describe('the Brain process', () => {
       [id('a'), 'failed'],
       [id('b'), 'cancelled'],
     ]);
+    // polly status --json shows the earlier attempt.
+    const status = await nodeAsync([cli, 'status', '--json'], h.repo.dir, env);
+    const shown = (JSON.parse(status.stdout) as { tasks: Array<{ id: string; retriedFrom?: unknown }> }).tasks.find((t) => t.id === id('a'));
+    expect(shown?.retriedFrom).toEqual([expect.objectContaining({ planId: plan.planId, status: 'failed', reason: 'the worker failed: agent_exited: the worker crashed' })]);
     // A ready task is not retried.
     const ready = await nodeAsync([cli, 'retry', id('a')], h.repo.dir, env);
     expect(ready.status).toBe(1);
