@@ -27,6 +27,7 @@ export const COMMANDS: Record<string, { module: string; summary: string }> = {
   run: { module: './commands/run.js', summary: 'admit and execute a human-written plan file' },
   try: { module: './commands/try.js', summary: 'run a plan with the real agent CLIs against a scripted model (no API key)' },
   resume: { module: './commands/resume.js', summary: 'resume a plan after the Brain stopped or crashed' },
+  retry: { module: './commands/retry.js', summary: 'run tasks that stopped again, in their worktree, with their work' },
   pr: { module: './commands/pr.js', summary: 'list, show or diff pull requests on the local forge' },
   ui: { module: './commands/ui.js', summary: 'open a local web dashboard: goals, plans and the plan gate, live workers, PRs, journal' },
 };

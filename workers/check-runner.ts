@@ -94,12 +94,28 @@ const BUNDLER_MISSING = /^bundler: command not found: (\S+)|Could not find gem '
 const CARGO_NO_COMMAND = /^error: no such command: `([^`]+)`/m;
 
 const INSTALL_PROGRAM =
-  "install it where Polly runs, outside your home directory (Polly's sandbox hides HOME, so pyenv, asdf or nvm shims are not found there): a system package, or a virtualenv or node_modules/.bin inside the repository that worktrees.setup creates";
+  "install it where Polly runs, outside your home directory and /tmp (Polly's sandbox hides HOME, so pyenv, asdf or nvm shims are not found there, and gives each command a private, empty /tmp, so a virtualenv under /tmp is not either): a system package, or a virtualenv or node_modules/.bin inside the repository that worktrees.setup creates";
+
+/**
+ * Directories the checks' sandbox hides or replaces (workers/sandbox/sandbox-spec.ts mounts a
+ * private tmpfs on /tmp; workers/sandbox/sandbox-profiles.ts `commonHidden` hides HOME and /run),
+ * for a program named by an absolute path in one of them: what is actually wrong.
+ */
+const HIDDEN_PLACES: ReadonlyArray<{ prefix: RegExp; why: string }> = [
+  { prefix: /^\/(?:var\/)?tmp\//, why: "is under /tmp, which Polly's sandbox replaces with a private, empty /tmp for every command, so it is not there when the check runs" },
+  { prefix: /^\/(?:root|home\/[^/]+)\//, why: "is under a home directory, which Polly's sandbox hides, so it is not there when the check runs" },
+  { prefix: /^\/run\//, why: "is under /run, which Polly's sandbox hides (host sockets), so it is not there when the check runs" },
+];
 
 /** A virtualenv's or node_modules' program by relative path: untracked, so no new worktree has it. */
 const UNTRACKED_ENV = /^(?:\.\/)?((?:\.?venv|env|\.tox|virtualenv)[^/]*|node_modules)\//;
 
 function notFoundFix(program: string): string {
+  const hidden = HIDDEN_PLACES.find((h) => h.prefix.test(program));
+  if (hidden) {
+    const python = /(^|\/)python[\d.]*$/.test(program);
+    return `${program} ${hidden.why}: ${python ? 'make the virtualenv outside /tmp and outside HOME from a system python (/usr/bin/python3 -m venv /opt/venvs/NAME && /opt/venvs/NAME/bin/pip install pytest) and use /opt/venvs/NAME/bin/python, or create .venv in worktrees.setup and use .venv/bin/python' : 'install it outside /tmp and outside HOME (a system package, or /opt) and name that path, or create it inside the worktree with worktrees.setup'}`;
+  }
   const env = UNTRACKED_ENV.exec(program);
   if (!env) return INSTALL_PROGRAM;
   return env[1] === 'node_modules'

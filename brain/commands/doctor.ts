@@ -15,7 +15,7 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
-import { basename, dirname, join, resolve as resolvePath } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { detectToolExclusions } from '../config/tool-exclusions.js';
 import { resolveWorktreesDir, worktreesDirInRepo } from '../../workers/git/worktrees-dir.js';
 import { parseCommandArgs } from './args.js';
@@ -39,7 +39,7 @@ import { agentCredentials } from '../../workers/agents/agent-preflight.js';
 import { rootRefusalMessage } from '../../workers/agents/claude-code-adapter.js';
 import { agentEnvFrom } from '../process/agent-env.js';
 import { runCheck } from '../../workers/acceptance.js';
-import { classifyCannotRun, runnerProbe } from '../../workers/check-runner.js';
+import { classifyCannotRun, commandProgram, runnerProbe } from '../../workers/check-runner.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
 
 /**
@@ -316,12 +316,70 @@ export function programsHiddenBySandbox(repoRoot: string, commands: readonly str
   return out;
 }
 
+/** Shell builtins and keywords a command may start with: nothing to look up on PATH. */
+const SHELL_BUILTINS: ReadonlySet<string> = new Set([
+  'cd',
+  'true',
+  'false',
+  'test',
+  '[',
+  ':',
+  '.',
+  'source',
+  'set',
+  'export',
+  'if',
+  'for',
+  'while',
+  'case',
+  '(',
+  '{',
+  'exit',
+  'echo',
+  'printf',
+  'command',
+  'eval',
+]);
+
+/**
+ * Commands whose program (the first word after `NAME=value` assignments, workers/check-runner.ts
+ * {@link commandProgram}) is a bare name found on no directory of `env.PATH`: the project's
+ * toolchain (go, cargo, python3, …) is not installed where Polly runs, so every check or setup would
+ * exit 127. A program by path (`./gradlew`, `.venv/bin/python`) is not looked up: worktrees.setup
+ * may create it. Pure but for the file lookups.
+ * @returns each such command with its program, in input order.
+ */
+export function programsMissingFromPath(repoRoot: string, commands: readonly string[], env: NodeJS.ProcessEnv): Array<{ command: string; program: string }> {
+  const out: Array<{ command: string; program: string }> = [];
+  for (const command of commands) {
+    const program = commandProgram(command);
+    if (!program || program.includes('/') || SHELL_BUILTINS.has(program)) continue;
+    if (whichExecutable(program, env.PATH, repoRoot) === null) out.push({ command, program });
+  }
+  return out;
+}
+
 function realpathOrSelf(path: string): string {
   try {
     return realpathSync(path);
   } catch {
     return path;
   }
+}
+
+/**
+ * Whether `command`'s program is made by `setup` (config `worktrees.setup`) in each worktree rather
+ * than found in the main checkout: a relative path (`.venv/bin/python`, `node_modules/.bin/vitest`)
+ * absent from `root` whose first directory `setup` names as a word (`python3 -m venv .venv && …`).
+ * Such a runner cannot be probed in the main checkout; the task's own setup log tells if it fails.
+ */
+export function madeBySetup(root: string, command: string, setup: string | null): boolean {
+  const program = commandProgram(command);
+  if (!setup || !program || isAbsolute(program) || !program.includes('/')) return false;
+  if (existsSync(join(root, program))) return false;
+  const first = program.replace(/^\.\//, '').split('/')[0]!;
+  const escaped = first.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(^|[\\s'"=/])(\\./)?${escaped}($|[\\s'"/;&|])`).test(setup);
 }
 
 /**
@@ -337,8 +395,14 @@ function realpathOrSelf(path: string): string {
  */
 export async function acceptanceRunnerCheck(root: string, config: PollyConfig, env: NodeJS.ProcessEnv, sandboxProbe: SandboxProbe): Promise<DoctorCheck> {
   const id = 'acceptance-runner';
-  const probes = config.acceptance.commands.map((command) => ({ command, probe: runnerProbe(command) })).filter((p): p is { command: string; probe: string } => p.probe !== null);
-  if (probes.length === 0) return { id, status: 'ok', detail: 'no acceptance command to probe' };
+  // A runner that worktrees.setup makes in each worktree (.venv/bin/python) is not in the main checkout: not probed here.
+  const bySetup = config.acceptance.commands.filter((command) => madeBySetup(root, command, config.worktrees.setup));
+  const setupNote = bySetup.length > 0 ? `; not probed, made by worktrees.setup in each worktree: ${bySetup.join('; ')}` : '';
+  const probes = config.acceptance.commands
+    .filter((command) => !bySetup.includes(command))
+    .map((command) => ({ command, probe: runnerProbe(command) }))
+    .filter((p): p is { command: string; probe: string } => p.probe !== null);
+  if (probes.length === 0) return { id, status: 'ok', detail: bySetup.length > 0 ? setupNote.slice(2) : 'no acceptance command to probe' };
   let confinement: ReturnType<typeof commandSandbox>;
   try {
     confinement = commandSandbox({
@@ -367,8 +431,13 @@ export async function acceptanceRunnerCheck(root: string, config: PollyConfig, e
     );
     if (why) fixes.push(why.fix);
   }
-  if (found.length === 0) return { id, status: 'ok', detail: `the runner of each acceptance command starts ${where}: ${probes.map((p) => p.command).join('; ')}` };
-  return { id, status: 'problem', detail: found.join('; '), fix: [...new Set(fixes)].join('; ') || 'run the probe yourself (see polly doctor --json) and fix what it says' };
+  if (found.length === 0) return { id, status: 'ok', detail: `the runner of each acceptance command starts ${where}: ${probes.map((p) => p.command).join('; ')}${setupNote}` };
+  return {
+    id,
+    status: 'problem',
+    detail: found.join('; ') + setupNote,
+    fix: [...new Set(fixes)].join('; ') || 'run the probe yourself (see polly doctor --json) and fix what it says',
+  };
 }
 
 /** Polly's runtime state in `.polly/`, each of which `.polly/.gitignore` (brain/commands/init.ts) keeps out of git. */

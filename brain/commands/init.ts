@@ -16,7 +16,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile, appendFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
-import { HOME_INTERPRETER_ADVICE, programsHiddenBySandbox } from './doctor.js';
+import { HOME_INTERPRETER_ADVICE, programsHiddenBySandbox, programsMissingFromPath } from './doctor.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { detectToolExclusions, type ToolExclusion } from '../config/tool-exclusions.js';
@@ -219,7 +219,8 @@ The config's acceptance.commands and worktrees.setup fit the project found at th
 repository's top level (package.json and its lockfile; Python project files, requirements*.txt
 or test_*.py modules; go.mod; Cargo.toml; Gemfile; Gradle; Maven; .NET; mix.exs; composer.json;
 deno.json; Package.swift; pubspec.yaml; build.zig; a Makefile test/check target; a justfile
-test recipe); what was detected, or that nothing was, goes to stderr.
+test recipe); what was detected, or that nothing was, goes to stderr, and so does the advice
+for tools (vitest, jest, eslint, node --test) that would also crawl the worktrees in .worktrees/.
 
 Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yaml;
 1 a corrupt registry (the message says how to restore the backup).`,
@@ -231,13 +232,20 @@ Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yam
       // A detected command whose interpreter the sandbox hides (a pyenv shim, …) would exit 127 in every task: say so now.
       for (const h of programsHiddenBySandbox(result.repoRoot, result.detected.acceptanceCommands, io.env))
         io.stderr.write(`polly init: warning: "${h.command}" needs ${h.missing}; ${HOME_INTERPRETER_ADVICE}\n`);
+      // The detected toolchain itself missing here (go, cargo, python3, …): every check or setup would exit 127.
+      const run = [...result.detected.acceptanceCommands, ...(result.detected.setup ? [result.detected.setup] : [])];
+      for (const m of programsMissingFromPath(result.repoRoot, run, io.env))
+        io.stderr.write(
+          `polly init: warning: "${m.command}" needs ${m.program}, which is on no directory of PATH: install it (or put it on the PATH of the shell that runs polly) before polly run, or every task's ${m.command === result.detected.setup ? 'worktrees.setup' : 'checks'} exit 127 without running; polly doctor checks it again.\n`,
+        );
     }
+    // Worktrees live in .worktrees/ inside the repository: say how to keep each crawling tool out
+    // (advice, so stderr; --json has it as toolExclusions).
+    for (const t of result.toolExclusions) io.stderr.write(`polly init: note: ${t.tool} (${t.file}) will also see the worker worktrees in .worktrees/: ${t.fix}\n`);
     if (args.values.json) {
       writeJson(io.stdout, result);
       return 0;
     }
-    // Worktrees live in .worktrees/ inside the repository: say how to keep each crawling tool out.
-    for (const t of result.toolExclusions) writeLine(io.stdout, `${t.tool} (${t.file}) will also see the worker worktrees in .worktrees/: ${t.fix}`);
     if (!result.initialized) {
       writeLine(io.stdout, `Polly is already initialised in ${result.repoRoot} (nothing changed).`);
       return 0;

@@ -9,6 +9,7 @@ import { writeJson, writeLine, type Command, type CommandIO } from './command.js
 import { PollyError } from '../core/errors.js';
 import { followGoalInRepo, formatSummary, goalSummary, signalExitCode } from './follow-goal.js';
 import { decidePlan } from '../plan/plan-gate.js';
+import { retryHints } from '../plan/plan-retry.js';
 import { ensureBrain } from '../process/daemon.js';
 import { reconcileDeadBrain, resumablePlans } from '../process/resume.js';
 import { openRepoContext, type RepoContext } from './repo-context.js';
@@ -32,6 +33,11 @@ export async function followExisting(ctx: RepoContext, planId: string, goalId: s
   const rows = goalSummary(await ctx.store.read(), goalId, await ctx.store.journal());
   if (json) writeJson(io.stdout, { plan: planId, goal: goalId, status: final.status, tasks: rows });
   else for (const l of formatSummary(rows)) writeLine(io.stdout, l);
+  for (const l of retryHints(
+    await ctx.store.read(),
+    rows.map((r) => r.task),
+  ))
+    io.stderr.write(`${l}\n`);
   if (interrupted) return signalExitCode(interrupted);
   return final.status === 'done' ? 0 : 1;
 }
@@ -49,6 +55,9 @@ same plan file does the same.
   --json    print {plan, goal, status, tasks} as JSON
   --detach  return once the Brain runs
 
+A task that failed is not run again by resume: each one is named on stderr with the
+command that retries it in its worktree (polly retry TASK-ID).
+
 Exit codes: 0 every task ready (or nothing to resume); 1 a task failed; 2 bad input.`,
   async run(argv, io) {
     const { values, positionals } = parseCommandArgs('resume', argv, { yes: { type: 'boolean' }, json: { type: 'boolean' }, detach: { type: 'boolean' } }, 1);
@@ -62,6 +71,7 @@ Exit codes: 0 every task ready (or nothing to resume); 1 a task failed; 2 bad in
     if (plans.length === 0) {
       if (values.json) writeJson(io.stdout, { resumed: [] });
       else writeLine(io.stdout, 'nothing to resume: no approved plan has unfinished tasks');
+      for (const l of retryHints(reg)) io.stderr.write(`${l}\n`);
       return 0;
     }
     let code = 0;

@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseCommandArgs } from './args.js';
-import { writeJson, writeLine, type Command } from './command.js';
+import { writeJson, writeLine, type Command, type CommandIO } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { createGoal } from '../registry/goal-record.js';
 import { followGoalInRepo, formatSummary, goalSummary, signalExitCode } from './follow-goal.js';
@@ -14,9 +14,10 @@ import { proposePlan } from '../plan/plan-gate.js';
 import { parsePlanFile, planToProposal, type Plan } from '../plan/plan-schema.js';
 import { planAgentUses } from '../plan/plan-agents.js';
 import type { PollyConfig } from '../config/config-schema.js';
-import { agentRootProblem } from '../../workers/agents/agent-preflight.js';
+import { agentCredentials, agentRootProblem } from '../../workers/agents/agent-preflight.js';
+import { agentEnvFrom } from '../process/agent-env.js';
 import { rootRefusalMessage } from '../../workers/agents/claude-code-adapter.js';
-import { openRepoContext } from './repo-context.js';
+import { openRepoContext, type RepoContext } from './repo-context.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { describeIdentity, resolveCommitIdentity, uncommittedChanges } from '../../workers/git/commit-identity.js';
 
@@ -38,21 +39,90 @@ export async function checkoutNotes(root: string, env: NodeJS.ProcessEnv): Promi
   return lines;
 }
 /**
- * Refuse, before anything is written, a plan whose agents cannot start on this machine: as root
- * without `workers.claude-code.allow_root_sandbox`, every claude-code worker and reviewer would be
- * refused by Claude Code itself (workers/agents/agent-preflight.ts {@link agentRootProblem}).
- * @throws PollyError `agent_refused` naming the tasks and their roles, with the whole fix.
+ * Refuse, before anything is written, a plan whose agents cannot start on this machine:
+ * - root: as root without `workers.claude-code.allow_root_sandbox`, every claude-code worker and
+ *   reviewer would be refused by Claude Code itself (workers/agents/agent-preflight.ts {@link agentRootProblem});
+ * - credentials: a harness the plan starts (as worker or reviewer) whose model key variable is not
+ *   set in what Polly passes to agents ({@link agentEnvFrom}): the same check as `polly doctor`'s
+ *   `credentials:<harness>` ({@link agentCredentials}). Variable names only, never values; pi on its
+ *   own default provider cannot be checked and passes.
+ * @param env  Polly's environment (the agents get {@link agentEnvFrom} of it).
+ * @throws PollyError `agent_refused` naming the tasks and their roles, the variables, and the whole fix.
  */
-export function refuseUnstartableAgents(tasks: Plan['tasks'], config: PollyConfig, isRoot: boolean = process.getuid?.() === 0): void {
-  const uses = planAgentUses(tasks, config).filter((u) => agentRootProblem(u.harness, config.workers, isRoot));
-  if (uses.length === 0) return;
-  const which = uses.map((u) => `${u.task} (${u.role})`).join(', ');
-  throw new PollyError('agent_refused', `polly run: the plan starts claude-code as root for ${which}, and it would be refused. ${rootRefusalMessage()}`, {
-    details: { tasks: uses },
+export function refuseUnstartableAgents(tasks: Plan['tasks'], config: PollyConfig, env: NodeJS.ProcessEnv, isRoot: boolean = process.getuid?.() === 0): void {
+  const uses = planAgentUses(tasks, config);
+  const rooted = uses.filter((u) => agentRootProblem(u.harness, config.workers, isRoot));
+  if (rooted.length > 0) {
+    const which = rooted.map((u) => `${u.task} (${u.role})`).join(', ');
+    throw new PollyError('agent_refused', `polly run: the plan starts claude-code as root for ${which}, and it would be refused. ${rootRefusalMessage()}`, {
+      details: { tasks: rooted },
+    });
+  }
+  const agentEnv = agentEnvFrom(env, config);
+  const missing = [...new Set(uses.map((u) => u.harness))].map((h) => agentCredentials(h, config.workers, agentEnv)).filter((c) => c.status === 'missing');
+  if (missing.length === 0) return;
+  const sentences = missing.map((c) => {
+    const which = uses
+      .filter((u) => u.harness === c.harness)
+      .map((u) => `${u.task} (${u.role})`)
+      .join(', ');
+    return `${c.harness} (for ${which}) has no model key: none of ${c.variables.join(', ')} is set. Fix: ${c.fix}.`;
   });
+  throw new PollyError(
+    'agent_refused',
+    `polly run: the plan's agents could not start, so nothing was proposed. ${sentences.join(' ')} Then run the same command again; polly doctor checks every key.`,
+    {
+      details: { missing: missing.map((c) => ({ harness: c.harness, variables: c.variables, tasks: uses.filter((u) => u.harness === c.harness) })) },
+    },
+  );
 }
 import { findPlanByContent, reconcileDeadBrain } from '../process/resume.js';
 import { followExisting } from './resume.js';
+
+/**
+ * Propose `plan` for a new goal, and follow it (the tail of `polly run`): the checkout notes on
+ * stderr, the admission (a refused plan prints its counterexamples and fails the goal), the plan
+ * gate, the Brain, and the summary (table or JSON) on stdout.
+ * @param what  the goal's text, the plan's source (a file path, or the command that made it) and,
+ *   for a retry plan, the tasks it takes over (brain/plan/plan-retry.ts).
+ * @returns the exit code: 0 when the goal is done, 1 refused or failed, 128+n after a signal.
+ */
+export async function proposeAndFollow(
+  ctx: RepoContext,
+  plan: Plan,
+  what: { goal: string; source: string; retries?: Record<string, string> },
+  flags: { yes: boolean; json: boolean; detach: boolean },
+  io: CommandIO,
+): Promise<number> {
+  for (const line of await checkoutNotes(ctx.repo.root, io.env)) io.stderr.write(`${line}\n`);
+  const { goal, seq } = await createGoal(ctx.store, what.goal, 'plan');
+  const proposed = await proposePlan(ctx.store, ctx.config, planToProposal(plan), { goalId: goal.id, source: what.source, ...(what.retries ? { retries: what.retries } : {}) });
+  // The admission line is a result: stdout has it once (below, or in the summary); the progress on
+  // stderr shows it once more as "plan pN: …" while following.
+  if (!proposed.admitted) {
+    for (const c of proposed.counterexamples) io.stderr.write(`${c}\n`);
+    await ctx.store.update((draft, tx) => {
+      draft.goals[goal.id]!.status = 'failed';
+      tx.emit('goal.done', { goalId: goal.id, status: 'failed', reason: 'plan refused' });
+    });
+    if (flags.json) writeJson(io.stdout, { plan: proposed.planId, admitted: false, line: proposed.line, counterexamples: proposed.counterexamples });
+    else writeLine(io.stdout, proposed.line);
+    return 1;
+  }
+  const brain = await ensureBrain(ctx.store, ctx.repo.root, ctx.repo.pollyDir, io.env);
+  if (flags.detach) {
+    if (flags.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: goal.id });
+    else writeLine(io.stdout, `${proposed.line}\nplan ${proposed.planId} waits for approval (polly plan approve ${proposed.planId}); follow with polly status`);
+    return 0;
+  }
+  const { goal: final, interrupted } = await followGoalInRepo(ctx, io, { goalId: goal.id, afterSeq: seq, yes: flags.yes, brain });
+  const reg = await ctx.store.read();
+  const rows = goalSummary(reg, goal.id, await ctx.store.journal());
+  if (flags.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: final.id, status: final.status, tasks: rows });
+  else for (const l of [proposed.line, '', ...formatSummary(rows)]) writeLine(io.stdout, l);
+  if (interrupted) return signalExitCode(interrupted);
+  return final.status === 'done' ? 0 : 1;
+}
 
 export const command: Command = {
   summary: 'admit and execute a human-written plan file',
@@ -70,6 +140,8 @@ Polly never merges. Prints a summary table (or JSON) when every task has finishe
 
 As root, a plan with a claude-code worker or reviewer is refused before anything starts unless
 workers.claude-code.allow_root_sandbox is true (Claude Code refuses to run as root otherwise).
+So is a plan whose workers or reviewers have no model key in the environment (the variables are
+named, as polly doctor names them; never their values).
 
 Exit codes: 0 every task ready; 1 refused, rejected, expired, an agent that cannot start here, or a task failed; 2 bad input.`,
   async run(argv, io) {
@@ -85,7 +157,7 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired, an agent that cann
     }
     const plan = parsePlanFile(text, path);
     const ctx = await openRepoContext(io.cwd, io.env);
-    refuseUnstartableAgents(plan.tasks, ctx.config);
+    refuseUnstartableAgents(plan.tasks, ctx.config, io.env);
     await reconcileDeadBrain(ctx.store);
     const known = findPlanByContent(await ctx.store.read(), plan.tasks);
     if (known?.goalId) {
@@ -94,33 +166,12 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired, an agent that cann
       io.stderr.write(`[polly] ${file} is plan ${known.id} (${known.gate}), already proposed for goal ${known.goalId}; resuming it (no new plan, no second PR)\n`);
       return followExisting(ctx, known.id, known.goalId, Boolean(values.yes), Boolean(values.json), Boolean(values.detach), io);
     }
-    for (const line of await checkoutNotes(ctx.repo.root, io.env)) io.stderr.write(`${line}\n`);
-    const { goal, seq } = await createGoal(ctx.store, plan.goal ?? `polly run ${file}`, 'plan');
-    const proposed = await proposePlan(ctx.store, ctx.config, planToProposal(plan), { goalId: goal.id, source: path });
-    // The admission line is a result: stdout has it once (below, or in the summary); the progress on
-    // stderr shows it once more as "plan pN: …" while following.
-    if (!proposed.admitted) {
-      for (const c of proposed.counterexamples) io.stderr.write(`${c}\n`);
-      await ctx.store.update((draft, tx) => {
-        draft.goals[goal.id]!.status = 'failed';
-        tx.emit('goal.done', { goalId: goal.id, status: 'failed', reason: 'plan refused' });
-      });
-      if (values.json) writeJson(io.stdout, { plan: proposed.planId, admitted: false, line: proposed.line, counterexamples: proposed.counterexamples });
-      else writeLine(io.stdout, proposed.line);
-      return 1;
-    }
-    const brain = await ensureBrain(ctx.store, ctx.repo.root, ctx.repo.pollyDir, io.env);
-    if (values.detach) {
-      if (values.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: goal.id });
-      else writeLine(io.stdout, `${proposed.line}\nplan ${proposed.planId} waits for approval (polly plan approve ${proposed.planId}); follow with polly status`);
-      return 0;
-    }
-    const { goal: final, interrupted } = await followGoalInRepo(ctx, io, { goalId: goal.id, afterSeq: seq, yes: Boolean(values.yes), brain });
-    const reg = await ctx.store.read();
-    const rows = goalSummary(reg, goal.id, await ctx.store.journal());
-    if (values.json) writeJson(io.stdout, { plan: proposed.planId, admitted: true, line: proposed.line, goal: final.id, status: final.status, tasks: rows });
-    else for (const l of [proposed.line, '', ...formatSummary(rows)]) writeLine(io.stdout, l);
-    if (interrupted) return signalExitCode(interrupted);
-    return final.status === 'done' ? 0 : 1;
+    return proposeAndFollow(
+      ctx,
+      plan,
+      { goal: plan.goal ?? `polly run ${file}`, source: path },
+      { yes: Boolean(values.yes), json: Boolean(values.json), detach: Boolean(values.detach) },
+      io,
+    );
   },
 };

@@ -29,13 +29,23 @@ export function spentCell(t: LedgerTotals): string | null {
 const REASON_STATUSES: ReadonlySet<string> = new Set(['failed', 'parked', 'cancelled', 'agent_missing', 'agent_exited', 'blocked_on_prompt']);
 
 /**
- * The first line of a task's reason, at most `max` characters: a longer one loses its middle, not
- * its end, where Polly's reasons say what to do (e.g. the config key to set). Terminal escapes are
- * made visible by {@link formatStatus}'s caller pass (`visibleText`). Pure.
+ * A task's reason on one line: its first line, at most `max` characters (a longer one loses its
+ * middle), followed by its fix whole: the first line's text from `Fix: ` on, or else a later line
+ * that starts with `Fix` (a setup failure's last line). Polly's reasons end with what to do, and
+ * that must never be cut. Terminal escapes are made visible by {@link formatStatus}'s caller pass
+ * (`visibleText`). Pure.
+ * @param maxFix  the most characters of the fix shown (a longer one loses its middle too).
  */
-export function reasonLine(reason: string, max = 300): string {
-  const line = (reason.split('\n').find((l) => l.trim() !== '') ?? '').trim();
-  return elideMiddle(line, max);
+export function reasonLine(reason: string, max = 300, maxFix = 1200): string {
+  const lines = reason
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+  const first = lines[0] ?? '';
+  const at = first.search(/\bFix: /);
+  const fix = at > 0 ? first.slice(at) : (lines.slice(1).find((l) => /^Fix\b/.test(l)) ?? '');
+  if (!fix) return elideMiddle(first, max);
+  return `${elideMiddle(at > 0 ? first.slice(0, at).trim() : first, max)} ${elideMiddle(fix, maxFix)}`;
 }
 
 /** The human-readable status: one table per non-empty section, then why each stopped task stopped (first line of its reason). */
@@ -122,7 +132,11 @@ export function formatStatus(report: StatusReport): string[] {
     out.push('', 'SPENT "not billed": the CLI priced turns of a model running on this machine (e.g. the scripted model of npm run demo / polly try): nobody paid it.');
   const why = report.tasks.filter((t) => t.statusReason && (REASON_STATUSES.has(t.status) || (t.status === 'ready' && t.statusReason.startsWith('fix round not started'))));
   if (why.length > 0)
-    out.push('', 'Why (first line of each reason; polly status --json has them whole)', ...why.map((t) => `  ${t.id} ${t.status}: ${reasonLine(t.statusReason!)}`));
+    out.push(
+      '',
+      'Why (the first line of each reason, and its fix; polly status --json has them whole)',
+      ...why.map((t) => `  ${t.id} ${t.status}: ${reasonLine(t.statusReason!)}`),
+    );
   section(
     'Workers',
     report.workers.length,
@@ -177,7 +191,7 @@ Options:
            (not with --watch: exit 2)
 
 A task that failed, was parked or cancelled (or whose fix round could not start) is listed under
-"Why" with the first line of its reason; --json has the whole reason.
+"Why" with the first line of its reason and its fix, whole; --json has the whole reason.
 
 Checks .polly/config.yaml first: an unknown (misspelt) key or a wrong value is reported with
 file:line:column (exit 2); "polly doctor" checks the rest of the setup.

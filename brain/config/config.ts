@@ -143,12 +143,14 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'acceptance.commands': 'Default commands for implement tasks whose plan names none; all must exit 0.',
   'acceptance.timeout': 'Seconds each acceptance command may run.',
   'acceptance.max_attempts': 'Worker attempts (the first plus fix rounds on red checks) before a task fails (1-20).',
-  'acceptance.network': 'true: acceptance commands get the network; false: loopback only, inside the sandbox.',
+  'acceptance.network':
+    'true: acceptance commands reach the outside network (in their own network namespace behind pasta, never the loopback services of this machine); false: loopback only, inside the sandbox.',
   worktrees: 'Worktrees: files listed in .worktreeinclude are copied into each new worktree.',
   'worktrees.dir':
     'Where task worktrees go (<dir>/<task id>), relative to the repository root or absolute. .worktrees (inside, hidden from git)\nor a directory beside the repository, e.g. ../NAME.polly-worktrees, which no test runner or linter of the repository crawls.',
   'worktrees.setup': 'Command run in a new worktree after that copy (e.g. npm ci); null for none.',
-  'worktrees.setup_network': 'true: the setup command gets the network (npm ci needs it); false: loopback only.',
+  'worktrees.setup_network':
+    'true: the setup command reaches the outside network (npm ci needs it; its own network namespace behind pasta, never the loopback services of this machine); false: loopback only.',
   forge: 'Where pull requests go. Polly opens draft PRs and marks them ready; it never merges.',
   'forge.kind': 'auto: GitHub when origin is a GitHub URL, otherwise the local forge (polly pr list|show|diff); or local, github.',
   'forge.github': 'GitHub settings (token from GITHUB_TOKEN or gh auth token; it is never printed).',

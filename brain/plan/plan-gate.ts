@@ -38,13 +38,15 @@ export function formatViolation(v: PlanAdmission['violations'][number]): string 
  * Validate, compile and model-check a plan, and record it: `pending` at the gate when admitted,
  * `refused` otherwise (the brain then revises and proposes again).
  * @param raw  the plan object (`{goal?, tasks: [...]}`) as proposed.
+ * @param options.retries  for a retry plan (`polly retry`, brain/plan/plan-retry.ts): task key → the
+ *   stopped task it runs again; recorded as `PlanRecord.retries`.
  * @throws PollyError `plan_invalid` for a malformed plan (nothing recorded).
  */
 export async function proposePlan(
   store: RegistryStore,
   config: PollyConfig,
   raw: unknown,
-  options: { goalId?: string | null; source?: string; now?: () => Date } = {},
+  options: { goalId?: string | null; source?: string; now?: () => Date; retries?: Record<string, string> } = {},
 ): Promise<ProposeResult> {
   const plan: Plan = validatePlan(raw, options.source ?? 'plan_propose');
   const now = (options.now ?? (() => new Date()))().toISOString();
@@ -77,6 +79,7 @@ export async function proposePlan(
     record.batches = plan.batches;
     record.admittedWith = planShapingConfig(config);
     record.budgets = resolvePlanBudgets(config, plan.budgets);
+    if (options.retries) record.retries = { ...options.retries };
     if (!admission.admitted) {
       record.counterexamples = counterexamples;
       record.counterexampleTraces = structuredClone(admission.violations);

@@ -29,7 +29,8 @@ import { expirePlanAsks } from '../plan/plan-gate.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { PlanRecord, Registry, TaskRecord } from '../registry/registry-schema.js';
 import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
-import { newTaskRecord } from '../registry/task-record.js';
+import { newTaskRecord, planTaskId } from '../registry/task-record.js';
+import { RETRYABLE_TASK_STATUSES, takeOverForRetry } from '../plan/plan-retry.js';
 import { taskBudget } from '../plan/budgets.js';
 import { driveSchedules, type ScheduleMemory } from './plan-schedule.js';
 import { WATCHING_STATE, executeOrder, finishTasksOfEndedRuns, handleCancels, runControlState, runReadOnlyTask } from './order-executor.js';
@@ -72,7 +73,7 @@ export async function claimBrain(store: RegistryStore, now: () => Date, pid = pr
 export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][number], config: PollyConfig, at: string): TaskRecord {
   const record = newTaskRecord(
     {
-      id: `${plan.id}-${spec.key}`,
+      id: planTaskId(plan, spec.key),
       planId: plan.id,
       title: spec.title,
       purpose: spec.purpose,
@@ -81,7 +82,7 @@ export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][numbe
       reviewer: spec.purpose === 'implement' ? (spec.reviewer ?? config.review.pairs[spec.worker]?.[0] ?? null) : null,
       prompt: spec.prompt,
       acceptance: spec.acceptance,
-      dependsOn: spec.dependsOn.map((d) => `${plan.id}-${d}`),
+      dependsOn: spec.dependsOn.map((d) => planTaskId(plan, d)),
     },
     at,
   );
@@ -376,14 +377,24 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
 
 /** Create task records (queued) for every approved plan that has none yet. */
 async function createPlanTasks(deps: BrainProcessDeps, reg: Registry, now: () => Date): Promise<Registry> {
-  const missing = Object.values(reg.plans).filter((p) => p.gate === 'approved' && p.tasks.some((t) => !reg.tasks[`${p.id}-${t.key}`]));
+  const missing = Object.values(reg.plans).filter((p) => p.gate === 'approved' && p.tasks.some((t) => reg.tasks[planTaskId(p, t.key)]?.planId !== p.id));
   if (missing.length === 0) return reg;
   await deps.store.update((draft, tx) => {
     const at = now().toISOString();
     for (const plan of missing) {
       for (const spec of plan.tasks) {
-        const id = `${plan.id}-${spec.key}`;
-        if (draft.tasks[id]) continue;
+        const id = planTaskId(plan, spec.key);
+        const existing = draft.tasks[id];
+        if (existing?.planId === plan.id) continue;
+        if (existing && plan.retries?.[spec.key] === id) {
+          // A retry plan takes its stopped task over: same worktree, branch and PR (brain/plan/plan-retry.ts).
+          if (!RETRYABLE_TASK_STATUSES.has(existing.status)) continue; // taken over by another retry, or running again
+          const from = existing.planId;
+          const left = takeOverForRetry(existing, plan, spec.key, at);
+          tx.emit('task.retried', { taskId: id, planId: plan.id, fromPlanId: from, previousStatus: left, worktree: existing.worktree, pr: existing.pr?.number ?? null });
+          continue;
+        }
+        if (existing) continue;
         draft.tasks[id] = planTaskRecord(plan, spec, deps.config, at);
         tx.emit('task.created', { taskId: id, planId: plan.id, purpose: spec.purpose, worker: spec.worker });
       }
@@ -410,8 +421,9 @@ async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<v
       (p) =>
         scheduleFinished(p.id) &&
         p.tasks.every((s) => {
-          const t = reg.tasks[`${p.id}-${s.key}`];
-          return t !== undefined && FINAL_TASK_STATUSES.has(t.status) && Boolean(t.finishedAt);
+          const t = reg.tasks[planTaskId(p, s.key)];
+          // A task handed to a later retry plan is that plan's to settle.
+          return t !== undefined && ((FINAL_TASK_STATUSES.has(t.status) && Boolean(t.finishedAt)) || t.planId !== p.id);
         }),
     );
   });

@@ -6,6 +6,7 @@
  * watched for fix rounds: the task is `ready` and finished until a PR event starts a round, see
  * `pr-events.ts`). Every status change goes through `brain/registry/task-lifecycle.ts`.
  */
+import { isCurrentTaskRun } from '../plan/plan-retry.js';
 import { existsSync } from 'node:fs';
 import { budgetReason, createBudgetWatch, modelEndpoint, recordTurnUsage, type BudgetStop } from '../task-tools/turn-budget.js';
 import { isPollyError } from '../core/errors.js';
@@ -170,7 +171,11 @@ export function runEndReason(run: RunRecord, journal: RunJournalEntry[], task: P
   if (run.outcome === 'parked') return parkedReason(action, Number(vars.fix_rounds ?? 0), because, task);
   switch (action) {
     case 'WORKER_FAILED':
-      return note?.includes(NO_CHANGE) ? NO_CHANGE : `the worker failed${because}`;
+      if (note?.includes(NO_CHANGE)) return task.statusReason?.startsWith(NO_CHANGE) ? task.statusReason : NO_CHANGE;
+      // Failed before the agent (a setup, a refused command or agent): the tool's whole reason, with
+      // the setup's last lines and the fix, not just the note's first line.
+      if (note && task.statusReason?.startsWith(note) && task.statusReason.length > note.length) return task.statusReason;
+      return `the worker failed${because}`;
     case 'PUSH_FAILED':
       return note?.includes(NO_CHANGE) ? NO_CHANGE : `the push failed${because}`;
     case 'TESTS_RED': {
@@ -237,7 +242,8 @@ export async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => 
   // A task is finished once: `finishedAt` marks it (a tool may already have set a final status).
   const updates = finished.filter((run) => {
     const t = reg.tasks[String(run.input.task ?? '')];
-    return t && !t.finishedAt;
+    // A retried task's run under its earlier plan ended before the retry: not this task's end.
+    return t && !t.finishedAt && isCurrentTaskRun(reg, t, run);
   });
   if (updates.length === 0) return;
   const outcomes = new Map<string, { diverged: string | null; reason: string | null }>();

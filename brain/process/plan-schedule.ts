@@ -27,6 +27,7 @@ import { DEPENDENCY_MET_STATUSES, FINAL_TASK_STATUSES, isGoalFinal, type TaskSta
 import { type SCHEDULE_TASK_STATES, scheduleTaskVar } from '../plan/plan-compiler.js';
 import type { PlanRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
+import { planTaskId } from '../registry/task-record.js';
 import type { BrainProcessDeps } from './brain-deps.js';
 import { BRAIN_OWNER, validateEndedRun } from './order-executor.js';
 
@@ -46,7 +47,7 @@ function control(run: RunRecord): string {
 
 /** The task id of a plan's `i`-th task. */
 function taskIdOf(plan: PlanRecord, i: number): string {
-  return `${plan.id}-${plan.tasks[i]!.key}`;
+  return planTaskId(plan, plan.tasks[i]!.key);
 }
 
 /**
@@ -57,7 +58,8 @@ export async function driveSchedules(deps: BrainProcessDeps, memory: ScheduleMem
   const reg = await deps.store.read();
   for (const plan of Object.values(reg.plans)) {
     if (plan.gate !== 'approved') continue;
-    if (plan.tasks.some((s) => !reg.tasks[`${plan.id}-${s.key}`])) continue; // task records come first
+    // Task records come first (a retry plan's: taken over from the plan they stopped in).
+    if (plan.tasks.some((s) => !reg.tasks[planTaskId(plan, s.key)] || (plan.retries?.[s.key] && reg.tasks[planTaskId(plan, s.key)]!.planId !== plan.id))) continue;
     await driveSchedule(deps, plan, memory, log, now);
   }
 }
@@ -85,8 +87,11 @@ export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, me
   for (let i = 0; i < plan.tasks.length; i++) {
     const v = scheduleTaskVar(i);
     const task = reg.tasks[taskIdOf(plan, i)];
-    if (vars(run)[v] !== 'running' || !task || !FINAL_TASK_STATUSES.has(task.status) || !task.finishedAt) continue;
-    await signal(`${DEPENDENCY_MET_STATUSES.has(task.status) ? 'DONE' : 'FAIL'}_${v}`);
+    if (vars(run)[v] !== 'running' || !task) continue;
+    // A task a retry plan took over (polly retry) ended here as failed; the retry plan runs it on.
+    const handedOver = task.planId !== plan.id;
+    if (!handedOver && (!FINAL_TASK_STATUSES.has(task.status) || !task.finishedAt)) continue;
+    await signal(`${!handedOver && DEPENDENCY_MET_STATUSES.has(task.status) ? 'DONE' : 'FAIL'}_${v}`);
   }
 
   // 2. Dependants of failed or skipped tasks → SKIP_tN (until none is enabled: a skip can skip more).
@@ -104,9 +109,9 @@ export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, me
       const id = taskIdOf(plan, i);
       await deps.store.update((draft, tx) => {
         const t = draft.tasks[id];
-        if (!t || FINAL_TASK_STATUSES.has(t.status)) return;
-        const blockerTask = draft.tasks[`${plan.id}-${blocker}`];
-        const why = `skipped: it depends on ${plan.id}-${blocker}, which ended ${blockerTask?.status ?? 'without running'}${blockerTask?.statusReason ? ` (${blockerTask.statusReason})` : ''}`;
+        if (!t || t.planId !== plan.id || FINAL_TASK_STATUSES.has(t.status)) return;
+        const blockerTask = draft.tasks[planTaskId(plan, blocker)];
+        const why = `skipped: it depends on ${planTaskId(plan, blocker)}, which ended ${blockerTask?.status ?? 'without running'}${blockerTask?.statusReason ? ` (${blockerTask.statusReason})` : ''}`;
         transitionTask(t, 'cancelled', { reason: why, at: now().toISOString(), finished: true });
         tx.emit('task.failed', { taskId: t.id, status: t.status, reason: t.statusReason });
       });
@@ -174,9 +179,10 @@ async function performDispatchOrders(deps: BrainProcessDeps, plan: PlanRecord, r
  * work, marked `dispatched` for the read-only runner (`runReadOnlyTask`). Idempotent: a task already started is reported started.
  */
 async function dispatchTask(deps: BrainProcessDeps, plan: PlanRecord, key: string, log: (l: string) => void, now: () => Date): Promise<{ ok: boolean; note: string }> {
-  const id = `${plan.id}-${key}`;
+  const id = planTaskId(plan, key);
   const task = (await deps.store.read()).tasks[id];
   if (!task) return { ok: false, note: `no task ${id} in the registry` };
+  if (task.planId !== plan.id) return { ok: false, note: `${id} was handed to retry plan ${task.planId} before it was dispatched` };
   if (task.cancelRequested || task.status === 'cancelled') return { ok: false, note: `${id} was cancelled before it was dispatched` };
   if (task.status !== 'queued') return { ok: true, note: `${id} already started (${task.status})` };
   const mark = async (status: TaskStatus, reason: string | null, event: string, data: Record<string, unknown>) =>
@@ -209,7 +215,8 @@ async function dispatchTask(deps: BrainProcessDeps, plan: PlanRecord, key: strin
 async function failPlanTasks(deps: BrainProcessDeps, plan: PlanRecord, reason: string, now: () => Date): Promise<void> {
   await deps.store.update((draft, tx) => {
     for (const spec of plan.tasks) {
-      const t = draft.tasks[`${plan.id}-${spec.key}`];
+      const t = draft.tasks[planTaskId(plan, spec.key)];
+      if (t?.planId !== plan.id) continue; // handed to a retry plan
       if (!t || FINAL_TASK_STATUSES.has(t.status)) continue;
       transitionTask(t, 'failed', { reason, at: now().toISOString(), finished: true });
       tx.emit('task.failed', { taskId: t.id, status: 'failed', reason });

@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { FINAL_TASK_STATUSES } from '../core/vocabulary.js';
 import type { RegistryStore } from '../registry/registry-store.js';
+import { planTaskId } from '../registry/task-record.js';
 import type { PlanRecord, Registry } from '../registry/registry-schema.js';
 
 /**
@@ -69,8 +70,9 @@ export function resumablePlans(reg: Registry): PlanRecord[] {
       (p) =>
         p.gate === 'approved' &&
         p.tasks.some((s) => {
-          const t = reg.tasks[`${p.id}-${s.key}`];
-          return !t || !FINAL_TASK_STATUSES.has(t.status);
+          const t = reg.tasks[planTaskId(p, s.key)];
+          // A task a later retry plan took over is that plan's.
+          return !t || (t.planId === p.id && !FINAL_TASK_STATUSES.has(t.status));
         }),
     )
     .sort((a, b) => a.createdAt.localeCompare(b.createdAt));

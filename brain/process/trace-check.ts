@@ -4,6 +4,7 @@
  * the Brain built it: the built-in library checked with the config's spawn bound, plus, for a
  * plan's schedule or task run, that plan compiled with the config's bounds (brain/plan/plan-library.ts).
  */
+import { planIdOfRun } from '../plan/plan-retry.js';
 import { validateTrace, type TraceVerdict } from '../../workflows/run/trace-validation.js';
 import { builtinWorkflowDirs, createWorkflowLibrary } from '../../workflows/workflow-library.js';
 import type { PollyConfig } from '../config/config-schema.js';
@@ -45,7 +46,7 @@ export function createTraceChecker(reg: Registry, runList: RunRecord[], journal:
           { details: { run: runId } },
         );
       }
-      const planId = typeof run.input.plan === 'string' ? run.input.plan : typeof run.input.task === 'string' ? (reg.tasks[run.input.task]?.planId ?? null) : null;
+      const planId = planIdOfRun(reg, run);
       const plan = planId ? reg.plans[planId] : undefined;
       if (plan) library.addPlan(plan);
       const entry = library.get(run.workflow);

@@ -79,6 +79,12 @@ export interface PlanRecord {
    * existed (their text form above is all there is).
    */
   counterexampleTraces?: CounterexampleTrace[];
+  /**
+   * A retry plan (`polly retry`): task key → the id of the earlier task it runs again. The Brain
+   * hands that task record to this plan on approval (worktree, branch and PR kept) instead of
+   * creating `<plan id>-<key>`. Absent on every other plan.
+   */
+  retries?: Record<string, string>;
   askedAt: string | null;
   decidedAt: string | null;
   decidedBy: string | null;
@@ -214,6 +220,12 @@ export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
   ledger?: TaskLedger;
   /** Set by sys_cancel_task; the Brain process stops the worker, backs up the work and cancels the run. */
   cancelRequested?: boolean;
+  /**
+   * The earlier attempts of a retried task (`polly retry`, brain/plan/plan-retry.ts), oldest first:
+   * the plan it ran under, the status it ended in and why, and when the retry took it over. Absent
+   * on a task that was never retried.
+   */
+  retriedFrom?: Array<{ planId: string | null; status: TaskStatus; reason: string | null; at: string }>;
   /**
    * The fix round in progress after the PR was ready (brain/process/pr-events.ts), kept after it ends
    * until the next one starts; absent before the first round.

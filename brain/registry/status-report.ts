@@ -52,6 +52,8 @@ export interface StatusTask {
   spent: StatusCost & { byRole: TaskLedger['byRole'] };
   /** The hard budget in force, or null for none. */
   budget: Budget | null;
+  /** A retried task's earlier attempts (`polly retry`): plan, status, reason, time; absent when never retried. */
+  retriedFrom?: TaskRecord['retriedFrom'];
 }
 
 export interface StatusReport {
@@ -136,6 +138,7 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
       statusReason: t.statusReason,
       spent: { ...statusCost(t.ledger?.totals ?? sumTotals([])), byRole: t.ledger?.byRole ?? {} },
       budget: t.budget ?? null,
+      ...(t.retriedFrom ? { retriedFrom: t.retriedFrom } : {}),
     })),
     // Live workers only: a row whose runner and agent have exited is history (see the journal).
     workers: byId(reg.workers)

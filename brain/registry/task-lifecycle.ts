@@ -11,14 +11,16 @@
  *   workflow calls its tools, and end in `ready`, `done` (read-only work), a failure or `cancelled`;
  *   a human may merge the draft PR at any point once it exists (`merged`).
  * - the stopped statuses (`failed`, `agent_missing`, `agent_exited`, `blocked_on_prompt`) may be
- *   retried by the workflow (back to an active status), cancelled, or merged by a human.
+ *   retried by the workflow (back to an active status), cancelled, or merged by a human; and
+ *   `polly retry` puts a stopped or cancelled task back to `queued` under its retry plan
+ *   (brain/plan/plan-retry.ts), the only way out of `cancelled`.
  * - `ready` → `merged` (a human merged the PR) → `done`; a run that ends otherwise still fails or
  *   cancels them. A ready task's run watches its PR: a change request, a failing check or a
  *   conflict starts a fix round (`ready` → `fixing` and the active statuses, back to `ready`).
  * - `parked`: Polly stopped and a human decides (fix rounds exhausted, an unresolvable conflict,
  *   a budget reached); from any active or stopped status and from `ready`; a human may still
  *   merge the PR (`merged`) or cancel the task.
- * - `done` and `cancelled` are absorbing.
+ * - `done` is absorbing; `cancelled` is, but for a retry.
  *
  * Staying in the same status is always allowed (it refreshes `updatedAt` and the reason).
  * Statuses are `TaskStatus` from `brain/core/vocabulary.ts`.
@@ -29,7 +31,7 @@ import type { TaskStatus } from '../core/vocabulary.js';
 const ACTIVE: readonly TaskStatus[] = ['dispatched', 'running', 'checking', 'fixing', 'green', 'pr_open', 'reviewing'];
 const STOPPED: readonly TaskStatus[] = ['failed', 'agent_missing', 'agent_exited', 'blocked_on_prompt'];
 const FROM_ACTIVE: readonly TaskStatus[] = [...ACTIVE, 'ready', 'merged', 'done', ...STOPPED, 'parked', 'cancelled'];
-const FROM_STOPPED: readonly TaskStatus[] = [...ACTIVE, 'merged', ...STOPPED, 'parked', 'cancelled'];
+const FROM_STOPPED: readonly TaskStatus[] = [...ACTIVE, 'merged', ...STOPPED, 'parked', 'cancelled', 'queued'];
 
 /** The allowed moves: status → the statuses a task in it may move to (besides staying). */
 export const TASK_TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
@@ -49,7 +51,7 @@ export const TASK_TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]
   ready: ['fixing', 'merged', 'failed', 'parked', 'cancelled'],
   merged: ['done', 'failed', 'cancelled'],
   done: [],
-  cancelled: [],
+  cancelled: ['queued'],
 };
 
 /** Whether a task in `from` may move to `to` (true when they are equal). */

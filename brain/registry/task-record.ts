@@ -28,3 +28,12 @@ export function newTaskRecord(fields: NewTaskFields, at: string): TaskRecord {
     updatedAt: at,
   };
 }
+
+/**
+ * The task id of plan task `key`: `<plan id>-<key>`, or, when the plan retries an earlier task
+ * under that key (`plan.retries`, written by `polly retry`), that task's id: a retry runs the same
+ * task record, worktree, branch and PR under the retry plan's admitted workflows.
+ */
+export function planTaskId(plan: { id: string; retries?: Record<string, string> }, key: string): string {
+  return plan.retries?.[key] ?? `${plan.id}-${key}`;
+}

@@ -152,16 +152,36 @@ function oneLine(text: string, max = 1000): string {
 }
 
 /**
- * Why a setup command's failure ends the task: the command, how it ended, the last lines of its
- * output and the log file that holds all of it.
+ * Output lines of a package manager or downloader that could not reach the network: a name that
+ * does not resolve, a refused or unreachable connection, a timeout (npm's `EAI_AGAIN`/`ENOTFOUND`
+ * codes, pip's `NewConnectionError`, curl's and git's `Could not resolve host`, Go's `dial tcp`).
  */
-export function setupFailureReason(setup: SetupResult, lines = 15): string {
+const NETWORK_FAILURE =
+  /\b(EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH)\b|getaddrinfo|Temporary failure in name resolution|Could not resolve host|Name or service not known|Network is unreachable|NewConnectionError|Failed to establish a new connection|dial tcp|no such host|Could not connect to|Connection refused|Connection timed out/i;
+
+/**
+ * Why a setup command's failure ends the task: the command, how it ended, the last lines of its
+ * output, the log file that holds all of it, and, when the output looks like a network failure,
+ * what `worktrees.setup_network` says about it.
+ * @param network  config `worktrees.setup_network`: whether the setup had network in its sandbox.
+ * @param taskId   the task, for the retry command.
+ */
+export function setupFailureReason(setup: SetupResult, network: boolean, taskId: string, lines = 15): string {
   const how = setup.timedOut ? `timed out after ${Math.round(setup.durationMs / 1000)}s` : `exited ${setup.exitCode ?? 'without a code (it could not start or was killed)'}`;
   const tail = setup.output.trimEnd().split('\n').slice(-lines).join('\n');
+  const offline = NETWORK_FAILURE.exec(setup.output);
+  const hint = !offline
+    ? []
+    : network
+      ? [`This looks like a network failure ("${offline[0]}") although worktrees.setup has network (worktrees.setup_network: true): check this machine's network, DNS or proxy.`]
+      : [
+          `This looks like a network failure ("${offline[0]}"): worktrees.setup runs without network (worktrees.setup_network is false). If it must fetch packages, set worktrees: {setup_network: true} in .polly/config.yaml.`,
+        ];
   return [
     `worktrees.setup "${setup.command}" ${how}; the agent was not started. Full log: ${setup.logPath}`,
     ...(tail ? ['Last lines:', tail] : []),
-    'Fix the command in .polly/config.yaml (worktrees.setup) or the project, then run the task again.',
+    ...hint,
+    `Fix the command in .polly/config.yaml (worktrees.setup) or the project, then run the task again: polly retry ${taskId}`,
   ].join('\n');
 }
 
@@ -277,7 +297,8 @@ export const dispatch: TaskTool = async (ctx) => {
   const { task, env, setup } = prepared;
   if (setup?.refGuard)
     return failBeforeAgent(ctx, 'task.setup_failed', `${setup.refGuard}\nThe agent was not started. Full log of worktrees.setup "${setup.command}": ${setup.logPath}`);
-  if (setup && (setup.exitCode !== 0 || setup.timedOut)) return failBeforeAgent(ctx, 'task.setup_failed', setupFailureReason(setup));
+  if (setup && (setup.exitCode !== 0 || setup.timedOut))
+    return failBeforeAgent(ctx, 'task.setup_failed', setupFailureReason(setup, ctx.config.worktrees.setup_network ?? false, ctx.task.id));
   // A check whose runner cannot start here (python without pytest, go not installed…) can never go
   // green: say so before the agent's first attempt (the checks themselves classify it too).
   if (task.purpose === 'implement' && task.worktree) {
@@ -319,10 +340,12 @@ export const dispatch: TaskTool = async (ctx) => {
   );
   if (refused.length > 0) return sandboxRefusalFailure(ctx, `the ${task.worker} implementer turn`, refused);
   if (outcome.outcome !== 'ok' || (await worktreeChanged(task))) return outcome;
+  // What the agent said is the clue (e.g. a scripted model whose script did not match says so).
+  const said = result.finalText?.trim() ? `; the worker's last words: "${oneLine(result.finalText, 600)}"` : '';
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
     if (!t) return;
-    transitionTask(t, 'failed', { reason: NO_CHANGE, at: new Date().toISOString() });
+    transitionTask(t, 'failed', { reason: `${NO_CHANGE}${said}`, at: new Date().toISOString() });
     tx.emit('task.no_change', { taskId: t.id, orderId: ctx.order.id, worktree: task.worktree });
   });
   return {

@@ -17,8 +17,11 @@
  * own branch in the main checkout, another program. It is journaled as `guard.outside_change`
  * `{taskId, orderId, step, changes}` and shown, but never put back and never fails the task (a
  * person's commit on `main` used to be reset and the task failed). Without a sandbox
- * (`workers.allow_unconfined`), a worker's write and a person's cannot be told apart: every change
- * is put back (the overwritten value kept under `refs/polly/quarantine/`) and fails the task.
+ * (`workers.allow_unconfined`), a worker's write and a person's cannot be told apart (no
+ * capability separates them, and a worker can forge a commit's author and time and a reflog's
+ * message): every change is put back (the overwritten value kept under `refs/polly/quarantine/`)
+ * and fails the task, and the task's reason says so and where the value went; the warning at every
+ * unconfined dispatch says it beforehand (workers/sandbox/sandbox.ts `decideConfinement`).
  *
  * **Across a Brain crash.** The snapshot taken before a step is kept in
  * `.polly/guard/turns/<task id>-<hash of order id and step>.json` (written atomically, fsynced)
@@ -116,7 +119,12 @@ export async function withRefGuard<T>(
   }
   const report = await guard.restore(before, changes);
   const undone = report.failed.length === 0 ? 'all put back' : `put back except: ${report.failed.map((f) => `${f.change.name} (${f.reason})`).join('; ')}`;
-  const reason = `ref guard: during ${label}: ${describeChanges(changes)} (${undone}${report.quarantined.length > 0 ? `; overwritten values kept under refs/polly/quarantine/` : ''})`;
+  // Unconfined, a person's commit looks exactly like a worker's (no capability tells them apart,
+  // and a worker can forge author, time and reflog message): say so, and where a value went.
+  const unconfined = mounts
+    ? ''
+    : `. This step ran without Polly's sandbox, where a worker's ref change and yours cannot be told apart, so every change was put back; if one was yours, ${report.quarantined.length > 0 ? 'its value is under refs/polly/quarantine/ (git update-ref <ref> <that value> restores it)' : 'its value is in the journal (guard.ref_changed)'}`;
+  const reason = `ref guard: during ${label}: ${describeChanges(changes)} (${undone}${report.quarantined.length > 0 ? `; overwritten values kept under refs/polly/quarantine/` : ''})${unconfined}`;
   await ctx.store.update((draft, tx) => {
     tx.emit('guard.ref_changed', {
       taskId: ctx.task.id,

@@ -185,15 +185,32 @@ export interface PlanOptions {
   expandSteps?: (steps: Step[]) => Step[];
 }
 
+/** Polly's prompt marker `[polly task=<id> role=<purpose>]` (brain/task-tools/dispatch.ts `promptMarker`). */
+const POLLY_MARKER = /\[polly task=([^\s\]]+) role=([^\s\]]+)\]/;
+
+/**
+ * The final text for a Polly conversation no session matches: it says so, names the conversation's
+ * task and role and what each session matches, so the worker's report (and the task's reason, "the
+ * worker made no change") shows a script that did not match rather than an agent that did nothing.
+ */
+export function unmatchedText(script: ModelScript, task: string, role: string): string {
+  const sessions = script.sessions.map((s) => `${s.name} ${JSON.stringify(s.match)}`).join('; ');
+  return `(scripted model: no session of the script matches this conversation, [polly task=${task} role=${role}]; the script's sessions match: ${sessions}. Add a session with match: {task: ${task}, role: ${role}}, or fix a session's match.)`;
+}
+
 /**
  * Decide the next reply for a conversation: the next step of the current turn as a tool call, or
- * the turn's final text once its steps are done. Unmatched conversations (title generation, …)
- * get a short neutral text.
+ * the turn's final text once its steps are done. An unmatched conversation of a Polly worker
+ * (its prompt marker) gets {@link unmatchedText}; other unmatched ones (title generation, …) a
+ * short neutral text.
  */
 export function planReply(script: ModelScript, view: ConversationView, options: PlanOptions = {}): ReplyPlan {
   const session = matchSession(script, view);
   const turnIndex = Math.max(0, view.humanTurns - 1);
-  if (!session) return { session: null, turnIndex, reply: { kind: 'text', text: 'OK.' } };
+  if (!session) {
+    const marker = POLLY_MARKER.exec(`${view.system}\n${view.firstUserText}`);
+    return { session: null, turnIndex, reply: { kind: 'text', text: marker ? unmatchedText(script, marker[1]!, marker[2]!) : 'OK.' } };
+  }
   const turn = session.turns[turnIndex] ?? (session.repeat_last ? session.turns[session.turns.length - 1] : undefined);
   if (!turn) {
     return { session, turnIndex, reply: { kind: 'text', text: `(scripted session "${session.name}" has no turn ${turnIndex + 1}; stopping)` } };

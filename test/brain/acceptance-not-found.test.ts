@@ -120,6 +120,12 @@ describe('an acceptance command that is not found', () => {
       '.venv/ is untracked, so a new worktree has none: create it in worktrees.setup',
     );
     expect(red('node_modules/.bin/vitest run', 127, 'sh: 1: node_modules/.bin/vitest: not found\n')!.fix).toContain('node_modules is untracked');
+    // a virtualenv under /tmp: the sandbox's /tmp is private and empty, which is what is wrong (not a pyenv shim)
+    const tmpVenv = red('/tmp/venv-x/bin/python -m pytest', 127, 'sh: 1: /tmp/venv-x/bin/python: not found\n')!;
+    expect(tmpVenv.fix).toMatch(/^\/tmp\/venv-x\/bin\/python is under \/tmp, which Polly's sandbox replaces with a private, empty \/tmp for every command/);
+    expect(tmpVenv.fix).toContain('/opt/venvs/NAME/bin/python');
+    expect(tmpVenv.fix).not.toContain('pyenv');
+    expect(red('/home/ann/.local/bin/tox', 127, 'sh: 1: /home/ann/.local/bin/tox: not found\n')!.fix).toMatch(/is under a home directory, which Polly's sandbox hides/);
     // a traceback's ModuleNotFoundError is the code's; a declared dependency's missing -m module is the environment's
     expect(red('python -m pytest', 1, "E   ModuleNotFoundError: No module named 'requests'\n")).toBeNull();
     expect(red('python3 -m statskit', 1, '/usr/bin/python3: No module named statskit\n')).toBeNull();
@@ -138,7 +144,7 @@ describe('an acceptance command that is not found', () => {
     const why = classifyCannotRun(result)!;
     const confined = cannotRunReason(result, why, true);
     expect(confined).toMatch(/^acceptance command "python -m pytest" cannot run here: exit 127 \(sh: 1: python: not found\), the program "python" is missing\. /);
-    expect(confined).toContain("Polly's sandbox hides HOME, so pyenv, asdf or nvm shims are not found there");
+    expect(confined).toContain("Polly's sandbox hides HOME, so pyenv, asdf or nvm shims are not found there, and gives each command a private, empty /tmp");
     expect(cannotRunReason(result, why, false)).toContain('not installed or not on the PATH Polly passes to commands');
     const odd = { command: 'x\u001b[31m', exitCode: COMMAND_NOT_FOUND, timedOut: false, output: '' };
     expect(cannotRunReason(odd, classifyCannotRun(odd)!, false)).toMatch(/^acceptance command "x\\x1b\[31m" cannot run here: exit 127, /);

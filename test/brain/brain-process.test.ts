@@ -18,7 +18,7 @@
  * - a second Brain for the same repository is refused, naming the first one's pid.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, type PollyConfig } from '../../brain/config/config-schema.js';
@@ -43,6 +43,8 @@ interface Harness {
   /** Fail every pending `dispatch` of these tasks (the worker "fails"). */
   fail(tasks: string[]): void;
   calls: Array<{ task: string; tool: string; order: string }>;
+  /** Every `dispatch` with the task's worktree (null before its first) and prompt as the tool saw them. */
+  dispatches: Array<{ task: string; worktree: string | null; prompt: string }>;
   /** Release every pending `dispatch` of these tasks (the worker "finishes"). */
   release(tasks?: string[]): void;
   pending(): string[];
@@ -79,6 +81,7 @@ async function startBrain(options: { clock?: () => Date; config?: Partial<PollyC
   config.workers = { ...config.workers, 'claude-code': { ...config.workers['claude-code'], allow_root_sandbox: true } };
   const deps = await createBrainDeps({ ...ctx, config }, { ...gitTestEnv(), ANTHROPIC_API_KEY: 'sk-ant-dummy', OPENAI_API_KEY: '' }, () => {});
   const calls: Harness['calls'] = [];
+  const dispatches: Harness['dispatches'] = [];
   const waiting = new Map<string, (o: TaskToolOutcome) => void>();
   const recorder =
     (outcome: (taskId: string) => TaskToolOutcome | Promise<TaskToolOutcome>): TaskTool =>
@@ -89,7 +92,10 @@ async function startBrain(options: { clock?: () => Date; config?: Partial<PollyC
   const tools: Record<string, TaskTool> = {
     dispatch: async (tctx) => {
       calls.push({ task: tctx.task.id, tool: 'dispatch', order: tctx.order.id });
-      // A real worktree with uncommitted work, so that a cancel has something to keep.
+      dispatches.push({ task: tctx.task.id, worktree: tctx.task.worktree, prompt: tctx.task.prompt });
+      // A real worktree with uncommitted work, so that a cancel has something to keep; a task that
+      // has one (a retry) keeps it, as the real dispatch tool does.
+      if (tctx.task.worktree && existsSync(join(tctx.task.worktree, `${tctx.task.id}.txt`))) return new Promise<TaskToolOutcome>((resolve) => waiting.set(tctx.task.id, resolve));
       const wt = await tctx.worktrees.create({ id: tctx.task.id });
       await tctx.store.update((d) => {
         Object.assign(d.tasks[tctx.task.id]!, { worktree: wt.path, branch: wt.branch, baseBranch: wt.baseBranch, baseCommit: wt.baseCommit });
@@ -145,6 +151,7 @@ async function startBrain(options: { clock?: () => Date; config?: Partial<PollyC
     repo,
     config,
     calls,
+    dispatches,
     fail(tasks) {
       for (const id of tasks) {
         waiting.get(id)?.({ outcome: 'failure', permanent: true, note: 'dispatch: agent_exited: the worker crashed' });
@@ -336,6 +343,78 @@ describe('the Brain process', () => {
     expect(steps).toContain('SKIP_t2');
     expect(steps.at(-1)).toBe('FINISH');
     expect(steps.filter((a) => String(a).startsWith('DISPATCH_t1') || String(a).startsWith('DISPATCH_t2'))).toEqual([]);
+  }, 120_000);
+
+  it('polly retry runs a failed task and its skipped dependant again under an admitted retry plan, in the same worktree with its uncommitted work', async () => {
+    const h = await startBrain();
+    await h.started;
+    const ctx = await openRepoContext(h.repo.dir, gitTestEnv());
+    const { goal } = await createGoal(ctx.store, 'a then b', 'plan');
+    // pi implements (Claude Code as root would need allow_root_sandbox in the file the CLI reads).
+    const piTask = (key: string) => ({ ...task(key), worker: 'pi', reviewer: 'codex' });
+    const plan = await proposePlan(ctx.store, h.config, { tasks: [piTask('a'), { ...piTask('b'), depends_on: ['a'] }] }, { goalId: goal.id });
+    await decidePlan(ctx.store, h.config, plan.planId, 'approve');
+    const id = (k: string) => `${plan.planId}-${k}`;
+    await until('a dispatched', async () => h.pending().includes(id('a')));
+    const firstWorktree = h.dispatches[0]!.worktree ?? (await h.registry()).tasks[id('a')]!.worktree!;
+    h.fail([id('a')]);
+    await until('the goal to fail with b skipped', async () => {
+      const r = await h.registry();
+      return r.goals[goal.id]?.status === 'failed' && r.tasks[id('b')]?.status === 'cancelled';
+    });
+    const env = { ...gitTestEnv(), ANTHROPIC_API_KEY: 'sk-ant-dummy', OPENAI_API_KEY: 'sk-dummy' }; // keys the retry's preflight looks for
+    // resume has nothing to run, and names the retry command for each stopped task (stderr).
+    const resumed = await nodeAsync([cli, 'resume'], h.repo.dir, env);
+    expect(resumed.status, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toContain(`Retry it there with: polly retry ${id('a')}`);
+    expect(resumed.stderr).toContain(`Retry it there with: polly retry ${id('b')}`);
+    // b alone cannot run: it depends on a, which stopped.
+    const alone = await nodeAsync([cli, 'retry', id('b')], h.repo.dir, env);
+    expect(alone.status).toBe(1);
+    expect(alone.stderr).toContain(`${id('b')} depends on ${id('a')}, which is failed; retry both: polly retry ${id('b')} ${id('a')}`);
+
+    const retry = nodeAsync([cli, 'retry', id('a'), id('b'), '--yes'], h.repo.dir, env);
+    await until('a dispatched again', async () => h.dispatches.filter((d) => d.task === id('a')).length === 2 && h.pending().includes(id('a')), 45_000);
+    const again = h.dispatches.filter((d) => d.task === id('a'))[1]!;
+    expect(again.worktree).toBe(firstWorktree);
+    expect(readFileSync(join(firstWorktree, `${id('a')}.txt`), 'utf8')).toBe('work in progress\n');
+    expect(again.prompt).toMatch(
+      new RegExp(
+        `This is a retry: an earlier attempt of task ${id('a')} ended failed: the worker failed: agent_exited: the worker crashed\\. Its work, committed or not, is in this worktree`,
+      ),
+    );
+    h.release([id('a')]);
+    await until('b dispatched after a is ready', async () => h.pending().includes(id('b')), 45_000);
+    h.release([id('b')]);
+    const out = await retry;
+    expect(out.status, out.stderr).toBe(0);
+    expect(out.stderr).toContain(`[polly] retrying ${id('a')} (failed: the worker failed: agent_exited: the worker crashed) as task a of a retry plan, in ${firstWorktree}`);
+    expect(out.stdout).toMatch(/admitted: .* exhaustive within declared domains/);
+
+    const reg = await h.registry();
+    const retryPlanId = Object.keys(reg.plans).find((p) => p !== plan.planId)!;
+    expect(reg.plans[retryPlanId]).toMatchObject({ gate: 'approved', retries: { a: id('a'), b: id('b') } });
+    // The same task records (no new task ids), now the retry plan's, ready; the earlier attempt kept.
+    expect(Object.keys(reg.tasks).sort()).toEqual([id('a'), id('b')]);
+    expect(reg.tasks[id('a')]).toMatchObject({ planId: retryPlanId, status: 'ready', worktree: firstWorktree, retriedFrom: [{ planId: plan.planId, status: 'failed' }] });
+    expect(reg.tasks[id('b')]).toMatchObject({ planId: retryPlanId, status: 'ready', retriedFrom: [{ planId: plan.planId, status: 'cancelled' }] });
+    expect(reg.goals[goal.id]?.status).toBe('failed');
+    expect(reg.goals[reg.plans[retryPlanId]!.goalId!]?.status).toBe('done');
+    // One PR step per task: the retry opened each PR once (the tool adopts an existing one).
+    expect(h.calls.filter((c) => c.tool === 'open_draft_pr').map((c) => c.task)).toEqual([id('a'), id('b')]);
+    const journal = await ctx.store.journal();
+    expect(journal.filter((e) => e.kind === 'task.retried').map((e) => [e.data.taskId, e.data.previousStatus])).toEqual([
+      [id('a'), 'failed'],
+      [id('b'), 'cancelled'],
+    ]);
+    // polly status --json shows the earlier attempt.
+    const status = await nodeAsync([cli, 'status', '--json'], h.repo.dir, env);
+    const shown = (JSON.parse(status.stdout) as { tasks: Array<{ id: string; retriedFrom?: unknown }> }).tasks.find((t) => t.id === id('a'));
+    expect(shown?.retriedFrom).toEqual([expect.objectContaining({ planId: plan.planId, status: 'failed', reason: 'the worker failed: agent_exited: the worker crashed' })]);
+    // A ready task is not retried.
+    const ready = await nodeAsync([cli, 'retry', id('a')], h.repo.dir, env);
+    expect(ready.status).toBe(1);
+    expect(ready.stderr).toContain(`task ${id('a')} is ready; only a task that stopped`);
   }, 120_000);
 
   it('acceptance.max_attempts 1: the task goes red once, then fails, saying why with the last output', async () => {

@@ -284,6 +284,20 @@ describe('polly doctor', () => {
       status: 'ok',
       detail: `the runner of each acceptance command starts ${where}: ./run-tests.sh; sh -c true`,
     });
+    // A virtualenv worktrees.setup makes in each worktree is not in the main checkout: not probed, not a problem.
+    config.acceptance.commands = ['./run-tests.sh', '.venv/bin/python -m pytest'];
+    config.worktrees.setup = 'python3 -m venv .venv && .venv/bin/pip install pytest';
+    expect(await acceptanceRunnerCheck(repo.dir, config, env, sandbox)).toEqual({
+      id: 'acceptance-runner',
+      status: 'ok',
+      detail: `the runner of each acceptance command starts ${where}: ./run-tests.sh; not probed, made by worktrees.setup in each worktree: .venv/bin/python -m pytest`,
+    });
+    // …but without a setup that makes it, it is missing.
+    config.worktrees.setup = 'npm ci';
+    expect(await acceptanceRunnerCheck(repo.dir, config, env, sandbox)).toMatchObject({
+      status: 'problem',
+      detail: expect.stringContaining('".venv/bin/python -m pytest" cannot run'),
+    });
   }, 30_000);
 
   it('the bubblewrap probe answers with a reason and a fix when bwrap is not on PATH', () => {

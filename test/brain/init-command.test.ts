@@ -1,8 +1,10 @@
 // `polly init` through the real CLI in real temp git repositories.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { programsMissingFromPath } from '../../brain/commands/doctor.js';
 import { FIRST_STEPS } from '../../brain/commands/init.js';
 import { parseConfig, renderDefaultConfig } from '../../brain/config/config.js';
 import { packageRoot } from '../../brain/core/install-paths.js';
@@ -148,6 +150,21 @@ describe('polly init', () => {
     expect(r.stderr).toContain('git init');
     expect(JSON.parse(runCli(['init', '--json'], dir).stdout).error.code).toBe('not_a_git_repo');
     expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('warns when the detected toolchain is on no directory of PATH (go here), naming the command; a program by path or a builtin is not looked up', () => {
+    const repo = createTestRepo({ 'go.mod': 'module example.com/x\n\ngo 1.22\n' });
+    // A PATH with git alone (init needs it): no go.
+    const bin = realpathSync(mkdtempSync(join(tmpdir(), 'polly-path-')));
+    const git = spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim();
+    symlinkSync(git, join(bin, 'git'));
+    const r = runCli(['init'], repo.dir, { PATH: bin });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('polly init: warning: "go test ./..." needs go, which is on no directory of PATH: install it');
+    expect(r.stdout).not.toContain('warning');
+    expect(programsMissingFromPath(repo.dir, ['CI=1 go vet ./...', './gradlew test', '.venv/bin/python -m pytest', 'cd sub && make test', 'git status'], { PATH: bin })).toEqual([
+      { command: 'CI=1 go vet ./...', program: 'go' },
+    ]);
   });
 
   it('an unknown flag exits 2 naming it', () => {

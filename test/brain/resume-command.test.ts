@@ -25,6 +25,8 @@ tasks:
       criteria: ["a is changed"]
 `;
 
+const KEY = { OPENAI_API_KEY: 'sk-placeholder' };
+
 const pids: number[] = [];
 afterEach(() => {
   for (const pid of pids.splice(0)) {
@@ -51,7 +53,8 @@ describe('restart and resume', () => {
     expect(runCli(['init'], repo.dir).code).toBe(0);
     const file = join(repo.root, 'plan.yaml');
     writeFileSync(file, PLAN);
-    const first = runCli(['run', file, '--detach', '--json'], repo.dir);
+    // codex reviews: polly run preflights its key (a placeholder; no model is called before the crash).
+    const first = runCli(['run', file, '--detach', '--json'], repo.dir, KEY);
     expect(first.code, first.stderr).toBe(0);
     const firstOut = JSON.parse(first.stdout) as { plan: string; goal: string };
     const store = createFileRegistryStore(join(repo.dir, '.polly'));
@@ -71,7 +74,7 @@ describe('restart and resume', () => {
     expect(status.brainGone?.pid).toBe(brainPid);
     expect(runCli(['status'], repo.dir).stdout).toContain(`pid ${brainPid} is gone`);
 
-    const second = runCli(['run', file, '--detach', '--json'], repo.dir);
+    const second = runCli(['run', file, '--detach', '--json'], repo.dir, KEY);
     expect(second.code, second.stderr).toBe(0);
     expect(second.stderr).toContain(`is plan ${firstOut.plan} (pending), already proposed for goal ${firstOut.goal}; resuming it`);
     const reg = await store.read();

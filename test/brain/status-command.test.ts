@@ -5,6 +5,9 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import { formatTable } from '../../brain/commands/table.js';
+import { reasonLine } from '../../brain/commands/status.js';
+import { cannotRunReason } from '../../brain/task-tools/run-acceptance.js';
+import { classifyCannotRun } from '../../workers/check-runner.js';
 import { createTestRepo } from '../helpers/git-repo.js';
 import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
@@ -213,7 +216,7 @@ describe('polly status', () => {
     expect(taskLines[2]).toMatch(/t10 .* queued\s+-\s+-\s+polly\/t10\s+-\s+-$/);
     expect(out).toContain('Plans (1)');
     const why = out.split('\n').slice(out.split('\n').findIndex((l) => l.startsWith('Why')));
-    expect(why[0]).toBe('Why (first line of each reason; polly status --json has them whole)');
+    expect(why[0]).toBe('Why (the first line of each reason, and its fix; polly status --json has them whole)');
     expect(why[1]).toMatch(/^ {2}t5 failed: the worker failed: agent_refused: \\x1b\[31mx+ … x+ set allow_root_sandbox: true in \.polly\/config\.yaml$/);
     expect(why[1]!.length).toBeLessThanOrEqual(2 + 't5 failed: '.length + 300 + 12);
     expect(out).not.toContain('second line');
@@ -246,6 +249,27 @@ describe('polly status', () => {
     expect(runCli(['status', '--wacth'], repo.dir)).toMatchObject({ code: 2 });
     expect(runCli(['status', '--wacth'], repo.dir).stderr).toContain('"--wacth"');
     expect(runCli(['status', 'now'], repo.dir).code).toBe(2);
+  });
+});
+
+describe("a reason's line in polly status", () => {
+  it('keeps the fix whole: a long first line loses its middle before "Fix:", never the fix; a setup failure shows its Fix line', () => {
+    // A real reason: an acceptance command whose runner is missing (about 700 characters).
+    const result = { command: 'python -m pytest', exitCode: 127, timedOut: false, output: 'sh: 1: python: not found\n' };
+    const reason = cannotRunReason(result, classifyCannotRun(result)!, true);
+    const fix = reason.slice(reason.indexOf('Fix: '));
+    expect(reason.length).toBeGreaterThan(300 + 40);
+    const line = reasonLine(reason);
+    expect(line.endsWith(fix)).toBe(true);
+    expect(line).toMatch(/^acceptance command "python -m pytest" cannot run here/);
+    // A setup failure: the first line, then its Fix line (the output between is --json's).
+    const setup =
+      'worktrees.setup "npm ci" exited 1; the agent was not started. Full log: /r/x.log\nLast lines:\nnpm error code EAI_AGAIN\nFix the command in .polly/config.yaml (worktrees.setup) or the project, then run the task again: polly retry p1-t1';
+    expect(reasonLine(setup)).toBe(
+      'worktrees.setup "npm ci" exited 1; the agent was not started. Full log: /r/x.log Fix the command in .polly/config.yaml (worktrees.setup) or the project, then run the task again: polly retry p1-t1',
+    );
+    // No fix: the first line, its middle elided.
+    expect(reasonLine(`${'a'.repeat(400)} end`)).toMatch(/^a+ … a+ end$/);
   });
 });
 

@@ -47,6 +47,12 @@ describe('task lifecycle', () => {
     ['done', 'running', false],
     ['cancelled', 'running', false],
     ['cancelled', 'failed', false],
+    ['failed', 'queued', true], // polly retry hands the task to its retry plan
+    ['agent_exited', 'queued', true],
+    ['cancelled', 'queued', true], // polly retry of a skipped or cancelled task
+    ['parked', 'queued', false], // a parked task waits for a human with its PR
+    ['ready', 'queued', false],
+    ['done', 'queued', false],
   ];
   it.each(cases)('%s → %s allowed: %s', (from, to, allowed) => {
     expect(canTransitionTask(from, to)).toBe(allowed);
@@ -68,11 +74,11 @@ describe('task lifecycle', () => {
     }
   });
 
-  it('every status has a row, staying is always allowed, and done and cancelled are absorbing', () => {
+  it('every status has a row, staying is always allowed, done is absorbing and cancelled leaves only for a retry', () => {
     expect(Object.keys(TASK_TRANSITIONS).sort()).toEqual([...TASK_STATUSES].sort());
     for (const s of TASK_STATUSES) expect(canTransitionTask(s, s)).toBe(true);
     expect(TASK_TRANSITIONS.done).toEqual([]);
-    expect(TASK_TRANSITIONS.cancelled).toEqual([]);
+    expect(TASK_TRANSITIONS.cancelled).toEqual(['queued']);
   });
 
   it('leaves the reason unless given, and records the finish when asked', () => {

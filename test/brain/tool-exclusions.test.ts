@@ -40,9 +40,14 @@ describe('worktrees and the user tools', () => {
 
     const init = runCli(['init'], repo.dir);
     expect(init.code).toBe(0);
-    expect(init.stdout).toContain('node --test (package.json (scripts.test)) will also see the worker worktrees in .worktrees/');
-    expect(init.stdout).toContain("vitest (vitest.config.js) will also see the worker worktrees in .worktrees/: test: { exclude: [...configDefaults.exclude, '.worktrees/**'] }");
-    expect(init.stdout).toContain("eslint (eslint.config.js) will also see the worker worktrees in .worktrees/: add { ignores: ['.worktrees/**'] }");
+    // Advice is a diagnostic: stderr, prefixed; stdout starts with the result.
+    expect(init.stderr).toContain('polly init: note: node --test (package.json (scripts.test)) will also see the worker worktrees in .worktrees/');
+    expect(init.stderr).toContain(
+      "polly init: note: vitest (vitest.config.js) will also see the worker worktrees in .worktrees/: test: { exclude: [...configDefaults.exclude, '.worktrees/**'] }",
+    );
+    expect(init.stderr).toContain("polly init: note: eslint (eslint.config.js) will also see the worker worktrees in .worktrees/: add { ignores: ['.worktrees/**'] }");
+    expect(init.stdout).not.toContain('will also see');
+    expect(init.stdout).toMatch(/^Initialised Polly in /);
     // Following the advice for node --test: name the test files; only the user's own test runs.
     const fix = detectToolExclusions(repo.dir).find((t) => t.tool === 'node --test')!.fix;
     expect(fix).toContain('"node --test test/*.test.js"');

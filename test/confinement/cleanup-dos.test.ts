@@ -33,9 +33,22 @@ describe('worktree removal cannot be blocked by a worker', () => {
     // and a `.gitmodules` git cannot parse.
     writeFileSync(join(wt.path, 'work.txt'), 'the task work, not committed\n');
     writeFileSync(join(wt.path, 'vendor', 'lib', 'lib.txt'), 'changed inside the submodule\n');
+    // A person's local commit inside the submodule, never pushed: its git dir is in the worktree's
+    // admin dir, which goes with the worktree.
+    const sub = join(wt.path, 'vendor', 'lib');
+    writeFileSync(join(sub, 'local.txt'), 'committed inside the submodule\n');
+    git(sub, ['add', 'local.txt']);
+    git(sub, ['commit', '-q', '-m', 'local commit in the submodule']);
     mkdirSync(join(wt.path, 'nested'));
     git(join(wt.path, 'nested'), ['init', '-q']);
     writeFileSync(join(wt.path, 'nested', 'n.txt'), 'nested\n');
+    git(join(wt.path, 'nested'), ['add', 'n.txt']);
+    git(join(wt.path, 'nested'), ['commit', '-q', '-m', 'nested commit']);
+    writeFileSync(join(wt.path, 'nested', 'wip.txt'), 'nested, not committed\n');
+    // The nested repository's config names a clean filter: a backup that ran git inside it would run it.
+    const marker = join(repo.root, 'NESTED-FILTER-RAN');
+    writeFileSync(join(wt.path, 'nested', '.gitattributes'), '* filter=x\n');
+    git(join(wt.path, 'nested'), ['config', 'filter.x.clean', `sh -c 'touch ${marker}; cat'`]);
     writeFileSync(join(wt.path, '.gitmodules'), '[submodule\n');
 
     const removed = await manager.remove({ id: 'dos1', reason: 'task done' });
@@ -46,6 +59,21 @@ describe('worktree removal cannot be blocked by a worker', () => {
     expect(removed.files).toBe(true);
     expect(repo.git(['show', `${removed.ref}:work.txt`])).toBe('the task work, not committed');
     expect(repo.git(['ls-tree', removed.ref, 'vendor/lib'])).toMatch(/^160000 commit /);
+    // The nested repository and the submodule, byte for byte, in the backup's last parent: restored
+    // from it, each is a git repository again with its own commits and its uncommitted work.
+    const nestedCommit = repo.git(['rev-list', '--parents', '-n', '1', removed.ref]).split(' ').at(-1)!;
+    expect(repo.git(['log', '-1', '--format=%s', nestedCommit])).toMatch(/nested repositories of dos1/);
+    const restored = join(repo.root, 'restored');
+    mkdirSync(restored);
+    execFileSync('sh', ['-c', `git archive ${nestedCommit} | tar -x -C ${restored}`], { cwd: repo.dir });
+    for (const dir of ['nested', 'vendor/lib']) execFileSync('mv', [join(restored, dir, '.git.polly-backup'), join(restored, dir, '.git')]);
+    // A submodule's git dir names the work tree it had (core.worktree): pointed here instead.
+    git(restored, ['config', '--file', join(restored, 'vendor', 'lib', '.git', 'config'), '--unset', 'core.worktree']);
+    expect(readFileSync(join(restored, 'nested', 'wip.txt'), 'utf8')).toBe('nested, not committed\n');
+    expect(git(join(restored, 'nested'), ['log', '--format=%s'])).toBe('nested commit');
+    expect(readFileSync(join(restored, 'vendor', 'lib', 'lib.txt'), 'utf8')).toBe('changed inside the submodule\n');
+    expect(git(join(restored, 'vendor', 'lib'), ['log', '-1', '--format=%s'])).toBe('local commit in the submodule');
+    expect(existsSync(marker)).toBe(false);
     // Said: what did not go as usual, and how it was finished.
     expect(removed.notes.join('\n')).toMatch(/submodule deinit failed/);
     const journaled = events.find((e) => e.kind === 'worktree.removed');

@@ -83,6 +83,14 @@ describe('model scripts', () => {
     expect(planReply(script, view('[polly task=t10 role=implement]')).session).toBeNull();
     expect(planReply(script, view('[polly task=t1 role=review]')).session).toBeNull();
     expect(planReply(script, view('please review this diff')).session?.name).toBe('by-text');
+    // A Polly worker's conversation no session matches is told so (the task's reason quotes it); any other gets a neutral text.
+    expect(planReply(script, view('[polly task=t10 role=implement] Fix sum()')).reply).toEqual({
+      kind: 'text',
+      text: expect.stringMatching(
+        /^\(scripted model: no session of the script matches this conversation, \[polly task=t10 role=implement\]; the script's sessions match: implement-t1 \{"task":"t1","role":"implement"\}/,
+      ),
+    });
+    expect(planReply(script, view('Write a 5-word title for this conversation')).reply).toEqual({ kind: 'text', text: 'OK.' });
   });
 
   it('inserts a Read before an Edit of a file not read or written earlier in the turn', () => {

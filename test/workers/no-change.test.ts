@@ -1,6 +1,6 @@
 /**
- * Issue 14: a task whose worker changes nothing ends failed with "the worker made no change", and
- * nothing is pushed. The real `claude` CLI runs against the scripted model, whose session only
+ * Issue 14: a task whose worker changes nothing ends failed with "the worker made no change" and
+ * the worker's last words, and nothing is pushed. The real `claude` CLI runs against the scripted model, whose session only
  * answers (no edit); the real `dispatch` tool then finds the worktree unchanged from its base,
  * and the real `push` tool refuses a branch still at its base: the remote never gets `polly/<id>`.
  * Needs `npm run build` (the worker runner and the gate run from dist/).
@@ -37,7 +37,8 @@ describe('a worker that changes nothing', () => {
       expect(outcome).toMatchObject({ outcome: 'failure', permanent: true });
       expect(outcome.note).toContain(`dispatch: ${NO_CHANGE}`);
       const task = (await rig.store.read()).tasks[ID]!;
-      expect(task).toMatchObject({ status: 'failed', statusReason: NO_CHANGE });
+      // The reason quotes what the agent said (a script that did not match would say so there: scripts/scripted-model/script.ts unmatchedText).
+      expect(task).toMatchObject({ status: 'failed', statusReason: `${NO_CHANGE}; the worker's last words: "I looked around; nothing needs changing."` });
       expect(task.sessionId).toBeTruthy(); // the agent really ran
       expect((await rig.store.journal()).some((e) => e.kind === 'task.no_change' && e.data.taskId === ID)).toBe(true);
       // Were the push order reached anyway, it would push nothing.

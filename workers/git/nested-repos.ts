@@ -22,8 +22,8 @@
  *   worker may do is lost; a repository it made stays in its worktree, uncommitted, and is named in
  *   the result.
  */
-import { lstatSync, readlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, constants, type Dirent, lstatSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { firstLine, type GitRunner } from './git.js';
 
 /** The nested repositories of a worktree, repository-relative, without a trailing slash. */
@@ -128,4 +128,102 @@ export async function stageWorktreeRaw(git: GitRunner, cwd: string, env: Record<
   }
   if (lines.length > 0) await git.run(['update-index', '-z', '--index-info'], { cwd, env, input: `${lines.join('\0')}\0` });
   return nested;
+}
+
+/** The name a nested repository's `.git` gets in a backup tree (git refuses a `.git` path component; verify_path in git's read-cache.c). */
+export const BACKUP_GIT_DIR_NAME = '.git.polly-backup';
+
+/**
+ * Stage the nested repositories `nested` of the worktree at `cwd` (repository-relative
+ * directories, from {@link listNestedRepos}) into the index named by `env.GIT_INDEX_FILE`, byte for
+ * byte and without running git in any of them: every file and symlink below each directory, its
+ * `.git` included under the name {@link BACKUP_GIT_DIR_NAME} (commits, branches, stash, index,
+ * config: the repository as it was). A submodule's `.git` is a file naming its git dir; when that
+ * git dir lies inside `adminDir` (the worktree's own admin dir, `.git/worktrees/<id>`, which goes
+ * with the worktree), its files are staged as `<dir>/.git.polly-backup/` instead; a git dir
+ * anywhere else is not read (a worker's gitfile could name `~/.ssh`). Meant for an index of its
+ * own (a gitlink at one of the paths would be in the way).
+ *
+ * For a backup before a worktree is removed (./worktree-backup.ts): a repository a worker or a
+ * person made inside the worktree, and uncommitted work or local commits inside a submodule, went
+ * with the directory. Why no git inside them: their config is the worker's to write (see the
+ * module doc); file reads use `lstat` and never follow a link; FIFOs, sockets and devices are
+ * skipped. Restore: `git archive <backup> <dir> | tar -x`, then rename `.git.polly-backup` to `.git` (a submodule's
+ * git dir also names its old work tree: `git config --file <dir>/.git/config --unset core.worktree`).
+ * Index lines per git-update-index(1) "USING --INDEX-INFO".
+ * @returns the repository-relative paths of the files staged (for the journal's count).
+ * @throws PollyError `git_failed` when git cannot hash or stage the files.
+ */
+export async function stageNestedRepoFiles(git: GitRunner, cwd: string, env: Record<string, string>, nested: readonly string[], adminDir: string): Promise<string[]> {
+  const files: Array<{ abs: string; path: string; mode: string }> = [];
+  const links: Array<{ target: string; path: string }> = [];
+  const admin = resolve(adminDir);
+  const walk = (absDir: string, relDir: string, top: boolean): void => {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(absDir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const abs = join(absDir, e.name);
+      const name = e.name === '.git' ? BACKUP_GIT_DIR_NAME : e.name;
+      const rel = `${relDir}/${name}`;
+      let st: ReturnType<typeof lstatSync>;
+      try {
+        st = lstatSync(abs);
+      } catch {
+        continue;
+      }
+      if (st.isSymbolicLink()) links.push({ target: readlinkSync(abs), path: rel });
+      else if (st.isDirectory()) walk(abs, rel, false);
+      else if (st.isFile()) {
+        const gitDir = top && e.name === '.git' ? gitfileTarget(abs, absDir) : null;
+        if (gitDir !== null && (gitDir === admin || gitDir.startsWith(`${admin}/`))) walk(gitDir, rel, false);
+        else files.push({ abs, path: rel, mode: st.mode & 0o111 ? '100755' : '100644' });
+      }
+    }
+  };
+  // A directory, each component a real one: a path through a link the worker planted is not read.
+  const realDir = (rel: string): boolean =>
+    rel.split('/').every((_, i, parts) => {
+      try {
+        const st = lstatSync(join(cwd, ...parts.slice(0, i + 1)));
+        return st.isDirectory() && !st.isSymbolicLink();
+      } catch {
+        return false;
+      }
+    });
+  for (const dir of nested) if (realDir(dir)) walk(join(cwd, dir), dir, true);
+  const lines: string[] = [];
+  for (const l of links) lines.push(`120000 ${firstLine(await git.run(['hash-object', '-w', '--stdin'], { cwd, env, input: l.target }))}\t${l.path}`);
+  // Absolute paths, one a line: the names Polly chose are not what git reads (a `.git` renamed).
+  const batch = files.filter((f) => !f.abs.includes('\n') && !f.abs.startsWith('"'));
+  if (batch.length > 0) {
+    const r = await git.run(['hash-object', '-w', '--no-filters', '--stdin-paths'], { cwd, env, input: batch.map((f) => `${f.abs}\n`).join('') });
+    const oids = r.stdout.split('\n').filter(Boolean);
+    for (const [i, f] of batch.entries()) lines.push(`${f.mode} ${oids[i]}\t${f.path}`);
+  }
+  for (const f of files.filter((x) => !batch.includes(x)))
+    lines.push(`${f.mode} ${firstLine(await git.run(['hash-object', '-w', '--no-filters', '--', f.abs], { cwd, env }))}\t${f.path}`);
+  if (lines.length > 0) await git.run(['update-index', '-z', '--index-info'], { cwd, env, input: `${lines.join('\0')}\0` });
+  return [...files.map((f) => f.path), ...links.map((l) => l.path)];
+}
+
+/** The git dir a gitfile (`gitdir: <path>`, gitrepository-layout(5)) names, resolved from `base`, or null. Reads at most 4 KiB, never follows a link. */
+function gitfileTarget(file: string, base: string): string | null {
+  let text: string;
+  try {
+    const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    try {
+      const buf = Buffer.alloc(4096);
+      text = buf.subarray(0, readSync(fd, buf, 0, 4096, 0)).toString('utf8');
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return null;
+  }
+  const m = /^gitdir: (.+)$/m.exec(text);
+  return m ? resolve(base, m[1]!.trim()) : null;
 }

@@ -18,7 +18,7 @@
  *
  * Findings are data: `{file, line, column, rule, message}` with the secret itself masked.
  */
-import { isArtifact, readArtifacts } from './polly-artifacts.js';
+import { artifactSet, isArtifact, readArtifacts } from './polly-artifacts.js';
 import { lintSource } from '@secretlint/core';
 import { creator as recommended } from '@secretlint/secretlint-rule-preset-recommend';
 import { constants } from 'node:fs';
@@ -71,7 +71,7 @@ export async function scanForSecrets(input: SecretScanInput): Promise<SecretScan
   const range = head === null ? [base] : [base, head];
   const changed = (await git.run(['diff', '--name-only', '-z', '--no-renames', '--diff-filter=d', ...range, '--'], { cwd })).stdout.split('\0').filter(Boolean);
   // Polly's own artifacts (./polly-artifacts.ts) are never committed, so not scanned either.
-  const artifacts = head === null ? await readArtifacts(git, cwd) : [];
+  const artifacts = artifactSet(head === null ? await readArtifacts(git, cwd) : []);
   const untracked =
     head === null ? (await git.run(['ls-files', '-z', '--others', '--exclude-standard'], { cwd })).stdout.split('\0').filter((p) => p && !isArtifact(p, artifacts)) : [];
   const result: SecretScanResult = { findings: [], scanned: 0, skipped: [] };

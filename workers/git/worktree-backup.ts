@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
 import { firstLine, type GitRunner } from './git.js';
-import { stageWorktree, stageWorktreeRaw } from './nested-repos.js';
+import { BACKUP_GIT_DIR_NAME, type NestedRepos, stageNestedRepoFiles, stageWorktree, stageWorktreeRaw } from './nested-repos.js';
 
 export interface BackupResult {
   /** `refs/polly/backup/<id>/<timestamp>`. */
@@ -23,8 +23,10 @@ export interface BackupResult {
   /**
    * True when the worktree's files were saved: then `commit` is a stash-like commit whose tree is
    * the working tree (tracked + untracked, not ignored), first parent the worktree's HEAD (so
-   * unpushed commits are reachable), second parent a commit of the index (staged state), and a
-   * third parent the `polly/<id>` tip when HEAD had moved off it. False when the directory was
+   * unpushed commits are reachable), second parent a commit of the index (staged state), a
+   * next parent the `polly/<id>` tip when HEAD had moved off it, and a last parent, when the
+   * worktree held nested repositories or submodules, a root commit of their files byte for byte,
+   * each `.git` as `.git.polly-backup` (./nested-repos.ts stageNestedRepoFiles; named in the message). False when the directory was
    * gone: then `commit` is the branch tip.
    */
   files: boolean;
@@ -82,12 +84,13 @@ export async function snapshotWorktree(
     // The staged state; an index with conflicts cannot be written as a tree: use HEAD's then.
     const staged = await git.run(['write-tree'], { cwd, env, okExitCodes: [128] });
     const indexTree = staged.exitCode === 0 ? firstLine(staged) : ((await revParse(git, cwd, 'HEAD^{tree}')) as string);
+    let nested: NestedRepos;
     try {
-      await stageWorktree(git, cwd, env);
+      nested = await stageWorktree(git, cwd, env);
     } catch {
       // `git add` applies the worktree's own .gitattributes, which a worker can make fail: the
       // backup then keeps the bytes as they are on disk (nested-repos.ts stageWorktreeRaw).
-      await stageWorktreeRaw(git, cwd, env);
+      nested = await stageWorktreeRaw(git, cwd, env);
     }
     const workTree = firstLine(await git.run(['write-tree'], { cwd, env }));
     const identity = await input.identityEnv(cwd);
@@ -97,7 +100,25 @@ export async function snapshotWorktree(
       const ancestor = await git.run(['merge-base', '--is-ancestor', tip, head], { cwd, okExitCodes: [1] });
       if (ancestor.exitCode !== 0) parents.push('-p', tip);
     }
-    const message = `polly backup of ${id}: ${reason}\n\nworktree: ${cwd}\nhead: ${head}\nbranch tip: ${tip ?? '(none)'}\nat: ${when}\n`;
+    // Nested repositories and submodules, their uncommitted work and their own commits included,
+    // byte for byte in a commit of their own (the last parent); git never runs inside them
+    // (nested-repos.ts stageNestedRepoFiles). The worktree's tree keeps its gitlinks as they were.
+    const nestedDirs = [...nested.gitlinks, ...nested.untracked];
+    let nestedNote = '';
+    if (nestedDirs.length > 0) {
+      const nestedEnv = { GIT_INDEX_FILE: join(tmp, 'nested-index') };
+      const adminDir = firstLine(await git.run(['rev-parse', '--absolute-git-dir'], { cwd }));
+      const staged = await stageNestedRepoFiles(git, cwd, nestedEnv, nestedDirs, adminDir);
+      if (staged.length > 0) {
+        const nestedTree = firstLine(await git.run(['write-tree'], { cwd, env: nestedEnv }));
+        const nestedCommit = firstLine(
+          await git.run(['commit-tree', nestedTree, '-m', `polly backup of the nested repositories of ${id} (${when}): ${nestedDirs.join(', ')}`], { cwd, env: identity }),
+        );
+        parents.push('-p', nestedCommit);
+        nestedNote = `nested repositories: ${nestedDirs.join(', ')} in ${nestedCommit} (the last parent): files as they were, each .git as ${BACKUP_GIT_DIR_NAME}; to restore one, git archive ${nestedCommit} <dir> | tar -x, then rename ${BACKUP_GIT_DIR_NAME} back to .git (for a submodule, also git config --file <dir>/.git/config --unset core.worktree)\n`;
+      }
+    }
+    const message = `polly backup of ${id}: ${reason}\n\nworktree: ${cwd}\nhead: ${head}\nbranch tip: ${tip ?? '(none)'}\nat: ${when}\n${nestedNote}`;
     const commit = firstLine(await git.run(['commit-tree', workTree, ...parents, '-F', '-'], { cwd, env: identity, input: message }));
     return { commit, head };
   } finally {

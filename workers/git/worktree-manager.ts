@@ -787,7 +787,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
           // submodule or nested repository in the way); the backup is made, so removal always
           // finishes: git's way first, then Polly's own, and the notes say which.
           if (existsSync(join(entry.path, '.gitmodules'))) {
-            // `worktree remove` refuses populated submodules; their state is in the backup's gitlinks.
+            // `worktree remove` refuses populated submodules; their commit is in the backup's gitlinks, their files, uncommitted work and own commits in its nested-repositories parent (worktree-backup.ts).
             const d = await tryGit(['submodule', 'deinit', '--all', '--force'], entry.path);
             if (d !== null) notes.push(`submodule deinit failed (${d}); the submodules were removed with the directory`);
           }

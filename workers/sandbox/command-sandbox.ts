@@ -8,6 +8,8 @@ import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { AgentSandbox } from '../agents/agent-adapter.js';
 import { repoStateDir } from './agent-state-dir.js';
+import { PollyError } from '../../brain/core/errors.js';
+import { probeOutboundNetwork, type OutboundNetworkProbe } from './outbound-network.js';
 import { decideConfinement, probeSandbox, type SandboxProbe } from './sandbox.js';
 import { commandSandboxSpec } from './sandbox-profiles.js';
 import { workerEnv } from './worker-env.js';
@@ -31,6 +33,8 @@ export interface CommandSandboxInput {
   worktreesDir?: string;
   /** Default: the cached {@link probeSandbox}. */
   probe?: SandboxProbe;
+  /** With `network` on, confined. Default: the cached {@link probeOutboundNetwork}. */
+  networkProbe?: OutboundNetworkProbe;
   /** Where allowlisted values come from (default `process.env`). */
   baseEnv?: NodeJS.ProcessEnv;
 }
@@ -38,7 +42,9 @@ export interface CommandSandboxInput {
 /**
  * Decide and build the sandbox and environment for one command.
  * @returns `sandbox` (null when unconfined), the allowlisted `env` (private HOME), and a `warning` when unconfined.
- * @throws PollyError `sandbox_unavailable` when the sandbox cannot start and unconfined runs are not allowed.
+ * With `network` on, the confined command gets outbound network only (./outbound-network.ts).
+ * @throws PollyError `sandbox_unavailable` when the sandbox cannot start and unconfined runs are
+ *   not allowed, or when `network` is on and pasta cannot start (naming the fix).
  */
 export function commandSandbox(input: CommandSandboxInput): { sandbox: AgentSandbox | null; env: Record<string, string>; warning: string | null } {
   const probe = input.probe ?? probeSandbox();
@@ -48,11 +54,23 @@ export function commandSandbox(input: CommandSandboxInput): { sandbox: AgentSand
   mkdirSync(home, { recursive: true });
   const env = workerEnv(input.extraEnv ?? {}, { home, ...(input.passthrough ? { passthrough: input.passthrough } : {}), ...(input.baseEnv ? { base: input.baseEnv } : {}) });
   if (!decision.confined || !probe.ok) return { sandbox: null, env, warning: decision.warning };
+  let pasta: string | undefined;
+  if (input.network) {
+    const net = input.networkProbe ?? probeOutboundNetwork();
+    if (!net.ok) {
+      throw new PollyError(
+        'sandbox_unavailable',
+        `Polly refuses to run a command with network on (\`acceptance.network\` or \`worktrees.setup_network\` is true): ${net.reason}. To fix: ${net.fix}.`,
+      );
+    }
+    pasta = net.pasta;
+  }
   const spec = commandSandboxSpec({
     repoRoot: input.repoRoot,
     worktree: input.worktree,
     stateDir,
     network: input.network,
+    ...(pasta ? { pasta } : {}),
     realHome: input.realHome ?? homedir(),
     ...(input.worktreesDir ? { worktreesDir: input.worktreesDir } : {}),
   });

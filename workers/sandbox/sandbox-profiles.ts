@@ -12,6 +12,7 @@
  */
 import { realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative } from 'node:path';
+import { PollyError } from '../../brain/core/errors.js';
 import type { SandboxEndpoint, SandboxNetwork, SandboxSpec } from './sandbox-spec.js';
 
 function inside(child: string, parent: string): boolean {
@@ -83,8 +84,13 @@ export interface CommandSandboxInput {
   worktree: string;
   /** A private dir for the command's HOME (`<dir>/home`, writable). */
   stateDir: string;
-  /** `acceptance.network` / `worktrees.setup_network`: true gives the host's network. */
+  /**
+   * `acceptance.network` / `worktrees.setup_network`: true gives outbound network through pasta
+   * (./outbound-network.ts), never the host's loopback; false: loopback only.
+   */
   network: boolean;
+  /** The pasta executable (a successful `probeOutboundNetwork`); required when `network` is true. */
+  pasta?: string;
   realHome: string;
   gitMetadata?: SandboxSpec['gitMetadata'];
   /** The absolute worktrees directory (`worktrees.dir`); default `<repoRoot>/.worktrees`. */
@@ -100,9 +106,15 @@ function resolvConf(): string {
   }
 }
 
-/** The sandbox of an acceptance or setup command: the worktree writable, no network unless config allows. */
+/**
+ * The sandbox of an acceptance or setup command: the worktree writable, no network unless config
+ * allows, and then outbound only.
+ * @throws PollyError `internal` when `network` is true without `pasta`.
+ */
 export function commandSandboxSpec(input: CommandSandboxInput): SandboxSpec {
-  const network: SandboxNetwork = input.network ? { mode: 'host' } : { mode: 'none' };
+  if (input.network && !input.pasta)
+    throw new PollyError('internal', 'commandSandboxSpec: network is on but no pasta executable was given; probe it with probeOutboundNetwork() first');
+  const network: SandboxNetwork = input.network && input.pasta ? { mode: 'outbound', pasta: input.pasta } : { mode: 'none' };
   const home = join(input.stateDir, 'home');
   return {
     cwd: input.worktree,

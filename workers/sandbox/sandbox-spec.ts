@@ -13,7 +13,8 @@
  *   writable dir stays read-only);
  * - its own PID, IPC, UTS and network namespaces (`--unshare-pid --unshare-ipc --unshare-uts
  *   --unshare-net`): the network is loopback only, and the model endpoints are bridged in by
- *   {@link import('./net-bridge.js')}; `--die-with-parent` and a new session; every capability
+ *   {@link import('./net-bridge.js')} (with network `outbound`, the namespace is pasta's instead:
+ *   {@link import('./outbound-network.js')}); `--die-with-parent` and a new session; every capability
  *   dropped (`--cap-drop ALL`: bwrap run by root would otherwise keep them, and CAP_SYS_ADMIN
  *   could unmount the read-only binds).
  * When the command ends, bwrap's PID 1 exits and the kernel kills every process left in the
@@ -34,8 +35,12 @@ export type SandboxNetwork =
   | { mode: 'none' }
   /** Only these endpoints (loopback ones bridged to the same address inside; others through an allowlisting CONNECT proxy). */
   | { mode: 'endpoints'; endpoints: SandboxEndpoint[] }
-  /** The host's network namespace, unfiltered (acceptance/setup commands when config allows network). */
-  | { mode: 'host' };
+  /**
+   * Its own network namespace behind a user-mode stack (pasta, ./outbound-network.ts): the outside
+   * is reachable, the host's loopback is not (acceptance/setup commands when config allows network).
+   * `pasta`: the executable, from a successful probe.
+   */
+  | { mode: 'outbound'; pasta: string };
 
 /** Everything a confined process may see. All paths absolute. */
 export interface SandboxSpec {
@@ -159,7 +164,8 @@ export function bwrapArgs(spec: SandboxSpec, exists: (path: string) => boolean, 
   for (const m of mounts) if (m.kind === 'tmpfs' && m.path !== '/tmp') args.push('--remount-ro', m.path);
   args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts');
   if (hardening.disableUserns) args.push('--unshare-user', '--disable-userns');
-  if (spec.network.mode !== 'host') args.push('--unshare-net');
+  // `outbound`: bwrap runs inside the network namespace pasta made for it (./outbound-network.ts).
+  if (spec.network.mode !== 'outbound') args.push('--unshare-net');
   args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--chdir', spec.cwd);
   return args;
 }

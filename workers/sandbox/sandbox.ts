@@ -21,6 +21,7 @@ import { dirname, join } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
 import { distPath, packageRoot } from '../../brain/core/install-paths.js';
 import { openNetBridge } from './net-bridge.js';
+import { outboundCommand } from './outbound-network.js';
 import { resolveSandboxExecutable } from './sandbox-executable.js';
 import { bwrapArgs, type BwrapHardening, type SandboxSpec } from './sandbox-spec.js';
 
@@ -146,7 +147,7 @@ export function decideConfinement(allowUnconfined: boolean, probe: SandboxProbe 
   if (allowUnconfined) {
     return {
       confined: false,
-      warning: `WARNING: running workers WITHOUT Polly's OS sandbox (workers.allow_unconfined: true): ${probe.reason}. A worker can read your credentials and write outside its worktree.`,
+      warning: `WARNING: running workers WITHOUT Polly's OS sandbox (workers.allow_unconfined: true): ${probe.reason}. A worker can read your credentials and write outside its worktree. Polly then cannot tell a worker's ref change from yours: a commit or branch you make in this repository while a worker's step runs is put back like a worker's (its value kept under refs/polly/quarantine/) and fails the task, so do not commit here while workers run.`,
     };
   }
   throw new PollyError(
@@ -179,8 +180,9 @@ function realOrSelf(path: string): string {
  * read-only on top (the gate's hooks run from them inside, even when they live under a hidden
  * HOME), and so is `command`'s own package when it is installed where the sandbox hides (under the
  * real HOME or /tmp: ./sandbox-executable.ts; it then runs by its real path); with `endpoints`
- * network the bridge is opened now and Polly's sandbox init runs first inside. `bwrap` comes from
- * a successful {@link probeSandbox}.
+ * network the bridge is opened now and Polly's sandbox init runs first inside; with `outbound`
+ * network bwrap runs behind pasta (./outbound-network.ts). `bwrap` comes from a successful
+ * {@link probeSandbox}.
  */
 export function confineCommand(bwrap: string, spec: SandboxSpec, command: string, args: readonly string[], env: Record<string, string>): ConfinedCommand {
   const nodePrefix = dirname(dirname(realOrSelf(process.execPath)));
@@ -188,6 +190,13 @@ export function confineCommand(bwrap: string, spec: SandboxSpec, command: string
   const program = resolveSandboxExecutable(command, env, spec.cwd, spec.hidden, [...spec.writable, ...spec.readOnly, ...runtime]);
   const withRuntime: SandboxSpec = { ...spec, readOnly: [...spec.readOnly, ...runtime, ...program.readOnly] };
   const outEnv: Record<string, string> = { ...env, HOME: spec.home, TMPDIR: spec.tmpDir ?? '/tmp' };
+  if (spec.network.mode === 'outbound') {
+    // bwrap inside a network namespace of pasta's: outbound only, not the host's loopback (./outbound-network.ts).
+    const dir = mkdtempSync(join(tmpdir(), 'polly-net-'));
+    const inner = [bwrap, ...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap)), '--', program.command, ...args];
+    const wrapped = outboundCommand(spec.network.pasta, dir, inner, process.geteuid?.() === 0);
+    return { ...wrapped, env: outEnv, dispose: () => rmSync(dir, { recursive: true, force: true }) };
+  }
   if (spec.network.mode !== 'endpoints' || spec.network.endpoints.length === 0) {
     return { command: bwrap, args: [...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap)), '--', program.command, ...args], env: outEnv, dispose: () => {} };
   }
