@@ -161,8 +161,9 @@ function openEnv(path: string, maxUpdatesPerCommit: number, recentIdsLimit: numb
       { cause: error, details: { file: path } },
     );
   }
-  const env: Env = {
-    root,
+  // All named databases are opened (and, in a new file, created) in one write transaction: lmdb-js
+  // otherwise runs one per openDB, and processes opening a new store at once would interleave seven.
+  const dbs = root.transactionSync(() => ({
     ids: root.openDB<number, string>({ name: 'run-ids', encoding: 'json' }),
     recent: root.openDB<number, string>({ name: 'recent-run-ids', encoding: 'json' }),
     records: root.openDB<string, number>({ name: 'run-records', encoding: 'string' }),
@@ -170,6 +171,10 @@ function openEnv(path: string, maxUpdatesPerCommit: number, recentIdsLimit: numb
     journal: root.openDB<RunJournalEntry, number>({ name: 'journal', encoding: 'json' }),
     byRun: root.openDB<boolean, [number, number]>({ name: 'run-journal', encoding: 'json' }),
     meta: root.openDB<number | string, string>({ name: 'meta', encoding: 'json' }),
+  }));
+  const env: Env = {
+    root,
+    ...dbs,
     users: 1,
     queue: [],
     inFlight: 0,
