@@ -3,7 +3,7 @@
 // the two id indexes (recent and main) under commits and SIGKILL, and the migration of stores
 // written in layouts 1 and 2.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -254,6 +254,36 @@ describe('LMDB run store across processes', () => {
     children.push(c);
     return c;
   }
+
+  it('a shared transaction id set back by another process opening the store (LMDB ITS#9496) loses no acknowledged commit', async () => {
+    // What mdb_env_open2 in lmdb-js's LMDB does when a process opens the store while another commits:
+    // it sets the lock file's last-committed transaction id (offset 8) to the one it read before that commit.
+    const setBack = (dir: string): void => {
+      const fd = openSync(join(dir, 'runs.mdb-lock'), 'r+');
+      const id = Buffer.alloc(8);
+      readSync(fd, id, 0, 8, 8);
+      id.writeBigUInt64LE(id.readBigUInt64LE(0) - 1n);
+      writeSync(fd, id, 0, 8, 8);
+      closeSync(fd);
+    };
+    const dir = tempDir();
+    const store = createLmdbRunStore(dir, { now: fixedNow });
+    const step = (n: number) =>
+      store.updateRun('r', (d, tx) => {
+        d.run ??= record('r');
+        d.run.seq += 1;
+        tx.emit('run.action', { run: 'r', n });
+      });
+    for (let n = 1; n <= 5; n++) await step(n);
+    setBack(dir);
+    await step(6); // without the check, this commit began on the snapshot before step 5 and overwrote it
+    setBack(dir);
+    await Promise.all([step(7), step(8)]); // a group
+    expect((await store.getRun('r'))?.seq).toBe(8);
+    expect((await store.journal(0, { run: 'r' })).map((e) => [e.seq, e.data.n])).toEqual(Array.from({ length: 8 }, (_, i) => [i + 1, i + 1]));
+    expect(store.staleRepairs).toBe(2);
+    await store.close();
+  });
 
   it('4 processes × 100 updates of one run lose none, and the journal is gapless and exactly-once', async () => {
     const dir = tempDir();

@@ -62,10 +62,14 @@
  * - Crash safety: LMDB is copy-on-write with two meta pages; a process killed at any point leaves
  *   the last committed transaction (lmdb.tech/doc, "Caveats": robust mutexes recover a writer
  *   lock held by a dead process).
+ * - A shared transaction id set back by another process's open (an LMDB bug, ITS#9496, in the
+ *   LMDB lmdb-js 3.5.6 bundles) would make the next commit overwrite the last one: every write
+ *   transaction first checks that it began on the newest snapshot, and if not, repairs the lock
+ *   file and goes again, having written nothing (see {@link onLatestSnapshot}).
  * - An update function that throws writes nothing: it runs on a private copy, and the store writes
  *   only after it returned.
  */
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { PollyError } from '../../brain/core/errors.js';
@@ -104,6 +108,8 @@ export interface LmdbRunStore extends RunStore {
   readonly path: string;
   /** How many commit groups (of up to `maxUpdatesPerCommit` updates) this process has had committed on the file; lmdb-js may write two queued groups in one LMDB commit. */
   readonly commits: number;
+  /** How many commits this process found begun on a stale snapshot and sent again after repairing LMDB's lock file (LMDB ITS#9496; see the header). */
+  readonly staleRepairs: number;
 }
 
 /** One queued update: applied inside a commit, settled after that commit is durable. */
@@ -113,10 +119,16 @@ interface QueuedUpdate {
   now: () => Date;
   resolve(value: unknown): void;
   reject(error: unknown): void;
+  /** How many commits this update was put back from because they began on a stale snapshot (see {@link onLatestSnapshot}). */
+  staleRetries?: number;
 }
 
 interface Env {
   root: RootDatabase;
+  /** LMDB's lock file (`runs.mdb-lock`), whose shared last-transaction id {@link onLatestSnapshot} repairs. */
+  lockPath: string;
+  /** How many times this process found the shared transaction id behind the data file and repaired it. */
+  staleRepairs: number;
   /** Run id → ordinal, for ids moved out of `recent`. */
   ids: Database<number, string>;
   /** Run id → ordinal, for recently created runs. */
@@ -142,6 +154,92 @@ interface Env {
   commits: number;
 }
 
+/**
+ * Returned by a commit's callback that found its snapshot stale (see {@link onLatestSnapshot}):
+ * it wrote nothing, and its updates go again.
+ */
+const STALE_BASE = Symbol('stale-base');
+
+/** How many times one update is put back for a stale snapshot before it fails (a repair that does not hold). */
+const MAX_STALE_RETRIES = 3;
+
+/** LMDB's lock file: its magic number (offset 0, uint32) and the shared last-committed transaction id (offset 8, uint64), both little-endian on x86-64/arm64. */
+const LOCK_MAGIC = 0xbeefc0de;
+const LOCK_TXNID_OFFSET = 8;
+
+/** What lmdb-js exposes (not in its typings) that {@link onLatestSnapshot} needs: `mdb_env_info`'s last committed txn id. */
+interface EnvInfo {
+  env: { info(): { lastTxnId: number } };
+}
+
+/**
+ * Inside a write transaction: true if it began on the newest committed snapshot; else repair and
+ * return false (the caller must then write nothing, so the transaction commits empty, and try again).
+ *
+ * Why: the LMDB inside lmdb-js 3.5.6 (its mdb.master3 branch, dependencies/lmdb/libraries/liblmdb/
+ * mdb.c, `mdb_env_open2`) sets the lock file's shared "last committed transaction id" from the
+ * data file's meta page whenever any process opens the environment, without the writer lock. A
+ * process opening the store while another commits can thus set it back one transaction, and the
+ * next write transaction in any process then begins on the snapshot before the last commit: that
+ * commit, already acknowledged, is silently overwritten (or LMDB stops with MDB_PROBLEM
+ * "mdb_page_touch no parent", as one CI-like run of the 4-process run-store test did). Upstream
+ * LMDB fixed this as ITS#9496 in 0.9.29 (bugs.openldap.org/show_bug.cgi?id=9496; the same fix
+ * in monero-project/monero#7656); lmdb-js's branch predates it.
+ *
+ * How: a write transaction's id is the shared id + 1, and `mdb_env_info` reads the newest meta
+ * page of the data file itself. If this transaction's id is not past it, the shared id was set
+ * back: under the writer lock (held here, so no commit can move it), the lock file's id at
+ * offset {@link LOCK_TXNID_OFFSET} is set to the data file's, after checking the magic number (else
+ * a `registry_corrupt` error, nothing written) and that the offset holds the id this transaction
+ * began from (else another opener set it again meanwhile: nothing is written, and the caller's next
+ * try repairs it). Callers try at most {@link MAX_STALE_RETRIES} times more. Costs one
+ * `mdb_env_info` per commit when all is well.
+ */
+function onLatestSnapshot(root: RootDatabase, lockPath: string): boolean {
+  const txnId = root.getWriteTxnId();
+  const newest = (root as unknown as EnvInfo).env.info().lastTxnId;
+  if (txnId > newest) return true;
+  const fd = openSync(lockPath, 'r+');
+  try {
+    const head = Buffer.alloc(16);
+    readSync(fd, head, 0, 16, 0);
+    if (head.readUInt32LE(0) !== LOCK_MAGIC) throw staleBaseError(lockPath);
+    if (head.readBigUInt64LE(LOCK_TXNID_OFFSET) !== BigInt(txnId - 1)) return false; // set back again meanwhile (another opener): the next try repairs it
+    const fixed = Buffer.alloc(8);
+    fixed.writeBigUInt64LE(BigInt(newest));
+    writeSync(fd, fixed, 0, 8, LOCK_TXNID_OFFSET);
+  } finally {
+    closeSync(fd);
+  }
+  process.stderr.write(
+    `polly: run store ${lockPath}: a write began on a stale snapshot (transaction ${txnId}, newest committed ${newest}; another process opened the store during a commit, LMDB ITS#9496); the shared transaction id is repaired and the write goes again, nothing was lost\n`,
+  );
+  return false;
+}
+
+/** Run `fn` in a synchronous write transaction that began on the newest snapshot (see {@link onLatestSnapshot}), trying again after a repair. */
+function writeSyncOnLatest<T>(root: RootDatabase, lockPath: string, dataPath: string, fn: () => T): T {
+  for (let attempt = 0; attempt <= MAX_STALE_RETRIES; attempt++) {
+    let ran = false;
+    const result = root.transactionSync(() => {
+      if (!onLatestSnapshot(root, lockPath)) return undefined;
+      ran = true;
+      return fn();
+    });
+    if (ran) return result as T;
+  }
+  throw staleBaseError(lockPath, dataPath);
+}
+
+/** The error when the shared transaction id of `lockPath` cannot be repaired (an LMDB lock file of another layout, or a repair that does not hold). */
+function staleBaseError(lockPath: string, dataPath = lockPath.replace(/-lock$/, '')): PollyError {
+  return new PollyError(
+    'registry_corrupt',
+    `the run store ${dataPath}: its lock file ${lockPath} says an older transaction is the newest, and it could not be repaired (LMDB ITS#9496). Nothing was written. Stop every Polly process using this repository, then start again: the first process to open the store rewrites the lock file.`,
+    { details: { file: dataPath, lockFile: lockPath } },
+  );
+}
+
 /** One environment per file per process: LMDB must not be opened twice by one process (lmdb.tech/doc, "Caveats"). */
 const envs = new Map<string, Env>();
 
@@ -163,7 +261,8 @@ function openEnv(path: string, maxUpdatesPerCommit: number, recentIdsLimit: numb
   }
   // All named databases are opened (and, in a new file, created) in one write transaction: lmdb-js
   // otherwise runs one per openDB, and processes opening a new store at once would interleave seven.
-  const dbs = root.transactionSync(() => ({
+  const lockPath = `${path}-lock`;
+  const dbs = writeSyncOnLatest(root, lockPath, path, () => ({
     ids: root.openDB<number, string>({ name: 'run-ids', encoding: 'json' }),
     recent: root.openDB<number, string>({ name: 'recent-run-ids', encoding: 'json' }),
     records: root.openDB<string, number>({ name: 'run-records', encoding: 'string' }),
@@ -174,6 +273,8 @@ function openEnv(path: string, maxUpdatesPerCommit: number, recentIdsLimit: numb
   }));
   const env: Env = {
     root,
+    lockPath,
+    staleRepairs: 0,
     ...dbs,
     users: 1,
     queue: [],
@@ -203,7 +304,7 @@ function openEnv(path: string, maxUpdatesPerCommit: number, recentIdsLimit: numb
       { cause: error, details: { file: path } },
     );
   }
-  if (format === 2) root.transactionSync(() => void env.meta.put('format', LMDB_RUN_STORE_FORMAT)); // see the header: layout 2 is layout 3 with no recent ids
+  if (format === 2) writeSyncOnLatest(root, lockPath, path, () => void env.meta.put('format', LMDB_RUN_STORE_FORMAT)); // see the header: layout 2 is layout 3 with no recent ids
   envs.set(path, env);
   return env;
 }
@@ -233,7 +334,7 @@ function migrateLayout1(e: Env): void {
     return LAYOUT_1_DBS.filter((name) => names.has(name));
   };
   if (present().length === 0) return;
-  e.root.transactionSync(() => {
+  writeSyncOnLatest(e.root, e.lockPath, e.lockPath.replace(/-lock$/, ''), () => {
     const names = present(); // again under the writer lock: another process may have migrated meanwhile
     if (names.length === 0) return;
     const runs = e.root.openDB<string, string>({ name: 'runs', encoding: 'string' });
@@ -384,14 +485,26 @@ function submit(e: Env): void {
     const group = e.queue.splice(0, e.maxUpdatesPerCommit);
     e.inFlight++;
     e.root
-      .transaction(() => {
+      .transaction((): Outcome[] | typeof STALE_BASE => {
+        if (!onLatestSnapshot(e.root, e.lockPath)) return STALE_BASE; // nothing written: the group goes again
         const before = metaNumber(e, 'recentIds') ?? 0;
         const outcomes = group.map((u) => applyQueued(e, u));
         moveRecentIds(e, (metaNumber(e, 'recentIds') ?? 0) - before);
         return outcomes;
       })
       .then(
-        (outcomes: Outcome[]) => {
+        (outcomes: Outcome[] | typeof STALE_BASE) => {
+          if (outcomes === STALE_BASE) {
+            e.staleRepairs++;
+            const tries = (group[0]!.staleRetries ?? 0) + 1;
+            if (tries > MAX_STALE_RETRIES) {
+              for (const u of group) u.reject(staleBaseError(e.lockPath));
+              return;
+            }
+            for (const u of group) u.staleRetries = tries;
+            e.queue.unshift(...group); // first again, in the same order
+            return;
+          }
           e.commits++;
           group.forEach((u, i) => {
             const o = outcomes[i]!;
@@ -440,6 +553,9 @@ export function createLmdbRunStore(dir: string, options: LmdbRunStoreOptions = {
     path,
     get commits() {
       return env.commits;
+    },
+    get staleRepairs() {
+      return env.staleRepairs;
     },
 
     async getRun(runId) {
