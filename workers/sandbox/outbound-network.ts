@@ -35,6 +35,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { whichExecutable } from './sandbox-executable.js';
 
 /** The outcome of probing pasta: a working one, or why not and how to fix it. */
 export type OutboundNetworkProbe = { ok: true; pasta: string } | { ok: false; reason: string; fix: string };
@@ -87,15 +88,6 @@ export function outboundCommand(pasta: string, dir: string, inner: readonly stri
   return { command: '/bin/sh', args: ['-c', outer, dir, pasta, ...pastaArgs(join(dir, 'pasta.log'), root), '--', '/bin/sh', '-c', innerScript, dir, ...inner] };
 }
 
-function findPasta(pathVar: string | undefined): string | null {
-  for (const dir of (pathVar ?? '/usr/bin:/bin').split(':')) {
-    if (!dir) continue;
-    const p = join(dir, 'pasta');
-    if (existsSync(p)) return p;
-  }
-  return null;
-}
-
 const probes = new Map<string, OutboundNetworkProbe>();
 
 /**
@@ -108,7 +100,7 @@ export function probeOutboundNetwork(options: { pasta?: string; refresh?: boolea
   const key = options.pasta ?? '(PATH)';
   const cached = probes.get(key);
   if (cached && !options.refresh) return cached;
-  const pasta = options.pasta ?? findPasta(process.env.PATH);
+  const pasta = options.pasta ?? whichExecutable('pasta', process.env.PATH ?? '/usr/bin:/bin', '/');
   let probe: OutboundNetworkProbe;
   if (!pasta || !existsSync(pasta)) {
     probe = {

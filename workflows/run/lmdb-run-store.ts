@@ -218,7 +218,7 @@ function onLatestSnapshot(root: RootDatabase, lockPath: string): boolean {
 }
 
 /** Run `fn` in a synchronous write transaction that began on the newest snapshot (see {@link onLatestSnapshot}), trying again after a repair. */
-function writeSyncOnLatest<T>(root: RootDatabase, lockPath: string, dataPath: string, fn: () => T): T {
+function writeSyncOnLatest<T>(root: RootDatabase, lockPath: string, fn: () => T): T {
   for (let attempt = 0; attempt <= MAX_STALE_RETRIES; attempt++) {
     let ran = false;
     const result = root.transactionSync(() => {
@@ -228,11 +228,12 @@ function writeSyncOnLatest<T>(root: RootDatabase, lockPath: string, dataPath: st
     });
     if (ran) return result as T;
   }
-  throw staleBaseError(lockPath, dataPath);
+  throw staleBaseError(lockPath);
 }
 
 /** The error when the shared transaction id of `lockPath` cannot be repaired (an LMDB lock file of another layout, or a repair that does not hold). */
-function staleBaseError(lockPath: string, dataPath = lockPath.replace(/-lock$/, '')): PollyError {
+function staleBaseError(lockPath: string): PollyError {
+  const dataPath = lockPath.replace(/-lock$/, '');
   return new PollyError(
     'registry_corrupt',
     `the run store ${dataPath}: its lock file ${lockPath} says an older transaction is the newest, and it could not be repaired (LMDB ITS#9496). Nothing was written. Stop every Polly process using this repository, then start again: the first process to open the store rewrites the lock file.`,
@@ -262,7 +263,7 @@ function openEnv(path: string, maxUpdatesPerCommit: number, recentIdsLimit: numb
   // All named databases are opened (and, in a new file, created) in one write transaction: lmdb-js
   // otherwise runs one per openDB, and processes opening a new store at once would interleave seven.
   const lockPath = `${path}-lock`;
-  const dbs = writeSyncOnLatest(root, lockPath, path, () => ({
+  const dbs = writeSyncOnLatest(root, lockPath, () => ({
     ids: root.openDB<number, string>({ name: 'run-ids', encoding: 'json' }),
     recent: root.openDB<number, string>({ name: 'recent-run-ids', encoding: 'json' }),
     records: root.openDB<string, number>({ name: 'run-records', encoding: 'string' }),
@@ -304,7 +305,7 @@ function openEnv(path: string, maxUpdatesPerCommit: number, recentIdsLimit: numb
       { cause: error, details: { file: path } },
     );
   }
-  if (format === 2) writeSyncOnLatest(root, lockPath, path, () => void env.meta.put('format', LMDB_RUN_STORE_FORMAT)); // see the header: layout 2 is layout 3 with no recent ids
+  if (format === 2) writeSyncOnLatest(root, lockPath, () => void env.meta.put('format', LMDB_RUN_STORE_FORMAT)); // see the header: layout 2 is layout 3 with no recent ids
   envs.set(path, env);
   return env;
 }
@@ -334,7 +335,7 @@ function migrateLayout1(e: Env): void {
     return LAYOUT_1_DBS.filter((name) => names.has(name));
   };
   if (present().length === 0) return;
-  writeSyncOnLatest(e.root, e.lockPath, e.lockPath.replace(/-lock$/, ''), () => {
+  writeSyncOnLatest(e.root, e.lockPath, () => {
     const names = present(); // again under the writer lock: another process may have migrated meanwhile
     if (names.length === 0) return;
     const runs = e.root.openDB<string, string>({ name: 'runs', encoding: 'string' });
