@@ -65,6 +65,24 @@ describe("Polly's artifacts", () => {
     ]);
   }, 60_000);
 
+  it("a check that un-ignores the worker's own file during the run does not get it recorded (it is committed)", async () => {
+    const repo = createTestRepo({ 'README.md': 'x\n' });
+    const manager = createWorktreeManager({ repoRoot: repo.dir });
+    const wt = (await manager.create({ id: 'art2' })).path;
+    const git = createGitRunner({ baseEnv: gitTestEnv() });
+    // The worker's turn: lib/ ignored by its own .gitignore, a module in it that its check needs.
+    writeFileSync(join(wt, '.gitignore'), 'lib/\n');
+    mkdirSync(join(wt, 'lib'));
+    writeFileSync(join(wt, 'lib/helper.js'), 'exports.ok = true;\n');
+    // The check (worker-written) rewrites .gitignore while Polly runs it, so lib/ shows up as untracked.
+    const before = await untrackedPaths(git, wt);
+    writeFileSync(join(wt, '.gitignore'), 'nothing-here\n');
+    expect(await recordArtifacts(git, wt, before)).toEqual([]);
+    const commit = await manager.commitAll({ id: 'art2', message: 'Add the helper' });
+    const files = execFileSync('git', ['show', '--name-only', '--format=', commit!], { cwd: wt, encoding: 'utf8' }).trim().split('\n').sort();
+    expect(files).toEqual(['.gitignore', 'lib/helper.js']);
+  }, 60_000);
+
   it('isArtifact matches a recorded path and what lies below it, nothing else', () => {
     expect(['.venv', '.venv/bin/python', 'build/x', '.venvx', 'src/.venv'].map((p) => isArtifact(p, ['.venv', 'build']))).toEqual([true, true, true, false, false]);
   });

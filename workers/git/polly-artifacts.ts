@@ -9,9 +9,11 @@
  * (./nested-repos.ts {@link import('./nested-repos.js').stageWorktree}); the secret scan skips them
  * too, as they are never committed. A file the worker itself makes is committed as before.
  *
- * What counts: the paths `git ls-files --others --exclude-standard --directory` lists after the
- * command that it did not list before (git-ls-files(1): untracked, not ignored, a directory whose
- * content is all untracked shown once as `dir/`). A directory that was already untracked before
+ * What counts: the paths `git ls-files --others --directory` lists after the command that it did
+ * not list before (git-ls-files(1): untracked, ignored or not, a directory whose content is all
+ * untracked shown once as `dir/`). Ignored paths count too, because the ignore rules are the
+ * worker's: a check it wrote could rewrite `.gitignore` during the run to un-ignore a file it had
+ * made, which then looked new, was recorded, and was left out of the commit the checks had passed on. A directory that was already untracked before
  * the command (e.g. a new `tests/` the worker wrote) is not looked into, so what the checks add
  * inside it is committed, as before.
  *
@@ -31,13 +33,15 @@ async function artifactsFile(git: GitRunner, cwd: string): Promise<string> {
 }
 
 /**
- * The untracked, not ignored paths of the worktree at `cwd`, directories whose content is all
+ * The untracked paths (ignored or not) of the worktree at `cwd`, directories whose content is all
  * untracked collapsed to one entry (with a trailing `/`). Pass it to {@link recordArtifacts} after
  * the command.
  * @throws PollyError `git_failed` when git cannot list them.
  */
 export async function untrackedPaths(git: GitRunner, cwd: string): Promise<Set<string>> {
-  const r = await git.run(['ls-files', '-z', '--others', '--exclude-standard', '--directory', '--no-empty-directory'], { cwd });
+  // Ignored paths too (no --exclude-standard): the ignore rules are the worker's (its .gitignore),
+  // and a check it wrote could un-ignore its own file during the run, which would then look new.
+  const r = await git.run(['ls-files', '-z', '--others', '--directory', '--no-empty-directory'], { cwd });
   return new Set(r.stdout.split('\0').filter(Boolean));
 }
 
