@@ -65,6 +65,35 @@ describe("Polly's artifacts", () => {
     ]);
   }, 60_000);
 
+  it('setup and checks that make ignored paths (node_modules, dist, target, *.egg-info, *.pyc) still commit: no ignored path is named to git add', async () => {
+    // The regression of issue 35: the artifacts record lists ignored paths too, and an exclude
+    // pathspec naming an ignored path makes `git add` refuse the whole add (exit 1).
+    const repo = createTestRepo({
+      '.gitignore': 'node_modules/\n/dist\ntarget/\n*.egg-info\n*.pyc\n',
+      'src/calc.js': 'export const add = (a, b) => a - b;\n',
+    });
+    const manager = createWorktreeManager({ repoRoot: repo.dir, setupCommand: 'mkdir -p node_modules/dep && echo x > node_modules/dep/index.js' });
+    const created = await manager.create({ id: 'ign1' });
+    expect(created.setup).toMatchObject({ exitCode: 0 });
+    const wt = created.path;
+    const git = createGitRunner({ baseEnv: gitTestEnv() });
+    writeFileSync(join(wt, 'src/calc.js'), 'export const add = (a, b) => a + b;\n');
+    const before = await untrackedPaths(git, wt);
+    for (const d of ['dist', 'target/debug', 'calc.egg-info', 'src/__cache__']) mkdirSync(join(wt, d), { recursive: true });
+    writeFileSync(join(wt, 'dist/calc.js'), 'built');
+    writeFileSync(join(wt, 'target/debug/calc'), 'binary');
+    writeFileSync(join(wt, 'calc.egg-info/PKG-INFO'), 'Name: calc');
+    writeFileSync(join(wt, 'src/calc.pyc'), 'bytecode'); // an ignored file inside a tracked directory
+    writeFileSync(join(wt, 'src/__cache__/c.json'), '{}'); // not ignored: left out as an artifact
+    await recordArtifacts(git, wt, before);
+    expect((await readArtifacts(git, wt)).sort()).toEqual(['calc.egg-info', 'dist', 'node_modules', 'src/__cache__', 'src/calc.pyc', 'target']);
+
+    const commit = await manager.commitAll({ id: 'ign1', message: 'Fix add' });
+    expect(commit).not.toBeNull();
+    expect(execFileSync('git', ['show', '--name-only', '--format=', commit!], { cwd: wt, encoding: 'utf8' }).trim()).toBe('src/calc.js');
+    expect(execFileSync('git', ['status', '--porcelain', '--untracked-files=normal'], { cwd: wt, encoding: 'utf8' }).split('\n').filter(Boolean)).toEqual(['?? src/__cache__/']);
+  }, 60_000);
+
   it("a check that un-ignores the worker's own file during the run does not get it recorded (it is committed)", async () => {
     const repo = createTestRepo({ 'README.md': 'x\n' });
     const manager = createWorktreeManager({ repoRoot: repo.dir });

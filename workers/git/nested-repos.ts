@@ -67,18 +67,50 @@ export function nestedRepoExcludes(nested: NestedRepos): string[] {
 /**
  * `git add --all` of the whole worktree at `cwd` except its nested repositories (see the module
  * doc), so no git runs inside one of them, and except the untracked paths in `leaveOut`
- * (repository-relative files or directories: Polly's own artifacts, ./polly-artifacts.ts).
+ * (repository-relative files or directories: Polly's own artifacts, ./polly-artifacts.ts). A path
+ * of `leaveOut` that git ignores is not named to git at all ({@link isIgnoredPath}): git leaves it
+ * out by itself, and would refuse an exclude pathspec naming it.
  * `env`: extra variables for git (e.g. `GIT_INDEX_FILE`).
  * @returns the nested repositories left out.
  * @throws PollyError `git_failed` when git fails.
  */
 export async function stageWorktree(git: GitRunner, cwd: string, env: Record<string, string> = {}, leaveOut: readonly string[] = []): Promise<NestedRepos> {
   const nested = await listNestedRepos(git, cwd, env);
+  // An ignored path is never added by `git add --all`, so excluding it changes nothing, and git
+  // refuses the whole add (exit 1, "The following paths are ignored by one of your .gitignore
+  // files") when any pathspec, an exclude included, names an ignored path or one below an ignored
+  // directory (dir.c exclude_matches_pathspec does not skip exclude items). Setup and checks make
+  // exactly such paths: node_modules/ after `npm ci`, target/, dist/, *.egg-info.
+  const ignored = leaveOut.length > 0 ? await ignoredUntracked(git, cwd, env) : null;
+  const excluded = ignored ? leaveOut.filter((p) => !isIgnoredPath(p, ignored)) : [];
   // The pathspecs go on stdin, NUL-separated (git-add(1) --pathspec-from-file): a worker that made
   // thousands of nested repos would otherwise overflow the argument list (E2BIG) and block the commit.
-  const pathspecs = [':/', ...nestedRepoExcludes(nested), ...leaveOut.map((p) => `:(exclude,top,literal)${p}`)];
+  const pathspecs = [':/', ...nestedRepoExcludes(nested), ...excluded.map((p) => `:(exclude,top,literal)${p}`)];
   await git.run(['add', '--all', '--pathspec-from-file=-', '--pathspec-file-nul'], { cwd, env, input: `${pathspecs.join('\0')}\0` });
   return nested;
+}
+
+/**
+ * The ignored untracked paths of the worktree at `cwd`: `git ls-files --others --ignored
+ * --exclude-standard --directory` (git-ls-files(1)), a wholly ignored directory listed once as
+ * `dir/` and not entered, an ignored file inside a directory that is not ignored listed itself.
+ * Paths are repository-relative, as git prints them (`-z`: no quoting).
+ * @throws PollyError `git_failed` when git cannot list them.
+ */
+export async function ignoredUntracked(git: GitRunner, cwd: string, env: Record<string, string> = {}): Promise<Set<string>> {
+  const r = await git.run(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory'], { cwd, env });
+  return new Set(r.stdout.split('\0').filter(Boolean));
+}
+
+/**
+ * Whether repository-relative `path` (no trailing slash) is ignored according to `ignored` (from
+ * {@link ignoredUntracked}): listed itself, as a directory, or below a listed directory. Pure;
+ * O(depth of `path`).
+ */
+export function isIgnoredPath(path: string, ignored: ReadonlySet<string>): boolean {
+  if (ignored.has(path) || ignored.has(`${path}/`)) return true;
+  for (let i = path.indexOf('/'); i > 0; i = path.indexOf('/', i + 1)) if (ignored.has(path.slice(0, i + 1))) return true;
+  return false;
 }
 
 /**
