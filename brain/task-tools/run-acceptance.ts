@@ -10,6 +10,9 @@
  *   record `headCommit`, `checks`, clear `feedback` → ok;
  * - red → store {@link formatCheckFeedback} as the task's `feedback` for `send_followup`, record
  *   `checks` → a permanent failure: TESTS_RED at once (the workflow bounds the fix attempts);
+ * - green, but Polly's own staging or commit fails (git refuses) → the task fails at once naming the
+ *   git command and its output ({@link commitFailureReason}), journaled as `task.commit_failed`:
+ *   Polly's step, not the code, so no attempt is spent and the agent is not told its green code is red;
  * - a check that cannot run (its runner, interpreter, module or dependencies missing: exit 127 or
  *   126, `No module named X` for `python -m X`, node_modules not installed, …; the signatures in
  *   workers/check-runner.ts, and for a red check matching none, the runner probe run in the same
@@ -210,6 +213,51 @@ async function cannotRunFailure(ctx: TaskToolContext, found: { result: CommandRe
   return { outcome: 'failure', permanent: true, note: `run_acceptance: ${reason}` };
 }
 
+/**
+ * The task's reason when Polly's own staging or commit of green work fails (`error`: the
+ * `git_failed` of workers/git/git.ts, details `{command, exitCode, stderr}`): the git command, its
+ * exit code and the last lines of its output (≤ 600 characters, control characters shown as
+ * `\xNN`), and that it is Polly's step, not the code. Pure.
+ */
+export function commitFailureReason(taskId: string, error: { message: string; details?: Record<string, unknown> | undefined }): string {
+  const d = error.details ?? {};
+  const command = typeof d.command === 'string' ? d.command : 'git';
+  const exit = typeof d.exitCode === 'number' ? `exit ${d.exitCode}` : 'no exit code';
+  const output = typeof d.stderr === 'string' && d.stderr.trim() ? d.stderr : error.message;
+  const tail = visibleText(output.trim().split('\n').slice(-6).join(' | ')).slice(-600);
+  return (
+    `staging failed: the acceptance checks were green, but Polly could not commit the work (${command}, ${exit}: ${tail}). ` +
+    `This is Polly's commit step, not the code, so no agent attempt was spent on it; the work is still in the worktree. ` +
+    `Fix what git names, then run polly retry ${taskId}.`
+  );
+}
+
+/**
+ * Fail the task when Polly's commit of green work fails (see {@link commitFailureReason}): status
+ * `failed`, the green checks recorded, no feedback stored (send_followup then does not resume the
+ * agent: the code is green), journaled as `task.commit_failed` `{taskId, orderId, command,
+ * exitCode, stderr}` (stderr ≤ 2,000 characters).
+ */
+async function commitFailure(ctx: TaskToolContext, results: CommandResult[], error: { message: string; details?: Record<string, unknown> | undefined }): Promise<TaskToolOutcome> {
+  const reason = commitFailureReason(ctx.task.id, error);
+  await ctx.store.update((draft, tx) => {
+    const t = draft.tasks[ctx.task.id];
+    if (!t) return;
+    t.checks = results;
+    t.feedback = null;
+    transitionTask(t, 'failed', { reason, at: new Date().toISOString() });
+    tx.emit('task.commit_failed', {
+      taskId: t.id,
+      orderId: ctx.order.id,
+      command: error.details?.command ?? null,
+      exitCode: error.details?.exitCode ?? null,
+      stderr: typeof error.details?.stderr === 'string' ? error.details.stderr.slice(-2000) : null,
+    });
+  });
+  ctx.progress(`${ctx.task.id}: ${reason}`);
+  return { outcome: 'failure', permanent: true, note: `run_acceptance: ${reason}` };
+}
+
 /** The `run_acceptance` tool (see the module doc). */
 export const runAcceptanceTool: TaskTool = async (ctx) => {
   const task = ctx.task;
@@ -295,7 +343,13 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   const secrets = await secretScanStep(ctx, 'commit', null);
   if (secrets) return secrets;
   const message = task.fixRound ? fixCommitMessage(task, merging) : taskCommitMessage(task);
-  const commit = (await ctx.worktrees.commitAll({ id: task.id, message })) ?? (await git.run(['rev-parse', 'HEAD'], { cwd: task.worktree })).stdout.trim();
+  let commit: string;
+  try {
+    commit = (await ctx.worktrees.commitAll({ id: task.id, message })) ?? (await git.run(['rev-parse', 'HEAD'], { cwd: task.worktree })).stdout.trim();
+  } catch (error) {
+    if (!isPollyError(error, 'git_failed')) throw error;
+    return commitFailure(ctx, outcome.results, error);
+  }
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
     if (!t) return;
