@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 import { PollyError } from '../brain/core/errors.js';
-import { visibleText } from '../brain/core/visible-text.js';
+import { visibleLine, visibleText } from '../brain/core/visible-text.js';
 
 /** One finding of a review (stored in the registry's review records, brain/registry/registry-schema.ts). */
 export interface ReviewFinding {
@@ -132,7 +132,7 @@ export function validateFindings(value: unknown): ReviewFindings {
   }
   // A finding is the reviewer's text, stored, posted and printed: its control characters (an
   // ANSI/OSC escape) are shown as `\xNN` from here on (brain/core/visible-text.ts).
-  const visible = (f: ReviewFinding): ReviewFinding => ({ file: visibleText(f.file), line: f.line, message: visibleText(f.message) });
+  const visible = (f: ReviewFinding): ReviewFinding => ({ file: visibleLine(f.file), line: f.line, message: visibleText(f.message) });
   return { blocking: r.data.blocking.map(visible), nonBlocking: r.data.non_blocking.map(visible) };
 }
 

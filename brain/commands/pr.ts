@@ -19,7 +19,7 @@ import { findRepo } from '../../workers/git/repo.js';
 import { formatTable } from './table.js';
 import { githubPullRequestStatus, pullRequestStatus, reviewText, type PullRequestStatus } from '../forge/pr-status.js';
 import type { Registry } from '../registry/registry-schema.js';
-import { visibleText } from '../core/visible-text.js';
+import { visibleLine } from '../core/visible-text.js';
 import { loadConfig } from '../config/config.js';
 import { agentEnvFrom } from '../process/agent-env.js';
 import { FIX_ROUND_NOT_STARTED, fixRoundBlocker } from '../process/pr-events.js';
@@ -267,7 +267,7 @@ export function formatPullRequest(pr: LocalPullRequest): string[] {
     for (const c of lc.checks) out.push(`  ${c.conclusion === 'success' ? 'ok  ' : 'FAIL'} ${c.name} (${c.summary})`);
   }
   // Bodies, reviews, comments and check summaries hold text workers and others wrote: shown, never obeyed, on a terminal.
-  return out.map(visibleText);
+  return out.map(visibleLine);
 }
 
 export const command: Command = {

@@ -16,7 +16,7 @@ import { statusReport, type StatusReport } from '../registry/status-report.js';
 import { runLiveView } from './live-view.js';
 import { formatCost, totalTokens, type LedgerTotals } from '../registry/cost-ledger.js';
 import { formatBudget } from '../plan/budgets.js';
-import { elideMiddle, visibleText } from '../core/visible-text.js';
+import { elideMiddle, visibleLine } from '../core/visible-text.js';
 import { mergeText } from '../forge/pr-status.js';
 
 /** A SPENT cell: `1234 tok, $0.0123` (cost `unknown` or `≥ $X (some turns unknown)` when agents reported none). */
@@ -33,7 +33,7 @@ const REASON_STATUSES: ReadonlySet<string> = new Set(['failed', 'parked', 'cance
  * middle), followed by its fix whole: the first line's text from `Fix: ` on, or else a later line
  * that starts with `Fix` (a setup failure's last line). Polly's reasons end with what to do, and
  * that must never be cut. Terminal escapes are made visible by {@link formatStatus}'s caller pass
- * (`visibleText`). Pure.
+ * (`visibleLine`). Pure.
  * @param maxFix  the most characters of the fix shown (a longer one loses its middle too).
  */
 export function reasonLine(reason: string, max = 300, maxFix = 1200): string {
@@ -154,7 +154,7 @@ export function formatStatus(report: StatusReport): string[] {
     'none running',
   );
   // Titles and reasons can hold text a worker wrote: its terminal escapes are shown, never obeyed.
-  return out.map(visibleText);
+  return out.map(visibleLine);
 }
 
 /**

@@ -32,7 +32,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { isPollyError } from '../core/errors.js';
-import { visibleText } from '../core/visible-text.js';
+import { visibleLine, visibleText } from '../core/visible-text.js';
 import { classifyCannotRun } from '../../workers/check-runner.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import type { LocalPrCheckRecord, Registry } from '../registry/registry-schema.js';
@@ -233,7 +233,7 @@ export function createLocalPrChecks(deps: LocalPrChecksDeps): LocalPrChecks {
           if (missing) {
             report.errors.push({
               number: pr.number,
-              message: `the check "${visibleText(missing.r.command).slice(0, 200)}" cannot run here (exit ${missing.r.exitCode}: ${visibleText(missing.why!.missing)} is missing): ${missing.why!.fix}; or run \`polly doctor\`; no fix round was started`,
+              message: `the check "${visibleLine(missing.r.command).slice(0, 200)}" cannot run here (exit ${missing.r.exitCode}: ${visibleText(missing.why!.missing)} is missing): ${missing.why!.fix}; or run \`polly doctor\`; no fix round was started`,
             });
           }
         } catch (error) {

@@ -42,7 +42,7 @@ import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
 import { isPollyError } from '../core/errors.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { CommandResult } from '../../workers/proc/shell-command.js';
-import { visibleText } from '../core/visible-text.js';
+import { visibleLine, visibleText } from '../core/visible-text.js';
 import { guardFailure, withRefGuard } from './ref-guard-step.js';
 import { secretScanStep } from './secret-scan-step.js';
 import { refusalLines, sandboxRefusalFailure } from './sandbox-refusals.js';
@@ -108,7 +108,7 @@ export function cannotRunReason(result: Pick<CommandResult, 'command' | 'exitCod
   const how = [result.exitCode !== null ? `exit ${result.exitCode}` : null, why.evidence ? `(${visibleText(why.evidence)})` : null].filter(Boolean).join(' ');
   const fix = why.kind === 'not_found' && !sandboxed ? 'it is not installed or not on the PATH Polly passes to commands: install it, or fix the command' : why.fix;
   return (
-    `acceptance command "${visibleText(result.command).slice(0, 200)}" cannot run here${how ? `: ${how}` : ''}, ` +
+    `acceptance command "${visibleLine(result.command).slice(0, 200)}" cannot run here${how ? `: ${how}` : ''}, ` +
     `${visibleText(why.missing)} is missing. This is the environment, not the code, so no agent attempt was spent on it. Fix: ${fix}. ` +
     "Run polly doctor (it probes acceptance.commands in the checks' sandbox), fix acceptance.commands or the task's own commands, then plan the task again."
   );

@@ -12,6 +12,7 @@ import { renderPrBody } from '../../brain/forge/pr-body.js';
 import type { LocalPullRequest } from '../../brain/registry/registry-schema.js';
 import type { StatusReport } from '../../brain/registry/status-report.js';
 import { escapeHtml } from '../../brain/ui/ui-pages.js';
+import { visibleLine, visibleText } from '../../brain/core/visible-text.js';
 import { parseFindings, reviewFromFindings } from '../../workers/review-findings.js';
 
 const ESCAPES = 'clear\u001b[2J title\u001b]0;owned\u0007 c1\u009b2J';
@@ -93,5 +94,31 @@ describe('worker-written text is escape-filtered wherever Polly stores, posts or
     expect(shown).toContain(`t1 parked: review said ${SHOWN}`);
     expect(shown).not.toMatch(RAW);
     expect(escapeHtml(ESCAPES)).toBe(SHOWN);
+  });
+});
+
+describe('bidirectional controls and line breaks in worker-chosen one-line fields (issue 26)', () => {
+  it('a file name with U+202E or a newline can neither reorder nor forge a line of polly output', () => {
+    const findings = parseFindings(JSON.stringify({ blocking: [{ file: 'src/\u202egpj.js\nready: yes', line: 1, message: 'a\u2066b\u2028c\n' }], non_blocking: [] }));
+    expect(findings.blocking[0]!.file).toBe('src/\\u{202e}gpj.js\\nready: yes');
+    expect(findings.blocking[0]!.message).toBe('a\\u{2066}b\\u{2028}c\n');
+    expect(visibleLine('x\ny\rz\u200f')).toBe('x\\ny\\x0dz\\u{200f}');
+    expect(visibleText('keep\ttabs\nand lines')).toBe('keep\ttabs\nand lines');
+    const pr = {
+      number: 1,
+      taskId: 't1',
+      title: 'Fix\nstate:   merged',
+      body: '',
+      head: 'polly/t1',
+      base: 'main',
+      headCommit: 'a'.repeat(40),
+      state: 'draft',
+      reviews: [],
+      createdAt: 'x',
+      updatedAt: 'x',
+    };
+    const lines = formatPullRequest(pr as never);
+    expect(lines[0]).toBe('#1 Fix\\nstate:   merged');
+    expect(lines.join('\n').match(/^state:/gm)).toHaveLength(1);
   });
 });
