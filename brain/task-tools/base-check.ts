@@ -1,6 +1,7 @@
 /**
  * The base check: before an implement task's first agent turn, Polly runs the task's acceptance
- * commands on the base (the worktree as `worktrees.setup` left it, before any agent change), in the
+ * commands that are project checks (in config `acceptance.commands`: a command only the plan
+ * names may run the test the task is to write, red before it by design) on the base (the worktree as `worktrees.setup` left it, before any agent change), in the
  * checks' sandbox and environment, exactly as `run_acceptance` runs them. A command red on the base
  * would be red after any agent turn too: the task then waits as `base_red` (brain/task-tools/dispatch.ts)
  * and no agent turn is spent on it.
@@ -147,6 +148,6 @@ export function baseRedReason(taskId: string, red: BaseCheckResult, baseBranch: 
   return [
     `base red: acceptance command "${red.command}" ${how} on the base (${on}) before any agent change; the agent was not started and no attempt was spent.`,
     ...(red.outputTail ? ['Last lines:', red.outputTail] : []),
-    `Next: fix the base${baseBranch ? ` (${baseBranch})` : ''} so that "${red.command}" passes, then polly retry ${taskId}; or, if the task is meant to make it pass, list it under acceptance.known_red in .polly/config.yaml and polly retry ${taskId}.`,
+    `Fix: make "${red.command}" pass on the base${baseBranch ? ` (${baseBranch})` : ''}, then polly retry ${taskId}; or, if the task is meant to make it pass, list it under acceptance.known_red in .polly/config.yaml, then polly retry ${taskId}.`,
   ].join('\n');
 }

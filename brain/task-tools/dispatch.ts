@@ -9,7 +9,9 @@
  * Before the first turn, after the worktree and its setup, the runner of each acceptance command
  * found by PATH is probed in the checks' sandbox (./run-acceptance.ts `probeRunnersBeforeAgent`):
  * a check that could never run fails the task (`task.checks_cannot_run`) without an agent turn.
- * Then the base check (./base-check.ts): the acceptance commands run on the base, cached per
+ * Then the base check (./base-check.ts): the task's acceptance commands that are project checks
+ * (listed in config `acceptance.commands`; a command only the plan names may name the test the
+ * task writes, red before it by design) run on the base, cached per
  * (base commit, command); one red there that is not `acceptance.known_red` makes the task wait as
  * `base_red` (`task.base_red`), its worktree removed (nothing of an agent is in it), and no agent
  * turn is spent. A re-offered order finds the cached result; when the worktree no longer shows the
@@ -373,8 +375,11 @@ export const dispatch: TaskTool = async (ctx) => {
     }
     const found = confinement ? await probeRunnersBeforeAgent(commands, { cwd: task.worktree, env: confinement.env, sandbox: confinement.sandbox, signal: ctx.signal }) : null;
     if (found) return failBeforeAgent(ctx, 'task.checks_cannot_run', cannotRunReason({ command: found.command, exitCode: null }, found.why, confinement?.sandbox != null));
-    if (confinement && task.baseCommit) {
-      const red = await baseCheck(ctx, task, commands, confinement);
+    // Only the project's own checks (config acceptance.commands) are run on the base: a command
+    // the plan gives one task (`node --test test/new.test.js`) may name the test the task writes.
+    const projectChecks = commands.filter((c) => ctx.config.acceptance.commands.includes(c));
+    if (confinement && task.baseCommit && projectChecks.length > 0) {
+      const red = await baseCheck(ctx, task, projectChecks, confinement);
       if (red) return red;
     }
   }
