@@ -148,6 +148,6 @@ export function baseRedReason(taskId: string, red: BaseCheckResult, baseBranch: 
   return [
     `base red: acceptance command "${red.command}" ${how} on the base (${on}) before any agent change; the agent was not started and no attempt was spent.`,
     ...(red.outputTail ? ['Last lines:', red.outputTail] : []),
-    `Fix: make "${red.command}" pass on the base${baseBranch ? ` (${baseBranch})` : ''}, then polly retry ${taskId}; or, if the task is meant to make it pass, list it under acceptance.known_red in .polly/config.yaml, then polly retry ${taskId}.`,
+    `Fix: make "${red.command}" pass on the base${baseBranch ? ` (${baseBranch})` : ''}, then polly retry ${taskId}; or, if the task is meant to make it pass, list it under acceptance.known_red in .polly/config.yaml (or in the plan task's acceptance for plans to come), then polly retry ${taskId}.`,
   ].join('\n');
 }

@@ -258,7 +258,7 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
  * they write is recorded as Polly's artifacts (workers/git/polly-artifacts.ts), as in run_acceptance.
  */
 async function baseCheck(ctx: TaskToolContext, task: TaskRecord, commands: readonly string[], confinement: ReturnType<typeof checkConfinement>): Promise<TaskToolOutcome | null> {
-  const knownRed = ctx.config.acceptance.known_red ?? [];
+  const knownRed = [...(ctx.config.acceptance.known_red ?? []), ...(task.acceptance.knownRed ?? [])];
   const worktree = task.worktree!;
   const git = createGitRunner();
   const canRun = !(await worktreeChanged(task));
