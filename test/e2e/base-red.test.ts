@@ -20,6 +20,7 @@ import { parseModelScript } from '../../scripts/scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
 import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
 import type { Registry } from '../../brain/registry/registry-schema.js';
+import { taskPage } from '../../brain/ui/ui-pages.js';
 
 const CLI = join(process.cwd(), 'dist/brain/cli.js');
 const FIXTURES = join(process.cwd(), 'test/fixtures/base-red');
@@ -97,6 +98,10 @@ describe('polly run on a red base', () => {
     const human = await run(['status'], repo, env, 30_000);
     expect(human.stdout).toContain('base_red');
     expect(human.stdout).toContain(`polly retry ${t1.id}`);
+    // The dashboard's task page shows the status as a failure and the whole reason.
+    const page = taskPage(t1, [], []);
+    expect(page).toMatch(/class="[^"]*\bbad\b[^"]*"[^>]*>base_red</);
+    expect(page).toContain('test -f fixed.txt');
   });
 
   it('lets a known-red check through the base check and requires it green after the agent', () => {
