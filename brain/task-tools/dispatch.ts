@@ -268,7 +268,13 @@ async function baseCheck(ctx: TaskToolContext, task: TaskRecord, commands: reado
     'base check',
     async () => {
       const untrackedBefore = await untrackedPaths(git, worktree);
-      const run = { cwd: worktree, env: confinement.env, sandbox: confinement.sandbox, timeoutSeconds: ctx.config.acceptance.timeout, ...(ctx.signal ? { signal: ctx.signal } : {}) };
+      const run = {
+        cwd: worktree,
+        env: confinement.env,
+        sandbox: confinement.sandbox,
+        timeoutSeconds: ctx.config.acceptance.timeout,
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+      };
       const out = await checkBase({
         repoRoot: ctx.repoRoot,
         baseCommit: task.baseCommit!,
@@ -287,7 +293,9 @@ async function baseCheck(ctx: TaskToolContext, task: TaskRecord, commands: reado
     { confinement: () => (confinement.sandbox ? appliedMounts(confinement.sandbox.spec, existsSync) : null) },
   );
   if (violation) return guardFailure(violation);
-  for (const r of checked.results) if (!baseGreen(r) && knownRed.includes(r.command)) ctx.progress(`${task.id}: base check: "${r.command}" is red on the base and listed in acceptance.known_red: the agent starts`);
+  for (const r of checked.results)
+    if (!baseGreen(r) && knownRed.includes(r.command))
+      ctx.progress(`${task.id}: base check: "${r.command}" is red on the base and listed in acceptance.known_red: the agent starts`);
   const red = blockingBaseRed(checked.results, knownRed);
   if (!red) return null;
   const reason = baseRedReason(task.id, red, task.baseBranch);

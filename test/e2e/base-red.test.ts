@@ -59,7 +59,10 @@ describe('polly run on a red base', () => {
       extra: [
         [['worktrees', 'setup'], null],
         // Both are project checks (the base check runs only those); one is known to be red.
-        [['acceptance', 'commands'], ['test -f fixed.txt', 'test -f known.txt']],
+        [
+          ['acceptance', 'commands'],
+          ['test -f fixed.txt', 'test -f known.txt'],
+        ],
         [['acceptance', 'known_red'], ['test -f known.txt']],
       ],
     });
