@@ -26,7 +26,7 @@ export function spentCell(t: LedgerTotals): string | null {
 }
 
 /** Task statuses whose reason the human view shows: the task stopped, and the reason says why and what to do. */
-const REASON_STATUSES: ReadonlySet<string> = new Set(['failed', 'parked', 'cancelled', 'agent_missing', 'agent_exited', 'blocked_on_prompt']);
+const REASON_STATUSES: ReadonlySet<string> = new Set(['failed', 'parked', 'cancelled', 'agent_missing', 'agent_exited', 'blocked_on_prompt', 'base_red']);
 
 /**
  * A task's reason on one line: its first line, at most `max` characters (a longer one loses its

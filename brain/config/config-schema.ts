@@ -30,6 +30,14 @@ export interface PollyConfig {
     max_attempts: number;
     /** Give acceptance commands the network (default false: loopback only, inside the sandbox). */
     network?: boolean;
+    /**
+     * Acceptance commands known to be red on the base (exact command text, as in `commands` or a
+     * task's `acceptance.commands`). Before the first agent turn Polly runs each task's commands that
+     * are in `commands` (the project's checks) on its base (brain/task-tools/base-check.ts); one red there makes the task wait as `base_red`,
+     * unless it is listed here. After the agent a listed command is still required green, like any
+     * other: list one when the task is meant to make it pass. Default `[]`.
+     */
+    known_red?: string[];
   };
   worktrees: {
     /**

@@ -88,7 +88,7 @@ export const CONFIG_SPEC: Spec = {
         max_rounds: int(0, 20),
       },
     },
-    acceptance: { t: 'object', fields: { commands: { t: 'list', of: str }, timeout: int(1), max_attempts: int(1, 20), network: { t: 'bool' } } },
+    acceptance: { t: 'object', fields: { commands: { t: 'list', of: str }, timeout: int(1), max_attempts: int(1, 20), network: { t: 'bool' }, known_red: { t: 'list', of: str } } },
     worktrees: { t: 'object', fields: { dir: str, setup: nullableStr, setup_network: { t: 'bool' } } },
     forge: {
       t: 'object',
@@ -143,6 +143,8 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'acceptance.commands': 'Default commands for implement tasks whose plan names none; all must exit 0.',
   'acceptance.timeout': 'Seconds each acceptance command may run.',
   'acceptance.max_attempts': 'Worker attempts (the first plus fix rounds on red checks) before a task fails (1-20).',
+  'acceptance.known_red':
+    'Acceptance commands known to be red on the base: the base check before the first agent turn does not stop the task for them (it waits as base_red otherwise); after the agent they must still pass. Default [].',
   'acceptance.network':
     'true: acceptance commands reach the outside network (in their own network namespace behind pasta, never the loopback services of this machine); false: loopback only, inside the sandbox.',
   worktrees: 'Worktrees: files listed in .worktreeinclude are copied into each new worktree.',

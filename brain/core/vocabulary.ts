@@ -31,7 +31,10 @@ export const HARNESS_VENDOR: Readonly<Record<Harness, string>> = { 'claude-code'
  * A task's lifecycle status (see `brain/registry/task-lifecycle.ts` for the allowed moves).
  * `parked`: Polly stopped working on the task's PR and a human must decide (its fix rounds are
  * exhausted, a base conflict could not be resolved, or a budget was reached); journaled as
- * `task.parked` {taskId, reason}.
+ * `task.parked` {taskId, reason}. `base_red`: an acceptance command is red on the task's base
+ * before any agent change (brain/task-tools/base-check.ts); no agent turn was spent, and the user
+ * fixes the base (then `polly retry`) or marks the command `acceptance.known_red`; journaled as
+ * `task.base_red` {taskId, command, exitCode, baseCommit}.
  */
 export const TASK_STATUSES = [
   'queued',
@@ -51,6 +54,7 @@ export const TASK_STATUSES = [
   'agent_exited',
   'blocked_on_prompt',
   'parked',
+  'base_red',
 ] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
@@ -69,6 +73,7 @@ export const FINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>(
   'agent_missing',
   'agent_exited',
   'blocked_on_prompt',
+  'base_red',
 ]);
 
 /** Statuses of a task that satisfy a dependant's `depends_on`. */

@@ -19,7 +19,7 @@ import { planTaskWorkflowName } from './plan-compiler.js';
 import type { Plan } from './plan-schema.js';
 
 /** Statuses a task can be retried from: it stopped without a ready PR (a failure, a missing or exited agent, a prompt it could not answer, a cancel or a skip). */
-export const RETRYABLE_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>(['failed', 'agent_missing', 'agent_exited', 'blocked_on_prompt', 'cancelled']);
+export const RETRYABLE_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>(['failed', 'agent_missing', 'agent_exited', 'blocked_on_prompt', 'base_red', 'cancelled']);
 
 /** A retry plan to propose: the plan (its tasks keep their keys) and `retries` (key → task id). */
 export interface RetryPlan {

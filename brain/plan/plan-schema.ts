@@ -58,6 +58,8 @@ export const planTaskSchema = z
       .object({
         commands: z.array(z.string().min(1)).default([]),
         criteria: z.array(z.string().min(1)).default([]),
+        /** Project checks this task is meant to make pass: red on the base, they do not stop it (docs/base-check.md). */
+        known_red: z.array(z.string().min(1)).optional(),
       })
       .strict()
       .default({ commands: [], criteria: [] }),
@@ -150,7 +152,11 @@ export function validatePlan(raw: unknown, source: string, locate?: (path: Array
       model: t.model ?? null,
       reviewer: t.reviewer ?? null,
       prompt: t.prompt,
-      acceptance: { commands: t.acceptance.commands, criteria: t.acceptance.criteria },
+      acceptance: {
+        commands: t.acceptance.commands,
+        criteria: t.acceptance.criteria,
+        ...(t.acceptance.known_red !== undefined ? { knownRed: t.acceptance.known_red } : {}),
+      },
       dependsOn: t.depends_on,
       ...(t.base !== undefined ? { base: t.base } : {}),
       ...(t.budget !== undefined ? { budget: t.budget } : {}),
@@ -176,7 +182,7 @@ export function planToProposal(plan: Plan): PlanInput {
       model: t.model,
       reviewer: t.reviewer,
       prompt: t.prompt,
-      acceptance: t.acceptance,
+      acceptance: { commands: t.acceptance.commands, criteria: t.acceptance.criteria, ...(t.acceptance.knownRed !== undefined ? { known_red: t.acceptance.knownRed } : {}) },
       depends_on: t.dependsOn,
       ...(plan.batches[t.key] !== undefined ? { batch: plan.batches[t.key] } : {}),
       ...(t.base !== undefined ? { base: t.base } : {}),

@@ -270,8 +270,9 @@ export async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => 
           if (t.status !== 'merged' && canTransitionTask(t.status, 'merged')) transitionTask(t, 'merged', { at });
           if (canTransitionTask(t.status, 'done')) transitionTask(t, 'done', { at });
         }
-      } else if (t.status === 'parked' && outcome !== 'ready') {
-        // Parked by its tool (a budget reached, brain/task-tools/turn-budget.ts): it stays parked, with its reason.
+      } else if ((t.status === 'parked' || t.status === 'base_red') && outcome !== 'ready') {
+        // Parked by its tool (a budget reached, brain/task-tools/turn-budget.ts), or waiting on a red
+        // base (brain/task-tools/base-check.ts): it stays so, with its reason.
       } else {
         const to = outcome === 'ready' ? 'ready' : outcome === 'cancelled' || outcome === 'closed' ? 'cancelled' : outcome === 'parked' ? 'parked' : 'failed';
         if (!FINAL_TASK_STATUSES.has(t.status) || outcome !== 'ready') transitionTask(t, to, { at });

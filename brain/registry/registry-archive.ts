@@ -21,7 +21,15 @@ import type { GoalRecord, LocalPullRequest, PlanRecord, TaskRecord, WorkerRecord
 export const ARCHIVE_EVENT = 'registry.archived';
 
 /** Task statuses after which nothing more happens to a task: it may be archived. */
-export const ARCHIVABLE_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>(['done', 'failed', 'cancelled', 'agent_missing', 'agent_exited', 'blocked_on_prompt']);
+export const ARCHIVABLE_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>([
+  'done',
+  'failed',
+  'cancelled',
+  'agent_missing',
+  'agent_exited',
+  'blocked_on_prompt',
+  'base_red',
+]);
 
 /** One archived tree: the records removed from the registry, as they were. */
 export interface ArchiveUnit {

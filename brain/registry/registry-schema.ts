@@ -129,6 +129,12 @@ export interface AcceptanceContract {
   commands: string[];
   /** Human-readable criteria shown to the implementer and the reviewer. */
   criteria: string[];
+  /**
+   * Project checks (config `acceptance.commands`) this task is meant to make pass: red on the base,
+   * they do not stop it as `base_red` (brain/task-tools/base-check.ts); after the agent they must pass.
+   * Plan key `acceptance.known_red`; absent in records written before it existed.
+   */
+  knownRed?: string[];
 }
 
 /** An acceptance command's result (owned by workers/proc/shell-command.ts). */

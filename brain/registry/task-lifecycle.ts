@@ -20,6 +20,9 @@
  * - `parked`: Polly stopped and a human decides (fix rounds exhausted, an unresolvable conflict,
  *   a budget reached); from any active or stopped status and from `ready`; a human may still
  *   merge the PR (`merged`) or cancel the task.
+ * - `base_red`: the base check (brain/task-tools/base-check.ts) found an acceptance command red
+ *   before the first agent turn (from `queued` or an active status); no agent ran, so the only
+ *   ways on are `polly retry` (back to `queued`), a cancel, or a failure of its run.
  * - `done` is absorbing; `cancelled` is, but for a retry.
  *
  * Staying in the same status is always allowed (it refreshes `updatedAt` and the reason).
@@ -30,12 +33,12 @@ import type { TaskStatus } from '../core/vocabulary.js';
 
 const ACTIVE: readonly TaskStatus[] = ['dispatched', 'running', 'checking', 'fixing', 'green', 'pr_open', 'reviewing'];
 const STOPPED: readonly TaskStatus[] = ['failed', 'agent_missing', 'agent_exited', 'blocked_on_prompt'];
-const FROM_ACTIVE: readonly TaskStatus[] = [...ACTIVE, 'ready', 'merged', 'done', ...STOPPED, 'parked', 'cancelled'];
+const FROM_ACTIVE: readonly TaskStatus[] = [...ACTIVE, 'ready', 'merged', 'done', ...STOPPED, 'parked', 'base_red', 'cancelled'];
 const FROM_STOPPED: readonly TaskStatus[] = [...ACTIVE, 'merged', ...STOPPED, 'parked', 'cancelled', 'queued'];
 
 /** The allowed moves: status → the statuses a task in it may move to (besides staying). */
 export const TASK_TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
-  queued: [...ACTIVE, 'failed', 'cancelled'],
+  queued: [...ACTIVE, 'failed', 'base_red', 'cancelled'],
   dispatched: FROM_ACTIVE,
   running: FROM_ACTIVE,
   checking: FROM_ACTIVE,
@@ -48,6 +51,7 @@ export const TASK_TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]
   agent_exited: FROM_STOPPED,
   blocked_on_prompt: FROM_STOPPED,
   parked: ['merged', 'cancelled'],
+  base_red: ['queued', 'failed', 'cancelled'],
   ready: ['fixing', 'merged', 'failed', 'parked', 'cancelled'],
   merged: ['done', 'failed', 'cancelled'],
   done: [],

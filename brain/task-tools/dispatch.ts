@@ -9,6 +9,13 @@
  * Before the first turn, after the worktree and its setup, the runner of each acceptance command
  * found by PATH is probed in the checks' sandbox (./run-acceptance.ts `probeRunnersBeforeAgent`):
  * a check that could never run fails the task (`task.checks_cannot_run`) without an agent turn.
+ * Then the base check (./base-check.ts): the task's acceptance commands that are project checks
+ * (listed in config `acceptance.commands`; a command only the plan names may name the test the
+ * task writes, red before it by design) run on the base, cached per
+ * (base commit, command); one red there that is not `acceptance.known_red` makes the task wait as
+ * `base_red` (`task.base_red`), its worktree removed (nothing of an agent is in it), and no agent
+ * turn is spent. A re-offered order finds the cached result; when the worktree no longer shows the
+ * base (an agent turn began before a crash) an uncached command is not run on it.
  */
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -31,6 +38,10 @@ import { ownGitAdminDir, sandboxRefusalFailure, turnRefusals } from './sandbox-r
 import { POLLY_COMMITS_LINE } from '../../workers/git/git-policy.js';
 import { createBudgetWatch, modelEndpoint, parkForBudget, recordTurnUsage, type BudgetStop, type BudgetWatch } from './turn-budget.js';
 import { elideMiddle } from '../core/visible-text.js';
+import { baseGreen, baseRedReason, blockingBaseRed, checkBase } from './base-check.js';
+import { runCheck } from '../../workers/acceptance.js';
+import { recordArtifacts, untrackedPaths } from '../../workers/git/polly-artifacts.js';
+import { appliedMounts } from '../../workers/sandbox/sandbox-spec.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
 export const PERMANENT_AGENT_STATUSES: ReadonlySet<string> = new Set(['agent_missing', 'agent_refused', 'blocked_on_prompt']);
@@ -241,6 +252,67 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
   return { task: fresh ?? { ...task, ...record }, env, setup };
 }
 
+/**
+ * The base check of `task` (see the module doc and ./base-check.ts): the outcome that makes it wait
+ * as `base_red`, or null when no command blocks it. The commands run under the ref guard, and what
+ * they write is recorded as Polly's artifacts (workers/git/polly-artifacts.ts), as in run_acceptance.
+ */
+async function baseCheck(ctx: TaskToolContext, task: TaskRecord, commands: readonly string[], confinement: ReturnType<typeof checkConfinement>): Promise<TaskToolOutcome | null> {
+  const knownRed = [...(ctx.config.acceptance.known_red ?? []), ...(task.acceptance.knownRed ?? [])];
+  const worktree = task.worktree!;
+  const git = createGitRunner();
+  const canRun = !(await worktreeChanged(task));
+  const recheckRed = task.retriedFrom?.at(-1)?.status === 'base_red';
+  const { value: checked, violation } = await withRefGuard(
+    ctx,
+    'base check',
+    async () => {
+      const untrackedBefore = await untrackedPaths(git, worktree);
+      const run = {
+        cwd: worktree,
+        env: confinement.env,
+        sandbox: confinement.sandbox,
+        timeoutSeconds: ctx.config.acceptance.timeout,
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+      };
+      const out = await checkBase({
+        repoRoot: ctx.repoRoot,
+        baseCommit: task.baseCommit!,
+        commands,
+        knownRed,
+        canRun,
+        recheckRed,
+        run: (command) => {
+          ctx.progress(`${task.id}: base check: ${command}`);
+          return runCheck(command, run);
+        },
+      });
+      await recordArtifacts(git, worktree, untrackedBefore);
+      return out;
+    },
+    { confinement: () => (confinement.sandbox ? appliedMounts(confinement.sandbox.spec, existsSync) : null) },
+  );
+  if (violation) return guardFailure(violation);
+  for (const r of checked.results)
+    if (!baseGreen(r) && knownRed.includes(r.command))
+      ctx.progress(`${task.id}: base check: "${r.command}" is red on the base and listed in acceptance.known_red: the agent starts`);
+  const red = blockingBaseRed(checked.results, knownRed);
+  if (!red) return null;
+  const reason = baseRedReason(task.id, red, task.baseBranch);
+  // No agent ran: the worktree holds only the base and its setup. Removing it lets a retry start
+  // from the base as it is then (fixed), not from this commit.
+  await ctx.worktrees.remove({ id: task.id, reason: 'base red: no agent turn was spent' });
+  await ctx.store.update((draft, tx) => {
+    const t = draft.tasks[task.id];
+    if (!t) return;
+    Object.assign(t, { worktree: null, branch: null, baseCommit: null });
+    transitionTask(t, 'base_red', { reason, at: new Date().toISOString() });
+    tx.emit('task.base_red', { taskId: t.id, orderId: ctx.order.id, command: red.command, exitCode: red.exitCode, timedOut: red.timedOut, baseCommit: red.baseCommit });
+  });
+  ctx.progress(`${task.id}: ${reason.split('\n')[0]}`);
+  return { outcome: 'failure', permanent: true, note: `dispatch: ${reason.split('\n')[0]}` };
+}
+
 /** Fail the task for good before its agent starts (a setup or command problem no retry can fix). */
 async function failBeforeAgent(ctx: TaskToolContext, kind: string, reason: string): Promise<TaskToolOutcome> {
   await ctx.store.update((draft, tx) => {
@@ -311,6 +383,13 @@ export const dispatch: TaskTool = async (ctx) => {
     }
     const found = confinement ? await probeRunnersBeforeAgent(commands, { cwd: task.worktree, env: confinement.env, sandbox: confinement.sandbox, signal: ctx.signal }) : null;
     if (found) return failBeforeAgent(ctx, 'task.checks_cannot_run', cannotRunReason({ command: found.command, exitCode: null }, found.why, confinement?.sandbox != null));
+    // Only the project's own checks (config acceptance.commands) are run on the base: a command
+    // the plan gives one task (`node --test test/new.test.js`) may name the test the task writes.
+    const projectChecks = commands.filter((c) => ctx.config.acceptance.commands.includes(c));
+    if (confinement && task.baseCommit && projectChecks.length > 0) {
+      const red = await baseCheck(ctx, task, projectChecks, confinement);
+      if (red) return red;
+    }
   }
   await ctx.store.update((draft) => {
     const t = draft.tasks[task.id];

@@ -32,7 +32,7 @@ function byId<T extends { id: string }>(map: Record<string, T>): T[] {
 function badge(status: string): string {
   const tone = /^(done|ready|approved|admitted|merged|passing|clean|ok|allow)$/.test(status)
     ? 'ok'
-    : /^(failed|refused|rejected|expired|cancelled|parked|failing|conflicts|changes_requested|deny|REFUSED)$/.test(status)
+    : /^(failed|base_red|refused|rejected|expired|cancelled|parked|failing|conflicts|changes_requested|deny|REFUSED)$/.test(status)
       ? 'bad'
       : 'wait';
   return `<span class="badge ${tone}" data-status="${e(status)}">${e(status)}</span>`;

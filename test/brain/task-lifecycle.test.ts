@@ -38,6 +38,12 @@ describe('task lifecycle', () => {
     ['ready', 'fixing', true], // a PR event starts a fix round in the same session
     ['fixing', 'parked', true], // the fix rounds are exhausted
     ['ready', 'parked', true], // a budget is reached while the PR is watched
+    ['dispatched', 'base_red', true], // the base check found a project check red before the first agent turn
+    ['queued', 'base_red', true],
+    ['base_red', 'queued', true], // polly retry
+    ['base_red', 'cancelled', true],
+    ['base_red', 'running', false], // only a retry starts it again
+    ['base_red', 'ready', false],
     ['parked', 'merged', true], // a human merges the parked PR
     ['parked', 'cancelled', true],
     ['parked', 'running', false],

@@ -42,6 +42,7 @@ tasks:
     prompt: sum() in src/stats.js returns wrong results; make the existing tests pass without changing them.
     acceptance:
       commands: [npm test]
+      known_red: [npm test]
 `;
 
 const RESOLVED = `/** Sum of the numbers in xs (0 for an empty list). */

@@ -41,6 +41,7 @@ tasks:
     prompt: sum() in src/stats.js returns wrong results; make the existing tests pass without changing them.
     acceptance:
       commands: [npm test]
+      known_red: [npm test]
 `;
 
 /**

@@ -39,7 +39,8 @@ export function makeTask(id: string, worker: Harness, extra: Partial<TaskRecord>
     model: null,
     reviewer: null,
     prompt: 'Make `npm test` pass: sum.js must add its arguments.',
-    acceptance: { commands: ['npm test'], criteria: ['sum(2, 3) is 5'] },
+    // npm test is red on the base until sum.js adds: this task is the one meant to make it pass.
+    acceptance: { commands: ['npm test'], criteria: ['sum(2, 3) is 5'], knownRed: ['npm test'] },
     dependsOn: [],
     status: 'queued',
     statusReason: null,
