@@ -130,7 +130,7 @@ export const DEFAULT_CONFIG: PollyConfig = {
     },
     max_rounds: 2,
   },
-  acceptance: { commands: ['npm test'], timeout: 600, max_attempts: 3, network: false },
+  acceptance: { commands: ['npm test'], timeout: 600, max_attempts: 3, network: false, known_red: [] },
   worktrees: { dir: '.worktrees', setup: null, setup_network: false },
   forge: { kind: 'auto', github: { base_url: null, watch_seconds: 60 } },
   brain: { model: 'claude-sonnet-4-5' },
