@@ -194,20 +194,27 @@ export function checkConfinement(ctx: Pick<TaskToolContext, 'repoRoot' | 'config
  * agent), journaled as `task.checks` `{green: false, failed, cannotRun: {kind, missing}}`.
  */
 async function cannotRunFailure(ctx: TaskToolContext, found: { result: CommandResult; why: CannotRun }, results: CommandResult[], sandboxed: boolean): Promise<TaskToolOutcome> {
-  const reason = cannotRunReason(found.result, found.why, sandboxed);
+  return failAtOnce(ctx, results, cannotRunReason(found.result, found.why, sandboxed), 'task.checks', {
+    green: false,
+    failed: `${found.result.command} exited ${found.result.exitCode ?? 'without starting'}`,
+    cannotRun: { kind: found.why.kind, missing: found.why.missing },
+  });
+}
+
+/**
+ * Fail the task at once for a cause that is not the code's: status `failed` with `reason`, the
+ * checks `results` recorded, no feedback stored (send_followup then does not resume the agent, and
+ * no attempt is spent), journaled as `event` `{taskId, orderId, ...data}`.
+ * @returns the permanent failure the tool returns.
+ */
+async function failAtOnce(ctx: TaskToolContext, results: CommandResult[], reason: string, event: string, data: Record<string, unknown>): Promise<TaskToolOutcome> {
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[ctx.task.id];
     if (!t) return;
     t.checks = results;
     t.feedback = null;
     transitionTask(t, 'failed', { reason, at: new Date().toISOString() });
-    tx.emit('task.checks', {
-      taskId: t.id,
-      orderId: ctx.order.id,
-      green: false,
-      failed: `${found.result.command} exited ${found.result.exitCode ?? 'without starting'}`,
-      cannotRun: { kind: found.why.kind, missing: found.why.missing },
-    });
+    tx.emit(event, { taskId: t.id, orderId: ctx.order.id, ...data });
   });
   ctx.progress(`${ctx.task.id}: ${reason}`);
   return { outcome: 'failure', permanent: true, note: `run_acceptance: ${reason}` };
@@ -239,23 +246,11 @@ export function commitFailureReason(taskId: string, error: { message: string; de
  * exitCode, stderr}` (stderr ≤ 2,000 characters).
  */
 async function commitFailure(ctx: TaskToolContext, results: CommandResult[], error: { message: string; details?: Record<string, unknown> | undefined }): Promise<TaskToolOutcome> {
-  const reason = commitFailureReason(ctx.task.id, error);
-  await ctx.store.update((draft, tx) => {
-    const t = draft.tasks[ctx.task.id];
-    if (!t) return;
-    t.checks = results;
-    t.feedback = null;
-    transitionTask(t, 'failed', { reason, at: new Date().toISOString() });
-    tx.emit('task.commit_failed', {
-      taskId: t.id,
-      orderId: ctx.order.id,
-      command: error.details?.command ?? null,
-      exitCode: error.details?.exitCode ?? null,
-      stderr: typeof error.details?.stderr === 'string' ? error.details.stderr.slice(-2000) : null,
-    });
+  return failAtOnce(ctx, results, commitFailureReason(ctx.task.id, error), 'task.commit_failed', {
+    command: error.details?.command ?? null,
+    exitCode: error.details?.exitCode ?? null,
+    stderr: typeof error.details?.stderr === 'string' ? error.details.stderr.slice(-2000) : null,
   });
-  ctx.progress(`${ctx.task.id}: ${reason}`);
-  return { outcome: 'failure', permanent: true, note: `run_acceptance: ${reason}` };
 }
 
 /** The `run_acceptance` tool (see the module doc). */
