@@ -11,6 +11,7 @@ import { createGoal } from '../registry/goal-record.js';
 import { followGoalInRepo, formatSummary, goalSummary, signalExitCode } from './follow-goal.js';
 import { ensureBrain } from '../process/daemon.js';
 import { proposePlan } from '../plan/plan-gate.js';
+import { resolvePlanBudgets } from '../plan/budgets.js';
 import { parsePlanFile, planToProposal, type Plan } from '../plan/plan-schema.js';
 import { planAgentUses } from '../plan/plan-agents.js';
 import type { PollyConfig } from '../config/config-schema.js';
@@ -76,7 +77,7 @@ export function refuseUnstartableAgents(tasks: Plan['tasks'], config: PollyConfi
     },
   );
 }
-import { findPlanByContent, reconcileDeadBrain } from '../process/resume.js';
+import { matchPlanFile, reconcileDeadBrain } from '../process/resume.js';
 import { followExisting } from './resume.js';
 
 /**
@@ -159,19 +160,33 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired, an agent that cann
     const ctx = await openRepoContext(io.cwd, io.env);
     refuseUnstartableAgents(plan.tasks, ctx.config, io.env);
     await reconcileDeadBrain(ctx.store);
-    const known = findPlanByContent(await ctx.store.read(), plan.tasks);
+    const goal = plan.goal ?? `polly run ${file}`;
+    const match = matchPlanFile(await ctx.store.read(), { goal, tasks: plan.tasks, batches: plan.batches, budgets: resolvePlanBudgets(ctx.config, plan.budgets) });
+    const known = match.kind === 'same' ? match.plan : null;
     if (known?.goalId) {
       // The same plan file again (e.g. after a crash of the Brain and of this command): re-attach to
       // its tasks and runs instead of proposing it anew, which would open a second PR per task.
       io.stderr.write(`[polly] ${file} is plan ${known.id} (${known.gate}), already proposed for goal ${known.goalId}; resuming it (no new plan, no second PR)\n`);
       return followExisting(ctx, known.id, known.goalId, Boolean(values.yes), Boolean(values.json), Boolean(values.detach), io);
     }
-    return proposeAndFollow(
-      ctx,
-      plan,
-      { goal: plan.goal ?? `polly run ${file}`, source: path },
-      { yes: Boolean(values.yes), json: Boolean(values.json), detach: Boolean(values.detach) },
-      io,
-    );
+    if (match.kind === 'changed') {
+      const { plan: old, differences } = match;
+      const what = differences.join(', ');
+      if (match.unsettled) {
+        const fix =
+          old.gate === 'pending'
+            ? `Reject it first (polly plan reject ${old.id}), then run the file again, or restore the file to run ${old.id}.`
+            : `Wait until its tasks have finished and their PRs are merged or closed (polly status), then run the file again as a new plan, or restore the file to resume ${old.id}.`;
+        throw new PollyError(
+          'conflict',
+          `polly run: ${file} has the tasks of plan ${old.id} (${old.gate}) but differs from it in ${what}; a new plan now would run those tasks twice. ${fix}`,
+          {
+            details: { file: path, plan: old.id, differences },
+          },
+        );
+      }
+      io.stderr.write(`[polly] ${file} differs from plan ${old.id} in ${what}; proposing it as a new plan\n`);
+    }
+    return proposeAndFollow(ctx, plan, { goal, source: path }, { yes: Boolean(values.yes), json: Boolean(values.json), detach: Boolean(values.detach) }, io);
   },
 };

@@ -58,6 +58,12 @@ export function formatStatus(report: StatusReport): string[] {
         ? `Brain: not running (pid ${report.brainGone.pid} is gone, last heartbeat ${report.brainGone.heartbeatAt}); polly resume continues its work`
         : 'Brain: not running',
   );
+  if (!report.brain && report.unattended.length > 0) {
+    const shown = report.unattended.slice(0, 5).map((t) => `${t.id} ${t.status}`);
+    const more = report.unattended.length > 5 ? `, and ${report.unattended.length - 5} more` : '';
+    const n = report.unattended.length;
+    out.push(`  ${n} unfinished task${n === 1 ? '' : 's'} with no Brain (${shown.join(', ')}${more}): run polly resume to adopt their workers and finish them`);
+  }
   const section = (title: string, count: number, lines: () => string[], empty: string): void => {
     out.push('', `${title} (${count})`);
     if (count === 0) out.push(`  ${empty}`);
@@ -186,9 +192,12 @@ reviewer, status, branch, PR) and live workers recorded in .polly/registry.json.
 Options:
   --watch  keep a live view of tasks and workers (state, current tool call, elapsed time);
            redraws in a terminal, prints a line per change otherwise; Ctrl-C stops watching
-  --json   print {repoRoot, brain, goals, plans, tasks, workers}; each task is
+  --json   print {repoRoot, brain, brainGone, unattended, goals, plans, tasks, workers}; each task is
            {id, title, purpose, worker, reviewer, status, branch, worktree, pr, statusReason}
            (not with --watch: exit 2)
+
+With no Brain running, the tasks of approved plans that are not finished are named under the
+Brain line (--json: unattended) with the command that continues them: polly resume.
 
 A task that failed, was parked or cancelled (or whose fix round could not start) is listed under
 "Why" with the first line of its reason and its fix, whole; --json has the whole reason.

@@ -5,6 +5,7 @@
  */
 import type { GoalRecord, PlanRecord, PullRequestRef, Registry, TaskRecord, WorkerRecord } from './registry-schema.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
+import { FINAL_TASK_STATUSES } from '../core/vocabulary.js';
 import { githubPullRequestStatus, pullRequestStatus, reviewText, type PullRequestStatus } from '../forge/pr-status.js';
 import { costJson, sumTotals, type LedgerTotals, type TaskLedger } from './cost-ledger.js';
 import type { Budget } from '../plan/budgets.js';
@@ -62,6 +63,12 @@ export interface StatusReport {
   brain: Registry['brain'];
   /** The row a stopped or crashed Brain left (its pid is gone); `polly resume` continues its work. */
   brainGone: Registry['brain'];
+  /**
+   * With no Brain running: the tasks of approved plans that are not final (`running`, `queued`, …),
+   * as `{id, status}` — nothing moves them until `polly resume` starts a Brain (e.g. after the
+   * registry restore a `registry_corrupt` error advises). Empty while a Brain runs.
+   */
+  unattended: Array<{ id: string; status: TaskRecord['status'] }>;
   goals: Array<Pick<GoalRecord, 'id' | 'text' | 'status' | 'planIds' | 'createdAt'> & { spent: StatusCost }>;
   plans: Array<{
     id: string;
@@ -100,6 +107,13 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
     // Reconciled before it is shown: a Brain row whose process is gone is not a running Brain.
     brain: reg.brain && pidAlive(reg.brain.pid) ? reg.brain : null,
     brainGone: reg.brain && !pidAlive(reg.brain.pid) ? reg.brain : null,
+    unattended:
+      reg.brain && pidAlive(reg.brain.pid)
+        ? []
+        : Object.values(reg.tasks)
+            .filter((t) => t.planId !== null && reg.plans[t.planId]?.gate === 'approved' && !FINAL_TASK_STATUSES.has(t.status))
+            .sort((a, b) => compareIds(a.id, b.id))
+            .map((t) => ({ id: t.id, status: t.status })),
     goals: byId(reg.goals).map((g) => ({
       id: g.id,
       text: g.text,

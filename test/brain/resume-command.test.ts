@@ -86,6 +86,21 @@ describe('restart and resume', () => {
     const second_brain = JSON.parse(second.stdout) as { brainPid: number };
     pids.push(second_brain.brainPid);
 
+    // The same tasks with an edited key (here the base and a criterion) are never silently attached:
+    // refused naming the difference while the old plan waits at the gate, a new plan once it is rejected.
+    writeFileSync(file, PLAN.replace('    prompt: change a\n', '    prompt: change a\n    base: main\n').replace('"a is changed"', '"a is changed twice"'));
+    const changed = runCli(['run', file, '--detach', '--json'], repo.dir, KEY);
+    expect(changed.code, changed.stderr).toBe(1);
+    expect(changed.stderr).toContain(`differs from it in tasks.t1.acceptance.criteria, tasks.t1.base`);
+    expect(changed.stderr).toContain(`polly plan reject ${firstOut.plan}`);
+    expect(Object.keys((await store.read()).plans)).toEqual([firstOut.plan]);
+    expect(runCli(['plan', 'reject', firstOut.plan], repo.dir).code).toBe(0);
+    const fresh = runCli(['run', file, '--detach', '--json'], repo.dir, KEY);
+    expect(fresh.code, fresh.stderr).toBe(0);
+    const freshOut = JSON.parse(fresh.stdout) as { plan: string };
+    expect(freshOut.plan).not.toBe(firstOut.plan);
+    expect((await store.read()).plans[freshOut.plan]?.tasks[0]?.base).toBe('main');
+
     // Nothing approved yet: resume has nothing to do.
     const resume = runCli(['resume'], repo.dir);
     expect(resume.code).toBe(0);

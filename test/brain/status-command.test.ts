@@ -29,7 +29,7 @@ describe('polly status', () => {
     expect(runCli(['init'], repo.dir).code).toBe(0);
     const r = runCli(['status', '--json'], repo.dir);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ repoRoot: repo.dir, brain: null, brainGone: null, goals: [], plans: [], tasks: [], workers: [] });
+    expect(JSON.parse(r.stdout)).toEqual({ repoRoot: repo.dir, brain: null, brainGone: null, unattended: [], goals: [], plans: [], tasks: [], workers: [] });
     const human = runCli(['status'], repo.dir);
     expect(human.code).toBe(0);
     expect(human.stdout).toContain('Tasks (0)');
@@ -215,6 +215,12 @@ describe('polly status', () => {
     );
     expect(taskLines[2]).toMatch(/t10 .* queued\s+-\s+-\s+polly\/t10\s+-\s+-$/);
     expect(out).toContain('Plans (1)');
+    // No Brain runs (as after the registry restore a registry_corrupt error advises): the tasks nothing moves are named with the command.
+    expect(json.unattended).toEqual([
+      { id: 't2', status: 'pr_open' },
+      { id: 't10', status: 'queued' },
+    ]);
+    expect(out).toContain('2 unfinished tasks with no Brain (t2 pr_open, t10 queued): run polly resume to adopt their workers and finish them');
     const why = out.split('\n').slice(out.split('\n').findIndex((l) => l.startsWith('Why')));
     expect(why[0]).toBe('Why (the first line of each reason, and its fix; polly status --json has them whole)');
     expect(why[1]).toMatch(/^ {2}t5 failed: the worker failed: agent_refused: \\x1b\[31mx+ … x+ set allow_root_sandbox: true in \.polly\/config\.yaml$/);

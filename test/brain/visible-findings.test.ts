@@ -70,6 +70,7 @@ describe('worker-written text is escape-filtered wherever Polly stores, posts or
       repoRoot: '/r',
       brain: null,
       brainGone: null,
+      unattended: [],
       goals: [{ id: 'g1', text: `goal ${ESCAPES}`, status: 'running', planIds: [], createdAt: '2026-12-01T00:00:00Z', spent: none }],
       plans: [],
       tasks: [
