@@ -14,22 +14,18 @@
  * entries to `.polly/archive.jsonl` (journal-shaped lines, exactly once by `seq`), the archive a
  * reader of history opens; `polly status` and the Brain never read it.
  */
-import { FINAL_GOAL_STATUSES, type TaskStatus } from '../core/vocabulary.js';
+import { FINAL_GOAL_STATUSES, FINAL_TASK_STATUSES, type TaskStatus } from '../core/vocabulary.js';
 import type { GoalRecord, LocalPullRequest, PlanRecord, TaskRecord, WorkerRecord } from './registry-schema.js';
 
 /** The journal kind of an archive event (and of every line in `archive.jsonl`). */
 export const ARCHIVE_EVENT = 'registry.archived';
 
-/** Task statuses after which nothing more happens to a task: it may be archived. */
-export const ARCHIVABLE_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>([
-  'done',
-  'failed',
-  'cancelled',
-  'agent_missing',
-  'agent_exited',
-  'blocked_on_prompt',
-  'base_red',
-]);
+/**
+ * Task statuses after which nothing more happens to a task: it may be archived. The final
+ * statuses (brain/core/vocabulary.ts) but those whose PR a human may still merge or Polly still
+ * carries (`ready`, `parked`, `merged`).
+ */
+export const ARCHIVABLE_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set<TaskStatus>([...FINAL_TASK_STATUSES].filter((s) => s !== 'ready' && s !== 'parked' && s !== 'merged'));
 
 /** One archived tree: the records removed from the registry, as they were. */
 export interface ArchiveUnit {
