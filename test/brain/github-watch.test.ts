@@ -397,3 +397,10 @@ describe('who may steer a worker (issue 26 item 1)', () => {
     expect(second.filter((e) => e.kind === 'pr.feedback').map((e) => e.data.author)).toEqual(['ci-bot', 'newmaint']);
   });
 });
+
+test('config forge.github.trusted_authors is a list of logins, validated', async () => {
+  const { parseConfig } = await import('../../brain/config/config.js');
+  expect(parseConfig('forge:\n  github:\n    trusted_authors: [ci-bot, "renovate[bot]"]\n', 'c.yaml').forge.github.trusted_authors).toEqual(['ci-bot', 'renovate[bot]']);
+  expect(parseConfig('', 'c.yaml').forge.github.trusted_authors).toEqual([]);
+  expect(() => parseConfig('forge:\n  github:\n    trusted_authors: ci-bot\n', 'c.yaml')).toThrow(/trusted_authors/);
+});
