@@ -270,8 +270,11 @@ export function createGitHubPullWatcher(deps: PullWatchDeps, options: PullWatchO
   const trustedAuthors = new Set(options.trustedAuthors ?? []);
   const ttl = options.permissionTtlMs ?? PERMISSION_TTL_MS;
   const permissions = new Map<string, { permission: string; at: number }>();
-  const untrusted = (base: Json, item: Parameters<typeof untrustedFeedback>[1], source: Parameters<typeof untrustedFeedback>[2], permission: string, body: string) =>
-    untrustedFeedback(base, item, source, permission, body, maxChars);
+  let currentWatch: GitHubPullWatch | null = null;
+  const untrusted = (base: Json, item: Parameters<typeof untrustedFeedback>[1], source: Parameters<typeof untrustedFeedback>[2], permission: string, body: string) => {
+    if (currentWatch) currentWatch.untrusted = (currentWatch.untrusted ?? 0) + 1;
+    return untrustedFeedback(base, item, source, permission, body, maxChars);
+  };
 
   return {
     async pass(): Promise<PullWatchReport> {
@@ -337,6 +340,7 @@ export function createGitHubPullWatcher(deps: PullWatchDeps, options: PullWatchO
         report.watched.push(number);
         const was = task.pr!.watch ?? emptyPullWatch(now());
         const w: GitHubPullWatch = structuredClone(was);
+        currentWatch = w;
         const events: Array<{ kind: string; data: Json }> = [];
         const base = { forge: 'github', number, taskId: task.id };
         try {

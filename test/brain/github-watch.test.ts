@@ -355,7 +355,10 @@ describe('who may steer a worker (issue 26 item 1)', () => {
     expect(untrusted.find((e) => e.data.author === 'reader')!.data).toMatchObject({ association: 'COLLABORATOR', permission: 'read' });
     // Nothing reaches the worker, nothing counts as a verdict.
     expect(actionablePrEvents(journal, 't9', 0)).toEqual([]);
-    expect((await s.store.read()).tasks.t9!.pr!.watch!.review).toBe('none');
+    expect((await s.store.read()).tasks.t9!.pr!.watch!).toMatchObject({ review: 'none', untrusted: 24 });
+    // The human sees them (polly status, polly pr list): counted, not acted on.
+    const shown = statusReport('/nonexistent', await s.store.read()).tasks.find((t) => t.id === 't9');
+    expect(shown?.untrustedFeedback).toBe(24);
     // The permission was asked once per login in the pass (cached), never answered by author_association alone.
     const lookups = sim.requests.slice(from).filter((r) => r.path.includes('/collaborators/'));
     expect(lookups.map((r) => r.path).sort()).toEqual([
