@@ -37,6 +37,8 @@ interface PullRequestRow {
   taskId: string | null;
   url: string;
   status: PullRequestStatus;
+  /** GitHub: reviews and comments from accounts without write access, not acted on (the watcher's count). */
+  untrustedFeedback?: number;
 }
 
 function localRow(p: LocalPullRequest, registry: Registry): PullRequestRow {
@@ -72,9 +74,15 @@ function githubRows(registry: Registry, all: boolean): PullRequestRow[] {
         taskId: t.id,
         url: pr.url,
         status: githubPullRequestStatus(pr.watch, pr.state),
+        ...(pr.watch?.untrusted ? { untrustedFeedback: pr.watch.untrusted } : {}),
       };
     })
     .sort((a, b) => b.number - a.number);
+}
+
+/** `N comments from non-collaborators, not acted on` (the human's view of `pr.untrusted_feedback`). */
+export function untrustedText(n: number): string {
+  return `${n} comment${n === 1 ? '' : 's'} from non-collaborators, not acted on`;
 }
 
 /** The status of `pr` with its task's last acceptance results from `registry`. */
@@ -294,7 +302,12 @@ export const command: Command = {
             { header: '#', value: (p: PullRequestRow) => (p.forge === 'github' ? `gh#${p.number}` : p.number) },
             { header: 'STATE', value: (p) => p.state },
             { header: 'BRANCH', value: (p) => `${p.head ?? '?'} → ${p.base ?? '?'}`, max: 50 },
-            { header: 'REVIEW', value: (p) => reviewText(p.status.review, p.taskId ? (registry.tasks[p.taskId]?.reviews ?? []) : []), max: 44 },
+            {
+              header: 'REVIEW',
+              value: (p) =>
+                `${reviewText(p.status.review, p.taskId ? (registry.tasks[p.taskId]?.reviews ?? []) : [])}${p.untrustedFeedback ? `; ${untrustedText(p.untrustedFeedback)}` : ''}`,
+              max: 80,
+            },
             { header: 'CHECKS', value: (p) => p.status.checks },
             {
               header: 'CONFLICTS',

@@ -121,7 +121,10 @@ export function formatStatus(report: StatusReport): string[] {
           { header: 'PR', value: (t) => (t.pr ? `#${t.pr.number} ${t.pr.state}` : null) },
           {
             header: 'PR STATE',
-            value: (t) => (t.prStatus ? `review ${t.reviewText ?? t.prStatus.review}, checks ${t.prStatus.checks}, ${mergeText(t.prStatus)}` : null),
+            value: (t) =>
+              t.prStatus
+                ? `review ${t.reviewText ?? t.prStatus.review}, checks ${t.prStatus.checks}, ${mergeText(t.prStatus)}${t.untrustedFeedback ? `; ${t.untrustedFeedback} from non-collaborators, not acted on` : ''}`
+                : null,
             max: 60,
           },
         ],

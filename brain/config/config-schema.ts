@@ -59,6 +59,11 @@ export interface PollyConfig {
       base_url: string | null;
       /** Seconds between two passes of the Brain's GitHub PR watcher (brain/forge/github-watch.ts; default 60, 1-3600). */
       watch_seconds: number;
+      /**
+       * Logins whose reviews and comments may steer a worker besides the repository's accounts with
+       * write, maintain or admin permission (brain/forge/github-watch.ts; default none).
+       */
+      trusted_authors: string[];
     };
   };
   brain: {
@@ -132,7 +137,7 @@ export const DEFAULT_CONFIG: PollyConfig = {
   },
   acceptance: { commands: ['npm test'], timeout: 600, max_attempts: 3, network: false, known_red: [] },
   worktrees: { dir: '.worktrees', setup: null, setup_network: false },
-  forge: { kind: 'auto', github: { base_url: null, watch_seconds: 60 } },
+  forge: { kind: 'auto', github: { base_url: null, watch_seconds: 60, trusted_authors: [] } },
   brain: { model: 'claude-sonnet-4-5' },
   budgets: { per_task: null, per_goal: null },
   notifications: { webhook_url: null, desktop: true, timeout_ms: 5000, dashboard_url: null },

@@ -92,7 +92,10 @@ export const CONFIG_SPEC: Spec = {
     worktrees: { t: 'object', fields: { dir: str, setup: nullableStr, setup_network: { t: 'bool' } } },
     forge: {
       t: 'object',
-      fields: { kind: { t: 'enum', values: ['auto', 'local', 'github'] }, github: { t: 'object', fields: { base_url: nullableStr, watch_seconds: int(1, 3600) } } },
+      fields: {
+        kind: { t: 'enum', values: ['auto', 'local', 'github'] },
+        github: { t: 'object', fields: { base_url: nullableStr, watch_seconds: int(1, 3600), trusted_authors: { t: 'list', of: str } } },
+      },
     },
     brain: { t: 'object', fields: { model: nullableStr } },
     budgets: { t: 'object', fields: { per_task: BUDGET_SPEC, per_goal: BUDGET_SPEC } },
@@ -157,6 +160,8 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'forge.kind': 'auto: GitHub when origin is a GitHub URL, otherwise the local forge (polly pr list|show|diff); or local, github.',
   'forge.github': 'GitHub settings (token from GITHUB_TOKEN or gh auth token; it is never printed).',
   'forge.github.base_url': 'API base URL for GitHub Enterprise (e.g. https://ghe.example.com/api/v3); null for github.com.',
+  'forge.github.trusted_authors':
+    'GitHub logins (accounts or apps) whose reviews and comments may steer a worker besides the accounts with write, maintain or admin permission on the repository (default none).',
   'forge.github.watch_seconds': 'seconds between two passes of the PR watcher (reviews, comments, checks, mergeability of each open PR; 1-3600, default 60).',
   brain: 'The Brain: the LLM session that plans and integrates and never writes business code.',
   'brain.model': "The Brain's own (Claude) model; null lets the SDK choose.",

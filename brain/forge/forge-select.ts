@@ -78,6 +78,9 @@ export async function openForge(options: OpenForgeOptions): Promise<{ forge: For
   const { token } = await resolveGitHubToken({ env: options.env ?? process.env, hostname: selection.host });
   const client = createGitHubClient({ token, baseUrl: selection.baseUrl });
   const forge = createGitHubForge({ owner: selection.owner, repo: selection.repo, octokit: client });
-  const watcher = createGitHubPullWatcher({ store: options.store, client, owner: selection.owner, repo: selection.repo });
+  const watcher = createGitHubPullWatcher(
+    { store: options.store, client, owner: selection.owner, repo: selection.repo },
+    { trustedAuthors: options.config.forge.github.trusted_authors ?? [] },
+  );
   return { forge, selection, watcher };
 }

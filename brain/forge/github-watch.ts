@@ -16,6 +16,15 @@
  * - `pr.merged` / `pr.closed` once, when the PR is found merged or closed (the task's own
  *   transition stays with `after-merge.ts`).
  *
+ * Who may steer a worker (issue 26): only accounts with write, maintain or admin permission on the
+ * repository (GitHub's collaborator permission endpoint, asked per login and cached
+ * {@link PERMISSION_TTL_MS}; `author_association` is a hint, journaled, never the answer) and the
+ * logins in `trustedAuthors` (config `forge.github.trusted_authors`). Everyone else's review or
+ * comment becomes `pr.untrusted_feedback` {author, association, permission, source, id, state?,
+ * body}, never `pr.feedback`: it starts no fix round (brain/process/pr-events.ts routes only
+ * `pr.feedback`), spends no bound and makes no review verdict. A lookup that fails leaves the item
+ * unseen (untrusted now, asked again next pass).
+ *
  * Polly's own reviews and comments carry {@link POLLY_MARKER} (added by `github-forge.ts`) and are
  * never feedback: Polly often posts with the human's own account (`gh auth token`), so the author
  * cannot tell them apart.
@@ -52,7 +61,16 @@ export interface PullWatchDeps {
   now?: () => Date;
 }
 
+/** Permissions on the repository that may steer a worker (GitHub's `permission`: maintain reads as `write`). */
+export const STEERING_PERMISSIONS: ReadonlySet<string> = new Set(['admin', 'write']);
+/** How long a login's permission is trusted before it is asked again, ms (10 min). */
+export const PERMISSION_TTL_MS = 10 * 60 * 1000;
+
 export interface PullWatchOptions {
+  /** Logins (accounts or apps, e.g. `renovate[bot]`) trusted without a permission lookup (config `forge.github.trusted_authors`). */
+  trustedAuthors?: readonly string[];
+  /** How long a permission answer is kept, ms (default {@link PERMISSION_TTL_MS}). */
+  permissionTtlMs?: number;
   /** Longest `logExcerpt` / `summary` / feedback body kept in an event, in characters (default 4000). */
   maxTextChars?: number;
 }
@@ -215,11 +233,48 @@ export function checkState(runs: readonly RawCheckRun[], statuses: readonly RawS
   return { state, failing };
 }
 
+/**
+ * The `pr.untrusted_feedback` event of a review or comment by an account that may not steer a
+ * worker: {forge, number, taskId, author, association (GitHub's `author_association`, a hint),
+ * permission (`none`, `read`, …), source (`review` | `review_comment` | `issue_comment`), id,
+ * state? (a review's), body}. Shown to the human, never routed to the worker. Pure.
+ */
+export function untrustedFeedback(
+  base: Record<string, unknown>,
+  item: { id: number; user?: { login?: string } | null; author_association?: string; state?: string },
+  source: 'review' | 'review_comment' | 'issue_comment',
+  permission: string,
+  body: string,
+  maxChars = 4000,
+): { kind: string; data: Record<string, unknown> } {
+  return {
+    kind: 'pr.untrusted_feedback',
+    data: {
+      ...base,
+      author: item.user?.login ?? null,
+      association: item.author_association ?? null,
+      permission,
+      source,
+      id: item.id,
+      ...(item.state ? { state: item.state } : {}),
+      body: body.slice(0, maxChars),
+    },
+  };
+}
+
 /** Create the watcher for `owner/repo` (see the module comment). */
 export function createGitHubPullWatcher(deps: PullWatchDeps, options: PullWatchOptions = {}): PullRequestWatcher {
   const { owner, repo, client } = deps;
   const now = () => (deps.now ? deps.now() : new Date()).toISOString();
   const maxChars = options.maxTextChars ?? 4000;
+  const trustedAuthors = new Set(options.trustedAuthors ?? []);
+  const ttl = options.permissionTtlMs ?? PERMISSION_TTL_MS;
+  const permissions = new Map<string, { permission: string; at: number }>();
+  let currentWatch: GitHubPullWatch | null = null;
+  const untrusted = (base: Json, item: Parameters<typeof untrustedFeedback>[1], source: Parameters<typeof untrustedFeedback>[2], permission: string, body: string) => {
+    if (currentWatch) currentWatch.untrusted = (currentWatch.untrusted ?? 0) + 1;
+    return untrustedFeedback(base, item, source, permission, body, maxChars);
+  };
 
   return {
     async pass(): Promise<PullWatchReport> {
@@ -251,6 +306,33 @@ export function createGitHubPullWatcher(deps: PullWatchDeps, options: PullWatchO
         return { data: all, etag: first.etag };
       };
 
+      /**
+       * Whether `login` may steer a worker: listed in `trustedAuthors`, or write/maintain/admin per
+       * GitHub's collaborator permission endpoint (cached {@link PERMISSION_TTL_MS}; 404, an account
+       * GitHub does not know, is `none`). `author_association` is kept as a hint only. A lookup that
+       * fails is `unknown`: treated as untrusted now and asked again next pass (not cached).
+       */
+      const trustOf = async (login: string | null | undefined): Promise<{ trusted: boolean; permission: string }> => {
+        if (!login) return { trusted: false, permission: 'none' };
+        if (trustedAuthors.has(login)) return { trusted: true, permission: 'config' };
+        const cached = permissions.get(login);
+        const at = Date.parse(now());
+        if (cached && at - cached.at < ttl) return { trusted: STEERING_PERMISSIONS.has(cached.permission), permission: cached.permission };
+        report.requests += 1;
+        try {
+          const r = await client.request('GET /repos/{owner}/{repo}/collaborators/{username}/permission', { owner, repo, username: login });
+          const permission = String((r.data as { permission?: unknown }).permission ?? 'none');
+          permissions.set(login, { permission, at });
+          return { trusted: STEERING_PERMISSIONS.has(permission), permission };
+        } catch (error) {
+          if ((error as { status?: number }).status === 404) {
+            permissions.set(login, { permission: 'none', at });
+            return { trusted: false, permission: 'none' };
+          }
+          return { trusted: false, permission: 'unknown' };
+        }
+      };
+
       const reg = await deps.store.read();
       const tasks = Object.values(reg.tasks).filter((t) => t.pr?.forge === 'github' && OPEN.has(t.pr.state) && !t.pr.watch?.final);
       for (const task of tasks) {
@@ -258,6 +340,7 @@ export function createGitHubPullWatcher(deps: PullWatchDeps, options: PullWatchO
         report.watched.push(number);
         const was = task.pr!.watch ?? emptyPullWatch(now());
         const w: GitHubPullWatch = structuredClone(was);
+        currentWatch = w;
         const events: Array<{ kind: string; data: Json }> = [];
         const base = { forge: 'github', number, taskId: task.id };
         try {
@@ -328,11 +411,29 @@ export function createGitHubPullWatcher(deps: PullWatchDeps, options: PullWatchO
         if (reviews) {
           if (reviews.etag) w.etags.reviews = reviews.etag;
           const human = reviews.data.filter((r) => r.state !== 'PENDING' && !isPollyAuthored(r.body));
-          w.review = reviewVerdict(human);
+          const trust = new Map<number, { trusted: boolean; permission: string }>();
+          for (const r of human) trust.set(r.id, await trustOf(r.user?.login));
+          // Only the reviews of accounts that may steer the worker make the verdict.
+          w.review = reviewVerdict(human.filter((r) => trust.get(r.id)?.trusted));
           for (const r of reviews.data) {
             if (seenReviews.has(r.id) || r.state === 'PENDING') continue;
+            const t = trust.get(r.id);
+            if (t?.permission === 'unknown') {
+              // The lookup failed: untrusted for now, and read again next pass (the list in full).
+              delete w.etags.reviews;
+              continue;
+            }
             w.seen.reviews.push(r.id);
-            if (isPollyAuthored(r.body) || r.state === 'APPROVED' || r.state === 'DISMISSED') continue;
+            if (isPollyAuthored(r.body)) continue;
+            if (t && !t.trusted) {
+              for (const c of (comments?.data ?? []).filter((c) => c.pull_request_review_id === r.id && !seenComments.has(c.id))) {
+                seenComments.add(c.id);
+                w.seen.reviewComments.push(c.id);
+              }
+              events.push(untrusted(base, r, 'review', t.permission, r.body ?? ''));
+              continue;
+            }
+            if (r.state === 'APPROVED' || r.state === 'DISMISSED') continue;
             // Its line comments go with it, in one event.
             const own = (comments?.data ?? []).filter((c) => c.pull_request_review_id === r.id && !seenComments.has(c.id) && !isPollyAuthored(c.body));
             for (const c of own) {
@@ -369,9 +470,18 @@ export function createGitHubPullWatcher(deps: PullWatchDeps, options: PullWatchO
               continue;
             }
             // Otherwise a line comment added to a review seen before (a reply, a later comment): on its own.
+            const t = isPollyAuthored(c.body) ? { trusted: true, permission: 'polly' } : await trustOf(c.user?.login);
+            if (t.permission === 'unknown') {
+              delete w.etags.review_comments;
+              continue;
+            }
             seenComments.add(c.id);
             w.seen.reviewComments.push(c.id);
             if (isPollyAuthored(c.body)) continue;
+            if (!t.trusted) {
+              events.push(untrusted(base, c, 'review_comment', t.permission, c.body));
+              continue;
+            }
             const lc = lineComment(c);
             events.push({
               kind: 'pr.feedback',
@@ -384,8 +494,20 @@ export function createGitHubPullWatcher(deps: PullWatchDeps, options: PullWatchO
           const seen = new Set(w.seen.issueComments);
           for (const c of issueComments.data) {
             if (seen.has(c.id)) continue;
+            if (isPollyAuthored(c.body) || !(c.body ?? '').trim()) {
+              w.seen.issueComments.push(c.id);
+              continue;
+            }
+            const t = await trustOf(c.user?.login);
+            if (t.permission === 'unknown') {
+              delete w.etags.issue_comments;
+              continue;
+            }
             w.seen.issueComments.push(c.id);
-            if (isPollyAuthored(c.body) || !(c.body ?? '').trim()) continue;
+            if (!t.trusted) {
+              events.push(untrusted(base, c, 'issue_comment', t.permission, c.body ?? ''));
+              continue;
+            }
             if (w.review === 'none') w.review = 'commented';
             events.push({
               kind: 'pr.feedback',

@@ -10,6 +10,8 @@
  * - `task.pr_ready`: the PR is ready for a human, the first time ("PR ready") and again at the end
  *   of each fix round ("feedback handled", with the round: its `fixRound`). A fix round that fails
  *   ends in `task.parked`, notified as such. So every fix round closes with exactly one notification.
+ * - `pr.untrusted_feedback`: a review or comment by an account that may not steer a worker
+ *   (brain/forge/pr-trust.ts): shown to the human, never acted on.
  * Everything else is not. The text names ids, statuses and reasons only: no URLs of forges with
  * credentials, no tokens (reasons pass through brain/core/redact.ts).
  *
@@ -29,6 +31,7 @@ export const NOTIFIED_KINDS = [
   'pr.feedback',
   'pr.checks_failed',
   'pr.conflicts',
+  'pr.untrusted_feedback',
   'goal.done',
   'budget.reached',
 ] as const;
@@ -36,6 +39,8 @@ export type NotifiedKind = (typeof NOTIFIED_KINDS)[number];
 
 /** One notification. */
 export interface Notification {
+  /** The repository it is about (`owner/repo` on GitHub, the directory's name otherwise); the notifier fills it in. */
+  repository?: string;
   /** The journal event it is about. */
   kind: NotifiedKind;
   seq: number;
@@ -134,6 +139,13 @@ export function notificationFor(entry: JournalEntry, baseUrl: string | null): No
         `${str(d.event) === 'REQUEST_CHANGES' ? 'Changes requested' : 'A comment'} on PR #${str(d.number)} of task ${str(d.taskId)}: ${cut(str(d.body), 200)}`,
         `/tasks/${str(d.taskId)}`,
       );
+    case 'pr.untrusted_feedback':
+      return make(
+        'pr.untrusted_feedback',
+        `A non-collaborator commented on PR #${str(d.number)}`,
+        `${str(d.author) || 'An account'} (no write access to the repository) ${d.source === 'review' ? 'reviewed' : 'commented on'} PR #${str(d.number)} of task ${str(d.taskId)}; not acted on, not shown to the worker: ${cut(str(d.body), 200)}`,
+        `/tasks/${str(d.taskId)}`,
+      );
     case 'goal.done':
       return make(
         'goal.done',
@@ -159,11 +171,24 @@ export function notificationFor(entry: JournalEntry, baseUrl: string | null): No
 }
 
 /**
+ * `text` with Slack's control characters escaped (`&` → `&amp;`, `<` → `&lt;`, `>` → `&gt;`,
+ * https://api.slack.com/reference/surfaces/formatting#escaping), so text a PR author wrote cannot
+ * become a mention (`<!channel>`), a link (`<https://…|label>`) or a user reference. Pure.
+ */
+export function escapeSlack(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/**
  * The Slack-compatible webhook body (https://api.slack.com/messaging/webhooks): `text` (the
  * fallback every receiver shows) and one `section` block in mrkdwn with the link when there is one.
+ * The title and text are escaped ({@link escapeSlack}); the link is Polly's own (config
+ * `notifications.dashboard_url`).
  */
 export function webhookPayload(n: Notification): { text: string; blocks: Array<Record<string, unknown>> } {
-  const text = `${n.title}: ${n.text}${n.link ? ` ${n.link}` : ''}`;
-  const mrkdwn = `*${n.title}*\n${n.text}${n.link ? `\n<${n.link}|Open in the Polly dashboard>` : ''}`;
+  const title = escapeSlack(n.repository ? `[${n.repository}] ${n.title}` : n.title);
+  const body = escapeSlack(n.text);
+  const text = `${title}: ${body}${n.link ? ` ${n.link}` : ''}`;
+  const mrkdwn = `*${title}*\n${body}${n.link ? `\n<${n.link}|Open in the Polly dashboard>` : ''}`;
   return { text, blocks: [{ type: 'section', text: { type: 'mrkdwn', text: mrkdwn } }] };
 }

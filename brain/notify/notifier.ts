@@ -12,10 +12,17 @@
  * - A failed delivery (after the sink's own retries) is logged (stderr) each time, and journaled
  *   as `notification.failed` once per sink until that sink delivers again (no flood while a
  *   webhook is down).
+ * - Coalesced per repository, PR and reason ({@link COALESCED_KINDS}) within `coalesceMs` (default
+ *   {@link COALESCE_MS}): a PR event that needs attention is announced at once and the ones of the
+ *   same kind on the same PR in the next window make one "N more" notification at its end; a
+ *   non-collaborator's comments (`pr.untrusted_feedback`) wait for the window's end and make one
+ *   "N comments from non-collaborators on PR #N", so 20 comments are one notification, not 20.
+ * - Every notification names its repository (`repository`, the directory's name by default).
  * - `stop()` reads the journal one last time (the `goal.done` the loop just wrote), then waits at
  *   most `drainMs` for the queues.
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
 import type { PollyConfig } from '../config/config-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { JournalEntry } from '../registry/registry-schema.js';
@@ -25,6 +32,12 @@ import { createWebhookSink, type NotificationSink } from './webhook.js';
 
 /** Events younger than this are announced by a first notifier (no cursor file yet), ms. */
 export const FRESH_MS = 10 * 60 * 1000;
+/** The window within which PR notifications of one kind on one PR are coalesced, ms (5 min). */
+export const COALESCE_MS = 5 * 60 * 1000;
+/** The kinds coalesced per PR (see the module doc); `pr.untrusted_feedback` waits for its window's end. */
+export const COALESCED_KINDS: ReadonlySet<string> = new Set(['pr.feedback', 'pr.checks_failed', 'pr.untrusted_feedback']);
+const TRAILING_ONLY = 'pr.untrusted_feedback';
+
 /** Notifications waiting per sink before the oldest are dropped. */
 export const MAX_QUEUED = 100;
 
@@ -48,6 +61,28 @@ export interface NotifierDeps {
   /** Diagnostics (stderr). */
   log: (line: string) => void;
   now?: () => Date;
+  /** The repository every notification names (`owner/repo`, or the directory's name). */
+  repository?: string;
+  /** The coalescing window, ms (default {@link COALESCE_MS}). */
+  coalesceMs?: number;
+}
+
+/** The one notification for `count` coalesced ones of a kind on a PR (`first` the first of them). Pure. */
+export function coalescedNotification(first: Notification, count: number, number: string, leading: boolean): Notification {
+  if (first.kind === TRAILING_ONLY) {
+    if (count === 1) return first;
+    return {
+      ...first,
+      title: `${count} comments from non-collaborators on PR #${number}`,
+      text: `${count} reviews or comments on PR #${number} came from accounts without write access to the repository; not acted on, not shown to the worker (polly pr list shows them).`,
+    };
+  }
+  const what = first.kind === 'pr.checks_failed' ? 'failing check reports' : 'reviews or comments';
+  return {
+    ...first,
+    title: `${count} more ${what} on PR #${number}`,
+    text: `${count} more ${what} arrived on PR #${number}${leading ? ' since the last notification' : ''}; Polly answers them in its fix rounds.`,
+  };
 }
 
 export interface Notifier {
@@ -104,20 +139,49 @@ export function startNotifier(deps: NotifierDeps): Notifier {
     });
   };
 
+  const coalesceMs = deps.coalesceMs ?? COALESCE_MS;
+  // Open windows by `kind|number`: how many arrived after the first (or all, for the trailing kind).
+  const windows = new Map<string, { first: Notification; number: string; count: number; timer: NodeJS.Timeout }>();
+  const flush = (key: string): void => {
+    const w = windows.get(key);
+    if (!w) return;
+    clearTimeout(w.timer);
+    windows.delete(key);
+    const trailing = w.first.kind === TRAILING_ONLY;
+    if (w.count > 0) enqueue(coalescedNotification(w.first, w.count, w.number, !trailing));
+  };
   const hand = (entries: readonly JournalEntry[]): void => {
     for (const e of entries) {
-      const n = notificationFor(e, deps.baseUrl);
-      if (!n) continue;
-      for (const q of queues) {
-        q.pending.push(n);
-        if (q.pending.length > MAX_QUEUED) {
-          const dropped = q.pending.shift()!;
-          deps.log(`[polly] notification: ${q.sink.name} is behind; dropped ${dropped.kind} (journal seq ${dropped.seq})`);
+      const made = notificationFor(e, deps.baseUrl);
+      if (!made) continue;
+      const n: Notification = deps.repository ? { ...made, repository: deps.repository } : made;
+      if (COALESCED_KINDS.has(n.kind)) {
+        const number = String(e.data.number ?? '?');
+        const key = `${n.kind}|${number}`;
+        const open = windows.get(key);
+        if (open) {
+          open.count += 1;
+          continue;
         }
-        pump(q);
+        const trailing = n.kind === TRAILING_ONLY;
+        const timer = setTimeout(() => flush(key), coalesceMs);
+        timer.unref();
+        windows.set(key, { first: n, number, count: trailing ? 1 : 0, timer });
+        if (trailing) continue;
       }
+      enqueue(n);
     }
   };
+  function enqueue(n: Notification): void {
+    for (const q of queues) {
+      q.pending.push(n);
+      if (q.pending.length > MAX_QUEUED) {
+        const dropped = q.pending.shift()!;
+        deps.log(`[polly] notification: ${q.sink.name} is behind; dropped ${dropped.kind} (journal seq ${dropped.seq})`);
+      }
+      pump(q);
+    }
+  }
 
   let cursor = readCursor(deps.cursorFile);
   const advance = (entries: readonly JournalEntry[]): void => {
@@ -154,6 +218,8 @@ export function startNotifier(deps: NotifierDeps): Notifier {
       } catch {
         /* the registry is gone or locked: nothing more to announce */
       }
+      // Open coalescing windows end with the notifier: what they hold is announced now.
+      for (const key of [...windows.keys()]) flush(key);
       const drained = Promise.all(
         queues.map(async (q) => {
           while (q.running) await q.running;
@@ -171,6 +237,8 @@ export function startConfiguredNotifier(deps: {
   pollyDir: string;
   log: (line: string) => void;
   sinks?: readonly NotificationSink[];
+  /** The repository notifications name (default the name of the directory holding `pollyDir`). */
+  repository?: string;
 }): Notifier {
   return startNotifier({
     store: deps.store,
@@ -178,5 +246,6 @@ export function startConfiguredNotifier(deps: {
     baseUrl: dashboardUrl(deps.config),
     cursorFile: `${deps.pollyDir}/notify-cursor`,
     log: deps.log,
+    repository: deps.repository ?? basename(dirname(resolve(deps.pollyDir))),
   });
 }

@@ -15,6 +15,10 @@
  *   round merges the base in first, then the worker fixes what the merge broke;
  * - `pr.conflicts` → CONFLICTS, unless a later `pr.conflicts_resolved` for the same PR says it merges
  *   again;
+ * - never `pr.untrusted_feedback` (a review or comment by an account without write, maintain or
+ *   admin permission, brain/forge/github-watch.ts): the trust rule is applied before the workflow,
+ *   so the model-checked task workflow (workflows/polly-task) only ever receives signals from
+ *   trusted events, and an untrusted one cannot move the task or spend `pr.max_fix_rounds`;
  * - never Polly's own reviews or comments (`author: 'polly'`; the forges do not emit `pr.feedback`
  *   for them either).
  *

@@ -174,6 +174,8 @@ export interface GitHubPullWatch {
   seen: { reviews: number[]; reviewComments: number[]; issueComments: number[] };
   /** Failing checks (`run:NAME` / `status:CONTEXT`) already reported in `pr.checks_failed` for `headCommit`. */
   reportedChecks: { headCommit: string; keys: string[] } | null;
+  /** Reviews and comments by accounts that may not steer a worker, seen so far (journaled as `pr.untrusted_feedback`, not acted on). */
+  untrusted?: number;
   /** The latest humans' review verdict. */
   review: 'changes_requested' | 'approved' | 'commented' | 'none';
   /** The head's checks: `failing` (any check run or status failed), `pending`, `passing`, or `none` (no check reported). */

@@ -47,6 +47,8 @@ export interface StatusTask {
    * is only `commented` (Polly's cross-review is a COMMENT review); absent otherwise.
    */
   reviewText?: string;
+  /** GitHub: reviews and comments from accounts without write access, not acted on (never shown to the worker); absent when none. */
+  untrustedFeedback?: number;
   /** Why it is in its status (a failure, a park), or null. */
   statusReason: string | null;
   /** Tokens and cost of its turns (brain/registry/cost-ledger.ts), per role too. */
@@ -149,6 +151,7 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
           ? githubPullRequestStatus(t.pr.watch, t.pr.state)
           : pullRequestStatus(reg.pullRequests[String(t.pr.number)] ?? { reviews: [], state: t.pr.state }, t.checks),
       ...(t.pr && t.reviews.length > 0 ? commentedReviewText(t, reg) : {}),
+      ...(t.pr?.forge === 'github' && t.pr.watch?.untrusted ? { untrustedFeedback: t.pr.watch.untrusted } : {}),
       statusReason: t.statusReason,
       spent: { ...statusCost(t.ledger?.totals ?? sumTotals([])), byRole: t.ledger?.byRole ?? {} },
       budget: t.budget ?? null,

@@ -197,6 +197,11 @@ export interface GitHubSimulator {
   setCommitStatus(sha: string, status: SimCommitStatus): void;
   /** The paths PR `number`'s head changes (for conflicts when another PR touching them merges first). */
   setChangedFiles(number: number, files: string[]): void;
+  /**
+   * Give `login` a role on the repository (null: the account does not exist, so its permission
+   * lookup answers 404). Reviews and comments then carry the matching `author_association`.
+   */
+  setRole(login: string, role: SimRole | null): void;
   /** Fail the next `count` requests with `fault` (before any handler runs). */
   failNext(fault: FaultSpec, count?: number): void;
   /** The primary rate limit: limit per hour, remaining now, reset (epoch seconds). */
@@ -204,7 +209,17 @@ export interface GitHubSimulator {
   close(): Promise<void>;
 }
 
+/** A repository role (https://docs.github.com/en/organizations/managing-user-access-to-your-organizations-repositories/managing-repository-roles/repository-roles-for-an-organization); `none`: an account with no access. */
+export type SimRole = 'admin' | 'maintain' | 'write' | 'triage' | 'read' | 'none';
+
 export interface GitHubSimulatorOptions {
+  /**
+   * Login → role on the repository: what `GET /repos/{o}/{r}/collaborators/{u}/permission` answers
+   * and what `author_association` reviews and comments carry. A login not listed has `defaultRole`.
+   */
+  roles?: Record<string, SimRole>;
+  /** The role of a login not in `roles` (default `write`, so a test that names no roles sees collaborators; null: unknown accounts, 404). */
+  defaultRole?: SimRole | null;
   owner?: string;
   repo?: string;
   /** Branch name → sha at start. Default: `main` at a fixed sha. */
@@ -246,6 +261,7 @@ const SERVED_PATHS = [
   '/repos/{owner}/{repo}/commits/{ref}/status',
   '/repos/{owner}/{repo}/merges',
   '/repos/{owner}/{repo}/git/refs/{ref}',
+  '/repos/{owner}/{repo}/collaborators/{username}/permission',
 ];
 let trimmedSchemaPath: string | null = null;
 
@@ -327,6 +343,15 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
   const clock = options.clock ?? { now: () => Date.now() };
   const limit = options.rateLimit ?? 5000;
   const gitDir = options.git ?? null;
+  const roles = new Map<string, SimRole | null>(Object.entries(options.roles ?? {}));
+  const defaultRole = options.defaultRole === undefined ? 'write' : options.defaultRole;
+  const roleOf = (login: string): SimRole | null => (roles.has(login) ? roles.get(login)! : defaultRole);
+  /** GitHub's `author_association` for `login` (https://docs.github.com/en/graphql/reference/enums#commentauthorassociation). */
+  const associationOf = (login: string): string => {
+    const role = roleOf(login);
+    if (role === null || role === 'none') return 'NONE';
+    return login === owner ? 'OWNER' : 'COLLABORATOR';
+  };
   const branches = new Map<string, string>(gitDir ? branchTips(gitDir) : Object.entries(options.branches ?? { main: sha('main-initial') }));
   const refUpdates: RefUpdate[] = [];
   const pulls = new Map<number, SimPull>();
@@ -608,6 +633,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
             id: r.id,
             node_id: Buffer.from(`PullRequestReview:${r.id}`).toString('base64'),
             user: userJson(t.user, r.login),
+            author_association: associationOf(r.login),
             body: r.body,
             state: r.state,
             commit_id: r.commitId,
@@ -641,6 +667,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
             commit_id: r.commitId,
             original_commit_id: r.commitId,
             user: userJson(t.user, r.login),
+            author_association: associationOf(r.login),
             body: x.body,
             created_at: r.submittedAt,
             updated_at: r.submittedAt,
@@ -661,6 +688,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
             id: x.id,
             node_id: Buffer.from(`IssueComment:${x.id}`).toString('base64'),
             user: userJson(t.user, x.login),
+            author_association: associationOf(x.login),
             body: x.body,
             created_at: x.createdAt,
             updated_at: x.createdAt,
@@ -669,6 +697,24 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
           });
         }),
       };
+    },
+    // https://docs.github.com/en/rest/collaborators/collaborators#get-repository-permissions-for-a-user:
+    // `permission` is admin, write, read or none (maintain reads as write, triage as read; `role_name` is the role).
+    'repos/get-collaborator-permission-level': async (c: Ctx) => {
+      if (!isOurRepo(c)) return notFound;
+      const login = c.request.params.username!;
+      const role = roleOf(login);
+      if (role === null) return notFound;
+      const permission = { admin: 'admin', maintain: 'write', write: 'write', triage: 'read', read: 'read', none: 'none' }[role];
+      const t = template(c.api, 'repos/get-collaborator-permission-level');
+      const level = ['none', 'read', 'triage', 'write', 'maintain', 'admin'].indexOf(role);
+      const user = {
+        ...(t.user as Record<string, unknown>),
+        ...userJson(t.user, login),
+        role_name: role,
+        permissions: { pull: level >= 1, triage: level >= 2, push: level >= 3, maintain: level >= 4, admin: level >= 5 },
+      };
+      return { status: 200, json: Object.assign(t, { permission, role_name: role, user }) };
     },
     'checks/list-for-ref': async (c: Ctx) => {
       if (!isOurRepo(c)) return notFound;
@@ -1061,6 +1107,9 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       p.reviews.push({ id, event: review.event, state, body: review.body, commitId: p.headSha, login: review.login, submittedAt: iso(), comments });
       p.updatedAt = iso();
       return id;
+    },
+    setRole(login, role) {
+      roles.set(login, role);
     },
     humanComment(number, comment) {
       const p = pulls.get(number);

@@ -75,7 +75,10 @@ describe('no merge method, anywhere', () => {
 });
 
 describe('forge selection', () => {
-  const cfg = (kind: PollyConfig['forge']['kind'], base_url: string | null = null): PollyConfig['forge'] => ({ kind, github: { base_url, watch_seconds: 60 } });
+  const cfg = (kind: PollyConfig['forge']['kind'], base_url: string | null = null): PollyConfig['forge'] => ({
+    kind,
+    github: { base_url, watch_seconds: 60, trusted_authors: [] },
+  });
 
   test('auto: GitHub for a github.com origin, local otherwise', () => {
     expect(selectForge(cfg('auto'), 'git@github.com:octo-org/demo.git')).toMatchObject({ kind: 'github', owner: 'octo-org', repo: 'demo', baseUrl: 'https://api.github.com' });

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { createBrainDeps } from '../../brain/process/brain-deps.js';
 import { runBrainProcess } from '../../brain/process/brain-process.js';
@@ -21,6 +21,8 @@ import { createWebhookSink, type NotificationSink } from '../../brain/notify/web
 import { dashboardUrl, notificationFor, webhookPayload } from '../../brain/notify/notification.js';
 import { createTestRepo, gitTestEnv } from '../helpers/git-repo.js';
 import { parseConfig } from '../../brain/config/config.js';
+import { startNotifier } from '../../brain/notify/notifier.js';
+import { createMemoryRegistryStore } from '../../brain/registry/registry-store.js';
 
 const cli = join(process.cwd(), 'dist/brain/cli.js');
 
@@ -156,7 +158,7 @@ async function runSmallPlan(options: { webhookUrl?: string; sinks?: Notification
   const approvedAt = Date.now();
   await until('the goal to end', async () => ((await ctx.store.read()).goals[goal.id]?.status === 'failed' ? true : null));
   const goalDoneAfterMs = Date.now() - approvedAt;
-  return { ctx, goal, plan, stop, stopMs: () => stopMs, goalDoneAfterMs };
+  return { ctx, goal, plan, stop, stopMs: () => stopMs, goalDoneAfterMs, repository: basename(repo.dir) };
 }
 
 /** The notified kinds of this run, as the journal has them, in order. */
@@ -173,7 +175,9 @@ describe('notifications from a plan run', () => {
     expect(notified.map((n) => n.kind).sort()).toEqual([...EXPECTED].sort());
     // One POST per notified journal event, with the body the notification renders to.
     expect(receiver.bodies).toHaveLength(notified.length);
-    expect([...receiver.bodies].sort((a, b) => a.text.localeCompare(b.text))).toEqual(notified.map(webhookPayload).sort((a, b) => a.text.localeCompare(b.text)));
+    expect([...receiver.bodies].sort((a, b) => a.text.localeCompare(b.text))).toEqual(
+      notified.map((n) => webhookPayload({ ...n, repository: run.repository })).sort((a, b) => a.text.localeCompare(b.text)),
+    );
     const texts = receiver.bodies.map((b) => b.text).join('\n');
     expect(texts).toContain(`Plan ${run.plan.planId} waits for approval`);
     expect(texts).toContain(`Task ${run.plan.planId}-b parked: Task ${run.plan.planId}-b was parked: budget reached: the task budget (100 tokens): tokens 140 ≥ limit 100.`);
@@ -269,5 +273,57 @@ describe('notification content', () => {
       title: 'Feedback on PR #4 handled',
       text: expect.stringMatching(/^Fix round 1 of task p1-t1 is done: .* PR #4 is ready again/),
     });
+  });
+});
+
+describe('PR notifications from strangers (issue 26 item 6)', () => {
+  it('are escaped for Slack, coalesced per PR and reason, and name the repository, through the real webhook path', async () => {
+    const receiver = await startReceiver('answer');
+    cleanups.push(receiver.close);
+    const store = createMemoryRegistryStore();
+    const notifier = startNotifier({
+      store,
+      sinks: [createWebhookSink({ url: receiver.url, timeoutMs: 2000 })],
+      baseUrl: null,
+      cursorFile: null,
+      log: () => {},
+      repository: 'acme/widgets',
+    });
+    const evil = '<!channel> see <https://evil.example/x|the fix> & approve';
+    await store.update((_d, tx) => {
+      for (let i = 0; i < 20; i++)
+        tx.emit('pr.untrusted_feedback', {
+          forge: 'github',
+          number: 7,
+          taskId: 'p1-t1',
+          author: 'mallory',
+          association: 'NONE',
+          permission: 'none',
+          source: 'issue_comment',
+          id: i,
+          body: evil,
+        });
+      tx.emit('pr.feedback', { forge: 'github', number: 7, taskId: 'p1-t1', author: 'maint', event: 'REQUEST_CHANGES', body: 'rename <x> & y' });
+      tx.emit('pr.feedback', { forge: 'github', number: 7, taskId: 'p1-t1', author: 'maint', event: 'REQUEST_CHANGES', body: 'also z' });
+    });
+    await until('the first notification', async () => receiver.bodies.length >= 1, 10_000);
+    await notifier.stop();
+    const texts = receiver.bodies.map((b) => b.text);
+    // 20 stranger comments: one notification; two change requests: the first at once, one "1 more".
+    expect(texts).toHaveLength(3);
+    const untrusted = texts.filter((t) => t.includes('non-collaborators'));
+    expect(untrusted).toEqual([expect.stringMatching(/^\[acme\/widgets\] 20 comments from non-collaborators on PR #7: /)]);
+    expect(texts.filter((t) => t.includes('Changes requested'))).toEqual(['[acme/widgets] Feedback on PR #7: Changes requested on PR #7 of task p1-t1: rename &lt;x&gt; &amp; y']);
+    expect(texts.filter((t) => t.includes('1 more'))).toHaveLength(1);
+    // A single stranger comment is shown escaped: no mention, no link reaches Slack.
+    const one = webhookPayload({
+      ...notificationFor({ seq: 1, at: '2026-12-01T00:00:00Z', kind: 'pr.untrusted_feedback', data: { number: 7, taskId: 't', author: 'mallory', body: evil } }, null)!,
+      repository: 'acme/widgets',
+    });
+    for (const s of [one.text, JSON.stringify(one.blocks)]) {
+      expect(s).not.toContain('<!channel>');
+      expect(s).not.toContain('<https://');
+    }
+    expect(one.text).toContain('&lt;!channel&gt; see &lt;https://evil.example/x|the fix&gt; &amp; approve');
   });
 });
