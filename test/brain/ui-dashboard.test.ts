@@ -25,7 +25,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { proposePlan } from '../../brain/plan/plan-gate.js';
@@ -416,7 +416,9 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     expect(notified.map((n) => n.kind).sort()).toEqual(['goal.done', 'plan.proposed', 'plan.refused', 'task.pr_ready', 'task.pr_ready']);
     await until(`${notified.length} webhook posts`, () => receiver.bodies.length >= notified.length, 30_000);
     const sortByText = (xs: Array<{ text: string }>) => [...xs].sort((a, b) => a.text.localeCompare(b.text));
-    expect(sortByText(receiver.bodies)).toEqual(sortByText(notified.map(webhookPayload)));
+    // Each names its repository (the sample's directory name: no GitHub remote here).
+    const repository = basename(sample.repo);
+    expect(sortByText(receiver.bodies)).toEqual(sortByText(notified.map((n) => webhookPayload({ ...n, repository }))));
     expect(notified.every((n) => n.link?.startsWith(`${ui.url}/`))).toBe(true);
     // A Brain started again reads the notifier's cursor and announces nothing twice. Spawned
     // asynchronously: the webhook receiver and the dashboard it would talk to answer from this process.
