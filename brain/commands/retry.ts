@@ -7,7 +7,7 @@
  */
 import { parseCommandArgs } from './args.js';
 import type { Command } from './command.js';
-import { retryPlan } from '../plan/plan-retry.js';
+import { pendingRetry, retryPlan } from '../plan/plan-retry.js';
 import { reconcileDeadBrain } from '../process/resume.js';
 import { followExisting } from './resume.js';
 import { openRepoContext } from './repo-context.js';
@@ -22,9 +22,11 @@ skipped) again. Each keeps its id, worktree, branch and work (uncommitted files 
 PR if it has one; its worker starts a new session told why the earlier attempt stopped. The
 retry is a plan of its own: model-checked like any plan, it waits at the plan gate (--yes
 approves), then runs like "polly run". A task that depends on another stopped task needs that
-one in the same retry (polly retry p1-t1 p1-t2); dependencies on ready tasks are met.
+one in the same retry (polly retry p1-t1 p1-t2); dependencies on ready tasks are met. A retry
+plan already pending for exactly these tasks is followed; one that also retries other tasks is
+named and left pending (approve or reject it with polly plan).
 
-  --yes     approve the retry plan if it is admitted
+  --yes     approve the retry plan if it is admitted (only one retrying exactly these tasks)
   --json    print {plan, admitted, line, goal, tasks} as JSON
   --detach  return once the plan is admitted and the Brain runs
 
@@ -36,13 +38,10 @@ dependency), refused, rejected, or a task failed again; 2 bad input.`,
     await reconcileDeadBrain(ctx.store);
     const reg = await ctx.store.read();
     const flags = { yes: Boolean(values.yes), json: Boolean(values.json), detach: Boolean(values.detach) };
-    // A retry of these tasks already proposed and not yet taken over: follow it (no second plan).
-    const pending = Object.values(reg.plans)
-      .filter(
-        (p) => (p.gate === 'pending' || p.gate === 'approved') && p.retries && positionals.every((id) => Object.values(p.retries!).includes(id) && reg.tasks[id]?.planId !== p.id),
-      )
-      .sort((a, b) => b.createdAt.localeCompare(a.createdAt))[0];
-    if (pending?.goalId && positionals.length > 0) {
+    // A retry of exactly these tasks already proposed and not yet taken over: follow it (no second
+    // plan). A pending one covering other tasks too is refused by pendingRetry, naming it.
+    const pending = positionals.length > 0 ? pendingRetry(reg, positionals)?.follow : undefined;
+    if (pending?.goalId) {
       io.stderr.write(`[polly] plan ${pending.id} (${pending.gate}) already retries ${positionals.join(', ')}; following it\n`);
       return followExisting(ctx, pending.id, pending.goalId, flags.yes, flags.json, flags.detach, io);
     }

@@ -7,6 +7,7 @@
  * included, and a PR the earlier attempt opened is the one the retry carries (never a second).
  *
  * - {@link retryPlan}: which plan retries the given tasks (pure; refusals say what to do instead).
+ * - {@link pendingRetry}: a retry of these tasks already proposed and not yet taken over (pure).
  * - {@link takeOverForRetry}: the Brain hands a stopped task to its retry plan (a registry draft).
  */
 import { PollyError } from '../core/errors.js';
@@ -37,6 +38,38 @@ function owningPlan(reg: Registry, task: TaskRecord): PlanRecord | null {
 /** The key of task `id` in `plan`, or null. */
 function keyIn(plan: PlanRecord, id: string): string | null {
   return plan.tasks.find((s) => planTaskId(plan, s.key) === id)?.key ?? null;
+}
+
+/**
+ * A retry plan already proposed for `taskIds` and not yet taken over (pure), so `polly retry` follows
+ * it instead of proposing a second one.
+ *
+ * Only a plan that retries exactly the named tasks is followed (`{ follow }`): `--yes` then approves
+ * it, and it approves nothing the user did not name. A pending plan that retries any of them along
+ * with other tasks, or only some of them, is a `conflict`: its id and the tasks it covers are named,
+ * with the commands that decide it. An approved plan covering more is followed: nothing is approved.
+ * @returns `{ follow: plan }`, `null` when no proposed retry touches these tasks.
+ * @throws PollyError `conflict` for a pending plan that retries a different set of tasks.
+ */
+export function pendingRetry(reg: Registry, taskIds: readonly string[]): { follow: PlanRecord } | null {
+  const named = new Set(taskIds);
+  const open = Object.values(reg.plans)
+    .filter((p) => (p.gate === 'pending' || p.gate === 'approved') && p.retries)
+    .map((p) => ({ plan: p, covers: Object.values(p.retries!).filter((id) => reg.tasks[id]?.planId !== p.id) }))
+    .filter(({ covers }) => covers.some((id) => named.has(id)))
+    .sort((a, b) => b.plan.createdAt.localeCompare(a.plan.createdAt));
+  for (const { plan, covers } of open) {
+    const exact = covers.length === named.size && covers.every((id) => named.has(id));
+    if (exact || (plan.gate === 'approved' && taskIds.every((id) => covers.includes(id)))) return { follow: plan };
+    if (plan.gate === 'pending') {
+      throw new PollyError(
+        'conflict',
+        `polly retry: plan ${plan.id} is pending at the plan gate and retries ${covers.join(', ')}, not exactly ${taskIds.join(', ')}; nothing was approved. Approve it with: polly plan approve ${plan.id} — or reject it (polly plan reject ${plan.id}) and run polly retry again.`,
+        { details: { plan: plan.id, retries: covers, asked: [...taskIds] } },
+      );
+    }
+  }
+  return null;
 }
 
 /**
