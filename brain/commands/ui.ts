@@ -21,12 +21,15 @@ each local PR's diff, checks and reviews; the journal. Approving in the page wri
 plan-gate record as "polly plan approve" (decidedBy human:$USER (polly ui), decidedAt).
 
 Security: it listens on 127.0.0.1 unless --host names another address, and a non-loopback
-address is refused unless --allow-remote. It prints, once, a URL with a random token for this
-session; opening it exchanges the token for an HttpOnly, SameSite=Strict cookie. Every request
-must name this server in its Host header (DNS rebinding); state changes are POSTs that must come
-from the dashboard's own Origin (CSRF).
+address is refused unless --allow-remote. It prints a login URL with a random token that works
+once: opening it starts a browser session bound to this server (a secret root path and an
+HttpOnly, SameSite=Strict cookie scoped to it, so a server on another port of this machine never
+gets it), which lasts 12 hours. Press Enter here for another login URL (another browser, or after
+the session ended). Every request must name this server in its Host header (DNS rebinding);
+state changes are POSTs that must come from the dashboard's own Origin (CSRF).
 
-Output: the URL to open on stdout (--json: {url, loginUrl, port}). It runs until Ctrl-C.
+Output: the URL to open on stdout, and another on each Enter (--json: {url, loginUrl, port},
+then {loginUrl} lines). It runs until Ctrl-C.
 Exit codes: 0 stopped; 2 bad flags, a non-loopback --host without --allow-remote, or a port in use.`,
   async run(argv, io) {
     const args = parseCommandArgs('ui', argv, { port: { type: 'string' }, host: { type: 'string' }, 'allow-remote': { type: 'boolean' }, json: { type: 'boolean' } }, 0);
@@ -45,11 +48,24 @@ Exit codes: 0 stopped; 2 bad flags, a non-loopback --host without --allow-remote
     // The login URL carries this session's token: stdout only (it is the user's own capability), never stderr or a file.
     if (args.values.json) writeJson(io.stdout, { url: server.url, loginUrl: server.loginUrl, port: server.port });
     else writeLine(io.stdout, `Polly dashboard: open ${server.loginUrl}`);
-    io.stderr.write(`[polly ui] serving ${ctx.repo.root} at ${server.url}; Ctrl-C to stop\n`);
+    io.stderr.write(`[polly ui] serving ${ctx.repo.root} at ${server.url}; the login URL works once, press Enter for another; Ctrl-C to stop\n`);
+    // Each line on stdin (Enter in the terminal) asks for another single-use login URL.
+    const more = () => {
+      const loginUrl = server.newLoginUrl();
+      if (args.values.json) writeJson(io.stdout, { loginUrl });
+      else writeLine(io.stdout, `Polly dashboard: open ${loginUrl}`);
+    };
+    const onData = (chunk: Buffer | string) => {
+      for (const c of String(chunk)) if (c === '\n') more();
+    };
+    process.stdin.on('data', onData);
+    process.stdin.on('error', () => {}); // a closed or unreadable stdin just means no more links
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);
     });
+    process.stdin.off('data', onData);
+    process.stdin.pause();
     await server.close();
     return 0;
   },

@@ -56,7 +56,7 @@ export function layout(title: string, body: string, options: { live?: boolean; s
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="/ui.css"><script src="/ui.js" defer></script></head>
 <body${options.live ? ' data-live="1"' : ''}${options.stream ? ` data-stream="${e(options.stream)}"` : ''}>
-<nav><a href="/" class="brand">Polly</a> <a href="/">Goals &amp; plans</a> <a href="/journal">Journal</a> <span id="live-state" class="muted"></span></nav>
+<nav><a href="./" class="brand">Polly</a> <a href="./">Goals &amp; plans</a> <a href="journal">Journal</a> <span id="live-state" class="muted"></span></nav>
 <main>${body}</main>${options.after ?? ''}
 </body></html>`;
 }
@@ -74,9 +74,9 @@ export function overviewPage(reg: Registry): string {
 <h2>Goals</h2>${table(
       ['Goal', 'Status', 'Plans', 'Text'],
       goals.map((g: GoalRecord) => [
-        `<a href="/goals/${e(g.id)}">${e(g.id)}</a>`,
+        `<a href="goals/${e(g.id)}">${e(g.id)}</a>`,
         badge(g.status),
-        g.planIds.map((p) => `<a href="/plans/${e(p)}">${e(p)}</a>`).join(' '),
+        g.planIds.map((p) => `<a href="plans/${e(p)}">${e(p)}</a>`).join(' '),
         e(g.text),
       ]),
       'goals',
@@ -84,7 +84,7 @@ export function overviewPage(reg: Registry): string {
 <h2>Plans</h2>${table(
       ['Plan', 'Goal', 'Admission', 'Gate', 'Tasks'],
       plans.map((p) => [
-        `<a href="/plans/${e(p.id)}">${e(p.id)}</a>`,
+        `<a href="plans/${e(p.id)}">${e(p.id)}</a>`,
         e(p.goalId ?? '-'),
         p.admission ? badge(p.admission.admitted ? 'admitted' : 'REFUSED') : '-',
         badge(p.gate),
@@ -95,7 +95,7 @@ export function overviewPage(reg: Registry): string {
 <h2>Tasks</h2>${taskTable(tasks)}
 <h2>Live workers</h2>${table(
       ['Worker', 'Task', 'Harness', 'Purpose', 'Since'],
-      live.map((w) => [e(w.id), `<a href="/tasks/${e(w.taskId)}">${e(w.taskId)}</a>`, e(w.harness), e(w.purpose ?? '-'), e(w.startedAt)]),
+      live.map((w) => [e(w.id), `<a href="tasks/${e(w.taskId)}">${e(w.taskId)}</a>`, e(w.harness), e(w.purpose ?? '-'), e(w.startedAt)]),
       'workers',
     )}`,
     { live: true },
@@ -115,7 +115,7 @@ ${goal.brainReport ? `<h2>The Brain's last report</h2><pre id="brain-report">${e
 <h2>Plans</h2>${table(
       ['Plan', 'Admission', 'Gate', 'Tasks', 'Proposed'],
       plans.map((p) => [
-        `<a href="/plans/${e(p.id)}">${e(p.id)}</a>`,
+        `<a href="plans/${e(p.id)}">${e(p.id)}</a>`,
         p.admission ? badge(p.admission.admitted ? 'admitted' : 'REFUSED') : '-',
         badge(p.gate),
         String(p.tasks.length),
@@ -136,7 +136,7 @@ function cost(t: TaskRecord): string {
 /** A task's PR: a link to its page here (local forge) or to the forge (GitHub), with its state. */
 function prLink(pr: TaskRecord['pr']): string {
   if (!pr) return '-';
-  const href = pr.forge === 'local' ? `/prs/${pr.number}` : pr.url;
+  const href = pr.forge === 'local' ? `prs/${pr.number}` : pr.url;
   return `<a href="${e(href)}">#${pr.number}</a> ${badge(pr.state)}`;
 }
 
@@ -145,8 +145,8 @@ function taskTable(tasks: TaskRecord[]): string {
   return table(
     ['Task', 'Plan', 'Status', 'Purpose', 'Worker', 'Reviewer', 'PR', ...(withCost ? ['Cost'] : []), 'Title'],
     tasks.map((t) => [
-      `<a href="/tasks/${e(t.id)}">${e(t.id)}</a>`,
-      t.planId ? `<a href="/plans/${e(t.planId)}">${e(t.planId)}</a>` : '-',
+      `<a href="tasks/${e(t.id)}">${e(t.id)}</a>`,
+      t.planId ? `<a href="plans/${e(t.planId)}">${e(t.planId)}</a>` : '-',
       `<span class="task-status" data-task="${e(t.id)}">${badge(t.status)}</span>`,
       e(t.purpose),
       e(t.worker),
@@ -191,8 +191,8 @@ export function planPage(plan: PlanRecord, reg: Registry, notice?: string): stri
   const decision =
     plan.gate === 'pending'
       ? `<p>Waiting for a human since ${e(plan.askedAt)}. Nothing is dispatched before approval.</p>
-<div class="actions"><form method="post" action="/plans/${e(plan.id)}/approve"><button type="submit" id="approve" class="ok">Approve plan ${e(plan.id)}</button></form>
-<form method="post" action="/plans/${e(plan.id)}/reject"><button type="submit" id="reject" class="bad">Reject</button></form></div>`
+<div class="actions"><form method="post" action="plans/${e(plan.id)}/approve"><button type="submit" id="approve" class="ok">Approve plan ${e(plan.id)}</button></form>
+<form method="post" action="plans/${e(plan.id)}/reject"><button type="submit" id="reject" class="bad">Reject</button></form></div>`
       : `<p id="decided">${badge(plan.gate)}${plan.decidedBy ? ` by <strong>${e(plan.decidedBy)}</strong> at ${e(plan.decidedAt)}` : ''}</p>`;
   // The hard budgets approving the plan allows (resolved at proposal, brain/plan/budgets.ts): what the human approves.
   const budgets = plan.budgets
@@ -313,7 +313,7 @@ export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEn
     `Task ${t.id}`,
     `<h1>Task ${e(t.id)} <span class="task-status" data-task="${e(t.id)}">${badge(t.status)}</span></h1>
 <p>${e(t.title)}</p>
-<dl><dt>Plan</dt><dd>${t.planId ? `<a href="/plans/${e(t.planId)}">${e(t.planId)}</a>` : '-'}</dd>
+<dl><dt>Plan</dt><dd>${t.planId ? `<a href="plans/${e(t.planId)}">${e(t.planId)}</a>` : '-'}</dd>
 <dt>Worker</dt><dd>${e(t.worker)}${t.model ? ` (${e(t.model)})` : ''}, ${e(t.purpose)}; attempts ${t.attempts}, review rounds ${t.reviewRounds}</dd>
 <dt>Branch</dt><dd><code>${e(t.branch ?? '-')}</code> from <code>${e(t.baseBranch ?? '-')}</code></dd>
 <dt>PR</dt><dd>${prLink(t.pr)}</dd>
@@ -349,7 +349,7 @@ export function pullRequestPage(pr: LocalPullRequest, task: TaskRecord | undefin
   return layout(
     `PR #${pr.number}`,
     `<h1>PR #${pr.number} ${e(pr.title)} ${badge(pr.state)}</h1>
-<p><code>${e(pr.head)}</code> → <code>${e(pr.base)}</code> at <code>${e(pr.headCommit.slice(0, 12))}</code>; task ${task ? `<a href="/tasks/${e(task.id)}">${e(task.id)}</a>` : '-'}</p>
+<p><code>${e(pr.head)}</code> → <code>${e(pr.base)}</code> at <code>${e(pr.headCommit.slice(0, 12))}</code>; task ${task ? `<a href="tasks/${e(task.id)}">${e(task.id)}</a>` : '-'}</p>
 <p>Review ${badge(status.review)} · checks ${badge(status.checks)} · ${status.conflicts === 'merged' || status.conflicts === 'closed' ? badge(status.conflicts) : `merge ${badge(status.conflicts)}`}${status.conflictFiles.length ? ` (${e(status.conflictFiles.join(', '))})` : ''}</p>
 <p class="muted">Polly never merges: review the diff, then merge with git yourself.</p>
 <h2>Checks</h2>${task ? checksView(task) : '<p class="empty">no task</p>'}
@@ -388,6 +388,16 @@ export function journalPage(entries: JournalEntry[]): string {
   );
 }
 
+/**
+ * The page a request without a session gets (401). `boot`: outside any session's root, its script
+ * goes on to the same page below the root this browser signed in to, if it did (the root is kept in
+ * the origin's localStorage by every page served in a session); `signed-out`: below a root whose
+ * session ended or is not this browser's, its script forgets that root.
+ */
+export function signInPage(title: string, message: string, kind: 'boot' | 'signed-out'): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="polly-session" content="${kind}"><title>${e(title)} · Polly</title><link rel="stylesheet" href="/ui.css"><script src="/ui.js" defer></script></head><body><main><h1>${e(title)}</h1><p>${e(message)}</p></main></body></html>`;
+}
+
 /** A plain message page (errors, refusals). */
 export function messagePage(title: string, message: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${e(title)} · Polly</title><link rel="stylesheet" href="/ui.css"></head><body><main><h1>${e(title)}</h1><p>${e(message)}</p></main></body></html>`;
@@ -417,15 +427,27 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dt{color:#6b7
 `;
 
 /**
- * `/ui.js`: subscribe to `/events` and reload `<main>` when the state changes; on a task page,
- * append each pushed worker event to `#stream` (text set with textContent, never as HTML).
+ * `/ui.js`: on a page of a session (it has a `<base>`), keep the session's root in localStorage;
+ * on a sign-in page, go on to the same page below that root (`boot`) or forget it (`signed-out`).
+ * Then subscribe to `events` and reload `<main>` when the state changes; on a task page, append
+ * each pushed worker event to `#stream` (text set with textContent, never as HTML).
  */
 export const UI_SCRIPT = `
 'use strict';
 (function () {
+  var ROOT_KEY = 'polly-ui-root';
+  var kind = document.querySelector('meta[name="polly-session"]');
+  if (kind && kind.content === 'boot') {
+    var root = localStorage.getItem(ROOT_KEY);
+    if (root && /^\\/s\\/[A-Za-z0-9_-]+\\/$/.test(root)) location.replace(root + location.pathname.slice(1) + location.search + location.hash);
+    return;
+  }
+  if (kind && kind.content === 'signed-out') { localStorage.removeItem(ROOT_KEY); return; }
+  var base = document.querySelector('base');
+  if (base) localStorage.setItem(ROOT_KEY, new URL(base.href).pathname);
   var state = document.getElementById('live-state');
   if (document.body.dataset.live) {
-    var es = new EventSource('/events');
+    var es = new EventSource('events');
     var busy = false, again = false;
     var reload = function () {
       if (busy) { again = true; return; }
@@ -443,7 +465,7 @@ export const UI_SCRIPT = `
   var task = document.body.dataset.stream;
   var list = document.getElementById('stream');
   if (task && list) {
-    var s = new EventSource('/tasks/' + encodeURIComponent(task) + '/stream');
+    var s = new EventSource('tasks/' + encodeURIComponent(task) + '/stream');
     s.addEventListener('agent', function (m) {
       var ev = JSON.parse(m.data);
       var li = document.createElement('li');

@@ -7,10 +7,19 @@
  * - every request must name this server in its Host header, so a DNS-rebinding page
  *   (`http://attacker.example` resolving to 127.0.0.1) is refused ({@link hostAllowed});
  * - every state change is a POST whose Origin is this server (CSRF, {@link originAllowed});
- * - every request carries the session cookie, set only after the token printed by `polly ui` was
- *   presented once (`/?token=…`); the cookie is HttpOnly and SameSite=Strict, so another site's
- *   page can neither read it nor make the browser send it.
- * Sources: RFC 9110 §7.2 (Host), RFC 6454 §7 (Origin), RFC 6265bis §4.1.2.7 (SameSite=Strict).
+ * - a session is bound to this server ({@link createSessionBook}): the login token `polly ui`
+ *   prints works once, and exchanges for a session that has its own secret root path
+ *   (`/s/<secret>/`, every page lives below it) and a cookie scoped to that path (HttpOnly,
+ *   SameSite=Strict). Cookies are not isolated by port (RFC 6265 §8.5): a server on another
+ *   loopback port receives every cookie of 127.0.0.1, but a browser sends this one only to URLs
+ *   below the secret root, which the other server cannot know (pages send no Referer to another
+ *   origin: `Referrer-Policy: same-origin`). A request needs both the root and the cookie, so
+ *   neither a replayed cookie nor a URL from the history opens the session alone. Sessions end
+ *   {@link SESSION_TTL_MS} after sign-in;
+ * - the cookie is HttpOnly and SameSite=Strict, so another site's page can neither read it nor
+ *   make the browser send it.
+ * Sources: RFC 9110 §7.2 (Host), RFC 6454 §7 (Origin), RFC 6265 §8.5 (cookies ignore the port),
+ * RFC 6265bis §4.1.2.7 (SameSite=Strict), §5.1.4 (Path matching).
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
@@ -18,6 +27,72 @@ import { PollyError } from '../core/errors.js';
 
 /** The session cookie's name. */
 export const UI_COOKIE = 'polly_ui_session';
+
+/** How long a dashboard session lasts after its sign-in, ms (12 h). */
+export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+
+/** One signed-in browser: the secret root its pages live under and the cookie it must send. */
+export interface UiSession {
+  /** The session's secret root path, `/s/<secret>/`. */
+  root: string;
+  /** The value of the {@link UI_COOKIE} cookie the browser must send below `root`. */
+  cookie: string;
+  /** When it ends, ms since the epoch. */
+  expiresAt: number;
+}
+
+/** What {@link SessionBook.check} found for a request's root and cookie. */
+export type SessionCheck = { ok: true; session: UiSession } | { ok: false; why: 'unknown' | 'expired' };
+
+/** The login tokens and sessions of one dashboard server (in memory: a restart signs everyone out). */
+export interface SessionBook {
+  /** A login token good for one sign-in: a fresh one, or `given` (for tests that must know it in advance). */
+  issueToken(given?: string): string;
+  /** Exchange a login token for a new session; `used` for a token already exchanged, `null` for one never issued. */
+  redeem(token: string): UiSession | 'used' | null;
+  /** The session whose root secret is `secret` when `cookie` is its cookie and it has not ended. */
+  check(secret: string, cookie: string | undefined): SessionCheck;
+}
+
+/**
+ * The sessions of one dashboard server (see the module doc for why a session is a root path and a
+ * cookie). Tokens and secrets are {@link createSecret}s, compared in constant time.
+ * @param now   the clock, ms since the epoch (tests move it).
+ * @param ttlMs how long a session lasts (default {@link SESSION_TTL_MS}).
+ */
+export function createSessionBook(now: () => number = Date.now, ttlMs: number = SESSION_TTL_MS): SessionBook {
+  const open = new Set<string>();
+  const used = new Set<string>();
+  const sessions = new Map<string, UiSession>();
+  const find = (set: Iterable<string>, given: string) => [...set].find((t) => secretsEqual(given, t));
+  return {
+    issueToken(given) {
+      const token = given ?? createSecret();
+      open.add(token);
+      return token;
+    },
+    redeem(token) {
+      const t = find(open, token);
+      if (t === undefined) return find(used, token) === undefined ? null : 'used';
+      open.delete(t);
+      used.add(t);
+      const secret = createSecret();
+      const session: UiSession = { root: `/s/${secret}/`, cookie: createSecret(), expiresAt: now() + ttlMs };
+      sessions.set(secret, session);
+      return session;
+    },
+    check(secret, cookie) {
+      const key = find(sessions.keys(), secret);
+      const session = key === undefined ? undefined : sessions.get(key);
+      if (!session || !secretsEqual(cookie, session.cookie)) return { ok: false, why: 'unknown' };
+      if (now() >= session.expiresAt) {
+        sessions.delete(key!);
+        return { ok: false, why: 'expired' };
+      }
+      return { ok: true, session };
+    },
+  };
+}
 
 /** True for a loopback address or name: `localhost`, `127.0.0.0/8`, `::1` (bracketed or not). */
 export function isLoopbackHost(host: string): boolean {

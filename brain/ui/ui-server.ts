@@ -4,10 +4,16 @@
  * `ui-security.ts` applied to every request, in this order:
  *   1. the Host header must name this server (DNS rebinding) — else 421;
  *   2. a POST must carry this server's Origin (CSRF) — else 403;
- *   3. `?token=<token>` (the URL `polly ui` prints) is exchanged for the session cookie and the
- *      browser is redirected to the same path without it — a wrong token is 401;
- *   4. every other request needs the session cookie — else 401 (GET) / 403 (POST).
+ *   3. `?token=<token>` (the URL `polly ui` prints; each token works once) is exchanged for a
+ *      session: a secret root path `/s/<secret>/` and a cookie scoped to it; the browser is
+ *      redirected to the same page below the root — a wrong or used token is 401;
+ *   4. every page lives below a session's root and needs its cookie — else 401 (GET) / 403 (POST).
+ *      A GET of a page outside any root (a link from a notification) gets a sign-in page whose
+ *      script goes on to the same page below the root this browser signed in to (kept in the
+ *      origin's localStorage, which, unlike cookies, another port cannot read), if any.
  * State changes only by POST (approve/reject a plan); nothing is changed before all four pass.
+ * The pages are written relative to the dashboard's root (`plans/p1`); each page served gets
+ * `<base href="<root>">`, and a redirect to `/x` becomes one to `<root>x`.
  * SSE format: https://html.spec.whatwg.org/multipage/server-sent-events.html
  */
 import type { Server } from 'node:http';
@@ -18,8 +24,8 @@ import { getCookie, setCookie } from 'hono/cookie';
 import { streamSSE } from 'hono/streaming';
 import { PollyError } from '../core/errors.js';
 import type { Registry, WorkerRecord } from '../registry/registry-schema.js';
-import { goalPage, journalPage, messagePage, overviewPage, planPage, pullRequestPage, taskPage, UI_SCRIPT, UI_STYLE } from './ui-pages.js';
-import { allowedHosts, checkBindHost, createSecret, hostAllowed, originAllowed, secretsEqual, UI_COOKIE } from './ui-security.js';
+import { goalPage, journalPage, messagePage, overviewPage, planPage, pullRequestPage, signInPage, taskPage, UI_SCRIPT, UI_STYLE } from './ui-pages.js';
+import { allowedHosts, checkBindHost, createSessionBook, hostAllowed, originAllowed, UI_COOKIE, type UiSession } from './ui-security.js';
 import type { UiSource } from './ui-source.js';
 
 export interface UiServerOptions {
@@ -30,18 +36,36 @@ export interface UiServerOptions {
   allowRemote?: boolean;
   /** How often live streams look for changes, ms (default 300). */
   pollMs?: number;
-  /** The token to accept (default: a fresh random one); for tests that need to know it in advance. */
+  /** The first login token (default: a fresh random one); for tests that need to know it in advance. */
   token?: string;
+  /** The clock for session expiry, ms since the epoch (default `Date.now`; tests move it). */
+  now?: () => number;
 }
 
 export interface UiServer {
   /** `http://<address>:<port>`, the address actually bound (`localhost` shows as 127.0.0.1 or [::1]). */
   url: string;
-  /** The URL to open once: `<url>/?token=<token>`. The token is the user's capability: print it only to stdout. */
+  /** The URL to open once: `<url>/?token=<token>`; the token works once. It is the user's capability: print it only to stdout. */
   loginUrl: string;
+  /** A fresh login URL (another single-use token), e.g. to sign in a second browser. */
+  newLoginUrl(): string;
   port: number;
   /** Stop listening, end open streams and close the source (`UiSource.close`). */
   close(): Promise<void>;
+}
+
+/**
+ * A response of the pages app as served below `session.root`: a redirect to `/x` goes to
+ * `<root>x`, and an HTML page gets `<base href="<root>">` so its relative links stay in the session.
+ */
+async function rebase(res: Response, session: UiSession): Promise<Response> {
+  const headers = new Headers(res.headers);
+  const location = headers.get('location');
+  if (location?.startsWith('/') && !location.startsWith('//')) headers.set('location', `${session.root}${location.slice(1)}`);
+  if (!(headers.get('content-type') ?? '').startsWith('text/html')) return new Response(res.body, { status: res.status, headers });
+  const page = (await res.text()).replace('<head>', `<head><base href="${session.root}">`);
+  headers.delete('content-length');
+  return new Response(page, { status: res.status, headers });
 }
 
 /**
@@ -53,8 +77,8 @@ export interface UiServer {
 export async function createUiServer(deps: { source: UiSource; user: string }, options: UiServerOptions = {}): Promise<UiServer> {
   const host = options.host ?? '127.0.0.1';
   checkBindHost(host, options.allowRemote ?? false);
-  const token = options.token ?? createSecret();
-  const session = createSecret();
+  const book = createSessionBook(options.now);
+  const token = book.issueToken(options.token);
   const pollMs = options.pollMs ?? 300;
   let allowed = new Set<string>();
   const { source } = deps;
@@ -62,13 +86,17 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   const app = new Hono();
   const html = (c: Context, body: string, status: 200 | 400 | 401 | 403 | 404 | 409 | 421 | 500 = 200) => c.html(body, status);
 
-  app.use('*', async (c, next) => {
+  // The front door: headers, Host and Origin for every request, the static assets, sign-in, and
+  // the session check; a request that passes reaches `app` with its root taken off the path.
+  const front = new Hono();
+  front.use('*', async (c, next) => {
     c.header(
       'Content-Security-Policy',
-      "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'",
     );
     // same-origin, not no-referrer: under no-referrer Chromium sends `Origin: null` on the page's own
     // form posts (Fetch standard, "serializing a request origin"), which the CSRF check must refuse.
+    // It also keeps a session's root out of the Referer of any request to another origin.
     c.header('Referrer-Policy', 'same-origin');
     c.header('X-Content-Type-Options', 'nosniff');
     c.header('Cache-Control', 'no-store');
@@ -80,22 +108,41 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     }
     return next();
   });
-  app.get('/ui.css', (c) => c.body(UI_STYLE, 200, { 'Content-Type': 'text/css; charset=utf-8' }));
-  app.get('/ui.js', (c) => c.body(UI_SCRIPT, 200, { 'Content-Type': 'text/javascript; charset=utf-8' }));
-  app.use('*', async (c, next) => {
+  front.get('/ui.css', (c) => c.body(UI_STYLE, 200, { 'Content-Type': 'text/css; charset=utf-8' }));
+  front.get('/ui.js', (c) => c.body(UI_SCRIPT, 200, { 'Content-Type': 'text/javascript; charset=utf-8' }));
+  const inSession = async (c: Context) => {
+    const secret = c.req.param('secret') ?? '';
+    const check = book.check(secret, getCookie(c, UI_COOKIE));
+    if (!check.ok) {
+      const why =
+        check.why === 'expired'
+          ? 'This dashboard session has ended (sessions last 12 hours). Sign in again with a new login link: press Enter in the terminal running "polly ui".'
+          : 'This page needs the session of the browser that signed in. Open the login URL "polly ui" printed (each works once; press Enter there for another).';
+      return c.req.method === 'GET' ? html(c, signInPage('Not signed in', why, 'signed-out'), 401) : html(c, messagePage('Refused', `No session: ${why}`), 403);
+    }
+    const url = new URL(c.req.url);
+    url.pathname = `/${url.pathname.slice(`/s/${secret}/`.length)}`;
+    return rebase(await app.fetch(new Request(url, c.req.raw)), check.session);
+  };
+  front.all('/s/:secret', (c) => c.redirect(`/s/${c.req.param('secret')}/`, 308));
+  front.all('/s/:secret/*', inSession);
+  front.all('*', async (c) => {
     const given = c.req.query('token');
     if (given !== undefined && c.req.method === 'GET') {
-      if (!secretsEqual(given, token)) return html(c, messagePage('Not signed in', 'That token is not this session\'s. Open the URL "polly ui" printed.'), 401);
-      setCookie(c, UI_COOKIE, session, { httpOnly: true, sameSite: 'Strict', path: '/' });
-      return c.redirect(c.req.path, 303);
+      const session = book.redeem(given);
+      if (session === 'used') {
+        return html(c, messagePage('Not signed in', 'That login link was already used: each works once. Press Enter in the terminal running "polly ui" for another.'), 401);
+      }
+      if (session === null) return html(c, messagePage('Not signed in', 'That token is not this dashboard\'s. Open the URL "polly ui" printed.'), 401);
+      // Path without the trailing slash: RFC 6265 §5.1.4 path-match then covers `/s/<secret>` and all below it.
+      setCookie(c, UI_COOKIE, session.cookie, { httpOnly: true, sameSite: 'Strict', path: session.root.slice(0, -1) });
+      return c.redirect(`${session.root}${c.req.path.slice(1)}`, 303);
     }
-    if (!secretsEqual(getCookie(c, UI_COOKIE), session)) {
-      return c.req.method === 'GET'
-        ? html(c, messagePage('Not signed in', 'Open the URL "polly ui" printed (it carries this session\'s token).'), 401)
-        : html(c, messagePage('Refused', 'No session: open the URL "polly ui" printed first.'), 403);
-    }
-    return next();
+    return c.req.method === 'GET'
+      ? html(c, signInPage('Not signed in', 'Open the login URL "polly ui" printed (it carries a token that works once).', 'boot'), 401)
+      : html(c, messagePage('Refused', 'No session: open the login URL "polly ui" printed first.'), 403);
   });
+  front.onError((error, c) => html(c, messagePage('Error', error instanceof Error ? error.message : String(error)), 500));
 
   const registry = (): Promise<Registry> => source.readRegistry();
   app.get('/', async (c) => html(c, overviewPage(await registry())));
@@ -188,7 +235,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
 
   let stopping = false;
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 0 }, () => resolve(s as Server)) as Server;
+    const s = serve({ fetch: front.fetch, hostname: host, port: options.port ?? 0 }, () => resolve(s as Server)) as Server;
     s.once('error', (error: NodeJS.ErrnoException) =>
       reject(
         new PollyError('bad_input', `polly ui: cannot listen on ${host}:${options.port ?? 0}: ${error.code ?? error.message}. Pick another --port.`, {
@@ -206,6 +253,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   return {
     url,
     loginUrl: `${url}/?token=${token}`,
+    newLoginUrl: () => `${url}/?token=${book.issueToken()}`,
     port,
     close: async () => {
       stopping = true;

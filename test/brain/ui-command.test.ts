@@ -21,9 +21,9 @@ function initRepo(): string {
 }
 
 describe('polly ui', () => {
-  it('prints the login URL on stdout only; the token opens a session; Ctrl-C stops it', async () => {
+  it('prints the login URL on stdout only; the token opens a session once; Enter prints another; Ctrl-C stops it', async () => {
     const dir = initRepo();
-    const child = spawn(process.execPath, [cli, 'ui', '--json'], { cwd: dir, env: gitTestEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cli, 'ui', '--json'], { cwd: dir, env: gitTestEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
     stops.push(() => child.kill('SIGKILL'));
     let stdout = '';
     let stderr = '';
@@ -34,7 +34,8 @@ describe('polly ui', () => {
       if (Date.now() > deadline || child.exitCode !== null) throw new Error(`polly ui did not start: ${stderr}`);
       await new Promise((r) => setTimeout(r, 50));
     }
-    const out = JSON.parse(stdout) as { url: string; loginUrl: string; port: number };
+    const first = stdout;
+    const out = JSON.parse(first) as { url: string; loginUrl: string; port: number };
     expect(out.url).toBe(`http://127.0.0.1:${out.port}`);
     const token = new URL(out.loginUrl).searchParams.get('token')!;
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -45,9 +46,22 @@ describe('polly ui', () => {
     const login = await fetch(out.loginUrl, { redirect: 'manual' });
     expect(login.status).toBe(303);
     const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
-    const home = await fetch(`${out.url}/`, { headers: { cookie } });
+    const root = login.headers.get('location')!;
+    const home = await fetch(`${out.url}${root}`, { headers: { cookie } });
     expect(home.status).toBe(200);
     expect(await home.text()).toContain('Goals &amp; plans');
+    expect((await fetch(out.loginUrl, { redirect: 'manual' })).status).toBe(401); // once only
+
+    child.stdin.write('\n');
+    const next = Date.now() + 30_000;
+    while (!stdout.slice(first.length).trim().endsWith('}')) {
+      if (Date.now() > next) throw new Error(`no second login URL after Enter: ${stdout}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const again = JSON.parse(stdout.slice(first.length)) as { loginUrl: string };
+    expect(again.loginUrl).not.toBe(out.loginUrl);
+    expect(stderr).not.toContain(new URL(again.loginUrl).searchParams.get('token')!);
+    expect((await fetch(again.loginUrl, { redirect: 'manual' })).status).toBe(303);
 
     child.kill('SIGINT');
     const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));

@@ -33,6 +33,7 @@ import { openRepoContext, type RepoContext } from '../../brain/commands/repo-con
 import { createRepoUiSource } from '../../brain/ui/ui-source.js';
 import { createLocalForge } from '../../brain/forge/local-forge.js';
 import { createUiServer, type UiServer } from '../../brain/ui/ui-server.js';
+import { SESSION_TTL_MS } from '../../brain/ui/ui-security.js';
 import { notificationFor, webhookPayload } from '../../brain/notify/notification.js';
 import { runStoreDir } from '../../brain/registry/run-storage.js';
 import { formatCost, formatTotals } from '../../brain/registry/cost-ledger.js';
@@ -241,7 +242,7 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     cleanups.push(() => context.close());
     const overview = await context.newPage();
     await overview.goto(ui.loginUrl);
-    expect(overview.url()).toBe(`${ui.url}/`);
+    expect(overview.url()).toMatch(new RegExp(`^${ui.url}/s/[A-Za-z0-9_-]{43}/$`)); // the session's root
     // Every status each task row shows, in order, as the page updates itself (it is never reloaded: the marker stays).
     await overview.evaluate(() => {
       const w = window as unknown as { marker: number; seen: Record<string, string[]> };
@@ -277,8 +278,8 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     });
 
     // The refused plan, then the admitted one waiting at the gate, appear on the open page.
-    await hasText(overview.locator('#plans tr:has(a[href="/plans/p1"]) .badge'), 'refused', 200_000);
-    await hasText(overview.locator('#plans tr:has(a[href="/plans/p2"]) .badge'), 'pending', 200_000);
+    await hasText(overview.locator('#plans tr:has(a[href="plans/p1"]) .badge'), 'refused', 200_000);
+    await hasText(overview.locator('#plans tr:has(a[href="plans/p2"]) .badge'), 'pending', 200_000);
     await hasAttr(overview.locator('.task-status[data-task="x1"] .badge'), 'data-status', 'done', 60_000);
     await shot(overview, 'demo-overview-pending');
     // Nothing is dispatched before a human approves: no task worktree, no task branch.
@@ -301,7 +302,7 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     await hasText(gate.locator('#budgets'), 'per goal $100.00');
     await shot(gate, 'demo-plan-gate');
     const approvedAt = Date.now();
-    await Promise.all([gate.waitForURL(`${ui.url}/plans/p2`), gate.click('#approve')]);
+    await Promise.all([gate.waitForURL(/\/s\/[A-Za-z0-9_-]{43}\/plans\/p2$/), gate.click('#approve')]);
     await hasText(gate.locator('#decided'), 'approved by human:tester (polly ui)');
     expect((await ctx.store.read()).plans.p2).toMatchObject({ gate: 'approved', decidedBy: 'human:tester (polly ui)' });
 
@@ -374,7 +375,7 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     for (const id of ['p2-t1', 'p2-t2', 'x1']) {
       const ledger = reg.tasks[id]!.ledger!;
       expect(ledger.totals.turns, id).toBeGreaterThan(0);
-      await hasText(overview.locator(`#tasks tr:has(a[href="/tasks/${id}"])`), formatCost(ledger.totals));
+      await hasText(overview.locator(`#tasks tr:has(a[href="tasks/${id}"])`), formatCost(ledger.totals));
     }
     expect(formatCost(reg.tasks['p2-t2']!.ledger!.totals)).toMatch(/unknown/);
     await shot(overview, 'demo-overview-done');
@@ -500,59 +501,118 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     const registryFile = join(ctx.repo.pollyDir, 'registry.json');
     const journalFile = join(ctx.repo.pollyDir, 'journal.jsonl');
     const before = { registry: readFileSync(registryFile, 'utf8'), journal: readFileSync(journalFile, 'utf8') };
-    const approve = `${ui.url}/plans/${plan.planId}/approve`;
     const host = new URL(ui.url).host;
     const origin = ui.url;
+    const cookieName = 'polly_ui_session';
 
-    // The token → a cookie (HttpOnly, SameSite=Strict); a wrong token gets none.
+    // The token → a session: a secret root every page lives below, and a cookie scoped to that
+    // root (HttpOnly, SameSite=Strict). The token works once; a wrong one gets nothing.
     const login = await rawRequest(ui.loginUrl);
     expect(login.status).toBe(303);
+    const root = String(login.headers.location);
+    expect(root).toMatch(/^\/s\/[A-Za-z0-9_-]{43}\/$/);
     const setCookie = String(login.headers['set-cookie']);
     expect(setCookie).toMatch(/HttpOnly/);
     expect(setCookie).toMatch(/SameSite=Strict/);
+    expect(setCookie).toContain(`Path=${root.slice(0, -1)}`);
     const cookie = setCookie.split(';')[0]!;
+    const approve = `${ui.url}${root}plans/${plan.planId}/approve`;
+    const approveOutside = `${ui.url}/plans/${plan.planId}/approve`;
+    const replayed = await rawRequest(ui.loginUrl);
+    expect(replayed.status).toBe(401);
+    expect(replayed.body).toContain('already used');
+    expect(replayed.headers['set-cookie']).toBeUndefined();
     const wrong = await rawRequest(`${ui.url}/?token=not-the-token`);
     expect(wrong.status).toBe(401);
     expect(wrong.headers['set-cookie']).toBeUndefined();
+    // Signed in, the page shows the plan (the control for the refusals below).
+    const shown = await rawRequest(`${ui.url}${root}plans/${plan.planId}`, { headers: { cookie } });
+    expect(shown.status).toBe(200);
+    expect(shown.body).toContain('Approve');
+    expect(shown.body).toContain(`<base href="${root}">`);
 
-    // No token/cookie: nothing is shown, nothing is changed.
-    const anonymous = await rawRequest(`${ui.url}/plans/${plan.planId}`);
-    expect(anonymous.status).toBe(401);
-    expect(anonymous.body).not.toContain('Approve');
+    // No cookie, a forged cookie, the cookie outside its root or under another session's root:
+    // nothing is shown, nothing is changed.
+    const forged = `${cookieName}=${'A'.repeat(43)}`;
+    for (const [url, headers] of [
+      [`${ui.url}${root}plans/${plan.planId}`, {}],
+      [`${ui.url}${root}plans/${plan.planId}`, { cookie: forged }],
+      [`${ui.url}/plans/${plan.planId}`, { cookie }],
+    ] as Array<[string, Record<string, string>]>) {
+      const r = await rawRequest(url, { headers });
+      expect(r.status, `${url} ${JSON.stringify(headers)}`).toBe(401);
+      expect(r.body).not.toContain('Approve');
+    }
+    const second = await rawRequest(ui.newLoginUrl());
+    expect(second.status).toBe(303);
+    const root2 = String(second.headers.location);
+    expect(root2).not.toBe(root);
+    expect((await rawRequest(`${ui.url}${root2}plans/${plan.planId}`, { headers: { cookie } })).status).toBe(401);
     expect((await rawRequest(approve, { method: 'POST', headers: { origin } })).status).toBe(403);
+    expect((await rawRequest(approve, { method: 'POST', headers: { origin, cookie: forged } })).status).toBe(403);
+    expect((await rawRequest(approveOutside, { method: 'POST', headers: { origin, cookie } })).status).toBe(403);
     // With the cookie but from another origin (CSRF), or without an Origin at all.
     expect((await rawRequest(approve, { method: 'POST', headers: { cookie, origin: 'http://evil.example' } })).status).toBe(403);
     expect((await rawRequest(approve, { method: 'POST', headers: { cookie } })).status).toBe(403);
     // With the cookie but a foreign Host (DNS rebinding: evil.example resolving to 127.0.0.1).
     expect((await rawRequest(approve, { method: 'POST', headers: { cookie, origin: 'http://evil.example:80', host: 'evil.example:80' } })).status).toBe(421);
-    expect((await rawRequest(`${ui.url}/`, { headers: { cookie, host: 'evil.example' } })).status).toBe(421);
+    expect((await rawRequest(`${ui.url}${root}`, { headers: { cookie, host: 'evil.example' } })).status).toBe(421);
     // State changes only by POST.
     expect((await rawRequest(approve, { headers: { cookie } })).status).toBe(404);
 
-    // A cross-site page in the same browser (signed in to the dashboard) posts the approve form.
+    // The same browser, signed in, visits a page served from another port of 127.0.0.1 (cookies
+    // ignore the port): that server sees none of the session's cookies, its replay of what it got
+    // approves nothing, and its page's cross-site form post is refused.
     const context = await browser.newContext();
     cleanups.push(() => context.close());
     const page = await context.newPage();
-    await page.goto(ui.loginUrl);
+    await page.goto(ui.newLoginUrl());
     await hasText(page.locator('#plans'), plan.planId);
-    const evil: Server = createServer((_req, res) => {
+    const browserCookie = (await context.cookies()).find((c) => c.name === cookieName)!;
+    expect(browserCookie.path).toBe(page.url().replace(ui.url, '').split('/').slice(0, 3).join('/'));
+    const heard: string[] = [];
+    const evil: Server = createServer((req, res) => {
+      heard.push(req.headers.cookie ?? '');
       res.setHeader('Content-Type', 'text/html');
-      res.end(`<form id="f" method="post" action="${approve}"></form><script>document.getElementById('f').submit()</script>`);
+      res.end(`<form id="f" method="post" action="${approveOutside}"></form><script>document.getElementById('f').submit()</script>`);
     });
     await new Promise<void>((r) => evil.listen(0, '127.0.0.1', () => r()));
     cleanups.push(() => new Promise<void>((r) => evil.close(() => r())));
     const evilPort = (evil.address() as { port: number }).port;
-    const posted = page.waitForResponse((r) => r.url() === approve);
-    await page.goto(`http://localhost:${evilPort}/`);
+    const posted = page.waitForResponse((r) => r.url() === approveOutside);
+    await page.goto(`http://127.0.0.1:${evilPort}/`);
     expect((await posted).status()).toBe(403);
+    expect(heard.length).toBeGreaterThan(0);
+    expect(heard.join(';')).not.toContain(browserCookie.value);
+    for (const target of [approveOutside, approve, `${ui.url}${page.url().replace(ui.url, '').split('/').slice(0, 3).join('/')}/plans/${plan.planId}/approve`]) {
+      const r = await rawRequest(target, { method: 'POST', headers: { cookie: heard.at(-1)!, origin, host } });
+      expect(r.status, target).toBe(403);
+    }
 
     const after = { registry: readFileSync(registryFile, 'utf8'), journal: readFileSync(journalFile, 'utf8') };
     expect(after).toEqual(before);
 
-    // The control: the same POST from the dashboard's own origin, with the cookie, goes through.
+    // The control: the same POST from the dashboard's own origin, with the cookie, below its root, goes through.
     const good = await rawRequest(approve, { method: 'POST', headers: { cookie, origin, host } });
     expect(good.status).toBe(303);
+    expect(good.headers.location).toBe(`${root}plans/${plan.planId}`);
     expect((await ctx.store.read()).plans[plan.planId]!.gate).toBe('approved');
+
+    // A session ends 12 hours after its sign-in.
+    let clock = Date.now();
+    const timed = await createUiServer(
+      { source: createRepoUiSource({ repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, store: ctx.store, config: ctx.config }), user: 'x' },
+      { now: () => clock },
+    );
+    cleanups.push(() => timed.close());
+    const timedLogin = await rawRequest(timed.loginUrl);
+    const timedPage = `${timed.url}${String(timedLogin.headers.location)}`;
+    const timedCookie = String(timedLogin.headers['set-cookie']).split(';')[0]!;
+    expect((await rawRequest(timedPage, { headers: { cookie: timedCookie } })).status).toBe(200);
+    clock += SESSION_TTL_MS;
+    const ended = await rawRequest(timedPage, { headers: { cookie: timedCookie } });
+    expect(ended.status).toBe(401);
+    expect(ended.body).toContain('session has ended');
     // Non-loopback binding is refused without --allow-remote.
     const source = createRepoUiSource({ repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, store: ctx.store, config: ctx.config });
     await expect(createUiServer({ source, user: 'x' }, { host: '0.0.0.0' })).rejects.toMatchObject({
