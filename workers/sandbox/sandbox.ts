@@ -14,6 +14,7 @@
  * bridges (not a Debian default; not installed here), while what Polly needs from it is one
  * bwrap command line and a ~100-line bridge (net-bridge.ts, sandbox-init.ts) in Node itself.
  */
+import { withSeccomp } from './seccomp-filter.js';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -181,7 +182,9 @@ function realOrSelf(path: string): string {
  * HOME), and so is `command`'s own package when it is installed where the sandbox hides (under the
  * real HOME or /tmp: ./sandbox-executable.ts; it then runs by its real path); with `endpoints`
  * network the bridge is opened now and Polly's sandbox init runs first inside; with `outbound`
- * network bwrap runs behind pasta (./outbound-network.ts). `bwrap` comes from a successful
+ * network bwrap runs behind pasta (./outbound-network.ts). Every sandboxed process runs under
+ * Polly's seccomp filter (./seccomp-filter.ts: no tracing, no reading another process's memory or
+ * fds), loaded by bwrap through a `/bin/sh` that opens it on fd 9. `bwrap` comes from a successful
  * {@link probeSandbox}.
  */
 export function confineCommand(bwrap: string, spec: SandboxSpec, command: string, args: readonly string[], env: Record<string, string>): ConfinedCommand {
@@ -193,12 +196,13 @@ export function confineCommand(bwrap: string, spec: SandboxSpec, command: string
   if (spec.network.mode === 'outbound') {
     // bwrap inside a network namespace of pasta's: outbound only, not the host's loopback (./outbound-network.ts).
     const dir = mkdtempSync(join(tmpdir(), 'polly-net-'));
-    const inner = [bwrap, ...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap)), '--', program.command, ...args];
+    const inner = withSeccomp([bwrap, ...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap)), '--', program.command, ...args]);
     const wrapped = outboundCommand(spec.network.pasta, dir, inner, process.geteuid?.() === 0);
     return { ...wrapped, env: outEnv, dispose: () => rmSync(dir, { recursive: true, force: true }) };
   }
   if (spec.network.mode !== 'endpoints' || spec.network.endpoints.length === 0) {
-    return { command: bwrap, args: [...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap)), '--', program.command, ...args], env: outEnv, dispose: () => {} };
+    const [cmd, ...argv] = withSeccomp([bwrap, ...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap)), '--', program.command, ...args]);
+    return { command: cmd!, args: argv, env: outEnv, dispose: () => {} };
   }
   const dir = mkdtempSync(join(tmpdir(), 'polly-net-'));
   const bridge = openNetBridge(spec.network.endpoints, dir);
@@ -209,9 +213,19 @@ export function confineCommand(bwrap: string, spec: SandboxSpec, command: string
     throw new PollyError('not_built', `the sandbox init ${init} is not built. Run "npm run build" first.`);
   }
   let disposed = false;
+  const [cmd, ...argv] = withSeccomp([
+    bwrap,
+    ...bwrapArgs(withRuntime, existsSync, [dir], bwrapHardening(bwrap)),
+    '--',
+    process.execPath,
+    init,
+    JSON.stringify(bridge.inside),
+    program.command,
+    ...args,
+  ]);
   return {
-    command: bwrap,
-    args: [...bwrapArgs(withRuntime, existsSync, [dir], bwrapHardening(bwrap)), '--', process.execPath, init, JSON.stringify(bridge.inside), program.command, ...args],
+    command: cmd!,
+    args: argv,
     env: { ...outEnv, ...bridge.env },
     dispose() {
       if (disposed) return;
