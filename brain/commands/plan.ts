@@ -46,6 +46,7 @@ export function formatPlan(plan: PlanView): string[] {
     if (t.acceptance.commands.length || t.acceptance.criteria.length) {
       out.push('', `  ${t.key} acceptance: ${[...t.acceptance.commands.map((c) => `$ ${c}`), ...t.acceptance.criteria].join(' · ')}`);
     }
+    if (t.protectedPaths?.length) out.push('', `  ${t.key} MAY CHANGE PROTECTED PATHS (Polly's config, CI, hooks, code owners): ${t.protectedPaths.join(', ')}`);
   }
   if (plan.counterexamples?.length) out.push('', '  Violations (shortest counterexamples):', ...plan.counterexamples.flatMap((c) => c.split('\n').map((l) => `    ${l}`)));
   return out;

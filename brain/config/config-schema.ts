@@ -5,6 +5,7 @@
  * a config file and its typed value read the same. `brain/config.ts` loads, validates (with
  * file:line:column on errors) and merges a file over {@link DEFAULT_CONFIG}.
  */
+import { DEFAULT_PROTECTED_PATHS } from '../../workers/git/protected-paths.js';
 import type { Harness } from '../core/vocabulary.js';
 import { DEFAULT_GATE_POLICY, type GatePolicy } from '../../gate/policy-types.js';
 import type { AgentOptionsByHarness } from '../../workers/agents/agent-factory.js';
@@ -51,6 +52,12 @@ export interface PollyConfig {
     setup: string | null;
     /** Give the setup command the network (e.g. `npm ci`); default false. */
     setup_network?: boolean;
+    /**
+     * Git glob pathspecs a task's commit may change only when its plan task declares them in
+     * `protected_paths` (workers/git/protected-paths.ts). Default {@link DEFAULT_PROTECTED_PATHS};
+     * optional for configs written before it existed.
+     */
+    protected_paths?: string[];
   };
   forge: {
     /** `auto`: GitHub when `origin` is a GitHub URL, otherwise the local forge. */
@@ -136,7 +143,7 @@ export const DEFAULT_CONFIG: PollyConfig = {
     max_rounds: 2,
   },
   acceptance: { commands: ['npm test'], timeout: 600, max_attempts: 3, network: false, known_red: [] },
-  worktrees: { dir: '.worktrees', setup: null, setup_network: false },
+  worktrees: { dir: '.worktrees', setup: null, setup_network: false, protected_paths: [...DEFAULT_PROTECTED_PATHS] },
   forge: { kind: 'auto', github: { base_url: null, watch_seconds: 60, trusted_authors: [] } },
   brain: { model: 'claude-sonnet-4-5' },
   budgets: { per_task: null, per_goal: null },

@@ -89,7 +89,7 @@ export const CONFIG_SPEC: Spec = {
       },
     },
     acceptance: { t: 'object', fields: { commands: { t: 'list', of: str }, timeout: int(1), max_attempts: int(1, 20), network: { t: 'bool' }, known_red: { t: 'list', of: str } } },
-    worktrees: { t: 'object', fields: { dir: str, setup: nullableStr, setup_network: { t: 'bool' } } },
+    worktrees: { t: 'object', fields: { dir: str, setup: nullableStr, setup_network: { t: 'bool' }, protected_paths: { t: 'list', of: str } } },
     forge: {
       t: 'object',
       fields: {
@@ -156,6 +156,8 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'worktrees.setup': 'Command run in a new worktree after that copy (e.g. npm ci); null for none.',
   'worktrees.setup_network':
     'true: the setup command reaches the outside network (npm ci needs it; its own network namespace behind pasta, never the loopback services of this machine); false: loopback only.',
+  'worktrees.protected_paths':
+    "Paths (git globs, e.g. .github/workflows/**) a task's commit may change only when its plan task names them in protected_paths (shown at the plan gate, flagged in the PR): Polly's config, CI and automation, hook managers, CODEOWNERS and .worktreeinclude by default. An undeclared change commits nothing and goes back to the worker once.",
   forge: 'Where pull requests go. Polly opens draft PRs and marks them ready; it never merges.',
   'forge.kind': 'auto: GitHub when origin is a GitHub URL, otherwise the local forge (polly pr list|show|diff); or local, github.',
   'forge.github': 'GitHub settings (token from GITHUB_TOKEN or gh auth token; it is never printed).',

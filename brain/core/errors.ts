@@ -29,6 +29,7 @@
  * | `agent_missing`    | 1    | a worker CLI is not installed                                      |
  * | `agent_refused`    | 1    | a worker CLI refuses to start as configured (e.g. root, no IS_SANDBOX) |
  * | `git_failed`       | 1    | a git command failed; keeps its stderr                             |
+ * | `protected_path`   | 1    | a task's commit changes protected paths its plan did not declare (workers/git/protected-paths.ts) |
  * | `forge_failed`     | 1    | the forge (GitHub or local) rejected a request                     |
  * | `not_built`        | 1    | a placeholder: the feature is not built yet                        |
  * | `sandbox_unavailable` | 1 | the OS sandbox cannot start here and `workers.allow_unconfined` is off (names the fix) |
@@ -51,6 +52,7 @@ export type PollyErrorCode =
   | 'agent_missing'
   | 'agent_refused'
   | 'git_failed'
+  | 'protected_path'
   | 'forge_failed'
   | 'not_built'
   | 'sandbox_unavailable'

@@ -24,6 +24,8 @@ export interface PrBodyInput {
   unconfined?: string | null;
   /** The task's cost ledger so far (brain/registry/cost-ledger.ts); absent: no section. */
   ledger?: TaskLedger | null;
+  /** Protected paths the plan let this task change (plan key `protected_paths`); absent or empty: none. */
+  protectedPaths?: readonly string[];
 }
 
 /** Longest run of backticks in `text` + 1, at least 3: a fence that `text` cannot close. */
@@ -59,6 +61,12 @@ export function renderPrBody(input: PrBodyInput): string {
   const out: string[] = [];
   out.push(`## Task ${inline(input.taskId)}: ${inline(input.title)}`, '');
   if (input.worker) out.push(`Implemented by \`${inline(input.worker)}\`.`, '');
+  if (input.protectedPaths?.length) {
+    out.push(
+      `> **This task may change protected paths** (Polly's config, CI, hooks or code owners; its plan declares them): ${input.protectedPaths.map(code).join(', ')}. Review those changes with care before you merge.`,
+      '',
+    );
+  }
   if (input.unconfined) out.push(`> **Warning: this work ran without Polly's sandbox** (\`workers.allow_unconfined: true\`): ${inline(input.unconfined)}`, '');
   const f = fenceFor(input.prompt);
   out.push(`${f}text`, input.prompt.trimEnd(), f, '');

@@ -23,6 +23,7 @@
  *   per_goal: {usd: 5}
  * ```
  */
+import { protectedPatternProblem } from '../../workers/git/protected-paths.js';
 import { z } from 'zod';
 import { parseDocument, LineCounter } from 'yaml';
 import { PollyError } from '../core/errors.js';
@@ -72,6 +73,19 @@ export const planTaskSchema = z
     base: z.string().regex(BASE_BRANCH_RE, 'a base is a branch name such as "main" or "release/1.x" (letters, digits, ".", "_", "-", "/"; no "..", no leading "-")').optional(),
     /** This task's own hard budget (over the plan's and the config's per-task one); null: no limit. */
     budget: budgetSchema.nullable().optional(),
+    /**
+     * Protected paths (config `worktrees.protected_paths`: Polly's config, CI, hook managers…) this
+     * task may change, as git globs; shown at the plan gate and flagged in the PR. Without them a
+     * change there commits nothing (workers/git/protected-paths.ts).
+     */
+    protected_paths: z
+      .array(
+        z.string().superRefine((p, ctx) => {
+          const problem = protectedPatternProblem(p);
+          if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `${JSON.stringify(p)} is ${problem}` });
+        }),
+      )
+      .optional(),
   })
   .strict();
 
@@ -160,6 +174,7 @@ export function validatePlan(raw: unknown, source: string, locate?: (path: Array
       dependsOn: t.depends_on,
       ...(t.base !== undefined ? { base: t.base } : {}),
       ...(t.budget !== undefined ? { budget: t.budget } : {}),
+      ...(t.protected_paths !== undefined && t.protected_paths.length > 0 ? { protectedPaths: t.protected_paths } : {}),
     })),
   };
 }
@@ -187,6 +202,7 @@ export function planToProposal(plan: Plan): PlanInput {
       ...(plan.batches[t.key] !== undefined ? { batch: plan.batches[t.key] } : {}),
       ...(t.base !== undefined ? { base: t.base } : {}),
       ...(t.budget !== undefined ? { budget: t.budget } : {}),
+      ...(t.protectedPaths !== undefined ? { protected_paths: t.protectedPaths } : {}),
     })),
   };
 }

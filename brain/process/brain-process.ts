@@ -94,6 +94,7 @@ export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][numbe
   // The hard budget in force, resolved once (brain/plan/budgets.ts): what the human approved.
   const budget = taskBudget(spec.budget, plan.budgets);
   if (budget) record.budget = budget;
+  if (spec.protectedPaths?.length) record.protectedPaths = [...spec.protectedPaths];
   return record;
 }
 

@@ -83,6 +83,7 @@ function taskFields(t: PlanTaskSpec): Record<string, string> {
     depends_on: j([...t.dependsOn].sort()),
     base: j(t.base),
     budget: t.budget === undefined ? 'unset' : j(t.budget),
+    protected_paths: j([...(t.protectedPaths ?? [])].sort()),
   };
 }
 

@@ -122,6 +122,8 @@ export interface PlanTaskSpec {
    * `taskBudget`); absent or null: no limit.
    */
   budget?: Budget | null;
+  /** Protected paths this task may change (plan key `protected_paths`, git globs); absent: none. */
+  protectedPaths?: string[];
 }
 
 export interface AcceptanceContract {
@@ -233,6 +235,8 @@ export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
    * the plan it ran under, the status it ended in and why, and when the retry took it over. Absent
    * on a task that was never retried.
    */
+  /** How often a commit of this task was refused for undeclared protected paths (brain/task-tools/run-acceptance.ts); absent: never. */
+  protectedRefusals?: number;
   retriedFrom?: Array<{ planId: string | null; status: TaskStatus; reason: string | null; at: string }>;
   /**
    * The fix round in progress after the PR was ready (brain/process/pr-events.ts), kept after it ends

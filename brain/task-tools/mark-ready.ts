@@ -46,6 +46,7 @@ export function createMarkReadyTool(): TaskTool {
           reviews: t.reviews,
           worker: t.worker,
           unconfined: t.unconfined ?? null,
+          ...(t.protectedPaths?.length ? { protectedPaths: t.protectedPaths } : {}),
           ledger: t.ledger ?? null,
         });
         // The description was written when the draft opened ("Review: pending"): it gets the final state too.

@@ -83,6 +83,7 @@ export function createOpenDraftPrTool(): TaskTool {
           reviews: fresh.reviews,
           worker: task.worker,
           unconfined: fresh.unconfined ?? null,
+          ...(fresh.protectedPaths?.length ? { protectedPaths: fresh.protectedPaths } : {}),
           ledger: fresh.ledger ?? null,
         });
         opened = await ctx.forge.openDraftPullRequest({ head, base: task.baseBranch, title: pullRequestTitle(task), body });

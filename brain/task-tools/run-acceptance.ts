@@ -31,6 +31,7 @@
  *
  * Idempotent: a re-run after a crash finds nothing left to commit and records the branch tip.
  */
+import { DEFAULT_PROTECTED_PATHS } from '../../workers/git/protected-paths.js';
 import { existsSync } from 'node:fs';
 import { formatCheckFeedback, runAcceptance, runCheck } from '../../workers/acceptance.js';
 import { classifyCannotRun, commandProgram, runnerProbe, type CannotRun } from '../../workers/check-runner.js';
@@ -253,6 +254,38 @@ async function commitFailure(ctx: TaskToolContext, results: CommandResult[], err
   });
 }
 
+/**
+ * Green work that changes protected paths the plan did not declare (workers/git/protected-paths.ts):
+ * nothing is committed. The first time, the worker is told which files and why and gets its next
+ * turn (status `fixing`, like red checks); the second time the task fails, naming them. Journaled
+ * as `task.protected_paths_refused` `{taskId, orderId, paths, refusals}`.
+ */
+async function protectedPathsRefusal(ctx: TaskToolContext, results: CommandResult[], paths: readonly string[]): Promise<TaskToolOutcome> {
+  const shown = paths.map((p) => visibleText(p));
+  const refusals = (ctx.task.protectedRefusals ?? 0) + 1;
+  if (refusals > 1) {
+    return failAtOnce(
+      ctx,
+      results,
+      `protected paths changed again after the worker was told: ${shown.join(', ')}. Nothing was committed. If the goal needs them changed, a plan task must name them in protected_paths (the plan gate shows it); or revert them in the worktree and run polly retry ${ctx.task.id}.`,
+      'task.protected_paths_refused',
+      { paths: [...paths], refusals },
+    );
+  }
+  await ctx.store.update((draft, tx) => {
+    const t = draft.tasks[ctx.task.id];
+    if (!t) return;
+    t.checks = results;
+    t.protectedRefusals = refusals;
+    t.feedback =
+      `The checks are green, but nothing was committed: this change touches protected files, which steer Polly, CI or the code host, and your task may not change them:\n\n${shown.map((p) => `- ${p}`).join('\n')}\n\n` +
+      'Undo your changes to these files (restore tracked ones with git checkout -- FILE, delete new ones) and keep the rest of your work. Do not try another path to the same effect; if the task cannot be done without them, say so in your answer.';
+    transitionTask(t, 'fixing', { reason: `protected paths changed: ${shown.join(', ')}`, at: new Date().toISOString() });
+    tx.emit('task.protected_paths_refused', { taskId: t.id, orderId: ctx.order.id, paths: [...paths], refusals });
+  });
+  return { outcome: 'failure', permanent: true, note: `run_acceptance: protected paths changed (${shown.join(', ')})` };
+}
+
 /** The `run_acceptance` tool (see the module doc). */
 export const runAcceptanceTool: TaskTool = async (ctx) => {
   const task = ctx.task;
@@ -340,8 +373,10 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   const message = task.fixRound ? fixCommitMessage(task, merging) : taskCommitMessage(task);
   let commit: string;
   try {
-    commit = (await ctx.worktrees.commitAll({ id: task.id, message })) ?? (await git.run(['rev-parse', 'HEAD'], { cwd: task.worktree })).stdout.trim();
+    const protect = { patterns: ctx.config.worktrees.protected_paths ?? DEFAULT_PROTECTED_PATHS, declared: task.protectedPaths ?? [] };
+    commit = (await ctx.worktrees.commitAll({ id: task.id, message, protect })) ?? (await git.run(['rev-parse', 'HEAD'], { cwd: task.worktree })).stdout.trim();
   } catch (error) {
+    if (isPollyError(error, 'protected_path')) return protectedPathsRefusal(ctx, outcome.results, (error.details?.paths as string[] | undefined) ?? []);
     if (!isPollyError(error, 'git_failed')) throw error;
     return commitFailure(ctx, outcome.results, error);
   }

@@ -209,6 +209,13 @@ export function planPage(plan: PlanRecord, reg: Registry, notice?: string): stri
     e(formatBudget(taskBudget(t.budget, plan.budgets))),
   ]);
   const planTasks = byId(reg.tasks).filter((t) => t.planId === plan.id);
+  const protectedLines = plan.tasks
+    .filter((t) => t.protectedPaths?.length)
+    .map(
+      (t) =>
+        `<p class="notice protected" data-task="${e(t.key)}">Task ${e(t.key)} may change protected paths (Polly's config, CI, hooks, code owners): ${t.protectedPaths!.map((p) => `<code>${e(p)}</code>`).join(', ')}</p>`,
+    )
+    .join('');
   const counter = plan.counterexampleTraces?.length
     ? plan.counterexampleTraces.map(counterexampleView).join('')
     : plan.counterexamples?.length
@@ -219,7 +226,7 @@ export function planPage(plan: PlanRecord, reg: Registry, notice?: string): stri
     `<h1>Plan ${e(plan.id)}${plan.goalId ? ` <span class="muted">goal ${e(plan.goalId)}</span>` : ''}</h1>
 ${notice ? `<p class="notice">${e(notice)}</p>` : ''}
 <p class="admission">${admitted === undefined ? 'not checked' : badge(admitted ? 'admitted' : 'REFUSED')} <code id="admission-line">${e(plan.admission?.line ?? '')}</code></p>
-<h2>Plan gate</h2><p id="budgets">${budgets}</p>${decision}
+<h2>Plan gate</h2><p id="budgets">${budgets}</p>${protectedLines}${decision}
 <h2>Tasks in the plan</h2>${table(['Key', 'Purpose', 'Worker', 'Reviewer', 'Depends on', 'Title', 'Acceptance', 'Budget'], tasks, 'plan-tasks')}
 ${planTasks.length ? `<h2>Dispatched tasks</h2>${taskTable(planTasks)}` : ''}
 ${counter ? `<h2>Why it was refused: the shortest counterexamples</h2>${counter}` : ''}`,

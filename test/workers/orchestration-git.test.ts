@@ -284,8 +284,9 @@ describe('orchestration git cases', () => {
   it('case 10: only ignored files listed in .worktreeinclude are copied; npm ci runs as the setup command with its output kept', async () => {
     const repo = createTestRepo({
       'README.md': '# app\n',
-      '.gitignore': 'node_modules/\n.env\nsecrets/\nnotes-*.md\ncache/\n',
-      '.worktreeinclude': '.env\nsecrets/\ntodo.txt\n',
+      '.gitignore': 'node_modules/\n.env\nsecrets/\nnotes-*.md\ncache/\n.polly/\n',
+      // .polly/ is listed too: Polly's records are never copied, whatever the list says.
+      '.worktreeinclude': '.env\nsecrets/\ntodo.txt\n.polly/\n',
       'package.json': '{"name":"app","version":"1.0.0","private":true,"dependencies":{"local-dep":"file:./vendor/local-dep"}}\n',
       'vendor/local-dep/package.json': '{"name":"local-dep","version":"1.0.0","main":"index.js"}\n',
       'vendor/local-dep/index.js': 'module.exports = 42;\n',
@@ -298,6 +299,7 @@ describe('orchestration git cases', () => {
     repo.write('node_modules/stale/index.js', 'should not be copied\n');
     repo.write('cache/big.bin', 'ignored but not listed\n');
     repo.write('todo.txt', 'listed but not ignored: untracked, stays out\n');
+    repo.write('.polly/journal.jsonl', '{"kind":"secret"}\n');
     const { manager } = setup(repo, { setupCommand: 'npm ci --offline --no-audit --no-fund && echo SETUP-DONE' });
 
     const wt = await manager.create({ id: 't10' });
@@ -306,6 +308,7 @@ describe('orchestration git cases', () => {
     expect(existsSync(join(wt.path, 'node_modules/stale'))).toBe(false);
     expect(existsSync(join(wt.path, 'cache'))).toBe(false);
     expect(existsSync(join(wt.path, 'todo.txt'))).toBe(false);
+    expect(existsSync(join(wt.path, '.polly'))).toBe(false);
     expect(wt.setup?.exitCode).toBe(0);
     expect(wt.setup?.output).toContain('SETUP-DONE');
     expect(readFileSync(wt.setup!.logPath, 'utf8')).toContain('added 1 package');

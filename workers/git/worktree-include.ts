@@ -8,11 +8,18 @@
  * Matching is git's own: `git ls-files -o -i --exclude-from=.worktreeinclude` lists untracked files
  * matching the include patterns, and `git check-ignore --stdin` keeps those the standard rules
  * (.gitignore, .git/info/exclude, core.excludesFile) ignore.
+ *
+ * Never copied, whatever `.worktreeinclude` says ({@link NEVER_COPIED}): Polly's own state
+ * (`.polly/`: the registry, journal, decision logs) and git's, nor anything under the worktrees
+ * directory the caller names: a worker must not get another task's work or Polly's records.
  */
 import { copyFile, lstat, mkdir, readlink, symlink } from 'node:fs/promises';
 import { constants, existsSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import type { GitRunner } from './git.js';
+
+/** Repository-relative prefixes never copied into a worktree (see the module doc). */
+export const NEVER_COPIED: readonly string[] = ['.polly/', '.git/'];
 
 export interface WorktreeIncludeResult {
   /** Repository-relative paths copied (forward slashes). */
@@ -56,7 +63,7 @@ export async function copyWorktreeIncludes(options: CopyWorktreeIncludesOptions)
   const { git, repoRoot } = options;
 
   const listed = await git.run(['ls-files', '-z', '--others', '--ignored', `--exclude-from=${includeFile}`], { cwd: repoRoot });
-  const prefixes = options.excludePrefixes ?? [];
+  const prefixes = [...NEVER_COPIED, ...(options.excludePrefixes ?? [])];
   const candidates = splitZ(listed.stdout).filter((p) => !prefixes.some((x) => p.startsWith(x)));
   if (candidates.length === 0) return result;
 

@@ -1,0 +1,83 @@
+/**
+ * Protected paths: files whose change alters what Polly, CI or a code host does next (Polly's own
+ * config, CI and automation workflows, hook managers, code owners, `.worktreeinclude`), which a
+ * task's commit may change only when its plan task declares them (`protected_paths`, shown to the
+ * human at the plan gate). A PR that set `.polly/config.yaml` to hand workers a token, or added
+ * `.github/workflows/x.yml` (GitHub runs a pushed branch's workflows with the repository's
+ * secrets), went through staging unflagged before this.
+ *
+ * Patterns are git pathspecs with glob magic (gitglossary(7), "pathspec", `glob`: `*` does not
+ * cross `/`, `**` does), relative to the worktree root; git itself matches them, against exactly
+ * what is staged. Config: `worktrees.protected_paths` (default {@link DEFAULT_PROTECTED_PATHS}).
+ */
+import { PollyError } from '../../brain/core/errors.js';
+import type { GitRunner } from './git.js';
+
+/** The default protected paths (config `worktrees.protected_paths`). */
+export const DEFAULT_PROTECTED_PATHS: readonly string[] = [
+  '.polly/**',
+  '.github/workflows/**',
+  '.github/actions/**',
+  '.gitlab-ci.yml',
+  '.circleci/**',
+  'Jenkinsfile',
+  '.buildkite/**',
+  'azure-pipelines.yml',
+  '.worktreeinclude',
+  '.husky/**',
+  '.pre-commit-config.yaml',
+  'CODEOWNERS',
+  '.github/CODEOWNERS',
+  'docs/CODEOWNERS',
+];
+
+/**
+ * Why `pattern` cannot be a protected or declared path, or null when it can: it must be relative
+ * to the repository root, without `..`, and without pathspec magic of its own (Polly adds `glob`).
+ */
+export function protectedPatternProblem(pattern: string): string | null {
+  if (pattern.trim() === '') return 'an empty pattern';
+  if (pattern.startsWith('/')) return 'an absolute path (patterns are relative to the repository root, e.g. ".github/workflows/**")';
+  if (pattern.startsWith(':')) return 'pathspec magic (write the plain glob; Polly matches it as a git glob pathspec)';
+  if (pattern.split('/').includes('..')) return 'a ".." segment';
+  return null;
+}
+
+const glob = (p: string): string => `:(glob)${p}`;
+
+/**
+ * The staged changes in `cwd` (index against `HEAD`, renames as their two paths) that match a
+ * `protectedPatterns` pathspec and no `declared` one, sorted. During a merge (`MERGE_HEAD` exists)
+ * a path counts only when it differs from the merged side too: a protected file the base changed
+ * and the worker left alone is the base's change, not the task's.
+ * @throws PollyError `git_failed` from git.
+ */
+export async function protectedChanges(git: GitRunner, cwd: string, protectedPatterns: readonly string[], declared: readonly string[] = []): Promise<string[]> {
+  if (protectedPatterns.length === 0) return [];
+  const specs = ['--', ...protectedPatterns.map(glob), ...declared.map((d) => `:(exclude,glob)${d}`)];
+  const names = async (against: string): Promise<Set<string>> => {
+    const r = await git.run(['diff', '--cached', '--name-only', '-z', '--no-renames', against, ...specs], { cwd });
+    return new Set(r.stdout.split('\0').filter((p) => p !== ''));
+  };
+  const head = await git.run(['rev-parse', '--verify', '-q', 'HEAD'], { cwd, okExitCodes: [1] });
+  // An unborn branch: everything staged is new (the empty tree's id, from `git hash-object -t tree /dev/null`).
+  const changed = await names(head.exitCode === 0 ? 'HEAD' : '4b825dc642cb6eb9a060e54bf8d69288fbee4904');
+  const merging = await git.run(['rev-parse', '--verify', '-q', 'MERGE_HEAD'], { cwd, okExitCodes: [1] });
+  if (merging.exitCode === 0 && changed.size > 0) {
+    const fromMerged = await names('MERGE_HEAD');
+    for (const p of [...changed]) if (!fromMerged.has(p)) changed.delete(p);
+  }
+  return [...changed].sort();
+}
+
+/**
+ * The error a commit gets when it changes protected paths its task did not declare: the paths,
+ * the patterns in force and what to do.
+ */
+export function protectedPathsError(taskId: string, paths: readonly string[]): PollyError {
+  return new PollyError(
+    'protected_path',
+    `task ${taskId} changed protected paths its plan did not declare: ${paths.join(', ')}. These files steer Polly, CI or the code host (worktrees.protected_paths in .polly/config.yaml), so only a plan task that names them in protected_paths may change them; nothing was committed.`,
+    { details: { task: taskId, paths: [...paths] } },
+  );
+}
