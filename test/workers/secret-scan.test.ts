@@ -75,6 +75,32 @@ describe('secret scan', () => {
     expect((await scanForSecrets({ git: createGitRunner(), cwd: clean.worktree!, base: clean.baseCommit!, head: null })).findings).toEqual([]);
   });
 
+  it("finds a token written into an existing line of a tracked file (a one-line edit: first, middle, last line without newline), also when the worker marks the file -diff, in the worktree and in a commit range; a token on an unchanged line is the base's", async () => {
+    const repo = createTestRepo({ 'README.md': '# r\n', 'app.txt': 'one\ntwo\nthree\nfour\n', 'old.txt': `legacy ${GITHUB_TOKEN}\nx\n` });
+    try {
+      const g = createGitRunner({ baseEnv: gitTestEnv() });
+      const base = git(repo.dir, ['rev-parse', 'HEAD']);
+      const scan = async (head: string | null) => (await scanForSecrets({ git: g, cwd: repo.dir, base, head })).findings.map((f) => `${f.file}:${f.line}`);
+      for (const [edit, line] of [
+        [`token=${GITHUB_TOKEN}\ntwo\nthree\nfour\n`, 1],
+        [`one\ntwo token=${GITHUB_TOKEN}\nthree\nfour\n`, 2],
+        [`one\ntwo\nthree\nfour token=${GITHUB_TOKEN}`, 4],
+      ] as Array<[string, number]>) {
+        writeFileSync(join(repo.dir, 'app.txt'), edit);
+        expect(await scan(null), edit).toEqual([`app.txt:${line}`]);
+      }
+      // The worker's .gitattributes makes git call app.txt binary: the edit is still scanned as text.
+      writeFileSync(join(repo.dir, '.gitattributes'), 'app.txt -diff\nold.txt binary\n');
+      writeFileSync(join(repo.dir, 'old.txt'), `legacy ${GITHUB_TOKEN}\ny\n`);
+      expect(await scan(null)).toEqual(['app.txt:4']);
+      git(repo.dir, ['add', '-A']);
+      git(repo.dir, ['commit', '-qm', 'edits']);
+      expect(await scan(git(repo.dir, ['rev-parse', 'HEAD']))).toEqual(['app.txt:4']);
+    } finally {
+      rmSync(repo.root, { recursive: true, force: true });
+    }
+  });
+
   it('blocks the commit after green checks: the task fails with the finding, nothing is committed', async () => {
     const s = createPrStepSetting({ 'README.md': '# r\n' });
     const task = await createGreenTask(s, 'sc3', { 'a.txt': 'a\n' });

@@ -142,9 +142,14 @@ async function readWorktreeEntry(path: string): Promise<Buffer | 'too large' | n
   }
 }
 
-/** Line numbers (1-based, in the new version) added or changed in `file`, from `git diff -U0`. */
+/**
+ * Line numbers (1-based, in the new version) added or changed in `file`, from `git diff -U0`.
+ * `--text`: a `.gitattributes` the worker wrote (`file -diff`, `binary`) would otherwise make git
+ * print "Binary files differ" with no hunk, and every finding in the file would be dropped (the
+ * scan reads only NUL-free text, so nothing it scans is binary).
+ */
 async function addedLines(git: GitRunner, cwd: string, range: string[], file: string): Promise<Set<number> | null> {
-  const r = await git.run(['diff', '-U0', '--no-color', '--no-ext-diff', '--no-textconv', ...range, '--', file], { cwd });
+  const r = await git.run(['diff', '-U0', '--text', '--no-color', '--no-ext-diff', '--no-textconv', ...range, '--', file], { cwd });
   const lines = new Set<number>();
   let sawHunk = false;
   for (const m of r.stdout.matchAll(/^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@/gm)) {
