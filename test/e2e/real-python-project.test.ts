@@ -100,7 +100,10 @@ describe(`polly run on a real Python project with pytest (${PACKAGE.package} ${P
   });
 
   it('polly run exits 0 with both tasks ready, each with one PR, by two vendors', () => {
-    expect(result.code, `polly run failed:\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`).toBe(0);
+    expect(
+      result.code,
+      `polly run failed (${readyTasks.map((t) => `${t.id} ${t.status}: ${t.statusReason ?? ''}`).join('; ')}):\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`,
+    ).toBe(0);
     expect(readyTasks.map((t) => [t.worker, t.reviewer, t.status, t.pr?.state])).toEqual([
       ['claude-code', 'pi', 'ready', 'ready'],
       ['codex', 'pi', 'ready', 'ready'],
