@@ -3,7 +3,7 @@
  *
  * The package: **json-stringify-safe@5.0.1** (npm, ISC, by Isaac Z. Schlueter; tarball sha256
  * b7fbbf65c0bff6d47f516c98638229dff0e981d0edfffecbcf971d7fe361928a). Why this one:
- * - real and used (tens of millions of downloads a week), small (one 30-line stringify.js);
+ * - real and widely used (request depended on it), small (one 30-line stringify.js);
  * - its published tarball carries its test suite (test/stringify_test.js, test/mocha.opts) and the
  *   Makefile whose `make test` runs it: `polly init` finds that target and writes it as the check;
  * - the tests need its devDependencies (mocha 2, must, sinon 1: 57 packages), so each worktree

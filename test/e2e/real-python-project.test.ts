@@ -8,10 +8,10 @@
  * - pure Python with no runtime dependencies, small (43 kB), and real;
  * - Debian's package ships the upstream test suite inside the package (toolz/tests/: 180 pytest
  *   tests, all green with Debian's python3-pytest in 2 s), so the .deb is the project's source tree
- *   as upstream lays it out (toolz/ and tlz/ at the top, flat, no src/ layout). Debian *source*
- *   packages would carry src/-layout projects too, but the archive mirror CI-like machines reach
- *   serves no source tarballs (test/helpers/real-projects.ts), and of the python3-* .debs that ship
- *   their tests, none with a src/ layout is as small;
+ *   as upstream lays it out (toolz/ and tlz/ at the top: flat, not the src/ layout the brief
+ *   preferred). A src/-layout project would need a Debian *source* package (an installed .deb has
+ *   no src/), and the archive mirror CI-like machines reach serves no source tarballs (see
+ *   test/helpers/real-projects.ts);
  * - pytest writes ignored paths in every worktree (`__pycache__/`, `.pytest_cache/`), and the
  *   setup byte-compiles the package as Debian's installer does (`python3 -m compileall`), so both
  *   the setup and the checks create ignored directories — issue 35 item 1's regression.
