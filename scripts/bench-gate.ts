@@ -92,7 +92,12 @@ function timeSpawnAsync(cmd: string, args: string[], input: string): Promise<num
 }
 const socket = join(state, 's', 'gate.sock');
 const viaSocket = await prepareGate('claude-code', { role: 'implement', context, stateDir: join(state, 's'), socket });
-const gateServer = await startGateServer({ socketPath: socket, config: viaSocket.config, journal: createFileJournal(join(state, 'runner-decisions.jsonl')), stamp: { task: 't1', worker: 'w1' } });
+const gateServer = await startGateServer({
+  socketPath: socket,
+  config: viaSocket.config,
+  journal: createFileJournal(join(state, 'runner-decisions.jsonl')),
+  stamp: { task: 't1', worker: 'w1' },
+});
 await timeSpawnAsync(process.execPath, hookOf(viaSocket, 'claude-code-hook'), payload);
 const aBase: number[] = [];
 const aLocal: number[] = [];

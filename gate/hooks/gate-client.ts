@@ -31,7 +31,11 @@ export function socketAddress(path: string): { address: string; release(): void 
   return { address: `/proc/self/fd/${fd}/${basename(path)}`, release: () => closeSync(fd) };
 }
 
-const failClosed = (why: string): GateDecision => ({ decision: 'deny', rule: 'gate.unreachable', reason: `Polly's gate did not answer, so this call is blocked (fail closed): ${why}` });
+const failClosed = (why: string): GateDecision => ({
+  decision: 'deny',
+  rule: 'gate.unreachable',
+  reason: `Polly's gate did not answer, so this call is blocked (fail closed): ${why}`,
+});
 
 function isDecision(v: unknown): v is GateDecision {
   const d = v as GateDecision | null;

@@ -122,7 +122,8 @@ export function prepareGateSync(harness: GateHarnessName, options: PrepareGateOp
   const shimDir = join(stateDir, 'bin');
   mkdirSync(shimDir, { recursive: true });
   const configPath = join(stateDir, 'gate-config.json');
-  if (options.socket !== undefined && !options.socket.startsWith('/')) throw new PollyError('bad_input', `prepareGate: socket must be an absolute path, got ${JSON.stringify(options.socket)}`);
+  if (options.socket !== undefined && !options.socket.startsWith('/'))
+    throw new PollyError('bad_input', `prepareGate: socket must be an absolute path, got ${JSON.stringify(options.socket)}`);
   const journalPath = options.socket ? null : options.journalPath === undefined ? join(options.context.repoRoot, '.polly', 'gate-decisions.jsonl') : options.journalPath;
   if (journalPath) mkdirSync(resolve(journalPath, '..'), { recursive: true });
   const context: GateContext = { ...options.context, protectedDirs: [...new Set([...(options.context.protectedDirs ?? []), stateDir])] };

@@ -131,7 +131,11 @@ describe("a worker's gate served by the runner over a unix socket", () => {
     mod.default({ on: (_e, h) => void (handler = h) });
     expect(await handler!({ toolName: 'bash', input: { command: 'git push -f origin polly/t1' } }, { cwd: wt })).toMatchObject({ block: true });
     expect(await handler!({ toolName: 'read', input: { path: 'README.md' } }, { cwd: wt })).toBeUndefined();
-    expect(lines().filter((d) => d.worker === 'w-t1-pi').map((d) => d.decision)).toEqual(['deny', 'allow']);
+    expect(
+      lines()
+        .filter((d) => d.worker === 'w-t1-pi')
+        .map((d) => d.decision),
+    ).toEqual(['deny', 'allow']);
   });
 
   it('with the runner gone every call is denied (fail closed), and nothing is journaled by the hook', async () => {

@@ -240,10 +240,7 @@ describe('the sandbox (real bubblewrap)', () => {
   });
 
   it('refuses a write into what it hides with EROFS (the real HOME, .worktrees/, .polly/; the repository and the worktree for a reviewer), never a tmpfs that vanishes', async () => {
-    const impl = await run(
-      agentSpec(l),
-      ...sh(`for p in ${l.home}/x ${l.repo}/.worktrees/x ${l.repo}/.polly/x ${l.journal}; do (echo x >> $p) 2>&1; done`),
-    );
+    const impl = await run(agentSpec(l), ...sh(`for p in ${l.home}/x ${l.repo}/.worktrees/x ${l.repo}/.polly/x ${l.journal}; do (echo x >> $p) 2>&1; done`));
     const lines = impl.stdout.split('\n').filter(Boolean);
     // the decision log included: .polly/ is covered whole (the runner alone writes the log)
     expect(lines.filter((line) => /Read-only file system/.test(line))).toHaveLength(4);
@@ -255,7 +252,7 @@ describe('the sandbox (real bubblewrap)', () => {
       writableCwd: false,
       agentStateDir: l.state,
       gateDir: l.gate,
-     
+
       endpoints: [],
       realHome: l.home,
     });
