@@ -2,11 +2,12 @@
  * The gate's decision log. Every decision is journaled through the narrow {@link GateJournal}
  * interface (`appendJournal(kind, data)`), so the Brain can route it into the registry's journal.
  *
- * Hooks run as separate short-lived processes and cannot take the registry lock cheaply, so their
- * decisions go to `.polly/gate-decisions.jsonl` (or the path in the gate's runtime config): one
- * JSON line `{at, kind: 'gate.decision', data}` per decision, without `seq`, appended with O_APPEND
- * in a single write kept under 4 KiB (atomic on POSIX for regular files). `polly gate log` merges
- * this file with `gate.decision` entries of `.polly/journal.jsonl` by time.
+ * Gate decisions go to `.polly/gate-decisions.jsonl`: one JSON line `{at, kind: 'gate.decision',
+ * data}` per decision, without `seq`, appended with O_APPEND in a single write kept under 4 KiB
+ * (atomic on POSIX for regular files). Only Polly's processes write it: for a worker, the worker
+ * runner outside the sandbox (hooks/gate-server.ts; its lines carry `task` and `worker`), never a
+ * hook inside; the Brain's hooks and `polly gate decide` append directly. `polly gate log` merges
+ * this file with `gate.decision` entries of `.polly/journal.jsonl` by time. See docs/gate-decisions.md.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { redactSecrets } from '../brain/core/redact.js';

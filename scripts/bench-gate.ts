@@ -5,11 +5,14 @@
  *    exits with its answer, median of N (default 31) runs, interleaved with `node -e 0` runs; the
  *    ratio hook / `node -e 0` is the figure (target ≤ 1.3×). The Codex hook and the git shim's
  *    gate step are printed too.
+ *    A worker's hook asks the worker runner over its unix socket instead (gate/hooks/gate-server.ts):
+ *    the same hook with `socket` set, answered by a gate server in this process, is timed against
+ *    the in-process hook and `node -e 0`, all spawned asynchronously (the server answers from here).
  * 2. In-process decisions per second over the case corpus (../shared/cases/gate-corpus.yaml when
  *    present, plus built-in spellings), against a baseline of JSON.parse+stringify of the same
  *    requests.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +20,8 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { DEFAULT_CONFIG } from '../brain/config/config-schema.js';
 import { decide } from '../gate/decide.js';
+import { createFileJournal } from '../gate/decision-log.js';
+import { startGateServer } from '../gate/hooks/gate-server.js';
 import { prepareGate } from '../gate/hooks/harness-gate.js';
 import type { GateContext, ToolRequest } from '../gate/types.js';
 
@@ -73,6 +78,46 @@ process.stdout.write(`gate hook wall time (spawn → answer), median of ${runs}:
 process.stdout.write(`  node -e 0 (baseline)        ${b.toFixed(1)} ms\n`);
 process.stdout.write(`  claude-code-hook.js         ${h.toFixed(1)} ms   ratio ${(h / b).toFixed(2)}x  (target <= 1.30x) ${h / b <= 1.3 ? 'OK' : 'OVER'}\n`);
 process.stdout.write(`  codex-hook.js               ${c.toFixed(1)} ms   ratio ${(c / b).toFixed(2)}x\n`);
+
+// a worker's hook: the runner decides over the socket
+function timeSpawnAsync(cmd: string, args: string[], input: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = process.hrtime.bigint();
+    const child = spawn(cmd, args, { stdio: ['pipe', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d));
+    child.on('close', (code) => (code === 0 ? resolve(Number(process.hrtime.bigint() - t0) / 1e6) : reject(new Error(`${cmd} exited ${code}: ${err}`))));
+    child.stdin.end(input);
+  });
+}
+const socket = join(state, 's', 'gate.sock');
+const viaSocket = await prepareGate('claude-code', { role: 'implement', context, stateDir: join(state, 's'), socket });
+const gateServer = await startGateServer({
+  socketPath: socket,
+  config: viaSocket.config,
+  journal: createFileJournal(join(state, 'runner-decisions.jsonl')),
+  stamp: { task: 't1', worker: 'w1' },
+});
+await timeSpawnAsync(process.execPath, hookOf(viaSocket, 'claude-code-hook'), payload);
+const aBase: number[] = [];
+const aLocal: number[] = [];
+const aSocket: number[] = [];
+for (let i = 0; i < runs; i++) {
+  aBase.push(await timeSpawnAsync(process.execPath, ['-e', '0'], ''));
+  aLocal.push(await timeSpawnAsync(process.execPath, hookOf(claude, 'claude-code-hook'), payload));
+  aSocket.push(await timeSpawnAsync(process.execPath, hookOf(viaSocket, 'claude-code-hook'), payload));
+}
+await gateServer.close();
+const ab = median(aBase);
+process.stdout.write(`
+a worker's hook, the runner deciding over its socket (async spawns), median of ${runs}:
+`);
+process.stdout.write(`  node -e 0 (baseline)        ${ab.toFixed(1)} ms
+`);
+process.stdout.write(`  hook deciding in process    ${median(aLocal).toFixed(1)} ms   ratio ${(median(aLocal) / ab).toFixed(2)}x
+`);
+process.stdout.write(`  hook asking the runner      ${median(aSocket).toFixed(1)} ms   ratio ${(median(aSocket) / ab).toFixed(2)}x  (${(median(aSocket) - median(aLocal)).toFixed(1)} ms vs in process)
+`);
 
 // in-process decisions per second
 const here = fileURLToPath(new URL('.', import.meta.url));

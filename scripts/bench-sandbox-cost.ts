@@ -43,7 +43,6 @@ export async function measureSandboxCost(input: SandboxCostInput): Promise<strin
           role: 'implement',
           agentStateDir: stateDir,
           gateDir,
-          journalPath: null,
           env: input.env,
           configuredUrls: [input.config.workers.pi.base_url],
           allowUnconfined: false,

@@ -9,7 +9,8 @@
  * repo root and worktree from git, the current branch, the default branch from
  * `refs/remotes/origin/HEAD` (else `main`), and the user's home. Policies come from
  * `.polly/config.yaml` (brain/config.ts `loadConfig`), else DEFAULT_CONFIG.
- * Every decision is appended to `.polly/gate-decisions.jsonl` when `.polly/` exists.
+ * Every decision is appended to `.polly/gate-decisions.jsonl` when `.polly/` exists (workers'
+ * decisions are appended there by their runners: docs/gate-decisions.md).
  *
  * log: the journaled decisions (that file plus `gate.decision` entries of `.polly/journal.jsonl`),
  * oldest first; `--json` prints them as one JSON array; `--limit N` keeps the last N.
@@ -139,7 +140,8 @@ async function runLog(argv: string[], io: CommandIO): Promise<number> {
   }
   for (const e of entries) {
     const d = e.data;
-    const who = [d.harness, d.role, d.tool ?? d.type].filter((x) => x !== undefined && x !== null).join('/');
+    // `task`: stamped by the worker runner (the task whose gate socket the request came in on)
+    const who = [d.task, d.harness, d.role, d.tool ?? d.type].filter((x) => x !== undefined && x !== null).join('/');
     const what = String(d.input ?? d.purpose ?? d.operation ?? '')
       .replace(/\s+/g, ' ')
       .slice(0, 80);

@@ -4,8 +4,10 @@
  * one `{at, kind: 'gate.decision', data}` line per decision, `data.cwd` the call's working directory),
  * never from the agent's words.
  *
- * A reviewer works in its own scratch dir (a fresh `mkdtemp` per round), so the lines of one review
- * turn are those appended after the turn started whose `cwd` is that dir. What counts as an attempt:
+ * The lines of one review turn are those appended after the turn started that the worker runner
+ * stamped with the turn's worker id (`worker`: the socket the request came in on,
+ * gate/hooks/gate-server.ts), whatever `cwd` they name; unstamped lines (older Polly) count when
+ * their `cwd` is the reviewer's own scratch dir (a fresh `mkdtemp` per round). What counts as an attempt:
  * a `deny` (or an `ask`, which a headless worker is denied) under a `blast_radius.*` rule: a merge,
  * a push, a forge write, a credential read, a write outside its dir, a ref or history change.
  * A `purpose_guard.read_only` denial alone (a reviewer that tried `npm test`) is the gate explaining
@@ -13,9 +15,8 @@
  *
  * Why this is needed beside the sandbox's EROFS lines (./sandbox-refusals.ts): a command the gate
  * refuses never reaches the OS, so it leaves no refusal to read, and the run would end `ready`
- * after a reviewer tried to merge. Limit: the log is appendable inside the sandbox (the gate's hooks
- * write it from there), so a reviewer could add lines (which only fails its task) but not remove a
- * line without a command the gate let through.
+ * after a reviewer tried to merge. The log is written by the runner outside the sandbox only: no
+ * reviewer can truncate it (which would hide its lines from the mark on) or add to it.
  */
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
@@ -37,9 +38,10 @@ function inside(child: string, parent: string): boolean {
 
 /**
  * The attempts (`<rule>: <command or path>`, ≤ 200 characters each, at most `max`) logged in `path`
- * from byte `mark` on, by calls whose cwd is inside `cwd`. Malformed lines are skipped.
+ * from byte `mark` on by this turn: lines stamped `worker: worker` when `worker` is given, and
+ * unstamped lines whose cwd is inside `cwd`. Malformed lines are skipped.
  */
-export function gateAttempts(path: string, mark: number, cwd: string, max = 5): string[] {
+export function gateAttempts(path: string, mark: number, cwd: string, max = 5, worker: string | null = null): string[] {
   let text = '';
   try {
     const fd = openSync(path, 'r');
@@ -65,7 +67,9 @@ export function gateAttempts(path: string, mark: number, cwd: string, max = 5): 
     }
     const rule = String(data.rule ?? '');
     if (data.decision === 'allow' || !rule.startsWith('blast_radius.')) continue;
-    if (typeof data.cwd !== 'string' || !inside(data.cwd, cwd)) continue;
+    if (typeof data.worker === 'string' && worker !== null) {
+      if (data.worker !== worker) continue;
+    } else if (typeof data.cwd !== 'string' || !inside(data.cwd, cwd)) continue;
     const l = visibleText(`${rule}: ${String(data.input ?? '').replace(/\s+/g, ' ')}`).slice(0, 200);
     if (!out.includes(l)) out.push(l);
     if (out.length >= max) break;

@@ -38,11 +38,11 @@ export interface ReviewTurnGateLog {
 }
 
 /** The attempts of one review turn by `reviewer` (see the module doc). Reads the decision log. */
-export function reviewTurnAttempts(result: Pick<WorkerTurnResult, 'events'>, reviewer: Harness, gateLog: ReviewTurnGateLog): ReviewTurnAttempts {
+export function reviewTurnAttempts(result: Pick<WorkerTurnResult, 'events'> & { workerId?: string }, reviewer: Harness, gateLog: ReviewTurnGateLog): ReviewTurnAttempts {
   const events = result.events ?? [];
   return {
     refused: turnRefusals(events),
-    gate: gateAttempts(gateLog.path, gateLog.mark, gateLog.dir),
+    gate: gateAttempts(gateLog.path, gateLog.mark, gateLog.dir, 5, result.workerId ?? null),
     tools: toolAttempts(events, readOnlyRoleTools(reviewer)),
   };
 }

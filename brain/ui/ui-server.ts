@@ -175,7 +175,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     const t = reg.tasks[c.req.param('id')];
     if (!t) return html(c, messagePage('Not found', `No task "${c.req.param('id')}".`), 404);
     const workers = Object.values(reg.workers).filter((w) => w.taskId === t.id);
-    return html(c, taskPage(t, workers, t.worktree ? await source.gateDecisions(t.worktree, 200) : [], await source.taskRuns(t.id, 200)));
+    return html(c, taskPage(t, workers, t.worktree ? await source.gateDecisions({ taskId: t.id, dir: t.worktree }, 200) : [], await source.taskRuns(t.id, 200)));
   });
   app.get('/prs/:n{[0-9]+}', async (c) => {
     const reg = await registry();

@@ -3,7 +3,7 @@
  * and its pages never open files themselves. The real source reads the same state as the CLI —
  * the registry (`.polly/registry.json` through the registry store), the journal
  * (`.polly/journal.jsonl`), the workers' `events.jsonl` files, the gate's decision log
- * (`.polly/gate-decisions.jsonl`), the workflow runs in the LMDB run store (`.polly/runs/`, read
+ * (`.polly/gate-decisions.jsonl`, written by Polly's processes only), the workflow runs in the LMDB run store (`.polly/runs/`, read
  * through the run store's `listRuns`/`journal` as `polly check --run` reads them) and the local
  * forge's diffs — and keeps no copy of its own. Its one write is the plan gate's decision, through
  * `decidePlan` exactly as `polly plan approve`.
@@ -50,8 +50,13 @@ export interface UiSource {
   version(): string;
   /** An incremental reader of one worker's normalised events (its `events.jsonl`). */
   workerEvents(worker: WorkerRecord): { read(): AgentEvent[] };
-  /** The gate's decisions whose `cwd` lies in `dir` (a task's worktree), oldest first, at most `limit`. */
-  gateDecisions(dir: string, limit: number): Promise<GateLogEntry[]>;
+  /**
+   * A task's gate decisions, oldest first, at most `limit`: the lines the worker runner stamped
+   * with `task: taskId` (gate/hooks/gate-server.ts: the task whose socket the request came in on,
+   * whatever its `cwd`), and unstamped lines (the Brain's, `polly gate decide`, older Polly) whose
+   * `cwd` lies in `dir` (the task's worktree). A line stamped for another task is never shown.
+   */
+  gateDecisions(task: { taskId: string; dir: string }, limit: number): Promise<GateLogEntry[]>;
   /**
    * The workflow runs whose input names task `taskId` (`input.task`, the runs the Brain starts per
    * plan task), oldest first, each with its journal (at most the last `limit` lines).
@@ -145,10 +150,15 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
     workerEvents(worker) {
       return createEventTail(workerFiles(worker.stateDir ?? join(deps.pollyDir, 'workers', worker.id)).events);
     },
-    async gateDecisions(dir, limit) {
+    async gateDecisions({ taskId, dir }, limit) {
       const prefix = dir.endsWith('/') ? dir : `${dir}/`;
+      const mine = (e: GateLogEntry): boolean => {
+        if (e.kind !== 'gate.decision' || !e.data) return false;
+        if (e.data.task !== undefined) return e.data.task === taskId;
+        return typeof e.data.cwd === 'string' && (e.data.cwd === dir || e.data.cwd.startsWith(prefix));
+      };
       return parseLines<GateLogEntry>(tailText(gateLogPath, 1 << 20))
-        .filter((e) => e.kind === 'gate.decision' && typeof e.data?.cwd === 'string' && (e.data.cwd === dir || e.data.cwd.startsWith(prefix)))
+        .filter(mine)
         .slice(-limit);
     },
     async taskRuns(taskId, limit) {

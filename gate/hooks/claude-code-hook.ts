@@ -10,22 +10,14 @@
  * - allow → exit 0 with no output (Claude's own permission rules still apply);
  * - any internal failure → exit 2 with the reason on stderr (exit 2 blocks the call; other non-zero
  *   codes would fail open).
+ * The decision comes from ./gate-client.ts `askGate` (a worker's: the runner, over its socket).
  */
-import { createFileJournal, decisionEntry } from '../decision-log.js';
 import { readGateConfig } from './hook-runtime.js';
-import { mapClaudeTool, pollyMcpDecision } from './harness-tools.js';
 import { answerPreToolUse, readPreToolUsePayload, runPreToolUseHook } from './pre-tool-use.js';
-import type { GateRequest } from '../types.js';
 
 runPreToolUseHook(async () => {
   const cfg = readGateConfig(process.argv[2]);
   const { payload, cwd } = await readPreToolUsePayload();
-  // The Brain's calls to Polly's own MCP server (workers get null here and are denied below).
-  const mcp = pollyMcpDecision(cfg.role, payload.tool_name);
-  if (mcp) {
-    const request = { type: 'tool', harness: 'claude-code', role: cfg.role, tool: 'mcp', input: String(payload.tool_name), cwd } as unknown as GateRequest;
-    if (cfg.journalPath) createFileJournal(cfg.journalPath).appendJournal('gate.decision', decisionEntry(request, mcp, { session: payload.session_id ?? null }));
-    return;
-  }
-  answerPreToolUse(cfg, 'claude-code', mapClaudeTool(payload.tool_name, payload.tool_input), payload, cwd);
+  // Polly's own MCP tools (the Brain's) are decided with the rest (./gate-request.ts).
+  await answerPreToolUse(cfg, 'claude-code', payload, cwd);
 });

@@ -14,11 +14,10 @@
  * - internal failure → exit 2 with the reason on stderr (Codex blocks on exit 2 with a stderr reason).
  */
 import { readGateConfig } from './hook-runtime.js';
-import { mapCodexTool } from './harness-tools.js';
 import { answerPreToolUse, readPreToolUsePayload, runPreToolUseHook } from './pre-tool-use.js';
 
 runPreToolUseHook(async () => {
   const cfg = readGateConfig(process.argv[2]);
   const { payload, cwd } = await readPreToolUsePayload();
-  answerPreToolUse(cfg, 'codex', mapCodexTool(payload.tool_name, payload.tool_input), payload, cwd);
+  await answerPreToolUse(cfg, 'codex', payload, cwd);
 });

@@ -26,8 +26,17 @@ export interface PrepareGateOptions {
   context: GateContext;
   /** A directory Polly owns for this worker (created if missing), e.g. `.polly/workers/<id>/gate`. */
   stateDir: string;
-  /** Where decisions are appended (default `<repoRoot>/.polly/gate-decisions.jsonl`; null: nowhere). */
+  /**
+   * Where the hooks append decisions when they decide in process (default
+   * `<repoRoot>/.polly/gate-decisions.jsonl`; null: nowhere). Ignored with `socket`.
+   */
   journalPath?: string | null;
+  /**
+   * The worker runner's gate socket (./gate-server.ts, absolute): every hook, extension and shim
+   * sends its request there and enforces the answer, and writes no decision itself; the runner
+   * journals. The shell fast path of the git shim then logs nothing (see ./shim-fast-path.ts).
+   */
+  socket?: string;
   /** The policies (default: {@link DEFAULT_GATE_POLICY}). */
   policy?: GatePolicy;
   /** PATH to put the shims in front of (default: process.env.PATH). */
@@ -43,6 +52,8 @@ export interface PreparedGate {
   env: Record<string, string>;
   /** Every file written (absolute paths). */
   files: string[];
+  /** The runtime config written to `gate-config.json` (what a gate server decides with). */
+  config: GateRuntimeConfig;
 }
 
 function distScript(name: string): string {
@@ -79,7 +90,7 @@ function sq(s: string): string {
 /**
  * Write the gate's files for one worker and return what its adapter must add.
  *
- * Files (all in `stateDir`): `gate-config.json` (role, context, policy, journal path, shim dir),
+ * Files (all in `stateDir`): `gate-config.json` (role, context, policy, journal path or socket, shim dir),
  * `bin/git` and `bin/gh` (shims; `bin/git` first runs the start-up calls the gate allows here
  * without starting Node: gate/hooks/shim-fast-path.ts), plus per harness:
  * - `claude-code`: `claude-settings.json` with a `PreToolUse` command hook (matcher `*`) running
@@ -111,7 +122,9 @@ export function prepareGateSync(harness: GateHarnessName, options: PrepareGateOp
   const shimDir = join(stateDir, 'bin');
   mkdirSync(shimDir, { recursive: true });
   const configPath = join(stateDir, 'gate-config.json');
-  const journalPath = options.journalPath === undefined ? join(options.context.repoRoot, '.polly', 'gate-decisions.jsonl') : options.journalPath;
+  if (options.socket !== undefined && !options.socket.startsWith('/'))
+    throw new PollyError('bad_input', `prepareGate: socket must be an absolute path, got ${JSON.stringify(options.socket)}`);
+  const journalPath = options.socket ? null : options.journalPath === undefined ? join(options.context.repoRoot, '.polly', 'gate-decisions.jsonl') : options.journalPath;
   if (journalPath) mkdirSync(resolve(journalPath, '..'), { recursive: true });
   const context: GateContext = { ...options.context, protectedDirs: [...new Set([...(options.context.protectedDirs ?? []), stateDir])] };
   const config: GateRuntimeConfig = {
@@ -121,6 +134,7 @@ export function prepareGateSync(harness: GateHarnessName, options: PrepareGateOp
     context,
     policy: options.policy ?? (structuredClone(DEFAULT_GATE_POLICY) as GatePolicy),
     journalPath,
+    ...(options.socket ? { socket: options.socket } : {}),
     shimDir,
   };
   writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
@@ -175,5 +189,5 @@ export function prepareGateSync(harness: GateHarnessName, options: PrepareGateOp
     files.push(file);
     args.push('--no-extensions', '-e', file);
   }
-  return { args, env: { PATH: `${shimDir}:${basePath}`, POLLY_GATE_CONFIG: configPath }, files };
+  return { args, env: { PATH: `${shimDir}:${basePath}`, POLLY_GATE_CONFIG: configPath }, files, config };
 }

@@ -1,11 +1,10 @@
 /**
  * What every enforcement entry point shares: reading the gate's runtime config (written by
- * `prepareGate` into its state dir), deciding, and journaling. Kept lean: node:fs and the gate only.
+ * `prepareGate` into its state dir) and stdin. Deciding is ./gate-client.ts `askGate`. Kept lean:
+ * node:fs only.
  */
 import { readFileSync } from 'node:fs';
-import { decide } from '../decide.js';
-import { createFileJournal, decisionEntry } from '../decision-log.js';
-import type { GateContext, GateDecision, GateHarness, GatePolicy, GateRole, ToolRequest } from '../types.js';
+import type { GateContext, GateHarness, GatePolicy, GateRole } from '../types.js';
 
 /** The JSON file `prepareGate` writes (`<stateDir>/gate-config.json`). */
 export interface GateRuntimeConfig {
@@ -14,8 +13,16 @@ export interface GateRuntimeConfig {
   role: GateRole;
   context: GateContext;
   policy: GatePolicy;
-  /** Absolute path of the decision log, or null to log nowhere. */
+  /**
+   * Absolute path of the decision log the hook appends to when it decides in process, or null to
+   * log nowhere. Null whenever `socket` is set: the decider journals, never the hook.
+   */
   journalPath: string | null;
+  /**
+   * The worker runner's gate socket (./gate-server.ts): when set, every request goes there and the
+   * answer is enforced; no answer is a deny. Absent in configs written before it existed.
+   */
+  socket?: string | null;
   /** The directory holding the git/gh shims (skipped when the shims look for the real binary). */
   shimDir: string;
 }
@@ -31,20 +38,6 @@ export function readGateConfig(path: string | undefined): GateRuntimeConfig {
   }
   if (cfg?.version !== 1 || !cfg.context || !cfg.policy || !cfg.role) throw new Error(`the gate config ${path} is not a version 1 gate config`);
   return cfg;
-}
-
-/** Decide each request (all must allow), journal every decision, and return the first non-allow (or the last allow). */
-export function decideAll(cfg: GateRuntimeConfig, requests: Array<Omit<ToolRequest, 'type' | 'role'>>, extra: Record<string, unknown> = {}): GateDecision {
-  const journal = cfg.journalPath ? createFileJournal(cfg.journalPath) : null;
-  let result: GateDecision = { decision: 'allow', rule: 'allow', reason: 'nothing to check' };
-  for (const r of requests) {
-    const req: ToolRequest = { type: 'tool', role: cfg.role, ...r };
-    const d = decide(req, cfg.policy, cfg.context);
-    journal?.appendJournal('gate.decision', decisionEntry(req, d, extra));
-    if (d.decision !== 'allow') return d;
-    result = d;
-  }
-  return result;
 }
 
 /** Read all of stdin as text. */

@@ -5,8 +5,9 @@
  * loaded with `pi --no-extensions -e <file>`. A handler that throws also blocks the tool in pi
  * (fail-safe), and the config is read once at load: a broken config blocks every call.
  */
-import { decideAll, readGateConfig } from './hook-runtime.js';
-import { mapPiTool } from './harness-tools.js';
+import { askGate } from './gate-client.js';
+import { denialText } from './gate-request.js';
+import { readGateConfig } from './hook-runtime.js';
 
 interface PiToolCallEvent {
   toolName: string;
@@ -22,8 +23,8 @@ interface PiApi {
 /** pi's tool_call reply: undefined to allow, `{block: true, reason}` to deny. */
 export type PiGateReply = { block: true; reason: string } | undefined;
 
-/** The pi `tool_call` handler for a runtime config (exported for in-process tests). */
-export function piGateHandler(configPath: string): (event: PiToolCallEvent, ctx: PiContext) => PiGateReply {
+/** The pi `tool_call` handler for a runtime config (exported for in-process tests); asks ./gate-client.ts `askGate`. */
+export function piGateHandler(configPath: string): (event: PiToolCallEvent, ctx: PiContext) => Promise<PiGateReply> {
   let loadError: string | null = null;
   let cfg: ReturnType<typeof readGateConfig> | null = null;
   try {
@@ -31,19 +32,12 @@ export function piGateHandler(configPath: string): (event: PiToolCallEvent, ctx:
   } catch (error) {
     loadError = (error as Error).message;
   }
-  return (event, ctx) => {
+  return async (event, ctx) => {
     if (!cfg) return { block: true, reason: `Polly gate failed and blocks this call (fail closed): ${loadError}` };
     try {
-      const mapped = mapPiTool(event.toolName, event.input);
       const cwd = typeof ctx?.cwd === 'string' ? ctx.cwd : process.cwd();
-      const d = mapped.ok
-        ? decideAll(
-            cfg,
-            mapped.calls.map((c) => ({ ...c, cwd, harness: 'pi' as const })),
-          )
-        : { decision: 'deny' as const, rule: 'purpose_guard.unknown_tool', reason: mapped.reason };
-      if (d.decision === 'allow') return undefined;
-      return { block: true, reason: `Polly gate: ${d.decision === 'ask' ? 'needs human approval, denied in a headless worker' : 'denied'} (${d.rule}): ${d.reason}` };
+      const d = await askGate(cfg, { v: 1, from: 'pi', cwd, toolName: event.toolName, toolInput: event.input });
+      return d.decision === 'allow' ? undefined : { block: true, reason: denialText(d) };
     } catch (error) {
       return { block: true, reason: `Polly gate failed and blocks this call (fail closed): ${(error as Error).message}` };
     }

@@ -7,9 +7,9 @@
  * Sources: code.claude.com/docs/en/hooks ("PreToolUse decision control"); codex-rs hooks
  * `pre-tool-use.command.output.schema.json`.
  */
-import type { MappedResult } from './harness-tools.js';
-import { decideAll, readStdin, type GateRuntimeConfig } from './hook-runtime.js';
-import type { GateDecision, GateHarness } from '../types.js';
+import { askGate } from './gate-client.js';
+import { denialText } from './gate-request.js';
+import { readStdin, type GateRuntimeConfig } from './hook-runtime.js';
 
 /** The fields of a PreToolUse input the gate reads. */
 export interface PreToolUsePayload {
@@ -35,18 +35,14 @@ export async function readPreToolUsePayload(): Promise<{ payload: PreToolUsePayl
   return { payload, cwd: typeof payload.cwd === 'string' ? payload.cwd : process.cwd() };
 }
 
-/** Decide a mapped harness call (an unmappable call is a deny) and write the reply; allow writes nothing. */
-export function answerPreToolUse(cfg: GateRuntimeConfig, harness: GateHarness, mapped: MappedResult, payload: PreToolUsePayload, cwd: string): void {
-  const d: GateDecision = mapped.ok
-    ? decideAll(
-        cfg,
-        mapped.calls.map((c) => ({ ...c, cwd, harness })),
-        { session: payload.session_id ?? null },
-      )
-    : { decision: 'deny', rule: 'purpose_guard.unknown_tool', reason: mapped.reason };
+/**
+ * Ask the gate about a PreToolUse call (./gate-client.ts: the runner's socket, or in process) and
+ * write the reply; allow writes nothing, ask and deny write the deny JSON.
+ */
+export async function answerPreToolUse(cfg: GateRuntimeConfig, harness: 'claude-code' | 'codex', payload: PreToolUsePayload, cwd: string): Promise<void> {
+  const d = await askGate(cfg, { v: 1, from: harness, cwd, toolName: payload.tool_name, toolInput: payload.tool_input, session: payload.session_id ?? null });
   if (d.decision === 'allow') return;
-  const reason = `Polly gate: ${d.decision === 'ask' ? 'needs human approval, denied in a headless worker' : 'denied'} (${d.rule}): ${d.reason}`;
-  process.stdout.write(`${JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason } })}\n`);
+  process.stdout.write(`${JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: denialText(d) } })}\n`);
 }
 
 /** Run a hook's main; a fault blocks the call (exit 2, reason on stderr). */

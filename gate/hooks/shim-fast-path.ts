@@ -14,6 +14,11 @@
  * absolute path, checked to be a time: the worker's PATH cannot write into the line). Anything else — another
  * spelling, one more argument, `-c`/`-C`/`--exec-path` not in the list, another cwd, a cwd that is
  * not plain characters, a journal that cannot be written — goes to the Node shim as before.
+ *
+ * A worker's gate (a config with a `socket`: the runner decides and journals, gate/hooks/gate-server.ts)
+ * has no journal the sandbox could write, and sh cannot reach a unix socket cheaply: there the fast
+ * path runs these listed, pre-decided, read-only start-up calls WITHOUT logging them. Every other
+ * call, and every denial, is decided and logged by the runner.
  */
 import { realpathSync } from 'node:fs';
 import { decide } from '../decide.js';

@@ -30,6 +30,16 @@ describe('gateAttempts', () => {
     expect(gateAttempts(log, decisionLogMark(log), scratch)).toEqual([]);
   });
 
+  it("counts the lines the runner stamped with this turn's worker, whatever cwd they claim, and never another worker's", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'polly-gate-attempts-'));
+    const log = join(dir, 'gate-decisions.jsonl');
+    const scratch = join(dir, 'polly-review-a');
+    writeFileSync(log, '');
+    appendFileSync(log, line({ role: 'review', cwd: '/elsewhere', decision: 'deny', rule: 'blast_radius.merge', input: 'gh pr merge 1', worker: 'w-mine', task: 't1' }));
+    appendFileSync(log, line({ role: 'review', cwd: scratch, decision: 'deny', rule: 'blast_radius.merge', input: 'gh pr merge 2', worker: 'w-other', task: 't2' }));
+    expect(gateAttempts(log, 0, scratch, 5, 'w-mine')).toEqual(['blast_radius.merge: gh pr merge 1']);
+  });
+
   it('shows control characters instead of sending them to a terminal', () => {
     expect(visibleText('a\u001b[2Jb\tc\u009bd\n')).toBe('a\\x1b[2Jb\tc\\x9bd\n');
   });

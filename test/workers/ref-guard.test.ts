@@ -161,7 +161,6 @@ describe('ref guard', () => {
       writableCwd: true,
       agentStateDir: join(repo.root, 'state'),
       gateDir: join(repo.root, 'state', 'gate'),
-      writableFiles: [],
       endpoints: [],
       realHome: join(repo.root, 'home'),
     });

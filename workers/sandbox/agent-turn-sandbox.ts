@@ -2,8 +2,8 @@
  * The sandbox decision for one agent turn, as the worker runner makes it: fail closed (or
  * unconfined with a warning, when config allows), and the {@link AgentSandbox} to run the CLI in.
  */
-import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { AgentSandbox } from '../agents/agent-adapter.js';
 import { decideConfinement, probeSandbox, type SandboxProbe } from './sandbox.js';
 import { agentSandboxSpec, modelEndpoints } from './sandbox-profiles.js';
@@ -18,8 +18,6 @@ export interface AgentTurnSandboxInput {
   role: string;
   agentStateDir: string;
   gateDir: string;
-  /** The gate's decision log, appended to by hooks inside the sandbox (created if missing); null: none. */
-  journalPath: string | null;
   /** The environment handed to the agent explicitly (its `*_BASE_URL` values name model endpoints). */
   env: Record<string, string>;
   /** Model base URLs from config (`workers.codex.provider.base_url`, `workers.pi.base_url`). */
@@ -43,12 +41,6 @@ export function agentTurnSandbox(input: AgentTurnSandboxInput): { sandbox: Agent
   const probe = input.probe ?? probeSandbox();
   const decision = decideConfinement(input.allowUnconfined, probe);
   if (!decision.confined || !probe.ok) return { sandbox: null, warning: decision.warning };
-  const writableFiles: string[] = [];
-  if (input.journalPath) {
-    mkdirSync(dirname(input.journalPath), { recursive: true });
-    if (!existsSync(input.journalPath)) closeSync(openSync(input.journalPath, 'a', 0o600));
-    writableFiles.push(input.journalPath);
-  }
   mkdirSync(join(input.agentStateDir, 'home'), { recursive: true });
   const env: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(process.env)) if (isWorkerEnvName(k)) env[k] = v;
@@ -59,7 +51,6 @@ export function agentTurnSandbox(input: AgentTurnSandboxInput): { sandbox: Agent
     writableCwd: input.role === 'implement',
     agentStateDir: input.agentStateDir,
     gateDir: input.gateDir,
-    writableFiles,
     endpoints: modelEndpoints(env, input.configuredUrls, endpointOf),
     realHome: input.realHome,
     ...(input.worktreesDir ? { worktreesDir: input.worktreesDir } : {}),

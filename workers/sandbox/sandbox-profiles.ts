@@ -37,10 +37,12 @@ export interface AgentSandboxInput {
   writableCwd: boolean;
   /** The agent's own state (CLI config dirs, sessions); read-write. Its `home/` is the private HOME. */
   agentStateDir: string;
-  /** The gate's files for this worker (config, shims, hook settings): read-only, even inside a writable dir. */
+  /**
+   * The gate's files for this worker (config, shims, hook settings, and the runner's decision
+   * socket `gate.sock`: a connect needs no write access): read-only, even inside a writable dir.
+   * Nothing of `.polly/` is writable: the decision log is the runner's (gate/hooks/gate-server.ts).
+   */
   gateDir: string;
-  /** Files the gate's hooks append to (the decision log): read-write. Must exist. */
-  writableFiles: string[];
   /** The model endpoints the agent may reach. */
   endpoints: SandboxEndpoint[];
   /** The real `$HOME` (hidden). */
@@ -61,7 +63,7 @@ export function agentSandboxSpec(input: AgentSandboxInput): SandboxSpec {
   const outside = !inside(input.cwd, input.repoRoot) && !inside(input.cwd, worktreesDir);
   const hidden = commonHidden(input.repoRoot, input.realHome, worktreesDir);
   if (outside) hidden.push(input.repoRoot, dirname(input.cwd));
-  const writable = [input.agentStateDir, join(input.agentStateDir, 'home'), ...input.writableFiles];
+  const writable = [input.agentStateDir, join(input.agentStateDir, 'home')];
   // The repository (main checkout and git dir) read-only: under a hidden HOME or /tmp it would vanish.
   const readOnly = outside || (input.writableCwd && input.cwd === input.repoRoot) ? [input.gateDir] : [input.repoRoot, input.gateDir];
   if (input.writableCwd) writable.push(input.cwd);

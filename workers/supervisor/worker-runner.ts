@@ -6,9 +6,12 @@
  *
  * 1. writes `runner.pid`, then touches `heartbeat` (its mtime, and an ISO time as content) every
  *    `spec.heartbeatMs` ms;
- * 2. builds the adapter for `spec.harness` from `spec.config` (workers/agent-factory.ts) and
- *    installs the gate (`prepareGate(harness, {role, context, stateDir: <dir>/gate, journalPath,
- *    policy: config.policies})`);
+ * 2. builds the adapter for `spec.harness` from `spec.config` (workers/agent-factory.ts), installs
+ *    the gate (`prepareGate(harness, {role, context, stateDir: <dir>/gate, socket:
+ *    <dir>/gate/gate.sock, policy: config.policies})`) and serves its decisions itself
+ *    (gate/hooks/gate-server.ts): the hooks, the pi extension and the shims inside the sandbox only
+ *    ask; this process decides and appends to `spec.journalPath`, which no sandbox mount can write,
+ *    every line stamped with `task` and `worker`;
  * 3. decides the sandbox (workers/sandbox/agent-turn-sandbox.ts: fail closed unless
  *    `workers.allow_unconfined`, whose warning becomes an `error` event) and starts the agent in it
  *    (its own process group) with the environment variables named in `spec.envKeys` and
@@ -22,10 +25,12 @@
  * Any fault of the runner itself (bad spec, gate not built, bad config) still ends in a
  * `result.json` whose status says so (`agent_refused` for configuration, `agent_exited` otherwise).
  */
-import { appendFileSync, closeSync, existsSync, fsyncSync, openSync, readFileSync, realpathSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isPollyError } from '../../brain/core/errors.js';
+import { createFileJournal } from '../../gate/decision-log.js';
+import { startGateServer, type GateServer } from '../../gate/hooks/gate-server.js';
 import { prepareGate } from '../../gate/hooks/harness-gate.js';
 import { forgeApiHostsFromBaseUrl } from '../../gate/shell/forge-http.js';
 import type { GatePolicy } from '../../gate/types.js';
@@ -61,7 +66,7 @@ export interface WorkerSpec extends Omit<WorkerTurnRequest, 'env' | 'timeoutMs'>
   agentStateDir: string;
   /** Where the gate's files go (`<dir>/gate`). */
   gateDir: string;
-  /** Gate decision log (null: none; undefined in older specs: prepareGate's default). */
+  /** Gate decision log, appended to by the runner only (null: none; undefined in older specs: `<repoRoot>/.polly/gate-decisions.jsonl`). */
   journalPath: string | null;
   heartbeatMs: number;
   config: WorkerRunConfig;
@@ -152,6 +157,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
 
   let result: AgentRunResult;
   let timer: NodeJS.Timeout | null = null;
+  let gateServer: GateServer | null = null;
   try {
     const spec = JSON.parse(readFileSync(specPath, 'utf8')) as WorkerSpec;
     timer = setInterval(beat, Math.max(50, spec.heartbeatMs || 2000));
@@ -176,7 +182,6 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
         role: spec.role,
         agentStateDir: spec.agentStateDir,
         gateDir: spec.gateDir,
-        journalPath: spec.journalPath === undefined ? join(spec.gateContext.repoRoot, '.polly', 'gate-decisions.jsonl') : spec.journalPath,
         env,
         configuredUrls: [spec.config.workers.codex.provider?.base_url, spec.config.workers.pi.base_url],
         allowUnconfined: spec.config.workers.allow_unconfined ?? false,
@@ -199,15 +204,30 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       process.stderr.write(`[polly] ${confinement.warning}\n`);
       record({ type: 'error', message: confinement.warning });
     }
+    const socketPath = join(spec.gateDir, 'gate.sock');
     const gate = await prepareGate(spec.harness, {
       role: spec.role,
       // HTTP writes to the configured GitHub Enterprise API get the gate's readable forge_write denial too
       context: { ...spec.gateContext, forgeApiHosts: forgeApiHostsFromBaseUrl(spec.config.forge?.github?.base_url) },
       stateDir: spec.gateDir,
-      ...(spec.journalPath !== undefined ? { journalPath: spec.journalPath } : {}),
+      socket: socketPath,
       policy: spec.config.policies,
       claudeSandbox: spec.harness === 'claude-code' ? claudeCodeSandboxSettings({ confined: confinement.sandbox !== null, gitDir: join(spec.gateContext.repoRoot, '.git') }) : null,
     });
+    const journalPath = spec.journalPath === undefined ? join(spec.gateContext.repoRoot, '.polly', 'gate-decisions.jsonl') : spec.journalPath;
+    if (journalPath) mkdirSync(dirname(journalPath), { recursive: true });
+    try {
+      gateServer = await startGateServer({
+        socketPath,
+        config: gate.config,
+        journal: journalPath ? createFileJournal(journalPath) : null,
+        stamp: { task: spec.taskId, worker: spec.workerId },
+      });
+    } catch (error) {
+      const message = `could not start the gate's decider on ${socketPath}: ${(error as Error).message}`;
+      record({ type: 'error', message });
+      throw Object.assign(new Error(message), { status: 'agent_refused' as AgentRunStatus });
+    }
     const run = adapter.start({
       cwd: spec.cwd,
       prompt: spec.prompt,
@@ -234,6 +254,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
     result = faultResult(controller.signal.aborted ? 'cancelled' : status, message, started, events);
   }
   if (timer) clearInterval(timer);
+  await gateServer?.close();
   beat();
   writeJsonAtomic(files.result, result);
   return result;
