@@ -171,6 +171,12 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
   };
 
   const previous = await claimBrain(deps.store, now);
+  // A stop request ends the standby runners and lets no new worker start, at once: the loop may be
+  // mid-pass, and in-flight work (a setup, a check) would otherwise go on to start a turn that
+  // outlives this process (issue 35). Live workers keep running for the next Brain.
+  const stopSupervisor = () => deps.supervisor.stop?.();
+  if (deps.signal?.aborted) stopSupervisor();
+  deps.signal?.addEventListener('abort', stopSupervisor, { once: true });
   // Notifications follow the journal beside this loop and never block it (brain/notify/notifier.ts).
   const notifier = startConfiguredNotifier({
     store: deps.store,
@@ -354,8 +360,10 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
     }
   } catch (error) {
     if (isPollyError(error, 'registry_corrupt')) log(`[polly] the Brain stops: ${error.message}`);
+    stopSupervisor(); // a fault ends this Brain too: nothing new may start on its way out
     throw error;
   } finally {
+    deps.signal?.removeEventListener('abort', stopSupervisor);
     for (const { brain } of goalBrains.values()) await brain.close().catch(() => {});
     await notifier.stop();
     // A graceful stop (SIGTERM/SIGINT) or a fault does not wait for in-flight work: the workers are

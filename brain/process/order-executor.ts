@@ -50,7 +50,8 @@ export function runControlState(run: Pick<RunRecord, 'state'>): string {
 
 /**
  * Perform one work order with its tool and report the outcome to the runtime.
- * @throws PollyError `registry_corrupt` when the registry was lost or damaged meanwhile (the order is left unreported).
+ * @throws PollyError `registry_corrupt` when the registry was lost or damaged meanwhile, `stopping`
+ *   when the Brain stops before the order's worker turn started (either way the order is left unreported).
  */
 export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order: WorkOrderRecord, log: (l: string) => void, now: () => Date): Promise<void> {
   const claimed = await deps.runtime.claim(run.id, { owner: BRAIN_OWNER });
@@ -100,6 +101,9 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
       // next); after the restore the next Brain claims the same order again and the tool, idempotent
       // per order id, adopts the worker that still runs. Reported, it would fail the task for good.
       if (isPollyError(error, 'registry_corrupt')) throw error;
+      // The Brain stops (SIGTERM/SIGINT): the turn this order needed was not started. Left
+      // claimed and unreported, the next Brain claims the same order and starts it.
+      if (isPollyError(error, 'stopping')) throw error;
       outcome = { outcome: 'failure', note: isPollyError(error) ? error.message : String((error as Error)?.message ?? error) };
     }
   }

@@ -1,7 +1,8 @@
 /**
  * The worker supervisor with the real `pi` (and `claude` for the root refusal) against the scripted
  * model: events through files, heartbeat into the registry, idempotency per order, cancel leaves
- * nothing running, and Claude as root without allow_root_sandbox. Needs `npm run build`.
+ * nothing running, a stopped supervisor starts nothing new, and Claude as root without
+ * allow_root_sandbox. Needs `npm run build`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
@@ -103,6 +104,18 @@ describe('worker supervisor (real pi, detached runner)', () => {
     expect(server.requests.length).toBe(before);
     const journal = readFileSync(join(repo.dir, '.polly', 'journal.jsonl'), 'utf8');
     expect(journal.match(/"worker.started"/g)).toHaveLength(1);
+
+    // The Brain stops: its idle standby runner ends at once; a turn of a new order is not started
+    // (no row, no runner: the order is left for the next Brain); a turn already run still answers.
+    const standby = `--standby polly-standby-${process.pid}-`;
+    expect(processWith(standby)).not.toEqual([]);
+    supervisor.stop?.();
+    twin.stop?.();
+    for (const end = Date.now() + 2000; Date.now() < end && processWith(standby).length > 0; ) await new Promise((r) => setTimeout(r, 50));
+    expect(processWith(standby)).toEqual([]);
+    await expect(supervisor.runTurn(request(repo, 'sv-basic', 'order-2'))).rejects.toMatchObject({ code: 'stopping' });
+    expect((await store.read()).workers[workerIdFor('sv-basic', 'order-2')]).toBeUndefined();
+    expect(await supervisor.runTurn(request(repo, 'sv-basic', 'order-1'))).toMatchObject({ status: 'ok', adopted: true, workerId: r.workerId });
   }, 30_000);
 
   it('cancelTask stops the runner, the agent and its command; the turn ends cancelled and nothing is left', async () => {
