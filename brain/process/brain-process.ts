@@ -160,6 +160,8 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
   const goalBrains = new Map<string, { brain: GoalBrain; busy: boolean; cursor: number }>();
   const scheduleMemory: ScheduleMemory = new Map();
   const prMemory = newPrRouteMemory();
+  /** The goals this Brain runs for: open while it runs, or asked for (`actOnPrs`); their PR events are acted on. */
+  const ownGoals = new Set<string>();
   // A level-triggered wake-up: work that ends while the loop body runs sets `woken`, so the next
   // sleep is skipped instead of lost (run-store steps do not move the registry journal, so a lost
   // poke would cost a whole 5 s timeout per step).
@@ -230,7 +232,9 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
       // Runs that ended: reflect their outcome on the task (each run held to its admitted workflow).
       await finishTasksOfEndedRuns(deps, now);
       // PR events of ready tasks → fix rounds in the same session; a human's merge or close ends the run.
-      await routePrEvents(deps, prMemory, log, now);
+      // Only this Brain's goals' PRs are acted on (issue 35 item 6); the others' events wait, shown.
+      await claimOwnGoals(deps, ownGoals);
+      await routePrEvents(deps, prMemory, log, now, (goalId) => deps.allPrs === true || goalId === null || ownGoals.has(goalId));
       // The plans' schedules: task ends reported, dependants skipped, the next turn's dispatches.
       await driveSchedules(deps, scheduleMemory, log, now);
 
@@ -250,6 +254,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
       if (deps.startGoalBrain) {
         for (const goal of Object.values(reg.goals)) {
           if (goal.mode === 'plan') continue; // a human-written plan: no LLM brain
+          if (goal.reopenedFor === 'prs') continue; // open again only for its PRs' fix rounds (polly resume)
           const open = !isGoalFinal(goal.status);
           const hosted = goalBrains.get(goal.id);
           if (!open) {
@@ -383,6 +388,27 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
   }
 }
 
+/**
+ * Add to `own` every goal that is open now and every goal a command asked for (`actOnPrs`, which
+ * is cleared: the ask is this Brain's now). A goal that finished before this Brain started and was
+ * not asked for stays another run's: its PRs are watched, their events wait (brain/process/pr-events.ts).
+ */
+async function claimOwnGoals(deps: Pick<BrainProcessDeps, 'store'>, own: Set<string>): Promise<void> {
+  const reg = await deps.store.read();
+  for (const g of Object.values(reg.goals)) if (!isGoalFinal(g.status)) own.add(g.id);
+  const asked = Object.values(reg.goals).filter((g) => g.actOnPrs);
+  if (asked.length === 0) return;
+  for (const g of asked) own.add(g.id);
+  await deps.store.update((draft, tx) => {
+    for (const g of asked) {
+      const goal = draft.goals[g.id];
+      if (!goal?.actOnPrs) continue;
+      delete goal.actOnPrs;
+      tx.emit('goal.prs_claimed', { goalId: g.id, pid: process.pid });
+    }
+  });
+}
+
 /** Create task records (queued) for every approved plan that has none yet. */
 async function createPlanTasks(deps: BrainProcessDeps, reg: Registry, now: () => Date): Promise<Registry> {
   const missing = Object.values(reg.plans).filter((p) => p.gate === 'approved' && p.tasks.some((t) => reg.tasks[planTaskId(p, t.key)]?.planId !== p.id));
@@ -418,6 +444,8 @@ async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<v
   const runs = await deps.runtime.list();
   const done = Object.values(reg.goals).filter((g) => {
     if (isGoalFinal(g.status)) return false;
+    // Reopened by polly resume for its PRs' waiting events: open until this Brain has taken the ask.
+    if (g.actOnPrs) return false;
     const plans = g.planIds.map((id) => reg.plans[id]).filter((p): p is PlanRecord => Boolean(p));
     if (plans.some((p) => p.gate === 'rejected' || p.gate === 'expired') && !plans.some((p) => p.gate === 'approved' || p.gate === 'pending')) return true;
     const approved = plans.filter((p) => p.gate === 'approved');
@@ -442,6 +470,7 @@ async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<v
       const tasks = goal.planIds.flatMap((pid) => Object.values(draft.tasks).filter((t) => t.planId === pid));
       const ok = tasks.length > 0 && tasks.every((t) => ['ready', 'merged', 'done'].includes(t.status));
       goal.status = ok ? 'done' : 'failed';
+      delete goal.reopenedFor;
       tx.emit('goal.done', { goalId: goal.id, status: goal.status, at: now().toISOString(), tasks: tasks.map((t) => ({ id: t.id, status: t.status, pr: t.pr })) });
     }
   });
