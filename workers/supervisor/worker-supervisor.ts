@@ -12,7 +12,9 @@
  * one task so that a follow-up can resume the session.
  *
  * Identity: the worker id is derived from the order id (`w-<taskId>-<sha1(orderId)[0:10]>`), so a
- * second `runTurn` for the same order finds the first one's row and files. The row is inserted
+ * second `runTurn` for the same order finds the first one's row and files — and, when the row was
+ * lost (a registry restored from its backup), the files alone: a live runner or a result there is
+ * adopted, never started again. The row is inserted
  * BEFORE the runner is spawned: a spec without a row was never started and may be started; a row
  * whose runner is gone without a result is a lost turn and is never started again.
  *
@@ -404,6 +406,45 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
     return row;
   };
 
+  /**
+   * No row, but this order's worker directory shows a runner that lives or a result: the row was
+   * lost (a registry restored from its backup is one write behind, issue 35). The row is written
+   * again from the files (journal `worker.adopted` with `fromFiles`) and the worker followed, so
+   * the order never starts a second agent. Null when the files show neither.
+   */
+  const adoptFromFiles = async (request: WorkerTurnRequest, id: string, files: WorkerFiles): Promise<WorkerRecord | null> => {
+    const pid = readRunnerPid(files);
+    const alive = runnerAlive(pid, files.spec);
+    if (!alive && !readWorkerResult(files)) return null;
+    const now = new Date().toISOString();
+    const row: WorkerRecord = {
+      id,
+      taskId: request.taskId,
+      harness: request.harness,
+      pid,
+      pgid: pid,
+      sessionId: request.resumeSessionId,
+      startedAt: now,
+      heartbeatAt: now,
+      supervisor: process.pid,
+      orderId: request.orderId,
+      purpose: request.purpose,
+      stateDir: files.dir,
+      state: 'running',
+      agentPid: readAgentPid(files) || null,
+      endedAt: null,
+      outcome: null,
+      cause: null,
+    };
+    const written = await store.update((draft, tx) => {
+      if (draft.workers[id]) return draft.workers[id]!;
+      draft.workers[id] = row;
+      tx.emit('worker.adopted', { workerId: id, taskId: request.taskId, orderId: request.orderId, pid, fromFiles: true, alive });
+      return row;
+    });
+    return { ...written };
+  };
+
   const runTurnOnce = async (request: WorkerTurnRequest, id: string, opts: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void }): Promise<WorkerTurnResult> => {
     const files = workerFiles(join(stateRoot, id));
     const existing = (await store.read()).workers[id];
@@ -429,6 +470,8 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
       // Alive: adopt; a result: return it; dead without one: follow() reports the loss.
       return follow(row, files, true, opts);
     }
+    const orphan = await adoptFromFiles(request, id, files);
+    if (orphan) return follow(orphan, files, true, opts);
     const row = await start(request, id, files);
     if (!row) return runTurnOnce(request, id, opts); // lost the race to another supervisor: adopt its worker
     return follow(row, files, false, opts);
