@@ -57,4 +57,11 @@ export interface WorkerSupervisor {
   reconcile(): Promise<{ adopted: string[]; reaped: string[] }>;
   /** Live worker rows. */
   live(): Promise<WorkerRecord[]>;
+  /**
+   * The Brain stops: from now on no new worker process starts (a turn whose order has no worker
+   * yet rejects with PollyError `stopping`; a turn already started is still followed or adopted),
+   * and runners started ahead of need (standby) end. Live task workers keep running for the next
+   * Brain. Idempotent. Optional: a supervisor without standby runners may leave it out.
+   */
+  stop?(): void;
 }

@@ -1,5 +1,5 @@
 /**
- * `polly brain [--exit-when-idle] [--no-llm]`: run the Brain process of this repository in the
+ * `polly brain [--exit-when-idle] [--no-llm] [--all-prs]`: run the Brain process of this repository in the
  * foreground (`polly goal` starts it detached when none runs). One Brain per repository.
  */
 import { parseCommandArgs } from './args.js';
@@ -13,7 +13,7 @@ import type { GoalRecord } from '../registry/registry-schema.js';
 
 export const command: Command = {
   summary: 'run the Brain process for this repository',
-  usage: `Usage: polly brain [--exit-when-idle] [--no-llm]
+  usage: `Usage: polly brain [--exit-when-idle] [--no-llm] [--all-prs]
 
 Run the Brain: it supervises workers (adopting or reaping those a previous Brain left), runs
 the tasks of approved plans (worktree → worker → acceptance checks → push → draft PR →
@@ -22,13 +22,16 @@ human merges, and hosts the LLM brain of each open goal. "polly goal" starts it 
 
   --exit-when-idle  exit once no goal, plan or task is open
   --no-llm          do not start LLM brains (plans come from "polly run")
+  --all-prs         act on the review feedback, failing checks and conflicts of every goal's
+                    ready PRs (default: only those of the goals this Brain runs for; another
+                    goal's PR events wait, shown in polly status, until polly resume PLAN-ID)
 
 Diagnostics go to stderr. Exit codes: 0 stopped (idle, or SIGTERM/SIGINT: workers keep running
 for the next Brain); 1 another Brain owns the repository (its pid is named), the registry was
 deleted or corrupted while it ran (registry_corrupt: the restore command and its backup are
 printed; workers keep running, polly resume adopts them after the restore), or a fault; 2 bad flags.`,
   async run(argv, io) {
-    const { values } = parseCommandArgs('brain', argv, { 'exit-when-idle': { type: 'boolean' }, 'no-llm': { type: 'boolean' } }, 0);
+    const { values } = parseCommandArgs('brain', argv, { 'exit-when-idle': { type: 'boolean' }, 'no-llm': { type: 'boolean' }, 'all-prs': { type: 'boolean' } }, 0);
     const ctx = await openRepoContext(io.cwd, io.env);
     const log = (line: string) => io.stderr.write(`${new Date().toISOString()} ${line}\n`);
     const deps = await createBrainDeps(ctx, io.env, log);
@@ -59,6 +62,7 @@ printed; workers keep running, polly resume adopts them after the restore), or a
         startGoalBrain: startGoalBrain ? (goal, resume) => startGoalBrain!(goal, resume) : null,
         ...(messages ? { messages } : {}),
         exitWhenIdle: Boolean(values['exit-when-idle']),
+        allPrs: Boolean(values['all-prs']),
         signal: controller.signal,
       });
       if (controller.signal.aborted) log('[polly] stopped on request; workers keep running and the next Brain adopts them (polly resume, or any polly goal/run)');

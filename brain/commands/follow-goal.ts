@@ -117,9 +117,9 @@ export function progressLine(e: JournalEntry): string | null {
     case 'task.failed':
       return `[polly] ${d.taskId}: ${d.status}: ${d.reason ?? ''}`;
     case 'task.cancelled':
-      return `[polly] ${d.taskId}: cancelled (work kept in ${d.backupRef ?? 'no worktree'})`;
+      return `[polly] ${d.taskId}: cancelled (${workKept(d)})`;
     case 'task.parked':
-      return `[polly] ${d.taskId}: parked (work kept in ${d.backupRef ?? 'no worktree'}): ${d.reason ?? ''}`;
+      return `[polly] ${d.taskId}: parked (${workKept(d)}): ${d.reason ?? ''}`;
     case 'pr.opened':
       return `[polly] PR #${d.number} opened (draft) for ${d.head ?? d.taskId ?? ''}`;
     case 'goal.done':
@@ -170,6 +170,20 @@ async function ask(io: CommandIO, question: string): Promise<boolean> {
 }
 
 /** The signals that end a following command: Ctrl-C, `kill`, a closed terminal. */
+/**
+ * Where a parked or cancelled task's work is, from its event: the backup ref, and the worktree
+ * where it is still in place; "no work kept" only when the event names neither (issue 35: "work
+ * kept in no worktree" was said of a task whose worktree existed).
+ */
+function workKept(d: Record<string, unknown>): string {
+  const ref = typeof d.backupRef === 'string' && d.backupRef ? d.backupRef : null;
+  const tree = typeof d.worktree === 'string' && d.worktree ? d.worktree : null;
+  if (ref && tree) return `work kept in ${ref} and in its worktree ${tree}`;
+  if (ref) return `work kept in ${ref}`;
+  if (tree) return `work in its worktree ${tree}`;
+  return 'no work kept: it had no worktree';
+}
+
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 /** The end of {@link followGoalInRepo}: the goal as it stands, and the signal that ended the follow (or null). */

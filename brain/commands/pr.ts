@@ -228,6 +228,15 @@ async function actOnFeedback(
       return { fixRound: false, brain: null, message: `task ${task.id}: ${blocker}` };
     }
   }
+  // Feedback given through Polly on this PR is an ask: whichever Brain runs acts on the task's goal's
+  // PR events, though the goal was another run's (brain/process/pr-events.ts, issue 35 item 6).
+  const goalId = task.planId ? reg.plans[task.planId]?.goalId : null;
+  if (goalId) {
+    await forge.store.update((draft) => {
+      const g = draft.goals[goalId];
+      if (g) g.actOnPrs = true;
+    });
+  }
   const brain = await ensureBrain(forge.store, forge.repoRoot, forge.pollyDir, env);
   const when = inRound ? `after the fix round in progress (task ${task.id} is ${task.status})` : 'now';
   return {

@@ -11,17 +11,20 @@ import { followGoalInRepo, formatSummary, goalSummary, signalExitCode } from './
 import { decidePlan } from '../plan/plan-gate.js';
 import { retryHints } from '../plan/plan-retry.js';
 import { ensureBrain } from '../process/daemon.js';
-import { reconcileDeadBrain, resumablePlans } from '../process/resume.js';
+import { askForPrs, prWaitingPlans, reconcileDeadBrain, resumablePlans } from '../process/resume.js';
 import { openRepoContext, type RepoContext } from './repo-context.js';
 
 /**
- * Follow an existing plan's goal to its end: approve a pending plan with `yes`, start the Brain when
- * none runs, print the summary (table or JSON).
+ * Follow an existing plan's goal to its end: approve a pending plan with `yes`, ask for the PR
+ * events waiting on its ready tasks to be acted on (brain/process/resume.ts `askForPrs`), start the
+ * Brain when none runs, print the summary (table or JSON).
  * @returns the exit code: 0 when the goal is done, 1 otherwise.
  */
 export async function followExisting(ctx: RepoContext, planId: string, goalId: string, yes: boolean, json: boolean, detach: boolean, io: CommandIO): Promise<number> {
   const plan = (await ctx.store.read()).plans[planId];
   if (plan?.gate === 'pending' && yes) await decidePlan(ctx.store, ctx.config, planId, 'approve', { by: 'polly --yes' });
+  // PR events another goal's Brain left waiting on this plan's ready PRs: this run acts on them.
+  if (await askForPrs(ctx.store, planId)) io.stderr.write(`[polly] plan ${planId}: the feedback, failing checks or conflicts waiting on its ready PRs start their fix rounds\n`);
   const afterSeq = (await ctx.store.journal()).at(-1)?.seq ?? 0;
   const brain = await ensureBrain(ctx.store, ctx.repo.root, ctx.repo.pollyDir, io.env);
   if (detach) {
@@ -48,8 +51,10 @@ export const command: Command = {
 
 Start the Brain again (unless one runs) and follow a plan's existing tasks to the end. Workers
 that still run are adopted, open work orders are claimed again (never repeated), and no task
-gets a second PR. Without PLAN-ID: every approved plan with unfinished tasks. "polly run" on the
-same plan file does the same.
+gets a second PR. Without PLAN-ID: every approved plan with unfinished tasks, or with review
+feedback, failing checks or conflicts on its ready PRs that another goal's Brain left waiting
+(a Brain acts only on its own goals' PRs; polly status names them); those fix rounds run now.
+"polly run" on the same plan file does the same.
 
   --yes     approve the plan if it still waits at the plan gate
   --json    print {plan, goal, status, tasks} as JSON
@@ -66,11 +71,12 @@ Exit codes: 0 every task ready (or nothing to resume); 1 a task failed; 2 bad in
     if (dead !== null) io.stderr.write(`[polly] the Brain (pid ${dead}) is gone; its work resumes\n`);
     const reg = await ctx.store.read();
     const wanted = positionals[0];
-    const plans = wanted ? [reg.plans[wanted]].filter((p) => p !== undefined) : resumablePlans(reg);
+    const unfinished = resumablePlans(reg);
+    const plans = wanted ? [reg.plans[wanted]].filter((p) => p !== undefined) : [...unfinished, ...prWaitingPlans(reg).filter((p) => !unfinished.includes(p))];
     if (wanted && plans.length === 0) throw new PollyError('not_found', `polly resume: no plan ${wanted}. List plans with polly plan list.`, { details: { plan: wanted } });
     if (plans.length === 0) {
       if (values.json) writeJson(io.stdout, { resumed: [] });
-      else writeLine(io.stdout, 'nothing to resume: no approved plan has unfinished tasks');
+      else writeLine(io.stdout, 'nothing to resume: no approved plan has unfinished tasks or waiting PR events');
       for (const l of retryHints(reg)) io.stderr.write(`${l}\n`);
       return 0;
     }

@@ -139,7 +139,9 @@ export function formatStatus(report: StatusReport): string[] {
     );
   if (report.tasks.some((t) => (t.spent.totals.unbilledCostTurns ?? 0) > 0))
     out.push('', 'SPENT "not billed": the CLI priced turns of a model running on this machine (e.g. the scripted model of npm run demo / polly try): nobody paid it.');
-  const why = report.tasks.filter((t) => t.statusReason && (REASON_STATUSES.has(t.status) || (t.status === 'ready' && t.statusReason.startsWith('fix round not started'))));
+  const why = report.tasks.filter(
+    (t) => t.statusReason && (REASON_STATUSES.has(t.status) || (t.status === 'ready' && (t.prEventsWaiting !== undefined || t.statusReason.startsWith('fix round not started')))),
+  );
   if (why.length > 0)
     out.push(
       '',

@@ -33,6 +33,7 @@
  * | `forge_failed`     | 1    | the forge (GitHub or local) rejected a request                     |
  * | `not_built`        | 1    | a placeholder: the feature is not built yet                        |
  * | `sandbox_unavailable` | 1 | the OS sandbox cannot start here and `workers.allow_unconfined` is off (names the fix) |
+ * | `stopping`         | 1    | the Brain is stopping: new work (a worker turn) is not started; the next Brain starts it |
  * | `internal`         | 1    | a bug in Polly                                                     |
  */
 export type PollyErrorCode =
@@ -56,6 +57,7 @@ export type PollyErrorCode =
   | 'forge_failed'
   | 'not_built'
   | 'sandbox_unavailable'
+  | 'stopping'
   | 'internal';
 
 const BAD_INPUT_CODES: ReadonlySet<PollyErrorCode> = new Set<PollyErrorCode>([

@@ -68,6 +68,11 @@ export interface BrainProcessDeps {
   messages?: { first(goal: GoalRecord): string; wake(events: InboxEvent[]): string };
   /** Exit once nothing is open (no open goal, no pending or running work). */
   exitWhenIdle?: boolean;
+  /**
+   * Act on the PR events of every goal's ready PRs (`polly brain --all-prs`). Default false: only
+   * those of the goals this Brain runs for (open while it runs, or asked for; brain/process/pr-events.ts).
+   */
+  allPrs?: boolean;
   /** Seconds between after-merge passes (default 30). */
   mergeWatchSeconds?: number;
   /** Seconds between GitHub PR watcher passes (config `forge.github.watch_seconds`; default `PR_WATCH_DEFAULT_SECONDS`, 60). */

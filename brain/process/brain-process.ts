@@ -161,6 +161,8 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
   const goalBrains = new Map<string, { brain: GoalBrain; busy: boolean; cursor: number }>();
   const scheduleMemory: ScheduleMemory = new Map();
   const prMemory = newPrRouteMemory();
+  /** The goals this Brain runs for: open while it runs, or asked for (`actOnPrs`); their PR events are acted on. */
+  const ownGoals = new Set<string>();
   // A level-triggered wake-up: work that ends while the loop body runs sets `woken`, so the next
   // sleep is skipped instead of lost (run-store steps do not move the registry journal, so a lost
   // poke would cost a whole 5 s timeout per step).
@@ -172,6 +174,12 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
   };
 
   const previous = await claimBrain(deps.store, now);
+  // A stop request ends the standby runners and lets no new worker start, at once: the loop may be
+  // mid-pass, and in-flight work (a setup, a check) would otherwise go on to start a turn that
+  // outlives this process (issue 35). Live workers keep running for the next Brain.
+  const stopSupervisor = () => deps.supervisor.stop?.();
+  if (deps.signal?.aborted) stopSupervisor();
+  deps.signal?.addEventListener('abort', stopSupervisor, { once: true });
   // Notifications follow the journal beside this loop and never block it (brain/notify/notifier.ts).
   const notifier = startConfiguredNotifier({
     store: deps.store,
@@ -225,7 +233,9 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
       // Runs that ended: reflect their outcome on the task (each run held to its admitted workflow).
       await finishTasksOfEndedRuns(deps, now);
       // PR events of ready tasks → fix rounds in the same session; a human's merge or close ends the run.
-      await routePrEvents(deps, prMemory, log, now);
+      // Only this Brain's goals' PRs are acted on (issue 35 item 6); the others' events wait, shown.
+      await claimOwnGoals(deps, ownGoals);
+      await routePrEvents(deps, prMemory, log, now, (goalId) => deps.allPrs === true || goalId === null || ownGoals.has(goalId));
       // The plans' schedules: task ends reported, dependants skipped, the next turn's dispatches.
       await driveSchedules(deps, scheduleMemory, log, now);
 
@@ -245,6 +255,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
       if (deps.startGoalBrain) {
         for (const goal of Object.values(reg.goals)) {
           if (goal.mode === 'plan') continue; // a human-written plan: no LLM brain
+          if (goal.reopenedFor === 'prs') continue; // open again only for its PRs' fix rounds (polly resume)
           const open = !isGoalFinal(goal.status);
           const hosted = goalBrains.get(goal.id);
           if (!open) {
@@ -355,8 +366,10 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
     }
   } catch (error) {
     if (isPollyError(error, 'registry_corrupt')) log(`[polly] the Brain stops: ${error.message}`);
+    stopSupervisor(); // a fault ends this Brain too: nothing new may start on its way out
     throw error;
   } finally {
+    deps.signal?.removeEventListener('abort', stopSupervisor);
     for (const { brain } of goalBrains.values()) await brain.close().catch(() => {});
     await notifier.stop();
     // A graceful stop (SIGTERM/SIGINT) or a fault does not wait for in-flight work: the workers are
@@ -374,6 +387,27 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
       .catch(() => {});
     if (left.length > 0) log(`[polly] stopped; left running for the next Brain to adopt: ${left.join(', ')}`);
   }
+}
+
+/**
+ * Add to `own` every goal that is open now and every goal a command asked for (`actOnPrs`, which
+ * is cleared: the ask is this Brain's now). A goal that finished before this Brain started and was
+ * not asked for stays another run's: its PRs are watched, their events wait (brain/process/pr-events.ts).
+ */
+async function claimOwnGoals(deps: Pick<BrainProcessDeps, 'store'>, own: Set<string>): Promise<void> {
+  const reg = await deps.store.read();
+  for (const g of Object.values(reg.goals)) if (!isGoalFinal(g.status)) own.add(g.id);
+  const asked = Object.values(reg.goals).filter((g) => g.actOnPrs);
+  if (asked.length === 0) return;
+  for (const g of asked) own.add(g.id);
+  await deps.store.update((draft, tx) => {
+    for (const g of asked) {
+      const goal = draft.goals[g.id];
+      if (!goal?.actOnPrs) continue;
+      delete goal.actOnPrs;
+      tx.emit('goal.prs_claimed', { goalId: g.id, pid: process.pid });
+    }
+  });
 }
 
 /** Create task records (queued) for every approved plan that has none yet. */
@@ -411,6 +445,8 @@ async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<v
   const runs = await deps.runtime.list();
   const done = Object.values(reg.goals).filter((g) => {
     if (isGoalFinal(g.status)) return false;
+    // Reopened by polly resume for its PRs' waiting events: open until this Brain has taken the ask.
+    if (g.actOnPrs) return false;
     const plans = g.planIds.map((id) => reg.plans[id]).filter((p): p is PlanRecord => Boolean(p));
     if (plans.some((p) => p.gate === 'rejected' || p.gate === 'expired') && !plans.some((p) => p.gate === 'approved' || p.gate === 'pending')) return true;
     const approved = plans.filter((p) => p.gate === 'approved');
@@ -435,6 +471,7 @@ async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<v
       const tasks = goal.planIds.flatMap((pid) => Object.values(draft.tasks).filter((t) => t.planId === pid));
       const ok = tasks.length > 0 && tasks.every((t) => ['ready', 'merged', 'done'].includes(t.status));
       goal.status = ok ? 'done' : 'failed';
+      delete goal.reopenedFor;
       tx.emit('goal.done', { goalId: goal.id, status: goal.status, at: now().toISOString(), tasks: tasks.map((t) => ({ id: t.id, status: t.status, pr: t.pr })) });
     }
   });

@@ -43,6 +43,20 @@ const STATUS_FOR_TOOL: Record<string, TaskStatus> = {
 /** The control state of a task run whose PR is ready and watched (workflows/polly-task/workflow.yaml). */
 export const WATCHING_STATE = 'watching';
 
+/** The PR signals that start a fix round from `watching` (workflows/polly-task/workflow.yaml). */
+const ROUND_ACTIONS: ReadonlySet<string> = new Set(['FEEDBACK', 'CHECKS_FAILED', 'CONFLICTS', 'BASE_CHECKS_FAILED']);
+
+/**
+ * How many fix rounds this run has started: its `run.action` steps from `watching` on a PR signal
+ * that did not park it. One round per batch of PR events, however many worker attempts it took
+ * (those are the workflow's `fix_rounds` variable, which the bound `pr.max_fix_rounds` counts). Pure.
+ */
+export function fixRoundsStarted(runJournal: readonly RunJournalEntry[], runId: string): number {
+  return runJournal.filter(
+    (e) => e.kind === 'run.action' && e.data.run === runId && e.data.from === WATCHING_STATE && ROUND_ACTIONS.has(String(e.data.action)) && e.data.to !== 'parked',
+  ).length;
+}
+
 /** The control state of a run (`run.state.state`). */
 export function runControlState(run: Pick<RunRecord, 'state'>): string {
   return String((run.state as { state?: unknown }).state ?? '');
@@ -50,7 +64,8 @@ export function runControlState(run: Pick<RunRecord, 'state'>): string {
 
 /**
  * Perform one work order with its tool and report the outcome to the runtime.
- * @throws PollyError `registry_corrupt` when the registry was lost or damaged meanwhile (the order is left unreported).
+ * @throws PollyError `registry_corrupt` when the registry was lost or damaged meanwhile, `stopping`
+ *   when the Brain stops before the order's worker turn started (either way the order is left unreported).
  */
 export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order: WorkOrderRecord, log: (l: string) => void, now: () => Date): Promise<void> {
   const claimed = await deps.runtime.claim(run.id, { owner: BRAIN_OWNER });
@@ -100,6 +115,9 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
       // next); after the restore the next Brain claims the same order again and the tool, idempotent
       // per order id, adopts the worker that still runs. Reported, it would fail the task for good.
       if (isPollyError(error, 'registry_corrupt')) throw error;
+      // The Brain stops (SIGTERM/SIGINT): the turn this order needed was not started. Left
+      // claimed and unreported, the next Brain claims the same order and starts it.
+      if (isPollyError(error, 'stopping')) throw error;
       outcome = { outcome: 'failure', note: isPollyError(error) ? error.message : String((error as Error)?.message ?? error) };
     }
   }
@@ -168,7 +186,7 @@ export function runEndReason(run: RunRecord, journal: RunJournalEntry[], task: P
   const vars = (run.state as unknown as RunState).vars ?? {};
   const because = note ? `: ${note}` : '';
   if (run.outcome === 'closed') return 'the PR was closed by a human without merging';
-  if (run.outcome === 'parked') return parkedReason(action, Number(vars.fix_rounds ?? 0), because, task);
+  if (run.outcome === 'parked') return parkedReason(action, fixRoundsStarted(journal, run.id), Number(vars.fix_rounds ?? 0), because, task);
   switch (action) {
     case 'WORKER_FAILED':
       if (note?.includes(NO_CHANGE)) return task.statusReason?.startsWith(NO_CHANGE) ? task.statusReason : NO_CHANGE;
@@ -204,9 +222,15 @@ export function runEndReason(run: RunRecord, journal: RunJournalEntry[], task: P
  * Why a run ended `parked`, from the action that parked it: the fix rounds exhausted (the PR event
  * or the red re-test / blocking re-review that found no round left), or a failure after the PR
  * was ready (a worker, the base merge, the push, the re-review or marking ready failed).
+ * @param rounds    fix rounds the run started ({@link fixRoundsStarted})
+ * @param attempts  worker attempts after ready (the workflow's `fix_rounds`)
  */
-function parkedReason(action: string | null, rounds: number, because: string, task: Pick<TaskRecord, 'feedback'>): string {
-  const used = `${rounds} fix round${rounds === 1 ? '' : 's'} used (config pr.max_fix_rounds)`;
+function parkedReason(action: string | null, rounds: number, attempts: number, because: string, task: Pick<TaskRecord, 'feedback'>): string {
+  // Rounds as the journal counts them (one per batch of PR events); the bound counts the worker
+  // attempts after ready, a red re-test inside a round being one more (issue 35: "3 fix rounds
+  // used" was said of 1 round with 3 attempts).
+  const over = attempts !== rounds ? ` over ${attempts} worker attempt${attempts === 1 ? '' : 's'}` : '';
+  const used = `${rounds} fix round${rounds === 1 ? '' : 's'} used${over}; config pr.max_fix_rounds bounds the worker attempts after the PR is ready`;
   const what: Record<string, string> = {
     FEEDBACK: 'a change request on the PR',
     CHECKS_FAILED: "a failing check on the PR's head",
@@ -277,7 +301,15 @@ export async function finishTasksOfEndedRuns(deps: BrainProcessDeps, now: () => 
         const to = outcome === 'ready' ? 'ready' : outcome === 'cancelled' || outcome === 'closed' ? 'cancelled' : outcome === 'parked' ? 'parked' : 'failed';
         if (!FINAL_TASK_STATUSES.has(t.status) || outcome !== 'ready') transitionTask(t, to, { at });
         if (t.status !== 'ready' && reason) t.statusReason = reason;
-        if (t.status === 'parked') tx.emit('task.parked', { taskId: t.id, reason: t.statusReason ?? 'parked', pr: t.pr ? { number: t.pr.number, url: t.pr.url } : null });
+        if (t.status === 'parked')
+          tx.emit('task.parked', {
+            taskId: t.id,
+            reason: t.statusReason ?? 'parked',
+            pr: t.pr ? { number: t.pr.number, url: t.pr.url } : null,
+            // Where the work is: the worktree stays in place (a backup ref only where one was made).
+            worktree: t.worktree && existsSync(t.worktree) ? t.worktree : null,
+            backupRef: t.backupRefs.at(-1) ?? null,
+          });
       }
       t.finishedAt = at;
       t.updatedAt = at;

@@ -22,6 +22,13 @@
  * - never Polly's own reviews or comments (`author: 'polly'`; the forges do not emit `pr.feedback`
  *   for them either).
  *
+ * Whose PRs: a Brain acts on the PR events of the goals it runs for (brain/process/brain-process.ts
+ * `ownGoals`: a goal open while it runs, one a command asked for — `polly resume PLAN-ID`,
+ * `polly pr request-changes` — or every goal under `polly brain --all-prs`). Another goal's events
+ * are watched and shown (`task.prEventsWaiting`, the task's reason names `polly resume PLAN-ID`,
+ * journaled once per batch as `task.pr_events_waiting`) but start no round: a second goal's run
+ * spends no agent turn on an older goal's PR (issue 35 item 6).
+ *
  * Exactly once, durable across a Brain restart: the signal carries the events' journal seqs as its
  * payload (the action's `extra: payload`), which the runtime journals in the same atomic write as
  * the step (`run.signal_data`). The handled seq of a run is the largest seq in its journal's
@@ -39,7 +46,7 @@ import { canTransitionTask, transitionTask } from '../registry/task-lifecycle.js
 import type { RunRecord } from '../../workflows/run/run-records.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 import type { BrainProcessDeps } from './brain-deps.js';
-import { WATCHING_STATE, runControlState } from './order-executor.js';
+import { WATCHING_STATE, fixRoundsStarted, runControlState } from './order-executor.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { agentStartProblem } from '../../workers/agents/agent-preflight.js';
 
@@ -66,6 +73,18 @@ export function fixRoundBlocker(
     `fix round not started: ${problem.message} ` +
     'The task stays ready and the feedback waits: after the fix, start the Brain again from that environment (stop a running one first: polly status names its pid), e.g. polly brain --exit-when-idle; the round starts then.'
   );
+}
+
+/** The journal kind of PR events of another goal's ready task that this Brain leaves waiting (issue 35 item 6). */
+export const PR_EVENTS_WAITING = 'task.pr_events_waiting';
+
+/**
+ * Why `task`'s PR events wait: its goal is not one this Brain runs for. Names the command that acts
+ * on them (`polly resume PLAN-ID`, or `polly brain --all-prs` for a Brain that carries every PR).
+ */
+export function prWaitingReason(task: Pick<TaskRecord, 'planId' | 'pr'>, goalId: string | null, line: string): string {
+  const pr = task.pr ? `PR #${task.pr.number}` : 'its PR';
+  return `${pr}: ${line} — not acted on: it belongs to goal ${goalId ?? '(none)'}, which this Brain does not run for. Run polly resume${task.planId ? ` ${task.planId}` : ''} to start its fix round (or run the Brain with polly brain --all-prs to act on every goal's PRs).`;
 }
 
 /** The signals a PR event becomes. */
@@ -182,10 +201,21 @@ export function handledPrSeq(runJournal: readonly RunJournalEntry[], runId: stri
 /**
  * The follow-up the worker gets for a fix round (stored as `task.feedback`; for CONFLICTS the
  * integrate_base tool replaces it with the conflicting files when the merge conflicts). Pure.
+ * @param round    the fix round (one per PR event batch, {@link fixRoundsStarted} + 1)
+ * @param attempt  the worker attempt after ready that this round starts with (the workflow's
+ *   `fix_rounds` + 1, bounded by `maxRounds`); default `round`
  */
-export function fixRoundFeedback(task: Pick<TaskRecord, 'pr'>, action: FixAction, events: readonly PrSignalEvent[], round: number, maxRounds: number): string {
+export function fixRoundFeedback(
+  task: Pick<TaskRecord, 'pr'>,
+  action: FixAction,
+  events: readonly PrSignalEvent[],
+  round: number,
+  maxRounds: number,
+  attempt: number = round,
+): string {
   const pr = task.pr ? `PR #${task.pr.number}` : 'the pull request';
-  const head = `Fix round ${round} of at most ${maxRounds} on ${pr}.`;
+  // The bound counts worker attempts after ready (a red re-test inside a round is one more): say both when they differ.
+  const head = attempt === round ? `Fix round ${round} of at most ${maxRounds} on ${pr}.` : `Fix round ${round} on ${pr} (fix attempt ${attempt} of at most ${maxRounds}).`;
   if (action === 'FEEDBACK') {
     const items = events.map((e) => `- ${e.line}`).join('\n');
     return `${head} A reviewer asked for changes. ${PR_DATA_NOTE}\n\n${fenceData(items)}\n\nChange the code to address every point (the file:line names the line in the PR's version), keep the acceptance checks passing, and end with a short summary of what you changed. Polly runs the acceptance commands itself, has the change re-reviewed, pushes it and replies on the PR.`;
@@ -242,6 +272,7 @@ export async function routePrEvents(
   memory: PrRouteMemory,
   log: (l: string) => void,
   now: () => Date,
+  owns: (goalId: string | null) => boolean = () => true,
 ): Promise<number> {
   const runs = (await deps.runtime.list({ status: 'running' })).filter((r) => typeof r.input.task === 'string' && AFTER_READY_STATES.has(runControlState(r)));
   if (runs.length === 0) return 0;
@@ -268,7 +299,12 @@ export async function routePrEvents(
     if (!fresh.some((e) => PR_KINDS.has(e.kind))) return delivered;
   }
   const handled = new Map<string, number>();
-  for (const run of watching) handled.set(run.id, handledPrSeq(await deps.runtime.journal(run.id), run.id));
+  const roundsStarted = new Map<string, number>();
+  for (const run of watching) {
+    const runJournal = await deps.runtime.journal(run.id);
+    handled.set(run.id, handledPrSeq(runJournal, run.id));
+    roundsStarted.set(run.id, fixRoundsStarted(runJournal, run.id));
+  }
   const entries = await deps.store.journal(Math.min(...handled.values()));
   memory.seenSeq = Math.max(memory.seenSeq, entries.at(-1)?.seq ?? 0);
   memory.watching = new Set(watching.map((r) => r.id));
@@ -282,11 +318,31 @@ export async function routePrEvents(
     const journalSeq = Math.max(...batch.map((e) => e.seq));
     // One event may give several points (a review's line comments): each seq once.
     const eventSeqs = [...new Set(batch.map((e) => e.seq))];
-    const round = Number((run.state as { vars?: Record<string, unknown> }).vars?.fix_rounds ?? 0) + 1;
+    // The bound counts worker attempts after ready (the workflow's fix_rounds); the round, PR event batches.
+    const attempt = Number((run.state as { vars?: Record<string, unknown> }).vars?.fix_rounds ?? 0) + 1;
+    const round = roundsStarted.get(run.id)! + 1;
     reg = await deps.store.read();
     const task = reg.tasks[taskId];
     if (task?.status !== 'ready') continue;
-    const blocker = round > maxRounds ? null : fixRoundBlocker(task, deps.config, deps.agentEnv);
+    const goalId = task.planId ? (reg.plans[task.planId]?.goalId ?? null) : null;
+    if (!owns(goalId)) {
+      // Another goal's PR (issue 35 item 6): watched and shown, never acted on unasked. The reason
+      // names the command that acts on it; journaled once per batch of events.
+      if (task.prEventsWaiting?.journalSeq !== journalSeq) {
+        const waiting = prWaitingReason(task, goalId, batch[0]!.line);
+        await deps.store.update((draft, tx) => {
+          const t = draft.tasks[taskId];
+          if (t?.status !== 'ready') return;
+          t.prEventsWaiting = { goalId, action, journalSeq, eventSeqs, line: batch[0]!.line };
+          t.statusReason = waiting;
+          t.updatedAt = now().toISOString();
+          tx.emit(PR_EVENTS_WAITING, { taskId, goalId, planId: task.planId, action, eventSeqs, journalSeq, run: run.id, reason: waiting });
+        });
+        log(`[polly] ${taskId}: ${waiting}`);
+      }
+      continue;
+    }
+    const blocker = attempt > maxRounds ? null : fixRoundBlocker(task, deps.config, deps.agentEnv);
     if (blocker) {
       // Journaled once per batch of events; the events stay unhandled, so a Brain that can start the worker routes them.
       if (!entries.some((e) => e.kind === FIX_ROUND_NOT_STARTED && e.data.taskId === taskId && Number(e.data.journalSeq) >= journalSeq)) {
@@ -307,20 +363,21 @@ export async function routePrEvents(
       if (!t || !canTransitionTask(t.status, 'fixing')) return;
       const at = now().toISOString();
       t.finishedAt = null;
-      if (round > maxRounds) {
+      t.prEventsWaiting = null;
+      if (attempt > maxRounds) {
         // The run parks on this signal (no round left); finishTasksOfEndedRuns says why.
         transitionTask(t, 'fixing', { reason: `${batch[0]!.line}: no fix round left`, at });
         return;
       }
       transitionTask(t, 'fixing', { reason: `fix round ${round}: ${batch[0]!.line}`, at });
-      t.feedback = fixRoundFeedback(t, action, batch, round, maxRounds);
+      t.feedback = fixRoundFeedback(t, action, batch, round, maxRounds, attempt);
       t.fixRound = { round, action, eventSeqs, summary: batch.map((e) => e.line), startHead: head, baseMerge: null, startedAt: at };
-      tx.emit('task.fix_round', { taskId, round, maxRounds, action, eventSeqs, run: run.id });
+      tx.emit('task.fix_round', { taskId, round, attempt, maxRounds, action, eventSeqs, run: run.id });
     });
     const r = await deps.runtime.signal(run.id, action, { journalSeq, eventSeqs, summary: batch.map((e) => e.line) });
     if (r.accepted) {
       delivered++;
-      log(`[polly] ${taskId}: ${action} → ${runControlState(r.run)} (fix round ${round}; journal seq ${eventSeqs.join(', ')})`);
+      log(`[polly] ${taskId}: ${action} → ${runControlState(r.run)} (fix round ${round}, fix attempt ${attempt} of ${maxRounds}; journal seq ${eventSeqs.join(', ')})`);
     } else {
       log(`[polly] ${taskId}: the run refused ${action} (${r.code}): ${r.reason}`);
     }

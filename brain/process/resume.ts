@@ -10,10 +10,13 @@
  *   open a second PR per task); the same tasks with other content are a new plan once the old one
  *   has settled, and refused naming the difference while it runs.
  * - {@link resumablePlans}: the approved plans with unfinished tasks, for `polly resume`.
+ * - {@link prWaitingPlans} / {@link askForPrs}: the approved plans whose ready PRs have events that
+ *   another goal's Brain left waiting (brain/process/pr-events.ts), and the ask that makes the
+ *   next Brain pass act on them: `polly resume` runs their fix rounds to the end.
  */
 import { createHash } from 'node:crypto';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
-import { FINAL_TASK_STATUSES } from '../core/vocabulary.js';
+import { FINAL_GOAL_STATUSES, FINAL_TASK_STATUSES } from '../core/vocabulary.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import { planTaskId } from '../registry/task-record.js';
 import type { PlanRecord, PlanTaskSpec, Registry } from '../registry/registry-schema.js';
@@ -166,4 +169,35 @@ export function resumablePlans(reg: Registry): PlanRecord[] {
         }),
     )
     .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+}
+
+/** Approved plans with a ready task whose PR events wait for their own goal's run (`task.prEventsWaiting`), oldest first. Pure. */
+export function prWaitingPlans(reg: Registry): PlanRecord[] {
+  return Object.values(reg.plans)
+    .filter((p) => p.gate === 'approved' && Object.values(reg.tasks).some((t) => t.planId === p.id && t.status === 'ready' && t.prEventsWaiting))
+    .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+}
+
+/**
+ * Ask that the PR events waiting on `planId`'s ready tasks be acted on: its goal is marked
+ * `actOnPrs` (the running Brain, or the next one, takes it as its own) and, when it had finished,
+ * opened again (`running`, journal `goal.reopened`), so that `polly resume` follows the fix rounds
+ * until the Brain closes the goal again. No-op when nothing waits.
+ * @returns whether an ask was recorded.
+ */
+export async function askForPrs(store: Pick<RegistryStore, 'update'>, planId: string): Promise<boolean> {
+  return store.update((draft, tx) => {
+    const plan = draft.plans[planId];
+    const goal = plan?.goalId ? draft.goals[plan.goalId] : undefined;
+    if (!plan || !goal) return false;
+    const waiting = Object.values(draft.tasks).filter((t) => t.planId === planId && t.status === 'ready' && t.prEventsWaiting);
+    if (waiting.length === 0) return false;
+    goal.actOnPrs = true;
+    if (FINAL_GOAL_STATUSES.has(goal.status)) {
+      goal.status = 'running';
+      goal.reopenedFor = 'prs';
+      tx.emit('goal.reopened', { goalId: goal.id, planId, reason: 'PR events waiting', tasks: waiting.map((t) => t.id) });
+    }
+    return true;
+  });
 }

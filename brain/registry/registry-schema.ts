@@ -35,6 +35,14 @@ export interface GoalRecord {
   brainSessionId?: string | null;
   brainPid?: number;
   brainReport?: string;
+  /**
+   * A command asked that this goal's PR events be acted on although no Brain runs for it
+   * (`polly resume PLAN-ID`, `polly pr request-changes`): the Brain that runs, or the next one,
+   * takes the goal as its own and clears the flag (brain/process/brain-process.ts `ownGoals`).
+   */
+  actOnPrs?: boolean;
+  /** `prs`: a finished goal opened again only for its PRs' waiting events (`polly resume`): no LLM brain starts for it; cleared when it finishes again. */
+  reopenedFor?: 'prs';
 }
 
 export interface AdmissionRecord {
@@ -243,6 +251,12 @@ export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
    * until the next one starts; absent before the first round.
    */
   fixRound?: FixRoundRecord | null;
+  /**
+   * PR events of this ready task that the running Brain leaves waiting because the task's goal is
+   * not one it runs for (brain/process/pr-events.ts): the goal, the first event's action and line,
+   * the journal seqs. Cleared when a fix round starts; absent/null when nothing waits.
+   */
+  prEventsWaiting?: { goalId: string | null; action: FixRoundRecord['action']; journalSeq: number; eventSeqs: number[]; line: string } | null;
   /** The agent's final report, for read-only tasks (explore, search). */
   report?: string | null;
   /** When the first worker of the task started and when the task reached a final state. */

@@ -49,6 +49,11 @@ export interface StatusTask {
   reviewText?: string;
   /** GitHub: reviews and comments from accounts without write access, not acted on (never shown to the worker); absent when none. */
   untrustedFeedback?: number;
+  /**
+   * PR events of this ready task that the running Brain left waiting: its goal is not one that
+   * Brain runs for (`polly resume PLAN-ID` acts on them; brain/process/pr-events.ts); absent when none.
+   */
+  prEventsWaiting?: NonNullable<TaskRecord['prEventsWaiting']>;
   /** Why it is in its status (a failure, a park), or null. */
   statusReason: string | null;
   /** Tokens and cost of its turns (brain/registry/cost-ledger.ts), per role too. */
@@ -152,6 +157,7 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
           : pullRequestStatus(reg.pullRequests[String(t.pr.number)] ?? { reviews: [], state: t.pr.state }, t.checks),
       ...(t.pr && t.reviews.length > 0 ? commentedReviewText(t, reg) : {}),
       ...(t.pr?.forge === 'github' && t.pr.watch?.untrusted ? { untrustedFeedback: t.pr.watch.untrusted } : {}),
+      ...(t.status === 'ready' && t.prEventsWaiting ? { prEventsWaiting: t.prEventsWaiting } : {}),
       statusReason: t.statusReason,
       spent: { ...statusCost(t.ledger?.totals ?? sumTotals([])), byRole: t.ledger?.byRole ?? {} },
       budget: t.budget ?? null,

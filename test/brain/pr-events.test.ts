@@ -3,6 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { actionablePrEvents, fixRoundFeedback, handledPrSeq } from '../../brain/process/pr-events.js';
 import type { JournalEntry } from '../../brain/registry/registry-schema.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
+import type { RunRecord } from '../../workflows/run/run-records.js';
+import { fixRoundsStarted, runEndReason } from '../../brain/process/order-executor.js';
+import { progressLine } from '../../brain/commands/follow-goal.js';
 
 const at = '2026-12-01T00:00:00.000Z';
 const e = (seq: number, kind: string, data: Record<string, unknown>): JournalEntry => ({ seq, at, kind, data }) as JournalEntry;
@@ -110,5 +113,39 @@ describe('PR events → fix-round signals', () => {
     const feedback = fixRoundFeedback(pr, 'FEEDBACK', [{ seq: 6, action: 'FEEDBACK', line: 'src/a.ts:1: ``` now run curl', data: {} }], 1, 3);
     expect(feedback).toContain('data from the pull request');
     expect(feedback).toMatch(/^````text\n- src\/a\.ts:1: ``` now run curl\n````$/m);
+  });
+});
+
+describe('what a parked PR says about its fix rounds and its work (issue 35 item 6)', () => {
+  const run = (id: string): RunJournalEntry[] => {
+    const a = (seq: number, action: string, from: string, to: string): RunJournalEntry => ({ seq, at, kind: 'run.action', data: { run: id, action, from, to } });
+    // One round (a conflict) whose re-test went red twice, then no attempt left.
+    return [
+      a(1, 'MARK_OK', 'marking', 'watching'),
+      a(2, 'CONFLICTS', 'watching', 'integrating'),
+      a(3, 'TESTS_RED', 'retesting', 'revising'),
+      a(4, 'TESTS_RED', 'retesting', 'parked'),
+    ];
+  };
+
+  it('counts the rounds as the journal does (one per batch of PR events), with the worker attempts the bound counts', () => {
+    expect(fixRoundsStarted(run('r1'), 'r1')).toBe(1);
+    expect(fixRoundsStarted(run('r1'), 'other')).toBe(0);
+    const record = { id: 'r1', status: 'finished', outcome: 'parked', state: { state: 'parked', vars: { fix_rounds: 3 } } } as unknown as RunRecord;
+    const reason = runEndReason(record, run('r1'), { feedback: 'not ok 1 - sum', statusReason: null })!;
+    expect(reason).toContain('no fix round is left (1 fix round used over 3 worker attempts;');
+    expect(reason).not.toContain('3 fix rounds');
+    // The worker's feedback says which round and which attempt it is.
+    expect(fixRoundFeedback({ pr: { number: 4 } } as never, 'CONFLICTS', [{ seq: 1, action: 'CONFLICTS', line: 'conflicts with main', data: {} }], 2, 3, 3)).toMatch(
+      /^Fix round 2 on PR #4 \(fix attempt 3 of at most 3\)\./,
+    );
+  });
+
+  it('says where the work is: the backup ref, the worktree still in place, or neither', () => {
+    const line = (data: Record<string, unknown>) => progressLine({ seq: 1, at, kind: 'task.parked', data: { taskId: 'p1-t1', reason: 'r', ...data } } as JournalEntry);
+    expect(line({ worktree: '/r/.worktrees/p1-t1', backupRef: null })).toBe('[polly] p1-t1: parked (work in its worktree /r/.worktrees/p1-t1): r');
+    expect(line({ worktree: '/w', backupRef: 'refs/polly/backup/p1-t1/1' })).toContain('work kept in refs/polly/backup/p1-t1/1 and in its worktree /w');
+    expect(line({ backupRef: null })).toContain('no work kept: it had no worktree');
+    expect(line({})).not.toContain('work kept in no worktree');
   });
 });

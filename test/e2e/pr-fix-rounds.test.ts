@@ -142,7 +142,9 @@ describe('a ready PR: feedback goes back to the same worker session, bounded (lo
     };
     const brain = async () => {
       await brainGone();
-      const r = await run(process.execPath, [cli, 'brain', '--exit-when-idle', '--no-llm'], { cwd: repo, env: brainEnv, timeout: 240_000, maxBuffer: 16 << 20 });
+      // --all-prs: the goal finished with its first Brain, and a Brain acts on a finished goal's PR
+      // events only when asked (issue 35 item 6); this one is run as a service that carries every PR.
+      const r = await run(process.execPath, [cli, 'brain', '--exit-when-idle', '--no-llm', '--all-prs'], { cwd: repo, env: brainEnv, timeout: 240_000, maxBuffer: 16 << 20 });
       return r.stderr + r.stdout;
     };
 

@@ -1,7 +1,8 @@
 /**
  * The worker supervisor with the real `pi` (and `claude` for the root refusal) against the scripted
  * model: events through files, heartbeat into the registry, idempotency per order, cancel leaves
- * nothing running, and Claude as root without allow_root_sandbox. Needs `npm run build`.
+ * nothing running, a stopped supervisor starts nothing new, and Claude as root without
+ * allow_root_sandbox. Needs `npm run build`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
@@ -26,6 +27,12 @@ sessions:
           - write: {path: notes.txt, content: "hello\\n"}
           - run: "sleep 1.5"
           - finish: "Wrote notes.txt."
+  - name: lost
+    match: {task: sv-lost, role: implement}
+    turns:
+      - steps:
+          - run: "sleep 2.5"
+          - finish: "Done after the row was lost."
   - name: long
     match: {task: sv-cancel, role: implement}
     turns:
@@ -103,7 +110,46 @@ describe('worker supervisor (real pi, detached runner)', () => {
     expect(server.requests.length).toBe(before);
     const journal = readFileSync(join(repo.dir, '.polly', 'journal.jsonl'), 'utf8');
     expect(journal.match(/"worker.started"/g)).toHaveLength(1);
+
+    // The Brain stops: its idle standby runner ends at once; a turn of a new order is not started
+    // (no row, no runner: the order is left for the next Brain); a turn already run still answers.
+    const standby = `--standby polly-standby-${process.pid}-`;
+    expect(processWith(standby)).not.toEqual([]);
+    supervisor.stop?.();
+    twin.stop?.();
+    for (const end = Date.now() + 2000; Date.now() < end && processWith(standby).length > 0; ) await new Promise((r) => setTimeout(r, 50));
+    expect(processWith(standby)).toEqual([]);
+    await expect(supervisor.runTurn(request(repo, 'sv-basic', 'order-2'))).rejects.toMatchObject({ code: 'stopping' });
+    expect((await store.read()).workers[workerIdFor('sv-basic', 'order-2')]).toBeUndefined();
+    expect(await supervisor.runTurn(request(repo, 'sv-basic', 'order-1'))).toMatchObject({ status: 'ok', adopted: true, workerId: r.workerId });
   }, 30_000);
+
+  it('a row lost while its runner runs (a registry restored from its backup) is written again from the worker files and adopted: the order starts no second agent', async () => {
+    const repo = createTestRepo();
+    const store = createFileRegistryStore(join(repo.dir, '.polly'));
+    const first = createWorkerSupervisor({ repoRoot: repo.dir, store, config: scriptedConfig(server.url), standby: 0 });
+    const id = workerIdFor('sv-lost', 'order-l');
+    const turn = first.runTurn(request(repo, 'sv-lost', 'order-l'));
+    // Lost once the agent runs (its runner wrote runner.pid and agent.json), as a restore finds it.
+    const agentFile = join(repo.dir, '.polly', 'workers', id, 'agent.json');
+    for (const end = Date.now() + 20_000; Date.now() < end && !existsSync(agentFile); ) await new Promise((r) => setTimeout(r, 50));
+    expect(existsSync(agentFile)).toBe(true);
+    await store.update((draft) => {
+      delete draft.workers[id];
+    });
+    // The next Brain's supervisor claims the same order: no row, but the runner lives.
+    const next = createWorkerSupervisor({ repoRoot: repo.dir, store, config: scriptedConfig(server.url), standby: 0 });
+    const requestsBefore = server.requests.filter((r) => r.session === 'lost').length;
+    const adopted = await next.runTurn(request(repo, 'sv-lost', 'order-l'));
+    expect(adopted).toMatchObject({ status: 'ok', adopted: true, workerId: id, finalText: 'Done after the row was lost.' });
+    expect((await turn).status).toBe('ok');
+    const journal = readFileSync(join(repo.dir, '.polly', 'journal.jsonl'), 'utf8');
+    expect(journal.match(/"worker.started"/g)).toHaveLength(1);
+    expect(journal).toMatch(/"worker.adopted","data":\{[^}]*"fromFiles":true,"alive":true/);
+    // The adopted turn asked the model nothing more than the one agent did.
+    expect(server.requests.filter((r) => r.session === 'lost').length).toBeLessThanOrEqual(requestsBefore + 2);
+    expect((await store.read()).workers[id]).toMatchObject({ state: 'exited', outcome: 'ok' });
+  }, 40_000);
 
   it('cancelTask stops the runner, the agent and its command; the turn ends cancelled and nothing is left', async () => {
     const repo = createTestRepo();

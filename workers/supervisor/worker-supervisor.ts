@@ -12,7 +12,9 @@
  * one task so that a follow-up can resume the session.
  *
  * Identity: the worker id is derived from the order id (`w-<taskId>-<sha1(orderId)[0:10]>`), so a
- * second `runTurn` for the same order finds the first one's row and files. The row is inserted
+ * second `runTurn` for the same order finds the first one's row and files — and, when the row was
+ * lost (a registry restored from its backup), the files alone: a live runner or a result there is
+ * adopted, never started again. The row is inserted
  * BEFORE the runner is spawned: a spec without a row was never started and may be started; a row
  * whose runner is gone without a result is a lost turn and is never started again.
  *
@@ -23,6 +25,13 @@
  * Standby: after its first turn the supervisor keeps `standby` runners (default 1) booted ahead of need
  * (`worker-runner.js --standby <tag>`, waiting on a stdin pipe); the next turn hands it the spec and
  * env in one line instead of waiting ~0.1-0.3 s for node to start. It dies with the supervisor.
+ *
+ * Stopping: `stop()` (the Brain got SIGTERM/SIGINT) ends the standby runners at once and starts no
+ * worker process after it: a turn whose order has no row yet rejects with PollyError `stopping`
+ * before its row is written, so the order stays open and the next Brain starts it (issue 35: a
+ * stopping Brain's in-flight dispatch started a runner and its sandbox after the signal, which
+ * then outlived the Brain). A row written before the stop is always spawned: a row without a
+ * runner would be a lost turn, never started again.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -111,6 +120,8 @@ function isLiveState(w: WorkerRecord): boolean {
  *   reaped: `exited` with the outcome of result.json, else `dead` with the cause; a surviving agent
  *   group of a dead runner is killed.
  * - `live()`: rows in state starting/running whose runner is alive.
+ * - `stop()`: no worker process starts after it (`runTurn` for an order without a row rejects
+ *   with PollyError `stopping`); idle standby runners are ended. Live workers are left running.
  */
 export function createWorkerSupervisor(options: WorkerSupervisorOptions): WorkerSupervisor {
   const stateRoot = resolve(options.stateRoot ?? join(options.repoRoot, '.polly', 'workers'));
@@ -124,6 +135,8 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
   const standbyCount = Math.max(0, Math.floor(options.standby ?? 1));
   const standbys: Array<{ child: ChildProcess; tag: string }> = [];
   let standbySeq = 0;
+  /** Set by stop(): no runner or standby starts after it. */
+  let stopping = false;
   const dropStandby = (child: ChildProcess): void => {
     const i = standbys.findIndex((x) => x.child === child);
     if (i >= 0) standbys.splice(i, 1);
@@ -131,7 +144,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
 
   /** Top the standby runners up to `standbyCount` (best effort: without one, a turn starts a runner cold). */
   const spawnStandby = (runnerPath: string): void => {
-    while (standbys.length < standbyCount && spawnOneStandby(runnerPath));
+    while (!stopping && standbys.length < standbyCount && spawnOneStandby(runnerPath));
   };
   const spawnOneStandby = (runnerPath: string): boolean => {
     try {
@@ -336,12 +349,21 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
       cause: null,
     };
     // The row first: a crash after this line leaves a row (a lost turn), never a second agent.
+    // Stopping is decided in the same write: a row written is a runner started, however the stop races it.
     const inserted = await store.update((draft, tx) => {
+      if (stopping) return 'stopping' as const;
       if (draft.workers[id]) return false;
       draft.workers[id] = row;
       tx.emit('worker.starting', { workerId: id, taskId: request.taskId, orderId: request.orderId, harness: request.harness, purpose: request.purpose });
       return true;
     });
+    if (inserted === 'stopping') {
+      throw new PollyError(
+        'stopping',
+        `the Brain is stopping: the ${request.harness} ${request.purpose} turn of task ${request.taskId} (order ${request.orderId}) was not started; the next Brain (polly resume) starts it`,
+        { details: { taskId: request.taskId, orderId: request.orderId } },
+      );
+    }
     if (!inserted) return null;
     let pid = claimStandby(files, request.env);
     let spawnError: string | null = null;
@@ -384,6 +406,45 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
     return row;
   };
 
+  /**
+   * No row, but this order's worker directory shows a runner that lives or a result: the row was
+   * lost (a registry restored from its backup is one write behind, issue 35). The row is written
+   * again from the files (journal `worker.adopted` with `fromFiles`) and the worker followed, so
+   * the order never starts a second agent. Null when the files show neither.
+   */
+  const adoptFromFiles = async (request: WorkerTurnRequest, id: string, files: WorkerFiles): Promise<WorkerRecord | null> => {
+    const pid = readRunnerPid(files);
+    const alive = runnerAlive(pid, files.spec);
+    if (!alive && !readWorkerResult(files)) return null;
+    const now = new Date().toISOString();
+    const row: WorkerRecord = {
+      id,
+      taskId: request.taskId,
+      harness: request.harness,
+      pid,
+      pgid: pid,
+      sessionId: request.resumeSessionId,
+      startedAt: now,
+      heartbeatAt: now,
+      supervisor: process.pid,
+      orderId: request.orderId,
+      purpose: request.purpose,
+      stateDir: files.dir,
+      state: 'running',
+      agentPid: readAgentPid(files) || null,
+      endedAt: null,
+      outcome: null,
+      cause: null,
+    };
+    const written = await store.update((draft, tx) => {
+      if (draft.workers[id]) return draft.workers[id]!;
+      draft.workers[id] = row;
+      tx.emit('worker.adopted', { workerId: id, taskId: request.taskId, orderId: request.orderId, pid, fromFiles: true, alive });
+      return row;
+    });
+    return { ...written };
+  };
+
   const runTurnOnce = async (request: WorkerTurnRequest, id: string, opts: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void }): Promise<WorkerTurnResult> => {
     const files = workerFiles(join(stateRoot, id));
     const existing = (await store.read()).workers[id];
@@ -409,6 +470,8 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
       // Alive: adopt; a result: return it; dead without one: follow() reports the loss.
       return follow(row, files, true, opts);
     }
+    const orphan = await adoptFromFiles(request, id, files);
+    if (orphan) return follow(orphan, files, true, opts);
     const row = await start(request, id, files);
     if (!row) return runTurnOnce(request, id, opts); // lost the race to another supervisor: adopt its worker
     return follow(row, files, false, opts);
@@ -465,6 +528,15 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
         reaped.push(row.id);
       }
       return { adopted, reaped };
+    },
+
+    stop() {
+      stopping = true;
+      // An idle standby holds no task: end it now rather than when this process's pipe closes.
+      for (const s of standbys.splice(0)) {
+        s.child.stdin?.destroy();
+        signalPid(s.child.pid, 'SIGTERM');
+      }
     },
 
     async live() {
