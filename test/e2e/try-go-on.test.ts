@@ -190,9 +190,9 @@ describe('a keyless trial goes on after a failure', () => {
     await waitFor(
       'the implementer turn',
       async () => {
-        const rec = existsSync(join(repo, '.polly/scripted-model.json')) ? (JSON.parse(readFileSync(join(repo, '.polly/scripted-model.json'), 'utf8')) as { url: string }) : null;
-        if (!rec) return false;
-        const reqs = (await (await fetch(`${rec.url}/_polly/requests`)).json()) as Array<{ session: string | null }>;
+        const url = /scripted model server on (http:\/\/[0-9.:]+)/.exec(stderr)?.[1];
+        if (!url) return false;
+        const reqs = (await (await fetch(`${url}/_polly/requests`)).json()) as Array<{ session: string | null }>;
         return reqs.some((q) => q.session === 'implement-median');
       },
       120_000,
