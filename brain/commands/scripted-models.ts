@@ -87,6 +87,8 @@ export async function withScriptedModels(name: string, scriptArg: string, io: Co
         `[polly] ${name}: the scripted model server (pid ${record.pid}, ${record.url}) stays up for the workers still finishing their turn (pids ${holders.join(', ')}) and stops by itself once they have; go on with: polly resume --script ${scriptArg}\n`,
       );
     if (code !== 0)
-      io.stderr.write(`[polly] ${name}: to go on without API keys, give the same --script: polly retry TASK-ID --script ${scriptArg} (a task that stopped), polly resume --script ${scriptArg} (after Ctrl-C)\n`);
+      io.stderr.write(
+        `[polly] ${name}: to go on without API keys, give the same --script: polly retry TASK-ID --script ${scriptArg} (a task that stopped), polly resume --script ${scriptArg} (after Ctrl-C)\n`,
+      );
   }
 }

@@ -80,7 +80,12 @@ export function modelServerHolders(registry: unknown, attached: Iterable<number>
 }
 
 async function control(url: string, name: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${url}/_polly/${name}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(5000) });
+  const res = await fetch(`${url}/_polly/${name}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(5000),
+  });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
@@ -93,13 +98,19 @@ async function control(url: string, name: string, body: unknown): Promise<{ stat
  * @throws PollyError `bad_input` when the running server cannot load `script` (its message names
  *   why); `internal` when a new server did not come up (the tail of its log is quoted).
  */
-export async function attachScriptedModelServer(options: { pollyDir: string; repoRoot: string; script: string; holder: number }): Promise<{ record: ScriptedModelRecord; started: boolean }> {
+export async function attachScriptedModelServer(options: {
+  pollyDir: string;
+  repoRoot: string;
+  script: string;
+  holder: number;
+}): Promise<{ record: ScriptedModelRecord; started: boolean }> {
   const { pollyDir, script, holder } = options;
   const running = readScriptedModelRecord(pollyDir);
   if (running && pidAlive(running.pid)) {
     const answer = await control(running.url, 'attach', { pid: holder, script }).catch(() => null);
     if (answer?.status === 200) return { record: { ...running, script }, started: false };
-    if (answer && answer.status === 400) throw new PollyError('bad_input', `the model script ${script} cannot be used: ${String(answer.body.error)}`, { details: { file: script } });
+    if (answer && answer.status === 400)
+      throw new PollyError('bad_input', `the model script ${script} cannot be used: ${String(answer.body.error)}`, { details: { file: script } });
     // Not answering: it is on its way out; a new one is started below.
   }
   const logsDir = join(pollyDir, 'logs');

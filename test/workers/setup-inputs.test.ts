@@ -32,7 +32,7 @@ describe('worktrees.setup again', () => {
     expect(Object.keys(created.setup!.inputs)).toEqual(['package-lock.json', 'requirements.txt']);
     expect(created.setup!.inputs).toEqual(setupInputs(created.path));
     const stamp: SetupStamp = { command: 'echo ran >> setup-ran.log', ok: true, inputs: created.setup!.inputs, at: '' };
-    const task = { worktree: created.path, setup: stamp, retriedFrom: [], sessionId: 's', pr: null } as const;
+    const task: Parameters<typeof setupAgain>[0] = { worktree: created.path, setup: stamp, retriedFrom: [], sessionId: 's', pr: null };
     expect(setupAgain(task, stamp.command)).toEqual({ action: 'none' });
     // The agent added a dependency: the lockfile changed, the setup runs again in place (the work stays).
     writeFileSync(join(created.path, 'package-lock.json'), '{"lockfileVersion": 3, "packages": {}}\n');

@@ -828,7 +828,8 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       if (!options.setupCommand) return null;
       const info = await repo();
       const entry = await findWorktree(info, input.id);
-      if (!entry || entry.prunable !== null || !existsSync(entry.path)) throw new PollyError('not_found', `task ${input.id} has no worktree to run worktrees.setup in`, { details: { id: input.id } });
+      if (!entry || entry.prunable !== null || !existsSync(entry.path))
+        throw new PollyError('not_found', `task ${input.id} has no worktree to run worktrees.setup in`, { details: { id: input.id } });
       let port = portsById.get(input.id);
       if (port === undefined) {
         port = await ports.allocate(input.id);
