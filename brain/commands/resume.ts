@@ -1,8 +1,9 @@
 /**
- * `polly resume [PLAN-ID] [--yes] [--json] [--detach]`: after a stop or a crash of the Brain (and of
+ * `polly resume [PLAN-ID] [--yes] [--json] [--detach] [--script FILE]`: after a stop or a crash of the Brain (and of
  * the `polly run`/`polly goal` that followed it), start the Brain again and follow the plan's
  * existing tasks to the end. The Brain re-attaches: it adopts workers that still run, claims the
  * same open work orders (tools are idempotent per order id), and never opens a second PR for a task.
+ * `--script` runs it with the scripted models of `polly try` (./scripted-models.ts).
  */
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command, type CommandIO } from './command.js';
@@ -13,6 +14,7 @@ import { retryHints } from '../plan/plan-retry.js';
 import { ensureBrain } from '../process/daemon.js';
 import { askForPrs, prWaitingPlans, reconcileDeadBrain, resumablePlans } from '../process/resume.js';
 import { openRepoContext, type RepoContext } from './repo-context.js';
+import { withScriptedModels } from './scripted-models.js';
 
 /**
  * Follow an existing plan's goal to its end: approve a pending plan with `yes`, ask for the PR
@@ -45,9 +47,36 @@ export async function followExisting(ctx: RepoContext, planId: string, goalId: s
   return final.status === 'done' ? 0 : 1;
 }
 
+/**
+ * The body of `polly resume` (see the module doc): follow `wanted`, or every resumable plan, to its end.
+ * @returns the highest exit code of the plans followed (0 when there is nothing to resume).
+ */
+async function resumePlans(wanted: string | undefined, flags: { yes: boolean; json: boolean; detach: boolean }, io: CommandIO): Promise<number> {
+  const ctx = await openRepoContext(io.cwd, io.env);
+  const dead = await reconcileDeadBrain(ctx.store);
+  if (dead !== null) io.stderr.write(`[polly] the Brain (pid ${dead}) is gone; its work resumes\n`);
+  const reg = await ctx.store.read();
+  const unfinished = resumablePlans(reg);
+  const plans = wanted ? [reg.plans[wanted]].filter((p) => p !== undefined) : [...unfinished, ...prWaitingPlans(reg).filter((p) => !unfinished.includes(p))];
+  if (wanted && plans.length === 0) throw new PollyError('not_found', `polly resume: no plan ${wanted}. List plans with polly plan list.`, { details: { plan: wanted } });
+  if (plans.length === 0) {
+    if (flags.json) writeJson(io.stdout, { resumed: [] });
+    else writeLine(io.stdout, 'nothing to resume: no approved plan has unfinished tasks or waiting PR events');
+    for (const l of retryHints(reg)) io.stderr.write(`${l}\n`);
+    return 0;
+  }
+  let code = 0;
+  for (const plan of plans) {
+    if (!plan.goalId) continue;
+    io.stderr.write(`[polly] resuming plan ${plan.id} (goal ${plan.goalId})\n`);
+    code = Math.max(code, await followExisting(ctx, plan.id, plan.goalId, flags.yes, flags.json, flags.detach, io));
+  }
+  return code;
+}
+
 export const command: Command = {
   summary: 'resume a plan after the Brain stopped or crashed',
-  usage: `Usage: polly resume [PLAN-ID] [--yes] [--json] [--detach]
+  usage: `Usage: polly resume [PLAN-ID] [--yes] [--json] [--detach] [--script FILE]
 
 Start the Brain again (unless one runs) and follow a plan's existing tasks to the end. Workers
 that still run are adopted, open work orders are claimed again (never repeated), and no task
@@ -59,33 +88,24 @@ feedback, failing checks or conflicts on its ready PRs that another goal's Brain
   --yes     approve the plan if it still waits at the plan gate
   --json    print {plan, goal, status, tasks} as JSON
   --detach  return once the Brain runs
+  --script FILE  answer every model call from this model script, as "polly try" does (no API
+            key): go on after Ctrl-C during "polly try"; not with --detach
 
 A task that failed is not run again by resume: each one is named on stderr with the
 command that retries it in its worktree (polly retry TASK-ID).
 
 Exit codes: 0 every task ready (or nothing to resume); 1 a task failed; 2 bad input.`,
   async run(argv, io) {
-    const { values, positionals } = parseCommandArgs('resume', argv, { yes: { type: 'boolean' }, json: { type: 'boolean' }, detach: { type: 'boolean' } }, 1);
-    const ctx = await openRepoContext(io.cwd, io.env);
-    const dead = await reconcileDeadBrain(ctx.store);
-    if (dead !== null) io.stderr.write(`[polly] the Brain (pid ${dead}) is gone; its work resumes\n`);
-    const reg = await ctx.store.read();
-    const wanted = positionals[0];
-    const unfinished = resumablePlans(reg);
-    const plans = wanted ? [reg.plans[wanted]].filter((p) => p !== undefined) : [...unfinished, ...prWaitingPlans(reg).filter((p) => !unfinished.includes(p))];
-    if (wanted && plans.length === 0) throw new PollyError('not_found', `polly resume: no plan ${wanted}. List plans with polly plan list.`, { details: { plan: wanted } });
-    if (plans.length === 0) {
-      if (values.json) writeJson(io.stdout, { resumed: [] });
-      else writeLine(io.stdout, 'nothing to resume: no approved plan has unfinished tasks or waiting PR events');
-      for (const l of retryHints(reg)) io.stderr.write(`${l}\n`);
-      return 0;
-    }
-    let code = 0;
-    for (const plan of plans) {
-      if (!plan.goalId) continue;
-      io.stderr.write(`[polly] resuming plan ${plan.id} (goal ${plan.goalId})\n`);
-      code = Math.max(code, await followExisting(ctx, plan.id, plan.goalId, Boolean(values.yes), Boolean(values.json), Boolean(values.detach), io));
-    }
-    return code;
+    const { values, positionals } = parseCommandArgs(
+      'resume',
+      argv,
+      { yes: { type: 'boolean' }, json: { type: 'boolean' }, detach: { type: 'boolean' }, script: { type: 'string' } },
+      1,
+    );
+    const flags = { yes: Boolean(values.yes), json: Boolean(values.json), detach: Boolean(values.detach) };
+    if (values.script === undefined) return resumePlans(positionals[0], flags, io);
+    if (flags.detach)
+      throw new PollyError('bad_input', 'polly resume: --detach cannot be used with --script: the scripted models are set up for the length of the command only. Drop --detach.');
+    return withScriptedModels('resume', values.script, io, (scripted) => resumePlans(positionals[0], flags, scripted));
   },
 };

@@ -1,21 +1,59 @@
 /**
- * `polly retry TASK-ID… [--yes] [--json] [--detach]`: run tasks that stopped (failed, an agent
+ * `polly retry TASK-ID… [--yes] [--json] [--detach] [--script FILE]`: run tasks that stopped (failed, an agent
  * missing or exited, cancelled or skipped) again, in the worktree and on the branch they stopped
  * in, with their work. The retry is a plan of its own (brain/plan/plan-retry.ts): model-checked with
  * Polly's guarantees, approved at the plan gate, then run by the Brain like `polly run`; a PR the
- * earlier attempt opened is carried on, never opened twice.
+ * earlier attempt opened is carried on, never opened twice. `--script` runs it with the scripted
+ * models of `polly try` (./scripted-models.ts).
  */
 import { parseCommandArgs } from './args.js';
-import type { Command } from './command.js';
+import type { Command, CommandIO } from './command.js';
 import { pendingRetry, retryPlan } from '../plan/plan-retry.js';
 import { reconcileDeadBrain } from '../process/resume.js';
 import { followExisting } from './resume.js';
 import { openRepoContext } from './repo-context.js';
 import { proposeAndFollow, refuseUnstartableAgents } from './run.js';
+import { withScriptedModels } from './scripted-models.js';
+import { PollyError } from '../core/errors.js';
+import { setupAgain } from '../task-tools/dispatch.js';
+
+/**
+ * The body of `polly retry` (see the module doc): follow a retry of these tasks already proposed, or
+ * propose a new retry plan and follow it.
+ * @returns the exit code (as `proposeAndFollow`).
+ */
+async function retryTasks(positionals: string[], flags: { yes: boolean; json: boolean; detach: boolean }, io: CommandIO): Promise<number> {
+  const ctx = await openRepoContext(io.cwd, io.env);
+  await reconcileDeadBrain(ctx.store);
+  const reg = await ctx.store.read();
+  // A retry of these tasks already proposed and not yet taken over: follow it (no second plan).
+  // A retry of exactly these tasks already proposed and not yet taken over: follow it (no second
+  // plan). A pending one covering other tasks too is refused by pendingRetry, naming it.
+  const pending = positionals.length > 0 ? pendingRetry(reg, positionals)?.follow : undefined;
+  if (pending?.goalId) {
+    io.stderr.write(`[polly] plan ${pending.id} (${pending.gate}) already retries ${positionals.join(', ')}; following it\n`);
+    return followExisting(ctx, pending.id, pending.goalId, flags.yes, flags.json, flags.detach, io);
+  }
+  const retry = retryPlan(reg, positionals);
+  refuseUnstartableAgents(retry.plan.tasks, ctx.config, io.env);
+  for (const [key, id] of Object.entries(retry.retries)) {
+    const t = reg.tasks[id]!;
+    const again = setupAgain(t, ctx.config.worktrees.setup);
+    const where = again.action === 'fresh' ? 'a new worktree from the base as it is now' : (t.worktree ?? 'a new worktree');
+    io.stderr.write(
+      `[polly] retrying ${id} (${t.status}${t.statusReason ? `: ${t.statusReason.split('\n')[0]}` : ''}) as task ${key} of a retry plan, in ${where}${t.pr ? `, PR #${t.pr.number}` : ''}\n`,
+    );
+    if (again.action !== 'none')
+      io.stderr.write(
+        `[polly] ${id}: worktrees.setup "${ctx.config.worktrees.setup}" runs again before the worker, ${again.action === 'fresh' ? `in a new worktree (${t.worktree} is backed up and removed: no agent ran there)` : `in ${t.worktree}`}: ${again.reason}\n`,
+      );
+  }
+  return proposeAndFollow(ctx, retry.plan, { goal: retry.plan.goal!, source: `polly retry ${positionals.join(' ')}`, retries: retry.retries }, flags, io);
+}
 
 export const command: Command = {
   summary: 'run tasks that stopped again, in their worktree, with their work',
-  usage: `Usage: polly retry TASK-ID... [--yes] [--json] [--detach]
+  usage: `Usage: polly retry TASK-ID... [--yes] [--json] [--detach] [--script FILE]
 
 Run tasks that stopped (failed, agent_missing, agent_exited, blocked_on_prompt, cancelled or
 skipped) again. Each keeps its id, worktree, branch and work (uncommitted files included) and its
@@ -29,30 +67,25 @@ named and left pending (approve or reject it with polly plan).
   --yes     approve the retry plan if it is admitted (only one retrying exactly these tasks)
   --json    print {plan, admitted, line, goal, tasks} as JSON
   --detach  return once the plan is admitted and the Brain runs
+  --script FILE  answer every model call from this model script, as "polly try" does (no API
+            key): go on after a "polly try" whose task failed; not with --detach
+
+When a task's worktree is kept and worktrees.setup changed since it ran there, or the lockfiles
+it installs from changed, or it failed, the setup runs again before the worker (said on stderr).
 
 Exit codes: 0 every task ready; 1 a task that cannot be retried (its status, an unmet
 dependency), refused, rejected, or a task failed again; 2 bad input.`,
   async run(argv, io) {
-    const { values, positionals } = parseCommandArgs('retry', argv, { yes: { type: 'boolean' }, json: { type: 'boolean' }, detach: { type: 'boolean' } }, Number.POSITIVE_INFINITY);
-    const ctx = await openRepoContext(io.cwd, io.env);
-    await reconcileDeadBrain(ctx.store);
-    const reg = await ctx.store.read();
+    const { values, positionals } = parseCommandArgs(
+      'retry',
+      argv,
+      { yes: { type: 'boolean' }, json: { type: 'boolean' }, detach: { type: 'boolean' }, script: { type: 'string' } },
+      Number.POSITIVE_INFINITY,
+    );
     const flags = { yes: Boolean(values.yes), json: Boolean(values.json), detach: Boolean(values.detach) };
-    // A retry of exactly these tasks already proposed and not yet taken over: follow it (no second
-    // plan). A pending one covering other tasks too is refused by pendingRetry, naming it.
-    const pending = positionals.length > 0 ? pendingRetry(reg, positionals)?.follow : undefined;
-    if (pending?.goalId) {
-      io.stderr.write(`[polly] plan ${pending.id} (${pending.gate}) already retries ${positionals.join(', ')}; following it\n`);
-      return followExisting(ctx, pending.id, pending.goalId, flags.yes, flags.json, flags.detach, io);
-    }
-    const retry = retryPlan(reg, positionals);
-    refuseUnstartableAgents(retry.plan.tasks, ctx.config, io.env);
-    for (const [key, id] of Object.entries(retry.retries)) {
-      const t = reg.tasks[id]!;
-      io.stderr.write(
-        `[polly] retrying ${id} (${t.status}${t.statusReason ? `: ${t.statusReason.split('\n')[0]}` : ''}) as task ${key} of a retry plan, in ${t.worktree ?? 'a new worktree'}${t.pr ? `, PR #${t.pr.number}` : ''}\n`,
-      );
-    }
-    return proposeAndFollow(ctx, retry.plan, { goal: retry.plan.goal!, source: `polly retry ${positionals.join(' ')}`, retries: retry.retries }, flags, io);
+    if (values.script === undefined) return retryTasks(positionals, flags, io);
+    if (flags.detach)
+      throw new PollyError('bad_input', 'polly retry: --detach cannot be used with --script: the scripted models are set up for the length of the command only. Drop --detach.');
+    return withScriptedModels('retry', values.script, io, (scripted) => retryTasks(positionals, flags, scripted));
   },
 };

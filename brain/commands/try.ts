@@ -2,29 +2,23 @@
  * `polly try PLAN.yaml --script SCRIPT.yaml [--yes] [--json]`: run a plan on your own repository
  * with the real agent CLIs answered by Polly's scripted model server — no API key, no model cost.
  *
- * For the length of the run it starts the scripted model server (scripts/scripted-model/server.ts)
- * on a loopback port, points `.polly/config.yaml`'s workers at it (the same edit `npm run demo`
- * makes, scripts/scripted-model/configure.ts), and runs `polly run PLAN.yaml` with the model
- * endpoints and placeholder keys in the environment. Afterwards it waits for the Brain it started
- * to go idle (ending it after a grace period, so no Brain keeps the scripted endpoints) and puts
- * config.yaml back byte for byte. The script format: README "Try it without API keys: polly try" and
- * `schemas/model-script.schema.json`.
+ * It runs `polly run PLAN.yaml` inside the keyless session of ./scripted-models.ts: the
+ * repository's detached scripted model server (brain/process/scripted-model-daemon.ts), the workers
+ * pointed at it in `.polly/config.yaml` for the run (scripts/scripted-model/configure.ts), the
+ * config put back byte for byte afterwards. A plan file run again goes through `polly run`'s
+ * recognition (brain/process/resume.ts matchPlanFile): the same file resumes its plan, a changed one
+ * is a new plan or is refused naming the difference. `polly retry --script` and `polly resume
+ * --script` go on after a failure or Ctrl-C. The script format: README "Try it without API keys:
+ * polly try" and `schemas/model-script.schema.json`.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseCommandArgs } from './args.js';
 import type { Command } from './command.js';
 import { command as runCommand } from './run.js';
-import { openRepoContext } from './repo-context.js';
+import { withScriptedModels } from './scripted-models.js';
 import { parsePlanFile } from '../plan/plan-schema.js';
 import { PollyError } from '../core/errors.js';
-import { pidAlive } from '../../workers/proc/process-liveness.js';
-import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
-import { loadModelScript, type ModelScript } from '../../scripts/scripted-model/script.js';
-import { startScriptedModelServer } from '../../scripts/scripted-model/server.js';
-
-/** How long the Brain `polly try` started may take to go idle after the run before it is ended, ms. */
-export const BRAIN_IDLE_GRACE_MS = 20_000;
 
 export const command: Command = {
   summary: 'run a plan with the real agent CLIs against a scripted model (no API key)',
@@ -36,6 +30,9 @@ SCRIPT.yaml through Polly's scripted model server on 127.0.0.1: no API key, no c
 what Polly does on your own repository before you spend tokens.
 
 For the run, .polly/config.yaml points the workers at the server; it is restored afterwards.
+The server is a process of its own (.polly/scripted-model.json): after Ctrl-C the workers finish
+their turn against it, as under "polly run". Go on after a failure or Ctrl-C without keys with
+"polly retry TASK-ID --script SCRIPT.yaml" or "polly resume --script SCRIPT.yaml".
 The script format is in the README ("Try it without API keys: polly try") and its JSON Schema is
 schemas/model-script.schema.json in the package.
 
@@ -65,51 +62,7 @@ Exit codes: as polly run (0 every task ready; 1 refused, rejected or a task fail
       );
     }
     parsePlanFile(planText, planPath);
-    const scriptPath = resolve(io.cwd, values.script);
-    let script: ModelScript;
-    try {
-      script = loadModelScript(scriptPath);
-    } catch (error) {
-      throw new PollyError(
-        'bad_input',
-        `polly try: the model script ${scriptPath} cannot be used: ${(error as Error).message}. Fix it (schema: schemas/model-script.schema.json).`,
-        { cause: error, details: { file: scriptPath } },
-      );
-    }
-    const ctx = await openRepoContext(io.cwd, io.env);
-    const running = (await ctx.store.read()).brain;
-    if (running && pidAlive(running.pid)) {
-      throw new PollyError(
-        'already_running',
-        `polly try: a Brain (pid ${running.pid}) already runs for ${ctx.repo.root} with your real models; wait until it is idle (polly status), then try again.`,
-        { details: { pid: running.pid } },
-      );
-    }
-    const configPath = resolve(ctx.repo.pollyDir, 'config.yaml');
-    const original = existsSync(configPath) ? readFileSync(configPath, 'utf8') : null;
-    if (original === null) writeFileSync(configPath, '');
-    const server = await startScriptedModelServer({ script });
-    io.stderr.write(`[polly] try: scripted model server on ${server.url} (${script.sessions.length} session(s) from ${scriptPath}); no API key is used\n`);
-    if (process.getuid?.() === 0 && !ctx.config.workers['claude-code'].allow_root_sandbox) {
-      // useScriptedModels sets the key as root (the scripted run is a throwaway); say so, since the
-      // user's own config said no (Claude Code refuses bypassPermissions as root without IS_SANDBOX=1).
-      io.stderr.write(
-        '[polly] try: running as root: for this run only, workers.claude-code.allow_root_sandbox is true (Claude Code gets IS_SANDBOX=1); Polly\'s own sandbox still confines every worker. Your config is restored afterwards; "polly run" as root will refuse Claude workers until you set the key yourself.\n',
-      );
-    }
-    try {
-      const modelEnv = useScriptedModels(ctx.repo.root, server.url);
-      const args = [plan, ...(values.yes ? ['--yes'] : []), ...(values.json ? ['--json'] : [])];
-      return await runCommand.run(args, { ...io, env: { ...io.env, ...modelEnv } });
-    } finally {
-      const brain = (await ctx.store.read()).brain;
-      const deadline = Date.now() + BRAIN_IDLE_GRACE_MS;
-      while (brain && pidAlive(brain.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-      if (brain && pidAlive(brain.pid)) process.kill(brain.pid, 'SIGTERM');
-      await server.close();
-      if (original === null) rmSync(configPath, { force: true });
-      else writeFileSync(configPath, original);
-      io.stderr.write(`[polly] try: ${configPath} restored\n`);
-    }
+    const args = [plan, ...(values.yes ? ['--yes'] : []), ...(values.json ? ['--json'] : [])];
+    return withScriptedModels('try', values.script, io, (scripted) => runCommand.run(args, scripted));
   },
 };

@@ -21,6 +21,7 @@ import type { Violation } from '../../workflows/check/checker.js';
 export type { RunRecord, WorkOrderRecord } from '../../workflows/run/run-records.js';
 import type { WorkerRecord } from '../../workers/supervisor/worker-record-store.js';
 import type { CommandResult } from '../../workers/proc/shell-command.js';
+import type { SetupStamp } from '../../workers/git/setup-inputs.js';
 import type { ReviewFinding } from '../../workers/review-findings.js';
 
 export interface GoalRecord {
@@ -236,6 +237,12 @@ export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
   feedback?: string | null;
   /** Every turn's tokens and cost (brain/registry/cost-ledger.ts); absent before the first turn. */
   ledger?: TaskLedger;
+  /**
+   * The last run of `worktrees.setup` in the task's worktree: command, success, lockfile digests
+   * (workers/git/setup-inputs.ts); `polly retry` runs it again when one of them no longer holds.
+   * Absent before the first setup, and on records written before it existed.
+   */
+  setup?: SetupStamp | null;
   /** Set by sys_cancel_task; the Brain process stops the worker, backs up the work and cancels the run. */
   cancelRequested?: boolean;
   /**

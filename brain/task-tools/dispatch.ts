@@ -25,6 +25,7 @@ import { isPollyError } from '../core/errors.js';
 import { agentRootProblem } from '../../workers/agents/agent-preflight.js';
 import { commandProblems } from '../config/project-detection.js';
 import type { SetupResult } from '../../workers/git/worktree-manager.js';
+import { setupInputs, setupRerunReason, type SetupStamp } from '../../workers/git/setup-inputs.js';
 import { createGitRunner, firstLine } from '../../workers/git/git.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
@@ -217,9 +218,24 @@ export function acceptanceCommandProblem(repoRoot: string, task: Pick<TaskRecord
  *          command's outcome when it ran now (null otherwise).
  */
 export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: TaskRecord; env: Record<string, string>; setup: SetupResult | null }> {
-  const task = ctx.task;
+  let task = ctx.task;
+  const again = setupAgain(task, ctx.config.worktrees.setup);
+  if (again.action === 'rerun') {
+    ctx.progress(`${task.id}: worktrees.setup "${ctx.config.worktrees.setup}" runs again in ${task.worktree}: ${again.reason}`);
+    const setup = await ctx.worktrees.setup({ id: task.id });
+    return { task: await recordSetup(ctx, setup), env: {}, setup };
+  }
+  let fresh = false;
+  if (again.action === 'fresh') {
+    // No agent ran in it: it holds the base as it was and a failed setup. A new one starts from the
+    // base as it is now (the user may have committed the fix, e.g. a lockfile) and runs the setup.
+    ctx.progress(`${task.id}: worktrees.setup "${ctx.config.worktrees.setup}" runs again, in a new worktree from the base as it is now: ${again.reason}`);
+    await ctx.worktrees.remove({ id: task.id, reason: 'worktrees.setup failed there and no agent ran: a new worktree from the current base' });
+    task = { ...task, worktree: null, branch: null, baseCommit: null };
+    fresh = true;
+  }
   if (task.worktree && existsSync(task.worktree) && task.branch && task.baseCommit) return { task, env: {}, setup: null };
-  const registered = (await ctx.worktrees.list()).find((w) => w.taskId === task.id && w.prunable === null && existsSync(w.path));
+  const registered = fresh ? undefined : (await ctx.worktrees.list()).find((w) => w.taskId === task.id && w.prunable === null && existsSync(w.path));
   let record: Pick<TaskRecord, 'worktree' | 'branch' | 'baseBranch' | 'baseCommit'>;
   const env: Record<string, string> = {};
   let setup: SetupResult | null = null;
@@ -242,14 +258,52 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
     env.PORT = String(created.port);
     setup = created.setup;
   }
-  const fresh = await ctx.store.update((draft, tx) => {
+  const updated = await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
     if (!t) return null;
     Object.assign(t, record, { updatedAt: new Date().toISOString() });
+    if (setup) t.setup = setupStamp(setup);
     tx.emit('task.worktree', { taskId: t.id, orderId: ctx.order.id, ...record, adopted: Boolean(registered) });
     return structuredClone(t);
   });
-  return { task: fresh ?? { ...task, ...record }, env, setup };
+  return { task: updated ?? { ...task, ...record }, env, setup };
+}
+
+/** The stamp of a setup run (workers/git/setup-inputs.ts). */
+function setupStamp(setup: SetupResult): SetupStamp {
+  return { command: setup.command, ok: setup.exitCode === 0 && !setup.timedOut && !setup.refGuard, inputs: setup.inputs, at: new Date().toISOString() };
+}
+
+/** Record `setup` (run again in the kept worktree) on the task and journal it; returns the fresh task. */
+async function recordSetup(ctx: TaskToolContext, setup: SetupResult | null): Promise<TaskRecord> {
+  const fresh = await ctx.store.update((draft, tx) => {
+    const t = draft.tasks[ctx.task.id];
+    if (!t) return null;
+    if (setup) t.setup = setupStamp(setup);
+    tx.emit('task.setup_again', { taskId: t.id, orderId: ctx.order.id, command: setup?.command ?? null, exitCode: setup?.exitCode ?? null, worktree: t.worktree });
+    return structuredClone(t);
+  });
+  return fresh ?? ctx.task;
+}
+
+/** What {@link ensureWorktree} does about `worktrees.setup` in a task's kept worktree. */
+export type SetupAgain = { action: 'none' } | { action: 'rerun' | 'fresh'; reason: string };
+
+/**
+ * Whether `worktrees.setup` (`command`) runs again for `task`, whose worktree is kept (a retry, or
+ * a Brain that restarted): when {@link setupRerunReason} gives a reason (the command changed, it
+ * failed there, its lockfiles changed, or there is no record of it). `fresh` when it failed and
+ * no agent ran there (no session, no turn in the ledger, no PR): the worktree then holds only the
+ * old base, so a new one is made from the base as it is now; else `rerun` in place, with the work.
+ * Reads the worktree's lockfiles; `none` when there is no setup command or no worktree.
+ */
+export function setupAgain(task: Pick<TaskRecord, 'worktree' | 'setup' | 'retriedFrom' | 'sessionId' | 'ledger' | 'pr'>, command: string | null | undefined): SetupAgain {
+  if (!command || !task.worktree || !existsSync(task.worktree)) return { action: 'none' };
+  const reason = setupRerunReason(task.setup, command, setupInputs(task.worktree));
+  if (!reason) return { action: 'none' };
+  const failed = task.setup ? !task.setup.ok : (task.retriedFrom?.at(-1)?.reason?.startsWith('worktrees.setup') ?? false);
+  const agentRan = Boolean(task.sessionId) || task.ledger !== undefined || task.pr !== null;
+  return { action: failed && !agentRan ? 'fresh' : 'rerun', reason };
 }
 
 /**

@@ -33,6 +33,12 @@ export interface ScriptedModelServerOptions {
   /** 0 (default) picks a free port. */
   port?: number;
   host?: string;
+  /**
+   * Answers `POST /_polly/<name>` requests (JSON body) for whoever runs the server, e.g. Polly's
+   * detached server (brain/process/scripted-model-daemon.ts) attaching a command and loading another
+   * script. Returns the HTTP status and JSON body; no handler: 404.
+   */
+  control?: (name: string, body: unknown) => Promise<{ status: number; body: unknown }> | { status: number; body: unknown };
 }
 
 const ROUTES: ApiRoute[] = [...anthropicRoutes, ...responsesRoutes, ...chatRoutes];
@@ -52,6 +58,17 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
       const path = new URL(req.url ?? '/', 'http://localhost').pathname;
       const method = req.method ?? 'GET';
       if (method === 'GET' && path === '/_polly/requests') return sendJson(res, 200, requests);
+      if (method === 'POST' && path.startsWith('/_polly/') && options.control) {
+        let payload: unknown;
+        try {
+          const raw = await readBody(req);
+          payload = raw ? JSON.parse(raw) : undefined;
+        } catch {
+          return sendJson(res, 400, { error: { type: 'invalid_request_error', message: 'body is not JSON' } });
+        }
+        const answer = await options.control(path.slice('/_polly/'.length), payload);
+        return sendJson(res, answer.status, answer.body);
+      }
       // Connectivity probes (claude sends `HEAD /` before its first call).
       if ((method === 'HEAD' || method === 'GET') && path === '/') return sendJson(res, 200, { ok: true, server: 'polly-scripted-model' });
       const raw = method === 'GET' ? '' : await readBody(req);

@@ -19,6 +19,7 @@ const setup = (command: string, output: string): SetupResult => ({
   output,
   logPath: '/r/.polly/logs/worktree-setup-p1-t1.log',
   refGuard: null,
+  inputs: {},
 });
 
 // npm 10, `npm ci` without a network (its error lines' shape)

@@ -43,7 +43,14 @@ export async function stopRepoBrain(repo: string): Promise<number[]> {
   } catch {
     return [];
   }
-  const pids = [reg.brain?.pid, ...Object.values(reg.workers ?? {}).map((w) => w.pgid ?? w.pid)].filter((p): p is number => typeof p === 'number' && p > 0);
+  // The keyless session's detached scripted model server (brain/process/scripted-model-daemon.ts) too.
+  let server: number | undefined;
+  try {
+    server = (JSON.parse(readFileSync(join(repo, '.polly', 'scripted-model.json'), 'utf8')) as { pid?: number }).pid;
+  } catch {
+    server = undefined;
+  }
+  const pids = [reg.brain?.pid, ...Object.values(reg.workers ?? {}).map((w) => w.pgid ?? w.pid), server].filter((p): p is number => typeof p === 'number' && p > 0);
   const live = pids.filter((p) => runsIn(p, repo));
   await Promise.all(live.map((p) => killTree(p, 500)));
   return live;

@@ -41,6 +41,7 @@ import { createRepoLock, type RepoLock } from './repo-lock.js';
 import { beginPollyRefWrite, createRefGuard, describeChanges, diffSnapshots, recordPollyRefWrite, sandboxCouldWrite } from './ref-guard.js';
 import { appliedMounts } from '../sandbox/sandbox-spec.js';
 import { copyWorktreeIncludes } from './worktree-include.js';
+import { setupInputs, type SetupInputs } from './setup-inputs.js';
 import { stageWorktree } from './nested-repos.js';
 import { readArtifacts, recordArtifacts, untrackedPaths } from './polly-artifacts.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
@@ -144,6 +145,8 @@ export interface SetupResult extends CommandResult {
    * fail on it even when the command exited 0.
    */
   refGuard: string | null;
+  /** The lockfiles it installed from, as they were when it started (./setup-inputs.ts). */
+  inputs: SetupInputs;
 }
 
 export interface CreatedWorktree {
@@ -223,6 +226,13 @@ export interface WorktreeManager {
    *   when the backup cannot be made (then nothing is removed).
    */
   remove(input: { id: string; reason: string }): Promise<RemoveResult>;
+  /**
+   * Run the setup command again in the existing worktree of task `id` (a retry whose setup changed,
+   * failed or whose lockfiles changed: ./setup-inputs.ts), as `create()` runs it. Null when there is
+   * no setup command.
+   * @throws PollyError `not_found` when the task has no worktree.
+   */
+  setup(input: { id: string }): Promise<SetupResult | null>;
   /** All worktrees of the repository (the main checkout first), from `git worktree list --porcelain -z`. */
   list(): Promise<ManagedWorktree[]>;
   /** Compare the registry's task ids with what is on disk; changes nothing. */
@@ -530,6 +540,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     const logsDir = options.logsDir ?? join(info.root, '.polly', 'logs');
     await mkdir(logsDir, { recursive: true });
     const logPath = join(logsDir, `worktree-setup-${id}.log`);
+    const inputs = setupInputs(path);
     // What setup adds (a virtualenv, node_modules copied in, a build) is Polly's, not the worker's: recorded, never committed.
     const untrackedBefore = await untrackedPaths(git, path);
     const keepArtifacts = async (): Promise<void> => {
@@ -543,7 +554,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         const note = `[polly] ${reuse.reason} in ${reuse.durationMs} ms; "${command}" skipped (it would install the same tree)`;
         await writeFile(logPath, `$ ${command}\n${note}\n[exit 0]\n`);
         await keepArtifacts();
-        return { command, exitCode: 0, timedOut: false, durationMs: reuse.durationMs, output: note, logPath, refGuard: null };
+        return { command, exitCode: 0, timedOut: false, durationMs: reuse.durationMs, output: note, logPath, refGuard: null, inputs };
       }
     }
     const started = Date.now();
@@ -563,7 +574,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       if (!isPollyError(error)) throw error;
       await writeFile(logPath, `$ ${command}\n${error.message}\n`);
       journal('worktree.setup', { id, command, exitCode: null, timedOut: false, durationMs: Date.now() - started, logPath });
-      return { command, exitCode: null, timedOut: false, durationMs: Date.now() - started, output: error.message, logPath, refGuard: null };
+      return { command, exitCode: null, timedOut: false, durationMs: Date.now() - started, output: error.message, logPath, refGuard: null, inputs };
     }
     const box = confinement.sandbox;
     const chunks: Buffer[] = [];
@@ -606,7 +617,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       });
     }
     await keepArtifacts();
-    const result: SetupResult = { ...r, output: all.length > 4000 ? all.slice(-4000) : all, logPath, refGuard };
+    const result: SetupResult = { ...r, output: all.length > 4000 ? all.slice(-4000) : all, logPath, refGuard, inputs };
     journal('worktree.setup', { id, command, exitCode: result.exitCode, timedOut: result.timedOut, durationMs: result.durationMs, logPath, refGuard });
     return result;
   }
@@ -814,6 +825,22 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       const path = entry?.path ?? null;
       journal('worktree.removed', { id: input.id, reason: input.reason, path, backupRef: saved.ref, files: saved.files, notes });
       return { ...saved, path, notes };
+    },
+
+    async setup(input) {
+      validateId(input.id);
+      if (!options.setupCommand) return null;
+      const info = await repo();
+      const entry = await findWorktree(info, input.id);
+      if (!entry || entry.prunable !== null || !existsSync(entry.path))
+        throw new PollyError('not_found', `task ${input.id} has no worktree to run worktrees.setup in`, { details: { id: input.id } });
+      let port = portsById.get(input.id);
+      if (port === undefined) {
+        port = await ports.allocate(input.id);
+        portsById.set(input.id, port);
+      }
+      journal('worktree.setup_again', { id: input.id, path: entry.path, command: options.setupCommand });
+      return runSetup(input.id, entry.path, port, options.setupCommand, info);
     },
 
     async list() {
