@@ -16,12 +16,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile, appendFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
-import { HOME_INTERPRETER_ADVICE, programsHiddenBySandbox, programsMissingFromPath } from './doctor.js';
+import { programsHiddenBySandbox, programsMissingFromPath } from './doctor.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { detectToolExclusions, type ToolExclusion } from '../config/tool-exclusions.js';
 import { CONFIG_RELATIVE_PATH, loadConfig, renderDefaultConfig } from '../config/config.js';
-import { detectProject, type ProjectDetection } from '../config/project-detection.js';
+import { detectProject, LOCKFILES, type GitFileView, type ProjectDetection } from '../config/project-detection.js';
+import { createGitRunner } from '../../workers/git/git.js';
 import { schemaPath } from '../core/install-paths.js';
 import { findRepo } from '../../workers/git/repo.js';
 import { createFileRegistryStore } from '../registry/registry-store.js';
@@ -110,6 +111,26 @@ export function describeDetection(d: ProjectDetection): string[] {
   return lines;
 }
 
+/**
+ * Git's view of the lockfiles present in `root` ({@link GitFileView}): each one `git ls-files`
+ * does not list is untracked, and `git check-ignore -v` (https://git-scm.com/docs/git-check-ignore:
+ * `<source>:<line>:<pattern>\t<path>`, exit 1 when not ignored) says which rule ignores it.
+ */
+export async function gitFileView(root: string, env: NodeJS.ProcessEnv): Promise<GitFileView> {
+  const present = LOCKFILES.filter((f) => existsSync(join(root, f)));
+  const untracked = new Map<string, string>();
+  if (present.length === 0) return { untracked };
+  const git = createGitRunner({ baseEnv: env });
+  const tracked = new Set((await git.run(['ls-files', '-z', '--', ...present], { cwd: root })).stdout.split('\0').filter(Boolean));
+  for (const f of present) {
+    if (tracked.has(f)) continue;
+    const r = await git.run(['check-ignore', '-v', '--', f], { cwd: root, okExitCodes: [1] });
+    const rule = r.exitCode === 0 ? r.stdout.split('\t')[0]?.trim() : '';
+    untracked.set(f, rule ? `ignored by git (${rule})` : 'not tracked by git');
+  }
+  return { untracked };
+}
+
 /** True when `text` (an exclude or ignore file) already ignores the top-level `.worktrees` directory. */
 export function excludesWorktrees(text: string): boolean {
   return text.split(/\r?\n/).some((l) => ['.worktrees/', '/.worktrees/', '.worktrees', '/.worktrees', '.worktrees/*', '/.worktrees/*'].includes(l.trim()));
@@ -137,7 +158,7 @@ export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promi
   const configPath = join(repo.root, CONFIG_RELATIVE_PATH);
   let detected: ProjectDetection | null = null;
   if (!existsSync(configPath)) {
-    detected = detectProject(repo.root, env);
+    detected = detectProject(repo.root, env, await gitFileView(repo.root, env));
     // A detected setup installs dependencies (npm ci, uv sync, …): inside the sandbox it needs the
     // network, which setup commands do not get by default.
     const text = renderDefaultConfig({
@@ -229,9 +250,9 @@ Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yam
     const result = await initRepository(io.cwd, io.env);
     if (result.detected) {
       for (const line of describeDetection(result.detected)) io.stderr.write(`${line}\n`);
-      // A detected command whose interpreter the sandbox hides (a pyenv shim, …) would exit 127 in every task: say so now.
+      // A detected command whose program the sandbox hides (under HOME outside every toolchain dir it mounts) would exit 127 in every task: say so now, for its language.
       for (const h of programsHiddenBySandbox(result.repoRoot, result.detected.acceptanceCommands, io.env))
-        io.stderr.write(`polly init: warning: "${h.command}" needs ${h.missing}; ${HOME_INTERPRETER_ADVICE}\n`);
+        io.stderr.write(`polly init: warning: "${h.command}" needs ${h.missing}; ${h.advice}\n`);
       // The detected toolchain itself missing here (go, cargo, python3, …): every check or setup would exit 127.
       const run = [...result.detected.acceptanceCommands, ...(result.detected.setup ? [result.detected.setup] : [])];
       for (const m of programsMissingFromPath(result.repoRoot, run, io.env))
