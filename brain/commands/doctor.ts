@@ -14,7 +14,7 @@
  * (`workers.claude-code.allow_root_sandbox`); which model keys each harness finds (names only).
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { detectToolExclusions } from '../config/tool-exclusions.js';
@@ -23,7 +23,8 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { loadConfig } from '../config/config.js';
 import { DEFAULT_CONFIG, type PollyConfig } from '../config/config-schema.js';
-import { commandProblems } from '../config/project-detection.js';
+import { commandProblems, packageScripts } from '../config/project-detection.js';
+import { nodeTestFiles } from '../config/node-test-files.js';
 import { isPollyError } from '../core/errors.js';
 import { HARNESSES } from '../core/vocabulary.js';
 import { findOnPath, resolveAgentBinary } from '../../workers/agents/agent-binary.js';
@@ -466,6 +467,148 @@ export async function acceptanceRunnerCheck(root: string, config: PollyConfig, e
   };
 }
 
+/** The probe's directory name under the worktrees directory: shaped like a task's worktree (no leading dot, which pytest's default skips). */
+const COLLECT_PROBE_DIR = 'polly-collect-probe';
+
+/** Expand one `node --test` argument as `sh` would for a glob in its last path segment (`test/*.test.js`); others as written. */
+function expandArg(root: string, arg: string): string[] {
+  if (!/[*?]/.test(arg)) return [arg];
+  const slash = arg.lastIndexOf('/');
+  const dir = slash >= 0 ? arg.slice(0, slash) : '.';
+  if (/[*?]/.test(dir)) return [arg];
+  const re = new RegExp(
+    `^${arg
+      .slice(slash + 1)
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '[^/]*')
+      .replace(/\?/g, '[^/]')}$`,
+  );
+  let names: string[] = [];
+  try {
+    names = readdirSync(join(root, dir)).filter((n) => !n.startsWith('.') && re.test(n));
+  } catch {
+    return [arg];
+  }
+  return names.length === 0 ? [arg] : names.sort().map((n) => (slash >= 0 ? `${dir}/${n}` : n));
+}
+
+/**
+ * Does the project's own test run from the repository root collect the worker worktrees? The
+ * proof, not the config text: a probe worktree (`<worktrees dir>/polly-collect-probe/` with a
+ * `polly-collect-probe.test.js` and a `test_polly_collect_probe.py`) is written, each runner's
+ * collection step runs in the checks' sandbox with the worktrees directory visible read-only, and
+ * any collected path inside the worktrees directory (the probe or a real worktree's file) is a
+ * problem naming it. Steps: `vitest list --filesOnly` and `jest --listTests` (from
+ * node_modules/.bin, when installed), `<the pytest acceptance command> --collect-only -q` in a
+ * Python project, and for a package.json script running `node --test` the files Node 20 would run
+ * (brain/config/node-test-files.ts). The probe is removed afterwards. 120 s at most per step.
+ * @returns the `worktrees-collected` line.
+ */
+export async function worktreesCollectedCheck(root: string, config: PollyConfig, env: NodeJS.ProcessEnv, sandboxProbe: SandboxProbe): Promise<DoctorCheck> {
+  const id = 'worktrees-collected';
+  const absDir = resolveWorktreesDir(root, config.worktrees.dir);
+  const rel = worktreesDirInRepo(root, absDir);
+  if (rel === null) return { id, status: 'ok', detail: `worktrees live outside the repository (${absDir}): nothing collects them` };
+  const scripts = packageScripts(root) ?? {};
+  const nodeScripts = Object.entries(scripts).filter(([, cmd]) => /\bnode\s+(?:[^|;&]*\s)?--test\b/.test(cmd));
+  const bin = (tool: string) => (existsSync(join(root, 'node_modules', '.bin', tool)) ? join('node_modules', '.bin', tool) : null);
+  const usesTool = (tool: string) =>
+    Object.values(scripts).some((c) => new RegExp(`(^|[\\s;&|/])${tool}(\\s|$)`).test(c)) ||
+    detectToolExclusions(root, rel).some((t) => t.tool === tool) ||
+    readdirSafe(root).some((f) => f.startsWith(`${tool}.config.`));
+  const steps: Array<{ tool: string; command: string }> = [];
+  const notProved: string[] = [];
+  for (const tool of ['vitest', 'jest']) {
+    if (!usesTool(tool)) continue;
+    const b = bin(tool);
+    if (b) steps.push({ tool, command: tool === 'vitest' ? `${b} list --filesOnly` : `${b} --listTests` });
+    else notProved.push(`${tool} (not installed in this checkout: node_modules/.bin/${tool})`);
+  }
+  const pytestCommand = config.acceptance.commands.find((c) => /\bpytest\b/.test(c));
+  const pythonProject = ['pyproject.toml', 'pytest.ini', 'setup.cfg', 'tox.ini', 'conftest.py', 'setup.py'].some((f) => existsSync(join(root, f)));
+  if (pytestCommand || pythonProject) steps.push({ tool: 'pytest', command: `${pytestCommand ?? 'python3 -m pytest'} --collect-only -q -p no:cacheprovider` });
+  if (steps.length === 0 && nodeScripts.length === 0)
+    return { id, status: 'ok', detail: notProved.length > 0 ? `not proved: ${notProved.join('; ')}` : 'no collection step here (vitest, jest, pytest, node --test)' };
+
+  const probeDir = join(absDir, COLLECT_PROBE_DIR);
+  const madeDir = !existsSync(absDir);
+  const collected: string[] = [];
+  const ran: string[] = [];
+  try {
+    mkdirSync(probeDir, { recursive: true });
+    writeFileSync(join(probeDir, 'polly-collect-probe.test.js'), "// polly doctor's collection probe: a runner that lists this file also runs the worker worktrees' tests\n");
+    writeFileSync(join(probeDir, 'test_polly_collect_probe.py'), "# polly doctor's collection probe\ndef test_polly_collect_probe():\n    pass\n");
+    for (const [name, cmd] of nodeScripts) {
+      const after = (cmd.split(/\bnode\s+(?:[^|;&]*\s)?--test\b/)[1] ?? '').split(/&&|\|\||;|\|/)[0]!.trim();
+      const args = after
+        .split(/\s+/)
+        .filter((a) => a && !a.startsWith('-'))
+        .flatMap((a) => expandArg(root, a.replace(/^['"]|['"]$/g, '')));
+      const files = nodeTestFiles(root, args);
+      ran.push(`node --test (scripts.${name}): ${files.length} file(s)`);
+      for (const f of files) if (f.startsWith(`${rel}/`)) collected.push(`node --test (scripts.${name}) runs ${f}`);
+    }
+    if (steps.length > 0) {
+      let confinement: ReturnType<typeof commandSandbox> | null = null;
+      try {
+        confinement = commandSandbox({
+          repoRoot: root,
+          worktree: root,
+          worktreesDir: absDir,
+          network: false,
+          allowUnconfined: config.workers.allow_unconfined ?? false,
+          passthrough: config.workers.env_passthrough ?? [],
+          probe: sandboxProbe,
+          baseEnv: env,
+          realHome: env.HOME || homedir(),
+        });
+      } catch (error) {
+        if (!isPollyError(error, 'sandbox_unavailable')) throw error;
+        notProved.push(...steps.map((s) => `${s.tool} (the checks' sandbox cannot start here)`));
+      }
+      if (confinement) {
+        // The worktrees directory visible (read-only), as the user's own run from the root sees it.
+        const box = confinement.sandbox
+          ? {
+              ...confinement.sandbox,
+              spec: { ...confinement.sandbox.spec, hidden: confinement.sandbox.spec.hidden.filter((h) => h !== absDir), readOnly: [...confinement.sandbox.spec.readOnly, absDir] },
+            }
+          : null;
+        for (const step of steps) {
+          const r = await runCheck(step.command, { cwd: root, env: confinement.env, sandbox: box, timeoutSeconds: 120 });
+          ran.push(`${step.command} (exit ${r.exitCode ?? 'none'})`);
+          const hits = r.output
+            .split('\n')
+            .map((l) => l.trim().replace(`${root}/`, ''))
+            .filter((l) => l.includes(`${rel}/`))
+            .map((l) => l.slice(l.indexOf(`${rel}/`)).split(/[\s:]/)[0]!);
+          for (const h of [...new Set(hits)]) collected.push(`${step.tool} collects ${h}`);
+        }
+      }
+    }
+  } finally {
+    rmSync(probeDir, { recursive: true, force: true });
+    if (madeDir) rmSync(absDir, { recursive: true, force: true });
+  }
+  const unproved = notProved.length > 0 ? `; not proved: ${notProved.join('; ')}` : '';
+  if (collected.length === 0) return { id, status: 'ok', detail: `nothing under ${rel}/ is collected: ${ran.join('; ')}${unproved}` };
+  const fixes = detectToolExclusions(root, rel).filter((t) => !t.excluded);
+  return {
+    id,
+    status: 'problem',
+    detail: `the project's own test run from the repository root would also run the worker worktrees: ${collected.slice(0, 6).join('; ')}${collected.length > 6 ? '; …' : ''}${unproved}`,
+    fix: `run polly init again (it writes the exclusion for each runner it can edit)${fixes.length > 0 ? `, or add it by hand: ${fixes.map((t) => `${t.tool} (${t.file}): ${t.fix}`).join('; ')}` : ''}; or set worktrees.dir: ../${basename(root)}.polly-worktrees in .polly/config.yaml`,
+  };
+}
+
+function readdirSafe(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
 /** How each program says its version: `go version`, else `--version`. */
 const VERSION_ARGS: Readonly<Record<string, string>> = { go: 'version' };
 
@@ -620,6 +763,7 @@ export async function runDoctor(
   checks.push(await behindCheck(git, repo.root));
   checks.push(await forgeCheck(git, repo.root, effective));
   checks.push(worktreeVisibilityCheck(repo.root, effective));
+  checks.push(await worktreesCollectedCheck(repo.root, effective, env, sandbox));
   const missingFiles = commandProblems(repo.root, effective.acceptance.commands);
   const hiddenPrograms = sandbox.ok && !effective.workers.allow_unconfined ? programsHiddenBySandbox(repo.root, effective.acceptance.commands, env) : [];
   const problems = [...missingFiles, ...hiddenPrograms];
@@ -679,6 +823,8 @@ Checks, one line each (ok, or PROBLEM with what to do):
   forge               where PRs go (GitHub or the local forge), and that origin exists to push to
   worktrees-visible   vitest, jest, eslint, node --test and pytest will not crawl the worktrees
                       (each found config is named with its exclusion; none can when worktrees.dir is outside)
+  worktrees-collected the proof: with a probe worktree in place, vitest list, jest --listTests,
+                      pytest --collect-only and the files node --test would run name nothing in it
   acceptance          acceptance.commands can run in this repository
   toolchains          the toolchains under HOME bound read-only into the sandbox (rustup, pyenv, nvm, …),
                       and which program and version each acceptance/setup command runs there

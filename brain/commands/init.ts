@@ -19,10 +19,11 @@ import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import { programsHiddenBySandbox, programsMissingFromPath } from './doctor.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
-import { detectToolExclusions, type ToolExclusion } from '../config/tool-exclusions.js';
+import { writeToolExclusions, type WrittenExclusion } from '../config/tool-exclusions-write.js';
 import { CONFIG_RELATIVE_PATH, loadConfig, renderDefaultConfig } from '../config/config.js';
 import { detectProject, LOCKFILES, type GitFileView, type ProjectDetection } from '../config/project-detection.js';
 import { createGitRunner } from '../../workers/git/git.js';
+import { resolveWorktreesDir, worktreesDirInRepo } from '../../workers/git/worktrees-dir.js';
 import { schemaPath } from '../core/install-paths.js';
 import { findRepo } from '../../workers/git/repo.js';
 import { createFileRegistryStore } from '../registry/registry-store.js';
@@ -61,8 +62,11 @@ export interface InitResult {
   pollyDir: string;
   /** The project found and the commands written; null when config.yaml existed (nothing written). */
   detected: ProjectDetection | null;
-  /** Tools whose config would crawl `.worktrees/`, each with the exclusion to add (brain/config/tool-exclusions.ts). */
-  toolExclusions: ToolExclusion[];
+  /**
+   * Tools that would crawl `.worktrees/` and what init did: the exclusion written into their
+   * config, or (`advised`) what to add by hand (brain/config/tool-exclusions-write.ts).
+   */
+  toolExclusions: WrittenExclusion[];
 }
 
 /**
@@ -141,7 +145,7 @@ export function excludesWorktrees(text: string): boolean {
  * @throws PollyError `not_a_git_repo` outside a repository; `config_invalid` or
  *         `registry_corrupt` when an existing file is damaged (it is left as it is).
  */
-export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promise<InitResult> {
+export async function initRepository(cwd: string, env: NodeJS.ProcessEnv, options: { writeExclusions?: boolean } = {}): Promise<InitResult> {
   const repo = await findRepo(cwd, env);
   const show = (p: string): string => {
     const rel = relative(repo.root, p);
@@ -217,7 +221,11 @@ export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promi
     (existed ? updated : created).push(show(excludePath));
   }
 
-  const toolExclusions = detectToolExclusions(repo.root).filter((t) => !t.excluded);
+  // Only for the default worktrees directory inside the repository: one outside is crawled by nothing.
+  const config = await loadConfig(repo.root);
+  const inRepo = worktreesDirInRepo(repo.root, resolveWorktreesDir(repo.root, config.worktrees.dir));
+  const toolExclusions = options.writeExclusions === false || inRepo === null ? [] : writeToolExclusions(repo.root, inRepo);
+  for (const t of toolExclusions) if (t.action !== 'advised') (t.action === 'created' ? created : updated).push(t.file);
   return { initialized: created.length + updated.length > 0, created, updated, repoRoot: repo.root, pollyDir: repo.pollyDir, detected, toolExclusions };
 }
 
@@ -234,20 +242,24 @@ Set up Polly in the git repository containing the current directory:
 Running it again changes nothing. Existing files are validated, never overwritten.
 
 Options:
-  --json   print {initialized, created, updated, repoRoot, pollyDir, detected}
+  --json            print {initialized, created, updated, repoRoot, pollyDir, detected, toolExclusions}
+  --no-exclusions   do not edit the test runners' configs; only say what to add
 
 The config's acceptance.commands and worktrees.setup fit the project found at the
 repository's top level (package.json and its lockfile; Python project files, requirements*.txt
 or test_*.py modules; go.mod; Cargo.toml; Gemfile; Gradle; Maven; .NET; mix.exs; composer.json;
 deno.json; Package.swift; pubspec.yaml; build.zig; a Makefile test/check target; a justfile
-test recipe); what was detected, or that nothing was, goes to stderr, and so does the advice
-for tools (vitest, jest, eslint, node --test) that would also crawl the worktrees in .worktrees/.
+test recipe); what was detected, or that nothing was, goes to stderr.
+Test runners that would also collect the worktrees in .worktrees/ get the exclusion written
+into their config: vitest (test.exclude, or a new vitest.config.mts), jest
+(testPathIgnorePatterns), a bare node --test script (its test files named by shell globs),
+pytest (norecursedirs); what cannot be edited safely, and eslint, is said instead.
 
 Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yaml;
 1 a corrupt registry (the message says how to restore the backup).`,
   async run(argv, io) {
-    const args = parseCommandArgs('init', argv, { json: { type: 'boolean' } }, 0);
-    const result = await initRepository(io.cwd, io.env);
+    const args = parseCommandArgs('init', argv, { json: { type: 'boolean' }, 'no-exclusions': { type: 'boolean' } }, 0);
+    const result = await initRepository(io.cwd, io.env, { writeExclusions: !args.values['no-exclusions'] });
     if (result.detected) {
       for (const line of describeDetection(result.detected)) io.stderr.write(`${line}\n`);
       // A detected command whose program the sandbox hides (under HOME outside every toolchain dir it mounts) would exit 127 in every task: say so now, for its language.
@@ -260,9 +272,19 @@ Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yam
           `polly init: warning: "${m.command}" needs ${m.program}, which is on no directory of PATH: install it (or put it on the PATH of the shell that runs polly) before polly run, or every task's ${m.command === result.detected.setup ? 'worktrees.setup' : 'checks'} exit 127 without running; polly doctor checks it again.\n`,
         );
     }
-    // Worktrees live in .worktrees/ inside the repository: say how to keep each crawling tool out
-    // (advice, so stderr; --json has it as toolExclusions).
-    for (const t of result.toolExclusions) io.stderr.write(`polly init: note: ${t.tool} (${t.file}) will also see the worker worktrees in .worktrees/: ${t.fix}\n`);
+    // Worktrees live in .worktrees/ inside the repository: what was written to keep each crawling
+    // tool out, or how to (diagnostics, so stderr; --json has it as toolExclusions).
+    for (const t of result.toolExclusions)
+      io.stderr.write(
+        t.action === 'advised'
+          ? `polly init: note: ${t.tool} (${t.file}) will also see the worker worktrees in .worktrees/: ${t.detail}\n`
+          : `polly init: ${t.action === 'created' ? 'created' : 'wrote into'} ${t.file} so ${t.tool} skips the worker worktrees in .worktrees/: ${t.detail}\n`,
+      );
+    // Go and cargo do not look there: say so, so the user need not wonder.
+    for (const e of result.detected?.ecosystems ?? []) {
+      if (e.kind === 'go') io.stderr.write("polly init: note: go test ./... skips .worktrees/ (go's ./... ignores directories starting with . or _): nothing to exclude\n");
+      if (e.kind === 'rust') io.stderr.write('polly init: note: cargo test builds only this package or workspace, never .worktrees/: nothing to exclude\n');
+    }
     if (args.values.json) {
       writeJson(io.stdout, result);
       return 0;

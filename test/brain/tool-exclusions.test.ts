@@ -26,7 +26,9 @@ function nodeTestCount(cwd: string, args: string[]): number {
 describe('worktrees and the user tools', () => {
   beforeAll(() => ensureBuilt(), 120_000);
 
-  it('three worktrees present: bare node --test runs 4 tests; polly init names the fixes; the fixed command runs only the user test', { timeout: 180_000 }, async () => {
+  it('three worktrees present: bare node --test runs 4 tests; polly init writes the exclusions (the script names its test files, vitest excludes .worktrees/), eslint is advised; the written command runs only the user test', {
+    timeout: 180_000,
+  }, async () => {
     const repo = createTestRepo({
       'package.json': JSON.stringify({ name: 'user', type: 'module', scripts: { test: 'node --test' } }, null, 2),
       'test/one.test.js': "import test from 'node:test';\ntest('one', () => {});\n",
@@ -40,18 +42,26 @@ describe('worktrees and the user tools', () => {
 
     const init = runCli(['init'], repo.dir);
     expect(init.code).toBe(0);
-    // Advice is a diagnostic: stderr, prefixed; stdout starts with the result.
-    expect(init.stderr).toContain('polly init: note: node --test (package.json (scripts.test)) will also see the worker worktrees in .worktrees/');
+    // Diagnostics on stderr, prefixed; stdout starts with the result. The exclusions are written.
+    expect(init.stderr).toContain('polly init: wrote into package.json (scripts.test) so node --test skips the worker worktrees in .worktrees/: "node --test test/*.test.js"');
     expect(init.stderr).toContain(
-      "polly init: note: vitest (vitest.config.js) will also see the worker worktrees in .worktrees/: test: { exclude: [...configDefaults.exclude, '.worktrees/**'] }",
+      "polly init: wrote into vitest.config.js so vitest skips the worker worktrees in .worktrees/: test.exclude: [...configDefaults.exclude, '.worktrees/**']",
     );
     expect(init.stderr).toContain("polly init: note: eslint (eslint.config.js) will also see the worker worktrees in .worktrees/: add { ignores: ['.worktrees/**'] }");
     expect(init.stdout).not.toContain('will also see');
     expect(init.stdout).toMatch(/^Initialised Polly in /);
-    // Following the advice for node --test: name the test files; only the user's own test runs.
-    const fix = detectToolExclusions(repo.dir).find((t) => t.tool === 'node --test')!.fix;
-    expect(fix).toContain('"node --test test/*.test.js"');
+    expect(readFileSync(join(repo.dir, 'vitest.config.js'), 'utf8')).toBe(
+      "import { configDefaults } from 'vitest/config';\nexport default { test: { exclude: [...configDefaults.exclude, '.worktrees/**'] } };\n",
+    );
+    // The written script runs only the user's own test, with the three worktrees present.
+    const script = (JSON.parse(readFileSync(join(repo.dir, 'package.json'), 'utf8')) as { scripts: { test: string } }).scripts.test;
+    expect(script).toBe('node --test test/*.test.js');
     expect(nodeTestCount(repo.dir, ['test/*.test.js'])).toBe(1);
+    expect(
+      detectToolExclusions(repo.dir)
+        .filter((t) => !t.excluded)
+        .map((t) => t.tool),
+    ).toEqual(['eslint']);
   });
 
   it('worktrees.dir beside the repository: three worktrees there, bare node --test runs only the user test, git admin and cleanup work, polly doctor is content', {
@@ -62,7 +72,8 @@ describe('worktrees and the user tools', () => {
       'test/one.test.js': "import test from 'node:test';\ntest('one', () => {});\n",
       'eslint.config.js': 'export default [];\n',
     });
-    expect(runCli(['init'], repo.dir).code).toBe(0);
+    // --no-exclusions: the configs are left as they are, so doctor's advice below has something to name.
+    expect(runCli(['init', '--no-exclusions'], repo.dir).code).toBe(0);
     const config = join(repo.dir, '.polly/config.yaml');
     writeFileSync(config, readFileSync(config, 'utf8').replace('dir: .worktrees', 'dir: ../repo.polly-worktrees'));
     const outside = join(repo.root, 'repo.polly-worktrees');
