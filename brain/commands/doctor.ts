@@ -561,19 +561,23 @@ export async function worktreesCollectedCheck(root: string, config: PollyConfig,
           probe: sandboxProbe,
           baseEnv: env,
           realHome: env.HOME || homedir(),
+          extraEnv: { PYTHONDONTWRITEBYTECODE: '1' },
         });
       } catch (error) {
         if (!isPollyError(error, 'sandbox_unavailable')) throw error;
         notProved.push(...steps.map((s) => `${s.tool} (the checks' sandbox cannot start here)`));
       }
       if (confinement) {
-        // The worktrees directory visible (read-only), as the user's own run from the root sees it.
-        const box = confinement.sandbox
-          ? {
-              ...confinement.sandbox,
-              spec: { ...confinement.sandbox.spec, hidden: confinement.sandbox.spec.hidden.filter((h) => h !== absDir), readOnly: [...confinement.sandbox.spec.readOnly, absDir] },
-            }
-          : null;
+        // The worktrees directory visible (read-only), as the user's own run from the root sees it;
+        // the checkout read-only but for node_modules (vite bundles the config into node_modules/.vite-temp).
+        const spec = confinement.sandbox?.spec;
+        const box =
+          confinement.sandbox && spec
+            ? {
+                ...confinement.sandbox,
+                spec: { ...spec, hidden: spec.hidden.filter((h) => h !== absDir), readOnly: [...spec.readOnly, absDir], writable: [...spec.writable, join(root, 'node_modules')] },
+              }
+            : null;
         for (const step of steps) {
           const r = await runCheck(step.command, { cwd: root, env: confinement.env, sandbox: box, timeoutSeconds: 120 });
           ran.push(`${step.command} (exit ${r.exitCode ?? 'none'})`);

@@ -62,6 +62,7 @@ describe('polly doctor', () => {
       'default-branch',
       'forge',
       'worktrees-visible',
+      'worktrees-collected',
       'acceptance',
       'toolchains',
       'acceptance-runner',
