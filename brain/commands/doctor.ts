@@ -6,7 +6,9 @@
  * start a sandbox; which git identity commits will carry; the default branch is not behind its
  * remote-tracking branch (as of the last fetch: doctor does not touch the network); an `origin` to
  * push task branches to, and which forge the PRs go to; the project's
- * test runners and linters will not crawl the worktrees (`worktrees.dir`); the acceptance commands can run here,
+ * test runners and linters will not crawl the worktrees (`worktrees.dir`), and the runners' own
+ * collection steps, run against a probe worktree, prove it; the toolchains under HOME the sandbox
+ * binds back and the program and version each command runs there; the acceptance commands can run here,
  * and their runners start in the sandbox the checks get (a probe, not the tests);
  * `.polly/config.yaml` is committed and Polly's runtime state is ignored by git;
  * the main checkout has no uncommitted work that worktrees would leave out; which notifications

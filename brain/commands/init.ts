@@ -9,7 +9,9 @@
  * install would not; a later run refreshes it when the installed schema changed), `.polly/.gitignore`
  * (keeps runtime state out of git, so config.yaml can be committed), `.polly/registry.json` (empty,
  * with a `polly.initialized` journal entry); adds `.worktrees/` to the repository's
- * `info/exclude` once (in the common git dir, so it works from a linked worktree too).
+ * `info/exclude` once (in the common git dir, so it works from a linked worktree too); writes the
+ * `.worktrees/` exclusion into the config of each test runner that would collect the worktrees
+ * (brain/config/tool-exclusions-write.ts; `--no-exclusions` only advises).
  * Idempotent: a second run changes nothing and says so. An existing config or registry is
  * validated, never overwritten.
  */
