@@ -94,7 +94,7 @@ const BUNDLER_MISSING = /^bundler: command not found: (\S+)|Could not find gem '
 const CARGO_NO_COMMAND = /^error: no such command: `([^`]+)`/m;
 
 const INSTALL_PROGRAM =
-  "install it where Polly runs, outside your home directory and /tmp (Polly's sandbox hides HOME, so pyenv, asdf or nvm shims are not found there, and gives each command a private, empty /tmp, so a virtualenv under /tmp is not either): a system package, or a virtualenv or node_modules/.bin inside the repository that worktrees.setup creates";
+  "install it where Polly runs, outside your home directory and /tmp (Polly's sandbox hides HOME but for the toolchain directories it binds back read-only: rustup, pyenv, nvm, volta, asdf, mise, ~/.local/bin, Go, bun, deno and the PATH directories under HOME; and it gives each command a private, empty /tmp, so a virtualenv under /tmp is not found either), or with one of those managers: a system package, or a virtualenv or node_modules/.bin inside the repository that worktrees.setup creates";
 
 /**
  * Directories the checks' sandbox hides or replaces (workers/sandbox/sandbox-spec.ts mounts a
@@ -103,7 +103,10 @@ const INSTALL_PROGRAM =
  */
 const HIDDEN_PLACES: ReadonlyArray<{ prefix: RegExp; why: string }> = [
   { prefix: /^\/(?:var\/)?tmp\//, why: "is under /tmp, which Polly's sandbox replaces with a private, empty /tmp for every command, so it is not there when the check runs" },
-  { prefix: /^\/(?:root|home\/[^/]+)\//, why: "is under a home directory, which Polly's sandbox hides, so it is not there when the check runs" },
+  {
+    prefix: /^\/(?:root|home\/[^/]+)\//,
+    why: "is under a home directory, which Polly's sandbox hides but for the toolchain directories it binds back (rustup, pyenv, nvm, ~/.local/bin, the PATH directories under HOME), so it is not there when the check runs",
+  },
   { prefix: /^\/run\//, why: "is under /run, which Polly's sandbox hides (host sockets), so it is not there when the check runs" },
 ];
 
@@ -199,7 +202,7 @@ export function classifyCannotRun(
       kind: 'missing_dependencies',
       missing: `the cargo subcommand ${cargo[1]}`,
       evidence: clip(cargo[0]),
-      fix: `install it where Polly runs (cargo install cargo-${cargo[1]}), outside your home directory, or change the command`,
+      fix: `install it where Polly runs (cargo install cargo-${cargo[1]}: ~/.cargo/bin is bound read-only into the sandbox, and keep it on PATH), or change the command`,
     };
   }
   return null;

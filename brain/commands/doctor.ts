@@ -6,7 +6,9 @@
  * start a sandbox; which git identity commits will carry; the default branch is not behind its
  * remote-tracking branch (as of the last fetch: doctor does not touch the network); an `origin` to
  * push task branches to, and which forge the PRs go to; the project's
- * test runners and linters will not crawl the worktrees (`worktrees.dir`); the acceptance commands can run here,
+ * test runners and linters will not crawl the worktrees (`worktrees.dir`), and the runners' own
+ * collection steps, run against a probe worktree, prove it; the toolchains under HOME the sandbox
+ * binds back and the program and version each command runs there; the acceptance commands can run here,
  * and their runners start in the sandbox the checks get (a probe, not the tests);
  * `.polly/config.yaml` is committed and Polly's runtime state is ignored by git;
  * the main checkout has no uncommitted work that worktrees would leave out; which notifications
@@ -14,7 +16,8 @@
  * (`workers.claude-code.allow_root_sandbox`); which model keys each harness finds (names only).
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { detectToolExclusions } from '../config/tool-exclusions.js';
 import { resolveWorktreesDir, worktreesDirInRepo } from '../../workers/git/worktrees-dir.js';
@@ -22,7 +25,8 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { loadConfig } from '../config/config.js';
 import { DEFAULT_CONFIG, type PollyConfig } from '../config/config-schema.js';
-import { commandProblems } from '../config/project-detection.js';
+import { commandProblems, packageScripts } from '../config/project-detection.js';
+import { nodeTestFiles } from '../config/node-test-files.js';
 import { isPollyError } from '../core/errors.js';
 import { HARNESSES } from '../core/vocabulary.js';
 import { findOnPath, resolveAgentBinary } from '../../workers/agents/agent-binary.js';
@@ -41,16 +45,32 @@ import { agentEnvFrom } from '../process/agent-env.js';
 import { runCheck } from '../../workers/acceptance.js';
 import { classifyCannotRun, commandProgram, runnerProbe } from '../../workers/check-runner.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
+import { detectHomeToolchains } from '../../workers/sandbox/home-toolchains.js';
 
 /**
- * What to do when an acceptance command's interpreter lives under HOME, which the sandbox hides
- * (workers/sandbox/sandbox-profiles.ts). A virtualenv inside the repository does not help: it is
- * untracked (no worktree has it), and one made from a pyenv/asdf python links back under HOME.
+ * What to do when a command's program resolves under HOME outside every toolchain directory the
+ * sandbox binds back (workers/sandbox/home-toolchains.ts: rustup, pyenv, nvm, volta, asdf, mise,
+ * `~/.local/bin`, Go, bun, deno and the other PATH directories under HOME, never `~/.config`,
+ * `~/.ssh` and the like), so the sandbox hides it: advice for the program's own language, never
+ * another's (a Rust crate gets no pyenv advice).
+ * @param program the command's program, as written (`cargo`, `python3`, `/home/u/venv/bin/python`).
  */
-export const HOME_INTERPRETER_ADVICE =
-  'an interpreter under your home directory (pyenv, asdf, nvm shims, and any virtualenv made from one, whose python links back there) is hidden in the sandbox: ' +
-  'use one installed outside HOME, by absolute path, e.g. install python3 and pytest from the system (Debian/Ubuntu: apt-get install python3 python3-pytest) and set acceptance.commands to ["/usr/bin/python3 -m pytest"], ' +
-  'or make a virtualenv outside HOME from a system python (/usr/bin/python3 -m venv /opt/venvs/NAME && /opt/venvs/NAME/bin/pip install pytest) and use "/opt/venvs/NAME/bin/python -m pytest"';
+export function homeProgramAdvice(program: string): string {
+  const name = basename(program);
+  if (/^(python[\d.]*|pytest|pip[\d.]*|tox|nox|uv|poetry)$/.test(name))
+    return (
+      'a Python under your home directory is visible in the sandbox when it comes from pyenv (~/.pyenv), asdf, mise or a PATH directory (all bound read-only); ' +
+      'a virtualenv elsewhere under HOME is not: make it inside the worktree with worktrees.setup (python3 -m venv .venv && .venv/bin/pip install -e . pytest) and use ".venv/bin/python -m pytest", ' +
+      'or use a system python by absolute path (Debian/Ubuntu: apt-get install python3 python3-pytest; "/usr/bin/python3 -m pytest")'
+    );
+  if (/^(cargo|rustc|rustup|rustdoc|cargo-.*)$/.test(name))
+    return 'install Rust with rustup (its ~/.rustup and ~/.cargo/bin are bound read-only in the sandbox, CARGO_HOME stays private) or from the system (Debian/Ubuntu: apt-get install cargo), and keep its directory on PATH';
+  if (/^(go|gofmt)$/.test(name))
+    return 'install Go where the sandbox sees it: /usr/local/go, ~/sdk/go1.x (golang.org/dl), ~/go/bin or GOROOT under HOME are bound read-only; or from the system (Debian/Ubuntu: apt-get install golang-go)';
+  if (/^(node|npm|npx|pnpm|yarn|corepack|bun|bunx|deno)$/.test(name))
+    return "install Node where the sandbox sees it: nvm's ~/.nvm, volta's ~/.volta, asdf, mise, ~/.bun and ~/.deno are bound read-only; or from the system (Debian/Ubuntu: apt-get install nodejs npm)";
+  return 'put the directory that holds it on PATH (a PATH directory under HOME is bound read-only in the sandbox, but not one inside ~/.config, ~/.ssh, ~/.aws, ~/.cache or ~/.local/state), or install it outside HOME';
+}
 
 /** One line of the report. */
 export interface DoctorCheck {
@@ -290,28 +310,36 @@ function worktreeVisibilityCheck(root: string, config: PollyConfig): DoctorCheck
 }
 
 /**
- * Acceptance commands whose program resolves (on `env.PATH`, symlinks followed) under the user's home
- * directory: the sandbox covers HOME (workers/sandbox/sandbox-profiles.ts `commonHidden`), so a
- * pyenv/asdf/nvm interpreter there is not found when Polly runs the command (exit 127), though it
- * runs in this shell. The program is the command's first word after `NAME=value` assignments.
- * A virtualenv made from such an interpreter is hidden too: its `python` links back under HOME.
- * @returns each such command with what it needs; [] when HOME is unset or `/`.
+ * Commands whose program resolves (on `env.PATH`, symlinks followed) under the user's home
+ * directory outside every toolchain directory the sandbox binds back read-only
+ * (workers/sandbox/home-toolchains.ts `detectHomeToolchains`): the sandbox covers HOME
+ * (workers/sandbox/sandbox-profiles.ts `commonHidden`), so such a program is not found when Polly
+ * runs the command (exit 127), though it runs in this shell. A program from rustup, pyenv, nvm,
+ * `~/.local/bin` or another PATH directory under HOME is visible, so it is not listed. The program
+ * is the command's first word after `NAME=value` assignments.
+ * @returns each such command with what it needs and the advice for its language; [] when HOME is unset or `/`.
  */
-export function programsHiddenBySandbox(repoRoot: string, commands: readonly string[], env: NodeJS.ProcessEnv): Array<{ command: string; missing: string }> {
+export function programsHiddenBySandbox(repoRoot: string, commands: readonly string[], env: NodeJS.ProcessEnv): Array<{ command: string; missing: string; advice: string }> {
   const home = env.HOME ? resolvePath(env.HOME) : null;
   if (!home || home === '/') return [];
-  const out: Array<{ command: string; missing: string }> = [];
+  const homeReal = realpathOrSelf(home);
+  const visible = detectHomeToolchains(home, env).readOnly;
+  const out: Array<{ command: string; missing: string; advice: string }> = [];
   for (const command of commands) {
-    const program = command
-      .trim()
-      .split(/\s+/)
-      .find((w) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w));
+    const program = commandProgram(command);
     if (!program) continue;
     const found = whichExecutable(program, env.PATH, repoRoot);
     if (!found) continue;
     const paths = [found, realpathOrSelf(found)];
-    const hidden = paths.find((p) => p === home || p.startsWith(`${home}/`));
-    if (hidden) out.push({ command, missing: `${program} from outside your home directory (it resolves to ${hidden}, which the sandbox hides: the command would exit 127)` });
+    const inHome = (p: string) => [home, homeReal].some((h) => p === h || p.startsWith(`${h}/`));
+    const seen = (p: string) => visible.some((v) => p === v || p.startsWith(`${v}/`));
+    const hidden = paths.find((p) => inHome(p) && !seen(p));
+    if (hidden)
+      out.push({
+        command,
+        missing: `${program} from outside your home directory (it resolves to ${hidden}, which the sandbox hides: the command would exit 127)`,
+        advice: homeProgramAdvice(program),
+      });
   }
   return out;
 }
@@ -414,6 +442,7 @@ export async function acceptanceRunnerCheck(root: string, config: PollyConfig, e
       passthrough: config.workers.env_passthrough ?? [],
       probe: sandboxProbe,
       baseEnv: env,
+      realHome: env.HOME || homedir(),
     });
   } catch (error) {
     if (!isPollyError(error, 'sandbox_unavailable')) throw error;
@@ -438,6 +467,205 @@ export async function acceptanceRunnerCheck(root: string, config: PollyConfig, e
     detail: found.join('; ') + setupNote,
     fix: [...new Set(fixes)].join('; ') || 'run the probe yourself (see polly doctor --json) and fix what it says',
   };
+}
+
+/** The probe's directory name under the worktrees directory: shaped like a task's worktree (no leading dot, which pytest's default skips). */
+const COLLECT_PROBE_DIR = 'polly-collect-probe';
+
+/** Expand one `node --test` argument as `sh` would for a glob in its last path segment (`test/*.test.js`); others as written. */
+function expandArg(root: string, arg: string): string[] {
+  if (!/[*?]/.test(arg)) return [arg];
+  const slash = arg.lastIndexOf('/');
+  const dir = slash >= 0 ? arg.slice(0, slash) : '.';
+  if (/[*?]/.test(dir)) return [arg];
+  const re = new RegExp(
+    `^${arg
+      .slice(slash + 1)
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '[^/]*')
+      .replace(/\?/g, '[^/]')}$`,
+  );
+  let names: string[] = [];
+  try {
+    names = readdirSync(join(root, dir)).filter((n) => !n.startsWith('.') && re.test(n));
+  } catch {
+    return [arg];
+  }
+  return names.length === 0 ? [arg] : names.sort().map((n) => (slash >= 0 ? `${dir}/${n}` : n));
+}
+
+/**
+ * Does the project's own test run from the repository root collect the worker worktrees? The
+ * proof, not the config text: a probe worktree (`<worktrees dir>/polly-collect-probe/` with a
+ * `polly-collect-probe.test.js` and a `test_polly_collect_probe.py`) is written, each runner's
+ * collection step runs in the checks' sandbox with the worktrees directory visible read-only, and
+ * any collected path inside the worktrees directory (the probe or a real worktree's file) is a
+ * problem naming it. Steps: `vitest list --filesOnly` and `jest --listTests` (from
+ * node_modules/.bin, when installed), `<the pytest acceptance command> --collect-only -q` in a
+ * Python project, and for a package.json script running `node --test` the files Node 20 would run
+ * (brain/config/node-test-files.ts). The probe is removed afterwards. 120 s at most per step.
+ * @returns the `worktrees-collected` line.
+ */
+export async function worktreesCollectedCheck(root: string, config: PollyConfig, env: NodeJS.ProcessEnv, sandboxProbe: SandboxProbe): Promise<DoctorCheck> {
+  const id = 'worktrees-collected';
+  const absDir = resolveWorktreesDir(root, config.worktrees.dir);
+  const rel = worktreesDirInRepo(root, absDir);
+  if (rel === null) return { id, status: 'ok', detail: `worktrees live outside the repository (${absDir}): nothing collects them` };
+  const scripts = packageScripts(root) ?? {};
+  const nodeScripts = Object.entries(scripts).filter(([, cmd]) => /\bnode\s+(?:[^|;&]*\s)?--test\b/.test(cmd));
+  const bin = (tool: string) => (existsSync(join(root, 'node_modules', '.bin', tool)) ? join('node_modules', '.bin', tool) : null);
+  const usesTool = (tool: string) =>
+    Object.values(scripts).some((c) => new RegExp(`(^|[\\s;&|/])${tool}(\\s|$)`).test(c)) ||
+    detectToolExclusions(root, rel).some((t) => t.tool === tool) ||
+    readdirSafe(root).some((f) => f.startsWith(`${tool}.config.`));
+  const steps: Array<{ tool: string; command: string }> = [];
+  const notProved: string[] = [];
+  for (const tool of ['vitest', 'jest']) {
+    if (!usesTool(tool)) continue;
+    const b = bin(tool);
+    if (b) steps.push({ tool, command: tool === 'vitest' ? `${b} list --filesOnly` : `${b} --listTests` });
+    else notProved.push(`${tool} (not installed in this checkout: node_modules/.bin/${tool})`);
+  }
+  const pytestCommand = config.acceptance.commands.find((c) => /\bpytest\b/.test(c));
+  const pythonProject = ['pyproject.toml', 'pytest.ini', 'setup.cfg', 'tox.ini', 'conftest.py', 'setup.py'].some((f) => existsSync(join(root, f)));
+  if (pytestCommand || pythonProject) steps.push({ tool: 'pytest', command: `${pytestCommand ?? 'python3 -m pytest'} --collect-only -q -p no:cacheprovider` });
+  if (steps.length === 0 && nodeScripts.length === 0)
+    return { id, status: 'ok', detail: notProved.length > 0 ? `not proved: ${notProved.join('; ')}` : 'no collection step here (vitest, jest, pytest, node --test)' };
+
+  const probeDir = join(absDir, COLLECT_PROBE_DIR);
+  const madeDir = !existsSync(absDir);
+  const collected: string[] = [];
+  const ran: string[] = [];
+  try {
+    mkdirSync(probeDir, { recursive: true });
+    writeFileSync(join(probeDir, 'polly-collect-probe.test.js'), "// polly doctor's collection probe: a runner that lists this file also runs the worker worktrees' tests\n");
+    writeFileSync(join(probeDir, 'test_polly_collect_probe.py'), "# polly doctor's collection probe\ndef test_polly_collect_probe():\n    pass\n");
+    for (const [name, cmd] of nodeScripts) {
+      const after = (cmd.split(/\bnode\s+(?:[^|;&]*\s)?--test\b/)[1] ?? '').split(/&&|\|\||;|\|/)[0]!.trim();
+      const args = after
+        .split(/\s+/)
+        .filter((a) => a && !a.startsWith('-'))
+        .flatMap((a) => expandArg(root, a.replace(/^['"]|['"]$/g, '')));
+      const files = nodeTestFiles(root, args);
+      ran.push(`node --test (scripts.${name}): ${files.length} file(s)`);
+      for (const f of files) if (f.startsWith(`${rel}/`)) collected.push(`node --test (scripts.${name}) runs ${f}`);
+    }
+    if (steps.length > 0) {
+      let confinement: ReturnType<typeof commandSandbox> | null = null;
+      try {
+        confinement = commandSandbox({
+          repoRoot: root,
+          worktree: root,
+          worktreesDir: absDir,
+          network: false,
+          allowUnconfined: config.workers.allow_unconfined ?? false,
+          passthrough: config.workers.env_passthrough ?? [],
+          probe: sandboxProbe,
+          baseEnv: env,
+          realHome: env.HOME || homedir(),
+          extraEnv: { PYTHONDONTWRITEBYTECODE: '1' },
+        });
+      } catch (error) {
+        if (!isPollyError(error, 'sandbox_unavailable')) throw error;
+        notProved.push(...steps.map((s) => `${s.tool} (the checks' sandbox cannot start here)`));
+      }
+      if (confinement) {
+        // The worktrees directory visible (read-only), as the user's own run from the root sees it;
+        // the checkout read-only but for node_modules (vite bundles the config into node_modules/.vite-temp).
+        const spec = confinement.sandbox?.spec;
+        const box =
+          confinement.sandbox && spec
+            ? {
+                ...confinement.sandbox,
+                spec: { ...spec, hidden: spec.hidden.filter((h) => h !== absDir), readOnly: [...spec.readOnly, absDir], writable: [...spec.writable, join(root, 'node_modules')] },
+              }
+            : null;
+        for (const step of steps) {
+          const r = await runCheck(step.command, { cwd: root, env: confinement.env, sandbox: box, timeoutSeconds: 120 });
+          ran.push(`${step.command} (exit ${r.exitCode ?? 'none'})`);
+          const hits = r.output
+            .split('\n')
+            .map((l) => l.trim().replace(`${root}/`, ''))
+            .filter((l) => l.includes(`${rel}/`))
+            .map((l) => l.slice(l.indexOf(`${rel}/`)).split(/[\s:]/)[0]!);
+          for (const h of [...new Set(hits)]) collected.push(`${step.tool} collects ${h}`);
+        }
+      }
+    }
+  } finally {
+    rmSync(probeDir, { recursive: true, force: true });
+    if (madeDir) rmSync(absDir, { recursive: true, force: true });
+  }
+  const unproved = notProved.length > 0 ? `; not proved: ${notProved.join('; ')}` : '';
+  if (collected.length === 0) return { id, status: 'ok', detail: `nothing under ${rel}/ is collected: ${ran.join('; ')}${unproved}` };
+  const fixes = detectToolExclusions(root, rel).filter((t) => !t.excluded);
+  return {
+    id,
+    status: 'problem',
+    detail: `the project's own test run from the repository root would also run the worker worktrees: ${collected.slice(0, 6).join('; ')}${collected.length > 6 ? '; …' : ''}${unproved}`,
+    fix: `run polly init again (it writes the exclusion for each runner it can edit)${fixes.length > 0 ? `, or add it by hand: ${fixes.map((t) => `${t.tool} (${t.file}): ${t.fix}`).join('; ')}` : ''}; or set worktrees.dir: ../${basename(root)}.polly-worktrees in .polly/config.yaml`,
+  };
+}
+
+function readdirSafe(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** How each program says its version: `go version`, else `--version`. */
+const VERSION_ARGS: Readonly<Record<string, string>> = { go: 'version' };
+
+/**
+ * Which toolchains under HOME the sandbox binds back read-only (workers/sandbox/home-toolchains.ts),
+ * and which program and version each acceptance and setup command runs in the checks' sandbox:
+ * `command -v` and `--version` there (`go version`), 10 s at most each. Never a problem (a program
+ * that cannot start is the acceptance-runner line's): it says what the checks will run, so a
+ * version other than the developer's shows here.
+ * @returns the `toolchains` line.
+ */
+export async function toolchainCheck(root: string, config: PollyConfig, env: NodeJS.ProcessEnv, sandboxProbe: SandboxProbe): Promise<DoctorCheck> {
+  const id = 'toolchains';
+  const home = env.HOME || homedir();
+  const tilde = (p: string) => (p.startsWith(`${home}/`) ? `~${p.slice(home.length)}` : p);
+  const found = detectHomeToolchains(home, env).toolchains;
+  const mounted =
+    found.length > 0 ? `under HOME, bound read-only in the sandbox: ${found.map((t) => `${t.manager} (${t.paths.map(tilde).join(', ')})`).join(', ')}` : 'no toolchain under HOME';
+  const commands = [...config.acceptance.commands, ...(config.worktrees.setup ? config.worktrees.setup.split(/&&|\|\||;/) : [])];
+  const programs = [...new Set(commands.map((c) => commandProgram(c.trim())).filter((p): p is string => !!p && !p.includes('/') && !SHELL_BUILTINS.has(p)))];
+  if (programs.length === 0) return { id, status: 'ok', detail: mounted };
+  let confinement: ReturnType<typeof commandSandbox>;
+  try {
+    confinement = commandSandbox({
+      repoRoot: root,
+      worktree: root,
+      worktreesDir: resolveWorktreesDir(root, config.worktrees.dir),
+      network: false,
+      allowUnconfined: config.workers.allow_unconfined ?? false,
+      passthrough: config.workers.env_passthrough ?? [],
+      probe: sandboxProbe,
+      baseEnv: env,
+      realHome: home,
+    });
+  } catch (error) {
+    if (!isPollyError(error, 'sandbox_unavailable')) throw error;
+    return { id, status: 'ok', detail: `${mounted}; the programs are not probed: the checks' sandbox cannot start here` };
+  }
+  const runs: string[] = [];
+  for (const p of programs) {
+    const q = shellQuote(p);
+    const r = await runCheck(`command -v ${q} && ${q} ${VERSION_ARGS[p] ?? '--version'} 2>&1 | head -n 1`, {
+      cwd: root,
+      env: confinement.env,
+      sandbox: confinement.sandbox,
+      timeoutSeconds: 10,
+    });
+    const [where, version] = r.output.trim().split('\n');
+    runs.push(r.exitCode === 0 && where ? `${p} = ${tilde(where)}${version ? ` (${version.trim()})` : ''}` : `${p} not found`);
+  }
+  return { id, status: 'ok', detail: `${mounted}; the checks run ${runs.join(', ')}` };
 }
 
 /** Polly's runtime state in `.polly/`, each of which `.polly/.gitignore` (brain/commands/init.ts) keeps out of git. */
@@ -541,10 +769,10 @@ export async function runDoctor(
   checks.push(await behindCheck(git, repo.root));
   checks.push(await forgeCheck(git, repo.root, effective));
   checks.push(worktreeVisibilityCheck(repo.root, effective));
-  const problems = [
-    ...commandProblems(repo.root, effective.acceptance.commands),
-    ...(sandbox.ok && !effective.workers.allow_unconfined ? programsHiddenBySandbox(repo.root, effective.acceptance.commands, env) : []),
-  ];
+  checks.push(await worktreesCollectedCheck(repo.root, effective, env, sandbox));
+  const missingFiles = commandProblems(repo.root, effective.acceptance.commands);
+  const hiddenPrograms = sandbox.ok && !effective.workers.allow_unconfined ? programsHiddenBySandbox(repo.root, effective.acceptance.commands, env) : [];
+  const problems = [...missingFiles, ...hiddenPrograms];
   checks.push(
     problems.length === 0
       ? {
@@ -559,9 +787,13 @@ export async function runDoctor(
           id: 'acceptance',
           status: 'problem',
           detail: problems.map((p) => `"${p.command}" needs ${p.missing}`).join('; '),
-          fix: `set acceptance.commands in .polly/config.yaml to commands this project has (polly init detects them in a fresh repository); ${HOME_INTERPRETER_ADVICE}`,
+          fix: [
+            ...(missingFiles.length > 0 ? ['set acceptance.commands in .polly/config.yaml to commands this project has (polly init detects them in a fresh repository)'] : []),
+            ...new Set(hiddenPrograms.map((h) => h.advice)),
+          ].join('; '),
         },
   );
+  checks.push(await toolchainCheck(repo.root, effective, env, sandbox));
   checks.push(
     problems.length === 0
       ? await acceptanceRunnerCheck(repo.root, effective, env, sandbox)
@@ -597,7 +829,11 @@ Checks, one line each (ok, or PROBLEM with what to do):
   forge               where PRs go (GitHub or the local forge), and that origin exists to push to
   worktrees-visible   vitest, jest, eslint, node --test and pytest will not crawl the worktrees
                       (each found config is named with its exclusion; none can when worktrees.dir is outside)
+  worktrees-collected the proof: with a probe worktree in place, vitest list, jest --listTests,
+                      pytest --collect-only and the files node --test would run name nothing in it
   acceptance          acceptance.commands can run in this repository
+  toolchains          the toolchains under HOME bound read-only into the sandbox (rustup, pyenv, nvm, …),
+                      and which program and version each acceptance/setup command runs there
   acceptance-runner   each command's runner (program, python -m module) starts in the checks' sandbox
   polly-files         .polly/config.yaml is committed (a fresh clone has it) and Polly's state is ignored
   uncommitted         no uncommitted work in the main checkout (worktrees start from a commit)

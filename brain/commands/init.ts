@@ -9,19 +9,23 @@
  * install would not; a later run refreshes it when the installed schema changed), `.polly/.gitignore`
  * (keeps runtime state out of git, so config.yaml can be committed), `.polly/registry.json` (empty,
  * with a `polly.initialized` journal entry); adds `.worktrees/` to the repository's
- * `info/exclude` once (in the common git dir, so it works from a linked worktree too).
+ * `info/exclude` once (in the common git dir, so it works from a linked worktree too); writes the
+ * `.worktrees/` exclusion into the config of each test runner that would collect the worktrees
+ * (brain/config/tool-exclusions-write.ts; `--no-exclusions` only advises).
  * Idempotent: a second run changes nothing and says so. An existing config or registry is
  * validated, never overwritten.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile, appendFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
-import { HOME_INTERPRETER_ADVICE, programsHiddenBySandbox, programsMissingFromPath } from './doctor.js';
+import { programsHiddenBySandbox, programsMissingFromPath } from './doctor.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
-import { detectToolExclusions, type ToolExclusion } from '../config/tool-exclusions.js';
+import { writeToolExclusions, type WrittenExclusion } from '../config/tool-exclusions-write.js';
 import { CONFIG_RELATIVE_PATH, loadConfig, renderDefaultConfig } from '../config/config.js';
-import { detectProject, type ProjectDetection } from '../config/project-detection.js';
+import { detectProject, LOCKFILES, type GitFileView, type ProjectDetection } from '../config/project-detection.js';
+import { createGitRunner } from '../../workers/git/git.js';
+import { resolveWorktreesDir, worktreesDirInRepo } from '../../workers/git/worktrees-dir.js';
 import { schemaPath } from '../core/install-paths.js';
 import { findRepo } from '../../workers/git/repo.js';
 import { createFileRegistryStore } from '../registry/registry-store.js';
@@ -60,8 +64,11 @@ export interface InitResult {
   pollyDir: string;
   /** The project found and the commands written; null when config.yaml existed (nothing written). */
   detected: ProjectDetection | null;
-  /** Tools whose config would crawl `.worktrees/`, each with the exclusion to add (brain/config/tool-exclusions.ts). */
-  toolExclusions: ToolExclusion[];
+  /**
+   * Tools that would crawl `.worktrees/` and what init did: the exclusion written into their
+   * config, or (`advised`) what to add by hand (brain/config/tool-exclusions-write.ts).
+   */
+  toolExclusions: WrittenExclusion[];
 }
 
 /**
@@ -110,6 +117,26 @@ export function describeDetection(d: ProjectDetection): string[] {
   return lines;
 }
 
+/**
+ * Git's view of the lockfiles present in `root` ({@link GitFileView}): each one `git ls-files`
+ * does not list is untracked, and `git check-ignore -v` (https://git-scm.com/docs/git-check-ignore:
+ * `<source>:<line>:<pattern>\t<path>`, exit 1 when not ignored) says which rule ignores it.
+ */
+export async function gitFileView(root: string, env: NodeJS.ProcessEnv): Promise<GitFileView> {
+  const present = LOCKFILES.filter((f) => existsSync(join(root, f)));
+  const untracked = new Map<string, string>();
+  if (present.length === 0) return { untracked };
+  const git = createGitRunner({ baseEnv: env });
+  const tracked = new Set((await git.run(['ls-files', '-z', '--', ...present], { cwd: root })).stdout.split('\0').filter(Boolean));
+  for (const f of present) {
+    if (tracked.has(f)) continue;
+    const r = await git.run(['check-ignore', '-v', '--', f], { cwd: root, okExitCodes: [1] });
+    const rule = r.exitCode === 0 ? r.stdout.split('\t')[0]?.trim() : '';
+    untracked.set(f, rule ? `ignored by git (${rule})` : 'not tracked by git');
+  }
+  return { untracked };
+}
+
 /** True when `text` (an exclude or ignore file) already ignores the top-level `.worktrees` directory. */
 export function excludesWorktrees(text: string): boolean {
   return text.split(/\r?\n/).some((l) => ['.worktrees/', '/.worktrees/', '.worktrees', '/.worktrees', '.worktrees/*', '/.worktrees/*'].includes(l.trim()));
@@ -120,7 +147,7 @@ export function excludesWorktrees(text: string): boolean {
  * @throws PollyError `not_a_git_repo` outside a repository; `config_invalid` or
  *         `registry_corrupt` when an existing file is damaged (it is left as it is).
  */
-export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promise<InitResult> {
+export async function initRepository(cwd: string, env: NodeJS.ProcessEnv, options: { writeExclusions?: boolean } = {}): Promise<InitResult> {
   const repo = await findRepo(cwd, env);
   const show = (p: string): string => {
     const rel = relative(repo.root, p);
@@ -137,7 +164,7 @@ export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promi
   const configPath = join(repo.root, CONFIG_RELATIVE_PATH);
   let detected: ProjectDetection | null = null;
   if (!existsSync(configPath)) {
-    detected = detectProject(repo.root, env);
+    detected = detectProject(repo.root, env, await gitFileView(repo.root, env));
     // A detected setup installs dependencies (npm ci, uv sync, …): inside the sandbox it needs the
     // network, which setup commands do not get by default.
     const text = renderDefaultConfig({
@@ -196,7 +223,11 @@ export async function initRepository(cwd: string, env: NodeJS.ProcessEnv): Promi
     (existed ? updated : created).push(show(excludePath));
   }
 
-  const toolExclusions = detectToolExclusions(repo.root).filter((t) => !t.excluded);
+  // Only for the default worktrees directory inside the repository: one outside is crawled by nothing.
+  const config = await loadConfig(repo.root);
+  const inRepo = worktreesDirInRepo(repo.root, resolveWorktreesDir(repo.root, config.worktrees.dir));
+  const toolExclusions = options.writeExclusions === false || inRepo === null ? [] : writeToolExclusions(repo.root, inRepo);
+  for (const t of toolExclusions) if (t.action !== 'advised') (t.action === 'created' ? created : updated).push(t.file);
   return { initialized: created.length + updated.length > 0, created, updated, repoRoot: repo.root, pollyDir: repo.pollyDir, detected, toolExclusions };
 }
 
@@ -213,25 +244,29 @@ Set up Polly in the git repository containing the current directory:
 Running it again changes nothing. Existing files are validated, never overwritten.
 
 Options:
-  --json   print {initialized, created, updated, repoRoot, pollyDir, detected}
+  --json            print {initialized, created, updated, repoRoot, pollyDir, detected, toolExclusions}
+  --no-exclusions   do not edit the test runners' configs; only say what to add
 
 The config's acceptance.commands and worktrees.setup fit the project found at the
 repository's top level (package.json and its lockfile; Python project files, requirements*.txt
 or test_*.py modules; go.mod; Cargo.toml; Gemfile; Gradle; Maven; .NET; mix.exs; composer.json;
 deno.json; Package.swift; pubspec.yaml; build.zig; a Makefile test/check target; a justfile
-test recipe); what was detected, or that nothing was, goes to stderr, and so does the advice
-for tools (vitest, jest, eslint, node --test) that would also crawl the worktrees in .worktrees/.
+test recipe); what was detected, or that nothing was, goes to stderr.
+Test runners that would also collect the worktrees in .worktrees/ get the exclusion written
+into their config: vitest (test.exclude, or a new vitest.config.mts), jest
+(testPathIgnorePatterns), a bare node --test script (its test files named by shell globs),
+pytest (norecursedirs); what cannot be edited safely, and eslint, is said instead.
 
 Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yaml;
 1 a corrupt registry (the message says how to restore the backup).`,
   async run(argv, io) {
-    const args = parseCommandArgs('init', argv, { json: { type: 'boolean' } }, 0);
-    const result = await initRepository(io.cwd, io.env);
+    const args = parseCommandArgs('init', argv, { json: { type: 'boolean' }, 'no-exclusions': { type: 'boolean' } }, 0);
+    const result = await initRepository(io.cwd, io.env, { writeExclusions: !args.values['no-exclusions'] });
     if (result.detected) {
       for (const line of describeDetection(result.detected)) io.stderr.write(`${line}\n`);
-      // A detected command whose interpreter the sandbox hides (a pyenv shim, …) would exit 127 in every task: say so now.
+      // A detected command whose program the sandbox hides (under HOME outside every toolchain dir it mounts) would exit 127 in every task: say so now, for its language.
       for (const h of programsHiddenBySandbox(result.repoRoot, result.detected.acceptanceCommands, io.env))
-        io.stderr.write(`polly init: warning: "${h.command}" needs ${h.missing}; ${HOME_INTERPRETER_ADVICE}\n`);
+        io.stderr.write(`polly init: warning: "${h.command}" needs ${h.missing}; ${h.advice}\n`);
       // The detected toolchain itself missing here (go, cargo, python3, …): every check or setup would exit 127.
       const run = [...result.detected.acceptanceCommands, ...(result.detected.setup ? [result.detected.setup] : [])];
       for (const m of programsMissingFromPath(result.repoRoot, run, io.env))
@@ -239,9 +274,19 @@ Exit codes: 0 ok; 2 not in a git repository, a bad flag or an invalid config.yam
           `polly init: warning: "${m.command}" needs ${m.program}, which is on no directory of PATH: install it (or put it on the PATH of the shell that runs polly) before polly run, or every task's ${m.command === result.detected.setup ? 'worktrees.setup' : 'checks'} exit 127 without running; polly doctor checks it again.\n`,
         );
     }
-    // Worktrees live in .worktrees/ inside the repository: say how to keep each crawling tool out
-    // (advice, so stderr; --json has it as toolExclusions).
-    for (const t of result.toolExclusions) io.stderr.write(`polly init: note: ${t.tool} (${t.file}) will also see the worker worktrees in .worktrees/: ${t.fix}\n`);
+    // Worktrees live in .worktrees/ inside the repository: what was written to keep each crawling
+    // tool out, or how to (diagnostics, so stderr; --json has it as toolExclusions).
+    for (const t of result.toolExclusions)
+      io.stderr.write(
+        t.action === 'advised'
+          ? `polly init: note: ${t.tool} (${t.file}) will also see the worker worktrees in .worktrees/: ${t.detail}\n`
+          : `polly init: ${t.action === 'created' ? 'created' : 'wrote into'} ${t.file} so ${t.tool} skips the worker worktrees in .worktrees/: ${t.detail}\n`,
+      );
+    // Go and cargo do not look there: say so, so the user need not wonder.
+    for (const e of result.detected?.ecosystems ?? []) {
+      if (e.kind === 'go') io.stderr.write("polly init: note: go test ./... skips .worktrees/ (go's ./... ignores directories starting with . or _): nothing to exclude\n");
+      if (e.kind === 'rust') io.stderr.write('polly init: note: cargo test builds only this package or workspace, never .worktrees/: nothing to exclude\n');
+    }
     if (args.values.json) {
       writeJson(io.stdout, result);
       return 0;

@@ -74,6 +74,19 @@ export interface DetectedEcosystem {
   notes: string[];
 }
 
+/**
+ * Git's view of the repository's files, as a new worktree gets them: only tracked files are
+ * checked out there. `untracked` holds the lockfiles that exist in the checkout but are not
+ * tracked, each with why (`ignored by .gitignore:3: package-lock.json`, or `untracked`).
+ * Built by {@link gitFileView}; absent, every file present counts as tracked.
+ */
+export interface GitFileView {
+  untracked: ReadonlyMap<string, string>;
+}
+
+/** The lockfiles detection reads, whose being tracked decides the setup command. */
+export const LOCKFILES: readonly string[] = ['package-lock.json', 'npm-shrinkwrap.json', 'pnpm-lock.yaml', 'yarn.lock', 'bun.lock', 'bun.lockb', 'uv.lock', 'poetry.lock'];
+
 /** What `polly init` writes, and why. */
 export interface ProjectDetection {
   ecosystems: DetectedEcosystem[];
@@ -132,16 +145,29 @@ export function makeHasTarget(root: string, target: string): boolean {
   return false;
 }
 
-function detectNode(root: string): DetectedEcosystem | null {
+/** The note for lockfiles a worktree will not have (`view.untracked`), and the predicate that skips them. */
+function lockfileFilter(root: string, view: GitFileView | undefined, notes: string[], what: string): (f: string) => boolean {
+  return (f: string) => {
+    if (!existsSync(join(root, f))) return false;
+    const why = view?.untracked.get(f);
+    if (why === undefined) return true;
+    notes.push(`${f} is ${why}, so no worktree has it: ${what}; commit it for repeatable installs`);
+    return false;
+  };
+}
+
+function detectNode(root: string, view?: GitFileView): DetectedEcosystem | null {
   const pkg = readPackageJson(root);
   const scripts = packageScripts(root);
   if (pkg === null || scripts === null) return null;
   const hasDeps = [pkg.dependencies, pkg.devDependencies, pkg.optionalDependencies].some((d) => typeof d === 'object' && d !== null && Object.keys(d).length > 0);
-  const has = (f: string) => existsSync(join(root, f));
   let kind: DetectedEcosystem['kind'] = 'npm';
   let setup: string;
   const evidence = ['package.json'];
   const notes: string[] = [];
+  // A lockfile git ignores or does not track is in no worktree: `npm ci` there fails ("can only
+  // install with an existing package-lock.json"), so it does not pick the install command.
+  const has = lockfileFilter(root, view, notes, 'the setup does not use it (npm ci would fail in every worktree)');
   if (has('pnpm-lock.yaml')) {
     kind = 'pnpm';
     setup = 'pnpm install --frozen-lockfile';
@@ -160,7 +186,7 @@ function detectNode(root: string): DetectedEcosystem | null {
   } else {
     // --no-package-lock: the worktree gains no package-lock.json that Polly's commit would pick up.
     setup = 'npm install --no-package-lock --prefer-offline --no-audit --no-fund';
-    if (hasDeps) notes.push('no lockfile: setup is "npm install" (npm ci needs package-lock.json); commit a lockfile for repeatable worktrees');
+    if (hasDeps && notes.length === 0) notes.push('no lockfile: setup is "npm install" (npm ci needs package-lock.json); commit a lockfile for repeatable worktrees');
   }
   const testScript = scripts.test;
   const test = testScript !== undefined && !NPM_PLACEHOLDER_TEST.test(testScript) ? `${kind} test` : null;
@@ -180,7 +206,19 @@ function listDir(root: string, dir: string): string[] {
   }
 }
 
-function detectPython(root: string, env: NodeJS.ProcessEnv): DetectedEcosystem | null {
+/**
+ * The packages of a `src/` layout (https://packaging.python.org/en/latest/discussions/src-layout-vs-flat-layout/):
+ * directories under `src/` holding an `__init__.py`, and top-level modules there. pytest cannot
+ * import them until the project is installed or `src` is on `sys.path`.
+ */
+function srcPackages(root: string): string[] {
+  return listDir(root, 'src')
+    .filter((f) => existsSync(join(root, 'src', f, '__init__.py')) || (/\.py$/.test(f) && f !== 'conftest.py'))
+    .map((f) => f.replace(/\.py$/, ''))
+    .sort();
+}
+
+function detectPython(root: string, env: NodeJS.ProcessEnv, view?: GitFileView): DetectedEcosystem | null {
   const top = listDir(root, '.');
   const projectFiles = ['pyproject.toml', 'setup.cfg', 'setup.py', 'tox.ini', 'pytest.ini', 'Pipfile', 'conftest.py'].filter((f) => top.includes(f));
   const requirements = top.filter((f) => /^requirements.*\.txt$/.test(f)).sort();
@@ -196,10 +234,11 @@ function detectPython(root: string, env: NodeJS.ProcessEnv): DetectedEcosystem |
   if (evidence.length === 0) return null;
   const notes: string[] = [];
   let setup: string | null = null;
-  if (top.includes('uv.lock')) {
+  const lock = lockfileFilter(root, view, notes, 'the setup does not use it');
+  if (lock('uv.lock')) {
     setup = 'uv sync';
     evidence.push('uv.lock');
-  } else if (top.includes('poetry.lock')) {
+  } else if (lock('poetry.lock')) {
     setup = 'poetry install';
     evidence.push('poetry.lock');
   } else {
@@ -211,7 +250,20 @@ function detectPython(root: string, env: NodeJS.ProcessEnv): DetectedEcosystem |
   // Debian and Ubuntu have python3 but no python unless python-is-python3 is installed.
   const python = whichExecutable('python', env.PATH, root) === null && whichExecutable('python3', env.PATH, root) !== null ? 'python3' : 'python';
   if (python === 'python3') notes.push('no "python" on PATH: the command uses python3');
-  return { kind: 'python', evidence, test: `${python} -m pytest`, setup, notes };
+  // A src/ layout: the package is importable only once installed (uv sync and poetry install do
+  // install it) or with src on sys.path (pytest's own `pythonpath` setting, pytest >= 7).
+  const packages = srcPackages(root);
+  const pythonpath = [...projectFiles].some((f) => /^\s*pythonpath\s*=/m.test(readText(root, f) ?? ''));
+  let test = `${python} -m pytest`;
+  if (packages.length > 0 && setup === null && !pythonpath) {
+    test = `PYTHONPATH=src ${test}`;
+    notes.push(
+      `src/ layout (${packages.join(', ')}): pytest cannot import it until it is installed, so the command sets PYTHONPATH=src; ` +
+        'or install it in each worktree instead (worktrees.setup: "python3 -m pip install -e ." with worktrees.setup_network: true, in a virtualenv), ' +
+        'or set pythonpath = ["src"] under [tool.pytest.ini_options] in pyproject.toml',
+    );
+  }
+  return { kind: 'python', evidence, test, setup, notes };
 }
 
 /** One ecosystem found by a marker file, with its test and setup commands. */
@@ -290,14 +342,16 @@ function justHasRecipe(root: string, name: string): string | null {
  * Detect the project in `root` (a checkout; the files at its top level, and the test modules in
  * `tests/` and `test/`, are read; see the module doc for each ecosystem's evidence).
  * @param env  for PATH: whether `python` exists or only `python3` (default `process.env`).
+ * @param view git's view of the lockfiles ({@link gitFileView}): one git ignores or does not track
+ *             is in no worktree, so it does not choose the setup (default: every file present counts).
  * @returns the ecosystems found and the commands for `acceptance.commands` and `worktrees.setup`;
  *          `acceptanceCommands` is [] when nothing implies a test command.
  */
-export function detectProject(root: string, env: NodeJS.ProcessEnv = process.env): ProjectDetection {
+export function detectProject(root: string, env: NodeJS.ProcessEnv = process.env, view?: GitFileView): ProjectDetection {
   const ecosystems: DetectedEcosystem[] = [];
-  const node = detectNode(root);
+  const node = detectNode(root, view);
   if (node) ecosystems.push(node);
-  const python = detectPython(root, env);
+  const python = detectPython(root, env, view);
   if (python) ecosystems.push(python);
   ecosystems.push(...detectByMarkers(root));
   const makefile = MAKEFILES.find((f) => existsSync(join(root, f)));

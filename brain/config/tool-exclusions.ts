@@ -76,6 +76,14 @@ export function detectToolExclusions(repoRoot: string, worktreesDir = '.worktree
       excluded: mentions(read(repoRoot, vitest)),
       fix: `test: { exclude: [...configDefaults.exclude, '${worktreesDir}/**'] }  (import { configDefaults } from 'vitest/config')`,
     });
+  } else if (vitest && uses('vitest')) {
+    // A vite config without a `test` block: vitest reads it, with its default excludes.
+    out.push({
+      tool: 'vitest',
+      file: vitest,
+      excluded: false,
+      fix: `test: { exclude: [...configDefaults.exclude, '${worktreesDir}/**'] } in its defineConfig({…})  (import { configDefaults } from 'vitest/config')`,
+    });
   } else if (!vitest && uses('vitest')) {
     // No config file: vitest runs with its defaults, which crawl every directory but node_modules and .git.
     out.push({

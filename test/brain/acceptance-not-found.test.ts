@@ -144,7 +144,8 @@ describe('an acceptance command that is not found', () => {
     const why = classifyCannotRun(result)!;
     const confined = cannotRunReason(result, why, true);
     expect(confined).toMatch(/^acceptance command "python -m pytest" cannot run here: exit 127 \(sh: 1: python: not found\), the program "python" is missing\. /);
-    expect(confined).toContain("Polly's sandbox hides HOME, so pyenv, asdf or nvm shims are not found there, and gives each command a private, empty /tmp");
+    expect(confined).toContain("Polly's sandbox hides HOME but for the toolchain directories it binds back read-only: rustup, pyenv, nvm");
+    expect(confined).toContain('a private, empty /tmp');
     expect(cannotRunReason(result, why, false)).toContain('not installed or not on the PATH Polly passes to commands');
     const odd = { command: 'x\u001b[31m', exitCode: COMMAND_NOT_FOUND, timedOut: false, output: '' };
     expect(cannotRunReason(odd, classifyCannotRun(odd)!, false)).toMatch(/^acceptance command "x\\x1b\[31m" cannot run here: exit 127, /);

@@ -167,6 +167,50 @@ describe('polly init', () => {
     ]);
   });
 
+  it('a package-lock.json git ignores (or does not track) is in no worktree: setup is npm install, and init says why', () => {
+    const pkg = `${JSON.stringify({ name: 'p', scripts: { test: 'node --test test/' }, devDependencies: { left: '1' } })}\n`;
+    const ignored = createTestRepo({ '.gitignore': 'package-lock.json\n', 'package.json': pkg, 'test/a.test.js': '' });
+    writeFileSync(join(ignored.dir, 'package-lock.json'), '{"lockfileVersion": 3}\n');
+    const r = runCli(['init', '--json'], ignored.dir);
+    expect(r.code, r.stderr).toBe(0);
+    const detected = (JSON.parse(r.stdout) as { detected: { setup: string } }).detected;
+    expect(detected.setup).toBe('npm install --no-package-lock --prefer-offline --no-audit --no-fund');
+    expect(r.stderr).toContain(
+      'package-lock.json is ignored by git (.gitignore:1:package-lock.json), so no worktree has it: the setup does not use it (npm ci would fail in every worktree)',
+    );
+    // Present but never added: untracked, the same.
+    const untracked = createTestRepo({ 'package.json': pkg, 'test/a.test.js': '' });
+    writeFileSync(join(untracked.dir, 'package-lock.json'), '{"lockfileVersion": 3}\n');
+    const u = runCli(['init', '--json'], untracked.dir);
+    expect((JSON.parse(u.stdout) as { detected: { setup: string } }).detected.setup).toMatch(/^npm install /);
+    expect(u.stderr).toContain('package-lock.json is not tracked by git, so no worktree has it');
+    // Tracked: npm ci, as before.
+    const tracked = createTestRepo({ 'package.json': pkg, 'package-lock.json': '{"lockfileVersion": 3}\n', 'test/a.test.js': '' });
+    expect((JSON.parse(runCli(['init', '--json'], tracked.dir).stdout) as { detected: { setup: string } }).detected.setup).toMatch(/^npm ci /);
+  });
+
+  it('a Python src/ layout without package.json: a pytest default that can import it (PYTHONPATH=src), and the install step named', () => {
+    const repo = createTestRepo({
+      'pyproject.toml': '[project]\nname = "calc"\n',
+      'src/calc/__init__.py': 'def add(a, b):\n    return a + b\n',
+      'tests/test_calc.py': 'from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n',
+    });
+    const r = runCli(['init', '--json'], repo.dir);
+    expect(r.code, r.stderr).toBe(0);
+    const cmd = (JSON.parse(r.stdout) as { detected: { acceptanceCommands: string[] } }).detected.acceptanceCommands;
+    expect(cmd).toEqual([expect.stringMatching(/^PYTHONPATH=src python3? -m pytest$/)]);
+    expect(r.stderr).toContain('src/ layout (calc): pytest cannot import it until it is installed, so the command sets PYTHONPATH=src');
+    expect(r.stderr).toContain('python3 -m pip install -e .');
+    expect(r.stderr).not.toMatch(/npm|cargo/);
+    // The command as written runs the tests (where this machine's python has pytest); without PYTHONPATH the import fails.
+    if (spawnSync('python3', ['-m', 'pytest', '--version']).status === 0) {
+      const env = { ...process.env, PYTHONDONTWRITEBYTECODE: '1' };
+      const run = spawnSync('sh', ['-c', `${cmd[0]!.replace(/ python /, ' python3 ')} -q -p no:cacheprovider`], { cwd: repo.dir, encoding: 'utf8', env });
+      expect(run.status, run.stdout).toBe(0);
+      expect(spawnSync('sh', ['-c', 'python3 -m pytest -q -p no:cacheprovider'], { cwd: repo.dir, encoding: 'utf8', env }).status).not.toBe(0);
+    }
+  });
+
   it('an unknown flag exits 2 naming it', () => {
     const repo = createTestRepo();
     const r = runCli(['init', '--bogus'], repo.dir);

@@ -5,12 +5,16 @@
  * own test. Real git worktrees, the real node test runner, the real CLI.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createGitRunner } from '../../workers/git/git.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
 import { detectToolExclusions } from '../../brain/config/tool-exclusions.js';
+import { worktreesCollectedCheck } from '../../brain/commands/doctor.js';
+import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
+import { packageRoot } from '../../brain/core/install-paths.js';
+import { probeSandbox } from '../../workers/sandbox/sandbox.js';
 import { createTestRepo, gitTestEnv } from '../helpers/git-repo.js';
 import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
@@ -26,7 +30,9 @@ function nodeTestCount(cwd: string, args: string[]): number {
 describe('worktrees and the user tools', () => {
   beforeAll(() => ensureBuilt(), 120_000);
 
-  it('three worktrees present: bare node --test runs 4 tests; polly init names the fixes; the fixed command runs only the user test', { timeout: 180_000 }, async () => {
+  it('three worktrees present: bare node --test runs 4 tests; polly init writes the exclusions (the script names its test files, vitest excludes .worktrees/), eslint is advised; the written command runs only the user test', {
+    timeout: 180_000,
+  }, async () => {
     const repo = createTestRepo({
       'package.json': JSON.stringify({ name: 'user', type: 'module', scripts: { test: 'node --test' } }, null, 2),
       'test/one.test.js': "import test from 'node:test';\ntest('one', () => {});\n",
@@ -40,18 +46,26 @@ describe('worktrees and the user tools', () => {
 
     const init = runCli(['init'], repo.dir);
     expect(init.code).toBe(0);
-    // Advice is a diagnostic: stderr, prefixed; stdout starts with the result.
-    expect(init.stderr).toContain('polly init: note: node --test (package.json (scripts.test)) will also see the worker worktrees in .worktrees/');
+    // Diagnostics on stderr, prefixed; stdout starts with the result. The exclusions are written.
+    expect(init.stderr).toContain('polly init: wrote into package.json (scripts.test) so node --test skips the worker worktrees in .worktrees/: "node --test test/*.test.js"');
     expect(init.stderr).toContain(
-      "polly init: note: vitest (vitest.config.js) will also see the worker worktrees in .worktrees/: test: { exclude: [...configDefaults.exclude, '.worktrees/**'] }",
+      "polly init: wrote into vitest.config.js so vitest skips the worker worktrees in .worktrees/: test.exclude: [...configDefaults.exclude, '.worktrees/**']",
     );
     expect(init.stderr).toContain("polly init: note: eslint (eslint.config.js) will also see the worker worktrees in .worktrees/: add { ignores: ['.worktrees/**'] }");
     expect(init.stdout).not.toContain('will also see');
     expect(init.stdout).toMatch(/^Initialised Polly in /);
-    // Following the advice for node --test: name the test files; only the user's own test runs.
-    const fix = detectToolExclusions(repo.dir).find((t) => t.tool === 'node --test')!.fix;
-    expect(fix).toContain('"node --test test/*.test.js"');
+    expect(readFileSync(join(repo.dir, 'vitest.config.js'), 'utf8')).toBe(
+      "import { configDefaults } from 'vitest/config';\nexport default { test: { exclude: [...configDefaults.exclude, '.worktrees/**'] } };\n",
+    );
+    // The written script runs only the user's own test, with the three worktrees present.
+    const script = (JSON.parse(readFileSync(join(repo.dir, 'package.json'), 'utf8')) as { scripts: { test: string } }).scripts.test;
+    expect(script).toBe('node --test test/*.test.js');
     expect(nodeTestCount(repo.dir, ['test/*.test.js'])).toBe(1);
+    expect(
+      detectToolExclusions(repo.dir)
+        .filter((t) => !t.excluded)
+        .map((t) => t.tool),
+    ).toEqual(['eslint']);
   });
 
   it('worktrees.dir beside the repository: three worktrees there, bare node --test runs only the user test, git admin and cleanup work, polly doctor is content', {
@@ -62,7 +76,8 @@ describe('worktrees and the user tools', () => {
       'test/one.test.js': "import test from 'node:test';\ntest('one', () => {});\n",
       'eslint.config.js': 'export default [];\n',
     });
-    expect(runCli(['init'], repo.dir).code).toBe(0);
+    // --no-exclusions: the configs are left as they are, so doctor's advice below has something to name.
+    expect(runCli(['init', '--no-exclusions'], repo.dir).code).toBe(0);
     const config = join(repo.dir, '.polly/config.yaml');
     writeFileSync(config, readFileSync(config, 'utf8').replace('dir: .worktrees', 'dir: ../repo.polly-worktrees'));
     const outside = join(repo.root, 'repo.polly-worktrees');
@@ -100,6 +115,46 @@ describe('worktrees and the user tools', () => {
     );
     expect(inside.fix).toContain("eslint: add { ignores: ['.worktrees/**'] } to the exported config array");
     expect(inside.fix).toContain('set worktrees.dir: ../repo.polly-worktrees');
+  });
+
+  it('polly doctor proves it with the runners themselves: before init vitest list, pytest --collect-only and node --test name the probe worktree; after init none does', {
+    timeout: 240_000,
+  }, async () => {
+    const repo = createTestRepo({
+      '.gitignore': 'node_modules\n',
+      'package.json': JSON.stringify({ name: 'user', type: 'module', scripts: { test: 'node --test', unit: 'vitest run' }, devDependencies: { vitest: '4' } }, null, 2),
+      'vitest.config.mjs': "import { defineConfig } from 'vitest/config';\n\nexport default defineConfig({ test: { include: ['**/*.test.js'] } });\n",
+      'test/one.test.js': "import test from 'node:test';\ntest('one', () => {});\n",
+      'pyproject.toml': '[project]\nname = "user"\n\n[tool.pytest.ini_options]\nnorecursedirs = ["build"]\n',
+      'tests/test_user.py': 'def test_user():\n    pass\n',
+    });
+    // The real vitest, as npm ci would install it: Polly's own, linked into a node_modules of the
+    // checkout's own (vite writes its config bundle into node_modules/.vite-temp).
+    mkdirSync(join(repo.dir, 'node_modules', '.bin'), { recursive: true });
+    symlinkSync(join(packageRoot(), 'node_modules', 'vitest'), join(repo.dir, 'node_modules', 'vitest'));
+    symlinkSync('../vitest/vitest.mjs', join(repo.dir, 'node_modules', '.bin', 'vitest'));
+    const env = gitTestEnv();
+    const sandbox = probeSandbox();
+    const config = structuredClone(DEFAULT_CONFIG);
+    config.workers.allow_unconfined = !sandbox.ok;
+    config.acceptance.commands = ['python3 -m pytest'];
+    const before = await worktreesCollectedCheck(repo.dir, config, env, sandbox);
+    expect(before.status, before.detail).toBe('problem');
+    expect(before.detail).toContain('node --test (scripts.test) runs .worktrees/polly-collect-probe/polly-collect-probe.test.js');
+    expect(before.detail).toContain('vitest collects .worktrees/polly-collect-probe/polly-collect-probe.test.js');
+    const pytest = spawnSync('python3', ['-m', 'pytest', '--version']).status === 0;
+    if (pytest) expect(before.detail).toContain('pytest collects .worktrees/polly-collect-probe/test_polly_collect_probe.py');
+    expect(before.fix).toContain('run polly init again');
+    // The probe is gone, and so is the .worktrees/ it made.
+    expect(existsSync(join(repo.dir, '.worktrees'))).toBe(false);
+
+    const init = runCli(['init'], repo.dir);
+    expect(init.code, init.stderr).toBe(0);
+    expect(readFileSync(join(repo.dir, 'vitest.config.mjs'), 'utf8')).toContain("exclude: [...configDefaults.exclude, '.worktrees/**'], include:");
+    expect(readFileSync(join(repo.dir, 'pyproject.toml'), 'utf8')).toContain('norecursedirs = [".worktrees", "build"]');
+    const after = await worktreesCollectedCheck(repo.dir, config, env, sandbox);
+    expect(after.status, after.detail).toBe('ok');
+    expect(after.detail).toMatch(/^nothing under \.worktrees\/ is collected: node --test \(scripts\.test\): 1 file\(s\); node_modules\/\.bin\/vitest list --filesOnly \(exit \d\)/);
   });
 
   it('worktrees.dir cannot be the repository itself or contain it, nor lie inside .git or .polly', async () => {

@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentSandbox } from '../agents/agent-adapter.js';
 import { decideConfinement, probeSandbox, type SandboxProbe } from './sandbox.js';
+import { detectHomeToolchains } from './home-toolchains.js';
 import { agentSandboxSpec, modelEndpoints } from './sandbox-profiles.js';
 import { endpointOf } from './sandbox-spec.js';
 import { isWorkerEnvName } from './worker-env.js';
@@ -54,6 +55,8 @@ export function agentTurnSandbox(input: AgentTurnSandboxInput): { sandbox: Agent
     endpoints: modelEndpoints(env, input.configuredUrls, endpointOf),
     realHome: input.realHome,
     ...(input.worktreesDir ? { worktreesDir: input.worktreesDir } : {}),
+    // The agent's shell runs the developer's toolchains too (cargo, python, node under HOME).
+    homeToolchains: detectHomeToolchains(input.realHome, process.env),
   });
   return { sandbox: { bwrap: probe.bwrap, spec }, warning: null };
 }

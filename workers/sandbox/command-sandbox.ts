@@ -11,6 +11,7 @@ import { repoStateDir } from './agent-state-dir.js';
 import { PollyError } from '../../brain/core/errors.js';
 import { probeOutboundNetwork, type OutboundNetworkProbe } from './outbound-network.js';
 import { decideConfinement, probeSandbox, type SandboxProbe } from './sandbox.js';
+import { detectHomeToolchains } from './home-toolchains.js';
 import { commandSandboxSpec } from './sandbox-profiles.js';
 import { workerEnv } from './worker-env.js';
 
@@ -43,6 +44,8 @@ export interface CommandSandboxInput {
  * Decide and build the sandbox and environment for one command.
  * @returns `sandbox` (null when unconfined), the allowlisted `env` (private HOME), and a `warning` when unconfined.
  * With `network` on, the confined command gets outbound network only (./outbound-network.ts).
+ * The toolchains installed under the real HOME are bound back read-only and their root variables
+ * are in `env` (./home-toolchains.ts), so a check runs the developer's `cargo`, `python`, `node`.
  * @throws PollyError `sandbox_unavailable` when the sandbox cannot start and unconfined runs are
  *   not allowed, or when `network` is on and pasta cannot start (naming the fix).
  */
@@ -53,6 +56,11 @@ export function commandSandbox(input: CommandSandboxInput): { sandbox: AgentSand
   const home = join(stateDir, 'home');
   mkdirSync(home, { recursive: true });
   const env = workerEnv(input.extraEnv ?? {}, { home, ...(input.passthrough ? { passthrough: input.passthrough } : {}), ...(input.baseEnv ? { base: input.baseEnv } : {}) });
+  // The toolchains under the real HOME (rustup, pyenv, nvm, …): bound back read-only, and their
+  // roots named, since the private HOME would make each manager look in the wrong place.
+  const realHome = input.realHome ?? homedir();
+  const homeToolchains = detectHomeToolchains(realHome, input.baseEnv ?? process.env);
+  for (const [k, v] of Object.entries(homeToolchains.env)) if (env[k] === undefined) env[k] = v;
   if (!decision.confined || !probe.ok) return { sandbox: null, env, warning: decision.warning };
   let pasta: string | undefined;
   if (input.network) {
@@ -71,8 +79,9 @@ export function commandSandbox(input: CommandSandboxInput): { sandbox: AgentSand
     stateDir,
     network: input.network,
     ...(pasta ? { pasta } : {}),
-    realHome: input.realHome ?? homedir(),
+    realHome,
     ...(input.worktreesDir ? { worktreesDir: input.worktreesDir } : {}),
+    homeToolchains,
   });
   return { sandbox: { bwrap: probe.bwrap, spec }, env, warning: null };
 }

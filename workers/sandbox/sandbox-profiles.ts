@@ -9,10 +9,13 @@
  * (host sockets: docker, D-Bus, user sessions). The repository itself, its git dir included, is
  * visible read-only (the root is read-only), unless the process works outside both the repository
  * and the worktrees directory (a reviewer in its scratch dir), then the repository is hidden too.
+ * The toolchains installed under HOME (rustup, pyenv, nvm, …) are bound back read-only, their
+ * credentials covered, when the caller passes them (./home-toolchains.ts).
  */
 import { realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
+import type { HomeToolchains } from './home-toolchains.js';
 import type { SandboxEndpoint, SandboxNetwork, SandboxSpec } from './sandbox-spec.js';
 
 function inside(child: string, parent: string): boolean {
@@ -51,6 +54,23 @@ export interface AgentSandboxInput {
   gitMetadata?: SandboxSpec['gitMetadata'];
   /** The absolute worktrees directory (`worktrees.dir`); default `<repoRoot>/.worktrees`. */
   worktreesDir?: string;
+  /** Toolchains under the real HOME to bind back read-only (./home-toolchains.ts); default none. */
+  homeToolchains?: HomeToolchains;
+}
+
+/**
+ * `spec` with the toolchains under HOME bound back read-only, their credentials covered and their
+ * variables set (./home-toolchains.ts). Pure.
+ */
+export function withHomeToolchains(spec: SandboxSpec, toolchains: HomeToolchains | undefined): SandboxSpec {
+  if (!toolchains || (toolchains.readOnly.length === 0 && Object.keys(toolchains.env).length === 0)) return spec;
+  return {
+    ...spec,
+    readOnly: [...spec.readOnly, ...toolchains.readOnly],
+    hidden: [...spec.hidden, ...toolchains.maskedDirs],
+    maskedFiles: [...(spec.maskedFiles ?? []), ...toolchains.maskedFiles],
+    env: { ...spec.env, ...toolchains.env },
+  };
 }
 
 /**
@@ -68,16 +88,19 @@ export function agentSandboxSpec(input: AgentSandboxInput): SandboxSpec {
   const readOnly = outside || (input.writableCwd && input.cwd === input.repoRoot) ? [input.gateDir] : [input.repoRoot, input.gateDir];
   if (input.writableCwd) writable.push(input.cwd);
   else readOnly.push(input.cwd);
-  return {
-    cwd: input.cwd,
-    writable,
-    readOnly,
-    hidden,
-    home: join(input.agentStateDir, 'home'),
-    tmpDir: null,
-    network: { mode: 'endpoints', endpoints: input.endpoints },
-    gitMetadata: input.gitMetadata ?? { mode: 'read-only' },
-  };
+  return withHomeToolchains(
+    {
+      cwd: input.cwd,
+      writable,
+      readOnly,
+      hidden,
+      home: join(input.agentStateDir, 'home'),
+      tmpDir: null,
+      network: { mode: 'endpoints', endpoints: input.endpoints },
+      gitMetadata: input.gitMetadata ?? { mode: 'read-only' },
+    },
+    input.homeToolchains,
+  );
 }
 
 export interface CommandSandboxInput {
@@ -97,6 +120,8 @@ export interface CommandSandboxInput {
   gitMetadata?: SandboxSpec['gitMetadata'];
   /** The absolute worktrees directory (`worktrees.dir`); default `<repoRoot>/.worktrees`. */
   worktreesDir?: string;
+  /** Toolchains under the real HOME to bind back read-only (./home-toolchains.ts); default none. */
+  homeToolchains?: HomeToolchains;
 }
 
 /** Where /etc/resolv.conf really is (it may point into the hidden /run): bound back read-only for a networked command. */
@@ -118,16 +143,19 @@ export function commandSandboxSpec(input: CommandSandboxInput): SandboxSpec {
     throw new PollyError('internal', 'commandSandboxSpec: network is on but no pasta executable was given; probe it with probeOutboundNetwork() first');
   const network: SandboxNetwork = input.network && input.pasta ? { mode: 'outbound', pasta: input.pasta } : { mode: 'none' };
   const home = join(input.stateDir, 'home');
-  return {
-    cwd: input.worktree,
-    writable: [input.worktree, home],
-    readOnly: [input.repoRoot, ...(input.network ? [resolvConf()] : [])],
-    hidden: commonHidden(input.repoRoot, input.realHome, input.worktreesDir),
-    home,
-    tmpDir: null,
-    network,
-    gitMetadata: input.gitMetadata ?? { mode: 'read-only' },
-  };
+  return withHomeToolchains(
+    {
+      cwd: input.worktree,
+      writable: [input.worktree, home],
+      readOnly: [input.repoRoot, ...(input.network ? [resolvConf()] : [])],
+      hidden: commonHidden(input.repoRoot, input.realHome, input.worktreesDir),
+      home,
+      tmpDir: null,
+      network,
+      gitMetadata: input.gitMetadata ?? { mode: 'read-only' },
+    },
+    input.homeToolchains,
+  );
 }
 
 /**

@@ -54,6 +54,17 @@ export interface SandboxSpec {
   hidden: string[];
   /** The private `$HOME` (must be inside `writable`). */
   home: string;
+  /**
+   * Files covered by an empty one (`/dev/null` bound read-only): credentials inside a `readOnly`
+   * directory (./home-toolchains.ts). Missing paths are skipped. Default none.
+   */
+  maskedFiles?: string[];
+  /**
+   * Variables set for the confined process on top of its environment (./sandbox.ts
+   * `confineCommand`): where the toolchains bound from the real HOME keep their roots
+   * (`RUSTUP_HOME`, `PYENV_ROOT`, …; ./home-toolchains.ts). Default none.
+   */
+  env?: Record<string, string>;
   /** The private `$TMPDIR` (inside `writable`), or null for the sandbox's own tmpfs `/tmp`. */
   tmpDir: string | null;
   network: SandboxNetwork;
@@ -68,12 +79,13 @@ export interface SandboxSpec {
 
 /**
  * One mount of the sandbox: `tmpfs` (an empty private file system: writes there never reach the
- * host), `rw` (a host path bound read-write), `ro` (bound read-only). Absolute paths.
+ * host), `rw` (a host path bound read-write), `ro` (bound read-only), `null` (a file covered by
+ * an empty one: `/dev/null` bound read-only). Absolute paths.
  */
-export type SandboxMount = { kind: 'tmpfs' | 'rw' | 'ro'; path: string };
+export type SandboxMount = { kind: 'tmpfs' | 'rw' | 'ro' | 'null'; path: string };
 type Mount = SandboxMount;
 
-const KIND_ORDER: Record<Mount['kind'], number> = { tmpfs: 0, rw: 1, ro: 2 };
+const KIND_ORDER: Record<Mount['kind'], number> = { tmpfs: 0, rw: 1, ro: 2, null: 3 };
 
 function depth(path: string): number {
   return path.split('/').filter(Boolean).length;
@@ -96,6 +108,7 @@ export function sandboxMounts(spec: SandboxSpec, exists: (path: string) => boole
   for (const p of spec.writable) add('rw', p);
   if (spec.gitMetadata.mode === 'worktree-admin-writable') add('rw', spec.gitMetadata.adminDir);
   for (const p of spec.readOnly) add('ro', p);
+  for (const p of spec.maskedFiles ?? []) add('null', p);
   // The git policy (workers/git/git-policy.ts): the worktree's `.git` file sits in the writable
   // worktree; pointed at another git dir, Polly's own `git add` would run that dir's config.
   add('ro', `${spec.cwd.replace(/\/+$/, '')}/.git`);
@@ -154,6 +167,7 @@ export function bwrapArgs(spec: SandboxSpec, exists: (path: string) => boolean, 
   const mounts = sandboxMounts(spec, exists);
   for (const m of mounts) {
     if (m.kind === 'tmpfs') args.push('--tmpfs', m.path);
+    else if (m.kind === 'null') args.push('--ro-bind', '/dev/null', m.path);
     else args.push(m.kind === 'rw' ? '--bind' : '--ro-bind', m.path, m.path);
   }
   for (const p of extraBinds) args.push('--bind', p, p);

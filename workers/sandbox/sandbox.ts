@@ -186,13 +186,14 @@ function realOrSelf(path: string): string {
  * Polly's seccomp filter (./seccomp-filter.ts: no tracing, no reading another process's memory or
  * fds), loaded by bwrap through a `/bin/sh` that opens it on fd 9. `bwrap` comes from a successful
  * {@link probeSandbox}.
+ * The spec's `env` (toolchain roots bound from the real HOME) is set where `env` does not set them.
  */
 export function confineCommand(bwrap: string, spec: SandboxSpec, command: string, args: readonly string[], env: Record<string, string>): ConfinedCommand {
   const nodePrefix = dirname(dirname(realOrSelf(process.execPath)));
   const runtime = [packageRoot(), ...(nodePrefix === '/' ? [] : [nodePrefix])];
   const program = resolveSandboxExecutable(command, env, spec.cwd, spec.hidden, [...spec.writable, ...spec.readOnly, ...runtime]);
   const withRuntime: SandboxSpec = { ...spec, readOnly: [...spec.readOnly, ...runtime, ...program.readOnly] };
-  const outEnv: Record<string, string> = { ...env, HOME: spec.home, TMPDIR: spec.tmpDir ?? '/tmp' };
+  const outEnv: Record<string, string> = { ...spec.env, ...env, HOME: spec.home, TMPDIR: spec.tmpDir ?? '/tmp' };
   if (spec.network.mode === 'outbound') {
     // bwrap inside a network namespace of pasta's: outbound only, not the host's loopback (./outbound-network.ts).
     const dir = mkdtempSync(join(tmpdir(), 'polly-net-'));
