@@ -1,7 +1,8 @@
 /**
  * Real input, end to end: Polly changes a repository no one here wrote.
  *
- * The package: **@fastify/error@4.3.0** (npm, MIT, by the Fastify team; tarball sha1
+ * The package: **@fastify/error@4.3.0** (npm, MIT, by the Fastify team; tarball sha256
+ * 7980a744147a40ec297d746481377cc5b227fb567376e723a3cfd15d04bf6c0a, npm's sha1
  * 7bb7148a82edf76e4a62e9d595b808764859a7a2). Why this one:
  * - small and real: one 130-line index.js used by Fastify itself, with users in the millions;
  * - its published tarball carries its own test suite (test/index.test.js, instanceof.test.js,
@@ -10,8 +11,9 @@
  *   package has no runtime dependencies. Its `test:unit` script is `c8 --100 node --test`; c8
  *   (coverage) is a devDependency we avoid, so the acceptance command is the `node --test` inside it.
  *
- * The test fetches the tarball with `npm pack` at test time (nothing cached in this repo; no
- * network → the test FAILS saying so), unpacks it into a fresh git repo with a bare origin (real
+ * The test fetches the tarball with `npm pack` through test/helpers/real-projects.ts (cached
+ * outside the repository and re-verified; no network or another checksum → the test FAILS saying
+ * so), unpacks it into a fresh git repo with a bare origin (real
  * git, scrubbed env), runs `polly init`, points the workers at the scripted model server, and runs
  * `polly run` on a one-task plan (test/fixtures/real-package/): Claude Code (scripted) makes
  * createError() reject a non-string code with a TypeError (it crashed in `code.toUpperCase` before)
@@ -20,7 +22,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stopTrackedBrains, trackBrains } from '../helpers/brain-cleanup.js';
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,11 +32,12 @@ import { startScriptedModelServer, type ScriptedModelServer } from '../../script
 import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
 import type { Registry } from '../../brain/registry/registry-schema.js';
 import { expectRunsConform } from '../helpers/trace-conformance.js';
+import { fetchNpmPackage, unpackNpmPackage } from '../helpers/real-projects.js';
 
 const PACKAGE = '@fastify/error';
 const VERSION = '4.3.0';
-/** dist.shasum of the published tarball (`npm view @fastify/error@4.3.0 dist.shasum`). */
-const SHASUM = '7bb7148a82edf76e4a62e9d595b808764859a7a2';
+/** SHA-256 of the published tarball (`npm pack @fastify/error@4.3.0 && sha256sum fastify-error-4.3.0.tgz`). */
+const SHA256 = '7980a744147a40ec297d746481377cc5b227fb567376e723a3cfd15d04bf6c0a';
 /** The package's own test runner without its coverage wrapper (see the module doc). */
 const ACCEPTANCE = 'node --test';
 
@@ -67,7 +70,7 @@ function tapSummary(output: string): { tests: number; pass: number; fail: number
   return { tests: num('tests'), pass: num('pass'), fail: num('fail') };
 }
 
-describe(`polly run on a real package (${PACKAGE}@${VERSION}, fetched with npm pack)`, () => {
+describe(`polly run on a real package (${PACKAGE}@${VERSION}, fetched with npm pack, pinned sha256)`, () => {
   let root = '';
   let repo = '';
   let origin = '';
@@ -80,32 +83,13 @@ describe(`polly run on a real package (${PACKAGE}@${VERSION}, fetched with npm p
     root = realpathSync(mkdtempSync(join(tmpdir(), 'polly-real-package-')));
     const env = gitTestEnv();
 
-    // 1. The published tarball, fetched now. No network is a failure, not a skip.
-    const pack = await run(
-      'npm',
-      ['pack', `${PACKAGE}@${VERSION}`, '--pack-destination', root, '--json', '--fetch-retries=1', '--fetch-retry-mintimeout=2000', '--fetch-retry-maxtimeout=5000'],
-      root,
-      env,
-      90_000,
-    );
-    if (pack.code !== 0) {
-      throw new Error(
-        `npm pack ${PACKAGE}@${VERSION} failed (exit ${pack.code}): this test needs the npm registry to fetch the real package it changes. ` +
-          `Check the network or the npm registry settings, then run it again.\n${pack.stderr.trim()}`,
-      );
-    }
-    const [packed] = JSON.parse(pack.stdout) as Array<{ filename: string; shasum: string }>;
-    expect(packed?.shasum, 'the tarball npm pack fetched is not the pinned release').toBe(SHASUM);
-    const tarball = join(root, packed!.filename);
+    // 1. The published tarball (cached outside the repository). No network is a failure, not a skip.
+    const tarball = await fetchNpmPackage({ name: PACKAGE, version: VERSION, sha256: SHA256 });
 
     // 2. Its source as a fresh git repo with a bare origin.
-    const unpacked = join(root, 'unpacked');
-    mkdirSync(unpacked);
-    const untar = await run('tar', ['-xzf', tarball, '-C', unpacked], root, env, 30_000);
-    expect(untar.code, untar.stderr).toBe(0);
     repo = join(root, 'repo');
     trackBrains(repo);
-    renameSync(join(unpacked, 'package'), repo);
+    await unpackNpmPackage(tarball, repo);
     origin = join(root, 'origin.git');
     git(root, ['init', '-q', '--bare', '-b', 'main', origin]);
     git(repo, ['init', '-q', '-b', 'main']);
