@@ -119,7 +119,8 @@ describe(`polly run on a real Go module (go-cmp from ${PIN.package} ${PIN.versio
       const t = task(key);
       expect(t.acceptance.commands).toEqual([ACCEPTANCE]);
       expect(t.checks.map((c) => [c.command, c.exitCode, c.timedOut])).toEqual([[ACCEPTANCE, 0, false]]);
-      for (const pkg of ['cmp', 'cmp/cmpopts', 'cmp/internal/diff', 'cmp/internal/value']) expect(t.checks[0]!.output).toMatch(new RegExp(`^ok\\s+github\\.com/google/go-cmp/${pkg}\\s`, 'm'));
+      for (const pkg of ['cmp', 'cmp/cmpopts', 'cmp/internal/diff', 'cmp/internal/value'])
+        expect(t.checks[0]!.output).toMatch(new RegExp(`^ok\\s+github\\.com/google/go-cmp/${pkg}\\s`, 'm'));
       expect(readFileSync(join(t.worktree!, 'cmp', 'cmpopts', key === 't1' ? 'equate_comparable_test.go' : 'fold_test.go'), 'utf8')).toContain(`func ${test}(`);
     }
   });
@@ -128,14 +129,22 @@ describe(`polly run on a real Go module (go-cmp from ${PIN.package} ${PIN.versio
     expect([task('t1').worker, task('t2').worker]).toEqual(['claude-code', 'codex']);
     expect(task('t1').reviews.map((r) => [r.reviewer, r.blocking.length])).toEqual([['codex', 0]]);
     expect(task('t2').reviews.map((r) => [r.reviewer, r.blocking.length])).toEqual([['claude-code', 0]]);
-    const served = new Set(run_().server.requests.map((r) => r.session).filter((s) => s !== null));
+    const served = new Set(
+      run_()
+        .server.requests.map((r) => r.session)
+        .filter((s) => s !== null),
+    );
     expect([...served].sort()).toEqual(['implement-equate-comparable', 'implement-equate-fold', 'review-equate-comparable', 'review-equate-fold']);
   });
 
   it('each PR branch on the origin is one commit on the published main carrying its change', () => {
     const { initialMain } = run_();
     const expected = {
-      t1: { files: ['A\tcmp/cmpopts/equate_comparable_test.go', 'M\tcmp/cmpopts/equate.go'], path: 'cmp/cmpopts/equate.go', text: 'func EquateComparable(typs ...interface{}) cmp.Option {' },
+      t1: {
+        files: ['A\tcmp/cmpopts/equate_comparable_test.go', 'M\tcmp/cmpopts/equate.go'],
+        path: 'cmp/cmpopts/equate.go',
+        text: 'func EquateComparable(typs ...interface{}) cmp.Option {',
+      },
       t2: { files: ['A\tcmp/cmpopts/fold.go', 'A\tcmp/cmpopts/fold_test.go'], path: 'cmp/cmpopts/fold.go', text: 'return cmp.Comparer(strings.EqualFold)' },
     };
     for (const key of ['t1', 't2'] as const) {

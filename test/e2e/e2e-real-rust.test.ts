@@ -138,7 +138,11 @@ describe(`polly run on a real Rust crate (fnv from ${PIN.package} ${PIN.version}
     expect([task('t1').worker, task('t2').worker]).toEqual(['pi', 'claude-code']);
     expect(task('t1').reviews.map((r) => [r.reviewer, r.blocking.length])).toEqual([['claude-code', 0]]);
     expect(task('t2').reviews.map((r) => [r.reviewer, r.blocking.length])).toEqual([['pi', 0]]);
-    const served = new Set(run_().server.requests.map((r) => r.session).filter((s) => s !== null));
+    const served = new Set(
+      run_()
+        .server.requests.map((r) => r.session)
+        .filter((s) => s !== null),
+    );
     expect([...served].sort()).toEqual(['implement-clone-debug', 'implement-hash-fn', 'review-clone-debug', 'review-hash-fn']);
   });
 
@@ -155,7 +159,11 @@ describe(`polly run on a real Rust crate (fnv from ${PIN.package} ${PIN.version}
       expect(originGit(['rev-parse', `${tip}^`])).toBe(initialMain);
       expect(originGit(['log', '-1', '--format=%B', tip])).toContain(`Polly-Task: ${t.id}`);
       expect(originGit(['diff', '--name-status', initialMain, tip])).toBe('M\tlib.rs');
-      expect(originGit(['ls-tree', '-r', '--name-only', tip]).split('\n').filter((f) => f === 'Cargo.lock' || f.startsWith('target/'))).toEqual([]);
+      expect(
+        originGit(['ls-tree', '-r', '--name-only', tip])
+          .split('\n')
+          .filter((f) => f === 'Cargo.lock' || f.startsWith('target/')),
+      ).toEqual([]);
       expect(originGit(['show', `${tip}:lib.rs`])).toContain(expected[key]);
     }
     expect(originGit(['rev-parse', 'refs/heads/main'])).toBe(initialMain);

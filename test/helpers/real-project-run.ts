@@ -49,9 +49,7 @@ export function run(cmd: string, args: string[], cwd: string, env: NodeJS.Proces
 /** `env` (default: the test git env) with every PATH entry under HOME removed (see the module doc). */
 export function systemToolchainEnv(env: NodeJS.ProcessEnv = gitTestEnv()): NodeJS.ProcessEnv {
   const home = realpathSync(homedir());
-  const path = (env.PATH ?? '/usr/local/bin:/usr/bin:/bin')
-    .split(delimiter)
-    .filter((p) => p && p !== home && !p.startsWith(`${home}/`) && !p.startsWith(`${homedir()}/`));
+  const path = (env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter).filter((p) => p && p !== home && !p.startsWith(`${home}/`) && !p.startsWith(`${homedir()}/`));
   return { ...env, PATH: path.join(delimiter) };
 }
 
@@ -161,7 +159,10 @@ export function readRegistry(repo: string): Registry {
 }
 
 /** `polly pr sync --json` in `repo`: the after-merge pass and the local forge's check of moved bases. */
-export async function prSync(repo: string, env: NodeJS.ProcessEnv): Promise<{
+export async function prSync(
+  repo: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{
   done: Array<{ taskId: string; number: number; mergeCommitSha: string | null; backupRef: string | null }>;
   errors: unknown[];
   localChecks?: { checked: Array<{ number: number; conclusion: string; headCommit: string; baseCommit: string }>; errors: unknown[] };
