@@ -14,6 +14,8 @@ const LONGEST_FIRST = [
   'test/brain/ui-dashboard.test.ts',
   'test/confinement/attack-suite.test.ts',
   'test/brain/brain-process.test.ts',
+  'test/e2e/real-python-project.test.ts',
+  'test/e2e/real-npm-project.test.ts',
   'test/e2e/e2e-resume.test.ts',
   'test/e2e/e2e-crash.test.ts',
   'test/brain/local-forge-cli.test.ts',
