@@ -17,7 +17,7 @@
  *   ignored build output there, the case that broke Polly's staging (issue 35 item 1); the test
  *   asserts it is in the worktree and not on the PR branch.
  *
- * The plan (test/fixtures/real-projects/fnv/): pi derives Clone and Debug for FnvHasher, reviewed
+ * The plan (test/fixtures/real-rust-project/): pi derives Clone and Debug for FnvHasher, reviewed
  * by Claude Code; Claude Code adds `fnv::hash(&[u8])`, reviewed by pi; both change lib.rs, in
  * hunks far enough apart that git merges the second after the first. Acceptance is the crate's
  * `cargo test --offline`. Then the human merges the first PR with a merge commit, `polly pr sync`
@@ -25,16 +25,16 @@
  * base), squashes the second, syncs again; nothing of the repository is left running.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
-import { git } from '../helpers/git-repo.js';
+import { git, gitTestEnv } from '../helpers/git-repo.js';
 import { humanMerge } from '../helpers/human-merge.js';
 import { fetchDebianBinary, unpackDebianBinary } from '../helpers/real-projects.js';
-import { POLLY_CLI, prSync, readRegistry, requireSystemTool, run, runRealProject, waitForNoProcessesIn, type RealProjectRun } from '../helpers/real-project-run.js';
+import { polly, readRegistry, runAsync, waitForNoProcessesIn } from '../helpers/real-project-run.js';
+import { prSync, requireSystemTool, runWithSystemToolchain, type ToolchainProjectRun } from '../helpers/real-project-toolchain.js';
 import { expectRunsConform } from '../helpers/trace-conformance.js';
 
 const PIN = {
@@ -47,7 +47,7 @@ const PIN = {
 /** Where the .deb puts the crate's sources. */
 const CRATE_DIR = 'usr/share/cargo/registry/fnv-1.0.7';
 const ACCEPTANCE = 'cargo test --offline';
-const FIXTURES = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'test', 'fixtures', 'real-projects', 'fnv');
+const FIXTURES = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'test', 'fixtures', 'real-rust-project');
 
 /** The `test result: ok. N passed; …` counts of cargo test's output, in order (unit tests, then doc tests). */
 function passedCounts(output: string): number[] {
@@ -55,35 +55,33 @@ function passedCounts(output: string): number[] {
 }
 
 describe(`polly run on a real Rust crate (fnv from ${PIN.package} ${PIN.version}), two vendors, a human merge`, () => {
-  let p: RealProjectRun | null = null;
-  let root = '';
+  let p: ToolchainProjectRun | null = null;
 
   beforeAll(async () => {
     await requireSystemTool('cargo', ['--version'], 'cargo');
-    root = realpathSync(mkdtempSync(join(tmpdir(), 'polly-real-rust-')));
     const deb = await fetchDebianBinary(PIN);
-    const unpacked = join(root, 'unpacked');
-    await unpackDebianBinary(deb, unpacked);
-    const repo = join(root, 'repo');
-    renameSync(join(unpacked, CRATE_DIR), repo);
-    p = await runRealProject({
-      root,
-      repo,
+    p = await runWithSystemToolchain({
+      prefix: 'polly-real-rust-',
+      populate: async (dir) => {
+        const unpacked = join(dir, '..', 'unpacked');
+        await unpackDebianBinary(deb, unpacked);
+        for (const name of readdirSync(join(unpacked, CRATE_DIR))) renameSync(join(unpacked, CRATE_DIR, name), join(dir, name));
+      },
+      message: `fnv 1.0.7 as Debian ships it (${PIN.package} ${PIN.version})`,
       fixtures: FIXTURES,
-      commitMessage: `fnv 1.0.7 as Debian ships it (${PIN.package} ${PIN.version})`,
       pristineTest: ['cargo', 'test', '--offline'],
     });
-    process.stderr.write(`[e2e-real-rust] polly run took ${(p.runMs / 1000).toFixed(1)} s\n`);
+    process.stderr.write(`[real-rust-project] polly run took ${(p.runMs / 1000).toFixed(1)} s\n`);
   }, 300_000);
 
   afterAll(async () => {
     await p?.server.close();
     await stopTrackedBrains();
-    if (root) rmSync(root, { recursive: true, force: true });
+    if (p) rmSync(p.project.root, { recursive: true, force: true });
   });
 
-  const run_ = () => p!;
-  const originGit = (args: string[]) => git(run_().root, ['--git-dir', run_().origin, ...args]);
+  const run_ = () => ({ ...p!, ...p!.project });
+  const originGit = (args: string[]) => run_().originGit(args);
   const task = (key: 't1' | 't2') => {
     const t = Object.values(readRegistry(run_().repo).tasks).find((x) => x.id.endsWith(`-${key}`));
     expect(t, `task ${key} in the registry`).toBeDefined();
@@ -105,7 +103,7 @@ describe(`polly run on a real Rust crate (fnv from ${PIN.package} ${PIN.version}
     const out = JSON.parse(result.stdout) as { admitted: boolean; status: string; tasks: unknown[] };
     expect(out).toMatchObject({ admitted: true, status: 'done' });
     expect(out.tasks).toHaveLength(2);
-    const list = await run(process.execPath, [POLLY_CLI, 'pr', 'list', '--json'], repo, env, 30_000);
+    const list = await polly(['pr', 'list', '--json'], repo, env, 30_000);
     expect(list.code, list.stderr).toBe(0);
     const prs = JSON.parse(list.stdout) as Array<{ number: number; state: string; head: string; base: string; headCommit: string; taskId: string }>;
     for (const key of ['t1', 't2'] as const) {
@@ -171,11 +169,16 @@ describe(`polly run on a real Rust crate (fnv from ${PIN.package} ${PIN.version}
 
   it('the human merges both PRs with git; after each polly pr sync the task is done and its worktree removed after a backup; nothing is left running', async () => {
     const { repo, env, testRepo, root: dir } = run_();
+    /** The PR's branch as the origin has it, fetched as a human would before merging. */
+    const fetchPr = (t: { branch: string | null }) => {
+      git(repo, ['fetch', '-q', 'origin', t.branch!]);
+      return git(repo, ['rev-parse', 'FETCH_HEAD']);
+    };
     const t1 = task('t1');
     const t2 = task('t2');
     expect(existsSync(t1.worktree!) && existsSync(t2.worktree!)).toBe(true);
 
-    const merge1 = humanMerge(testRepo, `polly/${t1.id}`, 'merge', { message: `Merge PR #${t1.pr!.number}: ${t1.title}` });
+    const merge1 = humanMerge(testRepo, fetchPr(t1), 'merge', { message: `Merge PR #${t1.pr!.number}: ${t1.title}` });
     const sync1 = await prSync(repo, env);
     expect(sync1.errors).toEqual([]);
     expect(sync1.done.map((d) => [d.taskId, d.mergeCommitSha])).toEqual([[t1.id, merge1]]);
@@ -185,7 +188,7 @@ describe(`polly run on a real Rust crate (fnv from ${PIN.package} ${PIN.version}
     expect(task('t2')).toMatchObject({ status: 'ready', pr: { state: 'ready' } });
     expect(existsSync(t1.worktree!)).toBe(false);
 
-    const merge2 = humanMerge(testRepo, `polly/${t2.id}`, 'squash', { message: `${t2.title} (#${t2.pr!.number})` });
+    const merge2 = humanMerge(testRepo, fetchPr(t2), 'squash', { message: `${t2.title} (#${t2.pr!.number})` });
     const sync2 = await prSync(repo, env);
     expect(sync2.errors).toEqual([]);
     expect(sync2.done.map((d) => [d.taskId, d.mergeCommitSha])).toEqual([[t2.id, merge2]]);
@@ -201,7 +204,7 @@ describe(`polly run on a real Rust crate (fnv from ${PIN.package} ${PIN.version}
     const worktreesDir = join(repo, '.worktrees');
     expect(existsSync(worktreesDir) ? readdirSync(worktreesDir) : []).toEqual([]);
     expect(originGit(['rev-list', '--first-parent', 'main']).split('\n')).toEqual([merge2, merge1, run_().initialMain]);
-    const merged = await run('cargo', ['test', '--offline'], repo, env, 120_000);
+    const merged = await runAsync('cargo', ['test', '--offline'], repo, { ...gitTestEnv(), ...env }, 120_000);
     expect(merged.code, merged.stdout + merged.stderr).toBe(0);
     expect(passedCounts(merged.stdout + merged.stderr)).toEqual([3, 3]);
 

@@ -14,7 +14,7 @@
  *   Polly's sandbox with Debian's Go (1.19), in ~10 s with a cold build cache;
  * - a package layout (cmp/, cmp/cmpopts/, internal/) where two tasks naturally touch different files.
  *
- * The plan (test/fixtures/real-projects/go-cmp/): Claude Code backports upstream's
+ * The plan (test/fixtures/real-go-project/): Claude Code backports upstream's
  * EquateComparable (go-cmp 0.6.0) into cmp/cmpopts/equate.go, reviewed by Codex; Codex adds
  * EquateFold in a new file, reviewed by Claude Code; acceptance is the module's `go test ./...`.
  * Then the human merges the first PR with a merge commit and squashes the second, `polly pr sync`
@@ -22,16 +22,16 @@
  * left running.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
-import { git } from '../helpers/git-repo.js';
+import { git, gitTestEnv } from '../helpers/git-repo.js';
 import { humanMerge } from '../helpers/human-merge.js';
 import { fetchDebianBinary, unpackDebianBinary } from '../helpers/real-projects.js';
-import { POLLY_CLI, prSync, readRegistry, requireSystemTool, run, runRealProject, waitForNoProcessesIn, type RealProjectRun } from '../helpers/real-project-run.js';
+import { polly, readRegistry, runAsync, waitForNoProcessesIn } from '../helpers/real-project-run.js';
+import { prSync, requireSystemTool, runWithSystemToolchain, type ToolchainProjectRun } from '../helpers/real-project-toolchain.js';
 import { expectRunsConform } from '../helpers/trace-conformance.js';
 
 const PIN = {
@@ -44,38 +44,36 @@ const PIN = {
 /** Where the .deb puts the module's sources. */
 const MODULE_DIR = 'usr/share/gocode/src/github.com/google/go-cmp';
 const ACCEPTANCE = 'go test ./...';
-const FIXTURES = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'test', 'fixtures', 'real-projects', 'go-cmp');
+const FIXTURES = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'test', 'fixtures', 'real-go-project');
 
 describe(`polly run on a real Go module (go-cmp from ${PIN.package} ${PIN.version}), two vendors, a human merge`, () => {
-  let p: RealProjectRun | null = null;
-  let root = '';
+  let p: ToolchainProjectRun | null = null;
 
   beforeAll(async () => {
     await requireSystemTool('go', ['version'], 'golang-go');
-    root = realpathSync(mkdtempSync(join(tmpdir(), 'polly-real-go-')));
     const deb = await fetchDebianBinary(PIN);
-    const unpacked = join(root, 'unpacked');
-    await unpackDebianBinary(deb, unpacked);
-    const repo = join(root, 'repo');
-    renameSync(join(unpacked, MODULE_DIR), repo);
-    p = await runRealProject({
-      root,
-      repo,
+    p = await runWithSystemToolchain({
+      prefix: 'polly-real-go-',
+      populate: async (dir) => {
+        const unpacked = join(dir, '..', 'unpacked');
+        await unpackDebianBinary(deb, unpacked);
+        for (const name of readdirSync(join(unpacked, MODULE_DIR))) renameSync(join(unpacked, MODULE_DIR, name), join(dir, name));
+      },
+      message: `go-cmp 0.5.9 as Debian ships it (${PIN.package} ${PIN.version})`,
       fixtures: FIXTURES,
-      commitMessage: `go-cmp 0.5.9 as Debian ships it (${PIN.package} ${PIN.version})`,
       pristineTest: ['go', 'test', './...'],
     });
-    process.stderr.write(`[e2e-real-go] polly run took ${(p.runMs / 1000).toFixed(1)} s\n`);
+    process.stderr.write(`[real-go-project] polly run took ${(p.runMs / 1000).toFixed(1)} s\n`);
   }, 300_000);
 
   afterAll(async () => {
     await p?.server.close();
     await stopTrackedBrains();
-    if (root) rmSync(root, { recursive: true, force: true });
+    if (p) rmSync(p.project.root, { recursive: true, force: true });
   });
 
-  const run_ = () => p!;
-  const originGit = (args: string[]) => git(run_().root, ['--git-dir', run_().origin, ...args]);
+  const run_ = () => ({ ...p!, ...p!.project });
+  const originGit = (args: string[]) => run_().originGit(args);
   const task = (key: 't1' | 't2') => {
     const t = Object.values(readRegistry(run_().repo).tasks).find((x) => x.id.endsWith(`-${key}`));
     expect(t, `task ${key} in the registry`).toBeDefined();
@@ -97,7 +95,7 @@ describe(`polly run on a real Go module (go-cmp from ${PIN.package} ${PIN.versio
     const out = JSON.parse(result.stdout) as { admitted: boolean; status: string; tasks: unknown[] };
     expect(out).toMatchObject({ admitted: true, status: 'done' });
     expect(out.tasks).toHaveLength(2);
-    const list = await run(process.execPath, [POLLY_CLI, 'pr', 'list', '--json'], repo, env, 30_000);
+    const list = await polly(['pr', 'list', '--json'], repo, env, 30_000);
     expect(list.code, list.stderr).toBe(0);
     const prs = JSON.parse(list.stdout) as Array<{ number: number; state: string; head: string; base: string; headCommit: string; taskId: string }>;
     for (const key of ['t1', 't2'] as const) {
@@ -163,13 +161,18 @@ describe(`polly run on a real Go module (go-cmp from ${PIN.package} ${PIN.versio
 
   it('the human merges one PR with a merge commit and squashes the other; one polly pr sync marks both done and removes their worktrees after a backup; nothing is left running', async () => {
     const { repo, env, testRepo, root: dir } = run_();
+    /** The PR's branch as the origin has it, fetched as a human would before merging. */
+    const fetchPr = (t: { branch: string | null }) => {
+      git(repo, ['fetch', '-q', 'origin', t.branch!]);
+      return git(repo, ['rev-parse', 'FETCH_HEAD']);
+    };
     const t1 = task('t1');
     const t2 = task('t2');
     expect(existsSync(t1.worktree!) && existsSync(t2.worktree!)).toBe(true);
 
-    // (The second PR's check on a base moved by the first merge is e2e-real-rust's, where both PRs change one file.)
-    const merge1 = humanMerge(testRepo, `polly/${t1.id}`, 'merge', { message: `Merge PR #${t1.pr!.number}: ${t1.title}` });
-    const merge2 = humanMerge(testRepo, `polly/${t2.id}`, 'squash', { message: `${t2.title} (#${t2.pr!.number})` });
+    // (The second PR's check on a base moved by the first merge is real-rust-project's, where both PRs change one file.)
+    const merge1 = humanMerge(testRepo, fetchPr(t1), 'merge', { message: `Merge PR #${t1.pr!.number}: ${t1.title}` });
+    const merge2 = humanMerge(testRepo, fetchPr(t2), 'squash', { message: `${t2.title} (#${t2.pr!.number})` });
     const sync = await prSync(repo, env);
     expect(sync.errors).toEqual([]);
     expect(sync.done.map((d) => [d.taskId, d.mergeCommitSha])).toEqual([
@@ -191,7 +194,7 @@ describe(`polly run on a real Go module (go-cmp from ${PIN.package} ${PIN.versio
     expect(existsSync(worktreesDir) ? readdirSync(worktreesDir) : []).toEqual([]);
     // main on the origin: the human's two commits on the published one, and green.
     expect(originGit(['rev-list', '--first-parent', 'main']).split('\n')).toEqual([merge2, merge1, run_().initialMain]);
-    const merged = await run('go', ['test', './cmp/cmpopts/'], repo, env, 120_000);
+    const merged = await runAsync('go', ['test', './cmp/cmpopts/'], repo, { ...gitTestEnv(), ...env }, 120_000);
     expect(merged.code, merged.stdout + merged.stderr).toBe(0);
 
     const left = await waitForNoProcessesIn(dir, 15_000);
