@@ -16,6 +16,8 @@ const LONGEST_FIRST = [
   'test/brain/brain-process.test.ts',
   'test/e2e/real-python-project.test.ts',
   'test/e2e/real-npm-project.test.ts',
+  'test/e2e/real-go-project.test.ts',
+  'test/e2e/real-rust-project.test.ts',
   'test/e2e/e2e-resume.test.ts',
   'test/e2e/e2e-crash.test.ts',
   'test/brain/local-forge-cli.test.ts',
