@@ -42,7 +42,7 @@ function spec(): SandboxSpec {
     writableCwd: true,
     agentStateDir: state,
     gateDir: join(state, 'gate'),
-   
+
     endpoints: [],
     realHome: join(root, 'home'),
   });
