@@ -105,7 +105,7 @@ async function expectParkedForBudget(id: string, run: Awaited<ReturnType<typeof 
   expect(repo.git(['show', `${ref}:notes/kept.txt`])).toBe('written before the budget ran out');
   const journal = await rig.store.journal();
   expect(journal.filter((e) => e.kind === 'budget.reached').map((e) => e.data)).toEqual([expect.objectContaining({ taskId: id, scope: 'task', kind: 'tokens', limit })]);
-  expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([{ taskId: id, reason: task.statusReason, backupRef: ref }]);
+  expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([{ taskId: id, reason: task.statusReason, backupRef: ref, worktree: task.worktree }]);
   return { task, ref };
 }
 
@@ -244,6 +244,6 @@ describe('the cost ledger with the real CLIs', () => {
     process.stderr.write(`[cost-budget-real] budget stop: ${stopMs} ms from the crossing answer to budget.reached\n`);
     expect(stopMs).toBeGreaterThan(0);
     expect(stopMs, 'stopped well before the scripted sleep 4 would have let pi finish').toBeLessThan(30_000);
-    expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([{ taskId: 'pb1', reason: task.statusReason, backupRef: ref }]);
+    expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([{ taskId: 'pb1', reason: task.statusReason, backupRef: ref, worktree: task.worktree }]);
   }, 120_000);
 });
