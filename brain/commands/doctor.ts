@@ -411,6 +411,37 @@ export function madeBySetup(root: string, command: string, setup: string | null)
 }
 
 /**
+ * The checks' sandbox doctor probes in (the repository root as the worktree, no network, the
+ * config's passthrough and unconfined settings), or null when it cannot start here
+ * (`sandbox_unavailable`: the sandbox line says why). `worktreesDir` defaults to the config's.
+ */
+function doctorSandbox(
+  root: string,
+  config: PollyConfig,
+  env: NodeJS.ProcessEnv,
+  sandboxProbe: SandboxProbe,
+  more: { worktreesDir?: string; realHome?: string; extraEnv?: Record<string, string> } = {},
+): ReturnType<typeof commandSandbox> | null {
+  try {
+    return commandSandbox({
+      repoRoot: root,
+      worktree: root,
+      worktreesDir: more.worktreesDir ?? resolveWorktreesDir(root, config.worktrees.dir),
+      network: false,
+      allowUnconfined: config.workers.allow_unconfined ?? false,
+      passthrough: config.workers.env_passthrough ?? [],
+      probe: sandboxProbe,
+      baseEnv: env,
+      realHome: more.realHome ?? (env.HOME || homedir()),
+      ...(more.extraEnv ? { extraEnv: more.extraEnv } : {}),
+    });
+  } catch (error) {
+    if (!isPollyError(error, 'sandbox_unavailable')) throw error;
+    return null;
+  }
+}
+
+/**
  * Can each acceptance command's runner start in the sandbox and environment the checks get
  * (workers/sandbox/command-sandbox.ts, as brain/task-tools/run-acceptance.ts builds them, with the
  * main checkout in the worktree's place)? Runs the runner probe of workers/check-runner.ts
@@ -431,23 +462,8 @@ export async function acceptanceRunnerCheck(root: string, config: PollyConfig, e
     .map((command) => ({ command, probe: runnerProbe(command) }))
     .filter((p): p is { command: string; probe: string } => p.probe !== null);
   if (probes.length === 0) return { id, status: 'ok', detail: bySetup.length > 0 ? setupNote.slice(2) : 'no acceptance command to probe' };
-  let confinement: ReturnType<typeof commandSandbox>;
-  try {
-    confinement = commandSandbox({
-      repoRoot: root,
-      worktree: root,
-      worktreesDir: resolveWorktreesDir(root, config.worktrees.dir),
-      network: false,
-      allowUnconfined: config.workers.allow_unconfined ?? false,
-      passthrough: config.workers.env_passthrough ?? [],
-      probe: sandboxProbe,
-      baseEnv: env,
-      realHome: env.HOME || homedir(),
-    });
-  } catch (error) {
-    if (!isPollyError(error, 'sandbox_unavailable')) throw error;
-    return { id, status: 'ok', detail: "not probed: the checks' sandbox cannot start here (see the sandbox line)" };
-  }
+  const confinement = doctorSandbox(root, config, env, sandboxProbe);
+  if (!confinement) return { id, status: 'ok', detail: "not probed: the checks' sandbox cannot start here (see the sandbox line)" };
   const where = confinement.sandbox ? "in the checks' sandbox" : 'unconfined (workers.allow_unconfined)';
   const found: string[] = [];
   const fixes: string[] = [];
@@ -551,24 +567,8 @@ export async function worktreesCollectedCheck(root: string, config: PollyConfig,
       for (const f of files) if (f.startsWith(`${rel}/`)) collected.push(`node --test (scripts.${name}) runs ${f}`);
     }
     if (steps.length > 0) {
-      let confinement: ReturnType<typeof commandSandbox> | null = null;
-      try {
-        confinement = commandSandbox({
-          repoRoot: root,
-          worktree: root,
-          worktreesDir: absDir,
-          network: false,
-          allowUnconfined: config.workers.allow_unconfined ?? false,
-          passthrough: config.workers.env_passthrough ?? [],
-          probe: sandboxProbe,
-          baseEnv: env,
-          realHome: env.HOME || homedir(),
-          extraEnv: { PYTHONDONTWRITEBYTECODE: '1' },
-        });
-      } catch (error) {
-        if (!isPollyError(error, 'sandbox_unavailable')) throw error;
-        notProved.push(...steps.map((s) => `${s.tool} (the checks' sandbox cannot start here)`));
-      }
+      const confinement = doctorSandbox(root, config, env, sandboxProbe, { worktreesDir: absDir, extraEnv: { PYTHONDONTWRITEBYTECODE: '1' } });
+      if (!confinement) notProved.push(...steps.map((s) => `${s.tool} (the checks' sandbox cannot start here)`));
       if (confinement) {
         // The worktrees directory visible (read-only), as the user's own run from the root sees it;
         // the checkout read-only but for node_modules (vite bundles the config into node_modules/.vite-temp).
@@ -636,23 +636,8 @@ export async function toolchainCheck(root: string, config: PollyConfig, env: Nod
   const commands = [...config.acceptance.commands, ...(config.worktrees.setup ? config.worktrees.setup.split(/&&|\|\||;/) : [])];
   const programs = [...new Set(commands.map((c) => commandProgram(c.trim())).filter((p): p is string => !!p && !p.includes('/') && !SHELL_BUILTINS.has(p)))];
   if (programs.length === 0) return { id, status: 'ok', detail: mounted };
-  let confinement: ReturnType<typeof commandSandbox>;
-  try {
-    confinement = commandSandbox({
-      repoRoot: root,
-      worktree: root,
-      worktreesDir: resolveWorktreesDir(root, config.worktrees.dir),
-      network: false,
-      allowUnconfined: config.workers.allow_unconfined ?? false,
-      passthrough: config.workers.env_passthrough ?? [],
-      probe: sandboxProbe,
-      baseEnv: env,
-      realHome: home,
-    });
-  } catch (error) {
-    if (!isPollyError(error, 'sandbox_unavailable')) throw error;
-    return { id, status: 'ok', detail: `${mounted}; the programs are not probed: the checks' sandbox cannot start here` };
-  }
+  const confinement = doctorSandbox(root, config, env, sandboxProbe, { realHome: home });
+  if (!confinement) return { id, status: 'ok', detail: `${mounted}; the programs are not probed: the checks' sandbox cannot start here` };
   const runs: string[] = [];
   for (const p of programs) {
     const q = shellQuote(p);
