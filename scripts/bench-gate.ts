@@ -8,7 +8,7 @@
  *    A worker's hook asks the worker runner over its unix socket instead (gate/hooks/gate-server.ts):
  *    the same hook with `socket` set, answered by a gate server in this process, is timed against
  *    the in-process hook and `node -e 0`, all spawned asynchronously (the server answers from here).
- * 2. In-process decisions per second over the case corpus (../shared/cases/gate-corpus.yaml when
+ * 2. In-process decisions per second over the case corpus (test/fixtures/gate-corpus.yaml when
  *    present, plus built-in spellings), against a baseline of JSON.parse+stringify of the same
  *    requests.
  */
@@ -121,7 +121,8 @@ process.stdout.write(`  hook asking the runner      ${median(aSocket).toFixed(1)
 
 // in-process decisions per second
 const here = fileURLToPath(new URL('.', import.meta.url));
-const corpusFile = [join(here, '..', '..', '..', 'shared', 'cases', 'gate-corpus.yaml'), '/work/shared/cases/gate-corpus.yaml'].find((p) => existsSync(p));
+// dist/scripts/ → the repository's test/fixtures/ (the corpus ships with the repository).
+const corpusFile = [join(here, '..', '..', 'test', 'fixtures', 'gate-corpus.yaml')].find((p) => existsSync(p));
 const cases: Array<{ role: ToolRequest['role']; tool: ToolRequest['tool']; input: string }> = corpusFile
   ? (parseYaml(readFileSync(corpusFile, 'utf8')) as { cases: Array<{ role: ToolRequest['role']; tool: ToolRequest['tool']; input: string }> }).cases
   : [

@@ -1,8 +1,9 @@
 /**
- * The gate corpus (../shared/cases/gate-corpus.yaml, 86 cases from public reports) as a table, plus
- * our own spellings of each class. Every row goes through the real `decide` with the seed policies.
+ * The gate corpus (test/fixtures/gate-corpus.yaml: 86 cases from public reports, a copy of the team's
+ * shared case file kept in the repository so a clean clone runs it) as a table, plus our own
+ * spellings of each class. Every row goes through the real `decide` with the seed policies.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -19,11 +20,7 @@ interface Case {
   rule?: string;
 }
 
-const corpusPath = [
-  fileURLToPath(new URL('../../../shared/cases/gate-corpus.yaml', import.meta.url)),
-  '/work/shared/cases/gate-corpus.yaml',
-  fileURLToPath(new URL('../fixtures/gate-corpus.yaml', import.meta.url)),
-].find((p) => existsSync(p)) as string;
+const corpusPath = fileURLToPath(new URL('../fixtures/gate-corpus.yaml', import.meta.url));
 const corpus = parseYaml(readFileSync(corpusPath, 'utf8')) as { context: Record<string, string>; cases: Case[] };
 const context: GateContext = {
   repoRoot: '/repo',
