@@ -42,6 +42,8 @@ class LongestFirstSequencer extends BaseSequencer {
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Builds dist/ first when it is not the build of the sources on disk (test/helpers/build-once.ts).
+    globalSetup: ['test/helpers/build-once.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Real processes and real git: keep parallelism to the machine's two cores.

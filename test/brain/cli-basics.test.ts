@@ -2,14 +2,12 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt } from '../helpers/registry-build.js';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/registry-cli.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string; bin: Record<string, string> };
 
 describe('polly CLI', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
   const cwd = mkdtempSync(join(tmpdir(), 'polly-cli-'));
 
   it('--version prints the package version (and JSON with --json)', () => {

@@ -5,7 +5,7 @@
 // allow_root_sandbox, a missing model key.
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   acceptanceRunnerCheck,
   credentialChecks,
@@ -21,7 +21,6 @@ import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { probeSandbox } from '../../workers/sandbox/sandbox.js';
 import { createTestRepo, git, gitTestEnv } from '../helpers/git-repo.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
 
 const byId = (r: DoctorReport) => Object.fromEntries(r.checks.map((c) => [c.id, c]));
@@ -30,8 +29,6 @@ const workingSandbox = () => ({ ok: true as const, bwrap: '/usr/bin/bwrap' });
 const NODE = { 'README.md': '# t\n', 'package.json': `${JSON.stringify({ name: 't', scripts: { test: 'node --test test/' } })}\n` };
 
 describe('polly doctor', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
-
   it('a healthy repository: every check ok, exit 0; --json lists the checks', () => {
     const repo = createTestRepo(NODE);
     repo.git(['config', 'user.name', 'Repo User']);

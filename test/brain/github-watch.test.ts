@@ -16,7 +16,6 @@ import { createFileRegistryStore, type FileRegistryStore } from '../../brain/reg
 import { statusReport } from '../../brain/registry/status-report.js';
 import { createTestRepo } from '../helpers/git-repo.js';
 import { startGitHubSimulator, type GitHubSimulator } from '../helpers/github-simulator.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli, runCliAsync } from '../helpers/registry-cli.js';
 import { sampleTask } from '../helpers/registry-sample.js';
 import { actionablePrEvents } from '../../brain/process/pr-events.js';
@@ -260,7 +259,6 @@ describe('GitHub PR watcher against the simulator', () => {
 });
 
 test('polly pr list --json and the status report show a GitHub PR’s review, checks and conflict state as the watcher saw it', async () => {
-  ensureBuilt();
   const repo = createTestRepo({ 'README.md': '# demo\n' });
   const s = await setting(['t6'], repo.dir);
   const n = s.numbers.t6!;

@@ -3,14 +3,13 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { programsMissingFromPath } from '../../brain/commands/doctor.js';
 import { FIRST_STEPS } from '../../brain/commands/init.js';
 import { parseConfig, renderDefaultConfig } from '../../brain/config/config.js';
 import { packageRoot } from '../../brain/core/install-paths.js';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import { createTestRepo } from '../helpers/git-repo.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
 
 /** Every file under `dir` (recursively) → its bytes, for "changes nothing" comparisons. */
@@ -24,8 +23,6 @@ function snapshot(dir: string, out = new Map<string, Buffer>(), prefix = ''): Ma
 }
 
 describe('polly init', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
-
   it('creates the commented config, the registry and the exclude entry', () => {
     const repo = createTestRepo();
     const r = runCli(['init'], repo.dir);

@@ -4,11 +4,10 @@
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../brain/config/config.js';
 import { commandProblems, detectProject } from '../../brain/config/project-detection.js';
 import { createTestRepo } from '../helpers/git-repo.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
 
 function dirWith(files: Record<string, string>): string {
@@ -145,8 +144,6 @@ describe('commandProblems (checked before an agent attempt is spent)', () => {
 });
 
 describe('polly init in real repositories', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
-
   const cases: Array<{ name: string; files: Record<string, string>; commands: string[]; setup: string | null; detected: string }> = [
     {
       name: 'npm',

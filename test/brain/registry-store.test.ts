@@ -5,12 +5,11 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { isPollyError, type PollyError } from '../../brain/core/errors.js';
 import { emptyRegistry, type JournalEntry, type Registry } from '../../brain/registry/registry-schema.js';
 import { createFileRegistryStore, createMemoryRegistryStore, type RegistryStore } from '../../brain/registry/registry-store.js';
 import { registryWithTasks, sampleTask } from '../helpers/registry-sample.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 
 const CHILD = fileURLToPath(new URL('../fixtures/registry-child.mjs', import.meta.url));
 
@@ -144,8 +143,6 @@ describe.each([
 });
 
 describe('file registry store', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
-
   const children: ChildProcess[] = [];
   afterEach(() => {
     for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');

@@ -5,11 +5,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import { planContentKey } from '../../brain/process/resume.js';
 import { createTestRepo } from '../helpers/git-repo.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
 
 const PLAN = `goal: one change
@@ -39,8 +38,6 @@ afterEach(() => {
 });
 
 describe('restart and resume', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
-
   it('the plan key depends on the content, not on the order of the tasks', () => {
     const a = { key: 'a', title: 'A', purpose: 'implement', worker: 'pi', prompt: 'x', dependsOn: [], acceptance: { commands: ['npm test'] } };
     const b = { ...a, key: 'b', dependsOn: ['a'] };

@@ -3,18 +3,15 @@
  * item 7): a pending retry plan that also covers other tasks is refused, named with what it
  * covers, and stays pending. Real git, the built CLI, a registry as the Brain writes it.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openRepoContext } from '../../brain/commands/repo-context.js';
 import { proposePlan } from '../../brain/plan/plan-gate.js';
 import { pendingRetry, retryPlan } from '../../brain/plan/plan-retry.js';
 import { planToProposal } from '../../brain/plan/plan-schema.js';
 import { createGoal } from '../../brain/registry/goal-record.js';
 import { createTestRepo, gitTestEnv } from '../helpers/git-repo.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
 import { makeTask, NPM_TEST_PROJECT } from '../helpers/worker-tools.js';
-
-beforeAll(() => ensureBuilt());
 
 describe('polly retry with a retry plan already pending', () => {
   it('--yes approves nothing when the pending plan retries other tasks too; it names the plan and what it covers', async () => {

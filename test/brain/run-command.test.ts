@@ -4,7 +4,7 @@
 // every machine, and the real CLI as root (exit 1, the whole fix on stderr, no goal, no Brain).
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { refuseUnstartableAgents } from '../../brain/commands/run.js';
 import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { isPollyError } from '../../brain/core/errors.js';
@@ -12,7 +12,6 @@ import { createFileRegistryStore } from '../../brain/registry/registry-store.js'
 import { planAgentUses } from '../../brain/plan/plan-agents.js';
 import type { PlanTaskSpec } from '../../brain/registry/registry-schema.js';
 import { createTestRepo } from '../helpers/git-repo.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
 
 const task = (key: string, worker: PlanTaskSpec['worker'], reviewer: PlanTaskSpec['reviewer'], purpose: PlanTaskSpec['purpose'] = 'implement') =>
@@ -44,8 +43,6 @@ describe('polly run preflights the model keys of the harnesses the plan starts',
 });
 
 describe('polly run as root', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
-
   it('names each task that would start claude-code, as worker or as the default reviewer, with the whole fix', () => {
     // pi's default reviewer is the first of review.pairs.pi: claude-code
     const tasks = [task('a', 'pi', null), task('b', 'codex', 'pi'), task('c', 'claude-code', 'pi'), task('d', 'pi', null, 'explore')];
@@ -95,8 +92,6 @@ describe('polly run as root', () => {
 });
 
 describe('polly run output', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
-
   it('a plan whose reviewer has no model key: refused before it is proposed (exit 1, the variable named on stderr, no goal, no Brain)', async () => {
     const repo = createTestRepo();
     expect(runCli(['init'], repo.dir).code).toBe(0);

@@ -2,20 +2,17 @@
 import { addTurn } from '../../brain/registry/cost-ledger.js';
 import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import { formatTable } from '../../brain/commands/table.js';
 import { reasonLine } from '../../brain/commands/status.js';
 import { cannotRunReason } from '../../brain/task-tools/run-acceptance.js';
 import { classifyCannotRun } from '../../workers/check-runner.js';
 import { createTestRepo } from '../helpers/git-repo.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
 import { sampleTask } from '../helpers/registry-sample.js';
 
 describe('polly status', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
-
   it('before init: not_initialized (exit 1) telling to run polly init', () => {
     const repo = createTestRepo();
     const r = runCli(['status'], repo.dir);

@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createGitRunner } from '../../workers/git/git.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
 import { detectToolExclusions } from '../../brain/config/tool-exclusions.js';
@@ -16,7 +16,6 @@ import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { packageRoot } from '../../brain/core/install-paths.js';
 import { probeSandbox } from '../../workers/sandbox/sandbox.js';
 import { createTestRepo, gitTestEnv } from '../helpers/git-repo.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
 
 /** How many tests `node --test [args]` ran in `cwd` (its TAP summary line `# tests N`); `args` go through sh, so globs expand as in a package.json script. */
@@ -28,8 +27,6 @@ function nodeTestCount(cwd: string, args: string[]): number {
 }
 
 describe('worktrees and the user tools', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
-
   it('three worktrees present: bare node --test runs 4 tests; polly init writes the exclusions (the script names its test files, vitest excludes .worktrees/), eslint is advised; the written command runs only the user test', {
     timeout: 180_000,
   }, async () => {

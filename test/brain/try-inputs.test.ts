@@ -3,14 +3,11 @@
 // started; without --script it points to the README section that exists.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createTestRepo } from '../helpers/git-repo.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
 
 describe('polly try inputs', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
-
   it('a missing plan file: exit 2 before any side effect; no --script: the README section it names exists', () => {
     const repo = createTestRepo();
     expect(runCli(['init'], repo.dir).code).toBe(0);

@@ -4,11 +4,10 @@ import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 
 const cli = join(process.cwd(), 'dist/brain/cli.js');
 const demo = join(process.cwd(), 'scripts/demo');
@@ -17,7 +16,6 @@ const demo = join(process.cwd(), 'scripts/demo');
 const PLAN = readFileSync(join(demo, 'plan.yaml'), 'utf8').replace('    worker: codex\n', '    worker: pi\n');
 
 describe('polly try', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
   afterAll(() => stopTrackedBrains());
 
   it('runs a scripted two-task plan on a fixture repository with no API key, and restores the config', async () => {

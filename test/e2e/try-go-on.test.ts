@@ -10,11 +10,10 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseDocument } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 
 const cli = join(process.cwd(), 'dist/brain/cli.js');
@@ -113,7 +112,6 @@ async function waitFor<T>(what: string, probe: () => T | null | undefined | fals
 }
 
 describe('a keyless trial goes on after a failure', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
   afterAll(() => stopTrackedBrains());
 
   it('a failed setup, fixed, runs again on polly retry --script; a task failed by script, fixed, ends ready', async () => {

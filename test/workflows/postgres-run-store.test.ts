@@ -15,7 +15,6 @@ import { openRunStore } from '../../brain/registry/run-storage.js';
 import { createRepoUiSource } from '../../brain/ui/ui-source.js';
 import { createPostgresRunStore, type PostgresRunStore } from '../../workflows/run/postgres-run-store.js';
 import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { expectGroupCommit, fixedNow, record, runStoreContract } from '../helpers/run-store-contract.js';
 
 const CHILD = fileURLToPath(new URL('../fixtures/postgres-run-store-child.mjs', import.meta.url));
@@ -25,7 +24,6 @@ let schemas = 0;
 const opened: PostgresRunStore[] = [];
 
 beforeAll(async () => {
-  ensureBuilt();
   server = await startPostgres();
 }, 120_000);
 

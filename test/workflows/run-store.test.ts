@@ -8,12 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { open } from 'lmdb';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { isPollyError } from '../../brain/core/errors.js';
 import { createLmdbRunStore, LMDB_RUN_STORE_FORMAT } from '../../workflows/run/lmdb-run-store.js';
 import { createMemoryRunStore } from '../../workflows/run/memory-run-store.js';
 import type { RunStore } from '../../workflows/run/run-store.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { expectGroupCommit, fixedNow, record, runStoreContract } from '../helpers/run-store-contract.js';
 
 const CHILD = fileURLToPath(new URL('../fixtures/run-store-child.mjs', import.meta.url));
@@ -243,7 +242,6 @@ describe('LMDB run store id indexes', () => {
 });
 
 describe('LMDB run store across processes', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
   const children: ChildProcess[] = [];
   afterEach(() => {
     for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
