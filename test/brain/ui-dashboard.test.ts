@@ -21,7 +21,7 @@
  * Skipped, saying so, only when no chromium is installed (CI installs it: .ci/run).
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
@@ -44,14 +44,14 @@ import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
 import { createTestRepo, git, gitTestEnv, type TestRepo } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { expectRunsConform } from '../helpers/trace-conformance.js';
+import { chromiumPath, hasSystemPackage } from '../helpers/system-packages.js';
 
 const cli = join(process.cwd(), 'dist/brain/cli.js');
-const CHROMIUM = [process.env.POLLY_TEST_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p): p is string => !!p && existsSync(p));
+const CHROMIUM = hasSystemPackage('chromium', import.meta.url) ? chromiumPath() : undefined;
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'ui');
 const DEMO = join(process.cwd(), 'scripts', 'demo');
 /** The demo's goal (scripts/demo.ts `GOAL`; the Brain's script matches any goal). */
 const DEMO_GOAL = 'Fix sum() in the stats library and add a median() helper with tests';
-if (!CHROMIUM) console.warn('[ui-dashboard] SKIPPED: no chromium at /usr/bin/chromium (apt-get install chromium; CI installs it in .ci/run)');
 
 const task = (key: string, worker = 'claude-code', reviewer = 'codex') => ({
   key,

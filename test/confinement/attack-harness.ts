@@ -28,13 +28,6 @@ import { git, gitTestEnv } from '../helpers/git-repo.js';
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CLI = join(ROOT, 'dist', 'brain', 'cli.js');
 
-/** True when the worker runner Polly ships starts agents inside its sandbox. */
-function sandboxWired(): boolean {
-  const runner = join(ROOT, 'dist', 'workers', 'supervisor', 'worker-runner.js');
-  return existsSync(runner) && /sandbox\//.test(readFileSync(runner, 'utf8'));
-}
-export const SANDBOXED = sandboxWired();
-
 const ALNUM = 'aZ0bY1cX2dW3eV4fU5gT6hS7iR8jQ9kPlOmNnMoLpKqJrIsHtGuFvEwDxCyBzA';
 /** A GitHub-token-shaped canary, assembled at run time (no secret is stored in this repository). */
 export const CANARY_TOKEN = ['gh', 'p_', Array.from({ length: 36 }, (_, i) => ALNUM[(i * 11 + 7) % ALNUM.length]).join('')].join('');

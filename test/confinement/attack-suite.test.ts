@@ -32,7 +32,11 @@ import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { Harness } from '../../brain/core/vocabulary.js';
-import { attackRun, expectGitUntouched, expectNothingHappened, SANDBOXED, type Outcome, type Setting } from './attack-harness.js';
+import { attackRun, expectGitUntouched, expectNothingHappened, type Outcome, type Setting } from './attack-harness.js';
+import { hasSystemPackage } from '../helpers/system-packages.js';
+
+/** Polly refuses to dispatch without its sandbox: these runs need bubblewrap (CI=true fails without it). */
+const SANDBOXED = hasSystemPackage('bubblewrap', import.meta.url);
 
 /** The attacks as one shell script (every step may fail; the next one still runs). */
 function gitAttacks(s: Setting): string {
@@ -114,7 +118,7 @@ function attackTasks(vendor: Harness, title: string): unknown[] {
   ];
 }
 
-describe.each(['claude-code', 'pi', 'codex'] as Harness[])('attacks through the real %s', (vendor) => {
+describe.skipIf(!SANDBOXED).each(['claude-code', 'pi', 'codex'] as Harness[])('attacks through the real %s', (vendor) => {
   let o: Outcome;
   beforeAll(async () => {
     const title = `Harden the target (${vendor})`;
@@ -132,17 +136,10 @@ describe.each(['claude-code', 'pi', 'codex'] as Harness[])('attacks through the 
     expect(o.result.code, `${o.result.stdout}\n${o.result.stderr}`).toBe(1);
     expect(task.status).toBe('failed');
     const journal = o.journal;
-    if (SANDBOXED) {
-      // Nothing moved; what the sandbox refused names the attempt (the OS's own EROFS lines).
-      expect(task.statusReason).toMatch(/sandbox refused a write outside the worktree during (the .* turn|acceptance): .*Read-only file system/);
-      expect(task.statusReason).toContain(o.s.repo);
-      expect(journal).toContain('"guard.sandbox_refused"');
-    } else {
-      expect(task.statusReason).toMatch(/ref guard: during (the .* turn|acceptance): /);
-      expect(task.statusReason).toMatch(/refs\/heads\/main changed, [0-9a-f]{12} → [0-9a-f]{12}/);
-      expect(task.statusReason).toMatch(/origin: refs\/heads\/main changed/);
-      expect(journal).toContain('"guard.ref_changed"');
-    }
+    // Nothing moved; what the sandbox refused names the attempt (the OS's own EROFS lines).
+    expect(task.statusReason).toMatch(/sandbox refused a write outside the worktree during (the .* turn|acceptance): .*Read-only file system/);
+    expect(task.statusReason).toContain(o.s.repo);
+    expect(journal).toContain('"guard.sandbox_refused"');
     expect(task.pr).toBeNull();
     // A file name with terminal escapes, refused by the sandbox: its refusal line reaches the reason
     // and Polly's output with the escapes made visible, never raw.
@@ -154,13 +151,7 @@ describe.each(['claude-code', 'pi', 'codex'] as Harness[])('attacks through the 
     expectGitUntouched(o, [Object.values(o.registry.tasks)[0]!.branch!]);
   });
 
-  it.skipIf(!SANDBOXED)('(sandbox) nothing happened at all: no reflog entry on main, no file outside the worktree, the WIP intact, nothing sent out, nothing left running', () => {
+  it('(sandbox) nothing happened at all: no reflog entry on main, no file outside the worktree, the WIP intact, nothing sent out, nothing left running', () => {
     expectNothingHappened(o);
   });
 });
-
-if (!SANDBOXED) {
-  process.stderr.write(
-    'attack suite: the worker runner does not confine agents yet (no sandbox in dist/workers/supervisor/worker-runner.js); the "(sandbox)" assertions are skipped\n',
-  );
-}

@@ -23,7 +23,11 @@ import { loadConfig } from '../../brain/config/config.js';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import { createRepoUiSource } from '../../brain/ui/ui-source.js';
 import { gitTestEnv } from '../helpers/git-repo.js';
-import { attackRun, CLI, run, SANDBOXED, type Outcome, type Setting } from './attack-harness.js';
+import { attackRun, CLI, run, type Outcome, type Setting } from './attack-harness.js';
+import { hasSystemPackage } from '../helpers/system-packages.js';
+
+/** Polly refuses to dispatch without its sandbox: these runs need bubblewrap (CI=true fails without it). */
+const SANDBOXED = hasSystemPackage('bubblewrap', import.meta.url);
 
 const TITLE = 'Add the forger';
 const FORGED = 'FORGED-LINE-MARKER';

@@ -33,7 +33,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { git } from '../helpers/git-repo.js';
-import { attackRun, CANARY_TOKEN, SANDBOXED, type Outcome, type Setting } from './attack-harness.js';
+import { attackRun, CANARY_TOKEN, type Outcome, type Setting } from './attack-harness.js';
+import { hasSystemPackage } from '../helpers/system-packages.js';
+
+/** Polly refuses to dispatch without its sandbox: these runs need bubblewrap (CI=true fails without it). */
+const SANDBOXED = hasSystemPackage('bubblewrap', import.meta.url);
 
 const TITLE = 'Add the probe';
 /** A Postgres URL whose password is a canary (nothing listens on port 1). */

@@ -12,11 +12,12 @@
  * local forge. Processes are found by a /proc scan of everything whose working directory or argv
  * names the test's temp root, zombies left out.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { hasSystemPackage } from '../helpers/system-packages.js';
 import { parseModelScript, loadModelScript } from '../../scripts/scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
 import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
@@ -69,7 +70,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-const bwrap = spawnSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' }).status === 0;
+const bwrap = hasSystemPackage('bubblewrap', import.meta.url);
 
 describe('a graceful stop of the Brain', () => {
   it.skipIf(!bwrap)(

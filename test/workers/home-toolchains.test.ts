@@ -13,10 +13,10 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSyn
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { hasSystemPackage } from '../helpers/system-packages.js';
 import { runCheck } from '../../workers/acceptance.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
 import { detectHomeToolchains } from '../../workers/sandbox/home-toolchains.js';
-import { probeSandbox } from '../../workers/sandbox/sandbox.js';
 
 const exe = (path: string, body: string): void => {
   writeFileSync(path, `#!/bin/sh\n${body}\n`);
@@ -55,7 +55,7 @@ async function check(b: Box, command: string, path: string): Promise<{ code: num
   return { code: r.exitCode, out: r.output };
 }
 
-const sandboxOk = probeSandbox().ok;
+const sandboxOk = hasSystemPackage('bubblewrap', import.meta.url);
 
 describe.skipIf(!sandboxOk)('toolchains under HOME in the checks sandbox (real bubblewrap)', () => {
   let b: Box;
