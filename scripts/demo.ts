@@ -14,6 +14,11 @@
  *    Claude cross-review, and Polly opens one PR per task on the local forge.
  * 4. Checks that the default branch got no commit and no merge (Polly never merges) and prints
  *    where to look.
+ * Without a usable bubblewrap the scripted demo still runs: its workers are the scripted model and
+ * Polly's own scripts (nothing hostile), so it sets `workers.allow_unconfined` in the sample
+ * repository only, and says so at its start and in its summary with the line that installs the
+ * sandbox. `--live` (real models) refuses instead. On the user's own repositories nothing changes:
+ * Polly refuses to dispatch unconfined unless their config says otherwise.
  * Exit code: polly goal's (0 when every task is ready).
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -25,6 +30,7 @@ import { initRepository } from '../brain/commands/init.js';
 import { cliPath, packageRoot } from '../brain/core/install-paths.js';
 import { killTree } from '../workers/proc/kill.js';
 import { repoStateDir } from '../workers/sandbox/agent-state-dir.js';
+import { probeSandbox } from '../workers/sandbox/sandbox.js';
 import { startScriptedModelServer, type ScriptedModelServer } from './scripted-model/server.js';
 import { loadModelScript } from './scripted-model/script.js';
 import { useScriptedModels } from './scripted-model/configure.js';
@@ -87,6 +93,16 @@ async function main(): Promise<number> {
   git(repo, ['remote', 'set-head', 'origin', 'main']);
   const mainBefore = git(repo, ['rev-parse', 'main']);
   await initRepository(repo, gitEnv());
+  const sandbox = probeSandbox();
+  if (!sandbox.ok) {
+    if (values.live) {
+      say(`--live runs real models, and Polly's sandbox cannot start here: ${sandbox.reason}. ${sandbox.fix}; or run the scripted demo without --live.`);
+      return 2;
+    }
+    say(`NOTE: Polly's sandbox cannot start here (${sandbox.reason}).`);
+    say('      This demo\'s workers (the scripted model and Polly\'s own scripts, nothing hostile) run UNCONFINED, in this sample repository only.');
+    say(`      On your own repositories Polly refuses to dispatch without the sandbox. To ${sandbox.fix}`);
+  }
 
   let server: ScriptedModelServer | null = null;
   let modelEnv: Record<string, string> = {};
@@ -101,7 +117,7 @@ async function main(): Promise<number> {
     const brain = loadModelScript(join(demoDir, 'brain-script.yaml'));
     const workers = loadModelScript(join(demoDir, 'workers-script.yaml'));
     server = await startScriptedModelServer({ script: { sessions: [...brain.sessions, ...workers.sessions] } });
-    modelEnv = useScriptedModels(repo, server.url);
+    modelEnv = useScriptedModels(repo, server.url, sandbox.ok ? {} : { extra: [[['workers', 'allow_unconfined'], true]] });
     say(`scripted model server on ${server.url} (no API key needed; the agents are the real CLIs)`);
   }
 
@@ -152,6 +168,9 @@ async function main(): Promise<number> {
       `Default branch main: ${untouched ? 'unchanged, no merges (Polly never merges: a human does)' : `CHANGED (before ${mainBefore}, after ${mainAfter}, origin ${originMain}, merges ${merges})`}`,
       `Branches on origin: ${branches.join(', ') || 'none'}`,
       `Demo wall time: ${seconds}s`,
+      ...(sandbox.ok
+        ? []
+        : [`Sandbox: NONE, the workers ran unconfined (${sandbox.reason}); for your own repositories, ${sandbox.fix}`]),
       `Files: the repository and Polly's state (.polly/: registry, journal, logs, the Brain's session) in ${root};`,
       `       the workers' agent state (their CLI config and sessions) in ${repoStateDir(repo, gitEnv())} (outside the repository, as for any repository)`,
       '',
