@@ -100,7 +100,7 @@ async function main(): Promise<number> {
       return 2;
     }
     say(`NOTE: Polly's sandbox cannot start here (${sandbox.reason}).`);
-    say('      This demo\'s workers (the scripted model and Polly\'s own scripts, nothing hostile) run UNCONFINED, in this sample repository only.');
+    say("      This demo's workers (the scripted model and Polly's own scripts, nothing hostile) run UNCONFINED, in this sample repository only.");
     say(`      On your own repositories Polly refuses to dispatch without the sandbox. To ${sandbox.fix}`);
   }
 
@@ -168,9 +168,7 @@ async function main(): Promise<number> {
       `Default branch main: ${untouched ? 'unchanged, no merges (Polly never merges: a human does)' : `CHANGED (before ${mainBefore}, after ${mainAfter}, origin ${originMain}, merges ${merges})`}`,
       `Branches on origin: ${branches.join(', ') || 'none'}`,
       `Demo wall time: ${seconds}s`,
-      ...(sandbox.ok
-        ? []
-        : [`Sandbox: NONE, the workers ran unconfined (${sandbox.reason}); for your own repositories, ${sandbox.fix}`]),
+      ...(sandbox.ok ? [] : [`Sandbox: NONE, the workers ran unconfined (${sandbox.reason}); for your own repositories, ${sandbox.fix}`]),
       `Files: the repository and Polly's state (.polly/: registry, journal, logs, the Brain's session) in ${root};`,
       `       the workers' agent state (their CLI config and sessions) in ${repoStateDir(repo, gitEnv())} (outside the repository, as for any repository)`,
       '',

@@ -57,9 +57,11 @@ export interface WorkflowLibrary {
   get(name: string): LibraryEntry | undefined;
   /**
    * Check and add an in-memory workflow (e.g. a compiled plan task); the same workflow again
-   * returns its entry. @throws PollyError `bad_input` when another workflow has the name.
+   * returns its entry. With `admissions`, a verdict stored there under the workflow's content hash
+   * is used instead of a check (a plan's verdicts recorded at admission: brain/plan/plan-library.ts).
+   * @throws PollyError `bad_input` when another workflow has the name.
    */
-  add(workflow: Workflow): LibraryEntry;
+  add(workflow: Workflow, admissions?: AdmissionCache): LibraryEntry;
 }
 
 export interface WorkflowLibraryOptions {
@@ -232,11 +234,11 @@ export function createWorkflowLibrary(sources: string[], options: WorkflowLibrar
   return {
     entries: () => [...byName.values(), ...duplicates],
     get: (name) => byName.get(name),
-    add(wf) {
+    add(wf, admissions) {
       const other = byName.get(wf.name);
       if (other?.workflow && other.file === wf.file && JSON.stringify(other.workflow.transitions) === JSON.stringify(wf.transitions)) return other;
-      // Not kept: a compiled plan is checked once, and each plan would add a verdict file for good.
-      return put(checkedEntry(wf, policy));
+      // Not the library's file cache: a compiled plan's verdicts live on its plan record (`admissions`).
+      return put(checkedEntry(wf, policy, wf.file, admissions));
     },
   };
 }

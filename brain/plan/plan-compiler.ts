@@ -24,6 +24,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { admissionKey } from '../../workflows/check/admission-cache.js';
 import { checkWorkflow, type CheckResult, type Violation } from '../../workflows/check/checker.js';
 import { withPollyGuarantees } from '../../workflows/check/guarantees.js';
 import { loadWorkflow } from '../../workflows/load-workflow.js';
@@ -39,7 +40,10 @@ import type { PlanShapingConfig } from '../registry/registry-schema.js';
 export interface CompiledPart {
   /** `schedule` or a task key. */
   part: string;
+  /** The workflow as checked (Polly's guarantees added). */
   workflow: Workflow;
+  /** Its content hash (`admissionKey`), recorded on the plan so a Brain need not check it again. */
+  key: string;
   result: CheckResult;
 }
 
@@ -300,12 +304,12 @@ export function admitPlan(planId: string, plan: Plan, config: PlanShapingInput):
   const policy = { maxDispatchesPerTurn: config.policies.spawn_bounds.max_dispatches_per_turn };
   const parts: CompiledPart[] = [];
   const schedule = withPollyGuarantees(compileScheduleWorkflow(planId, plan, policy.maxDispatchesPerTurn), policy);
-  parts.push({ part: 'schedule', workflow: schedule, result: checkWorkflow(schedule) });
+  parts.push({ part: 'schedule', workflow: schedule, key: admissionKey(schedule), result: checkWorkflow(schedule) });
   for (const task of plan.tasks) {
     if (task.purpose !== 'implement') continue;
     const fallback = config.review.pairs[task.worker]?.[0] ?? task.worker;
     const wf = withPollyGuarantees(compileTaskWorkflow(planId, task, fallback, taskBounds(config, task)), policy);
-    parts.push({ part: task.key, workflow: wf, result: checkWorkflow(wf) });
+    parts.push({ part: task.key, workflow: wf, key: admissionKey(wf), result: checkWorkflow(wf) });
   }
   const pathsExplored = parts.reduce((n, p) => n + p.result.pathsExplored, 0);
   const statesSeen = parts.reduce((n, p) => n + p.result.statesSeen, 0);

@@ -70,6 +70,21 @@ export async function proposePlan(
         violations: admission.violations.map((v) => v.invariant),
         pathsExplored: admission.pathsExplored,
         statesSeen: admission.statesSeen,
+        ...(admission.admitted
+          ? {
+              workflows: admission.parts.map(({ workflow, key, result }) => ({
+                name: workflow.name,
+                key,
+                admitted: result.admitted,
+                line: result.line,
+                pathsExplored: result.pathsExplored,
+                statesSeen: result.statesSeen,
+                terminalStates: result.terminalStates,
+                exhaustive: result.exhaustive,
+                elapsedMs: result.elapsedMs,
+              })),
+            }
+          : {}),
       },
       gate: admission.admitted ? 'pending' : 'refused',
       askedAt: admission.admitted ? now : null,

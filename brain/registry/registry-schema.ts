@@ -54,6 +54,30 @@ export interface AdmissionRecord {
   violations: string[];
   pathsExplored: number;
   statesSeen: number;
+  /**
+   * Admitted plans: each compiled workflow as it was checked (schedule and implement tasks), by
+   * its content hash (workflows/check/admission-cache.ts `admissionKey`: the checker's code and the
+   * workflow with Polly's guarantees). A Brain that compiles the plan again reuses a verdict whose
+   * hash matches and checks only a workflow that differs (another checker or compiler version).
+   * Absent on plans recorded before it existed (they are checked once per Brain process).
+   */
+  workflows?: AdmittedWorkflow[];
+}
+
+/** One compiled workflow of an admitted plan, its content hash and the checker's verdict on it. */
+export interface AdmittedWorkflow {
+  /** The workflow's name, e.g. `plan-p1-t1`. */
+  name: string;
+  /** `admissionKey` of the workflow as checked (64 hex digits). */
+  key: string;
+  admitted: boolean;
+  line: string;
+  pathsExplored: number;
+  statesSeen: number;
+  terminalStates: number;
+  exhaustive: boolean;
+  /** Wall time of the check at admission, ms. */
+  elapsedMs: number;
 }
 
 export interface PlanRecord {
