@@ -47,6 +47,11 @@ const EXTRA: Case[] = [
   // force push and pushes to the default branch
   D('x-push-head-main', 'git push origin HEAD:main', 'blast_radius.push_default_branch'),
   D('x-forc-eq', 'git push --forc=polly/t1 origin polly/t1', 'blast_radius.force_push'),
+  // A leading + on the worker's OWN branch: only the refspec rule names this a force push (without
+  // it the other rules would still deny the corpus's +polly/t1, as a push to another branch).
+  D('x-plus-own-branch', 'git push origin +polly/t1', 'blast_radius.force_push'),
+  D('x-plus-head-own', 'git push origin +HEAD:polly/t1', 'blast_radius.force_push'),
+  D('x-plus-refs-own', 'git push origin +refs/heads/polly/t1:refs/heads/polly/t1', 'blast_radius.force_push'),
   D('x-force-lease-eq', 'git push --force-with-lease=polly/t1:abc origin polly/t1', 'blast_radius.force_push'),
   D('x-force-if-includes', 'git push --force-if-includes origin polly/t1', 'blast_radius.force_push'),
   D('x-fo', 'git push --fo origin polly/t1', 'blast_radius.force_push'),
