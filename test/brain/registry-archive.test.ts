@@ -76,6 +76,22 @@ describe('registry archive', () => {
     expect(await repairArchive(store)).toBe(0);
   });
 
+  it('exactly one finished goal is archived, not dropped: the boundary of the migration (the others are whole goals of 10 tasks)', async () => {
+    const dir = pollyDir();
+    const store = createFileRegistryStore(dir);
+    const v1 = v1RegistryWithHistory(2, 1); // 2 goals of 10 tasks, 1 of them finished
+    writeFileSync(store.paths.registry, JSON.stringify(v1, null, 2));
+    await store.update((_d, tx) => tx.emit('test.first', {}));
+    await store.update((_d, tx) => tx.emit('test.next', {}));
+    const archived = (await store.journal()).filter((e) => e.kind === ARCHIVE_EVENT).map((e) => e.data as unknown as ArchiveUnit);
+    expect(archived).toHaveLength(1);
+    expect(archived[0]!.tasks).toHaveLength(10);
+    const live = await store.read();
+    expect(Object.keys(live.tasks)).toHaveLength(10);
+    // Nothing lost: the live tasks and the archived ones are every task of the v1 file.
+    expect([...Object.keys(live.tasks), ...archived[0]!.tasks.map((t) => t.id)].sort()).toEqual(Object.keys(v1.tasks as object).sort());
+  });
+
   it('a goal stays whole while any task is not finished (ready waits for a human merge), and the age rule keeps recent trees', () => {
     const reg = emptyRegistry();
     reg.goals.g1 = { id: 'g1', text: 'x', createdAt: '2026-11-01T00:00:00.000Z', status: 'done', planIds: ['p1'] };
