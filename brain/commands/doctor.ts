@@ -32,7 +32,7 @@ import { HARNESSES } from '../core/vocabulary.js';
 import { findOnPath, resolveAgentBinary } from '../../workers/agents/agent-binary.js';
 import { describeIdentity, resolveCommitIdentity, uncommittedChanges } from '../../workers/git/commit-identity.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
-import { findRepo } from '../../workers/git/repo.js';
+import { findRepo, readRepoBranchContext } from '../../workers/git/repo.js';
 import { whichExecutable } from '../../workers/sandbox/sandbox-executable.js';
 import { detectDesktopNotifier } from '../notify/desktop.js';
 import { urlOrigin } from '../notify/webhook.js';
@@ -200,22 +200,23 @@ async function agentChecks(config: PollyConfig, env: NodeJS.ProcessEnv, cwd: str
   );
 }
 
-/** The default branch: what `origin/HEAD` names, else the main checkout's current branch. */
-async function defaultBranch(git: GitRunner, root: string): Promise<string | null> {
-  const head = await git.run(['symbolic-ref', '--quiet', '--short', 'refs/remotes/origin/HEAD'], { cwd: root, okExitCodes: [1, 128] });
-  if (head.exitCode === 0 && firstLine(head)) return firstLine(head).replace(/^origin\//, '');
-  const current = await git.run(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: root, okExitCodes: [1, 128] });
-  return current.exitCode === 0 ? firstLine(current) : null;
-}
-
 async function behindCheck(git: GitRunner, root: string): Promise<DoctorCheck> {
-  const branch = await defaultBranch(git, root);
+  // The Brain's own rule (workers/git/repo.ts readRepoBranchContext), so both name the same branch.
+  const branch = readRepoBranchContext(root)?.defaultBranch ?? null;
   if (!branch)
     return {
       id: 'default-branch',
       status: 'problem',
-      detail: 'no default branch: origin/HEAD is not set and HEAD is detached',
-      fix: 'run "git remote set-head origin --auto", or check out your default branch',
+      detail: `no default branch: ${root} is not a git working tree git can read`,
+      fix: 'run "git status" there and fix what it says',
+    };
+  const local = await git.run(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { cwd: root, okExitCodes: [1] });
+  if (local.exitCode !== 0)
+    return {
+      id: 'default-branch',
+      status: 'problem',
+      detail: `the default branch ${branch} has no local branch (worktrees start from the local ${branch})`,
+      fix: `create it (git branch ${shellQuote(branch)} origin/${shellQuote(branch)}), or name the default branch: git remote set-head origin --auto`,
     };
   const upstream = `refs/remotes/origin/${branch}`;
   const has = await git.run(['rev-parse', '--verify', '--quiet', upstream], { cwd: root, okExitCodes: [1] });

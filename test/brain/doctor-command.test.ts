@@ -19,6 +19,7 @@ import {
 } from '../../brain/commands/doctor.js';
 import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { createGitRunner } from '../../workers/git/git.js';
+import { readRepoBranchContext } from '../../workers/git/repo.js';
 import { probeSandbox } from '../../workers/sandbox/sandbox.js';
 import { createTestRepo, git, gitTestEnv } from '../helpers/git-repo.js';
 import { runCli } from '../helpers/registry-cli.js';
@@ -109,6 +110,17 @@ describe('polly doctor', () => {
     expect(d['credentials:codex']).toMatchObject({ status: 'problem', detail: 'no model key: none of LOCAL_CODEX_KEY is set' });
     expect(d['credentials:pi']).toMatchObject({ status: 'ok', detail: 'model key set: LOCAL_PI_KEY' });
     expect(JSON.stringify([c, d])).not.toMatch(/doctor-test-value/);
+  });
+
+  it("names the default branch by the Brain's rule: with no origin/HEAD and a feature branch checked out, main", async () => {
+    const repo = createTestRepo(NODE);
+    expect(runCli(['init'], repo.dir).code).toBe(0);
+    repo.git(['checkout', '-q', '-b', 'feature']);
+    repo.write('f.txt', 'f\n');
+    repo.commitAll('feature work');
+    expect(readRepoBranchContext(repo.dir, gitTestEnv())?.defaultBranch).toBe('main');
+    const c = byId(await runDoctor(repo.dir, gitTestEnv(), () => ({ ok: false as const, reason: 'not asked', fix: '' })));
+    expect(c['default-branch']).toMatchObject({ status: 'ok', detail: 'main is up to date with origin/main as of the last fetch' });
   });
 
   it('reports each problem on a fixture that has it, and exits 1', async () => {
