@@ -33,6 +33,7 @@ import type { ReviewRecord, TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import type { Harness } from '../core/vocabulary.js';
 import { commentableLines, parseFindings, reviewFromFindings, type ReviewFindings } from '../../workers/review-findings.js';
+import { repositoryDefaultBranch } from '../../workers/git/repo.js';
 import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
 import { createReviewSandbox, produceReviewDiff, type ReviewSandbox } from '../../workers/review-sandbox.js';
 import { chooseReviewer } from './open-draft-pr.js';
@@ -161,7 +162,7 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
             prompt,
             resumeSessionId: resume,
             model: ctx.config.workers[reviewer].model ?? null,
-            gateContext: { repoRoot: ctx.repoRoot, worktree: sandbox.dir, branch: taskBranch(task), defaultBranch: task.baseBranch!, home: homedir() },
+            gateContext: { repoRoot: ctx.repoRoot, worktree: sandbox.dir, branch: taskBranch(task), defaultBranch: repositoryDefaultBranch(ctx.repoRoot), home: homedir() },
             env: ctx.agentEnv,
             timeoutMs: options.turnTimeoutMs ?? 20 * 60_000,
           }),

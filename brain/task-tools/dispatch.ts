@@ -26,6 +26,7 @@ import { agentRootProblem } from '../../workers/agents/agent-preflight.js';
 import { commandProblems } from '../config/project-detection.js';
 import type { SetupResult } from '../../workers/git/worktree-manager.js';
 import { setupInputs, setupRerunReason, type SetupStamp } from '../../workers/git/setup-inputs.js';
+import { repositoryDefaultBranch } from '../../workers/git/repo.js';
 import { createGitRunner, firstLine } from '../../workers/git/git.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
@@ -93,7 +94,9 @@ export function implementTurn(ctx: TaskToolContext, task: TaskRecord, prompt: st
       repoRoot: ctx.repoRoot,
       worktree,
       branch: task.branch ?? `polly/${task.id}`,
-      defaultBranch: task.baseBranch ?? 'main',
+      // The repository's default branch (one rule: workers/git/repo.ts), not the task's base: a
+      // stacked task's base is another task's branch, and the gate's default-branch rule guards main.
+      defaultBranch: repositoryDefaultBranch(ctx.repoRoot),
       home: homedir(),
     },
     env: { ...ctx.agentEnv, ...extraEnv },

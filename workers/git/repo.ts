@@ -144,3 +144,8 @@ export function readRepoBranchContext(cwd: string, env: NodeJS.ProcessEnv = proc
   defaultBranch ??= gitLine(repoRoot, ['symbolic-ref', '--short', '-q', 'HEAD'], env) ?? 'main';
   return { repoRoot, worktree, branch, defaultBranch };
 }
+
+/** The default branch of the repository at `repoRoot` by {@link readRepoBranchContext}'s rule (`main` when git cannot tell). */
+export function repositoryDefaultBranch(repoRoot: string, env: NodeJS.ProcessEnv = process.env): string {
+  return readRepoBranchContext(repoRoot, env)?.defaultBranch ?? 'main';
+}
