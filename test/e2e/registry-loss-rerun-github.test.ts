@@ -109,7 +109,7 @@ afterAll(async () => {
 });
 
 describe('the same plan run again after the registry was lost (GitHub API simulator)', () => {
-  it('adopts the branches and PRs on origin: every task ready, one open PR per task (the first one, body updated), branches only fast-forwarded', async () => {
+  it('adopts the branches and PRs on origin: every task ready, one open PR per task (the first one, reused), branches only fast-forwarded', async () => {
     const { root, repo, origin } = sampleProjectWithOrigin('polly-gh-regloss-');
     const env = gitTestEnv();
     [server, sim] = await Promise.all([startScriptedModelServer({ script: parseModelScript(SCRIPT) }), startGitHubSimulator({ git: origin })]);
