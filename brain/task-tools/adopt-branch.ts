@@ -126,7 +126,12 @@ export async function adoptRemoteBranch(input: AdoptRemoteBranchInput): Promise<
   const baseCommit = mergeBase.exitCode === 0 ? firstLine(mergeBase) : null;
   const range = baseCommit ? `${baseCommit}..${remoteTip}` : remoteTip;
   const log = await git.run(['log', `--format=%(trailers:key=${TASK_CONTENT_TRAILER},valueonly,separator=%x2C)`, range], { cwd: repoRoot });
-  const keys = new Set(log.stdout.split(/[\n,]/).map((k) => k.trim()).filter(Boolean));
+  const keys = new Set(
+    log.stdout
+      .split(/[\n,]/)
+      .map((k) => k.trim())
+      .filter(Boolean),
+  );
   const key = taskContentKey(task);
   const commits = Number(firstLine(await git.run(['rev-list', '--count', range], { cwd: repoRoot })));
   const at = `${remote} has ${branch} at ${remoteTip.slice(0, 12)} (${commits} commit${commits === 1 ? '' : 's'} not on the base)`;

@@ -16,6 +16,10 @@
  * `base_red` (`task.base_red`), its worktree removed (nothing of an agent is in it), and no agent
  * turn is spent. A re-offered order finds the cached result; when the worktree no longer shows the
  * base (an agent turn began before a crash) an uncached command is not run on it.
+ *
+ * A task branch already on the remote that this registry never pushed (the plan ran before and
+ * the registry was lost) is adopted when its commits are this task's, and the implementer is told
+ * it builds on them; anyone else's commits fail the task before any agent turn (./adopt-branch.ts).
  */
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -283,11 +287,20 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
     if (setup) t.setup = setupStamp(setup);
     tx.emit('task.worktree', { taskId: t.id, orderId: ctx.order.id, ...record, adopted: Boolean(registered) });
     if (found.kind === 'adopted') {
-      tx.emit('task.branch_adopted', { taskId: t.id, orderId: ctx.order.id, branch: record.branch, remoteTip: found.remoteTip, baseCommit: found.baseCommit, commits: found.commits, how: found.how });
+      tx.emit('task.branch_adopted', {
+        taskId: t.id,
+        orderId: ctx.order.id,
+        branch: record.branch,
+        remoteTip: found.remoteTip,
+        baseCommit: found.baseCommit,
+        commits: found.commits,
+        how: found.how,
+      });
     }
     return structuredClone(t);
   });
-  if (adoption.kind === 'adopted') ctx.progress(`${task.id}: adopted ${record.branch} from origin at ${adoption.remoteTip.slice(0, 12)} (${adoption.commits} commit(s) of an earlier run of this task)`);
+  if (adoption.kind === 'adopted')
+    ctx.progress(`${task.id}: adopted ${record.branch} from origin at ${adoption.remoteTip.slice(0, 12)} (${adoption.commits} commit(s) of an earlier run of this task)`);
   return { task: updated ?? { ...task, ...record }, env, setup, adoption };
 }
 
