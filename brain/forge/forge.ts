@@ -100,6 +100,14 @@ export interface Forge {
   getPullRequest(number: number): Promise<PullRequestInfo>;
   /** List PRs, newest first. */
   listPullRequests(options?: ListPullRequestsOptions): Promise<PullRequestInfo[]>;
+  /**
+   * The open PR (draft or ready) from branch `head` into `base`, newest first when several, or
+   * null. How Polly finds the PR it opened before a crash or before its registry was lost, instead
+   * of opening a second one. GitHub: `GET /repos/{owner}/{repo}/pulls?state=open&head={owner}:{head}&base={base}`
+   * (https://docs.github.com/en/rest/pulls/pulls#list-pull-requests; `head` is `user:ref-name`, the
+   * repository owner's since Polly pushes to that repository). Local: the registry's open records.
+   */
+  findOpenPullRequest(head: string, base: string): Promise<PullRequestInfo | null>;
 }
 
 /** Keys of `T` whose name contains "merge" in any letter case. `never` for a compliant forge. */

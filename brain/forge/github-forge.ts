@@ -302,6 +302,21 @@ export function createGitHubForge(options: GitHubForgeOptions): GitHubForge {
       return out;
     },
 
+    async findOpenPullRequest(head: string, base: string): Promise<PullRequestInfo | null> {
+      const data = await getCached<RawPull[]>(
+        `GET pulls?state=open&head=${owner}:${head}&base=${base}`,
+        `find:${head}:${base}`,
+        (headers) =>
+          octokit.rest.pulls.list({ owner, repo, state: 'open', head: `${owner}:${head}`, base, per_page: 100, headers }) as unknown as Promise<{
+            data: RawPull[];
+            headers: Headers;
+          }>,
+      );
+      // GitHub filters already; the check keeps a server that ignores the filter from adopting another branch's PR.
+      const found = data.map(pullRequestInfoFromRest).filter((p) => p.head === head && p.base === base && (p.state === 'draft' || p.state === 'ready'));
+      return found.sort((a, b) => b.number - a.number)[0] ?? null;
+    },
+
     stats: () => ({ ...stats }),
   };
   const noMerge: NoMergeKeys<typeof forge> = true;

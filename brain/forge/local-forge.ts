@@ -396,6 +396,11 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
       return (await forge.records(opts)).map(toInfo);
     },
 
+    async findOpenPullRequest(head: string, base: string): Promise<PullRequestInfo | null> {
+      const found = (await forge.records({ state: 'open' })).find((p) => p.head === head && p.base === base);
+      return found ? toInfo(found) : null;
+    },
+
     record: refreshed,
 
     async records(opts: ListPullRequestsOptions = {}): Promise<LocalPullRequest[]> {

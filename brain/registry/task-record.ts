@@ -1,6 +1,7 @@
 /**
  * A new task record: the one place that knows every field a fresh TaskRecord starts with.
  */
+import { createHash } from 'node:crypto';
 import type { TaskRecord } from './registry-schema.js';
 
 /** The fields a caller decides; everything else starts empty (status `queued`). */
@@ -36,4 +37,22 @@ export function newTaskRecord(fields: NewTaskFields, at: string): TaskRecord {
  */
 export function planTaskId(plan: { id: string; retries?: Record<string, string> }, key: string): string {
   return plan.retries?.[key] ?? `${plan.id}-${key}`;
+}
+
+/** The fields of a task that say what its work is (what {@link taskContentKey} hashes). */
+export type TaskContent = Pick<TaskRecord, 'id' | 'title' | 'purpose' | 'worker' | 'prompt' | 'acceptance'>;
+
+/** The git trailer that carries {@link taskContentKey} on every commit Polly makes for a task. */
+export const TASK_CONTENT_TRAILER = 'Polly-Task-Content';
+
+/**
+ * A task's content key: the first 16 hex digits of sha256 over its id, title, purpose, worker,
+ * prompt and acceptance commands and criteria (canonical JSON). The same plan task run again —
+ * after the registry was lost, its ids counted from 1 again — has the same key; another plan's
+ * task under the same id, or this one with another prompt or contract, has another. Model,
+ * reviewer, base and budgets are left out: they change how the work is done, not what it is. Pure.
+ */
+export function taskContentKey(task: TaskContent): string {
+  const canon = [task.id, task.title, task.purpose, task.worker, task.prompt, [...task.acceptance.commands], [...task.acceptance.criteria]];
+  return createHash('sha256').update(JSON.stringify(canon)).digest('hex').slice(0, 16);
 }

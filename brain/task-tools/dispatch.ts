@@ -16,6 +16,10 @@
  * `base_red` (`task.base_red`), its worktree removed (nothing of an agent is in it), and no agent
  * turn is spent. A re-offered order finds the cached result; when the worktree no longer shows the
  * base (an agent turn began before a crash) an uncached command is not run on it.
+ *
+ * A task branch already on the remote that this registry never pushed (the plan ran before and
+ * the registry was lost) is adopted when its commits are this task's, and the implementer is told
+ * it builds on them; anyone else's commits fail the task before any agent turn (./adopt-branch.ts).
  */
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -44,6 +48,7 @@ import { baseGreen, baseRedReason, blockingBaseRed, checkBase } from './base-che
 import { runCheck } from '../../workers/acceptance.js';
 import { recordArtifacts, untrackedPaths } from '../../workers/git/polly-artifacts.js';
 import { appliedMounts } from '../../workers/sandbox/sandbox-spec.js';
+import { adoptRemoteBranch, resolveBaseTip, type BranchAdoption } from './adopt-branch.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
 export const PERMANENT_AGENT_STATUSES: ReadonlySet<string> = new Set(['agent_missing', 'agent_refused', 'blocked_on_prompt']);
@@ -220,13 +225,14 @@ export function acceptanceCommandProblem(repoRoot: string, task: Pick<TaskRecord
  * @returns the fresh task, the worker's PORT when the worktree was created now, and the setup
  *          command's outcome when it ran now (null otherwise).
  */
-export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: TaskRecord; env: Record<string, string>; setup: SetupResult | null }> {
+export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: TaskRecord; env: Record<string, string>; setup: SetupResult | null; adoption: BranchAdoption }> {
   let task = ctx.task;
+  const none: BranchAdoption = { kind: 'none' };
   const again = setupAgain(task, ctx.config.worktrees.setup);
   if (again.action === 'rerun') {
     ctx.progress(`${task.id}: worktrees.setup "${ctx.config.worktrees.setup}" runs again in ${task.worktree}: ${again.reason}`);
     const setup = await ctx.worktrees.setup({ id: task.id });
-    return { task: await recordSetup(ctx, setup), env: {}, setup };
+    return { task: await recordSetup(ctx, setup), env: {}, setup, adoption: none };
   }
   let fresh = false;
   if (again.action === 'fresh') {
@@ -237,17 +243,24 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
     task = { ...task, worktree: null, branch: null, baseCommit: null };
     fresh = true;
   }
-  if (task.worktree && existsSync(task.worktree) && task.branch && task.baseCommit) return { task, env: {}, setup: null };
+  if (task.worktree && existsSync(task.worktree) && task.branch && task.baseCommit) return { task, env: {}, setup: null, adoption: none };
   const registered = fresh ? undefined : (await ctx.worktrees.list()).find((w) => w.taskId === task.id && w.prunable === null && existsSync(w.path));
   let record: Pick<TaskRecord, 'worktree' | 'branch' | 'baseBranch' | 'baseCommit'>;
   const env: Record<string, string> = {};
   let setup: SetupResult | null = null;
+  const git = createGitRunner();
+  // The base's tip, for a branch found on the remote (below) and for a kept worktree the registry
+  // has no base of (a Brain that died before recording it, or a registry lost since).
+  let baseTip: string | null = null;
   if (registered) {
+    const base = task.baseCommit ? null : await resolveBaseTip(git, ctx.repoRoot, task.baseBranch);
+    baseTip = base?.commit ?? null;
+    const mergeBase = base && registered.head ? await git.run(['merge-base', registered.head, base.commit], { cwd: ctx.repoRoot, okExitCodes: [1] }) : null;
     record = {
       worktree: registered.path,
       branch: registered.branch?.replace(/^refs\/heads\//, '') ?? `polly/${task.id}`,
-      baseBranch: task.baseBranch,
-      baseCommit: task.baseCommit ?? registered.head,
+      baseBranch: task.baseBranch ?? base?.branch ?? null,
+      baseCommit: task.baseCommit ?? (mergeBase?.exitCode === 0 ? firstLine(mergeBase) : registered.head),
     };
   } else {
     ctx.progress(`${task.id}: creating worktree`);
@@ -257,19 +270,41 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
       ...(task.baseCommit ? { baseCommit: task.baseCommit } : {}),
     });
     record = { worktree: created.path, branch: created.branch, baseBranch: created.baseBranch ?? task.baseBranch, baseCommit: created.baseCommit };
+    baseTip = created.baseCommit;
     if (created.freshness?.warning) ctx.progress(`${task.id}: warning: ${created.freshness.warning}`);
     env.PORT = String(created.port);
     setup = created.setup;
   }
+  // A branch of this task already on the remote that this registry never pushed (its plan ran
+  // before and the registry was lost since): adopted and built on, or refused (./adopt-branch.ts).
+  let adoption: BranchAdoption = none;
+  if (task.purpose === 'implement' && !task.headCommit && !task.pr && record.worktree && record.branch && baseTip) {
+    adoption = await adoptRemoteBranch({ repoRoot: ctx.repoRoot, task, worktree: record.worktree, branch: record.branch, created: !registered, baseTip, git });
+    if (adoption.kind === 'adopted') record.baseCommit = adoption.baseCommit;
+  }
+  const found = adoption;
   const updated = await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
     if (!t) return null;
     Object.assign(t, record, { updatedAt: new Date().toISOString() });
     if (setup) t.setup = setupStamp(setup);
     tx.emit('task.worktree', { taskId: t.id, orderId: ctx.order.id, ...record, adopted: Boolean(registered) });
+    if (found.kind === 'adopted') {
+      tx.emit('task.branch_adopted', {
+        taskId: t.id,
+        orderId: ctx.order.id,
+        branch: record.branch,
+        remoteTip: found.remoteTip,
+        baseCommit: found.baseCommit,
+        commits: found.commits,
+        how: found.how,
+      });
+    }
     return structuredClone(t);
   });
-  return { task: updated ?? { ...task, ...record }, env, setup };
+  if (adoption.kind === 'adopted')
+    ctx.progress(`${task.id}: adopted ${record.branch} from origin at ${adoption.remoteTip.slice(0, 12)} (${adoption.commits} commit(s) of an earlier run of this task)`);
+  return { task: updated ?? { ...task, ...record }, env, setup, adoption };
 }
 
 /** The stamp of a setup run (workers/git/setup-inputs.ts). */
@@ -381,6 +416,11 @@ async function failBeforeAgent(ctx: TaskToolContext, kind: string, reason: strin
   return { outcome: 'failure', permanent: true, note: `dispatch: ${reason.split('\n')[0]}` };
 }
 
+/** What the implementer is told when its branch holds an earlier run's work (./adopt-branch.ts). */
+export function adoptedWorkNote(task: Pick<TaskRecord, 'branch' | 'id'>, adoption: Extract<BranchAdoption, { kind: 'adopted' }>): string {
+  return `\n\nThis branch (${task.branch ?? `polly/${task.id}`}) already holds ${adoption.commits} commit(s) from an earlier run of this same task, up to ${adoption.remoteTip.slice(0, 12)}. Check that work against the task and its acceptance and finish what is missing; if nothing is, change nothing.`;
+}
+
 /** The reason of a task whose worker changed nothing: its dispatch fails with it, and nothing is pushed. */
 export const NO_CHANGE = 'the worker made no change';
 
@@ -423,7 +463,8 @@ export const dispatch: TaskTool = async (ctx) => {
     });
     return { outcome: 'failure', permanent: error.code !== 'git_failed', note: `dispatch: ${reason}` };
   }
-  const { task, env, setup } = prepared;
+  const { task, env, setup, adoption } = prepared;
+  if (adoption.kind === 'refused') return failBeforeAgent(ctx, 'task.branch_refused', adoption.reason);
   if (setup?.refGuard)
     return failBeforeAgent(ctx, 'task.setup_failed', `${setup.refGuard}\nThe agent was not started. Full log of worktrees.setup "${setup.command}": ${setup.logPath}`);
   if (setup && (setup.exitCode !== 0 || setup.timedOut))
@@ -456,7 +497,8 @@ export const dispatch: TaskTool = async (ctx) => {
   const spentAlready = watch.stopped();
   if (spentAlready) return parkForBudget({ ...ctx, task }, spentAlready);
   ctx.progress(`${task.id}: ${task.worker} starts in ${task.worktree}`);
-  const request = implementTurn(ctx, task, implementPrompt(task, ctx.config.acceptance.commands), null, env);
+  const prompt = implementPrompt(task, ctx.config.acceptance.commands) + (adoption.kind === 'adopted' ? adoptedWorkNote(task, adoption) : '');
+  const request = implementTurn(ctx, task, prompt, null, env);
   const { value: result, violation } = await withRefGuard(
     { ...ctx, task },
     `the ${task.worker} implementer turn`,

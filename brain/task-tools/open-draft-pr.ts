@@ -2,8 +2,10 @@
  * Tool `open_draft_pr` (effect `open_pr_draft` of polly-task): open the task's draft pull request
  * against its base branch, with the body of brain/pr-body.ts, and choose the cross-reviewer.
  *
- * - Idempotent per task: a task that already has a PR gets it back; a PR for `polly/<id>` → base
- *   found open on the forge (opened by an attempt killed before it recorded) is adopted.
+ * - Idempotent per task: a task that already has a PR gets it back; an open PR for `polly/<id>` →
+ *   base found on the forge (`Forge.findOpenPullRequest`: opened by an attempt killed before
+ *   it recorded, or by a run whose registry was lost since) is adopted, its body rewritten with this
+ *   run's checks and reviews; a second PR for the same head is never opened.
  * - The reviewer: the task's planned reviewer, else the first of `config.review.pairs[<worker>]`.
  *   Never the worker's own vendor: a misconfiguration is a permanent failure that says what to fix,
  *   and is found before anything is opened.
@@ -66,26 +68,28 @@ export function createOpenDraftPrTool(): TaskTool {
     let opened: OpenedPullRequest | null = null;
     let adopted = false;
     try {
-      const open = await ctx.forge.listPullRequests({ state: 'open' });
-      const found = open.find((p) => p.head === head && p.base === task.baseBranch);
+      const reg = await ctx.store.read();
+      const fresh = reg.tasks[task.id] ?? task;
+      const body = renderPrBody({
+        taskId: task.id,
+        title: task.title,
+        prompt: task.prompt,
+        acceptance: task.acceptance,
+        checks: fresh.checks,
+        reviews: fresh.reviews,
+        worker: task.worker,
+        unconfined: fresh.unconfined ?? null,
+        ...(fresh.protectedPaths?.length ? { protectedPaths: fresh.protectedPaths } : {}),
+        ledger: fresh.ledger ?? null,
+      });
+      const found = await ctx.forge.findOpenPullRequest(head, task.baseBranch);
       if (found) {
+        // The PR an earlier run opened (a Brain killed before it recorded it, or a registry lost
+        // since): reused, its description brought up to this run's checks, never a second PR.
+        await ctx.forge.updateBody(found.number, body);
         opened = { forge: found.forge, number: found.number, url: found.url, state: found.state, headSha: found.headSha };
         adopted = true;
       } else {
-        const reg = await ctx.store.read();
-        const fresh = reg.tasks[task.id] ?? task;
-        const body = renderPrBody({
-          taskId: task.id,
-          title: task.title,
-          prompt: task.prompt,
-          acceptance: task.acceptance,
-          checks: fresh.checks,
-          reviews: fresh.reviews,
-          worker: task.worker,
-          unconfined: fresh.unconfined ?? null,
-          ...(fresh.protectedPaths?.length ? { protectedPaths: fresh.protectedPaths } : {}),
-          ledger: fresh.ledger ?? null,
-        });
         opened = await ctx.forge.openDraftPullRequest({ head, base: task.baseBranch, title: pullRequestTitle(task), body });
       }
     } catch (error) {

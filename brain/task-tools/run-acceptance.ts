@@ -41,6 +41,7 @@ import { recordArtifacts, untrackedPaths } from '../../workers/git/polly-artifac
 import { resolveWorktreesDir } from '../../workers/git/worktrees-dir.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
 import { isPollyError } from '../core/errors.js';
+import { TASK_CONTENT_TRAILER, taskContentKey, type TaskContent } from '../registry/task-record.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { CommandResult } from '../../workers/proc/shell-command.js';
 import { visibleLine, visibleText } from '../core/visible-text.js';
@@ -76,19 +77,28 @@ export function conflictMarkers(cwd: string, files: readonly string[]): string[]
 }
 
 /** The commit message of a fix round's work, or of the base merged in. */
-export function fixCommitMessage(task: Pick<TaskRecord, 'id' | 'title' | 'fixRound' | 'branch'>, merging: boolean): string {
+export function fixCommitMessage(task: Pick<TaskRecord, 'id' | 'title' | 'fixRound' | 'branch'> & TaskContent, merging: boolean): string {
   const round = task.fixRound!;
   const first =
     merging && round.baseMerge
       ? `Merge ${round.baseMerge.ref} into ${task.branch ?? `polly/${task.id}`}`
       : `Fix round ${round.round}: ${round.summary[0]?.slice(0, 60) ?? 'review feedback'}`;
   const body = round.summary.map((s) => `- ${s}`).join('\n');
-  return `${first}\n\n${task.title.trim()}${body ? `\n\n${body}` : ''}\n\nPolly-Task: ${task.id}\n`;
+  return `${first}\n\n${task.title.trim()}${body ? `\n\n${body}` : ''}\n\n${taskTrailers(task)}`;
 }
 
-/** The commit message Polly writes for a task's work. */
-export function taskCommitMessage(task: { id: string; title: string }): string {
-  return `${task.title.trim() || `Task ${task.id}`}\n\nPolly-Task: ${task.id}\n`;
+/**
+ * The commit message Polly writes for a task's work: the title, then the trailers `Polly-Task: <id>`
+ * and `Polly-Task-Content: <key>` ({@link taskContentKey}); the second lets a later run recognise
+ * the branch as this task's after the registry was lost (./adopt-branch.ts).
+ */
+export function taskCommitMessage(task: TaskContent): string {
+  return `${task.title.trim() || `Task ${task.id}`}\n\n${taskTrailers(task)}`;
+}
+
+/** The trailer lines of every commit Polly makes for `task` (git-interpret-trailers(1) form), ending in a newline. */
+function taskTrailers(task: TaskContent): string {
+  return `Polly-Task: ${task.id}\n${TASK_CONTENT_TRAILER}: ${taskContentKey(task)}\n`;
 }
 
 /**

@@ -58,6 +58,10 @@ describe('GitHub forge against the simulator', () => {
 
     const listed = await forge.listPullRequests();
     expect(listed.map((p) => [p.number, p.state])).toContainEqual([opened.number, 'ready']);
+    // Found by its head and base (GitHub's `head=owner:branch` filter), as a re-run looks for it.
+    expect(await forge.findOpenPullRequest('polly/t1', 'release')).toMatchObject({ number: opened.number, state: 'ready', head: 'polly/t1' });
+    expect(await forge.findOpenPullRequest('polly/t1', 'main')).toBeNull();
+    expect(sim.requests.slice(from).some((r) => r.path.endsWith('/pulls') && r.query.head === `${sim.owner}:polly/t1` && r.query.base === 'release')).toBe(true);
 
     const sent = sim.requests.slice(from);
     expect(sent.every((r) => r.authorized)).toBe(true);
@@ -76,6 +80,8 @@ describe('GitHub forge against the simulator', () => {
     expect(await forge.getPullRequest(a.number)).toMatchObject({ state: 'merged', merged: true, mergeCommitSha: squash });
     expect(await forge.getPullRequest(b.number)).toMatchObject({ state: 'closed', merged: false });
     expect((await forge.listPullRequests({ state: 'closed' })).map((p) => p.number).sort()).toEqual([a.number, b.number].sort());
+    expect(await forge.findOpenPullRequest('polly/t2', 'main')).toBeNull(); // merged: not open
+    expect(await forge.findOpenPullRequest('polly/t3', 'main')).toBeNull(); // closed
     await expect(forge.markReady(a.number)).rejects.toMatchObject({ code: 'conflict' });
     expect(sim.mergeRequests()).toEqual([]);
   });

@@ -72,6 +72,8 @@ describe('local forge', () => {
     const info = await s.forge.getPullRequest(1);
     expect(info).toMatchObject({ state: 'ready', merged: false, mergeCommitSha: null, head: 'polly/t1', base: 'main', headSha: head });
     expect((await s.forge.listPullRequests()).map((p) => [p.number, p.state])).toEqual([[1, 'ready']]);
+    expect(await s.forge.findOpenPullRequest('polly/t1', 'main')).toMatchObject({ number: 1, state: 'ready', head: 'polly/t1' });
+    expect(await s.forge.findOpenPullRequest('polly/t1', 'release')).toBeNull();
     expect(await s.forge.diff(1)).toMatch(/\+\+\+ b\/src\/b\.txt\n@@ -0,0 \+1 @@\n\+new/);
 
     const record = await s.forge.record(1);
@@ -86,6 +88,7 @@ describe('local forge', () => {
     const mergeCommit = humanMerge(s.repo, 'polly/t1', 'merge');
     expect(await s.forge.getPullRequest(1)).toMatchObject({ state: 'merged', merged: true, mergeCommitSha: mergeCommit });
     expect(await s.forge.listPullRequests()).toEqual([]);
+    expect(await s.forge.findOpenPullRequest('polly/t1', 'main')).toBeNull(); // merged: not open
     expect((await s.forge.listPullRequests({ state: 'closed' })).map((p) => p.number)).toEqual([1]);
     expect(await s.forge.diff(1)).toMatch(/\+new/); // still shows what the PR brought
     await expect(s.forge.markReady(1)).rejects.toMatchObject({ code: 'conflict' });
