@@ -10,70 +10,15 @@
  * The setting lives under the clone's git-ignored test-artifacts/ rather than the OS temp dir: the
  * sandbox hides /tmp whole, which would make a sibling directory there vanish for another reason.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentSandbox } from '../../workers/agents/agent-adapter.js';
 import { agentTurnSandbox } from '../../workers/sandbox/agent-turn-sandbox.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
-import { confineCommand, probeSandbox } from '../../workers/sandbox/sandbox.js';
+import { probeSandbox } from '../../workers/sandbox/sandbox.js';
 import { git } from '../helpers/git-repo.js';
 import { ROOT } from './attack-harness.js';
-
-interface Canary {
-  path: string;
-  server: Server;
-  connections: number;
-}
-
-async function listen(path: string): Promise<Canary> {
-  const c: Canary = { path, server: createServer(), connections: 0 };
-  c.server.on('connection', (s) => {
-    c.connections += 1;
-    s.destroy();
-  });
-  await new Promise<void>((resolve, reject) => {
-    c.server.once('error', reject);
-    c.server.listen(path, resolve);
-  });
-  return c;
-}
-
-/** Inside the sandbox: try every address, print `{address: 'connected' | error code}`, and read `readable`. */
-const PROBE = `
-const net = require('node:net'); const fs = require('node:fs');
-const [addresses, readable] = JSON.parse(process.argv[1]);
-const out = {};
-Promise.all(addresses.map((a) => new Promise((done) => {
-  const s = net.connect(a);
-  const t = setTimeout(() => { out[a] = 'timeout'; s.destroy(); done(); }, 3000);
-  s.on('connect', () => { clearTimeout(t); out[a] = 'connected'; s.destroy(); done(); });
-  s.on('error', (e) => { clearTimeout(t); out[a] = e.code || e.message; done(); });
-}))).then(() => {
-  let read = null; try { read = fs.readFileSync(readable, 'utf8'); } catch (e) { read = e.code; }
-  process.stdout.write(JSON.stringify({ out, read }));
-});`;
-
-function runIn(sandbox: AgentSandbox, env: Record<string, string>, addresses: string[], readable: string): Promise<{ out: Record<string, string>; read: string }> {
-  const c = confineCommand(sandbox.bwrap, sandbox.spec, process.execPath, ['-e', PROBE, JSON.stringify([addresses, readable])], env);
-  return new Promise((resolve, reject) => {
-    const child = spawn(c.command, c.args, { env: c.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('close', (code) => {
-      c.dispose();
-      try {
-        resolve(JSON.parse(stdout));
-      } catch {
-        reject(new Error(`the probe exited ${code}: ${stderr || stdout}`));
-      }
-    });
-  });
-}
+import { type Canary, closeCanaries, listenCanary as listen, probeInSandbox } from './sandbox-probe.js';
 
 describe.skipIf(!probeSandbox().ok)('host sockets from inside the sandbox (issue 27 item 2)', () => {
   let root: string;
@@ -116,7 +61,7 @@ describe.skipIf(!probeSandbox().ok)('host sockets from inside the sandbox (issue
   });
 
   afterAll(async () => {
-    for (const c of [...canaries, own, gateSock]) if (c) await new Promise<void>((r) => c.server.close(() => r()));
+    await closeCanaries([...canaries, own, gateSock]);
     rmSync(root, { recursive: true, force: true });
   });
 
@@ -145,21 +90,22 @@ describe.skipIf(!probeSandbox().ok)('host sockets from inside the sandbox (issue
     });
     expect(check.sandbox).not.toBeNull();
     expect(turn.sandbox).not.toBeNull();
-    const fromCheck = await runIn(check.sandbox!, check.env, addresses, join(sibling, 'visible.txt'));
-    const fromTurn = await runIn(turn.sandbox!, env, addresses, join(sibling, 'visible.txt'));
+    const visible = join(sibling, 'visible.txt');
+    const fromCheck = await probeInSandbox(check.sandbox!, check.env, addresses, [visible]);
+    const fromTurn = await probeInSandbox(turn.sandbox!, env, addresses, [visible]);
 
     // Ground truth first: not one connection reached a canary.
     expect(Object.fromEntries(canaries.map((c) => [c.path, c.connections]))).toEqual(Object.fromEntries(canaries.map((c) => [c.path, 0])));
     for (const seen of [fromCheck, fromTurn]) {
-      for (const c of canaries) expect(seen.out[c.path], `${c.path}: ${JSON.stringify(seen.out)}`).not.toBe('connected');
-      expect(seen.out[own.path]).toBe('connected');
+      for (const c of canaries) expect(seen.sockets[c.path], `${c.path}: ${JSON.stringify(seen.sockets)}`).not.toBe('connected');
+      expect(seen.sockets[own.path]).toBe('connected');
       // The sibling directory is in view: its socket was covered, not the directory hidden.
-      expect(seen.read).toBe('sibling dir is in view');
+      expect(seen.reads[visible]).toBe('sibling dir is in view');
     }
     expect(own.connections).toBe(2);
     // Only the agent turn has the gate's socket (a check runs no agent).
-    expect(fromTurn.out[gateSock.path]).toBe('connected');
-    expect(fromCheck.out[gateSock.path]).not.toBe('connected');
+    expect(fromTurn.sockets[gateSock.path]).toBe('connected');
+    expect(fromCheck.sockets[gateSock.path]).not.toBe('connected');
     expect(gateSock.connections).toBe(1);
   }, 60_000);
 });
