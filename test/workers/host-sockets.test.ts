@@ -5,7 +5,7 @@
  * test/confinement/host-sockets.test.ts and agent-state.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { hostXdgDirs } from '../../workers/sandbox/agent-state-dir.js';
+import { hostUserDirs } from '../../workers/sandbox/agent-state-dir.js';
 import { parseProcNetUnix } from '../../workers/sandbox/host-sockets.js';
 import { commonHidden } from '../../workers/sandbox/sandbox-profiles.js';
 import { bwrapArgs, coveredSockets, type SandboxMount, type SandboxSpec } from '../../workers/sandbox/sandbox-spec.js';
@@ -57,19 +57,20 @@ describe('coveredSockets', () => {
   });
 });
 
-describe('hostXdgDirs', () => {
-  it('hides every absolute XDG dir but system ones, and always Polly’s state root', () => {
+describe('hostUserDirs', () => {
+  it('hides every absolute XDG dir and TMPDIR but system ones, and always Polly’s state root', () => {
     expect(
-      hostXdgDirs({
+      hostUserDirs({
         HOME: '/home/dev',
         XDG_STATE_HOME: '/srv/state/',
         XDG_CONFIG_HOME: 'relative/config',
         XDG_DATA_HOME: '/usr',
         XDG_CACHE_HOME: '/',
         XDG_RUNTIME_DIR: '/run/user/1000',
+        TMPDIR: '/srv/tmp',
       }),
-    ).toEqual(['/srv/state', '/run/user/1000', '/srv/state/polly']);
-    expect(hostXdgDirs({ HOME: '/home/dev' })).toEqual(['/home/dev/.local/state/polly']);
+    ).toEqual(['/srv/state', '/run/user/1000', '/srv/tmp', '/srv/state/polly']);
+    expect(hostUserDirs({ HOME: '/home/dev' })).toEqual(['/home/dev/.local/state/polly']);
   });
   it('commonHidden drops the ones under HOME, /run or /tmp (hidden already) and hides /var/tmp', () => {
     const hidden = commonHidden('/srv/repo', '/home/dev', undefined, ['/home/dev/.local/state/polly', '/run/user/1000', '/tmp/x', '/srv/state']);

@@ -27,7 +27,7 @@
  */
 import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { hostXdgDirs } from './agent-state-dir.js';
+import { hostUserDirs } from './agent-state-dir.js';
 
 /** One toolchain manager (or PATH directory) found under HOME. */
 export interface HomeToolchain {
@@ -116,7 +116,7 @@ export function detectHomeToolchains(realHome: string, env: NodeJS.ProcessEnv = 
   if (!realHome || resolve(realHome) === '/') return out;
   const home = realOrNull(realHome) ?? resolve(realHome);
   // Under HOME, or under a host XDG dir the sandbox hides too (mise in an XDG_DATA_HOME outside HOME).
-  const hiddenRoots = [home, ...hostXdgDirs(env)];
+  const hiddenRoots = [home, ...hostUserDirs(env)];
   const inHome = (p: string) => hiddenRoots.some((r) => under(p, r) && p !== r);
   const sensitive = (p: string) => SENSITIVE.some((s) => under(p, join(home, s)));
   const root = (variable: string, fallback: string): string => {

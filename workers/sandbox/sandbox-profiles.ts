@@ -7,8 +7,8 @@
  * are absent), the repository's `.polly/` and its worktrees directory (other tasks' worktrees:
  * `.worktrees/`, or `worktrees.dir` wherever it is, inside the repository or beside it), `/run`
  * (host sockets: docker, D-Bus, user sessions), `/var/tmp` (a private scratch tmpfs instead, like
- * `/tmp`: anyone may put files and sockets there) and the host's XDG dirs wherever they point
- * (./agent-state-dir.ts `hostXdgDirs`: every task's and repository's agent state; the worker's own
+ * `/tmp`: anyone may put files and sockets there) and the host's XDG dirs and TMPDIR wherever they point
+ * (./agent-state-dir.ts `hostUserDirs`: every task's and repository's agent state; the worker's own
  * is bound back). Host sockets still in view are covered (./sandbox-spec.ts `coveredSockets`). The repository itself, its git dir included, is
  * visible read-only (the root is read-only), unless the process works outside both the repository
  * and the worktrees directory (a reviewer in its scratch dir), then the repository is hidden too.
@@ -18,7 +18,7 @@
 import { realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
-import { hostXdgDirs } from './agent-state-dir.js';
+import { hostUserDirs } from './agent-state-dir.js';
 import type { HomeToolchains } from './home-toolchains.js';
 import type { SandboxEndpoint, SandboxNetwork, SandboxSpec } from './sandbox-spec.js';
 
@@ -30,12 +30,12 @@ function inside(child: string, parent: string): boolean {
 /**
  * The paths every sandbox hides for `repoRoot`.
  * @param worktreesDir the absolute worktrees directory (`worktrees.dir`; default `<repoRoot>/.worktrees`).
- * @param xdgDirs the host's XDG dirs to hide (default {@link hostXdgDirs} of `process.env`).
+ * @param userDirs the host's per-user dirs to hide (XDG dirs, TMPDIR) (default {@link hostUserDirs} of `process.env`).
  */
-export function commonHidden(repoRoot: string, realHome: string, worktreesDir = join(repoRoot, '.worktrees'), xdgDirs: readonly string[] = hostXdgDirs()): string[] {
+export function commonHidden(repoRoot: string, realHome: string, worktreesDir = join(repoRoot, '.worktrees'), userDirs: readonly string[] = hostUserDirs()): string[] {
   const base = [realHome, join(repoRoot, '.polly'), worktreesDir, '/run', '/var/tmp'];
   // An XDG dir under HOME or /run (the default layout) is hidden already.
-  return [...base, ...xdgDirs.filter((d) => !base.some((b) => inside(d, b)) && !inside(d, '/tmp'))];
+  return [...base, ...userDirs.filter((d) => !base.some((b) => inside(d, b)) && !inside(d, '/tmp'))];
 }
 
 export interface AgentSandboxInput {
@@ -63,8 +63,8 @@ export interface AgentSandboxInput {
   worktreesDir?: string;
   /** Toolchains under the real HOME to bind back read-only (./home-toolchains.ts); default none. */
   homeToolchains?: HomeToolchains;
-  /** The host's XDG dirs to hide; default ./agent-state-dir.ts `hostXdgDirs(process.env)`. */
-  xdgDirs?: readonly string[];
+  /** The host's per-user dirs to hide (XDG dirs, TMPDIR); default ./agent-state-dir.ts `hostUserDirs(process.env)`. */
+  userDirs?: readonly string[];
 }
 
 /**
@@ -90,7 +90,7 @@ export function withHomeToolchains(spec: SandboxSpec, toolchains: HomeToolchains
 export function agentSandboxSpec(input: AgentSandboxInput): SandboxSpec {
   const worktreesDir = input.worktreesDir ?? join(input.repoRoot, '.worktrees');
   const outside = !inside(input.cwd, input.repoRoot) && !inside(input.cwd, worktreesDir);
-  const hidden = commonHidden(input.repoRoot, input.realHome, worktreesDir, input.xdgDirs);
+  const hidden = commonHidden(input.repoRoot, input.realHome, worktreesDir, input.userDirs);
   if (outside) hidden.push(input.repoRoot, dirname(input.cwd));
   const writable = [input.agentStateDir, join(input.agentStateDir, 'home')];
   // The repository (main checkout and git dir) read-only: under a hidden HOME or /tmp it would vanish.
@@ -133,8 +133,8 @@ export interface CommandSandboxInput {
   worktreesDir?: string;
   /** Toolchains under the real HOME to bind back read-only (./home-toolchains.ts); default none. */
   homeToolchains?: HomeToolchains;
-  /** The host's XDG dirs to hide; default ./agent-state-dir.ts `hostXdgDirs(process.env)`. */
-  xdgDirs?: readonly string[];
+  /** The host's per-user dirs to hide (XDG dirs, TMPDIR); default ./agent-state-dir.ts `hostUserDirs(process.env)`. */
+  userDirs?: readonly string[];
 }
 
 /** Where /etc/resolv.conf really is (it may point into the hidden /run): bound back read-only for a networked command. */
@@ -161,7 +161,7 @@ export function commandSandboxSpec(input: CommandSandboxInput): SandboxSpec {
       cwd: input.worktree,
       writable: [input.worktree, home],
       readOnly: [input.repoRoot, ...(input.network ? [resolvConf()] : [])],
-      hidden: commonHidden(input.repoRoot, input.realHome, input.worktreesDir, input.xdgDirs),
+      hidden: commonHidden(input.repoRoot, input.realHome, input.worktreesDir, input.userDirs),
       home,
       tmpDir: null,
       network,
