@@ -46,7 +46,7 @@ export function hostSocketPaths(procNetUnix = '/proc/net/unix'): string[] {
   for (const path of parseProcNetUnix(text)) {
     try {
       if (!lstatSync(path).isSocket()) continue;
-      out.add(realpathSync(path));
+      out.add(realpathSync.native(path));
     } catch {
       // gone, or not reachable by Polly either
     }
