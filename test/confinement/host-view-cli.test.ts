@@ -66,7 +66,7 @@ function script(t: Targets): string {
   });
 }
 
-describe.skipIf(!SANDBOXED)('host sockets and other agent state through the real pi CLI and its acceptance test (issue 27 items 2, 3)', () => {
+describe.skipIf(!SANDBOXED)('host sockets and other agent state through the real pi CLI (claude reviews) and its acceptance test (issue 27 items 2, 3)', () => {
   let o: Outcome;
   let probes = '';
   let stateRoot: string;
@@ -87,7 +87,7 @@ describe.skipIf(!SANDBOXED)('host sockets and other agent state through the real
             title: TITLE,
             purpose: 'implement',
             worker: 'pi',
-            reviewer: 'pi',
+            reviewer: 'claude-code',
             prompt: 'Add the probe.',
             acceptance: { commands: ['node check.js'], criteria: ['the check passes'] },
           },
@@ -107,7 +107,8 @@ describe.skipIf(!SANDBOXED)('host sockets and other agent state through the real
       else process.env.XDG_STATE_HOME = saved;
       canaries.push(...(await Promise.all(listening)));
     }
-    const task = Object.values(o.registry.tasks)[0]!;
+    const task = Object.values(o.registry.tasks)[0];
+    if (!task) throw new Error(`polly run made no task (exit ${o.result.code}): ${o.result.stderr.slice(-2000)} STDOUT ${o.result.stdout.slice(-3000)}`);
     process.stderr.write(`host view: ${task.status}: ${task.statusReason ?? ''}\n`);
     probes = ['turn-probe.txt', 'acceptance-probe.txt'].map((f) => readFileSync(join(task.worktree!, f), 'utf8')).join('');
     process.stderr.write(probes);
