@@ -39,3 +39,32 @@ export function repoStateDir(repoRoot: string, env: NodeJS.ProcessEnv = process.
   const name = basename(real).replace(/[^A-Za-z0-9._-]/g, '_') || 'repo';
   return join(pollyStateRoot(env), `${name}-${hash}`);
 }
+
+/** Top-level system directories a sandbox needs: a variable pointing at one of them (or above) is not hidden. */
+const SYSTEM_DIRS: readonly string[] = ['/usr', '/etc', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/opt', '/nix', '/var', '/proc', '/dev', '/sys'];
+
+/**
+ * The host's per-user directories every sandbox hides (covered by an empty tmpfs, the worker's
+ * own state bound back on top), wherever the variables of `env` point: `XDG_STATE_HOME`
+ * (Polly's and so every task's and every repository's agent state), `XDG_DATA_HOME`,
+ * `XDG_CONFIG_HOME`, `XDG_CACHE_HOME`, `XDG_RUNTIME_DIR` (the user's sockets: D-Bus, gpg-agent,
+ * Wayland) and `TMPDIR` (Polly's own temp dir: other sandboxes' network bridge sockets), plus
+ * {@link pollyStateRoot} itself. Under the default layout they are under HOME, `/run` or `/tmp`,
+ * hidden already; a variable set elsewhere would otherwise show the host's directory read-only.
+ * Skipped: relative values (the XDG Base Directory Specification ignores them), `/` and any
+ * system directory or one above it (`/usr`, `/var`, …: hiding it would take the toolchains away;
+ * Polly's state root below it is still hidden). Pure; absolute paths, deduplicated, in that order.
+ */
+export function hostUserDirs(env: NodeJS.ProcessEnv = process.env): string[] {
+  const out = new Set<string>();
+  const above = (dir: string, sys: string) => sys === dir || sys.startsWith(`${dir}/`);
+  for (const name of ['XDG_STATE_HOME', 'XDG_DATA_HOME', 'XDG_CONFIG_HOME', 'XDG_CACHE_HOME', 'XDG_RUNTIME_DIR', 'TMPDIR']) {
+    const value = env[name];
+    if (!value?.startsWith('/')) continue;
+    const dir = value.replace(/\/+$/, '');
+    if (dir === '' || SYSTEM_DIRS.some((sys) => above(dir, sys))) continue;
+    out.add(dir);
+  }
+  out.add(pollyStateRoot(env));
+  return [...out];
+}

@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { AgentSandbox } from '../agents/agent-adapter.js';
-import { repoStateDir } from './agent-state-dir.js';
+import { hostUserDirs, repoStateDir } from './agent-state-dir.js';
 import { PollyError } from '../../brain/core/errors.js';
 import { probeOutboundNetwork, type OutboundNetworkProbe } from './outbound-network.js';
 import { decideConfinement, probeSandbox, type SandboxProbe } from './sandbox.js';
@@ -82,6 +82,7 @@ export function commandSandbox(input: CommandSandboxInput): { sandbox: AgentSand
     realHome,
     ...(input.worktreesDir ? { worktreesDir: input.worktreesDir } : {}),
     homeToolchains,
+    userDirs: hostUserDirs(input.baseEnv ?? process.env),
   });
   return { sandbox: { bwrap: probe.bwrap, spec }, env, warning: null };
 }

@@ -27,6 +27,7 @@
  */
 import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { hostUserDirs } from './agent-state-dir.js';
 
 /** One toolchain manager (or PATH directory) found under HOME. */
 export interface HomeToolchain {
@@ -114,7 +115,9 @@ export function detectHomeToolchains(realHome: string, env: NodeJS.ProcessEnv = 
   const out: HomeToolchains = { toolchains: [], readOnly: [], maskedFiles: [], maskedDirs: [], env: {} };
   if (!realHome || resolve(realHome) === '/') return out;
   const home = realOrNull(realHome) ?? resolve(realHome);
-  const inHome = (p: string) => under(p, home) && p !== home;
+  // Under HOME, or under a host XDG dir the sandbox hides too (mise in an XDG_DATA_HOME outside HOME).
+  const hiddenRoots = [home, ...hostUserDirs(env)];
+  const inHome = (p: string) => hiddenRoots.some((r) => under(p, r) && p !== r);
   const sensitive = (p: string) => SENSITIVE.some((s) => under(p, join(home, s)));
   const root = (variable: string, fallback: string): string => {
     const v = env[variable];
@@ -124,7 +127,7 @@ export function detectHomeToolchains(realHome: string, env: NodeJS.ProcessEnv = 
     const present = paths.filter((p) => existsSync(p) && !sensitive(p));
     if (present.length === 0) return;
     const mounted = present.filter((p) => inHome(p) && !out.readOnly.some((r) => under(p, r)));
-    // Outside HOME the root is visible already: only its variable is needed.
+    // Outside HOME (and the hidden XDG dirs) the root is visible already: only its variable is needed.
     Object.assign(out.env, vars);
     if (mounted.length === 0) return;
     out.toolchains.push({ manager, paths: mounted });

@@ -5,8 +5,11 @@
  *
  * Common to all: hidden are the real `$HOME` (so `~/.ssh`, `~/.config/gh`, `~/.git-credentials`
  * are absent), the repository's `.polly/` and its worktrees directory (other tasks' worktrees:
- * `.worktrees/`, or `worktrees.dir` wherever it is, inside the repository or beside it), and `/run`
- * (host sockets: docker, D-Bus, user sessions). The repository itself, its git dir included, is
+ * `.worktrees/`, or `worktrees.dir` wherever it is, inside the repository or beside it), `/run`
+ * (host sockets: docker, D-Bus, user sessions), `/var/tmp` (a private scratch tmpfs instead, like
+ * `/tmp`: anyone may put files and sockets there) and the host's XDG dirs and TMPDIR wherever they point
+ * (./agent-state-dir.ts `hostUserDirs`: every task's and repository's agent state; the worker's own
+ * is bound back). Host sockets still in view are covered (./sandbox-spec.ts `coveredSockets`). The repository itself, its git dir included, is
  * visible read-only (the root is read-only), unless the process works outside both the repository
  * and the worktrees directory (a reviewer in its scratch dir), then the repository is hidden too.
  * The toolchains installed under HOME (rustup, pyenv, nvm, …) are bound back read-only, their
@@ -15,6 +18,7 @@
 import { realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
+import { hostUserDirs } from './agent-state-dir.js';
 import type { HomeToolchains } from './home-toolchains.js';
 import type { SandboxEndpoint, SandboxNetwork, SandboxSpec } from './sandbox-spec.js';
 
@@ -26,9 +30,12 @@ function inside(child: string, parent: string): boolean {
 /**
  * The paths every sandbox hides for `repoRoot`.
  * @param worktreesDir the absolute worktrees directory (`worktrees.dir`; default `<repoRoot>/.worktrees`).
+ * @param userDirs the host's per-user dirs to hide (XDG dirs, TMPDIR) (default {@link hostUserDirs} of `process.env`).
  */
-export function commonHidden(repoRoot: string, realHome: string, worktreesDir = join(repoRoot, '.worktrees')): string[] {
-  return [realHome, join(repoRoot, '.polly'), worktreesDir, '/run'];
+export function commonHidden(repoRoot: string, realHome: string, worktreesDir = join(repoRoot, '.worktrees'), userDirs: readonly string[] = hostUserDirs()): string[] {
+  const base = [realHome, join(repoRoot, '.polly'), worktreesDir, '/run', '/var/tmp'];
+  // An XDG dir under HOME or /run (the default layout) is hidden already.
+  return [...base, ...userDirs.filter((d) => !base.some((b) => inside(d, b)) && !inside(d, '/tmp'))];
 }
 
 export interface AgentSandboxInput {
@@ -56,6 +63,8 @@ export interface AgentSandboxInput {
   worktreesDir?: string;
   /** Toolchains under the real HOME to bind back read-only (./home-toolchains.ts); default none. */
   homeToolchains?: HomeToolchains;
+  /** The host's per-user dirs to hide (XDG dirs, TMPDIR); default ./agent-state-dir.ts `hostUserDirs(process.env)`. */
+  userDirs?: readonly string[];
 }
 
 /**
@@ -81,7 +90,7 @@ export function withHomeToolchains(spec: SandboxSpec, toolchains: HomeToolchains
 export function agentSandboxSpec(input: AgentSandboxInput): SandboxSpec {
   const worktreesDir = input.worktreesDir ?? join(input.repoRoot, '.worktrees');
   const outside = !inside(input.cwd, input.repoRoot) && !inside(input.cwd, worktreesDir);
-  const hidden = commonHidden(input.repoRoot, input.realHome, worktreesDir);
+  const hidden = commonHidden(input.repoRoot, input.realHome, worktreesDir, input.userDirs);
   if (outside) hidden.push(input.repoRoot, dirname(input.cwd));
   const writable = [input.agentStateDir, join(input.agentStateDir, 'home')];
   // The repository (main checkout and git dir) read-only: under a hidden HOME or /tmp it would vanish.
@@ -95,6 +104,8 @@ export function agentSandboxSpec(input: AgentSandboxInput): SandboxSpec {
       readOnly,
       hidden,
       home: join(input.agentStateDir, 'home'),
+      // The runner's decision socket: the one socket outside the writable dirs the agent reaches.
+      reachableSockets: [join(input.gateDir, 'gate.sock')],
       tmpDir: null,
       network: { mode: 'endpoints', endpoints: input.endpoints },
       gitMetadata: input.gitMetadata ?? { mode: 'read-only' },
@@ -122,6 +133,8 @@ export interface CommandSandboxInput {
   worktreesDir?: string;
   /** Toolchains under the real HOME to bind back read-only (./home-toolchains.ts); default none. */
   homeToolchains?: HomeToolchains;
+  /** The host's per-user dirs to hide (XDG dirs, TMPDIR); default ./agent-state-dir.ts `hostUserDirs(process.env)`. */
+  userDirs?: readonly string[];
 }
 
 /** Where /etc/resolv.conf really is (it may point into the hidden /run): bound back read-only for a networked command. */
@@ -148,7 +161,7 @@ export function commandSandboxSpec(input: CommandSandboxInput): SandboxSpec {
       cwd: input.worktree,
       writable: [input.worktree, home],
       readOnly: [input.repoRoot, ...(input.network ? [resolvConf()] : [])],
-      hidden: commonHidden(input.repoRoot, input.realHome, input.worktreesDir),
+      hidden: commonHidden(input.repoRoot, input.realHome, input.worktreesDir, input.userDirs),
       home,
       tmpDir: null,
       network,

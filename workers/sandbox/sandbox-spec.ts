@@ -7,7 +7,11 @@
  * - the host's root bound read-only (`--ro-bind / /`), a fresh `/dev` and `/proc`, a tmpfs on `/tmp`;
  * - every `hidden` path covered by an empty tmpfs (the real `$HOME`, `.polly/`, `.worktrees/`,
  *   other scratch dirs), remounted read-only after the binds inside it: not readable at all, and a
- *   write there fails with EROFS (`--remount-ro`) rather than vanishing with the tmpfs;
+ *   write there fails with EROFS (`--remount-ro`) rather than vanishing with the tmpfs; `/tmp`
+ *   and `/var/tmp` stay writable (the sandbox's own scratch, {@link SCRATCH_DIRS});
+ * - every host unix socket the sandbox would still show (under the read-only root or a read-only
+ *   bind, outside the worker's writable dirs) covered by `/dev/null` ({@link coveredSockets}):
+ *   connect(2) needs no write access, so a read-only view of a socket is a way out;
  * - `readOnly` paths bound back read-only and `writable` paths bound back read-write on top
  *   (mounts are applied from the shallowest path to the deepest, so a read-only file inside a
  *   writable dir stays read-only);
@@ -65,6 +69,12 @@ export interface SandboxSpec {
    * (`RUSTUP_HOME`, `PYENV_ROOT`, …; ./home-toolchains.ts). Default none.
    */
   env?: Record<string, string>;
+  /**
+   * Unix socket files outside `writable` that stay reachable (the gate's `gate.sock`, bound in
+   * with its read-only dir). Every other host socket the sandbox would show is covered
+   * ({@link coveredSockets}). Default none.
+   */
+  reachableSockets?: string[];
   /** The private `$TMPDIR` (inside `writable`), or null for the sandbox's own tmpfs `/tmp`. */
   tmpDir: string | null;
   network: SandboxNetwork;
@@ -156,13 +166,27 @@ export interface BwrapHardening {
 }
 
 /**
+ * Hidden paths whose tmpfs stays writable: the sandbox's own scratch (`/tmp` is TMPDIR; `/var/tmp`
+ * the other temp dir programs use). Every other cover is remounted read-only.
+ */
+export const SCRATCH_DIRS: readonly string[] = ['/tmp', '/var/tmp'];
+
+/**
  * bubblewrap's arguments (after the `bwrap` executable, before the command) for `spec`. Pure but
  * for `exists`, which says which paths are there (bwrap fails on a missing bind source, and cannot
  * create a mount point under the read-only root).
  * `extraBinds`: paths bound read-write after everything else (the network bridge's socket dir).
  * `hardening`: what this bwrap supports beyond the baseline ({@link BwrapHardening}).
+ * `hostSockets`: the host's path-bound unix sockets, canonical paths (./host-sockets.ts
+ * `hostSocketPaths`); each one the sandbox would show is covered ({@link coveredSockets}).
  */
-export function bwrapArgs(spec: SandboxSpec, exists: (path: string) => boolean, extraBinds: string[] = [], hardening: BwrapHardening = { disableUserns: false }): string[] {
+export function bwrapArgs(
+  spec: SandboxSpec,
+  exists: (path: string) => boolean,
+  extraBinds: string[] = [],
+  hardening: BwrapHardening = { disableUserns: false },
+  hostSockets: readonly string[] = [],
+): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
   const mounts = sandboxMounts(spec, exists);
   for (const m of mounts) {
@@ -170,18 +194,50 @@ export function bwrapArgs(spec: SandboxSpec, exists: (path: string) => boolean, 
     else if (m.kind === 'null') args.push('--ro-bind', '/dev/null', m.path);
     else args.push(m.kind === 'rw' ? '--bind' : '--ro-bind', m.path, m.path);
   }
+  // A socket a read-only view still shows is a way out (connect(2) writes nothing): cover each.
+  for (const p of coveredSockets(appliedMountsOf(mounts), hostSockets, [...(spec.reachableSockets ?? []), ...extraBinds])) args.push('--ro-bind', '/dev/null', p);
   for (const p of extraBinds) args.push('--bind', p, p);
   // The covers read-only, once everything inside them is bound: a write there fails with EROFS
   // (which Polly reads as an attempt, brain/task-tools/sandbox-refusals.ts) instead of landing in a
   // tmpfs that vanishes unnoticed. Only the cover's own mount: the binds inside keep their modes.
-  // `/tmp` stays writable: it is the sandbox's own scratch (TMPDIR), hidden or not.
-  for (const m of mounts) if (m.kind === 'tmpfs' && m.path !== '/tmp') args.push('--remount-ro', m.path);
+  // The scratch dirs stay writable: they are the sandbox's own (TMPDIR), hidden or not.
+  for (const m of mounts) if (m.kind === 'tmpfs' && !SCRATCH_DIRS.includes(m.path)) args.push('--remount-ro', m.path);
   args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts');
   if (hardening.disableUserns) args.push('--unshare-user', '--disable-userns');
   // `outbound`: bwrap runs inside the network namespace pasta made for it (./outbound-network.ts).
   if (spec.network.mode !== 'outbound') args.push('--unshare-net');
   args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--chdir', spec.cwd);
   return args;
+}
+
+/** {@link appliedMounts} from already computed {@link sandboxMounts}. */
+function appliedMountsOf(mounts: readonly SandboxMount[]): SandboxMount[] {
+  return [{ kind: 'ro', path: '/' }, { kind: 'tmpfs', path: '/tmp' }, ...mounts];
+}
+
+/** True when `path` is `base` or below it (lexical). */
+function atOrUnder(path: string, base: string): boolean {
+  const b = base === '/' ? '/' : base.replace(/\/+$/, '');
+  return path === b || b === '/' || path.startsWith(`${b}/`);
+}
+
+/**
+ * Which of the host's `sockets` (canonical paths) a sandbox with `mounts` (in bwrap's order,
+ * {@link appliedMounts}) must cover with `/dev/null`: those whose deciding mount (the last at or
+ * above the path) is a read-only bind (the root, the repository, a toolchain dir). Not those under
+ * a tmpfs (hidden already), a read-write bind (the worker's own dirs: a socket there is its own)
+ * or an existing cover, nor those at or under `reachable` (the gate's socket, the network
+ * bridge's dir). Pure.
+ */
+export function coveredSockets(mounts: readonly SandboxMount[], sockets: readonly string[], reachable: readonly string[] = []): string[] {
+  const out: string[] = [];
+  for (const p of sockets) {
+    if (reachable.some((r) => atOrUnder(p, r))) continue;
+    let kind: SandboxMount['kind'] | null = null;
+    for (const m of mounts) if (atOrUnder(p, m.path)) kind = m.kind;
+    if (kind === 'ro' && !out.includes(p)) out.push(p);
+  }
+  return out;
 }
 
 /**

@@ -14,6 +14,7 @@
  * bridges (not a Debian default; not installed here), while what Polly needs from it is one
  * bwrap command line and a ~100-line bridge (net-bridge.ts, sandbox-init.ts) in Node itself.
  */
+import { hostSocketPaths } from './host-sockets.js';
 import { withSeccomp } from './seccomp-filter.js';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
@@ -187,6 +188,8 @@ function realOrSelf(path: string): string {
  * fds), loaded by bwrap through a `/bin/sh` that opens it on fd 9. `bwrap` comes from a successful
  * {@link probeSandbox}.
  * The spec's `env` (toolchain roots bound from the real HOME) is set where `env` does not set them.
+ * The host's path-bound unix sockets are read now (./host-sockets.ts) and each one the sandbox
+ * would show is covered (./sandbox-spec.ts `coveredSockets`).
  */
 export function confineCommand(bwrap: string, spec: SandboxSpec, command: string, args: readonly string[], env: Record<string, string>): ConfinedCommand {
   const nodePrefix = dirname(dirname(realOrSelf(process.execPath)));
@@ -197,12 +200,12 @@ export function confineCommand(bwrap: string, spec: SandboxSpec, command: string
   if (spec.network.mode === 'outbound') {
     // bwrap inside a network namespace of pasta's: outbound only, not the host's loopback (./outbound-network.ts).
     const dir = mkdtempSync(join(tmpdir(), 'polly-net-'));
-    const inner = withSeccomp([bwrap, ...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap)), '--', program.command, ...args]);
+    const inner = withSeccomp([bwrap, ...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap), hostSocketPaths()), '--', program.command, ...args]);
     const wrapped = outboundCommand(spec.network.pasta, dir, inner, process.geteuid?.() === 0);
     return { ...wrapped, env: outEnv, dispose: () => rmSync(dir, { recursive: true, force: true }) };
   }
   if (spec.network.mode !== 'endpoints' || spec.network.endpoints.length === 0) {
-    const [cmd, ...argv] = withSeccomp([bwrap, ...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap)), '--', program.command, ...args]);
+    const [cmd, ...argv] = withSeccomp([bwrap, ...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap), hostSocketPaths()), '--', program.command, ...args]);
     return { command: cmd!, args: argv, env: outEnv, dispose: () => {} };
   }
   const dir = mkdtempSync(join(tmpdir(), 'polly-net-'));
@@ -216,7 +219,7 @@ export function confineCommand(bwrap: string, spec: SandboxSpec, command: string
   let disposed = false;
   const [cmd, ...argv] = withSeccomp([
     bwrap,
-    ...bwrapArgs(withRuntime, existsSync, [dir], bwrapHardening(bwrap)),
+    ...bwrapArgs(withRuntime, existsSync, [dir], bwrapHardening(bwrap), hostSocketPaths()),
     '--',
     process.execPath,
     init,
