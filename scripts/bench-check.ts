@@ -103,7 +103,9 @@ if (!spinAvailable()) {
   const checked = timed(syntheticPlan(tasks, retries, { ordered, overlapInvariants: true }));
   const line = (label: string, x: { r: { admitted: boolean; statesSeen: number; pathsExplored: number }; ms: number; cpuMs: number }) =>
     `  ${label}: ${x.r.admitted ? 'admitted' : 'REFUSED'} — states ${fmt(x.r.statesSeen)}, paths ${fmt(x.r.pathsExplored)}, wall ${(x.ms / 1000).toFixed(2)} s, CPU ${(x.cpuMs / 1000).toFixed(2)} s, ${fmt(x.r.statesSeen / (x.cpuMs / 1000))} states/CPU-s`;
-  process.stdout.write(`bench check, path constraints: ${tasks} tasks, ${retries} retries; pairs with overlapping paths, ordered: ${ordered.map(([i, j]) => `t${i}<t${j}`).join(', ')}\n`);
+  process.stdout.write(
+    `bench check, path constraints: ${tasks} tasks, ${retries} retries; pairs with overlapping paths, ordered: ${ordered.map(([i, j]) => `t${i}<t${j}`).join(', ')}\n`,
+  );
   process.stdout.write(`${line('no paths (all parallel)        ', base)}\n`);
   process.stdout.write(`${line('ordered pairs, no invariants   ', unchecked)}\n`);
   process.stdout.write(`${line(`ordered pairs + ${ordered.length} invariants  `, checked)}\n`);
@@ -111,7 +113,16 @@ if (!spinAvailable()) {
     `  ratio with paths / without (CPU time): ${(checked.cpuMs / base.cpuMs).toFixed(2)}x, states ${(checked.r.statesSeen / base.r.statesSeen).toFixed(2)}x; the invariants alone (equal state space): CPU time ${(checked.cpuMs / unchecked.cpuMs).toFixed(2)}x\n`,
   );
   // The overlap analysis of declared globs (every pair of tasks, every pair of globs): plan compile time.
-  const t = (k: string, paths: string[]) => ({ key: k, title: k, purpose: 'implement', worker: 'claude-code', reviewer: 'codex', prompt: 'p', acceptance: { commands: ['true'] }, paths });
+  const t = (k: string, paths: string[]) => ({
+    key: k,
+    title: k,
+    purpose: 'implement',
+    worker: 'claude-code',
+    reviewer: 'codex',
+    prompt: 'p',
+    acceptance: { commands: ['true'] },
+    paths,
+  });
   const plan = validatePlan(
     { tasks: Array.from({ length: tasks }, (_, i) => t(`t${i + 1}`, [`src/m${i + 1}/**`, `test/m${i + 1}/*.test.ts`, `docs/m${Math.floor(i / 2) + 1}.md`])) },
     'bench',

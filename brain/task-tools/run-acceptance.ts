@@ -274,7 +274,10 @@ async function pathContractRefusal(ctx: TaskToolContext, results: CommandResult[
   const allowed = list('allowed');
   const paths = [...prot, ...outside];
   const show = (ps: readonly string[]): string => ps.map((p) => visibleText(p)).join(', ');
-  const what = [prot.length ? `protected paths changed: ${show(prot)}` : null, outside.length ? `paths outside the task's paths (${show(allowed)}) changed: ${show(outside)}` : null]
+  const what = [
+    prot.length ? `protected paths changed: ${show(prot)}` : null,
+    outside.length ? `paths outside the task's paths (${show(allowed)}) changed: ${show(outside)}` : null,
+  ]
     .filter((x) => x !== null)
     .join('; ');
   const refusals = (ctx.task.protectedRefusals ?? 0) + 1;
@@ -310,9 +313,7 @@ async function pathContractRefusal(ctx: TaskToolContext, results: CommandResult[
   }
   const told: string[] = [];
   if (prot.length) {
-    told.push(
-      `These files are protected: they steer Polly, CI or the code host, and your task may not change them:\n\n${prot.map((p) => `- ${visibleText(p)}`).join('\n')}`,
-    );
+    told.push(`These files are protected: they steer Polly, CI or the code host, and your task may not change them:\n\n${prot.map((p) => `- ${visibleText(p)}`).join('\n')}`);
   }
   if (outside.length) {
     told.push(`These files are outside the paths your task may change (${show(allowed)}):\n\n${outside.map((p) => `- ${visibleText(p)}`).join('\n')}`);
@@ -418,7 +419,11 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   const message = task.fixRound ? fixCommitMessage(task, merging) : taskCommitMessage(task);
   let commit: string;
   try {
-    const contract = { protectedPatterns: ctx.config.worktrees.protected_paths ?? DEFAULT_PROTECTED_PATHS, declaredProtected: task.protectedPaths ?? [], paths: task.paths ?? null };
+    const contract = {
+      protectedPatterns: ctx.config.worktrees.protected_paths ?? DEFAULT_PROTECTED_PATHS,
+      declaredProtected: task.protectedPaths ?? [],
+      paths: task.paths ?? null,
+    };
     commit = (await ctx.worktrees.commitAll({ id: task.id, message, contract })) ?? (await git.run(['rev-parse', 'HEAD'], { cwd: task.worktree })).stdout.trim();
   } catch (error) {
     if (isPollyError(error, 'protected_path')) return pathContractRefusal(ctx, outcome.results, error.details);

@@ -47,7 +47,12 @@ describe('declared paths in the checker', () => {
     expect(verdict.admitted).toBe(true);
     const through = { tasks: [parallel.tasks[0]!, { ...parallel.tasks[2]!, depends_on: ['api'] }, { ...parallel.tasks[1]!, depends_on: ['ui'] }] };
     expect(admitPlan('p3', validatePlan(through, 'test'), DEFAULT_CONFIG).admitted).toBe(true);
-    const batched = { tasks: [{ ...parallel.tasks[0]!, batch: 1 }, { ...parallel.tasks[1]!, batch: 1 }] };
+    const batched = {
+      tasks: [
+        { ...parallel.tasks[0]!, batch: 1 },
+        { ...parallel.tasks[1]!, batch: 1 },
+      ],
+    };
     const b = admitPlan('p4', validatePlan(batched, 'test'), DEFAULT_CONFIG);
     expect(b.violations.map((x) => [x.invariant, x.trace.map((s) => s.action)])).toEqual([['schedule/overlapping-paths-in-order/api+users', ['TURN_START', 'DISPATCH_BATCH_1']]]);
   });
@@ -69,7 +74,7 @@ describe('declared paths in the checker', () => {
     expect(verdict.admitted).toBe(true);
     const lines = formatPlan({ id: 'p7', goalId: null, gate: 'pending', admission: { admitted: true, line: verdict.line }, tasks: plan.tasks } as never);
     expect(lines.filter((l) => l.includes('UNBOUNDED'))).toEqual([
-      "  UNBOUNDED: t1, t2 declare no paths: each may change any file but the protected paths, and the checker cannot keep them apart from other tasks.",
+      '  UNBOUNDED: t1, t2 declare no paths: each may change any file but the protected paths, and the checker cannot keep them apart from other tasks.',
     ]);
     expect(lines.join('\n')).toContain('t3 paths: docs/**');
     expect(() => validatePlan({ tasks: [task('t1', { purpose: 'explore', paths: ['src/**'] })] }, 'test')).toThrow(/tasks\[0\]\.paths: only an implement task changes files/);

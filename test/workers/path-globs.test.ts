@@ -68,7 +68,12 @@ const PATTERNS = [
 
 describe('path globs (git glob pathspecs)', () => {
   const repo = createTestRepo(Object.fromEntries(FILES.map((f) => [f, `${f}\n`])));
-  const gitList = (p: string): string[] => repo.git(['ls-files', '--', `:(glob)${p}`]).split('\n').filter(Boolean).sort();
+  const gitList = (p: string): string[] =>
+    repo
+      .git(['ls-files', '--', `:(glob)${p}`])
+      .split('\n')
+      .filter(Boolean)
+      .sort();
 
   it('the matcher lists exactly what git lists for each pattern', () => {
     for (const p of PATTERNS) expect(FILES.filter(globMatcher(p)).sort(), p).toEqual(gitList(p));

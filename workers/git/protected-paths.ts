@@ -131,6 +131,12 @@ export function pathContractError(taskId: string, breach: PathContractBreach, al
   }
   if (breach.outside.length > 0) parts.push(`changed paths outside its declared paths (${(allowed ?? []).join(', ')}): ${breach.outside.join(', ')}`);
   return new PollyError('protected_path', `task ${taskId} ${parts.join('; and ')}; nothing was committed.`, {
-    details: { task: taskId, paths: [...breach.protected, ...breach.outside], protected: [...breach.protected], outside: [...breach.outside], allowed: allowed ? [...allowed] : null },
+    details: {
+      task: taskId,
+      paths: [...breach.protected, ...breach.outside],
+      protected: [...breach.protected],
+      outside: [...breach.outside],
+      allowed: allowed ? [...allowed] : null,
+    },
   });
 }
