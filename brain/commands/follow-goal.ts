@@ -4,6 +4,7 @@
  * and the summary table on stdout once the goal is done.
  */
 import { budgetLine } from './plan.js';
+import { unboundedLine } from '../plan/plan-gate.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { readFileSync } from 'node:fs';
 import { PollyError } from '../core/errors.js';
@@ -293,6 +294,8 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
           const planId = String((e.data as { planId: string }).planId);
           const proposed = (await store.read()).plans[planId];
           if (proposed) io.stderr.write(`[polly] plan ${planId} ${budgetLine(proposed)}\n`);
+          const unbounded = proposed ? unboundedLine(proposed) : null;
+          if (unbounded) io.stderr.write(`[polly] plan ${planId} ${unbounded}\n`);
           const approve = options.yes || (options.interactive && (await ask(io, `Approve plan ${planId}? Polly will dispatch its tasks; it never merges. [y/N] `)));
           if (approve) {
             await decidePlan(store, options.config, planId, 'approve', { by: options.yes ? 'polly --yes' : `human:${io.env.USER ?? 'terminal'}` }).catch((error: unknown) => {

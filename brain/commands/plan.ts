@@ -4,7 +4,7 @@
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
-import { decidePlan, expirePlanAsks } from '../plan/plan-gate.js';
+import { decidePlan, expirePlanAsks, unboundedLine } from '../plan/plan-gate.js';
 import { openRepoContext } from './repo-context.js';
 import type { PlanRecord } from '../registry/registry-schema.js';
 import { formatTable } from './table.js';
@@ -46,8 +46,11 @@ export function formatPlan(plan: PlanView): string[] {
     if (t.acceptance.commands.length || t.acceptance.criteria.length) {
       out.push('', `  ${t.key} acceptance: ${[...t.acceptance.commands.map((c) => `$ ${c}`), ...t.acceptance.criteria].join(' · ')}`);
     }
+    if (t.paths) out.push('', `  ${t.key} paths: ${t.paths.join(', ')}`);
     if (t.protectedPaths?.length) out.push('', `  ${t.key} MAY CHANGE PROTECTED PATHS (Polly's config, CI, hooks, code owners): ${t.protectedPaths.join(', ')}`);
   }
+  const unbounded = unboundedLine(plan);
+  if (unbounded) out.push('', `  ${unbounded}`);
   if (plan.counterexamples?.length) out.push('', '  Violations (shortest counterexamples):', ...plan.counterexamples.flatMap((c) => c.split('\n').map((l) => `    ${l}`)));
   return out;
 }

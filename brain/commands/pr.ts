@@ -24,6 +24,8 @@ import { loadConfig } from '../config/config.js';
 import { agentEnvFrom } from '../process/agent-env.js';
 import { FIX_ROUND_NOT_STARTED, fixRoundBlocker } from '../process/pr-events.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
+import { createGitRunner } from '../../workers/git/git.js';
+import { landingOrder, pairwiseConflicts } from '../forge/landing-order.js';
 
 /** One row of `polly pr list`: a local forge PR, or a GitHub PR as the PR watcher last saw it. */
 interface PullRequestRow {
@@ -91,6 +93,7 @@ function statusOf(pr: LocalPullRequest, registry: Registry): PullRequestStatus {
 }
 
 const USAGE = `Usage: polly pr list [--all] [--json]
+       polly pr order [--json]
        polly pr show <number> [--json]
        polly pr diff <number> [--json]
        polly pr comment <number> [--file <path> [--line <n>]] "<text>" [--json]
@@ -100,6 +103,8 @@ const USAGE = `Usage: polly pr list [--all] [--json]
 
 Pull requests on the local forge (recorded in .polly/registry.json, branches on origin).
   list   open PRs (draft or ready); --all includes merged and closed ones
+  order  the order to merge the open PRs in with the fewest conflicts: which pairs conflict
+         (git merge-tree of their heads) and what each must land after (docs/plan-paths.md)
   show   one PR: state, branches, commits, body, reviews and their line comments
   diff   what the PR changes: git diff <base>...<head> (after a merge: from the base it was opened on)
   comment          add a comment to the PR (on one line of a file with --file/--line: the new
@@ -288,7 +293,7 @@ export function formatPullRequest(pr: LocalPullRequest): string[] {
 }
 
 export const command: Command = {
-  summary: 'list, show or diff pull requests on the local forge',
+  summary: 'list, show, diff or order pull requests on the local forge',
   usage: USAGE,
   async run(argv, io) {
     const [sub, ...rest] = argv;
@@ -329,6 +334,48 @@ export const command: Command = {
         ))
           writeLine(io.stdout, line);
       }
+      return 0;
+    }
+    if (sub === 'order') {
+      const args = parseCommandArgs('pr order', rest, { json: { type: 'boolean' } }, 0);
+      const forge = await openLocalForge(io.cwd, io.env);
+      const registry = await forge.readRegistry();
+      // One forge's PRs: local numbers and GitHub numbers are different sequences.
+      const local = (await forge.records({ state: 'open' })).map((p) => localRow(p, registry));
+      const rows = (local.length > 0 ? local : githubRows(registry, false)).filter((r): r is PullRequestRow & { headCommit: string } => r.headCommit !== null);
+      const prs = rows.map((r) => ({ number: r.number, headCommit: r.headCommit })).sort((x, y) => x.number - y.number);
+      const pairs = await pairwiseConflicts(createGitRunner(), forge.repoRoot, prs);
+      const plan = landingOrder(
+        prs.map((p) => p.number),
+        pairs,
+      );
+      const byNumber = new Map(rows.map((r) => [r.number, r]));
+      const filesWith = (a: number, b: number): string[] => pairs.find((c) => (c.a === a && c.b === b) || (c.a === b && c.b === a))?.files ?? [];
+      if (args.values.json) {
+        writeJson(io.stdout, {
+          order: plan.order,
+          conflicting: plan.conflicts,
+          exact: plan.exact,
+          pairs,
+          prs: plan.order.map((n) => ({ number: n, title: byNumber.get(n)!.title, after: plan.after[n] ?? [] })),
+        });
+        return 0;
+      }
+      if (plan.order.length === 0) {
+        writeLine(io.stdout, 'no open pull requests to order');
+        return 0;
+      }
+      writeLine(
+        io.stdout,
+        `Landing order for ${plan.order.length} open PR${plan.order.length === 1 ? '' : 's'}: ${plan.conflicts === 0 ? 'none conflicts with another' : `${plan.conflicts} will meet a conflict${plan.exact ? ' (the fewest possible)' : ''}`}. Polly never merges: merge them in this order.`,
+      );
+      plan.order.forEach((n, i) => {
+        const before = plan.after[n] ?? [];
+        const why = before.length
+          ? `after ${before.map((b) => `#${b}`).join(', ')}: conflicts in ${[...new Set(before.flatMap((b) => filesWith(n, b)))].join(', ')}; once those merge, its base is merged in by a fix round`
+          : 'lands clean';
+        writeLine(io.stdout, `  ${i + 1}. #${n} ${visibleLine(byNumber.get(n)!.title)} — ${why}`);
+      });
       return 0;
     }
     if (sub === 'show' || sub === 'diff') {
@@ -477,7 +524,7 @@ export const command: Command = {
     }
     throw new PollyError(
       'bad_input',
-      `polly pr: unknown subcommand ${JSON.stringify(sub ?? '')}. Use list, show <number>, diff <number>, comment <number>, request-changes <number>, check <number> or sync.`,
+      `polly pr: unknown subcommand ${JSON.stringify(sub ?? '')}. Use list, order, show <number>, diff <number>, comment <number>, request-changes <number>, check <number> or sync.`,
       { details: { argument: sub ?? null } },
     );
   },

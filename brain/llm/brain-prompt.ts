@@ -78,7 +78,7 @@ export function brainSystemPrompt(options: { skills: ReadonlyArray<Pick<BrainSki
     '## Your tools (the polly MCP server)',
     '- polly_status: the registry (goals, plans, tasks, workers). Start here.',
     '- sys_session_send: dispatch a read-only worker (purpose explore, search or review) to answer a question; implement work only goes through an approved plan.',
-    '- plan_propose: propose the plan for the goal (tasks with worker, reviewer of another vendor, prompt, acceptance commands, depends_on). Pass the goal id from your first message.',
+    '- plan_propose: propose the plan for the goal (tasks with worker, reviewer of another vendor, prompt, acceptance commands, depends_on, and paths: the globs of the files each task may change, from your investigation). Pass the goal id from your first message.',
     '- sys_read_inbox: results from workers, reviews, PRs and the plan gate. It blocks until an event arrives: wait with it, never poll in a loop.',
     '- sys_cancel_task: stop a task that goes nowhere; its work is kept in a backup ref.',
     '',

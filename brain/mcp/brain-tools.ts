@@ -214,8 +214,8 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
     name: 'plan_propose',
     title: 'Propose a plan',
     description:
-      'Propose the plan for the goal: tasks with key, title, purpose, worker (claude-code | codex | pi), reviewer (another vendor), prompt, acceptance {commands, criteria, known_red: the project checks this task is meant to make pass, when they are red on the base now}, depends_on. ' +
-      'Polly compiles it into workflows and model-checks them with its guarantees (never merge, never force-push, PRs only after green tests and a clean review, reviewer vendor differs, at most 5 dispatches per turn, every path terminates). ' +
+      'Propose the plan for the goal: tasks with key, title, purpose, worker (claude-code | codex | pi), reviewer (another vendor), prompt, acceptance {commands, criteria, known_red: the project checks this task is meant to make pass, when they are red on the base now}, depends_on, paths (git globs of the only files the task may change, from your investigation, e.g. ["src/api/**", "test/api.test.ts"]; tasks whose paths overlap must be ordered with depends_on). ' +
+      'Polly compiles it into workflows and model-checks them with its guarantees (never merge, never force-push, PRs only after green tests and a clean review, reviewer vendor differs, at most 5 dispatches per turn, every path terminates, tasks with overlapping paths never run at the same time). ' +
       'REFUSED → you get the violated invariants and their shortest counterexamples: revise and propose again. Admitted → it waits for a human at the plan gate.',
     inputSchema: {
       goal_id: z.string().optional().describe('the goal this plan serves (from your first message)'),

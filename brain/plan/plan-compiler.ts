@@ -16,7 +16,13 @@
  *   (brain/process/plan-schedule.ts), so the bound, dependencies and batches checked here are the
  *   ones the dispatches obey;
  * - the task workflows take their bounds (attempts, review rounds, fix rounds after ready, the
- *   acceptance lease) from the config ({@link taskBounds}) before admission.
+ *   acceptance lease) from the config ({@link taskBounds}) before admission;
+ * - two implement tasks whose declared `paths` may overlap (workers/git/path-globs.ts, a sound
+ *   over-approximation) get a schedule invariant that they are never dispatched or running at the
+ *   same time ({@link pathOverlapInvariant}): a plan that lets them run in parallel is refused with
+ *   the shortest schedule that does, and the detail names the two tasks and a shared path; ordered
+ *   by `depends_on` (directly or through other tasks) it is admitted, and the schedule the Brain
+ *   runs is the one checked. A task without `paths` is unbounded and not part of this check.
  *
  * Checking the parts separately is sound here because the task workflows share no variables with
  * each other and the schedule only counts their dispatches; it keeps admission linear in the
@@ -29,7 +35,8 @@ import { checkWorkflow, type CheckResult, type Violation } from '../../workflows
 import { withPollyGuarantees } from '../../workflows/check/guarantees.js';
 import { loadWorkflow } from '../../workflows/load-workflow.js';
 import { validateWorkflow } from '../../workflows/workflow-format.js';
-import type { Workflow } from '../../workflows/workflow-schema.js';
+import type { InvariantDecl, Workflow } from '../../workflows/workflow-schema.js';
+import { globSetsMayOverlap, type GlobOverlap } from '../../workers/git/path-globs.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError } from '../core/errors.js';
 import { builtinWorkflowsDir } from '../core/install-paths.js';
@@ -190,6 +197,62 @@ export const SCHEDULE_TASK_STATES = ['waiting', 'dispatching', 'running', 'done'
 /** The effect tool a schedule hands out per dispatch: start the task (its run or its read-only turn). */
 export const DISPATCH_TASK_TOOL = 'dispatch_task';
 
+/** The globs a task may change: its `paths` and its declared `protected_paths`; null for an unbounded (no `paths`) or read-only task. */
+export function taskFootprint(task: Pick<Plan['tasks'][number], 'purpose' | 'paths' | 'protectedPaths'>): string[] | null {
+  if (task.purpose !== 'implement' || task.paths === undefined) return null;
+  return [...task.paths, ...(task.protectedPaths ?? [])];
+}
+
+/** Two tasks of a plan whose declared paths may overlap, by key, and where (a witness path when one was found). */
+export interface PathOverlap {
+  a: string;
+  b: string;
+  overlap: GlobOverlap;
+}
+
+/** Every pair of the plan's tasks (in plan order) whose footprints ({@link taskFootprint}) may overlap. Pure. */
+export function pathOverlaps(tasks: Plan['tasks']): PathOverlap[] {
+  const out: PathOverlap[] = [];
+  const prints = tasks.map(taskFootprint);
+  for (let i = 0; i < tasks.length; i++) {
+    for (let j = i + 1; j < tasks.length; j++) {
+      const [fi, fj] = [prints[i], prints[j]];
+      if (!fi || !fj) continue;
+      const overlap = globSetsMayOverlap(fi, fj);
+      if (overlap) out.push({ a: tasks[i]!.key, b: tasks[j]!.key, overlap });
+    }
+  }
+  return out;
+}
+
+/** The name of the schedule invariant for two tasks with overlapping paths: `overlapping-paths-in-order/A+B`. */
+export function pathOverlapInvariantName(a: string, b: string): string {
+  return `overlapping-paths-in-order/${a}+${b}`;
+}
+
+/**
+ * The schedule invariant of two tasks (indexes `i`, `j`) whose paths may overlap: never a
+ * dispatch of either while both are dispatching or running (state after the step).
+ */
+export function pathOverlapInvariant(o: PathOverlap, i: number, j: number): InvariantDecl {
+  const vi = scheduleTaskVar(i);
+  const vj = scheduleTaskVar(j);
+  return {
+    name: pathOverlapInvariantName(o.a, o.b),
+    pattern: 'never',
+    event: { names: [`dispatch_${vi}`, `dispatch_${vj}`], tools: [], when: `${vi} in ["dispatching", "running"] && ${vj} in ["dispatching", "running"]` },
+    scope: { kind: 'global' },
+  };
+}
+
+/** The explanation of a refused {@link pathOverlapInvariant}, for the Brain and the human: the two tasks, a shared path, the fix. */
+export function pathOverlapDetail(o: PathOverlap): string {
+  const where = o.overlap.witness
+    ? `may both change ${o.overlap.witness}`
+    : `may both change paths ${o.overlap.region ? `starting with ${o.overlap.region}` : 'anywhere in the repository'} (Polly cannot show the globs disjoint, so it counts them as overlapping)`;
+  return `tasks ${o.a} and ${o.b} ${where} — ${o.a}: ${o.overlap.a}; ${o.b}: ${o.overlap.b} — and can run at the same time. Order them (depends_on: [${o.a}] on ${o.b}) or give them disjoint paths.`;
+}
+
 /**
  * The plan's schedule as a workflow, run by the Brain on the runtime (one run per approved plan,
  * input `{plan}`): the Brain signals TURN_START, then the dispatches of the turn (DISPATCH_tN or
@@ -201,7 +264,8 @@ export const DISPATCH_TASK_TOOL = 'dispatch_task';
  * Per task variable `tN` (N = index in `plan.tasks`): waiting → dispatching → running → done |
  * failed, or waiting → failed by SKIP_tN (a skipped task blocks its dependants as a failed one
  * does; one value for both keeps the state space at 5 values per task). `dispatched` counts this turn's dispatches (at most `maxPerTurn`
- * single dispatches; a pinned batch dispatches alone as its turn's first step).
+ * single dispatches; a pinned batch dispatches alone as its turn's first step). Tasks whose
+ * declared paths may overlap get a {@link pathOverlapInvariant} each.
  * @throws PollyError `internal` if the generated workflow does not validate (a bug).
  */
 export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks' | 'batches'>, maxPerTurn: number): Workflow {
@@ -292,7 +356,9 @@ export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks'
     invariants: [],
     polly: { turn: { start: ['TURN_START'], end: ['TURN_END'] }, tasks: [] },
   };
-  return validateWorkflow(raw, { file: `plan:${planId}/schedule` });
+  const wf = validateWorkflow(raw, { file: `plan:${planId}/schedule` });
+  for (const o of pathOverlaps(tasks)) wf.invariants.push(pathOverlapInvariant(o, index.get(o.a)!, index.get(o.b)!));
+  return wf;
 }
 
 /**
@@ -313,7 +379,13 @@ export function admitPlan(planId: string, plan: Plan, config: PlanShapingInput):
   }
   const pathsExplored = parts.reduce((n, p) => n + p.result.pathsExplored, 0);
   const statesSeen = parts.reduce((n, p) => n + p.result.statesSeen, 0);
-  const violations = parts.flatMap((p) => p.result.violations.map((v) => ({ ...v, part: p.part, invariant: `${p.part}/${v.invariant}` })));
+  const details = new Map(pathOverlaps(plan.tasks).map((o) => [pathOverlapInvariantName(o.a, o.b), pathOverlapDetail(o)]));
+  const violations = parts.flatMap((p) =>
+    p.result.violations.map((v) => {
+      const detail = p.part === 'schedule' ? details.get(v.invariant) : undefined;
+      return { ...v, ...(detail ? { detail } : {}), part: p.part, invariant: `${p.part}/${v.invariant}` };
+    }),
+  );
   const admitted = parts.every((p) => p.result.admitted);
   const name = planScheduleWorkflowName(planId);
   const line = admitted ? `admitted: ${name} — paths explored: ${pathsExplored} · states seen: ${statesSeen} · exhaustive within declared domains` : `REFUSED: ${name}`;

@@ -28,6 +28,17 @@ export interface ProposeResult {
   admission: PlanAdmission;
 }
 
+/**
+ * The plan gate's line on unbounded tasks (issue 29): the implement tasks that declare no `paths`
+ * may change any file but the protected paths, and the checker cannot keep them apart from
+ * others; null when every implement task declares its paths.
+ */
+export function unboundedLine(plan: Pick<PlanRecord, 'tasks'>): string | null {
+  const keys = plan.tasks.filter((t) => t.purpose === 'implement' && t.paths === undefined).map((t) => t.key);
+  if (keys.length === 0) return null;
+  return `UNBOUNDED: ${keys.join(', ')} declare${keys.length === 1 ? 's' : ''} no paths: ${keys.length === 1 ? 'it' : 'each'} may change any file but the protected paths, and the checker cannot keep ${keys.length === 1 ? 'it' : 'them'} apart from other tasks.`;
+}
+
 /** Render one violation as the text the Brain revises from. */
 export function formatViolation(v: PlanAdmission['violations'][number]): string {
   const steps = v.trace.map((s, i) => `  ${i + 1}. ${formatStep(s)}`);

@@ -166,6 +166,8 @@ export function takeOverForRetry(task: TaskRecord, plan: PlanRecord, key: string
   task.checks = [];
   task.reviews = [];
   task.feedback = null;
+  // The new session was not told about an earlier path-contract refusal: it gets its own warning first.
+  delete task.protectedRefusals;
   task.cancelRequested = false;
   task.startedAt = null;
   task.finishedAt = null;

@@ -18,6 +18,7 @@
  *     depends_on: []
  *     batch: 1                      # optional: dispatch in this turn, together with its batch
  *     budget: {usd: 0.5}            # optional: this task's hard budget (usd and/or tokens; null: none)
+ *     paths: [src/sum.js, test/**]  # optional: the only files it may change (git globs; docs/plan-paths.md)
  * budgets:                          # optional: over config budgets (brain/plan/budgets.ts)
  *   per_task: {tokens: 200000}
  *   per_goal: {usd: 5}
@@ -45,6 +46,12 @@ export const budgetSchema = z
   })
   .strict()
   .refine((b) => typeof b.usd === 'number' || typeof b.tokens === 'number', 'a budget needs usd, tokens or both (write null for no limit)');
+
+/** One git glob of a plan's path contract (`paths`, `protected_paths`): relative, no `..`, no pathspec magic. */
+const pathPattern = z.string().superRefine((p, ctx) => {
+  const problem = protectedPatternProblem(p);
+  if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `${JSON.stringify(p)} is ${problem}` });
+});
 
 export const planTaskSchema = z
   .object({
@@ -78,14 +85,15 @@ export const planTaskSchema = z
      * task may change, as git globs; shown at the plan gate and flagged in the PR. Without them a
      * change there commits nothing (workers/git/protected-paths.ts).
      */
-    protected_paths: z
-      .array(
-        z.string().superRefine((p, ctx) => {
-          const problem = protectedPatternProblem(p);
-          if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `${JSON.stringify(p)} is ${problem}` });
-        }),
-      )
-      .optional(),
+    protected_paths: z.array(pathPattern).optional(),
+    /**
+     * The paths this task may change, as git globs (`src/api/**`, `docs/guide.md`; the dialect of
+     * workers/git/path-globs.ts). Staging refuses a change outside them (the worker is told once,
+     * then the task parks), and two tasks whose paths overlap must be ordered by `depends_on`
+     * (the checker refuses the plan otherwise). Absent: unbounded (the whole repository but the
+     * protected paths), said at the plan gate. Protected paths still need `protected_paths`.
+     */
+    paths: z.array(pathPattern).min(1, 'paths needs at least one glob; leave it out for a task that may change any file').optional(),
   })
   .strict();
 
@@ -149,6 +157,7 @@ export function validatePlan(raw: unknown, source: string, locate?: (path: Array
       // Commands may come from config defaults; criteria alone are allowed. Nothing at all is not.
       fail(i, 'acceptance', 'an implement task needs an acceptance contract: commands Polly runs, or criteria');
     }
+    if (t.purpose !== 'implement' && t.paths !== undefined) fail(i, 'paths', `only an implement task changes files; a ${t.purpose} task changes none, so leave paths out`);
   });
   const cycle = findCycle(plan.tasks);
   if (cycle) throw new PollyError('plan_invalid', `${source}: tasks depend on each other in a cycle: ${cycle.join(' → ')}. Break the cycle.`, { details: { cycle } });
@@ -175,6 +184,7 @@ export function validatePlan(raw: unknown, source: string, locate?: (path: Array
       ...(t.base !== undefined ? { base: t.base } : {}),
       ...(t.budget !== undefined ? { budget: t.budget } : {}),
       ...(t.protected_paths !== undefined && t.protected_paths.length > 0 ? { protectedPaths: t.protected_paths } : {}),
+      ...(t.paths !== undefined ? { paths: t.paths } : {}),
     })),
   };
 }
@@ -203,6 +213,7 @@ export function planToProposal(plan: Plan): PlanInput {
       ...(t.base !== undefined ? { base: t.base } : {}),
       ...(t.budget !== undefined ? { budget: t.budget } : {}),
       ...(t.protectedPaths !== undefined ? { protected_paths: t.protectedPaths } : {}),
+      ...(t.paths !== undefined ? { paths: t.paths } : {}),
     })),
   };
 }

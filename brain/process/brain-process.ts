@@ -96,6 +96,7 @@ export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][numbe
   const budget = taskBudget(spec.budget, plan.budgets);
   if (budget) record.budget = budget;
   if (spec.protectedPaths?.length) record.protectedPaths = [...spec.protectedPaths];
+  if (spec.paths) record.paths = [...spec.paths];
   return record;
 }
 

@@ -87,6 +87,7 @@ function taskFields(t: PlanTaskSpec): Record<string, string> {
     base: j(t.base),
     budget: t.budget === undefined ? 'unset' : j(t.budget),
     protected_paths: j([...(t.protectedPaths ?? [])].sort()),
+    paths: t.paths === undefined ? 'unbounded' : j([...t.paths].sort()),
   };
 }
 

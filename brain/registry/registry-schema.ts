@@ -157,6 +157,11 @@ export interface PlanTaskSpec {
   budget?: Budget | null;
   /** Protected paths this task may change (plan key `protected_paths`, git globs); absent: none. */
   protectedPaths?: string[];
+  /**
+   * The paths this task may change (plan key `paths`, git globs, workers/git/path-globs.ts), its
+   * protected paths aside; absent: unbounded (any file but the protected paths).
+   */
+  paths?: string[];
 }
 
 export interface AcceptanceContract {
@@ -274,7 +279,7 @@ export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
    * the plan it ran under, the status it ended in and why, and when the retry took it over. Absent
    * on a task that was never retried.
    */
-  /** How often a commit of this task was refused for undeclared protected paths (brain/task-tools/run-acceptance.ts); absent: never. */
+  /** How often a commit of this task was refused for its path contract: undeclared protected paths, or files outside its `paths` (brain/task-tools/run-acceptance.ts); absent: never. */
   protectedRefusals?: number;
   retriedFrom?: Array<{ planId: string | null; status: TaskStatus; reason: string | null; at: string }>;
   /**

@@ -29,6 +29,10 @@
  * must resolve every conflict, never drop a side), and green commits the merge itself: a merge
  * commit with two parents (`Merge <remote>/<base> into polly/<id>`).
  *
+ * Green work that breaks the task's path contract (undeclared protected paths, or files outside its
+ * declared `paths`) commits nothing: the worker is told once, then the task parks
+ * ({@link pathContractRefusal}).
+ *
  * Idempotent: a re-run after a crash finds nothing left to commit and records the branch tip.
  */
 import { DEFAULT_PROTECTED_PATHS } from '../../workers/git/protected-paths.js';
@@ -265,22 +269,64 @@ async function commitFailure(ctx: TaskToolContext, results: CommandResult[], err
 }
 
 /**
- * Green work that changes protected paths the plan did not declare (workers/git/protected-paths.ts):
- * nothing is committed. The first time, the worker is told which files and why and gets its next
- * turn (status `fixing`, like red checks); the second time the task fails, naming them. Journaled
- * as `task.protected_paths_refused` `{taskId, orderId, paths, refusals}`.
+ * Green work that breaks the task's path contract (workers/git/protected-paths.ts): protected
+ * paths its plan did not declare, or, when the plan declares the task's `paths`, files outside
+ * them. Nothing is committed. The first time, the worker is told which files and why and gets its
+ * next turn (status `fixing`, like red checks); the second time the task parks (its worktree
+ * backed up under `refs/polly/backup/` and kept in place), the reason naming the files.
+ * Journaled as `task.protected_paths_refused` `{taskId, orderId, paths, protected, outside,
+ * refusals}`, and `task.parked` on the second.
  */
-async function protectedPathsRefusal(ctx: TaskToolContext, results: CommandResult[], paths: readonly string[]): Promise<TaskToolOutcome> {
-  const shown = paths.map((p) => visibleText(p));
+async function pathContractRefusal(ctx: TaskToolContext, results: CommandResult[], details: Record<string, unknown> | undefined): Promise<TaskToolOutcome> {
+  const list = (k: string): string[] => (Array.isArray(details?.[k]) ? (details[k] as unknown[]).map(String) : []);
+  const prot = list('protected');
+  const outside = list('outside');
+  const allowed = list('allowed');
+  const paths = [...prot, ...outside];
+  const show = (ps: readonly string[]): string => ps.map((p) => visibleText(p)).join(', ');
+  const what = [
+    prot.length ? `protected paths changed: ${show(prot)}` : null,
+    outside.length ? `paths outside the task's paths (${show(allowed)}) changed: ${show(outside)}` : null,
+  ]
+    .filter((x) => x !== null)
+    .join('; ');
   const refusals = (ctx.task.protectedRefusals ?? 0) + 1;
+  const event = { taskId: ctx.task.id, orderId: ctx.order.id, paths, protected: prot, outside, refusals };
   if (refusals > 1) {
-    return failAtOnce(
-      ctx,
-      results,
-      `protected paths changed again after the worker was told: ${shown.join(', ')}. Nothing was committed. If the goal needs them changed, a plan task must name them in protected_paths (the plan gate shows it); or revert them in the worktree and run polly retry ${ctx.task.id}.`,
-      'task.protected_paths_refused',
-      { paths: [...paths], refusals },
-    );
+    const next = [
+      prot.length ? 'a change to protected paths needs a plan task that names them in protected_paths (the plan gate shows it)' : null,
+      outside.length ? "a change outside the task's paths needs a plan whose task declares them in paths" : null,
+    ]
+      .filter((x) => x !== null)
+      .join('; ');
+    const reason = `${what}, again after the worker was told. Nothing was committed; the work is kept in the worktree ${ctx.task.worktree ?? ''} and a backup ref. If the goal needs these files changed, ${next}; or revert them in the worktree and commit the rest yourself.`;
+    let backupRef: string | null = null;
+    try {
+      backupRef = (await ctx.worktrees.backup({ id: ctx.task.id, reason: 'path contract refused' })).ref;
+    } catch (error) {
+      ctx.progress(`${ctx.task.id}: backup before parking failed: ${isPollyError(error) ? error.message : String(error)}`);
+    }
+    await ctx.store.update((draft, tx) => {
+      const t = draft.tasks[ctx.task.id];
+      if (!t) return;
+      t.checks = results;
+      t.feedback = null;
+      t.protectedRefusals = refusals;
+      if (backupRef) t.backupRefs = [...t.backupRefs, backupRef];
+      // Not `finished`: the run's end is still held to its admitted workflow (brain/process/order-executor.ts keeps the task parked).
+      transitionTask(t, 'parked', { reason, at: new Date().toISOString() });
+      tx.emit('task.protected_paths_refused', event);
+      tx.emit('task.parked', { taskId: t.id, reason, backupRef, worktree: t.worktree ?? null });
+    });
+    ctx.progress(`${ctx.task.id}: parked: ${reason}`);
+    return { outcome: 'failure', permanent: true, note: `run_acceptance: ${what} (parked)` };
+  }
+  const told: string[] = [];
+  if (prot.length) {
+    told.push(`These files are protected: they steer Polly, CI or the code host, and your task may not change them:\n\n${prot.map((p) => `- ${visibleText(p)}`).join('\n')}`);
+  }
+  if (outside.length) {
+    told.push(`These files are outside the paths your task may change (${show(allowed)}):\n\n${outside.map((p) => `- ${visibleText(p)}`).join('\n')}`);
   }
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[ctx.task.id];
@@ -288,12 +334,12 @@ async function protectedPathsRefusal(ctx: TaskToolContext, results: CommandResul
     t.checks = results;
     t.protectedRefusals = refusals;
     t.feedback =
-      `The checks are green, but nothing was committed: this change touches protected files, which steer Polly, CI or the code host, and your task may not change them:\n\n${shown.map((p) => `- ${p}`).join('\n')}\n\n` +
+      `The checks are green, but nothing was committed. ${told.join('\n\n')}\n\n` +
       'Undo your changes to these files (restore tracked ones with git checkout -- FILE, delete new ones) and keep the rest of your work. Do not try another path to the same effect; if the task cannot be done without them, say so in your answer.';
-    transitionTask(t, 'fixing', { reason: `protected paths changed: ${shown.join(', ')}`, at: new Date().toISOString() });
-    tx.emit('task.protected_paths_refused', { taskId: t.id, orderId: ctx.order.id, paths: [...paths], refusals });
+    transitionTask(t, 'fixing', { reason: what, at: new Date().toISOString() });
+    tx.emit('task.protected_paths_refused', event);
   });
-  return { outcome: 'failure', permanent: true, note: `run_acceptance: protected paths changed (${shown.join(', ')})` };
+  return { outcome: 'failure', permanent: true, note: `run_acceptance: ${what}` };
 }
 
 /** The `run_acceptance` tool (see the module doc). */
@@ -383,10 +429,14 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   const message = task.fixRound ? fixCommitMessage(task, merging) : taskCommitMessage(task);
   let commit: string;
   try {
-    const protect = { patterns: ctx.config.worktrees.protected_paths ?? DEFAULT_PROTECTED_PATHS, declared: task.protectedPaths ?? [] };
-    commit = (await ctx.worktrees.commitAll({ id: task.id, message, protect })) ?? (await git.run(['rev-parse', 'HEAD'], { cwd: task.worktree })).stdout.trim();
+    const contract = {
+      protectedPatterns: ctx.config.worktrees.protected_paths ?? DEFAULT_PROTECTED_PATHS,
+      declaredProtected: task.protectedPaths ?? [],
+      paths: task.paths ?? null,
+    };
+    commit = (await ctx.worktrees.commitAll({ id: task.id, message, contract })) ?? (await git.run(['rev-parse', 'HEAD'], { cwd: task.worktree })).stdout.trim();
   } catch (error) {
-    if (isPollyError(error, 'protected_path')) return protectedPathsRefusal(ctx, outcome.results, (error.details?.paths as string[] | undefined) ?? []);
+    if (isPollyError(error, 'protected_path')) return pathContractRefusal(ctx, outcome.results, error.details);
     if (!isPollyError(error, 'git_failed')) throw error;
     return commitFailure(ctx, outcome.results, error);
   }

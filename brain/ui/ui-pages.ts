@@ -11,6 +11,7 @@ import { pullRequestStatus } from '../forge/pr-status.js';
 import { visibleText } from '../core/visible-text.js';
 import { formatCost, formatTotals } from '../registry/cost-ledger.js';
 import { formatBudget, taskBudget } from '../plan/budgets.js';
+import { unboundedLine } from '../plan/plan-gate.js';
 import type { GateLogEntry, RunWithJournal } from './ui-source.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 
@@ -207,7 +208,9 @@ export function planPage(plan: PlanRecord, reg: Registry, notice?: string): stri
     e(t.title),
     [...t.acceptance.commands.map((c) => `<code>$ ${e(c)}</code>`), ...t.acceptance.criteria.map((c) => e(c))].join('<br>') || '-',
     e(formatBudget(taskBudget(t.budget, plan.budgets))),
+    t.paths ? t.paths.map((p) => `<code>${e(p)}</code>`).join('<br>') : t.purpose === 'implement' ? '<span class="muted">unbounded</span>' : '-',
   ]);
+  const unbounded = unboundedLine(plan);
   const planTasks = byId(reg.tasks).filter((t) => t.planId === plan.id);
   const protectedLines = plan.tasks
     .filter((t) => t.protectedPaths?.length)
@@ -215,7 +218,8 @@ export function planPage(plan: PlanRecord, reg: Registry, notice?: string): stri
       (t) =>
         `<p class="notice protected" data-task="${e(t.key)}">Task ${e(t.key)} may change protected paths (Polly's config, CI, hooks, code owners): ${t.protectedPaths!.map((p) => `<code>${e(p)}</code>`).join(', ')}</p>`,
     )
-    .join('');
+    .join('')
+    .concat(unbounded ? `<p class="notice unbounded" id="unbounded">${e(unbounded)}</p>` : '');
   const counter = plan.counterexampleTraces?.length
     ? plan.counterexampleTraces.map(counterexampleView).join('')
     : plan.counterexamples?.length
@@ -227,7 +231,7 @@ export function planPage(plan: PlanRecord, reg: Registry, notice?: string): stri
 ${notice ? `<p class="notice">${e(notice)}</p>` : ''}
 <p class="admission">${admitted === undefined ? 'not checked' : badge(admitted ? 'admitted' : 'REFUSED')} <code id="admission-line">${e(plan.admission?.line ?? '')}</code></p>
 <h2>Plan gate</h2><p id="budgets">${budgets}</p>${protectedLines}${decision}
-<h2>Tasks in the plan</h2>${table(['Key', 'Purpose', 'Worker', 'Reviewer', 'Depends on', 'Title', 'Acceptance', 'Budget'], tasks, 'plan-tasks')}
+<h2>Tasks in the plan</h2>${table(['Key', 'Purpose', 'Worker', 'Reviewer', 'Depends on', 'Title', 'Acceptance', 'Budget', 'Paths'], tasks, 'plan-tasks')}
 ${planTasks.length ? `<h2>Dispatched tasks</h2>${taskTable(planTasks)}` : ''}
 ${counter ? `<h2>Why it was refused: the shortest counterexamples</h2>${counter}` : ''}`,
     { live: true },

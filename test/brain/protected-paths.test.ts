@@ -1,8 +1,8 @@
 // Protected paths at Polly's commit (issue 27 item 4): green work that changes Polly's config or a
 // CI workflow its plan did not declare commits nothing; the worker is told once which files and
-// why, the second time the task fails naming them; declared, the change commits and the PR body
+// why, the second time the task parks naming them; declared, the change commits and the PR body
 // flags it. The real run_acceptance tool in a real worktree, real git (pathspec globs matched by git).
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createLocalForge } from '../../brain/forge/local-forge.js';
@@ -46,7 +46,7 @@ describe('protected paths at staging', () => {
     expect(await protectedChanges(g, wt, DEFAULT_PROTECTED_PATHS)).toEqual(['.github/workflows/ci.yml']);
   }, 60_000);
 
-  it('run_acceptance: green work on an undeclared workflow commits nothing, goes back to the worker once, then fails the task; declared, it commits and the PR flags it', async () => {
+  it('run_acceptance: green work on an undeclared workflow commits nothing, goes back to the worker once, then parks the task; declared, it commits and the PR flags it', async () => {
     const s = createPrStepSetting({ 'README.md': '# r\n' });
     const t = await createGreenTask(s, 'pp1', { 'a.txt': 'a\n' });
     await s.store.update((d) => {
@@ -69,9 +69,11 @@ describe('protected paths at staging', () => {
     const second = await tools.run(runAcceptanceTool, 'pp1', 'o-2');
     expect(second).toMatchObject({ outcome: 'failure', permanent: true });
     task = (await s.store.read()).tasks.pp1!;
-    expect(task.status).toBe('failed');
-    expect(task.statusReason).toContain('protected paths changed again after the worker was told: .github/workflows/x.yml');
+    // Parked (issue 29: one path-contract refusal), the work kept in the worktree and a backup ref.
+    expect(task.status).toBe('parked');
+    expect(task.statusReason).toContain('protected paths changed: .github/workflows/x.yml, again after the worker was told');
     expect(task.statusReason).toContain('protected_paths');
+    expect(task.backupRefs.at(-1)).toMatch(/^refs\/polly\/backup\/pp1\//);
     expect(git(t.worktree!, ['rev-parse', 'HEAD'])).toBe(headBefore);
 
     // Declared by the plan (what the human approved): committed, and the PR body flags it.
@@ -95,6 +97,56 @@ describe('protected paths at staging', () => {
     });
     expect(body).toContain('**This task may change protected paths**');
     expect(body).toContain('`.github/workflows/x.yml`');
+  }, 60_000);
+
+  it('run_acceptance with declared paths (issue 29): a file outside them commits nothing, the worker is told which and why, then the task parks naming it; inside them it commits as before, a declared protected path too', async () => {
+    const s = createPrStepSetting({ 'README.md': '# r\n', 'src/api/users.ts': 'v1\n', 'src/ui/app.ts': 'v1\n' });
+    const t = await createGreenTask(s, 'pc1', { 'src/api/users.ts': 'v2\n' });
+    await s.store.update((d) => {
+      d.tasks.pc1!.acceptance.commands = ['true'];
+      d.tasks.pc1!.paths = ['src/api/**'];
+    });
+    const tools = toolRunner(s, { forge: createLocalForge({ repoRoot: s.repo.dir, store: s.store }), supervisor: noAgents, config: testConfig(null), agentEnv: {} });
+    const wt = t.worktree!;
+    const headBefore = git(wt, ['rev-parse', 'HEAD']);
+    write(wt, 'src/api/orders.ts', 'new\n');
+    write(wt, 'src/ui/app.ts', 'v2\n');
+    // A file both outside the paths and protected is named once, as protected.
+    write(wt, '.polly/config.yaml', 'workers: {}\n');
+
+    expect(await tools.run(runAcceptanceTool, 'pc1', 'o-1')).toMatchObject({ outcome: 'failure', permanent: true });
+    let task = (await s.store.read()).tasks.pc1!;
+    expect(task.status).toBe('fixing');
+    expect(task.statusReason).toBe("protected paths changed: .polly/config.yaml; paths outside the task's paths (src/api/**) changed: src/ui/app.ts");
+    expect(task.feedback).toContain('These files are outside the paths your task may change (src/api/**):\n\n- src/ui/app.ts');
+    expect(task.feedback).toContain('These files are protected');
+    expect(task.feedback).not.toContain('- src/api/orders.ts');
+    expect(git(wt, ['rev-parse', 'HEAD'])).toBe(headBefore);
+
+    // The worker reverts the protected file but keeps the one outside its paths: parked, named.
+    git(wt, ['reset', '-q', '--', '.polly/config.yaml']);
+    rmSync(join(wt, '.polly'), { recursive: true, force: true });
+    expect(await tools.run(runAcceptanceTool, 'pc1', 'o-2')).toMatchObject({ outcome: 'failure', permanent: true });
+    task = (await s.store.read()).tasks.pc1!;
+    expect(task.status).toBe('parked');
+    expect(task.statusReason).toContain("paths outside the task's paths (src/api/**) changed: src/ui/app.ts, again after the worker was told");
+    expect(task.statusReason).not.toContain('protected paths changed');
+    expect(git(wt, ['rev-parse', 'HEAD'])).toBe(headBefore);
+    expect(readFileSync(join(wt, 'src/ui/app.ts'), 'utf8')).toBe('v2\n');
+    const journal = readFileSync(join(s.repo.dir, '.polly', 'journal.jsonl'), 'utf8');
+    expect(journal).toContain('"kind":"task.parked"');
+
+    // Inside the paths (and a protected path the plan declares): committed as before.
+    git(wt, ['checkout', '-q', 'HEAD', '--', 'src/ui/app.ts']);
+    write(wt, '.github/workflows/api.yml', 'on: push\n');
+    await s.store.update((d) => {
+      const r = d.tasks.pc1!;
+      r.protectedPaths = ['.github/workflows/api.yml'];
+      r.status = 'fixing';
+    });
+    const third = await tools.run(runAcceptanceTool, 'pc1', 'o-3');
+    expect(third.outcome, third.note).toBe('ok');
+    expect(git(wt, ['show', '--name-only', '--format=', 'HEAD']).split('\n').sort()).toEqual(['.github/workflows/api.yml', 'src/api/orders.ts']);
   }, 60_000);
 
   it('a plan names them as protected_paths; a pattern outside the repository is refused with the offending value', () => {

@@ -9,6 +9,10 @@
  * Patterns are git pathspecs with glob magic (gitglossary(7), "pathspec", `glob`: `*` does not
  * cross `/`, `**` does), relative to the worktree root; git itself matches them, against exactly
  * what is staged. Config: `worktrees.protected_paths` (default {@link DEFAULT_PROTECTED_PATHS}).
+ *
+ * This module owns a task's whole path contract at staging ({@link pathContractBreach}): the
+ * protected paths need their explicit declaration, and a task whose plan declares `paths`
+ * (issue 29) may change nothing else. The same dialect outside git: ./path-globs.ts.
  */
 import { PollyError } from '../../brain/core/errors.js';
 import type { GitRunner } from './git.js';
@@ -46,15 +50,34 @@ export function protectedPatternProblem(pattern: string): string | null {
 const glob = (p: string): string => `:(glob)${p}`;
 
 /**
+ * What a task's commit may change: the protected patterns in force, the protected paths its plan
+ * declares, and its declared `paths` (null: unbounded, any file but the protected ones).
+ */
+export interface PathContract {
+  /** Config `worktrees.protected_paths` (default {@link DEFAULT_PROTECTED_PATHS}). */
+  protectedPatterns: readonly string[];
+  /** Plan key `protected_paths`: the protected paths this task may change. */
+  declaredProtected: readonly string[];
+  /** Plan key `paths`: the paths this task may change besides its declared protected ones; null: any. */
+  paths: readonly string[] | null;
+}
+
+/** The staged paths a commit may not carry: protected ones not declared, and others outside the task's `paths` (each path once, protected first; sorted). */
+export interface PathContractBreach {
+  protected: string[];
+  outside: string[];
+}
+
+/**
  * The staged changes in `cwd` (index against `HEAD`, renames as their two paths) that match a
- * `protectedPatterns` pathspec and no `declared` one, sorted. During a merge (`MERGE_HEAD` exists)
- * a path counts only when it differs from the merged side too: a protected file the base changed
- * and the worker left alone is the base's change, not the task's.
+ * pathspec of `include` and none of `exclude`, sorted. During a merge (`MERGE_HEAD` exists) a
+ * path counts only when it differs from the merged side too: a file the base changed and the
+ * worker left alone is the base's change, not the task's.
  * @throws PollyError `git_failed` from git.
  */
-export async function protectedChanges(git: GitRunner, cwd: string, protectedPatterns: readonly string[], declared: readonly string[] = []): Promise<string[]> {
-  if (protectedPatterns.length === 0) return [];
-  const specs = ['--', ...protectedPatterns.map(glob), ...declared.map((d) => `:(exclude,glob)${d}`)];
+async function stagedChanges(git: GitRunner, cwd: string, include: readonly string[], exclude: readonly string[]): Promise<string[]> {
+  if (include.length === 0) return [];
+  const specs = ['--', ...include, ...exclude.map((d) => `:(exclude,glob)${d}`)];
   const names = async (against: string): Promise<Set<string>> => {
     const r = await git.run(['diff', '--cached', '--name-only', '-z', '--no-renames', against, ...specs], { cwd });
     return new Set(r.stdout.split('\0').filter((p) => p !== ''));
@@ -71,13 +94,49 @@ export async function protectedChanges(git: GitRunner, cwd: string, protectedPat
 }
 
 /**
- * The error a commit gets when it changes protected paths its task did not declare: the paths,
- * the patterns in force and what to do.
+ * The staged changes in `cwd` that match a `protectedPatterns` pathspec and no `declared` one,
+ * sorted (merge rule: see {@link pathContractBreach}).
+ * @throws PollyError `git_failed` from git.
  */
-export function protectedPathsError(taskId: string, paths: readonly string[]): PollyError {
-  return new PollyError(
-    'protected_path',
-    `task ${taskId} changed protected paths its plan did not declare: ${paths.join(', ')}. These files steer Polly, CI or the code host (worktrees.protected_paths in .polly/config.yaml), so only a plan task that names them in protected_paths may change them; nothing was committed.`,
-    { details: { task: taskId, paths: [...paths] } },
-  );
+export async function protectedChanges(git: GitRunner, cwd: string, protectedPatterns: readonly string[], declared: readonly string[] = []): Promise<string[]> {
+  return stagedChanges(git, cwd, protectedPatterns.map(glob), declared);
+}
+
+/**
+ * What the staged changes in `cwd` break of `contract`: protected paths not declared, and with
+ * declared `paths` every other change that matches neither them nor a declared protected path.
+ * During a merge a path counts only when it differs from the merged side too (the base's
+ * changes are not the task's). Git matches the globs, against exactly what is staged.
+ * @throws PollyError `git_failed` from git.
+ */
+export async function pathContractBreach(git: GitRunner, cwd: string, contract: PathContract): Promise<PathContractBreach> {
+  const prot = await protectedChanges(git, cwd, contract.protectedPatterns, contract.declaredProtected);
+  if (contract.paths === null) return { protected: prot, outside: [] };
+  const known = new Set(prot);
+  const outside = (await stagedChanges(git, cwd, ['.'], [...contract.paths, ...contract.declaredProtected])).filter((p) => !known.has(p));
+  return { protected: prot, outside };
+}
+
+/**
+ * The error a commit gets when it breaks its task's path contract: the paths, why each kind is
+ * refused, and what to do. Code `protected_path` (the one path-contract refusal; details
+ * `{task, paths, protected, outside, allowed}`).
+ */
+export function pathContractError(taskId: string, breach: PathContractBreach, allowed: readonly string[] | null): PollyError {
+  const parts: string[] = [];
+  if (breach.protected.length > 0) {
+    parts.push(
+      `changed protected paths its plan did not declare: ${breach.protected.join(', ')} (these files steer Polly, CI or the code host: worktrees.protected_paths in .polly/config.yaml; only a plan task that names them in protected_paths may change them)`,
+    );
+  }
+  if (breach.outside.length > 0) parts.push(`changed paths outside its declared paths (${(allowed ?? []).join(', ')}): ${breach.outside.join(', ')}`);
+  return new PollyError('protected_path', `task ${taskId} ${parts.join('; and ')}; nothing was committed.`, {
+    details: {
+      task: taskId,
+      paths: [...breach.protected, ...breach.outside],
+      protected: [...breach.protected],
+      outside: [...breach.outside],
+      allowed: allowed ? [...allowed] : null,
+    },
+  });
 }

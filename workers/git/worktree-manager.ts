@@ -24,7 +24,7 @@
  * per-repository admin lock (./repo-lock.ts); the checkout of the files runs outside it, so
  * concurrent creates populate their worktrees in parallel.
  */
-import { protectedChanges, protectedPathsError } from './protected-paths.js';
+import { pathContractBreach, pathContractError, type PathContract } from './protected-paths.js';
 import { existsSync, realpathSync } from 'node:fs';
 import { appendFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
@@ -245,12 +245,12 @@ export interface WorktreeManager {
    * else git config (`author.*`, `committer.*`, `user.*`), else `Polly <polly@localhost>`
    * (commit-identity.ts); the journal entry `worktree.committed` names which. Call after the agent process has exited: a leftover `index.lock` is
    * then stale and is moved aside (renamed, not deleted) and journaled.
-   * `protect`: protected path patterns and the ones the task declares (./protected-paths.ts); a
-   * staged change to a protected path not declared commits nothing.
+   * `contract`: the task's path contract (./protected-paths.ts): a staged change to a protected
+   * path not declared, or outside the task's declared `paths`, commits nothing.
    * @returns the new commit, or null when there was nothing to commit.
-   * @throws PollyError `protected_path` naming the paths; `git_failed` from git.
+   * @throws PollyError `protected_path` naming the paths (details `protected`, `outside`); `git_failed` from git.
    */
-  commitAll(input: { id: string; message: string; protect?: { patterns: readonly string[]; declared: readonly string[] } }): Promise<string | null>;
+  commitAll(input: { id: string; message: string; contract?: PathContract }): Promise<string | null>;
 }
 
 interface RepoInfo {
@@ -894,11 +894,11 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       const nested = await stageWorktree(git, cwd, {}, artifacts);
       if (nested.untracked.length > 0) journal('worktree.nested_repos_left_out', { id: input.id, paths: nested.untracked });
       if (artifacts.length > 0) journal('worktree.artifacts_left_out', { id: input.id, count: artifacts.length, paths: artifacts.slice(0, 20) });
-      if (input.protect) {
-        const refused = await protectedChanges(git, cwd, input.protect.patterns, input.protect.declared);
-        if (refused.length > 0) {
-          journal('worktree.protected_paths_refused', { id: input.id, paths: refused });
-          throw protectedPathsError(input.id, refused);
+      if (input.contract) {
+        const breach = await pathContractBreach(git, cwd, input.contract);
+        if (breach.protected.length > 0 || breach.outside.length > 0) {
+          journal('worktree.path_contract_refused', { id: input.id, protected: breach.protected, outside: breach.outside });
+          throw pathContractError(input.id, breach, input.contract.paths);
         }
       }
       const diff = await git.run(['diff', '--cached', '--quiet'], { cwd, okExitCodes: [1] });
