@@ -4,21 +4,18 @@
 // last, one PR meeting a conflict instead of the two that number order gives. Real git.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLocalForge } from '../../brain/forge/local-forge.js';
 import { EXACT_LIMIT, landingOrder } from '../../brain/forge/landing-order.js';
 import { createFileRegistryStore } from '../../brain/registry/registry-store.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { createTestRepo, git } from '../helpers/git-repo.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { runCli } from '../helpers/registry-cli.js';
 
 const lines = Array.from({ length: 30 }, (_, i) => `line ${i + 1}`);
 const edit = (changes: Record<number, string>): string => `${lines.map((l, i) => changes[i + 1] ?? l).join('\n')}\n`;
 
 describe('landing order', () => {
-  beforeAll(() => ensureBuilt(), 300_000);
-
   it('polly pr order lands the PRs with the fewest conflicts and says what each lands after', async () => {
     const repo = createTestRepo({ 'notes.txt': edit({}) });
     mkdirSync(join(repo.dir, '.polly'));

@@ -13,7 +13,11 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { repoStateDir } from '../../workers/sandbox/agent-state-dir.js';
-import { attackRun, type Outcome, ROOT, SANDBOXED, type Setting } from './attack-harness.js';
+import { attackRun, type Outcome, ROOT, type Setting } from './attack-harness.js';
+import { hasSystemPackage } from '../helpers/system-packages.js';
+
+/** Polly refuses to dispatch without its sandbox: this run needs bubblewrap (CI=true fails without it). */
+const SANDBOXED = hasSystemPackage('bubblewrap', import.meta.url);
 import { type Canary, closeCanaries, listenCanary } from './sandbox-probe.js';
 
 const TITLE = 'Add the host view probe';

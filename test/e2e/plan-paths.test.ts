@@ -15,7 +15,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
-import { ensureBuilt } from '../helpers/registry-build.js';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
 import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
@@ -48,7 +47,6 @@ describe('polly run with declared paths', () => {
   let servedBeforeOrdered = 0;
 
   beforeAll(async () => {
-    await ensureBuilt();
     const project = sampleProjectWithOrigin('polly-plan-paths-');
     repo = project.repo;
     let env = gitTestEnv();
