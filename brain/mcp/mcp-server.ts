@@ -374,7 +374,10 @@ export function createPollyMcpServer(deps: PollyMcpServerDeps): McpServer {
     const name = request.params.name;
     const entry = byName.get(name);
     if (!entry)
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${JSON.stringify(name)}. This server's tools are ${[...byName.keys()].join(', ')}; tools/list gives their schemas.`);
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `Unknown tool: ${JSON.stringify(name)}. This server's tools are ${[...byName.keys()].join(', ')}; tools/list gives their schemas.`,
+      );
     const argumentsAreProtocolErrors = protocolVersion < ARGUMENT_ERRORS_AS_RESULTS_SINCE;
     const toolError = (text: string) => ({ content: [{ type: 'text' as const, text }], isError: true });
     const parsed = entry.input.safeParse(request.params.arguments ?? {});
@@ -400,7 +403,10 @@ export function createPollyMcpServer(deps: PollyMcpServerDeps): McpServer {
     if (entry.output && !r.isError) {
       const checked = entry.output.safeParse(structured);
       if (!checked.success)
-        throw new McpError(ErrorCode.InternalError, `Polly's ${name} returned a result its own output schema does not allow (${zodProblem(checked.error)}); please report this as a bug.`);
+        throw new McpError(
+          ErrorCode.InternalError,
+          `Polly's ${name} returned a result its own output schema does not allow (${zodProblem(checked.error)}); please report this as a bug.`,
+        );
     }
     const text = `${r.instruction ? `${r.instruction}\n` : ''}${JSON.stringify(structured)}`;
     return { content: [{ type: 'text' as const, text }], structuredContent: structured, ...(r.isError ? { isError: true } : {}) };
