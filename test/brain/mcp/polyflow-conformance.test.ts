@@ -265,8 +265,10 @@ describe("polyflow's behaviours against polly mcp", () => {
     expect(missing.text).toContain('no workflow run "nope"');
   });
 
-  it('a 2025-06-18 session gets -32602 for an unknown tool and for bad arguments; a domain refusal stays a result', () => {
+  it('a 2025-06-18 session gets -32602 for an initialize without clientInfo, an unknown tool and bad arguments; a domain refusal stays a result', () => {
     const lines = [
+      // Without clientInfo, which the specification requires: -32602 naming it (the SDK alone answers -32603), and the session goes on.
+      { id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {} } },
       { id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
       { method: 'notifications/initialized' },
       { id: 2, method: 'tools/call', params: { name: 'workflow_nope', arguments: {} } },
@@ -286,6 +288,8 @@ describe("polyflow's behaviours against polly mcp", () => {
         .map((l) => JSON.parse(l))
         .map((m) => [m.id, m]),
     );
+    expect(replies.get(0).error).toMatchObject({ code: -32602 });
+    expect(replies.get(0).error.message).toContain('params.clientInfo');
     expect(replies.get(1).result.protocolVersion).toBe('2025-06-18');
     expect(replies.get(2).error).toMatchObject({ code: -32602 });
     expect(replies.get(2).error.message).toContain('Unknown tool: "workflow_nope"');
