@@ -122,19 +122,20 @@ const runArgs = {
   run_id: z.string().optional().describe('the run id workflow_start returned'),
   instance: z.string().optional().describe("polyflow's name for run_id"),
 };
-const leaseShape = z.object({ id: z.string(), order: z.string(), expiresAt: z.string() }).nullable().optional();
+// Factories, not shared instances: the SDK's JSON Schema rendering turns a zod instance used twice into a `$ref`, which some hosts do not resolve.
+const leaseShape = () => z.object({ id: z.string(), order: z.string(), expiresAt: z.string() }).nullable().optional();
 
-const anyObject = z.object({}).passthrough();
-const nullableObject = anyObject.nullable();
+const anyObject = () => z.object({}).passthrough();
+const nullableObject = () => anyObject().nullable();
 /** The answer of a call that may be refused (workflow_report, workflow_signal): accepted or a code and reason. */
 const acceptanceShape = {
   accepted: z.boolean(),
-  run: anyObject,
-  order: nullableObject.optional(),
+  run: anyObject(),
+  order: nullableObject().optional(),
   instruction: z.string().optional(),
   code: z.string().optional(),
   reason: z.string().optional(),
-  lease: leaseShape,
+  lease: leaseShape(),
   leasedUntil: z.string().optional(),
 };
 
@@ -158,7 +159,7 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
       'the tools its work orders will ask you to run, and its key template (the run identity, derived from the input). Refused workflows are listed with the violated invariants and cannot be started. ' +
       "Next: pick the admitted workflow that covers the user's task and call workflow_start with its input.",
     inputSchema: {},
-    outputSchema: { workflows: z.array(anyObject), agentArea: z.string(), instanceArea: z.string(), instruction: z.string().optional() },
+    outputSchema: { workflows: z.array(anyObject()), agentArea: z.string(), instanceArea: z.string(), instruction: z.string().optional() },
     annotations: READ_ONLY,
     async handler() {
       const workflows = library.entries().map((e) => ({
@@ -189,17 +190,17 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
       "Start a run of an admitted workflow, or attach to the run already in progress for the same input: the run key is derived from the input by the workflow's key template, never chosen by you, so calling this again is safe. " +
       'It returns the one open work order: run that tool yourself, under your own permissions, then call workflow_report. ' +
       'A refused workflow cannot be started (the result says why); invalid input is refused with what to pass; a finished run says so — do not start another.',
-    inputSchema: { workflow: z.string().describe('workflow name from workflow_list'), input: anyObject.default({}).describe("the workflow's input fields (see workflow_list)") },
+    inputSchema: { workflow: z.string().describe('workflow name from workflow_list'), input: anyObject().default({}).describe("the workflow's input fields (see workflow_list)") },
     // Creates a run (and leases its order) once; the same input attaches to that run: nothing further happens.
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     outputSchema: {
       status: z.enum(['started', 'attached', 'finished', 'refused']),
-      run: nullableObject,
-      order: nullableObject,
+      run: nullableObject(),
+      order: nullableObject(),
       instruction: z.string(),
       code: z.string().optional(),
       reasons: z.array(z.string()).optional(),
-      lease: leaseShape,
+      lease: leaseShape(),
       leasedUntil: z.string().optional(),
     },
     async handler({ workflow, input }) {
@@ -222,8 +223,8 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
       lease_id: z.string().optional().describe('the lease id the order came with'),
       outcome: z.enum(['ok', 'failure', 'exhausted']).optional(),
       ok: z.boolean().optional().describe('polyflow: true = outcome "ok", false = outcome "failure"'),
-      data: anyObject.optional().describe('data of the completion action, as the order instruction says (the raw tool result may carry more fields)'),
-      result: anyObject.optional().describe("polyflow's name for data"),
+      data: anyObject().optional().describe('data of the completion action, as the order instruction says (the raw tool result may carry more fields)'),
+      result: anyObject().optional().describe("polyflow's name for data"),
       note: z.string().optional().describe('one line: what happened'),
       permanent: z.boolean().optional().describe('true when a failure is a result (e.g. a denial), not a fault'),
       attempt: z.number().int().optional(),
@@ -260,7 +261,7 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
       'Show a run: its state, its open work order (if any) and what to do next. Use it to pick up a run after a restart; the open order is the same one as before. ' +
       'The open order is leased to you (lease in the result) unless another session holds it: then order is null and leasedUntil says when it may be offered to you.',
     inputSchema: { ...runArgs },
-    outputSchema: { run: anyObject, order: nullableObject, instruction: z.string(), enabled: z.array(anyObject), lease: leaseShape, leasedUntil: z.string().optional() },
+    outputSchema: { run: anyObject(), order: nullableObject(), instruction: z.string(), enabled: z.array(anyObject()), lease: leaseShape(), leasedUntil: z.string().optional() },
     // Not read-only: it leases the open order to this session (a run.claimed journal line); asking again renews the same lease.
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     async handler(a) {
@@ -275,7 +276,7 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
     description:
       "Deliver an action from outside the work orders (e.g. START with its data when a run waits for it, or CANCEL). An action that does not apply in the run's state is refused with the reason and changes nothing. " +
       'Do not use it to report a work order: use workflow_report.',
-    inputSchema: { ...runArgs, action: z.string(), data: anyObject.optional() },
+    inputSchema: { ...runArgs, action: z.string(), data: anyObject().optional() },
     outputSchema: acceptanceShape,
     // An out-of-band action may end a run that had not finished (CANCEL), and one that applies again moves it again.
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
@@ -291,7 +292,7 @@ export function workflowTools(runtime: Runtime, library: WorkflowLibrary, sessio
     title: "Read a run's journal",
     description: "The run's journal: every step, order, report and reject, in order (seq). Pass after_seq to read only newer lines.",
     inputSchema: { ...runArgs, after_seq: z.number().int().min(0).optional() },
-    outputSchema: { entries: z.array(anyObject), instruction: z.string().optional() },
+    outputSchema: { entries: z.array(anyObject()), instruction: z.string().optional() },
     annotations: READ_ONLY,
     async handler(a) {
       const entries = await runtime.journal(runIdOf(a), a.after_seq ?? 0);
