@@ -45,7 +45,7 @@ export interface ClaudeCodeAdapterConfig extends ClaudeCodeOptions {
 }
 
 /** Tools a read-only worker (review, explore, search) keeps; Bash stays, limited by the gate's read-only role. */
-export const CLAUDE_LOW_RISK_TOOLS = ['Read', 'Grep', 'Glob', 'Bash'] as const;
+export const CLAUDE_READ_ONLY_TOOLS = ['Read', 'Grep', 'Glob', 'Bash'] as const;
 /** Tools a read-only worker is denied outright (in case `--tools` is ignored by a future CLI). */
 export const CLAUDE_WRITE_TOOLS = ['Write', 'Edit', 'MultiEdit', 'NotebookEdit'] as const;
 
@@ -167,7 +167,7 @@ export function claudeArgs(config: ClaudeCodeAdapterConfig, options: AgentRunOpt
   const model = options.model ?? config.model;
   if (model) args.push('--model', model);
   if (options.resumeSessionId) args.push('--resume', options.resumeSessionId);
-  if (options.readOnly) args.push('--tools', CLAUDE_LOW_RISK_TOOLS.join(','), '--disallowedTools', CLAUDE_WRITE_TOOLS.join(','));
+  if (options.readOnly) args.push('--tools', CLAUDE_READ_ONLY_TOOLS.join(','), '--disallowedTools', CLAUDE_WRITE_TOOLS.join(','));
   args.push(...options.gate.args);
   return args;
 }

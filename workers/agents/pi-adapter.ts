@@ -32,7 +32,7 @@ import { workerEnv } from '../sandbox/worker-env.js';
 import { refusedRun, spawnAgentProcess, type AgentOutcome } from './agent-process.js';
 
 /** pi's built-in read-only tools (`pi --help`: "Read-only mode … --tools read,grep,find,ls"). */
-export const PI_LOW_RISK_TOOLS = ['read', 'grep', 'find', 'ls'] as const;
+export const PI_READ_ONLY_TOOLS = ['read', 'grep', 'find', 'ls'] as const;
 
 /**
  * The read-only tools that work here. pi's `grep` runs ripgrep (`rg`) and `find` runs `fd`
@@ -42,7 +42,7 @@ export const PI_LOW_RISK_TOOLS = ['read', 'grep', 'find', 'ls'] as const;
  */
 export function piReadOnlyTools(agentDir: string, pathVar: string | undefined): string[] {
   const has = (...names: string[]) => names.some((n) => existsSync(join(agentDir, 'bin', n)) || findOnPath(n, pathVar) !== null);
-  return PI_LOW_RISK_TOOLS.filter((t) => (t === 'grep' ? has('rg') : t === 'find' ? has('fd', 'fdfind') : true));
+  return PI_READ_ONLY_TOOLS.filter((t) => (t === 'grep' ? has('rg') : t === 'find' ? has('fd', 'fdfind') : true));
 }
 
 /**
