@@ -243,6 +243,9 @@ describe("polyflow's behaviours against polly mcp", () => {
       workflow_signal: [false, true, false, false],
       workflow_journal: [true, false, true, false],
     });
+    // Portable schemas: no $ref (some hosts do not resolve one), no bare {} that accepts anything (the Inspector's --strict warns on it).
+    expect(JSON.stringify(tools)).not.toContain('$ref');
+    expect(JSON.stringify(tools)).not.toContain('"additionalProperties":{}');
     for (const t of tools) {
       expect(t.inputSchema.type, t.name).toBe('object');
       expect(t.outputSchema?.type, t.name).toBe('object');
