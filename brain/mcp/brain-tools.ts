@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { decide } from '../../gate/decide.js';
 import type { DispatchRequest, GateContext } from '../../gate/types.js';
 import type { PollyConfig } from '../config/config-schema.js';
-import { defineTool, type PollyToolDefinition } from './mcp-server.js';
+import { defineTool, READ_ONLY, type PollyToolDefinition } from './mcp-server.js';
 import { proposePlan } from '../plan/plan-gate.js';
 import { planSchema, planTaskSchema } from '../plan/plan-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
@@ -98,6 +98,8 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
       worker: z.enum(HARNESSES).optional().describe('which agent CLI runs it (default: pi for read-only work, claude-code otherwise)'),
       prompt: z.string().min(1).describe('what the worker should do'),
     },
+    // Queues a new task each call; the worker it starts is a coding agent that reaches its model's API and, for explore/search, the web.
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     async handler(args) {
       const at = now().toISOString();
       return deps.store.update((draft, tx) => {
@@ -151,6 +153,8 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
       cursor: z.number().int().min(0).optional().describe('return events after this journal seq (default: after the last read)'),
       wait_s: z.number().min(0).optional().describe(`seconds to wait for an event (default 60, at most ${maxWait})`),
     },
+    // Without a cursor it moves the inbox cursor on, so the same call twice returns different events.
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handler(args) {
       const reg = await deps.store.read();
       const cursor = args.cursor ?? reg.inboxCursor ?? 0;
@@ -189,6 +193,8 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
     description:
       'Stop a task: its worker process group is killed and its work is kept in a backup ref under refs/polly/backup/ (nothing is deleted). The confirmation arrives in your inbox.',
     inputSchema: { task_id: z.string().min(1) },
+    // Kills the task's worker (its work is kept in a backup ref); cancelling a cancelled task changes nothing.
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     async handler(args) {
       return deps.store.update((draft, tx) => {
         const task = draft.tasks[args.task_id];
@@ -222,6 +228,8 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
       tasks: z.array(planTaskSchema).min(1),
       budgets: planSchema.shape.budgets.describe("optional hard budgets {per_task, per_goal} of {usd, tokens} over the config's; a task may set its own budget"),
     },
+    // Each call records a new plan (admitted or refused); nothing runs before a human approves it at the plan gate.
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handler(args) {
       const result = await proposePlan(
         deps.store,
@@ -241,7 +249,7 @@ export function createBrainTools(deps: BrainToolsDeps): PollyToolDefinition[] {
     title: 'Registry status',
     description: 'Read the registry: goals, plans (admission and gate), tasks (status, worker, reviewer, branch, PR) and live workers.',
     inputSchema: {},
-    annotations: { readOnlyHint: true },
+    annotations: READ_ONLY,
     async handler() {
       const report = statusReport(deps.gateContext.repoRoot, await deps.store.read());
       return { structured: report as unknown as Record<string, unknown> };

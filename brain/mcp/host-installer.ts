@@ -10,7 +10,7 @@
  * - OpenWorker: its global `mcp.json` (`$COWORKER_STATE_DIR/mcp.json`, else `%APPDATA%\coworker\mcp.json`
  *   on Windows, else `~/.config/coworker/mcp.json`), the same `mcpServers` map; the entry sets
  *   `requires_approval: false` (Polly's tools touch nothing outside the registry) and `tool_risk`
- *   `low` for the read-only tools (the per-tool risk patch, polyflow's
+ *   `low` for {@link LOW_RISK_TOOLS} (the per-tool risk patch, polyflow's
  *   upstream/0001-mcp-per-tool-risk-level.patch, accepts `low` | `medium` | `high`; OpenWorker
  *   without the patch ignores the field).
  *
@@ -46,7 +46,12 @@ export interface ServerCommand {
   env: Record<string, string>;
 }
 
-export const READ_ONLY_TOOLS = ['workflow_list', 'workflow_state', 'workflow_journal'];
+/**
+ * The tools a host may run without asking (Kiro's `autoApprove`, OpenWorker's `tool_risk: low`): they
+ * change no run. workflow_list and workflow_journal only read; workflow_state also leases the open
+ * order to the caller, which is why its readOnlyHint is false (docs/mcp.md).
+ */
+export const LOW_RISK_TOOLS = ['workflow_list', 'workflow_state', 'workflow_journal'];
 
 /** The risk levels OpenWorker's per-tool risk patch accepts for `tool_risk` values. */
 export const OPENWORKER_RISKS = ['low', 'medium', 'high'] as const;
@@ -78,14 +83,14 @@ export function hostEntry(host: Host, cmd: ServerCommand): Record<string, unknow
     case 'claude-code':
       return { type: 'stdio', command: cmd.command, args: cmd.args, env: cmd.env };
     case 'kiro':
-      return { command: cmd.command, args: cmd.args, env: cmd.env, disabled: false, autoApprove: READ_ONLY_TOOLS };
+      return { command: cmd.command, args: cmd.args, env: cmd.env, disabled: false, autoApprove: LOW_RISK_TOOLS };
     case 'openworker':
       return {
         command: cmd.command,
         args: cmd.args,
         env: cmd.env,
         requires_approval: false,
-        tool_risk: Object.fromEntries(READ_ONLY_TOOLS.map((t) => [t, 'low' satisfies (typeof OPENWORKER_RISKS)[number]])),
+        tool_risk: Object.fromEntries(LOW_RISK_TOOLS.map((t) => [t, 'low' satisfies (typeof OPENWORKER_RISKS)[number]])),
       };
     default:
       return { command: cmd.command, args: cmd.args, env: cmd.env };

@@ -8,8 +8,10 @@
  * - a JSON value that is not a request object — a number, a string, a batch array (MCP 2025-06-18
  *   removed batching), a missing or wrong `"jsonrpc": "2.0"`, a non-string `method` → `-32600
  *   Invalid Request`, with the request's id when it has a usable one, else null;
- * - a request whose `params` is not an object, or a `tools/call` without a string `params.name`
- *   → `-32602 Invalid params` (the SDK answers the latter with -32603);
+ * - a request whose `params` is not an object, a `tools/call` without a string `params.name`, or
+ *   an `initialize`, `ping`, `tools/list` or `tools/call` whose params fail the SDK's schema of
+ *   that request (an `initialize` without `clientInfo`) → `-32602 Invalid params` naming the
+ *   field (the SDK answers these with -32603);
  * - a line longer than `maxLineBytes` → `-32600` naming the size and the limit, with the id when
  *   the line's first bytes show one (`{"jsonrpc":"2.0","id":7,…`). The SDK's ReadBuffer throws
  *   past 10 MiB and closes the session silently; here the line is discarded and the session goes on.
@@ -19,7 +21,14 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  InitializeRequestSchema,
+  JSONRPCMessageSchema,
+  ListToolsRequestSchema,
+  PingRequestSchema,
+  type JSONRPCMessage,
+} from '@modelcontextprotocol/sdk/types.js';
 
 /** Default limit of one request line: 1 MiB (bytes, without the newline). */
 export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
@@ -34,6 +43,18 @@ export interface JsonRpcStdioTransportOptions {
 }
 
 type Id = string | number | null;
+
+/**
+ * The SDK's schemas of the requests this server answers: a request that fails its schema is
+ * answered -32602 naming the field (the SDK's Protocol answers a failed parse with -32603 and the
+ * raw zod issues).
+ */
+const REQUEST_SCHEMAS: Record<string, { safeParse(v: unknown): { success: true } | { success: false; error: { issues: Array<{ message: string; path: PropertyKey[] }> } } }> = {
+  initialize: InitializeRequestSchema,
+  ping: PingRequestSchema,
+  'tools/list': ListToolsRequestSchema,
+  'tools/call': CallToolRequestSchema,
+};
 
 function usableId(v: unknown): Id {
   return typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v)) ? v : null;
@@ -117,6 +138,14 @@ export function createJsonRpcStdioTransport(input: Readable, output: Writable, o
           replyError(id, INVALID_PARAMS, `Invalid params: tools/call "arguments" must be an object, found ${JSON.stringify(params.arguments)}.`);
           return;
         }
+      }
+      const schema = REQUEST_SCHEMAS[msg.method];
+      const checked = schema?.safeParse(value);
+      if (checked && !checked.success) {
+        const problems = checked.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+        const shape = msg.method === 'initialize' ? ' Send params {protocolVersion, capabilities, clientInfo: {name, version}}.' : '';
+        replyError(id, INVALID_PARAMS, `Invalid params of ${msg.method}: ${problems}.${shape}`);
+        return;
       }
     }
     const parsed = JSONRPCMessageSchema.safeParse(value);
