@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { builtHash, ROOT, sourcesHash } from '../../scripts/build-stamp.js';
-import { SKIP_LOG_ENV, skipSummary } from './system-packages.js';
+import { SKIP_LOG_ENV, skipSummary } from './skip-log.js';
 
 /** True when dist/ was not built from the sources on disk. */
 export function distIsStale(): boolean {

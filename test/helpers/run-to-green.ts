@@ -111,7 +111,8 @@ export async function runToGreen(rig: ToolRig, server: ScriptedModelServer, id: 
   expect(reqs.filter((r) => r.turnIndex === 0).every((r) => r.view?.humanTurns === 1)).toBe(true);
 
   // One clean commit on polly/<id>, with the trailer; the worktree is clean; sum adds.
-  const log = git(['log', '--format=%H%x09%s%x09%b', `${task.baseCommit}..polly/${id}`])
+  // One line per commit: the trailers are folded onto it (a commit carries Polly-Task and Polly-Task-Content).
+  const log = git(['log', '--format=%H%x09%s%x09%(trailers:only,unfold,separator=%x20)', `${task.baseCommit}..polly/${id}`])
     .split('\n')
     .filter(Boolean);
   expect(log).toHaveLength(1);

@@ -28,6 +28,7 @@ function copyRepository(): void {
     'scripts/post-build.mjs',
     'scripts/bundle-gate.mjs',
     'test/helpers/build-once.ts',
+    'test/helpers/skip-log.ts',
     'brain/core',
   ];
   for (const f of files) {

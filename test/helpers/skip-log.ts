@@ -1,0 +1,46 @@
+/**
+ * The run's log of suites skipped for a missing system package, and its end-of-run summary.
+ *
+ * Kept apart from test/helpers/system-packages.ts (which probes the packages, and so imports the
+ * sandbox) so the global setup (test/helpers/build-once.ts) imports nothing but this and the
+ * build stamp: it runs before dist/ is built.
+ */
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+
+/** Where skips are recorded for the summary (set by the global setup for the whole run). */
+export const SKIP_LOG_ENV = 'POLLY_TEST_SKIP_LOG';
+
+/** Debian package → what the suites need it for (shown in the summary and in CI's failure). */
+export const NEEDED_FOR = {
+  bubblewrap: "Polly's OS sandbox (a bwrap that can start a sandbox here)",
+  chromium: "the dashboard's headless-browser tests",
+  passt: 'outbound-only networking for checks (pasta)',
+} as const;
+
+export type SystemPackage = keyof typeof NEEDED_FOR;
+
+/** Appends one skip (`pkg` missing, `file` skipped) to the run's log, when the run has one. */
+export function recordSkip(pkg: SystemPackage, file: string): void {
+  const log = process.env[SKIP_LOG_ENV];
+  if (log) appendFileSync(log, `${JSON.stringify({ pkg, file })}\n`);
+}
+
+/**
+ * The end-of-run summary of skips for missing packages (empty string when none): per package,
+ * the files that skipped, then one install line.
+ */
+export function skipSummary(logFile: string): string {
+  if (!existsSync(logFile)) return '';
+  const byPkg = new Map<string, Set<string>>();
+  for (const line of readFileSync(logFile, 'utf8').split('\n').filter(Boolean)) {
+    const { pkg, file } = JSON.parse(line) as { pkg: string; file: string };
+    byPkg.set(pkg, (byPkg.get(pkg) ?? new Set()).add(file));
+  }
+  if (byPkg.size === 0) return '';
+  const lines = ['Skipped: suites that need a missing system package did not run (CI=true makes this a failure):'];
+  for (const [pkg, files] of byPkg) {
+    lines.push(`  ${pkg} (${NEEDED_FOR[pkg as SystemPackage] ?? pkg}): ${[...files].sort().join(', ')}`);
+  }
+  lines.push(`Install what is missing: sudo apt-get install -y ${[...byPkg.keys()].join(' ')}`);
+  return `${lines.join('\n')}\n`;
+}
