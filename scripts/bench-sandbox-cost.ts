@@ -34,10 +34,15 @@ export async function measureSandboxCost(input: SandboxCostInput): Promise<strin
   const adapter = createAgentAdapter('pi', input.config, { model: input.config.workers.pi.model });
   const stateDir = join(repoStateDir(input.repo), 'agents', 'bench-sandbox', 'pi');
   const gateDir = join(input.repo, '.polly', 'workers', 'bench-sandbox', 'gate');
-  const turn = async (confined: boolean, i: number): Promise<number> => {
+  type Mode = 'free' | 'boxed' | 'bounded';
+  const limits = input.config.workers.limits ?? {};
+  const turn = async (mode: Mode | boolean, i: number): Promise<number> => {
+    const m: Mode = mode === true ? 'boxed' : mode === false ? 'free' : mode;
+    const confined = m !== 'free';
     const started = performance.now();
     const box = confined
       ? agentTurnSandbox({
+          ...(m === 'bounded' ? { limits } : {}),
           repoRoot: input.repo,
           cwd: input.worktree,
           role: 'implement',
@@ -70,8 +75,10 @@ export async function measureSandboxCost(input: SandboxCostInput): Promise<strin
     if (r.status !== 'ok') throw new Error(`bench turn (${confined ? 'confined' : 'unconfined'}) ended ${r.status}: ${r.message ?? ''}`);
     return performance.now() - started;
   };
-  const accept = async (confined: boolean): Promise<number> => {
-    const c = commandSandbox({ repoRoot: input.repo, worktree: input.worktree, network: false, allowUnconfined: false });
+  const accept = async (mode: Mode | boolean): Promise<number> => {
+    const m: Mode = mode === true ? 'boxed' : mode === false ? 'free' : mode;
+    const confined = m !== 'free';
+    const c = commandSandbox({ repoRoot: input.repo, worktree: input.worktree, network: false, allowUnconfined: false, ...(m === 'bounded' ? { limits } : {}) });
     const started = performance.now();
     const o = await runAcceptance({ cwd: input.worktree, commands: ['true'], timeoutSeconds: 60, env: c.env, sandbox: confined ? c.sandbox : null });
     if (!o.green) throw new Error(`bench acceptance (${confined ? 'confined' : 'unconfined'}) was red: ${o.results[0]?.output ?? ''}`);
@@ -83,10 +90,16 @@ export async function measureSandboxCost(input: SandboxCostInput): Promise<strin
   const boxed: number[] = [];
   const freeAcc: number[] = [];
   const boxedAcc: number[] = [];
+  // The resource bounds (workers.limits: a cgroup or rlimits, a sized /tmp): the same sandbox with them.
+  const bounded: number[] = [];
+  const boundedAcc: number[] = [];
   for (let r = 0; r < input.rounds; r++) {
     const order = r % 2 === 0 ? [false, true] : [true, false];
-    for (const confined of order) (confined ? boxed : free).push(await turn(confined, r * 2 + Number(confined)));
+    for (const confined of order) (confined ? boxed : free).push(await turn(confined, r * 3 + Number(confined)));
+    bounded.push(await turn('bounded', r * 3 + 2));
     for (const confined of order) (confined ? boxedAcc : freeAcc).push(await accept(confined));
+    const pair: Mode[] = r % 2 === 0 ? ['boxed', 'bounded'] : ['bounded', 'boxed'];
+    for (const m of pair) (m === 'bounded' ? boundedAcc : boxedAcc).push(await accept(m));
   }
   const f = (ms: number) => `${ms.toFixed(0).padStart(6)} ms`;
   return [
@@ -95,5 +108,7 @@ export async function measureSandboxCost(input: SandboxCostInput): Promise<strin
     `  confined turn (bubblewrap)  ${f(median(boxed))}`,
     `  ratio confined / unconfined ${(median(boxed) / median(free)).toFixed(2)}×   (target ≤ 1.10×)`,
     `  acceptance \`true\`          ${f(median(freeAcc))} unconfined, ${f(median(boxedAcc))} confined: +${(median(boxedAcc) - median(freeAcc)).toFixed(0)} ms per command`,
+    `  confined turn with bounds   ${f(median(bounded))}   ratio bounded / confined ${(median(bounded) / median(boxed)).toFixed(2)}×`,
+    `  acceptance \`true\` bounded  ${f(median(boundedAcc))}: +${(median(boundedAcc) - median(boxedAcc)).toFixed(0)} ms over confined (${(median(boundedAcc) / median(boxedAcc)).toFixed(2)}×)`,
   ];
 }

@@ -45,6 +45,7 @@ import { agentEnvFrom } from '../process/agent-env.js';
 import { runCheck } from '../../workers/acceptance.js';
 import { classifyCannotRun, commandProgram, runnerProbe } from '../../workers/check-runner.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
+import { describeBoundsMechanism, probeBoundsMechanism, type BoundsMechanism } from '../../workers/sandbox/resource-bounds.js';
 import { detectHomeToolchains } from '../../workers/sandbox/home-toolchains.js';
 
 /**
@@ -140,6 +141,16 @@ export function credentialChecks(config: Pick<PollyConfig, 'workers'>, env: Node
     if (c.status === 'unknown') return { id, status: 'ok', detail: `not checked: ${c.fix}` };
     return { id, status: 'problem', detail: `no model key: none of ${c.variables.join(', ')} is set`, fix: c.fix };
   });
+}
+
+/**
+ * Which mechanism holds each resource bound of `workers.limits` here (workers/sandbox/resource-bounds.ts):
+ * cgroup v2, cgroup v1 or rlimits, and what is not bounded. `ok` either way: an unbounded
+ * resource is said in the detail, with the fix.
+ */
+export function boundsCheck(config: PollyConfig, mechanism: BoundsMechanism = probeBoundsMechanism()): DoctorCheck {
+  const lines = describeBoundsMechanism(mechanism, config.workers.limits);
+  return { id: 'bounds', status: 'ok', detail: `resource bounds: ${lines.join('; ')}` };
 }
 
 /** Outcome of the sandbox probe (the shape of c1-sandbox's `probeSandbox`, workers/sandbox/sandbox.ts). */
@@ -743,6 +754,7 @@ export async function runDoctor(
   checks.push(
     sandbox.ok ? { id: 'sandbox', status: 'ok', detail: `bubblewrap works (${sandbox.bwrap})` } : { id: 'sandbox', status: 'problem', detail: sandbox.reason, fix: sandbox.fix },
   );
+  if (sandbox.ok) checks.push(boundsCheck(effective));
   const identity = await resolveCommitIdentity(git, repo.root, env);
   const fallback = identity.author.source === 'polly fallback' || identity.committer.source === 'polly fallback';
   checks.push({

@@ -18,6 +18,8 @@ import { formatCost, totalTokens, type LedgerTotals } from '../registry/cost-led
 import { formatBudget } from '../plan/budgets.js';
 import { elideMiddle, visibleLine } from '../core/visible-text.js';
 import { mergeText } from '../forge/pr-status.js';
+import { diskReport } from '../core/io-fault.js';
+import { resolveWorktreesDir } from '../../workers/git/worktrees-dir.js';
 
 /** A SPENT cell: `1234 tok, $0.0123` (cost `unknown` or `≥ $X (some turns unknown)` when agents reported none). */
 export function spentCell(t: LedgerTotals): string | null {
@@ -58,6 +60,7 @@ export function formatStatus(report: StatusReport): string[] {
         ? `Brain: not running (pid ${report.brainGone.pid} is gone, last heartbeat ${report.brainGone.heartbeatAt}); polly resume continues its work`
         : 'Brain: not running',
   );
+  for (const line of report.disk ?? []) out.push(line);
   if (!report.brain && report.unattended.length > 0) {
     const shown = report.unattended.slice(0, 5).map((t) => `${t.id} ${t.status}`);
     const more = report.unattended.length > 5 ? `, and ${report.unattended.length - 5} more` : '';
@@ -182,9 +185,11 @@ export async function loadStatus(cwd: string, env: NodeJS.ProcessEnv): Promise<S
       details: { repoRoot: repo.root },
     });
   }
-  await loadConfig(repo.root);
+  const config = await loadConfig(repo.root);
   const reg = await createFileRegistryStore(repo.pollyDir).read();
-  return statusReport(repo.root, reg);
+  const report = statusReport(repo.root, reg);
+  const disk = diskReport([repo.pollyDir, resolveWorktreesDir(repo.root, config.worktrees.dir)]);
+  return disk.length > 0 ? { ...report, disk } : report;
 }
 
 export const command: Command = {

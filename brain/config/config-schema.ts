@@ -10,6 +10,7 @@ import type { Harness } from '../core/vocabulary.js';
 import { DEFAULT_GATE_POLICY, type GatePolicy } from '../../gate/policy-types.js';
 import type { AgentOptionsByHarness } from '../../workers/agents/agent-factory.js';
 import type { WorkerSandboxOptions } from '../../workers/sandbox/sandbox-spec.js';
+import { DEFAULT_RESOURCE_LIMITS } from '../../workers/sandbox/resource-bounds.js';
 
 /** The gate's policies (owned by `gate/policy-types.ts`), as config `policies`. */
 export type Policies = GatePolicy;
@@ -133,6 +134,7 @@ export const DEFAULT_CONFIG: PollyConfig = {
     pi: { command: 'pi', model: null, provider: null, base_url: null, api: 'openai-completions', api_key_env: 'OPENAI_API_KEY' },
     allow_unconfined: false,
     env_passthrough: [],
+    limits: { ...DEFAULT_RESOURCE_LIMITS },
   },
   review: {
     pairs: {

@@ -79,6 +79,17 @@ export const CONFIG_SPEC: Spec = {
         },
         allow_unconfined: { t: 'bool' },
         env_passthrough: { t: 'list', of: str },
+        limits: {
+          t: 'object',
+          fields: {
+            max_processes: int(16),
+            memory_mib: int(64),
+            tmp_mib: int(1),
+            file_size_mib: int(1),
+            output_line_kib: int(1),
+            output_total_mib: int(1),
+          },
+        },
       },
     },
     review: {
@@ -139,6 +150,14 @@ export const CONFIG_COMMENTS: Record<string, string> = {
     "Every worker, acceptance and setup command runs in Polly's OS sandbox (Linux bubblewrap).\nfalse: where it cannot start, Polly refuses to dispatch and says how to fix it;\ntrue: workers run WITHOUT it (a warning at every dispatch, recorded on the task).",
   'workers.env_passthrough':
     'Names of more environment variables workers get from yours; by default only PATH, LANG, LC_*, TERM, TZ and the model variables (ANTHROPIC_*, OPENAI_*). Never put tokens here.',
+  'workers.limits':
+    'Resource bounds of each sandbox (agent turns, acceptance and setup commands; docs/resource-bounds.md). One that is hit fails its own task, naming the bound. `polly doctor` says which mechanism holds each here (cgroup v2, cgroup v1, or rlimits).',
+  'workers.limits.max_processes': 'Processes and threads alive at once in one sandbox (a fork bomb stops here). Not enforceable as root without a cgroup: polly doctor says so.',
+  'workers.limits.memory_mib': "Memory of one sandbox, MiB (with a cgroup the sandbox's sum; with rlimits each process's data).",
+  'workers.limits.tmp_mib': "Size of the sandbox's private /tmp (a tmpfs in RAM), MiB.",
+  'workers.limits.file_size_mib': 'Largest file a sandboxed process may write, MiB (RLIMIT_FSIZE; e.g. a huge fallocate in the worktree).',
+  'workers.limits.output_line_kib': "Longest line of an agent's output stream Polly reads, KiB; a longer one is stored cut, with a marker, and fails the turn.",
+  'workers.limits.output_total_mib': "All of one agent turn's output stream, MiB; more fails the turn.",
   review: 'Cross-vendor review: a reviewer sees only the diff and the acceptance contract, and never edits.',
   'review.pairs': 'Implementer -> reviewers that may review it (never the same vendor).',
   'review.max_rounds': 'Rounds of blocking findings sent back to the implementer before the task fails (0-20).',

@@ -128,6 +128,7 @@ export function createLocalPrChecks(deps: LocalPrChecksDeps): LocalPrChecks {
         network,
         allowUnconfined: config.workers.allow_unconfined ?? false,
         passthrough: config.workers.env_passthrough ?? [],
+        limits: config.workers.limits ?? {},
       });
     const setup = config.worktrees.setup;
     if (setup && !(reuse.reused && isNpmInstallOnly(setup))) {

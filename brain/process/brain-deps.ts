@@ -118,6 +118,7 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
       network: config.worktrees.setup_network ?? false,
       allowUnconfined: config.workers.allow_unconfined ?? false,
       passthrough: config.workers.env_passthrough ?? [],
+      limits: config.workers.limits ?? {},
     },
     journal: (kind, data) => void store.update((_d, tx) => tx.emit(kind, data)).catch(() => {}),
   });

@@ -25,6 +25,7 @@ import { PR_WATCH_DEFAULT_SECONDS } from '../forge/github-watch.js';
 import { archiveFinished } from '../registry/registry-archive.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError, isPollyError } from '../core/errors.js';
+import { diskReport, ensureReserve, ioFaultCode, releaseReserve } from '../core/io-fault.js';
 import { expirePlanAsks } from '../plan/plan-gate.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { PlanRecord, Registry, TaskRecord } from '../registry/registry-schema.js';
@@ -213,158 +214,172 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
     inflight.set(key, p);
   };
 
+  ensureReserve(deps.pollyDir);
   try {
     for (;;) {
       if (deps.signal?.aborted) break;
       woken = false;
-      await expirePlanAsks(deps.store, deps.config, now());
-      let reg = await deps.store.read();
+      try {
+        await expirePlanAsks(deps.store, deps.config, now());
+        let reg = await deps.store.read();
 
-      await handleCancels(deps, reg, log, now);
-      reg = await createPlanTasks(deps, reg, now);
-      for (const plan of Object.values(reg.plans)) if (plan.gate === 'approved') await journalPlanAdded(deps.store, deps.library.addPlan(plan));
+        await handleCancels(deps, reg, log, now);
+        reg = await createPlanTasks(deps, reg, now);
+        for (const plan of Object.values(reg.plans)) if (plan.gate === 'approved') await journalPlanAdded(deps.store, deps.library.addPlan(plan));
 
-      // Drive every run of our plan tasks: claim the open order and perform its tool.
-      for (const run of await deps.runtime.list({ status: 'running' })) {
-        const taskId = String(run.input.task ?? '');
-        const order = run.openOrder;
-        if (!taskId || !order || inflight.has(order.id)) continue;
-        if (order.availableAt && Date.parse(order.availableAt) > now().getTime()) continue;
-        spawnWork(order.id, () => executeOrder(deps, run, order, log, now));
-      }
-      // Runs that ended: reflect their outcome on the task (each run held to its admitted workflow).
-      await finishTasksOfEndedRuns(deps, now);
-      // PR events of ready tasks → fix rounds in the same session; a human's merge or close ends the run.
-      // Only this Brain's goals' PRs are acted on (issue 35 item 6); the others' events wait, shown.
-      await claimOwnGoals(deps, ownGoals);
-      await routePrEvents(deps, prMemory, log, now, (goalId) => deps.allPrs === true || goalId === null || ownGoals.has(goalId));
-      // The plans' schedules: task ends reported, dependants skipped, the next turn's dispatches.
-      await driveSchedules(deps, scheduleMemory, log, now);
+        // Drive every run of our plan tasks: claim the open order and perform its tool.
+        for (const run of await deps.runtime.list({ status: 'running' })) {
+          const taskId = String(run.input.task ?? '');
+          const order = run.openOrder;
+          if (!taskId || !order || inflight.has(order.id)) continue;
+          if (order.availableAt && Date.parse(order.availableAt) > now().getTime()) continue;
+          spawnWork(order.id, () => executeOrder(deps, run, order, log, now));
+        }
+        // Runs that ended: reflect their outcome on the task (each run held to its admitted workflow).
+        await finishTasksOfEndedRuns(deps, now);
+        // PR events of ready tasks → fix rounds in the same session; a human's merge or close ends the run.
+        // Only this Brain's goals' PRs are acted on (issue 35 item 6); the others' events wait, shown.
+        await claimOwnGoals(deps, ownGoals);
+        await routePrEvents(deps, prMemory, log, now, (goalId) => deps.allPrs === true || goalId === null || ownGoals.has(goalId));
+        // The plans' schedules: task ends reported, dependants skipped, the next turn's dispatches.
+        await driveSchedules(deps, scheduleMemory, log, now);
 
-      // Read-only ad-hoc tasks (explore, search, review dispatched by sys_session_send).
-      reg = await deps.store.read();
-      for (const task of Object.values(reg.tasks)) {
-        if (task.purpose === 'implement' || task.cancelRequested) continue;
-        // A plan's read-only task waits for its schedule to dispatch it; an ad-hoc one starts at once.
-        const startable = task.status === 'dispatched' || task.status === 'running' || (task.status === 'queued' && !task.planId);
-        if (startable) spawnWork(`adhoc:${task.id}`, () => runReadOnlyTask(deps, task.id, log, now));
-      }
+        // Read-only ad-hoc tasks (explore, search, review dispatched by sys_session_send).
+        reg = await deps.store.read();
+        for (const task of Object.values(reg.tasks)) {
+          if (task.purpose === 'implement' || task.cancelRequested) continue;
+          // A plan's read-only task waits for its schedule to dispatch it; an ad-hoc one starts at once.
+          const startable = task.status === 'dispatched' || task.status === 'running' || (task.status === 'queued' && !task.planId);
+          if (startable) spawnWork(`adhoc:${task.id}`, () => runReadOnlyTask(deps, task.id, log, now));
+        }
 
-      await completeGoals(deps, now);
+        await completeGoals(deps, now);
 
-      // The LLM brains of open goals.
-      reg = await deps.store.read();
-      if (deps.startGoalBrain) {
-        for (const goal of Object.values(reg.goals)) {
-          if (goal.mode === 'plan') continue; // a human-written plan: no LLM brain
-          if (goal.reopenedFor === 'prs') continue; // open again only for its PRs' fix rounds (polly resume)
-          const open = !isGoalFinal(goal.status);
-          const hosted = goalBrains.get(goal.id);
-          if (!open) {
-            if (hosted && !hosted.busy) {
-              goalBrains.delete(goal.id);
-              void hosted.brain.close();
-            }
-            continue;
-          }
-          if (!hosted) {
-            const resume = goal.brainSessionId ?? null;
-            let brain: GoalBrain;
-            try {
-              brain = deps.startGoalBrain(goal, resume);
-            } catch (error) {
-              // The LLM brain cannot start (root without allow_root_sandbox, a missing CLI…): the goal
-              // fails with the reason instead of the Brain dying and being restarted in a loop.
-              await failGoal(deps, goal.id, isPollyError(error) ? `${error.code}: ${error.message}` : String((error as Error)?.message ?? error));
+        // The LLM brains of open goals.
+        reg = await deps.store.read();
+        if (deps.startGoalBrain) {
+          for (const goal of Object.values(reg.goals)) {
+            if (goal.mode === 'plan') continue; // a human-written plan: no LLM brain
+            if (goal.reopenedFor === 'prs') continue; // open again only for its PRs' fix rounds (polly resume)
+            const open = !isGoalFinal(goal.status);
+            const hosted = goalBrains.get(goal.id);
+            if (!open) {
+              if (hosted && !hosted.busy) {
+                goalBrains.delete(goal.id);
+                void hosted.brain.close();
+              }
               continue;
             }
-            const entry = { brain, busy: false, cursor: reg.inboxCursor ?? cursor };
-            goalBrains.set(goal.id, entry);
-            await deps.store.update((draft, tx) => {
-              const g = draft.goals[goal.id];
-              if (g) g.brainPid = brain.pid;
-              tx.emit('brain.goal_session', { goalId: goal.id, pid: brain.pid, resumed: resume !== null });
-            });
-            const first = resume ? deps.messages!.wake(toInboxEvents(await deps.store.journal(entry.cursor))) : deps.messages!.first(goal);
-            spawnWork(`brain:${goal.id}`, () => brainTurn(deps, goal.id, entry, first, now));
-            continue;
-          }
-          if (!hosted.busy) {
-            const events = toInboxEvents(await deps.store.journal(Math.max(hosted.cursor, reg.inboxCursor ?? 0)));
-            if (events.length > 0) {
-              hosted.cursor = events[events.length - 1]!.seq;
-              spawnWork(`brain:${goal.id}`, () => brainTurn(deps, goal.id, hosted, deps.messages!.wake(events), now));
+            if (!hosted) {
+              const resume = goal.brainSessionId ?? null;
+              let brain: GoalBrain;
+              try {
+                brain = deps.startGoalBrain(goal, resume);
+              } catch (error) {
+                // The LLM brain cannot start (root without allow_root_sandbox, a missing CLI…): the goal
+                // fails with the reason instead of the Brain dying and being restarted in a loop.
+                await failGoal(deps, goal.id, isPollyError(error) ? `${error.code}: ${error.message}` : String((error as Error)?.message ?? error));
+                continue;
+              }
+              const entry = { brain, busy: false, cursor: reg.inboxCursor ?? cursor };
+              goalBrains.set(goal.id, entry);
+              await deps.store.update((draft, tx) => {
+                const g = draft.goals[goal.id];
+                if (g) g.brainPid = brain.pid;
+                tx.emit('brain.goal_session', { goalId: goal.id, pid: brain.pid, resumed: resume !== null });
+              });
+              const first = resume ? deps.messages!.wake(toInboxEvents(await deps.store.journal(entry.cursor))) : deps.messages!.first(goal);
+              spawnWork(`brain:${goal.id}`, () => brainTurn(deps, goal.id, entry, first, now));
+              continue;
+            }
+            if (!hosted.busy) {
+              const events = toInboxEvents(await deps.store.journal(Math.max(hosted.cursor, reg.inboxCursor ?? 0)));
+              if (events.length > 0) {
+                hosted.cursor = events[events.length - 1]!.seq;
+                spawnWork(`brain:${goal.id}`, () => brainTurn(deps, goal.id, hosted, deps.messages!.wake(events), now));
+              }
             }
           }
         }
-      }
 
-      const mergeDue = Date.now() - lastMergePass > (deps.mergeWatchSeconds ?? 30) * 1000;
-      const watchDue = deps.prWatcher != null && Date.now() - lastPrWatch > prWatchMs;
-      if (watchDue) {
-        lastPrWatch = Date.now();
-        // GitHub: reviews, comments, checks and mergeability become journal events (which wake the goal's brain).
-        try {
-          const watched = await deps.prWatcher!.pass();
-          for (const e of watched.errors) log(`[polly] PR #${e.number}: could not read it from GitHub (next pass retries): ${e.message}`);
-        } catch (error) {
-          log(`[polly] the GitHub PR watch pass failed (next pass retries): ${isPollyError(error) ? error.message : String((error as Error)?.message ?? error)}`);
+        const mergeDue = Date.now() - lastMergePass > (deps.mergeWatchSeconds ?? 30) * 1000;
+        const watchDue = deps.prWatcher != null && Date.now() - lastPrWatch > prWatchMs;
+        if (watchDue) {
+          lastPrWatch = Date.now();
+          // GitHub: reviews, comments, checks and mergeability become journal events (which wake the goal's brain).
+          try {
+            const watched = await deps.prWatcher!.pass();
+            for (const e of watched.errors) log(`[polly] PR #${e.number}: could not read it from GitHub (next pass retries): ${e.message}`);
+          } catch (error) {
+            log(`[polly] the GitHub PR watch pass failed (next pass retries): ${isPollyError(error) ? error.message : String((error as Error)?.message ?? error)}`);
+          }
         }
-      }
-      if (mergeDue || watchDue) {
-        // On GitHub the watcher has just read every open PR: the merge pass reads only those it found merged or closed.
-        const report = await watchMerges({ store: deps.store, forge: deps.forge, worktrees: deps.worktrees, progress: log, now, githubWatched: deps.prWatcher != null });
-        for (const d of report.done) log(`[polly] ${d.taskId}: PR #${d.number} was merged by a human; task done, worktree removed after backup ${d.backupRef ?? ''}`);
-      }
-      if (mergeDue) {
-        lastMergePass = Date.now();
-        // The local forge's CI: open PRs whose base moved are checked on the merge (in flight: a red
-        // check journals pr.checks_failed, which wakes the loop and is routed as a fix round).
-        const localChecks = deps.localChecks;
-        if (localChecks) {
-          spawnWork('local-pr-checks', async () => {
-            const checked = await localChecks.pass();
-            for (const e of checked.errors) log(`[polly] PR #${e.number}: the check on the merge with its base could not run (next pass retries): ${e.message}`);
+        if (mergeDue || watchDue) {
+          // On GitHub the watcher has just read every open PR: the merge pass reads only those it found merged or closed.
+          const report = await watchMerges({ store: deps.store, forge: deps.forge, worktrees: deps.worktrees, progress: log, now, githubWatched: deps.prWatcher != null });
+          for (const d of report.done) log(`[polly] ${d.taskId}: PR #${d.number} was merged by a human; task done, worktree removed after backup ${d.backupRef ?? ''}`);
+        }
+        if (mergeDue) {
+          lastMergePass = Date.now();
+          // The local forge's CI: open PRs whose base moved are checked on the merge (in flight: a red
+          // check journals pr.checks_failed, which wakes the loop and is routed as a fix round).
+          const localChecks = deps.localChecks;
+          if (localChecks) {
+            spawnWork('local-pr-checks', async () => {
+              const checked = await localChecks.pass();
+              for (const e of checked.errors) log(`[polly] PR #${e.number}: the check on the merge with its base could not run (next pass retries): ${e.message}`);
+            });
+          }
+          // Finished goal trees a day old leave registry.json for archive.jsonl (registry-archive.ts): the registry stays small.
+          await deps.store.update((draft, tx) => void archiveFinished(draft, tx, now().getTime() - ARCHIVE_AFTER_MS));
+        }
+        if (Date.now() - lastHeartbeat > 10_000) {
+          lastHeartbeat = Date.now();
+          ensureReserve(deps.pollyDir); // made again once space is back
+          await deps.store.update((draft) => {
+            if (draft.brain?.pid === process.pid) draft.brain.heartbeatAt = now().toISOString();
           });
         }
-        // Finished goal trees a day old leave registry.json for archive.jsonl (registry-archive.ts): the registry stays small.
-        await deps.store.update((draft, tx) => void archiveFinished(draft, tx, now().getTime() - ARCHIVE_AFTER_MS));
-      }
-      if (Date.now() - lastHeartbeat > 10_000) {
-        lastHeartbeat = Date.now();
-        await deps.store.update((draft) => {
-          if (draft.brain?.pid === process.pid) draft.brain.heartbeatAt = now().toISOString();
-        });
-      }
 
-      reg = await deps.store.read();
-      if (deps.exitWhenIdle && inflight.size === 0 && isIdle(reg, await deps.runtime.list({ status: 'running' }))) {
-        // Leave the repository only if nothing was journaled since that read, in the same write
-        // that clears the Brain row: feedback given meanwhile (`polly pr request-changes` starts a
-        // Brain only when none is registered) is then either seen by this Brain's next pass or
-        // finds no Brain registered and starts one — never lost in between.
-        const seen = reg.counters.journalSeq;
-        const leaving = await deps.store.update((draft, tx) => {
-          if (draft.counters.journalSeq !== seen) return false;
-          if (draft.brain?.pid === process.pid) {
-            draft.brain = null;
-            tx.emit('brain.stopped', { pid: process.pid, graceful: false, inFlight: [], idle: true });
+        reg = await deps.store.read();
+        if (deps.exitWhenIdle && inflight.size === 0 && isIdle(reg, await deps.runtime.list({ status: 'running' }))) {
+          // Leave the repository only if nothing was journaled since that read, in the same write
+          // that clears the Brain row: feedback given meanwhile (`polly pr request-changes` starts a
+          // Brain only when none is registered) is then either seen by this Brain's next pass or
+          // finds no Brain registered and starts one — never lost in between.
+          const seen = reg.counters.journalSeq;
+          const leaving = await deps.store.update((draft, tx) => {
+            if (draft.counters.journalSeq !== seen) return false;
+            if (draft.brain?.pid === process.pid) {
+              draft.brain = null;
+              tx.emit('brain.stopped', { pid: process.pid, graceful: false, inFlight: [], idle: true });
+            }
+            return true;
+          });
+          if (leaving) {
+            log('[polly] nothing open: the Brain exits');
+            break;
           }
-          return true;
-        });
-        if (leaving) {
-          log('[polly] nothing open: the Brain exits');
-          break;
+          continue;
         }
-        continue;
+        // Sleep until the journal moves, in-flight work ends, or a timer is due.
+        if (woken) continue;
+        const wakeUp = new Promise<readonly []>((r) => (wake = () => r([])));
+        // At most 5 s, less when the PR watcher is due sooner.
+        const sleepMs = deps.prWatcher ? Math.min(5000, Math.max(100, lastPrWatch + prWatchMs - Date.now() + 1)) : 5000;
+        const entries = await Promise.race([deps.store.waitForJournal(cursor, sleepMs, deps.signal), wakeUp]);
+        if (entries.length) cursor = entries[entries.length - 1]!.seq;
+      } catch (error) {
+        // A full disk or a failing device under `.polly/` (brain/core/io-fault.ts) never ends the
+        // Brain: the reserve makes room, the pass is retried after a pause, in-flight work goes on.
+        const fault = ioFaultCode(error);
+        if (!fault) throw error;
+        const released = releaseReserve(deps.pollyDir);
+        log(
+          `[polly] I/O fault (${fault}) in the Brain's pass; ${diskReport([deps.pollyDir], Number.POSITIVE_INFINITY).join('; ')}${released ? '; the reserve in .polly/ was released' : ''}. Retrying in 2 s`,
+        );
+        await new Promise((r) => setTimeout(r, 2000));
       }
-      // Sleep until the journal moves, in-flight work ends, or a timer is due.
-      if (woken) continue;
-      const wakeUp = new Promise<readonly []>((r) => (wake = () => r([])));
-      // At most 5 s, less when the PR watcher is due sooner.
-      const sleepMs = deps.prWatcher ? Math.min(5000, Math.max(100, lastPrWatch + prWatchMs - Date.now() + 1)) : 5000;
-      const entries = await Promise.race([deps.store.waitForJournal(cursor, sleepMs, deps.signal), wakeUp]);
-      if (entries.length) cursor = entries[entries.length - 1]!.seq;
     }
   } catch (error) {
     if (isPollyError(error, 'registry_corrupt')) log(`[polly] the Brain stops: ${error.message}`);

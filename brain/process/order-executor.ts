@@ -10,6 +10,7 @@ import { isCurrentTaskRun } from '../plan/plan-retry.js';
 import { existsSync } from 'node:fs';
 import { budgetReason, createBudgetWatch, modelEndpoint, recordTurnUsage, type BudgetStop } from '../task-tools/turn-budget.js';
 import { isPollyError } from '../core/errors.js';
+import { ioFaultCode, ioFaultReason, releaseReserve } from '../core/io-fault.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { mergeHead } from '../task-tools/integrate-base.js';
 import type { Registry, RunRecord, TaskRecord, WorkOrderRecord } from '../registry/registry-schema.js';
@@ -118,6 +119,10 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
       // The Brain stops (SIGTERM/SIGINT): the turn this order needed was not started. Left
       // claimed and unreported, the next Brain claims the same order and starts it.
       if (isPollyError(error, 'stopping')) throw error;
+      // A full disk, a quota, a failing device (brain/core/io-fault.ts): the task is parked with the
+      // file system and its free space named; the Brain and the other tasks go on.
+      const fault = ioFaultCode(error);
+      if (fault) return parkForIoFault(deps, run, claimed, taskId, fault, error, log, now);
       outcome = { outcome: 'failure', note: isPollyError(error) ? error.message : String((error as Error)?.message ?? error) };
     }
   }
@@ -130,6 +135,41 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
     attempt: claimed.attempt,
   });
   if (!result.accepted) log(`[polly] ${taskId}: report not applied (${result.code}): ${result.reason}`);
+}
+
+/**
+ * Park `taskId` after an I/O fault in its order's tool: the reserve in `.polly/` is released to make
+ * room, the task parked with {@link ioFaultReason} (journaled `task.parked` `{taskId, reason, ioFault}`),
+ * and the order reported as a permanent failure. Never throws: a write that still fails is logged,
+ * and the order stays claimed for the next pass or Brain.
+ */
+async function parkForIoFault(
+  deps: BrainProcessDeps,
+  run: RunRecord,
+  claimed: { id: string; tool: string; attempt: number },
+  taskId: string,
+  code: string,
+  error: unknown,
+  log: (l: string) => void,
+  now: () => Date,
+): Promise<void> {
+  releaseReserve(deps.pollyDir);
+  const path = (error as { path?: unknown }).path;
+  const task = (await deps.store.read().catch(() => null))?.tasks[taskId];
+  const where = typeof path === 'string' ? path : (task?.worktree ?? deps.pollyDir);
+  const reason = ioFaultReason(code, `${claimed.tool} wrote ${typeof path === 'string' ? path : 'its files'}`, where);
+  log(`[polly] ${taskId}: parked: ${reason}`);
+  try {
+    await deps.store.update((draft, tx) => {
+      const t = draft.tasks[taskId];
+      if (!t || FINAL_TASK_STATUSES.has(t.status)) return;
+      transitionTask(t, 'parked', { reason, at: now().toISOString() });
+      tx.emit('task.parked', { taskId, reason, ioFault: code, worktree: t.worktree ?? null });
+    });
+    await deps.runtime.report(run.id, claimed.id, { outcome: 'failure', permanent: true, note: reason, attempt: claimed.attempt });
+  } catch (again) {
+    log(`[polly] ${taskId}: could not record the park (${ioFaultCode(again) ?? String((again as Error)?.message ?? again)}); the next pass retries`);
+  }
 }
 
 /** The verdict of {@link validateEndedRun}: whether the run's journal conforms, and why not. */

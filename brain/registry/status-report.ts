@@ -89,6 +89,11 @@ export interface StatusReport {
   }>;
   tasks: StatusTask[];
   workers: Array<Pick<WorkerRecord, 'id' | 'taskId' | 'harness' | 'pid' | 'sessionId' | 'startedAt' | 'heartbeatAt'>>;
+  /**
+   * Set only when a file system Polly writes (`.polly/`, the worktrees) is nearly full: one line
+   * each, naming the mount point, its free space and what to free (brain/core/io-fault.ts `diskReport`).
+   */
+  disk?: string[];
 }
 
 function byId<T extends { id: string }>(map: Record<string, T>): T[] {

@@ -51,7 +51,7 @@ import { appliedMounts } from '../../workers/sandbox/sandbox-spec.js';
 import { adoptRemoteBranch, resolveBaseTip, type BranchAdoption } from './adopt-branch.js';
 
 /** Statuses that retrying cannot fix: the on_failure branch is taken at once. */
-export const PERMANENT_AGENT_STATUSES: ReadonlySet<string> = new Set(['agent_missing', 'agent_refused', 'blocked_on_prompt']);
+export const PERMANENT_AGENT_STATUSES: ReadonlySet<string> = new Set(['agent_missing', 'agent_refused', 'blocked_on_prompt', 'bound_exceeded']);
 
 /** The first line of every prompt Polly gives an agent (the scripted model matches on it). */
 export function promptMarker(task: Pick<TaskRecord, 'id' | 'purpose'>): string {

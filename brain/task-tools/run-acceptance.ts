@@ -200,6 +200,7 @@ export function checkConfinement(ctx: Pick<TaskToolContext, 'repoRoot' | 'config
     network: ctx.config.acceptance.network ?? false,
     allowUnconfined: ctx.config.workers.allow_unconfined ?? false,
     passthrough: ctx.config.workers.env_passthrough ?? [],
+    limits: ctx.config.workers.limits ?? {},
   });
 }
 
@@ -402,6 +403,17 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   // A ref moved while the checks ran (a worker-written test, unconfined or through a hole): nothing
   // is committed, the task fails.
   if (violation) return guardFailure(violation);
+  // A resource bound hit (workers.limits): the task fails at once with the bound named.
+  const bounded = outcome.results.find((r) => (r.bounds?.length ?? 0) > 0);
+  if (bounded) {
+    const hit = bounded.bounds![0]!;
+    return failAtOnce(ctx, outcome.results, `acceptance command ${JSON.stringify(bounded.command)}: ${hit.message}`, 'task.bound_exceeded', {
+      phase: 'acceptance',
+      bound: hit.bound,
+      limit: hit.limit,
+      key: hit.key,
+    });
+  }
   const refused = refusalLines(outcome.results.map((r) => r.output));
   if (refused.length > 0) return sandboxRefusalFailure(ctx, 'acceptance', refused);
   // A check that cannot run (runner, interpreter, module, dependencies missing) is the environment,

@@ -55,6 +55,7 @@ describe('polly doctor', () => {
       'credentials:pi',
       'root',
       'sandbox',
+      'bounds',
       'identity',
       'notifications',
       'default-branch',

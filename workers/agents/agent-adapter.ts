@@ -61,9 +61,12 @@ export type AgentEvent =
  * - `agent_exited`: the CLI exited non-zero (or before producing a result); `stderr` says why.
  * - `agent_refused`: the CLI refused the configuration (e.g. bypassPermissions as root without IS_SANDBOX).
  * - `blocked_on_prompt`: the CLI asked for interactive input (trust/login/first-run prompt).
+ * - `bound_exceeded`: the turn hit a resource bound of its sandbox (`workers.limits`,
+ *   workers/sandbox/resource-bounds.ts): its output line or total, processes, memory, /tmp, file
+ *   size; the message names the bound, its limit and the key that raises it.
  * - `timed_out`, `cancelled`.
  */
-export type AgentRunStatus = 'ok' | 'agent_missing' | 'agent_exited' | 'agent_refused' | 'blocked_on_prompt' | 'timed_out' | 'cancelled';
+export type AgentRunStatus = 'ok' | 'agent_missing' | 'agent_exited' | 'agent_refused' | 'blocked_on_prompt' | 'timed_out' | 'cancelled' | 'bound_exceeded';
 
 export interface AgentRunOptions {
   /** The worktree (implement) or scratch directory (review) the agent works in. */

@@ -12,6 +12,10 @@
  * - stdout is split into lines; each is JSON-parsed and handed to `parseLine`. Non-JSON lines, and
  *   lines `parseLine` cannot handle (it throws), become `unknown` events — never a crash
  *   (test/workers/agent-process.test.ts).
+ * - stdout is bounded (`workers.limits` of the sandbox spec, defaults when unconfined): a line
+ *   longer than `output_line_kib` is kept cut, with a marker, and never buffered whole; a line
+ *   that long, or more than `output_total_mib` in all, stops the run as `bound_exceeded` naming
+ *   the bound; so does a bound its sandbox's cgroup or rlimits counted (./../sandbox/resource-bounds.ts).
  * - stderr is kept as a bounded tail (16 KiB); every string in `redact` is replaced by `[redacted]`
  *   in stderr, stdout lines and the reported command line.
  */
@@ -21,6 +25,7 @@ import { redactSecrets } from '../../brain/core/redact.js';
 import { signalGroupOrPid } from '../proc/kill.js';
 import { confineCommand, type ConfinedCommand } from '../sandbox/sandbox.js';
 import type { AgentEvent, AgentRun, AgentRunResult, AgentRunStatus, AgentSandbox } from './agent-adapter.js';
+import { boundHit, resolveLimits } from '../sandbox/resource-bounds.js';
 
 /** Output that means the CLI waits for a human (trust dialog, login, first-run questions). */
 export const DEFAULT_PROMPT_PATTERNS: readonly RegExp[] = [
@@ -143,6 +148,8 @@ export function spawnAgentProcess(options: SpawnAgentProcessOptions): AgentRun {
   let killTimer: NodeJS.Timeout | null = null;
   let timeoutTimer: NodeJS.Timeout | null = null;
   let exited = false;
+  /** After the CLI exited: restart the drain wait (stdout still arrives: a large last line read under load). */
+  let rearmDrain: (() => void) | null = null;
 
   if (!isDirectory(options.cwd)) {
     // spawn would report ENOENT, indistinguishable from a missing CLI: say what is really wrong.
@@ -216,6 +223,12 @@ export function spawnAgentProcess(options: SpawnAgentProcessOptions): AgentRun {
   if (options.stdin !== undefined) child.stdin?.end(options.stdin);
   else child.stdin?.end();
 
+  const limits = resolveLimits(options.sandbox?.spec.limits);
+  const lineCap = limits.output_line_kib * 1024;
+  const totalCap = limits.output_total_mib * 1024 * 1024;
+  let total = 0;
+  /** Characters of the current over-long line dropped so far (0: not cutting). */
+  let cutting = 0;
   let partial = '';
   const handleLine = (raw: string): void => {
     const line = redactText(raw.replace(/\r$/, ''), options.redact);
@@ -237,16 +250,56 @@ export function spawnAgentProcess(options: SpawnAgentProcessOptions): AgentRun {
     sawProgress();
     for (const e of parsed) emit(e);
   };
+  const overBound = (bound: 'output_line' | 'output_total'): void => {
+    terminate('bound_exceeded', `${options.command}: ${boundHit(bound, limits).message}`);
+  };
+  const endCutLine = (): void => {
+    handleLine(`${partial} [polly: line cut at ${limits.output_line_kib} KiB; ${cutting} more characters dropped]`);
+    partial = '';
+    cutting = 0;
+  };
   child.stdout?.setEncoding('utf8');
   child.stdout?.on('data', (chunk: string) => {
-    partial += chunk;
+    rearmDrain?.();
+    if (forced?.status === 'bound_exceeded') return;
+    total += chunk.length;
+    if (total > totalCap) {
+      overBound('output_total');
+      return;
+    }
+    let rest = chunk;
+    if (cutting > 0) {
+      const nl = rest.indexOf('\n');
+      if (nl < 0) {
+        cutting += rest.length;
+        return;
+      }
+      cutting += nl;
+      endCutLine();
+      rest = rest.slice(nl + 1);
+    }
+    partial += rest;
     let nl: number;
     while ((nl = partial.indexOf('\n')) >= 0) {
-      handleLine(partial.slice(0, nl));
+      const line = partial.slice(0, nl);
       partial = partial.slice(nl + 1);
+      if (line.length > lineCap) {
+        // A whole over-long line in one read: kept cut like one that spans reads.
+        handleLine(`${line.slice(0, lineCap)} [polly: line cut at ${limits.output_line_kib} KiB; ${line.length - lineCap} more characters dropped]`);
+        partial = '';
+        overBound('output_line');
+        return;
+      }
+      handleLine(line);
+    }
+    if (partial.length > lineCap) {
+      // Never buffer a line past the bound: keep its head, count the rest, fail the turn.
+      cutting = partial.length - lineCap;
+      partial = partial.slice(0, lineCap);
+      overBound('output_line');
     }
     // A prompt usually has no trailing newline.
-    if (partial) checkPrompt(partial);
+    if (partial && cutting === 0) checkPrompt(partial);
   });
   child.stderr?.setEncoding('utf8');
   child.stderr?.on('data', (chunk: string) => {
@@ -270,7 +323,11 @@ export function spawnAgentProcess(options: SpawnAgentProcessOptions): AgentRun {
       if (settled) return;
       settled = true;
       exited = true;
+      // The bounds its sandbox counted (cgroup, rlimits), read before the cgroup is removed.
+      const hits = confined?.boundHits({ exitCode, signal }, stderr) ?? [];
       confined?.dispose();
+      if (hits.length > 0 && forced?.status !== 'bound_exceeded') forced = { status: 'bound_exceeded', message: `${options.command}: ${hits[0]!.message}` };
+      if (cutting > 0) endCutLine();
       if (partial) handleLine(partial);
       partial = '';
       for (const t of [promptTimer, killTimer, timeoutTimer]) if (t) clearTimeout(t);
@@ -309,8 +366,15 @@ export function spawnAgentProcess(options: SpawnAgentProcessOptions): AgentRun {
       // Reap whatever the CLI left in its group, then give stdout a moment to drain.
       signalGroupOrPid(child.pid, 'SIGTERM');
       setTimeout(() => signalGroupOrPid(child.pid, 'SIGKILL'), KILL_GRACE_MS).unref();
-      const drain = setTimeout(() => finish(code, sig), DRAIN_AFTER_EXIT_MS);
+      // The wait restarts while stdout still arrives: a fixed wait cut a multi-MiB last line read
+      // under load, and the run ended without its result.
+      let drain = setTimeout(() => finish(code, sig), DRAIN_AFTER_EXIT_MS);
       drain.unref();
+      rearmDrain = () => {
+        clearTimeout(drain);
+        drain = setTimeout(() => finish(code, sig), DRAIN_AFTER_EXIT_MS);
+        drain.unref();
+      };
       child.on('close', () => {
         clearTimeout(drain);
         finish(code, sig);

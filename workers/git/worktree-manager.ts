@@ -47,6 +47,7 @@ import { readArtifacts, recordArtifacts, untrackedPaths } from './polly-artifact
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
 import { confinedSpawn, runShellCommand, type CommandResult, type SpawnSpec } from '../proc/shell-command.js';
 import { pidAlive } from '../proc/process-liveness.js';
+import type { ResourceLimits } from '../sandbox/resource-bounds.js';
 
 /** Journal sink: `kind` is dotted (`worktree.created`, …); `data` never holds secrets. */
 export type WorktreeJournal = (kind: string, data: Record<string, unknown>) => void;
@@ -77,7 +78,7 @@ export interface WorktreeManagerOptions {
    * (fail closed: without it, a machine without the sandbox gets a red setup naming the fix).
    * Default `{network: false, allowUnconfined: false}`.
    */
-  setupSandbox?: { network: boolean; allowUnconfined: boolean; passthrough?: string[] };
+  setupSandbox?: { network: boolean; allowUnconfined: boolean; passthrough?: string[]; limits?: ResourceLimits };
   /** Where setup output is kept. Default `<repoRoot>/.polly/logs`. */
   logsDir?: string;
   journal?: WorktreeJournal;
@@ -568,6 +569,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         network: box.network,
         allowUnconfined: box.allowUnconfined,
         ...(box.passthrough ? { passthrough: box.passthrough } : {}),
+        ...(box.limits ? { limits: box.limits } : {}),
         extraEnv: { PORT: String(port), POLLY_TASK_ID: id, POLLY_WORKTREE: path },
       });
     } catch (error) {

@@ -13,6 +13,7 @@ import { spawn } from 'node:child_process';
 import type { AgentSandbox } from '../agents/agent-adapter.js';
 import { confineCommand } from '../sandbox/sandbox.js';
 import { signalGroup } from './kill.js';
+import type { BoundHit } from '../sandbox/resource-bounds.js';
 
 /** How one shell command ended. */
 export interface CommandResult {
@@ -26,6 +27,8 @@ export interface CommandResult {
   durationMs: number;
   /** Tail of the combined stdout+stderr (bounded; the bound is the caller's). */
   output: string;
+  /** The sandbox's resource bounds it hit (workers/sandbox/resource-bounds.ts); absent or empty: none. */
+  bounds?: BoundHit[];
 }
 
 /** A program and its environment, possibly rewritten by a {@link ShellCommandOptions.wrap}. */
@@ -35,12 +38,14 @@ export interface SpawnSpec {
   env: Record<string, string>;
   /** Called once the process has ended (e.g. to remove the sandbox's temp files). */
   dispose?: () => void;
+  /** After it ended, before `dispose`: the resource bounds it hit (a sandbox's). */
+  boundHits?: (exit: { exitCode: number | null; signal?: string | null }, output: string) => BoundHit[];
 }
 
 /** A {@link ShellCommandOptions.wrap} for Polly's bubblewrap sandbox (workers/sandbox/sandbox.ts confineCommand). */
 export function confinedSpawn(box: AgentSandbox, spec: SpawnSpec): SpawnSpec {
   const c = confineCommand(box.bwrap, box.spec, spec.program, spec.args, spec.env);
-  return { program: c.command, args: c.args, env: c.env, dispose: () => c.dispose() };
+  return { program: c.command, args: c.args, env: c.env, dispose: () => c.dispose(), boundHits: (exit, output) => c.boundHits(exit, output) };
 }
 
 export interface ShellCommandOptions {
@@ -89,19 +94,21 @@ export function runShellCommand(command: string, options: ShellCommandOptions): 
     options.signal?.addEventListener('abort', onAbort, { once: true });
     child.stdout.on('data', append);
     child.stderr.on('data', append);
-    const finish = (exitCode: number | null, extra = '') => {
+    const finish = (exitCode: number | null, extra = '', signal: string | null = null) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      const bounds = spec.boundHits?.({ exitCode, signal }, output) ?? [];
       spec.dispose?.();
       options.signal?.removeEventListener('abort', onAbort);
-      const tail = (output + extra).slice(-keep);
-      resolve({ command, exitCode, timedOut, durationMs: Date.now() - started, output: tail });
+      const note = bounds.map((b) => `\n[polly] ${b.message}\n`).join('');
+      const tail = (output + extra + note).slice(-keep);
+      resolve({ command, exitCode, timedOut, durationMs: Date.now() - started, output: tail, ...(bounds.length > 0 ? { bounds } : {}) });
     };
     child.on('error', (error) => finish(null, options.spawnErrorNote?.(error) ?? ''));
-    child.on('close', (code) => {
+    child.on('close', (code, sig) => {
       if (options.reapOnExit !== false) killGroup(); // reap anything the command left in its group (a dev server, a watcher)
-      finish(timedOut ? null : code, timedOut ? (options.timeoutNote?.(options.timeoutMs) ?? '') : '');
+      finish(timedOut ? null : code, timedOut ? (options.timeoutNote?.(options.timeoutMs) ?? '') : '', sig);
     });
   });
 }

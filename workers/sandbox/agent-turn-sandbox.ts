@@ -10,6 +10,7 @@ import { detectHomeToolchains } from './home-toolchains.js';
 import { agentSandboxSpec, modelEndpoints } from './sandbox-profiles.js';
 import { endpointOf } from './sandbox-spec.js';
 import { isWorkerEnvName } from './worker-env.js';
+import type { ResourceLimits } from './resource-bounds.js';
 
 export interface AgentTurnSandboxInput {
   repoRoot: string;
@@ -31,6 +32,8 @@ export interface AgentTurnSandboxInput {
   worktreesDir?: string;
   /** Default: the cached {@link probeSandbox}. */
   probe?: SandboxProbe;
+  /** `workers.limits` (./resource-bounds.ts; defaults for missing keys). Absent: no bounds. */
+  limits?: ResourceLimits;
 }
 
 /**
@@ -58,5 +61,5 @@ export function agentTurnSandbox(input: AgentTurnSandboxInput): { sandbox: Agent
     // The agent's shell runs the developer's toolchains too (cargo, python, node under HOME).
     homeToolchains: detectHomeToolchains(input.realHome, process.env),
   });
-  return { sandbox: { bwrap: probe.bwrap, spec }, warning: null };
+  return { sandbox: { bwrap: probe.bwrap, spec: input.limits ? { ...spec, limits: input.limits } : spec }, warning: null };
 }

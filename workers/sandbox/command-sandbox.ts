@@ -14,6 +14,7 @@ import { decideConfinement, probeSandbox, type SandboxProbe } from './sandbox.js
 import { detectHomeToolchains } from './home-toolchains.js';
 import { commandSandboxSpec } from './sandbox-profiles.js';
 import { workerEnv } from './worker-env.js';
+import type { ResourceLimits } from './resource-bounds.js';
 
 export interface CommandSandboxInput {
   repoRoot: string;
@@ -38,6 +39,8 @@ export interface CommandSandboxInput {
   networkProbe?: OutboundNetworkProbe;
   /** Where allowlisted values come from (default `process.env`). */
   baseEnv?: NodeJS.ProcessEnv;
+  /** `workers.limits` (./resource-bounds.ts; defaults for missing keys). Absent: no bounds. */
+  limits?: ResourceLimits;
 }
 
 /**
@@ -84,5 +87,5 @@ export function commandSandbox(input: CommandSandboxInput): { sandbox: AgentSand
     homeToolchains,
     userDirs: hostUserDirs(input.baseEnv ?? process.env),
   });
-  return { sandbox: { bwrap: probe.bwrap, spec }, env, warning: null };
+  return { sandbox: { bwrap: probe.bwrap, spec: input.limits ? { ...spec, limits: input.limits } : spec }, env, warning: null };
 }

@@ -25,6 +25,8 @@
  * namespace (`nohup`, `setsid`, double forks included): nothing outlives the turn.
  */
 
+import { tmpBytes, type ResourceLimits } from './resource-bounds.js';
+
 /** One model endpoint a confined process may reach, parsed from its base URL. */
 export interface SandboxEndpoint {
   /** Host name or IP as written in the URL (`127.0.0.1`, `localhost`, `api.anthropic.com`). */
@@ -85,6 +87,11 @@ export interface SandboxSpec {
    * index and HEAD) is bound read-write on top, refs and objects stay read-only.
    */
   gitMetadata: { mode: 'read-only' } | { mode: 'worktree-admin-writable'; adminDir: string };
+  /**
+   * Resource bounds (`workers.limits`, ./resource-bounds.ts): `/tmp`'s tmpfs gets `--size`, and
+   * ./sandbox.ts `confineCommand` adds the cgroup and rlimits. Absent: unbounded (tests of the bare spec).
+   */
+  limits?: ResourceLimits;
 }
 
 /**
@@ -187,7 +194,7 @@ export function bwrapArgs(
   hardening: BwrapHardening = { disableUserns: false },
   hostSockets: readonly string[] = [],
 ): string[] {
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', ...(spec.limits ? ['--size', String(tmpBytes(spec.limits))] : []), '--tmpfs', '/tmp'];
   const mounts = sandboxMounts(spec, exists);
   for (const m of mounts) {
     if (m.kind === 'tmpfs') args.push('--tmpfs', m.path);
@@ -272,6 +279,8 @@ export interface WorkerSandboxOptions {
    * (no bubblewrap, user namespaces off, macOS, Windows). Default false: Polly refuses to dispatch.
    */
   allow_unconfined?: boolean;
+  /** Resource bounds per sandbox (./resource-bounds.ts); every key has a default. */
+  limits?: ResourceLimits;
   /** Names of more environment variables a worker gets from Polly's environment (beyond PATH, LANG, LC_*, TERM, TZ, the model variables). */
   env_passthrough?: string[];
 }

@@ -26,6 +26,7 @@ import { openNetBridge } from './net-bridge.js';
 import { outboundCommand } from './outbound-network.js';
 import { resolveSandboxExecutable } from './sandbox-executable.js';
 import { bwrapArgs, type BwrapHardening, type SandboxSpec } from './sandbox-spec.js';
+import { boundHit, createRunCgroup, exitBoundHits, insideBoundsArgv, probeBoundsMechanism, type BoundHit, type RunCgroup } from './resource-bounds.js';
 
 /** The outcome of probing: a working bwrap, or why not and how to fix it. */
 export type SandboxProbe = { ok: true; bwrap: string } | { ok: false; reason: string; fix: string };
@@ -165,8 +166,31 @@ export interface ConfinedCommand {
   args: string[];
   /** The environment for the spawn: the caller's, plus HOME, TMPDIR and any proxy variables. */
   env: Record<string, string>;
-  /** Close the network bridge and remove its socket dir (idempotent; call after the process exited). */
+  /** Close the network bridge and remove its socket dir and cgroup (idempotent; call after the process exited). */
   dispose(): void;
+  /**
+   * The resource bounds (spec `limits`, ./resource-bounds.ts) the run hit, from its cgroup and its
+   * end (exit status, output). Call after it exited and before {@link dispose}. Empty without limits.
+   */
+  boundHits(exit: { exitCode: number | null; signal?: string | null }, output: string): BoundHit[];
+}
+
+/** The bounds of `spec.limits` around one confined run: the argv inside bwrap, the cgroup around it. */
+function runBounds(spec: SandboxSpec): { inside: string[]; cgroup: RunCgroup | null; hits: ConfinedCommand['boundHits'] } {
+  if (!spec.limits) return { inside: [], cgroup: null, hits: () => [] };
+  const limits = spec.limits;
+  const mechanism = probeBoundsMechanism();
+  const cgroup = createRunCgroup(mechanism, limits);
+  return {
+    inside: insideBoundsArgv(mechanism, limits),
+    cgroup,
+    hits: (exit, output) => [...new Set([...(cgroup?.hits() ?? []), ...exitBoundHits(exit, output, mechanism)])].map((b) => boundHit(b, limits)),
+  };
+}
+
+function withCgroup(cgroup: RunCgroup | null, argv: string[]): { command: string; args: string[] } {
+  const [command, ...args] = cgroup ? [...cgroup.prefix, ...argv] : argv;
+  return { command: command!, args };
 }
 
 function realOrSelf(path: string): string {
@@ -197,30 +221,41 @@ export function confineCommand(bwrap: string, spec: SandboxSpec, command: string
   const program = resolveSandboxExecutable(command, env, spec.cwd, spec.hidden, [...spec.writable, ...spec.readOnly, ...runtime]);
   const withRuntime: SandboxSpec = { ...spec, readOnly: [...spec.readOnly, ...runtime, ...program.readOnly] };
   const outEnv: Record<string, string> = { ...spec.env, ...env, HOME: spec.home, TMPDIR: spec.tmpDir ?? '/tmp' };
+  const bounds = runBounds(spec);
   if (spec.network.mode === 'outbound') {
     // bwrap inside a network namespace of pasta's: outbound only, not the host's loopback (./outbound-network.ts).
     const dir = mkdtempSync(join(tmpdir(), 'polly-net-'));
-    const inner = withSeccomp([bwrap, ...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap), hostSocketPaths()), '--', program.command, ...args]);
+    const inner = withSeccomp([bwrap, ...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap), hostSocketPaths()), '--', ...bounds.inside, program.command, ...args]);
     const wrapped = outboundCommand(spec.network.pasta, dir, inner, process.geteuid?.() === 0);
-    return { ...wrapped, env: outEnv, dispose: () => rmSync(dir, { recursive: true, force: true }) };
+    return {
+      ...withCgroup(bounds.cgroup, [wrapped.command, ...wrapped.args]),
+      env: outEnv,
+      boundHits: bounds.hits,
+      dispose: () => {
+        bounds.cgroup?.dispose();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
   }
   if (spec.network.mode !== 'endpoints' || spec.network.endpoints.length === 0) {
-    const [cmd, ...argv] = withSeccomp([bwrap, ...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap), hostSocketPaths()), '--', program.command, ...args]);
-    return { command: cmd!, args: argv, env: outEnv, dispose: () => {} };
+    const argv = withSeccomp([bwrap, ...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap), hostSocketPaths()), '--', ...bounds.inside, program.command, ...args]);
+    return { ...withCgroup(bounds.cgroup, argv), env: outEnv, boundHits: bounds.hits, dispose: () => bounds.cgroup?.dispose() };
   }
   const dir = mkdtempSync(join(tmpdir(), 'polly-net-'));
   const bridge = openNetBridge(spec.network.endpoints, dir);
   const init = distPath('workers', 'sandbox', 'sandbox-init.js');
   if (!existsSync(init)) {
     bridge.close();
+    bounds.cgroup?.dispose();
     rmSync(dir, { recursive: true, force: true });
     throw new PollyError('not_built', `the sandbox init ${init} is not built. Run "npm run build" first.`);
   }
   let disposed = false;
-  const [cmd, ...argv] = withSeccomp([
+  const argv = withSeccomp([
     bwrap,
     ...bwrapArgs(withRuntime, existsSync, [dir], bwrapHardening(bwrap), hostSocketPaths()),
     '--',
+    ...bounds.inside,
     process.execPath,
     init,
     JSON.stringify(bridge.inside),
@@ -228,13 +263,14 @@ export function confineCommand(bwrap: string, spec: SandboxSpec, command: string
     ...args,
   ]);
   return {
-    command: cmd!,
-    args: argv,
+    ...withCgroup(bounds.cgroup, argv),
     env: { ...outEnv, ...bridge.env },
+    boundHits: bounds.hits,
     dispose() {
       if (disposed) return;
       disposed = true;
       bridge.close();
+      bounds.cgroup?.dispose();
       rmSync(dir, { recursive: true, force: true });
     },
   };

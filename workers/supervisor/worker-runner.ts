@@ -187,6 +187,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
         allowUnconfined: spec.config.workers.allow_unconfined ?? false,
         realHome: spec.gateContext.home,
         worktreesDir: resolveWorktreesDir(spec.gateContext.repoRoot, spec.config.worktrees?.dir),
+        limits: spec.config.workers.limits ?? {},
       });
     } catch (error) {
       const message = isPollyError(error) ? error.message : `could not set up the sandbox: ${(error as Error).message}`;
