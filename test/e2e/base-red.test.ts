@@ -8,11 +8,11 @@
  *   and the task ends ready.
  * On code without the base check t1 goes ready like t2 (its scripted session makes it green).
  */
-import { execFile } from 'node:child_process';
 import { copyFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gitTestEnv } from '../helpers/git-repo.js';
+import { type CliRun, runCliAsync } from '../helpers/registry-cli.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';
@@ -21,36 +21,19 @@ import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
 import type { Registry } from '../../brain/registry/registry-schema.js';
 import { taskPage } from '../../brain/ui/ui-pages.js';
 
-const CLI = join(process.cwd(), 'dist/brain/cli.js');
 const FIXTURES = join(process.cwd(), 'test/fixtures/base-red');
-
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Run a command without blocking the event loop (the scripted model server lives in this process). */
-function run(args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Ran> {
-  return new Promise((done) => {
-    execFile(process.execPath, [CLI, ...args], { cwd, env, timeout: timeoutMs, maxBuffer: 32 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
-      const code = error ? (typeof (error as NodeJS.ErrnoException).code === 'number' ? (error as unknown as { code: number }).code : null) : 0;
-      done({ code, stdout, stderr: error && code === null ? `${stderr}\n${error.message}` : stderr });
-    });
-  });
-}
 
 describe('polly run on a red base', () => {
   let repo = '';
   let server: ScriptedModelServer | null = null;
-  let result: Ran = { code: null, stdout: '', stderr: '' };
+  let result: CliRun = { code: null, stdout: '', stderr: '' };
   let env: NodeJS.ProcessEnv = {};
 
   beforeAll(async () => {
     const project = sampleProjectWithOrigin('polly-base-red-');
     repo = project.repo;
     env = gitTestEnv();
-    const init = await run(['init'], repo, env, 30_000);
+    const init = await runCliAsync(['init'], repo, env, 30_000);
     expect(init.code, init.stderr).toBe(0);
     server = await startScriptedModelServer({ script: parseModelScript(readFileSync(join(FIXTURES, 'workers-script.yaml'), 'utf8'), 'workers-script.yaml') });
     const modelEnv = useScriptedModels(repo, server.url, {
@@ -67,7 +50,7 @@ describe('polly run on a red base', () => {
     env = { ...env, ...modelEnv };
     const plan = join(project.root, 'plan.yaml');
     copyFileSync(join(FIXTURES, 'plan.yaml'), plan);
-    result = await run(['run', plan, '--yes', '--json'], repo, env, 300_000);
+    result = await runCliAsync(['run', plan, '--yes', '--json'], repo, env, 300_000);
   }, 420_000);
 
   afterAll(async () => {
@@ -93,10 +76,10 @@ describe('polly run on a red base', () => {
     expect(result.code).not.toBe(0);
     expect(`${result.stdout}\n${result.stderr}`).toContain('base_red');
     expect(`${result.stdout}\n${result.stderr}`).toContain('test -f fixed.txt');
-    const status = await run(['status', '--json'], repo, env, 30_000);
+    const status = await runCliAsync(['status', '--json'], repo, env, 30_000);
     expect(status.stdout).toContain('base_red');
     expect(status.stdout).toContain('test -f fixed.txt');
-    const human = await run(['status'], repo, env, 30_000);
+    const human = await runCliAsync(['status'], repo, env, 30_000);
     expect(human.stdout).toContain('base_red');
     expect(human.stdout).toContain(`polly retry ${t1.id}`);
     // The dashboard's task page shows the status as a failure and the whole reason.

@@ -11,12 +11,13 @@
  * On code without it the ENOSPC is a fault of the order: retried, then the Brain's own writes
  * fail and `polly run` stops with the sibling unfinished.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gitTestEnv } from '../helpers/git-repo.js';
+import { type CliRun, runCliAsync } from '../helpers/registry-cli.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';
@@ -24,23 +25,7 @@ import { startScriptedModelServer, type ScriptedModelServer } from '../../script
 import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
 import type { Registry } from '../../brain/registry/registry-schema.js';
 
-const CLI = join(process.cwd(), 'dist/brain/cli.js');
 const FIXTURES = join(process.cwd(), 'test/fixtures/io-fault');
-
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Ran> {
-  return new Promise((done) => {
-    execFile(process.execPath, [CLI, ...args], { cwd, env, timeout: timeoutMs, maxBuffer: 32 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
-      const code = error ? (typeof (error as NodeJS.ErrnoException).code === 'number' ? (error as unknown as { code: number }).code : null) : 0;
-      done({ code, stdout, stderr: error && code === null ? `${stderr}\n${error.message}` : stderr });
-    });
-  });
-}
 
 /** A 160 MiB tmpfs at a fresh directory, or why it cannot be mounted here. */
 function smallFileSystem(): { dir: string } | { why: string } {
@@ -61,7 +46,7 @@ describe.skipIf('why' in fs)('a worker that fills the disk', () => {
   const mount = 'dir' in fs ? fs.dir : '';
   let repo = '';
   let server: ScriptedModelServer | null = null;
-  let result: Ran = { code: null, stdout: '', stderr: '' };
+  let result: CliRun = { code: null, stdout: '', stderr: '' };
   let env: NodeJS.ProcessEnv = {};
 
   beforeAll(async () => {
@@ -74,7 +59,7 @@ describe.skipIf('why' in fs)('a worker that fills the disk', () => {
       else process.env.TMPDIR = saved;
     }
     env = gitTestEnv();
-    const init = await run(['init'], repo, env, 30_000);
+    const init = await runCliAsync(['init'], repo, env, 30_000);
     expect(init.code, init.stderr).toBe(0);
     server = await startScriptedModelServer({ script: parseModelScript(readFileSync(join(FIXTURES, 'workers-script.yaml'), 'utf8'), 'workers-script.yaml') });
     env = {
@@ -88,7 +73,7 @@ describe.skipIf('why' in fs)('a worker that fills the disk', () => {
     };
     const plan = join(repo, '..', 'plan.yaml');
     copyFileSync(join(FIXTURES, 'plan.yaml'), plan);
-    result = await run(['run', plan, '--yes', '--json'], repo, env, 300_000);
+    result = await runCliAsync(['run', plan, '--yes', '--json'], repo, env, 300_000);
   }, 420_000);
 
   afterAll(async () => {
@@ -114,7 +99,7 @@ describe.skipIf('why' in fs)('a worker that fills the disk', () => {
     expect(sibling.status, `${sibling.statusReason}\n${said}`).toBe('ready');
     // polly run ended on its own (not by the test's timeout).
     expect(result.code, said).not.toBeNull();
-    const status = await run(['status'], repo, env, 30_000);
+    const status = await runCliAsync(['status'], repo, env, 30_000);
     expect(status.stdout).toMatch(new RegExp(`disk: [\\d.]+ MiB free of 160 MiB on ${mount}`));
     expect(status.stdout).toContain('parked');
   });

@@ -8,11 +8,11 @@
  * - stray writes stray.txt outside its paths (docs/**): nothing is committed, its worker is told
  *   which file and why, keeps it, and the task parks naming the file; the work stays in the worktree.
  */
-import { execFile } from 'node:child_process';
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
+import { type CliRun, runCliAsync } from '../helpers/registry-cli.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';
@@ -20,44 +20,27 @@ import { startScriptedModelServer, type ScriptedModelServer } from '../../script
 import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
 import type { JournalEntry, Registry } from '../../brain/registry/registry-schema.js';
 
-const CLI = join(process.cwd(), 'dist/brain/cli.js');
 const FIXTURES = join(process.cwd(), 'test/fixtures/plan-paths');
-
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Run a command without blocking the event loop (the scripted model server lives in this process). */
-function run(args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Ran> {
-  return new Promise((done) => {
-    execFile(process.execPath, [CLI, ...args], { cwd, env, timeout: timeoutMs, maxBuffer: 32 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
-      const code = error ? (typeof (error as NodeJS.ErrnoException).code === 'number' ? (error as unknown as { code: number }).code : null) : 0;
-      done({ code, stdout, stderr: error && code === null ? `${stderr}\n${error.message}` : stderr });
-    });
-  });
-}
 
 describe('polly run with declared paths', () => {
   let repo = '';
   let server: ScriptedModelServer | null = null;
-  let refused: Ran = { code: null, stdout: '', stderr: '' };
-  let ordered: Ran = { code: null, stdout: '', stderr: '' };
+  let refused: CliRun = { code: null, stdout: '', stderr: '' };
+  let ordered: CliRun = { code: null, stdout: '', stderr: '' };
   let servedBeforeOrdered = 0;
 
   beforeAll(async () => {
     const project = sampleProjectWithOrigin('polly-plan-paths-');
     repo = project.repo;
     let env = gitTestEnv();
-    const init = await run(['init'], repo, env, 30_000);
+    const init = await runCliAsync(['init'], repo, env, 30_000);
     expect(init.code, init.stderr).toBe(0);
     server = await startScriptedModelServer({ script: parseModelScript(readFileSync(join(FIXTURES, 'workers-script.yaml'), 'utf8'), 'workers-script.yaml') });
     env = { ...env, ...useScriptedModels(repo, server.url, { extra: [[['worktrees', 'setup'], null]] }) };
     for (const f of ['plan-parallel.yaml', 'plan-ordered.yaml']) copyFileSync(join(FIXTURES, f), join(project.root, f));
-    refused = await run(['run', join(project.root, 'plan-parallel.yaml'), '--yes'], repo, env, 120_000);
+    refused = await runCliAsync(['run', join(project.root, 'plan-parallel.yaml'), '--yes'], repo, env, 120_000);
     servedBeforeOrdered = server.requests.length;
-    ordered = await run(['run', join(project.root, 'plan-ordered.yaml'), '--yes', '--json'], repo, env, 400_000);
+    ordered = await runCliAsync(['run', join(project.root, 'plan-ordered.yaml'), '--yes', '--json'], repo, env, 400_000);
   }, 600_000);
 
   afterAll(async () => {

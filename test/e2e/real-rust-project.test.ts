@@ -23,6 +23,9 @@
  * `cargo test --offline`. Then the human merges the first PR with a merge commit, `polly pr sync`
  * (the task is done, its worktree removed after a backup, the second PR checked on the moved
  * base), squashes the second, syncs again; nothing of the repository is left running.
+ * `polly run` runs as a developer whose cargo is rustup's proxy under HOME (`~/.cargo/bin`, a
+ * script that runs the system cargo and says so): the checks must run that one, through Polly's
+ * read-only mount of it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
@@ -34,7 +37,7 @@ import { git, gitTestEnv } from '../helpers/git-repo.js';
 import { humanMerge } from '../helpers/human-merge.js';
 import { fetchDebianBinary, unpackDebianBinary } from '../helpers/real-projects.js';
 import { polly, readRegistry, runAsync, waitForNoProcessesIn } from '../helpers/real-project-run.js';
-import { prSync, requireSystemTool, runWithSystemToolchain, type ToolchainProjectRun } from '../helpers/real-project-toolchain.js';
+import { HOME_TOOLCHAIN_MARKER, prSync, requireSystemTool, runWithSystemToolchain, type ToolchainProjectRun } from '../helpers/real-project-toolchain.js';
 import { expectRunsConform } from '../helpers/trace-conformance.js';
 
 const PIN = {
@@ -70,6 +73,8 @@ describe(`polly run on a real Rust crate (fnv from ${PIN.package} ${PIN.version}
       message: `fnv 1.0.7 as Debian ships it (${PIN.package} ${PIN.version})`,
       fixtures: FIXTURES,
       pristineTest: ['cargo', 'test', '--offline'],
+      // The developer's cargo is rustup's proxy in ~/.cargo/bin (issue 35: "one of them with its toolchain installed under HOME").
+      homeToolchain: { bin: '.cargo/bin', tools: ['cargo'] },
     });
     process.stderr.write(`[real-rust-project] polly run took ${(p.runMs / 1000).toFixed(1)} s\n`);
   }, 300_000);
@@ -117,7 +122,7 @@ describe(`polly run on a real Rust crate (fnv from ${PIN.package} ${PIN.version}
     expect(await expectRunsConform(repo)).toBeGreaterThanOrEqual(2);
   });
 
-  it("ran the crate's own cargo test --offline as each task's acceptance, green, with the new tests in it", () => {
+  it("ran the crate's own cargo test --offline as each task's acceptance, green, with the new tests in it, with the developer's cargo under HOME", () => {
     const pristine = passedCounts(run_().pristine.stdout + run_().pristine.stderr);
     expect(pristine).toEqual([1, 2]); // basic_tests; the two doc examples
     // t1 adds a unit test; t2 a unit test and a doc test.
@@ -129,6 +134,8 @@ describe(`polly run on a real Rust crate (fnv from ${PIN.package} ${PIN.version}
       expect(t.acceptance.commands).toEqual([ACCEPTANCE]);
       expect(t.checks.map((c) => [c.command, c.exitCode, c.timedOut])).toEqual([[ACCEPTANCE, 0, false]]);
       expect(passedCounts(t.checks[0]!.output), t.checks[0]!.output).toEqual(counts);
+      // Polly's checks sandbox ran the developer's cargo from ~/.cargo/bin (mounted read-only), not the system's first.
+      expect(t.checks[0]!.output.trimEnd().endsWith(`${HOME_TOOLCHAIN_MARKER} cargo`), t.checks[0]!.output.slice(-300)).toBe(true);
     }
   });
 

@@ -11,11 +11,11 @@
  * processes cannot be bounded: a failure under CI=true), `/tmp` holds the 80 MiB, the 4 GiB file is
  * made, and the line is stored whole: no task names a bound.
  */
-import { execFile } from 'node:child_process';
 import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gitTestEnv } from '../helpers/git-repo.js';
+import { type CliRun, runCliAsync } from '../helpers/registry-cli.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';
@@ -24,25 +24,8 @@ import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
 import type { Registry } from '../../brain/registry/registry-schema.js';
 import { probeBoundsMechanism } from '../../workers/sandbox/resource-bounds.js';
 
-const CLI = join(process.cwd(), 'dist/brain/cli.js');
 const FIXTURES = join(process.cwd(), 'test/fixtures/resource-bounds');
 const bounded = probeBoundsMechanism().processesBounded;
-
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Run a command without blocking the event loop (the scripted model server lives in this process). */
-function run(args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Ran> {
-  return new Promise((done) => {
-    execFile(process.execPath, [CLI, ...args], { cwd, env, timeout: timeoutMs, maxBuffer: 32 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
-      const code = error ? (typeof (error as NodeJS.ErrnoException).code === 'number' ? (error as unknown as { code: number }).code : null) : 0;
-      done({ code, stdout, stderr: error && code === null ? `${stderr}\n${error.message}` : stderr });
-    });
-  });
-}
 
 it('can bound processes here (a fork bomb must not run unbounded)', () => {
   // Root without a cgroup cannot be bounded (RLIMIT_NPROC never applies to uid 0): fail in CI, skip the rest elsewhere.
@@ -52,13 +35,13 @@ it('can bound processes here (a fork bomb must not run unbounded)', () => {
 describe.skipIf(!bounded)('hostile tasks beside a sibling', () => {
   let repo = '';
   let server: ScriptedModelServer | null = null;
-  let result: Ran = { code: null, stdout: '', stderr: '' };
+  let result: CliRun = { code: null, stdout: '', stderr: '' };
 
   beforeAll(async () => {
     const project = sampleProjectWithOrigin('polly-bounds-');
     repo = project.repo;
     let env = gitTestEnv();
-    const init = await run(['init'], repo, env, 30_000);
+    const init = await runCliAsync(['init'], repo, env, 30_000);
     expect(init.code, init.stderr).toBe(0);
     const script = readFileSync(join(FIXTURES, 'workers-script.yaml'), 'utf8').replace('"LONG_TEXT"', JSON.stringify('y'.repeat(3 * 1024 * 1024)));
     server = await startScriptedModelServer({ script: parseModelScript(script, 'workers-script.yaml') });
@@ -76,7 +59,7 @@ describe.skipIf(!bounded)('hostile tasks beside a sibling', () => {
     };
     const plan = join(project.root, 'plan.yaml');
     copyFileSync(join(FIXTURES, 'plan.yaml'), plan);
-    result = await run(['run', plan, '--yes', '--json'], repo, env, 400_000);
+    result = await runCliAsync(['run', plan, '--yes', '--json'], repo, env, 400_000);
   }, 480_000);
 
   afterAll(async () => {

@@ -11,7 +11,8 @@
  * tests once, `polly init`, then one `polly run` of `<fixtures>/plan.yaml` with the workers pointed
  * at a scripted model server playing `<fixtures>/workers-script.yaml`.
  */
-import { copyFileSync, readFileSync, realpathSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { gitTestEnv, type TestRepo } from './git-repo.js';
@@ -56,7 +57,7 @@ export interface ToolchainProjectRun {
   /** Wall time of that `polly run`, ms. */
   runMs: number;
   server: ScriptedModelServer;
-  /** What `polly` ran with on top of the test git env: PATH outside HOME, the scripted models' keys. */
+  /** What `polly` ran with on top of the test git env: PATH outside HOME, the scripted models' keys (and HOME, with `homeToolchain`). */
   env: Record<string, string>;
   /** The main checkout as a TestRepo, for test/helpers/human-merge.ts. */
   testRepo: TestRepo;
@@ -77,16 +78,25 @@ export async function runWithSystemToolchain(options: {
   fixtures: string;
   pristineTest: string[];
   runTimeoutMs?: number;
+  /**
+   * Run `polly run` (not the pristine tests or `polly init`) as a developer whose toolchain is
+   * installed under HOME: a fresh HOME in the project's root with, in `bin` (e.g. `.cargo/bin`,
+   * rustup's proxies), one script per tool that runs the system's tool and then prints
+   * {@link HOME_TOOLCHAIN_MARKER} `<tool>` on stderr; that directory goes first on PATH. A check
+   * whose output ends with the marker ran the HOME copy, through Polly's sandbox.
+   */
+  homeToolchain?: { bin: string; tools: string[] };
 }): Promise<ToolchainProjectRun> {
   const project = await createRealProjectRepo(options.prefix, options.populate, options.message);
   const path = { PATH: systemPath() };
+  const home = options.homeToolchain ? homeWithToolchain(project.root, options.homeToolchain) : null;
   const [cmd, ...args] = options.pristineTest;
   const pristine = await runAsync(cmd!, args, project.repo, { ...gitTestEnv(), ...path }, 180_000);
   if (pristine.code !== 0) throw new Error(`the pristine project's own tests (${options.pristineTest.join(' ')}) must pass:\n${pristine.stdout}\n${pristine.stderr}`);
   const init = await polly(['init'], project.repo, path, 30_000);
   if (init.code !== 0) throw new Error(`polly init failed (exit ${init.code}):\n${init.stderr}`);
   const server = await startScriptedModelServer({ script: parseModelScript(readFileSync(join(options.fixtures, 'workers-script.yaml'), 'utf8'), 'workers-script.yaml') });
-  const env = { ...path, ...useScriptedModels(project.repo, server.url) };
+  const env = { ...path, ...(home ?? {}), ...useScriptedModels(project.repo, server.url) };
   const plan = join(project.root, 'plan.yaml');
   copyFileSync(join(options.fixtures, 'plan.yaml'), plan);
   const started = Date.now();
@@ -105,6 +115,31 @@ export async function runWithSystemToolchain(options: {
     },
   };
   return { project, pristine, init, result, runMs, server, env, testRepo };
+}
+
+/** What a HOME toolchain shim of {@link runWithSystemToolchain} prints on stderr after the tool ran. */
+export const HOME_TOOLCHAIN_MARKER = '[home-toolchain]';
+
+/** A HOME under `root` with shims of `tools` in `bin` (see `homeToolchain`); returns HOME and PATH. */
+function homeWithToolchain(root: string, t: { bin: string; tools: string[] }): { HOME: string; PATH: string } {
+  const home = join(root, 'home');
+  const bin = join(home, t.bin);
+  mkdirSync(bin, { recursive: true });
+  for (const tool of t.tools) {
+    const real = spawnSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8', env: { PATH: systemPath() } }).stdout.trim();
+    if (!real) throw new Error(`homeToolchain: ${tool} is not on PATH outside HOME; install it first`);
+    writeFileSync(
+      join(bin, tool),
+      `#!/bin/sh
+${real} "$@"
+rc=$?
+echo "${HOME_TOOLCHAIN_MARKER} ${tool}" >&2
+exit $rc
+`,
+    );
+    chmodSync(join(bin, tool), 0o755);
+  }
+  return { HOME: home, PATH: `${bin}${delimiter}${systemPath()}` };
 }
 
 /** What `polly pr sync --json` prints: the after-merge pass and the local forge's check of moved bases. */

@@ -19,16 +19,21 @@ export function runCli(args: string[], cwd: string, env: NodeJS.ProcessEnv = {})
 
 /**
  * `runCli` without blocking the test's event loop: for a CLI that talks to a server running in the
- * test process (the GitHub API simulator), which `spawnSync` would starve.
+ * test process (the GitHub API simulator, the scripted model server), which `spawnSync` would
+ * starve. `timeoutMs` (default 60 s) kills it with SIGTERM; then `code` is null and `stderr` ends
+ * with a line saying so. Output is kept whole (a run's stdout can be MiBs).
  */
-export function runCliAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+export function runCliAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...gitTestEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...gitTestEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code, signal) => {
+      const ended = code === null ? `\n[runCliAsync] polly ${args.join(' ')} ended by ${signal} (timeout ${timeoutMs} ms)` : '';
+      resolve({ code, stdout, stderr: stderr + ended });
+    });
   });
 }
