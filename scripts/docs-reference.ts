@@ -72,13 +72,17 @@ function defaultAt(path: string[]): unknown {
   return v;
 }
 
-/** Leaf rows (key path, type, default, description) under an object node, depth first. */
-function rows(node: JsonSchema, path: string[]): string[] {
+/**
+ * Leaf rows (key path, type, default, description) under an object node, depth first. A key with
+ * no description of its own (an entry of a keyed map such as `review.pairs`) takes its parent's.
+ */
+function rows(node: JsonSchema, path: string[], inherited = ''): string[] {
+  const own = typeof node.description === 'string' ? node.description : '';
   const props = node.properties as Record<string, JsonSchema> | undefined;
   if (node.type === 'object' && props && Object.keys(props).length > 0 && !Array.isArray(node.required)) {
-    return Object.entries(props).flatMap(([k, sub]) => rows(sub, [...path, k]));
+    return Object.entries(props).flatMap(([k, sub]) => rows(sub, [...path, k], own));
   }
-  const description = typeof node.description === 'string' ? node.description : '';
+  const description = own || inherited;
   return [`| \`${path.join('.')}\` | ${cell(typeOf(node))} | ${code(defaultAt(path))} | ${cell(description)} |`];
 }
 
