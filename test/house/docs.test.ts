@@ -3,8 +3,9 @@
  * render now (docs/reference/config.md from the config's JSON Schema, docs/reference/cli.md from
  * the commands' own help; regenerate with `npm run docs`), README.md stays a front page (at most
  * 20 KiB), and every relative link in README.md, CONTRIBUTING.md, CHANGELOG.md and docs/**\/*.md
- * names a file that exists and, with `#anchor`, a heading of that file (GitHub's heading ids). The
- * link checker is also run on planted broken links so the test cannot pass by finding none.
+ * names a file that exists and, with `#anchor`, a heading of that file (GitHub's heading ids), and
+ * every docs page is linked from the index docs/README.md. The link checker is also run on planted
+ * broken links so the test cannot pass by finding none.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -100,6 +101,13 @@ describe('the docs', () => {
     const links = files.map((f) => [...prose(readFileSync(f, 'utf8')).matchAll(/\]\(/g)].length).reduce((a, b) => a + b, 0);
     expect(links).toBeGreaterThan(30);
     expect(files.flatMap((f) => brokenLinks(f, readFileSync(f, 'utf8'), readIfExists))).toEqual([]);
+  });
+
+  it('every page under docs/ is linked from the index, docs/README.md (add a new page there)', () => {
+    const index = join(ROOT, 'docs', 'README.md');
+    const linked = new Set([...prose(readFileSync(index, 'utf8')).matchAll(/\]\(\s*([^)\s#]+)/g)].map((m) => resolve(dirname(index), decodeURIComponent(m[1]!))));
+    const pages = markdownFiles(join(ROOT, 'docs')).filter((f) => f !== index);
+    expect(pages.filter((f) => !linked.has(f)).map((f) => relative(ROOT, f))).toEqual([]);
   });
 
   it('the link check bites: a missing file and a missing heading are reported; code, URLs and good anchors are not', () => {
