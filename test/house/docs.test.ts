@@ -10,6 +10,8 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { COMMANDS } from '../../brain/cli.js';
+import { configKeyPaths } from '../../brain/config/config.js';
 import { REFERENCE_FILES, REGENERATE, renderCliReference, renderConfigReference } from '../../scripts/docs-reference.js';
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '../..');
@@ -84,6 +86,11 @@ describe('the docs', () => {
       expect(onDisk, `${rel} is missing or out of date: run "${REGENERATE}"`).toBe(text);
     }
     // They really come from the sources: every config key and every command is in them.
+    const paths = configKeyPaths();
+    const leaves = paths.filter((p) => !paths.some((q) => q.startsWith(`${p}.`)));
+    expect(leaves.length).toBeGreaterThan(40);
+    expect(leaves.filter((p) => !expected[REFERENCE_FILES.config]!.includes(`| \`${p}`))).toEqual([]);
+    for (const name of Object.keys(COMMANDS)) expect(expected[REFERENCE_FILES.cli]).toContain(`\n## polly ${name}\n`);
     expect(expected[REFERENCE_FILES.config]).toContain('| `pr.max_fix_rounds` | integer 0-10 | `3` |');
     expect(expected[REFERENCE_FILES.cli]).toContain('## polly retry\n');
     expect(expected[REFERENCE_FILES.cli]).toContain('Usage: polly pr list [--all] [--json]');
