@@ -6,7 +6,7 @@
  * The server is the repository's detached one (brain/process/scripted-model-daemon.ts): it outlives
  * the command while the Brain or a worker may still call it (after Ctrl-C the workers finish their
  * turn, as under `polly run`), and a later `--script` command reuses it, so an adopted worker keeps
- * its endpoint. The script format: README "Try it without API keys: polly try".
+ * its endpoint. The script format: docs/guide.md "Try it without API keys: polly try".
  */
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';

@@ -8,7 +8,7 @@
  * config put back byte for byte afterwards. A plan file run again goes through `polly run`'s
  * recognition (brain/process/resume.ts matchPlanFile): the same file resumes its plan, a changed one
  * is a new plan or is refused naming the difference. `polly retry --script` and `polly resume
- * --script` go on after a failure or Ctrl-C. The script format: README "Try it without API keys:
+ * --script` go on after a failure or Ctrl-C. The script format: docs/guide.md "Try it without API keys:
  * polly try" and `schemas/model-script.schema.json`.
  */
 import { readFileSync } from 'node:fs';
@@ -33,7 +33,7 @@ For the run, .polly/config.yaml points the workers at the server; it is restored
 The server is a process of its own (.polly/scripted-model.json): after Ctrl-C the workers finish
 their turn against it, as under "polly run". Go on after a failure or Ctrl-C without keys with
 "polly retry TASK-ID --script SCRIPT.yaml" or "polly resume --script SCRIPT.yaml".
-The script format is in the README ("Try it without API keys: polly try") and its JSON Schema is
+The script format is in docs/guide.md ("Try it without API keys: polly try") and its JSON Schema is
 schemas/model-script.schema.json in the package.
 
   --script FILE  the model script (YAML): sessions matched on role/task, one turn per prompt
@@ -45,7 +45,7 @@ Exit codes: as polly run (0 every task ready; 1 refused, rejected or a task fail
     const { values, positionals } = parseCommandArgs('try', argv, { script: { type: 'string' }, yes: { type: 'boolean' }, json: { type: 'boolean' } }, 1);
     const plan = positionals[0];
     if (!plan) throw new PollyError('bad_input', 'polly try: which plan? Give the path of a plan file, e.g. polly try plan.yaml --script script.yaml.');
-    if (!values.script) throw new PollyError('bad_input', 'polly try: which model script? Give --script FILE (its format: README "Try it without API keys: polly try").');
+    if (!values.script) throw new PollyError('bad_input', 'polly try: which model script? Give --script FILE (its format: docs/guide.md "Try it without API keys: polly try").');
     // Every input is checked before anything is started or written (the server, config.yaml).
     const planPath = resolve(io.cwd, plan);
     let planText: string;
@@ -54,7 +54,7 @@ Exit codes: as polly run (0 every task ready; 1 refused, rejected or a task fail
     } catch (error) {
       throw new PollyError(
         'bad_input',
-        `polly try: cannot read the plan file ${planPath}: ${(error as Error).message}. Give the path of a plan file (YAML; README "The plan format").`,
+        `polly try: cannot read the plan file ${planPath}: ${(error as Error).message}. Give the path of a plan file (YAML; docs/guide.md "The plan format").`,
         {
           cause: error,
           details: { file: planPath },

@@ -105,7 +105,7 @@ export interface PollyConfig {
     max_fix_rounds: number;
   };
   /**
-   * Where the durable runtime's runs live (README "Storage"; brain/registry/run-storage.ts):
+   * Where the durable runtime's runs live (docs/storage.md; brain/registry/run-storage.ts):
    * `lmdb`, the embedded store in `.polly/runs/` (default), or `postgres`, a PostgreSQL database
    * several Polly processes on several machines share. Optional for configs written before it.
    */

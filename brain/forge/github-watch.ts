@@ -78,7 +78,7 @@ export interface PullWatchOptions {
 /**
  * Seconds between two watcher passes in the Brain loop, by default (config
  * `forge.github.watch_seconds`). Measured with
- * `npm run bench -- prwatch` (see README "Watching PRs on GitHub"): at 60 s an unchanged PR costs
+ * `npm run bench -- prwatch` (see docs/pull-requests.md "Watching PRs on GitHub"): at 60 s an unchanged PR costs
  * 360 requests an hour, all 304s (free against the primary limit), and an active one ~20 charged
  * requests an hour: 20 active PRs use well under a tenth of GitHub's 5,000 requests an hour, and
  * feedback reaches the worker within a minute.

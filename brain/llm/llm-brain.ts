@@ -214,7 +214,7 @@ export function startLlmBrain(options: LlmBrainOptions): LlmBrain {
     // claude would start, print "Not logged in" into its session log and wait: say it up front.
     throw new PollyError(
       'agent_refused',
-      'The Brain runs claude with a private CLAUDE_CONFIG_DIR, so your own "claude login" is not used: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment of "polly goal". Without a key, try "npm run demo", or "polly try PLAN.yaml --script SCRIPT.yaml" (your own plan with a scripted model, README "Try it without API keys"); "polly run PLAN.yaml" needs no LLM Brain but its workers still need their keys.',
+      'The Brain runs claude with a private CLAUDE_CONFIG_DIR, so your own "claude login" is not used: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment of "polly goal". Without a key, try "npm run demo", or "polly try PLAN.yaml --script SCRIPT.yaml" (your own plan with a scripted model, docs/guide.md "Try it without API keys: polly try"); "polly run PLAN.yaml" needs no LLM Brain but its workers still need their keys.',
     );
   }
   const stateDir = resolve(options.stateDir);

@@ -68,7 +68,7 @@ async function exitsWithin(exited: Promise<void>, ms: number): Promise<boolean> 
  * 2. SIGTERM: its graceful stop closes its LLM session (claude and its `polly mcp --brain`), and its
  *    standby runners end with it (their stdin pipe closes); wait up to `graceMs`;
  * 3. SIGKILL its process group.
- * Workers in a turn are detached runners and are not signalled: the next Brain adopts them (README,
+ * Workers in a turn are detached runners and are not signalled: the next Brain adopts them (docs/guide.md,
  * "Stopping and resuming").
  * @param idleMs   ms; 0 when the command was interrupted (default 10,000).
  * @param graceMs  ms after SIGTERM before SIGKILL (default 15,000: the LLM session gets 5 s + 2 s).

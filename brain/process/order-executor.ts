@@ -435,7 +435,7 @@ export async function runReadOnlyTask(
       tx.emit('task.status', { taskId, status: 'running' });
     }
   });
-  // Not the Brain's signal: a stopping Brain leaves its workers running (README "Stopping and resuming").
+  // Not the Brain's signal: a stopping Brain leaves its workers running (docs/guide.md "Stopping and resuming").
   const watch = await createBudgetWatch({ store: deps.store, task }, new AbortController().signal);
   const park = (draft: Registry, tx: RegistryTx, stop: BudgetStop, workerId: string | null): void => {
     const t = draft.tasks[taskId]!;

@@ -4,7 +4,7 @@
  * workers it answers can outlive the command that started it.
  *
  * Why a process of its own: the Brain and its workers are detached (brain/process/daemon.ts); after
- * Ctrl-C the command stops its Brain and the workers finish their turn on their own (README
+ * Ctrl-C the command stops its Brain and the workers finish their turn on their own (docs/guide.md
  * "Stopping and resuming"). A server inside the command would die with it and fail that turn with
  * "Connection error"; one inside the Brain would die at its graceful stop.
  *

@@ -1,14 +1,21 @@
 // `polly try` checks its inputs before it starts anything: a plan file that is not there is named
 // as polly try's (not polly run's) error and leaves config.yaml untouched with no model server
-// started; without --script it points to the README section that exists.
+// started; both errors point to a docs page and a section of it that exist.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createTestRepo } from '../helpers/git-repo.js';
 import { runCli } from '../helpers/registry-cli.js';
 
+/** The docs page and section an error names as `docs/PAGE.md "SECTION"`. */
+function docsSection(stderr: string): { page: string; section: string } {
+  const m = /(docs\/[\w./-]+\.md) "([^"]+)"/.exec(stderr);
+  if (!m) throw new Error(`no docs section named in: ${stderr}`);
+  return { page: m[1]!, section: m[2]! };
+}
+
 describe('polly try inputs', () => {
-  it('a missing plan file: exit 2 before any side effect; no --script: the README section it names exists', () => {
+  it('a missing plan file: exit 2 before any side effect; it and no --script name a docs section that exists', () => {
     const repo = createTestRepo();
     expect(runCli(['init'], repo.dir).code).toBe(0);
     const config = join(repo.dir, '.polly', 'config.yaml');
@@ -24,12 +31,14 @@ describe('polly try inputs', () => {
 
     const noScript = runCli(['try', 'plan.yaml'], repo.dir);
     expect(noScript.code).toBe(2);
-    const section = /README "([^"]+)"/.exec(noScript.stderr)?.[1];
-    expect(section, noScript.stderr).toBe('Try it without API keys: polly try');
-    const headings = readFileSync(join(process.cwd(), 'README.md'), 'utf8')
-      .split('\n')
-      .filter((l) => l.startsWith('#'))
-      .map((l) => l.replace(/^#+\s*/, '').replaceAll('`', ''));
-    expect(headings).toContain(section);
+    expect(docsSection(noScript.stderr)).toEqual({ page: 'docs/guide.md', section: 'Try it without API keys: polly try' });
+    expect(docsSection(missing.stderr)).toEqual({ page: 'docs/guide.md', section: 'The plan format' });
+    for (const { page, section } of [docsSection(noScript.stderr), docsSection(missing.stderr)]) {
+      const headings = readFileSync(join(process.cwd(), page), 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('#'))
+        .map((l) => l.replace(/^#+\s*/, '').replaceAll('`', ''));
+      expect(headings, page).toContain(section);
+    }
   });
 });

@@ -40,7 +40,7 @@
  * Layout 2 (no `recent-run-ids`) is layout 3 with an empty recent index: opening one only raises
  * `meta.format`, so that an older Polly, which would not look up recent ids, refuses it.
  *
- * Why it is safe and fast (see README "Storage"):
+ * Why it is safe and fast (see docs/storage.md):
  * - One update = one lmdb-js asynchronous `transaction()` callback: it runs inside LMDB's single
  *   write transaction, which holds LMDB's writer lock (shared by every process that opens the
  *   file), so read-modify-write of one run is atomic across processes; the run, its `live` mark
@@ -58,7 +58,7 @@
  *   event turn, or `expireLeases` over 100,000 live runs) left a free list of ~7,000 pages (14
  *   overflow pages of its own) and made every later single step 3-4× as expensive in CPU; with
  *   commits of at most 64 updates the free list stays within one page and a step costs the same at
- *   100 and at 100,000 live runs (measured with `npm run bench -- runtime`, see README "Storage").
+ *   100 and at 100,000 live runs (measured with `npm run bench -- runtime`, see docs/storage.md).
  * - Crash safety: LMDB is copy-on-write with two meta pages; a process killed at any point leaves
  *   the last committed transaction (lmdb.tech/doc, "Caveats": robust mutexes recover a writer
  *   lock held by a dead process).
