@@ -28,7 +28,7 @@ export const COMMANDS: Record<string, { module: string; summary: string }> = {
   try: { module: './commands/try.js', summary: 'run a plan with the real agent CLIs against a scripted model (no API key)' },
   resume: { module: './commands/resume.js', summary: 'resume a plan after the Brain stopped or crashed' },
   retry: { module: './commands/retry.js', summary: 'run tasks that stopped again, in their worktree, with their work' },
-  pr: { module: './commands/pr.js', summary: 'list, show or diff pull requests on the local forge' },
+  pr: { module: './commands/pr.js', summary: 'pull requests: list, show, diff, order, sync; on the local forge also comment, request changes, set a check' },
   ui: { module: './commands/ui.js', summary: 'open a local web dashboard: goals, plans and the plan gate, live workers, PRs, journal' },
 };
 

@@ -50,6 +50,8 @@ export const POLLY_GITIGNORE = [
   'logs/',
   'guard/',
   'notify-cursor',
+  'base-checks/',
+  'scripted-model.json',
   '',
 ].join('\n');
 

@@ -152,6 +152,32 @@ describe('fresh base', () => {
     expect(warnings[0]).toMatch(/^p4-t1: warning: could not fetch local-only from origin \(.*\); the worktree starts from the local local-only, which may be stale\./);
   });
 
+  test("an origin whose HEAD names a branch nobody pushed (git init --bare's master beside main): the base is origin/main, and unpushed local commits are named", async () => {
+    const s = createPrStepSetting({ 'README.md': '# r\n' });
+    git(s.repo.remote, ['symbolic-ref', 'HEAD', 'refs/heads/master']);
+    s.repo.git(['remote', 'set-head', 'origin', '--delete']);
+    const pushed = s.repo.git(['rev-parse', 'main']);
+    const local = commitIn(s.repo.dir, { '.polly-note': 'config\n' }, 'Polly config (not pushed)');
+    const [task] = await approvePlan(s, 'p5', PLAN(null));
+    const forge = createLocalForge({ repoRoot: s.repo.dir, store: s.store });
+    const runner = toolRunner(s, { forge, supervisor: noAgents, config: testConfig(null), agentEnv: {} });
+    let t: TaskRecord | null = null;
+    await runner.run(
+      async (ctx) => {
+        t = (await ensureWorktree(ctx)).task;
+        return { outcome: 'ok', note: 'worktree ready' };
+      },
+      task!.id,
+      'o1',
+    );
+    expect(s.repo.git(['rev-parse', 'refs/remotes/origin/main'])).toBe(pushed);
+    // Local main is strictly ahead: the task builds on it, and the user is told the PR carries the commit.
+    expect((t as unknown as TaskRecord).baseCommit).toBe(local);
+    expect(runner.progress).toContain(
+      `${task!.id}: warning: local main has 1 commit(s) not on origin/main; the worktree starts from local main, so its PR will carry them too. Push them first to keep the PR to the task's own work.`,
+    );
+  });
+
   test('a plan with a base that is not a branch name is refused naming the field', () => {
     expect(() => parsePlanFile(PLAN('../etc'), 'bad.yaml')).toThrow(/tasks\[0\]\.base: a base is a branch name/);
   });

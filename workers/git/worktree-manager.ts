@@ -407,6 +407,14 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         const ls = await git.run(['ls-remote', '--symref', remote, 'HEAD'], { cwd: info.root, okExitCodes: [1, 2, 128] });
         name = /^ref: refs\/heads\/(\S+)\tHEAD$/m.exec(ls.stdout)?.[1] ?? null;
       }
+      // The remote names no default branch: no origin/HEAD and its HEAD unborn (a `git init --bare`
+      // whose HEAD names a branch nobody pushed, e.g. master beside a pushed main). The checkout's
+      // branch then, as the local fallback would take: fetched when the remote has it, else the
+      // fetch fails and the user is warned, never a silent start from the local branch.
+      if (name === null) {
+        const local = await git.run(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: info.root, okExitCodes: [1, 128] });
+        name = local.exitCode === 0 ? firstLine(local) || null : null;
+      }
       if (name === null) return null;
     }
     const ref = `refs/remotes/${remote}/${name}`;
