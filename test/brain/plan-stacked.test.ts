@@ -52,36 +52,27 @@ describe('stacked_on', () => {
     const s = createPrStepSetting({ 'a.txt': 'a\n' });
     const forge = createLocalForge({ repoRoot: s.repo.dir, store: s.store });
     const runner = toolRunner(s, { forge, supervisor: noAgents, config: testConfig(null), agentEnv: {} });
-    const parent = await createGreenTask(s, 'p1', { 'b.txt': 'b\n' });
-    expect((await runner.run(createPushTool(), 'p1', 'push')).outcome).toBe('ok');
-    const now = new Date().toISOString();
+    const parent = await createGreenTask(s, 'px-api', { 'b.txt': 'b\n' });
+    expect((await runner.run(createPushTool(), 'px-api', 'push')).outcome).toBe('ok');
+    // The stacked task's record as the Brain makes it on approval.
+    const plan = parsePlanFile(`tasks:${task('api')}${task('users', '\n    stacked_on: api')}`, 'plan.yaml');
+    const at = new Date().toISOString();
+    const record: PlanRecord = { id: 'px', goalId: null, createdAt: at, tasks: plan.tasks, admission: null, gate: 'approved', askedAt: null, decidedAt: at, decidedBy: 'test' };
+    const users = planTaskRecord(record, plan.tasks[1]!, testConfig(null), at);
     await s.store.update((draft) => {
-      draft.tasks.p2 = {
-        ...parent,
-        id: 'p2',
-        title: 'child',
-        status: 'queued',
-        branch: null,
-        worktree: null,
-        baseBranch: 'polly/p1',
-        stackedOn: 'p1',
-        baseCommit: null,
-        headCommit: null,
-        createdAt: now,
-        updatedAt: now,
-      };
+      draft.tasks[users.id] = users;
     });
     const ctx = {
       repoRoot: s.repo.dir,
       store: s.store,
       config: testConfig(null),
-      task: (await s.store.read()).tasks.p2!,
+      task: users,
       worktrees: s.worktrees,
       order: { id: 'o1', kind: 'tool', tool: 'dispatch_task', attempt: 1 },
       progress: () => {},
     } as unknown as TaskToolContext;
     const { task: child } = await ensureWorktree(ctx);
-    expect(child).toMatchObject({ branch: 'polly/p2', baseBranch: 'polly/p1', baseCommit: parent.headCommit });
+    expect(child).toMatchObject({ branch: 'polly/px-users', baseBranch: 'polly/px-api', baseCommit: parent.headCommit });
     expect(git(child.worktree!, ['show', 'HEAD:b.txt'])).toBe('b');
   }, 60_000);
 });
