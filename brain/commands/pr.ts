@@ -25,7 +25,8 @@ import { agentEnvFrom } from '../process/agent-env.js';
 import { FIX_ROUND_NOT_STARTED, fixRoundBlocker } from '../process/pr-events.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { createGitRunner } from '../../workers/git/git.js';
-import { landingOrder, pairwiseConflicts } from '../forge/landing-order.js';
+import { computeLanding } from '../forge/landing-order.js';
+import { landingCandidates, syncLandingOrder } from '../forge/landing-sync.js';
 
 /** One row of `polly pr list`: a local forge PR, or a GitHub PR as the PR watcher last saw it. */
 interface PullRequestRow {
@@ -104,7 +105,8 @@ const USAGE = `Usage: polly pr list [--all] [--json]
 Pull requests on the local forge (recorded in .polly/registry.json, branches on origin).
   list   open PRs (draft or ready); --all includes merged and closed ones
   order  the order to merge the open PRs in with the fewest conflicts: which pairs conflict
-         (git merge-tree of their heads) and what each must land after (docs/plan-paths.md)
+         (git merge-tree of their heads), what each must land after, and stacked PRs after
+         the PR they target (docs/landing-order.md)
   show   one PR: state, branches, commits, body, reviews and their line comments
   diff   what the PR changes: git diff <base>...<head> (after a merge: from the base it was opened on)
   comment          add a comment to the PR (on one line of a file with --file/--line: the new
@@ -122,7 +124,9 @@ Pull requests on the local forge (recorded in .polly/registry.json, branches on 
          GitHub it first reads every open PR's reviews, comments, checks and mergeability (the
          Brain's PR watcher, every 60 s) and journals what is new; on the local forge it runs
          Polly's own check of each ready PR whose base moved: the acceptance commands on the
-         head merged with the base's tip, once per (head, base); red journals pr.checks_failed
+         head merged with the base's tip, once per (head, base); red journals pr.checks_failed.
+         Then stacked PRs whose parent merged are retargeted to its base, and the landing order
+         is recomputed and written into each PR's body ("Land after #N")
 
 Polly never merges: review the diff, then merge with git (merge, fast-forward, squash or
 rebase) and push; Polly notices and marks the PR merged.
@@ -339,25 +343,25 @@ export const command: Command = {
     if (sub === 'order') {
       const args = parseCommandArgs('pr order', rest, { json: { type: 'boolean' } }, 0);
       const forge = await openLocalForge(io.cwd, io.env);
+      // Refresh the local records first (heads pushed again, human merges), then order one forge's open PRs.
+      await forge.records({ state: 'open' });
       const registry = await forge.readRegistry();
-      // One forge's PRs: local numbers and GitHub numbers are different sequences.
-      const local = (await forge.records({ state: 'open' })).map((p) => localRow(p, registry));
-      const rows = (local.length > 0 ? local : githubRows(registry, false)).filter((r): r is PullRequestRow & { headCommit: string } => r.headCommit !== null);
-      const prs = rows.map((r) => ({ number: r.number, headCommit: r.headCommit })).sort((x, y) => x.number - y.number);
-      const pairs = await pairwiseConflicts(createGitRunner(), forge.repoRoot, prs);
-      const plan = landingOrder(
-        prs.map((p) => p.number),
-        pairs,
-      );
-      const byNumber = new Map(rows.map((r) => [r.number, r]));
-      const filesWith = (a: number, b: number): string[] => pairs.find((c) => (c.a === a && c.b === b) || (c.a === b && c.b === a))?.files ?? [];
+      const { prs } = landingCandidates(registry);
+      const plan = await computeLanding(createGitRunner(), forge.repoRoot, prs);
+      const byNumber = new Map(prs.map((r) => [r.number, r]));
+      const filesWith = (a: number, b: number): string[] => plan.pairs.find((c) => (c.a === a && c.b === b) || (c.a === b && c.b === a))?.files ?? [];
       if (args.values.json) {
         writeJson(io.stdout, {
           order: plan.order,
           conflicting: plan.conflicts,
           exact: plan.exact,
-          pairs,
-          prs: plan.order.map((n) => ({ number: n, title: byNumber.get(n)!.title, after: plan.after[n] ?? [] })),
+          pairs: plan.pairs,
+          prs: plan.order.map((n) => ({
+            number: n,
+            title: byNumber.get(n)!.title,
+            after: plan.after[n] ?? [],
+            stackedOn: plan.stackedOn[n] ?? null,
+          })),
         });
         return 0;
       }
@@ -371,9 +375,13 @@ export const command: Command = {
       );
       plan.order.forEach((n, i) => {
         const before = plan.after[n] ?? [];
-        const why = before.length
-          ? `after ${before.map((b) => `#${b}`).join(', ')}: conflicts in ${[...new Set(before.flatMap((b) => filesWith(n, b)))].join(', ')}; once those merge, its base is merged in by a fix round`
-          : 'lands clean';
+        const parent = plan.stackedOn[n];
+        const why =
+          parent !== undefined
+            ? `after #${parent}: stacked on it (targets ${byNumber.get(n)!.base}); once #${parent} merges, Polly retargets it to #${parent}'s base and merges that in`
+            : before.length
+              ? `after ${before.map((b) => `#${b}`).join(', ')}: conflicts in ${[...new Set(before.flatMap((b) => filesWith(n, b)))].join(', ')}; once those merge, its base is merged in by a fix round`
+              : 'lands clean';
         writeLine(io.stdout, `  ${i + 1}. #${n} ${visibleLine(byNumber.get(n)!.title)} — ${why}`);
       });
       return 0;
@@ -496,7 +504,15 @@ export const command: Command = {
         forge.kind === 'local'
           ? await createLocalPrChecks({ repoRoot: ctx.repo.root, store: ctx.store, config: ctx.config, progress: (l) => io.stderr.write(`${l}\n`) }).pass()
           : null;
-      if (args.values.json) writeJson(io.stdout, { ...report, ...(watch ? { watch } : {}), ...(checks ? { localChecks: checks } : {}) });
+      // The landing order of what is still open, into the registry (the dashboard) and each PR's body.
+      const landing = await syncLandingOrder({ store: ctx.store, forge, git: createGitRunner(), repoRoot: ctx.repo.root });
+      if (args.values.json)
+        writeJson(io.stdout, {
+          ...report,
+          ...(watch ? { watch } : {}),
+          ...(checks ? { localChecks: checks } : {}),
+          landing: { order: landing.landing?.order ?? [], after: landing.landing?.after ?? {}, updated: landing.updated, errors: landing.errors },
+        });
       else {
         if (watch) {
           const events = Object.entries(watch.events).map(([k, n]) => `${n} ${k}`);
@@ -509,6 +525,17 @@ export const command: Command = {
         for (const d of report.done) writeLine(io.stdout, `${d.taskId}: PR #${d.number} merged by a human → done; worktree removed after backup ${d.backupRef ?? '(none needed)'}`);
         for (const c of report.closed) writeLine(io.stdout, `${c}: PR closed without merging`);
         for (const e of report.errors) writeLine(io.stdout, `${e.taskId}: ${e.message}`);
+        for (const r of report.retargeted ?? [])
+          writeLine(
+            io.stdout,
+            `${r.taskId}: stacked on ${r.parentTaskId}, which merged: ${r.number !== null ? `PR #${r.number} retargeted` : 'base moved'} from ${r.from} to ${r.to}`,
+          );
+        if (landing.updated.length)
+          writeLine(
+            io.stdout,
+            `landing order ${landing.landing!.order.map((n) => `#${n}`).join(' → ')}: written into the body of PR ${landing.updated.map((n) => `#${n}`).join(', ')}`,
+          );
+        for (const e of landing.errors) writeLine(io.stdout, `PR #${e.number}: its landing order could not be written: ${e.message}`);
         for (const c of checks?.checked ?? [])
           writeLine(
             io.stdout,
@@ -517,7 +544,7 @@ export const command: Command = {
         for (const e of checks?.errors ?? []) writeLine(io.stdout, `PR #${e.number}: the check on the merge with its base could not run: ${e.message}`);
         if (!report.done.length && !report.closed.length && !report.errors.length) writeLine(io.stdout, `no merges since the last check (${report.checked.length} PR(s) checked)`);
       }
-      return report.errors.length || watch?.errors.length || checks?.errors.length ? 1 : 0;
+      return report.errors.length || watch?.errors.length || checks?.errors.length || landing.errors.length ? 1 : 0;
     }
     if (sub === 'merge') {
       throw new PollyError('bad_input', 'polly pr has no merge: Polly never merges. Review with "polly pr diff <number>", then merge with git yourself.');

@@ -9,7 +9,15 @@
  * `refs/polly/backup/` — the ref is recorded in `task.backupRefs`, and the task becomes `done`
  * (journal `task.done`). A PR closed without merging is recorded as closed; the task is untouched.
  *
- * Polly never merges anything itself: this only reads.
+ * Stacked tasks (plan key `stacked_on`, docs/landing-order.md): once a parent task's PR is merged,
+ * each task stacked on it that is not finished yet gets the parent's base as its own: its open PR
+ * is retargeted there (`Forge.retarget`; GitHub `PATCH …/pulls/{n}` with `base`), its
+ * `baseBranch` follows, and `pr.retargeted` {forge, number, taskId, from, to, parentTaskId,
+ * parentNumber} is journaled when it had started (a worktree or a PR). The PR event router
+ * (brain/process/pr-events.ts) takes that event as a base-merge fix round (CONFLICTS: the new base
+ * is merged in, never a rebase). A retarget that fails is retried on the next pass.
+ *
+ * Polly never merges anything itself: this only reads (and retargets stacked PRs).
  */
 import { isPollyError } from '../core/errors.js';
 import type { Forge, PullRequestInfo } from './forge.js';
@@ -19,7 +27,7 @@ import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
 
 export interface WatchMergesInput {
   store: Pick<RegistryStore, 'read' | 'update'>;
-  forge: Pick<Forge, 'getPullRequest'>;
+  forge: Pick<Forge, 'getPullRequest' | 'retarget'>;
   worktrees: Pick<WorktreeManager, 'remove'>;
   /** Diagnostics (one line each) for stderr / the live view. */
   progress?: (line: string) => void;
@@ -42,6 +50,8 @@ export interface WatchMergesReport {
   closed: string[];
   /** Task ids whose PR could not be read or whose cleanup failed (retried on the next pass). */
   errors: Array<{ taskId: string; message: string }>;
+  /** Stacked tasks given their merged parent's base in this pass (`number`: their PR, null before it opened). */
+  retargeted?: Array<{ taskId: string; number: number | null; from: string; to: string; parentTaskId: string }>;
 }
 
 const OPEN = new Set(['draft', 'open', 'ready']);
@@ -109,5 +119,53 @@ export async function watchMerges(input: WatchMergesInput): Promise<WatchMergesR
     input.progress?.(`${task.id}: PR #${pr.number} merged by a human; worktree removed (backup ${backupRef ?? 'none'})${removalNotes.map((n) => `; ${n}`).join('')}`);
     report.done.push({ taskId: task.id, number: pr.number, mergeCommitSha: info.mergeCommitSha, backupRef });
   }
+  await retargetStacked(input, report, now);
   return report;
+}
+
+/**
+ * The stacked part of a pass (see the module doc): every unfinished task stacked on a merged or
+ * done parent whose base is still the parent's branch gets the parent's base. Idempotent.
+ */
+async function retargetStacked(input: WatchMergesInput, report: WatchMergesReport, now: () => Date): Promise<void> {
+  const reg = await input.store.read();
+  for (const child of Object.values(reg.tasks)) {
+    const parent = child.stackedOn ? reg.tasks[child.stackedOn] : undefined;
+    if (!parent || (parent.status !== 'merged' && parent.status !== 'done')) continue;
+    if (child.status === 'merged' || child.status === 'done' || child.status === 'cancelled' || child.status === 'failed') continue;
+    const from = `polly/${parent.id}`;
+    const to = parent.baseBranch;
+    if (child.baseBranch !== from || !to || to === from) continue;
+    const number = child.pr && OPEN.has(child.pr.state) ? child.pr.number : null;
+    if (number !== null) {
+      try {
+        await input.forge.retarget(number, to);
+      } catch (error) {
+        report.errors.push({ taskId: child.id, message: `retargeting PR #${number} from ${from} to ${to} failed: ${isPollyError(error) ? error.message : String(error)}` });
+        continue;
+      }
+    }
+    await input.store.update((draft, tx) => {
+      const t = draft.tasks[child.id];
+      if (!t || t.baseBranch !== from) return;
+      t.baseBranch = to;
+      t.updatedAt = now().toISOString();
+      // A task that has started (a worktree from the parent's branch, or a PR) merges the new base in: the event starts that round.
+      if (number !== null || t.worktree) {
+        tx.emit('pr.retargeted', {
+          forge: t.pr?.forge ?? null,
+          number,
+          taskId: t.id,
+          from,
+          to,
+          parentTaskId: parent.id,
+          parentNumber: parent.pr?.number ?? null,
+        });
+      }
+    });
+    (report.retargeted ??= []).push({ taskId: child.id, number, from, to, parentTaskId: parent.id });
+    input.progress?.(
+      `${child.id}: stacked on ${parent.id}, whose PR #${parent.pr?.number ?? '?'} merged: ${number !== null ? `PR #${number} retargeted` : 'base'} from ${from} to ${to}`,
+    );
+  }
 }

@@ -96,6 +96,15 @@ export interface Forge {
    * @throws PollyError `not_found` for an unknown PR.
    */
   updateBody(number: number, body: string): Promise<void>;
+  /**
+   * Change the branch an open PR targets: a stacked task's PR targets its parent task's branch, and
+   * once the parent merged it is retargeted to the parent's base (brain/forge/after-merge.ts). A
+   * no-op when the PR already targets `base`. GitHub: `PATCH /repos/{owner}/{repo}/pulls/{pull_number}`
+   * with `base` (https://docs.github.com/en/rest/pulls/pulls#update-a-pull-request); local: the record's base.
+   * @throws PollyError `not_found` for an unknown PR, `conflict` for a merged or closed one,
+   *   `forge_failed` when `base` does not exist on the remote.
+   */
+  retarget(number: number, base: string): Promise<void>;
   /** Read one PR's current state (merged included). */
   getPullRequest(number: number): Promise<PullRequestInfo>;
   /** List PRs, newest first. */

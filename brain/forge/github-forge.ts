@@ -283,6 +283,23 @@ export function createGitHubForge(options: GitHubForgeOptions): GitHubForge {
       if (r.notModified) throw new PollyError('internal', 'PATCH answered 304');
     },
 
+    async retarget(number: number, base: string): Promise<void> {
+      const raw = await rawPull(number);
+      if (raw.state !== 'open') {
+        throw new PollyError('conflict', `GitHub PR #${number} in ${owner}/${repo} is ${raw.merged_at ? 'merged' : 'closed'}; only an open PR can be retargeted to ${base}.`, {
+          details: { number, base },
+        });
+      }
+      if (raw.base.ref === base) return;
+      const r = await send(
+        `PATCH pulls/${number} (base ${base})`,
+        () => octokit.rest.pulls.update({ owner, repo, pull_number: number, base }) as unknown as Promise<{ data: RawPull; headers: Headers }>,
+      );
+      if (r.notModified) throw new PollyError('internal', 'PATCH answered 304');
+      // The cached GET of this PR names the old base: the next read must not be answered from it.
+      cache.delete(`pull:${number}`);
+    },
+
     async getPullRequest(number: number): Promise<PullRequestInfo> {
       return pullRequestInfoFromRest(await rawPull(number));
     },

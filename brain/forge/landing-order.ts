@@ -16,10 +16,14 @@
 import type { GitRunner } from '../../workers/git/git.js';
 import { PollyError } from '../core/errors.js';
 
-/** One open PR as the order sees it: its number and head commit. */
+/** One open PR as the order sees it: its number and head commit (and, for {@link computeLanding}, its branches). */
 export interface OrderablePullRequest {
   number: number;
   headCommit: string;
+  /** The branch it merges into; PRs into different bases are never compared. */
+  base?: string;
+  /** Its head branch: a PR whose base is another open PR's head is stacked on that PR. */
+  head?: string;
 }
 
 /** Two PRs whose heads conflict, and the files (sorted). */
@@ -119,4 +123,106 @@ export function landingOrder(numbers: readonly number[], conflicts: readonly Pai
       .map((j) => nums[j]!);
   });
   return { order: order.map((i) => nums[i]!), after, conflicts: rest.length, exact };
+}
+
+/** A landing order over PRs that may be stacked (see {@link computeLanding}). */
+export interface LandingPlan extends LandingOrder {
+  /** PR number → the open PR it is stacked on (its base is that PR's head branch). */
+  stackedOn: Record<number, number>;
+  /** The pairs whose heads conflict (same base only). */
+  pairs: PairConflict[];
+}
+
+/**
+ * The landing order of open PRs that may target each other (stacked tasks): the PRs into a branch
+ * no open PR has as its head are ordered by {@link landingOrder} over their pairwise conflicts
+ * ({@link pairwiseConflicts}, compared only within one base); a PR stacked on another (its base is
+ * that PR's head) lands right after it, `after` naming the parent, since it cannot land on the
+ * base before its parent does.
+ * @throws PollyError `git_failed` as {@link pairwiseConflicts}.
+ */
+export async function computeLanding(git: GitRunner, cwd: string, prs: readonly OrderablePullRequest[]): Promise<LandingPlan> {
+  const byHead = new Map(prs.filter((p) => p.head).map((p) => [p.head!, p.number]));
+  const stackedOn: Record<number, number> = {};
+  for (const p of prs) {
+    const parent = p.base !== undefined ? byHead.get(p.base) : undefined;
+    if (parent !== undefined && parent !== p.number) stackedOn[p.number] = parent;
+  }
+  const roots = prs.filter((p) => stackedOn[p.number] === undefined).sort((x, y) => x.number - y.number);
+  const pairs: PairConflict[] = [];
+  for (const base of [...new Set(roots.map((p) => p.base ?? ''))].sort())
+    pairs.push(
+      ...(await pairwiseConflicts(
+        git,
+        cwd,
+        roots.filter((p) => (p.base ?? '') === base),
+      )),
+    );
+  const plan = landingOrder(
+    roots.map((p) => p.number),
+    pairs,
+  );
+  const children = new Map<number, number[]>();
+  for (const [child, parent] of Object.entries(stackedOn))
+    children.set(
+      parent,
+      [...(children.get(parent) ?? []), Number(child)].sort((x, y) => x - y),
+    );
+  const order: number[] = [];
+  const after: Record<number, number[]> = { ...plan.after };
+  const place = (n: number, seen: Set<number>): void => {
+    if (seen.has(n)) return;
+    seen.add(n);
+    order.push(n);
+    for (const c of children.get(n) ?? []) {
+      after[c] = [n];
+      place(c, seen);
+    }
+  };
+  const seen = new Set<number>();
+  for (const n of plan.order) place(n, seen);
+  // A cycle of PRs targeting each other's heads has no root: listed last, by number.
+  for (const p of [...prs].sort((x, y) => x.number - y.number)) if (!seen.has(p.number)) place(p.number, seen);
+  return { ...plan, order, after, stackedOn, pairs };
+}
+
+/** What one PR's body says about where it lands (see {@link landingSection}). */
+export interface LandingNoteInput {
+  number: number;
+  plan: Pick<LandingPlan, 'order' | 'after' | 'stackedOn' | 'pairs'>;
+  /** PR number → its head branch (for a stacked PR's parent). */
+  heads?: Record<number, string>;
+  /** The branch a stacked PR is retargeted to once its parent merges (the parent's base). */
+  finalBase?: string | null;
+}
+
+/**
+ * The "Landing order" section of a PR body (markdown, starting with `## Landing order`): "Land
+ * after #N" naming the PRs it conflicts with (and the files) or is stacked on, or that it lands
+ * clean, with its place in `polly pr order`. Null when the PR is not in the order. Pure.
+ */
+export function landingSection(input: LandingNoteInput): string | null {
+  const { plan, number } = input;
+  const pos = plan.order.indexOf(number);
+  if (pos < 0) return null;
+  const where = `${pos + 1} of ${plan.order.length} in \`polly pr order\``;
+  const parent = plan.stackedOn[number];
+  const lines = ['## Landing order', ''];
+  if (parent !== undefined) {
+    const branch = input.heads?.[parent];
+    lines.push(
+      `**Land after #${parent}**: this PR is stacked on #${parent}${branch ? ` (it targets \`${branch}\`)` : ''}. Once #${parent} merges, Polly retargets this PR to ${input.finalBase ? `\`${input.finalBase}\`` : `#${parent}'s base`} and merges that base in (position ${where}).`,
+    );
+  } else {
+    const before = plan.after[number] ?? [];
+    if (before.length === 0) lines.push(`Lands clean: it conflicts with no open PR ahead of it (position ${where}).`);
+    else {
+      const files = [...new Set(before.flatMap((b) => plan.pairs.find((c) => (c.a === b && c.b === number) || (c.a === number && c.b === b))?.files ?? []))].sort();
+      lines.push(
+        `**Land after ${before.map((b) => `#${b}`).join(', ')}**: this PR conflicts with ${before.length === 1 ? 'it' : 'them'}${files.length ? ` in ${files.map((f) => `\`${f.replace(/`/g, "'")}\``).join(', ')}` : ''}. Once ${before.length === 1 ? 'it merges' : 'they merge'}, Polly merges the base into this PR in a fix round (position ${where}).`,
+      );
+    }
+  }
+  lines.push('', '_Kept current by Polly as PRs open, move and merge. Polly never merges._');
+  return lines.join('\n');
 }

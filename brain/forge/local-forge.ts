@@ -335,6 +335,26 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
       });
     },
 
+    async retarget(number: number, base: string): Promise<void> {
+      checkBranchName('base', base);
+      const pr = await refreshed(number);
+      requireOpen(pr, `retarget it to ${base}`);
+      if (pr.base === base) return;
+      if (pr.head === base) throw new PollyError('bad_input', `PR #${number} cannot target its own head branch ${base}.`, { details: { number, base } });
+      await fetch();
+      const baseCommit = (await revParse(`refs/remotes/${remote}/${base}`)) ?? (await revParse(`refs/heads/${base}`));
+      if (!baseCommit)
+        throw new PollyError('forge_failed', `cannot retarget PR #${number} to ${base}: that branch exists neither on ${remote} nor locally.`, { details: { number, base } });
+      await options.store.update((draft) => {
+        const p = draft.pullRequests[String(number)]!;
+        p.base = base;
+        p.baseCommit = baseCommit;
+        // Mergeability and the local check were about the old base: checked again against the new one.
+        delete p.mergeability;
+        p.updatedAt = now();
+      });
+    },
+
     async addFeedback(number: number, input: { event: 'COMMENT' | 'REQUEST_CHANGES'; body: string; file?: string; line?: number }): Promise<{ id: number }> {
       if (input.body.trim() === '') throw new PollyError('bad_input', `feedback on PR #${number} is empty; say what should change.`);
       if (input.line !== undefined && input.file === undefined) throw new PollyError('bad_input', `--line ${input.line} needs --file: a line comment names the file it is on.`);

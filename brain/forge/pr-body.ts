@@ -4,7 +4,7 @@
  * (terminal escapes a worker wrote into a finding or a test's output) are shown as `\xNN`
  * (brain/core/visible-text.ts): the body is posted to the forge and printed by `polly pr show`.
  */
-import type { AcceptanceContract, CommandResult, ReviewRecord } from '../registry/registry-schema.js';
+import type { AcceptanceContract, CommandResult, ReviewRecord, TaskRecord } from '../registry/registry-schema.js';
 import { costNote, formatCost, totalTokens, type TaskLedger } from '../registry/cost-ledger.js';
 import { visibleText } from '../core/visible-text.js';
 
@@ -26,6 +26,8 @@ export interface PrBodyInput {
   ledger?: TaskLedger | null;
   /** Protected paths the plan let this task change (plan key `protected_paths`); absent or empty: none. */
   protectedPaths?: readonly string[];
+  /** The "Landing order" section (brain/forge/landing-order.ts `landingSection`, kept current by brain/forge/landing-sync.ts); absent: none. */
+  landing?: string | null;
 }
 
 /** Longest run of backticks in `text` + 1, at least 3: a fence that `text` cannot close. */
@@ -52,7 +54,7 @@ function checkStatus(c: CommandResult): string {
 }
 
 /**
- * Render the PR body as GitHub-flavoured markdown. Sections: task, acceptance contract, checks
+ * Render the PR body as GitHub-flavoured markdown. Sections: task, landing order (when known), acceptance contract, checks
  * (a table; a failing check's output tail in a collapsed block), review (per round, blocking and
  * non-blocking findings as `file:line — message`), cost (per role and total, when any turn ran),
  * and Polly's no-merge note.
@@ -68,6 +70,7 @@ export function renderPrBody(input: PrBodyInput): string {
     );
   }
   if (input.unconfined) out.push(`> **Warning: this work ran without Polly's sandbox** (\`workers.allow_unconfined: true\`): ${inline(input.unconfined)}`, '');
+  if (input.landing) out.push(input.landing.trimEnd(), '');
   const f = fenceFor(input.prompt);
   out.push(`${f}text`, input.prompt.trimEnd(), f, '');
 
@@ -121,4 +124,21 @@ export function renderPrBody(input: PrBodyInput): string {
   out.push('---', '_Opened by Polly. Polly never merges: a human reviews and merges this PR._', '');
   // The prompt, the checks' output and the findings are text a worker chose: no terminal escapes.
   return visibleText(out.join('\n'));
+}
+
+/** The body input of `task`'s PR from its registry record (what open_draft_pr, mark_ready and the landing sync render). Pure. */
+export function prBodyInputOf(task: TaskRecord): PrBodyInput {
+  return {
+    taskId: task.id,
+    title: task.title,
+    prompt: task.prompt,
+    acceptance: task.acceptance,
+    checks: task.checks,
+    reviews: task.reviews,
+    worker: task.worker,
+    unconfined: task.unconfined ?? null,
+    ...(task.protectedPaths?.length ? { protectedPaths: task.protectedPaths } : {}),
+    ledger: task.ledger ?? null,
+    landing: task.pr?.landing ?? null,
+  };
 }

@@ -45,6 +45,8 @@ export const INBOX_KINDS: ReadonlySet<string> = new Set([
   'pr.feedback',
   'pr.conflicts',
   'pr.conflicts_resolved',
+  // A stacked task's PR now targets its merged parent's base (brain/forge/after-merge.ts).
+  'pr.retargeted',
   // A check run or commit status failed on the PR's head (GitHub: github-watch.ts).
   'pr.checks_failed',
   // Fix rounds (brain/process/pr-events.ts): one started, one answered on the PR (task.parked above).

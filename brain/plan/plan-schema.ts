@@ -19,6 +19,7 @@
  *     batch: 1                      # optional: dispatch in this turn, together with its batch
  *     budget: {usd: 0.5}            # optional: this task's hard budget (usd and/or tokens; null: none)
  *     paths: [src/sum.js, test/**]  # optional: the only files it may change (git globs; docs/plan-paths.md)
+ *     stacked_on: t0                # optional: branch from t0's branch and target it (docs/landing-order.md)
  * budgets:                          # optional: over config budgets (brain/plan/budgets.ts)
  *   per_task: {tokens: 200000}
  *   per_goal: {usd: 5}
@@ -94,6 +95,13 @@ export const planTaskSchema = z
      * protected paths), said at the plan gate. Protected paths still need `protected_paths`.
      */
     paths: z.array(pathPattern).min(1, 'paths needs at least one glob; leave it out for a task that may change any file').optional(),
+    /**
+     * A stacked task: the key of the implement task whose change this one needs. It branches from
+     * that task's branch and its PR targets it; once that PR merges, Polly retargets this PR to
+     * the parent's base and merges the base in (brain/forge/after-merge.ts, docs/landing-order.md).
+     * Implies `depends_on` on it. Not with `base`.
+     */
+    stacked_on: z.string().regex(TASK_KEY_RE, 'stacked_on names a task key (lowercase letters, digits, "-")').optional(),
   })
   .strict();
 
@@ -158,6 +166,20 @@ export function validatePlan(raw: unknown, source: string, locate?: (path: Array
       fail(i, 'acceptance', 'an implement task needs an acceptance contract: commands Polly runs, or criteria');
     }
     if (t.purpose !== 'implement' && t.paths !== undefined) fail(i, 'paths', `only an implement task changes files; a ${t.purpose} task changes none, so leave paths out`);
+    if (t.stacked_on !== undefined) {
+      const parent = plan.tasks.find((p) => p.key === t.stacked_on);
+      if (!parent) fail(i, 'stacked_on', `unknown task "${t.stacked_on}"; known: ${[...keys].join(', ')}`);
+      if (t.stacked_on === t.key) fail(i, 'stacked_on', `task "${t.key}" cannot be stacked on itself`);
+      if (t.purpose !== 'implement' || parent!.purpose !== 'implement')
+        fail(
+          i,
+          'stacked_on',
+          `only an implement task can be stacked, and only on an implement task (a branch with a PR): "${t.key}" is ${t.purpose}, "${parent!.key}" is ${parent!.purpose}`,
+        );
+      if (t.base !== undefined) fail(i, 'stacked_on', `a stacked task's base is the branch of "${t.stacked_on}"; leave base out (or stacked_on, to start from ${t.base})`);
+      // The task needs the parent's change: it runs after it, as with depends_on.
+      if (!t.depends_on.includes(t.stacked_on!)) t.depends_on = [...t.depends_on, t.stacked_on!];
+    }
   });
   const cycle = findCycle(plan.tasks);
   if (cycle) throw new PollyError('plan_invalid', `${source}: tasks depend on each other in a cycle: ${cycle.join(' → ')}. Break the cycle.`, { details: { cycle } });
@@ -185,6 +207,7 @@ export function validatePlan(raw: unknown, source: string, locate?: (path: Array
       ...(t.budget !== undefined ? { budget: t.budget } : {}),
       ...(t.protected_paths !== undefined && t.protected_paths.length > 0 ? { protectedPaths: t.protected_paths } : {}),
       ...(t.paths !== undefined ? { paths: t.paths } : {}),
+      ...(t.stacked_on !== undefined ? { stackedOn: t.stacked_on } : {}),
     })),
   };
 }
@@ -214,6 +237,7 @@ export function planToProposal(plan: Plan): PlanInput {
       ...(t.budget !== undefined ? { budget: t.budget } : {}),
       ...(t.protectedPaths !== undefined ? { protected_paths: t.protectedPaths } : {}),
       ...(t.paths !== undefined ? { paths: t.paths } : {}),
+      ...(t.stackedOn !== undefined ? { stacked_on: t.stackedOn } : {}),
     })),
   };
 }

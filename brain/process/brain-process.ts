@@ -21,6 +21,8 @@ export { BRAIN_OWNER } from './order-executor.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { join } from 'node:path';
 import { watchMerges } from '../forge/after-merge.js';
+import { syncLandingOrder } from '../forge/landing-sync.js';
+import { createGitRunner } from '../../workers/git/git.js';
 import { PR_WATCH_DEFAULT_SECONDS } from '../forge/github-watch.js';
 import { archiveFinished } from '../registry/registry-archive.js';
 import type { PollyConfig } from '../config/config-schema.js';
@@ -98,6 +100,12 @@ export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][numbe
   if (budget) record.budget = budget;
   if (spec.protectedPaths?.length) record.protectedPaths = [...spec.protectedPaths];
   if (spec.paths) record.paths = [...spec.paths];
+  if (spec.stackedOn !== undefined) {
+    // A stacked task starts from its parent's branch and its PR targets it, until the parent merges (brain/forge/after-merge.ts).
+    const parent = planTaskId(plan, spec.stackedOn);
+    record.stackedOn = parent;
+    record.baseBranch = `polly/${parent}`;
+  }
   return record;
 }
 
@@ -318,6 +326,13 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
           // On GitHub the watcher has just read every open PR: the merge pass reads only those it found merged or closed.
           const report = await watchMerges({ store: deps.store, forge: deps.forge, worktrees: deps.worktrees, progress: log, now, githubWatched: deps.prWatcher != null });
           for (const d of report.done) log(`[polly] ${d.taskId}: PR #${d.number} was merged by a human; task done, worktree removed after backup ${d.backupRef ?? ''}`);
+          // The landing order of the open PRs, kept current in the registry (the dashboard) and in each PR's body ("Land after #N").
+          try {
+            const landing = await syncLandingOrder({ store: deps.store, forge: deps.forge, git: createGitRunner(), repoRoot: deps.repoRoot, now });
+            for (const e of landing.errors) log(`[polly] PR #${e.number}: could not write its landing order into the body (next pass retries): ${e.message}`);
+          } catch (error) {
+            log(`[polly] the landing order could not be computed (next pass retries): ${isPollyError(error) ? error.message : String((error as Error)?.message ?? error)}`);
+          }
         }
         if (mergeDue) {
           lastMergePass = Date.now();

@@ -15,6 +15,9 @@
  *   round merges the base in first, then the worker fixes what the merge broke;
  * - `pr.conflicts` → CONFLICTS, unless a later `pr.conflicts_resolved` for the same PR says it merges
  *   again;
+ * - `pr.retargeted` (a stacked task's parent merged and its PR now targets the parent's base,
+ *   brain/forge/after-merge.ts) → CONFLICTS: the round merges the new base in (clean: no worker
+ *   turn, the checks run on the merge; conflicted: the same session resolves them);
  * - never `pr.untrusted_feedback` (a review or comment by an account without write, maintain or
  *   admin permission, brain/forge/github-watch.ts): the trust rule is applied before the workflow,
  *   so the model-checked task workflow (workflows/polly-task) only ever receives signals from
@@ -171,6 +174,13 @@ export function actionablePrEvents(entries: readonly JournalEntry[], taskId: str
           : `failing check${checks.length === 1 ? '' : 's'} on ${String(d.headCommit ?? 'the head').slice(0, 12)}: ${names || 'unnamed'}`,
         data: d,
       });
+    } else if (e.kind === 'pr.retargeted') {
+      out.push({
+        seq: e.seq,
+        action: 'CONFLICTS',
+        line: `was retargeted from ${String(d.from ?? 'its parent')} to ${String(d.to ?? 'the base')} after ${d.parentNumber ? `PR #${String(d.parentNumber)}` : `task ${String(d.parentTaskId ?? '?')}`} merged`,
+        data: { ...d, base: d.to },
+      });
     } else if (e.kind === 'pr.conflicts') {
       const resolvedLater = mine.some((r) => r.kind === 'pr.conflicts_resolved' && r.seq > e.seq && r.data.number === d.number);
       if (resolvedLater) continue;
@@ -253,7 +263,7 @@ export function newPrRouteMemory(): PrRouteMemory {
   return { seenSeq: -1, watching: new Set() };
 }
 
-const PR_KINDS = new Set(['pr.feedback', 'pr.checks_failed', 'pr.conflicts', 'pr.conflicts_resolved']);
+const PR_KINDS = new Set(['pr.feedback', 'pr.checks_failed', 'pr.conflicts', 'pr.conflicts_resolved', 'pr.retargeted']);
 
 /** The fix-round bound the run's admitted workflow was compiled with (its `fix_rounds` max), else config `pr.max_fix_rounds`. */
 function roundBound(deps: Pick<BrainProcessDeps, 'library' | 'config'>, run: RunRecord): number {

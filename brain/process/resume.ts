@@ -88,6 +88,7 @@ function taskFields(t: PlanTaskSpec): Record<string, string> {
     budget: t.budget === undefined ? 'unset' : j(t.budget),
     protected_paths: j([...(t.protectedPaths ?? [])].sort()),
     paths: t.paths === undefined ? 'unbounded' : j([...t.paths].sort()),
+    stacked_on: j(t.stackedOn),
   };
 }
 

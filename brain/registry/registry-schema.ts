@@ -162,6 +162,13 @@ export interface PlanTaskSpec {
    * protected paths aside; absent: unbounded (any file but the protected paths).
    */
   paths?: string[];
+  /**
+   * In a plan: the key of the implement task this one is stacked on (plan key `stacked_on`). On a
+   * task record: that task's id. The task branches from the parent's branch and its PR targets it
+   * until the parent's PR merges; then the PR is retargeted to the parent's base
+   * (brain/forge/after-merge.ts). Absent: not stacked.
+   */
+  stackedOn?: string;
 }
 
 export interface AcceptanceContract {
@@ -198,6 +205,8 @@ export interface PullRequestRef {
   state: 'draft' | 'open' | 'ready' | 'merged' | 'closed';
   /** What the GitHub PR watcher has seen of this PR (brain/forge/github-watch.ts); absent before its first pass and on the local forge. */
   watch?: GitHubPullWatch;
+  /** The "Landing order" section last written into the PR's body (brain/forge/landing-sync.ts); absent: none yet. */
+  landing?: string | null;
 }
 
 /**
@@ -349,6 +358,29 @@ export interface LocalCheckRun {
   at: string;
 }
 
+/**
+ * The landing order of one forge's open PRs (brain/forge/landing-order.ts `computeLanding`): the
+ * input it was computed from (`key`: `number:head:base` per PR, sorted) and the result.
+ */
+export interface LandingRecord {
+  forge: 'local' | 'github';
+  key: string;
+  /** PR numbers, first to land first. */
+  order: number[];
+  /** PR number → the PRs it lands after (those it conflicts with, or the one it is stacked on). */
+  after: Record<string, number[]>;
+  /** PR number → the PR it is stacked on. */
+  stackedOn: Record<string, number>;
+  /** Conflicting pairs and their files. */
+  pairs: Array<{ a: number; b: number; files: string[] }>;
+  /** How many PRs meet a conflict in this order; whether that is the fewest (exact search). */
+  conflicts: number;
+  exact: boolean;
+  /** PR number → its task id and title, for the dashboard. */
+  prs: Record<string, { taskId: string | null; title: string; head: string | null; base: string | null }>;
+  computedAt: string;
+}
+
 /** A pull request recorded by the local forge. */
 export interface LocalPullRequest {
   number: number;
@@ -412,6 +444,11 @@ export interface Registry {
   turn?: { seq: number; startedAt: string; dispatches: number };
   /** The journal seq up to which the Brain has read its inbox (sys_read_inbox's default cursor). */
   inboxCursor?: number;
+  /**
+   * The landing order of the open PRs as last computed (brain/forge/landing-sync.ts): shown by the
+   * dashboard and written into each PR's body. Absent before the first computation.
+   */
+  landing?: LandingRecord | null;
   /** The Brain currently owning this registry, if any. */
   brain: { pid: number; startedAt: string; heartbeatAt: string } | null;
   /**

@@ -12,7 +12,7 @@
  * Polly never merges.
  */
 import { isPollyError } from '../core/errors.js';
-import { renderPrBody } from '../forge/pr-body.js';
+import { prBodyInputOf, renderPrBody } from '../forge/pr-body.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 
@@ -37,18 +37,7 @@ export function createMarkReadyTool(): TaskTool {
       }
       if (info.state !== 'ready') {
         const t = (await ctx.store.read()).tasks[task.id] ?? task;
-        const body = renderPrBody({
-          taskId: t.id,
-          title: t.title,
-          prompt: t.prompt,
-          acceptance: t.acceptance,
-          checks: t.checks,
-          reviews: t.reviews,
-          worker: t.worker,
-          unconfined: t.unconfined ?? null,
-          ...(t.protectedPaths?.length ? { protectedPaths: t.protectedPaths } : {}),
-          ledger: t.ledger ?? null,
-        });
+        const body = renderPrBody(prBodyInputOf(t));
         // The description was written when the draft opened ("Review: pending"): it gets the final state too.
         await ctx.forge.updateBody(number, body);
         await ctx.forge.comment(number, `**Final state: ready for review.**\n\n${body}`);

@@ -14,7 +14,7 @@
  */
 import { isPollyError } from '../core/errors.js';
 import type { PollyConfig } from '../config/config-schema.js';
-import { renderPrBody } from '../forge/pr-body.js';
+import { prBodyInputOf, renderPrBody } from '../forge/pr-body.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import { HARNESSES, HARNESS_VENDOR, type Harness } from '../core/vocabulary.js';
@@ -70,18 +70,7 @@ export function createOpenDraftPrTool(): TaskTool {
     try {
       const reg = await ctx.store.read();
       const fresh = reg.tasks[task.id] ?? task;
-      const body = renderPrBody({
-        taskId: task.id,
-        title: task.title,
-        prompt: task.prompt,
-        acceptance: task.acceptance,
-        checks: fresh.checks,
-        reviews: fresh.reviews,
-        worker: task.worker,
-        unconfined: fresh.unconfined ?? null,
-        ...(fresh.protectedPaths?.length ? { protectedPaths: fresh.protectedPaths } : {}),
-        ledger: fresh.ledger ?? null,
-      });
+      const body = renderPrBody(prBodyInputOf(fresh));
       const found = await ctx.forge.findOpenPullRequest(head, task.baseBranch);
       if (found) {
         // The PR an earlier run opened (a Brain killed before it recorded it, or a registry lost

@@ -93,6 +93,7 @@ export function overviewPage(reg: Registry): string {
       ]),
       'plans',
     )}
+<h2>Landing order</h2>${landingView(reg)}
 <h2>Tasks</h2>${taskTable(tasks)}
 <h2>Live workers</h2>${table(
       ['Worker', 'Task', 'Harness', 'Purpose', 'Since'],
@@ -124,9 +125,46 @@ ${goal.brainReport ? `<h2>The Brain's last report</h2><pre id="brain-report">${e
       ]),
       'goal-plans',
     )}
+<h2>Landing order</h2>${landingView(reg, new Set(tasks.map((t) => t.id)))}
 <h2>Tasks</h2>${taskTable(tasks)}`,
     { live: true },
   );
+}
+
+/**
+ * The open PRs' landing order as last computed (`registry.landing`, brain/forge/landing-sync.ts):
+ * one row per PR in order, with what it lands after and why (the conflicting files, or the PR it is
+ * stacked on). `tasks`: only the PRs of these tasks (a goal's page), in the same order.
+ */
+function landingView(reg: Registry, tasks?: ReadonlySet<string>): string {
+  const l = reg.landing;
+  if (!l || l.order.length === 0) return '<p class="empty" id="landing-order">no open pull requests to order</p>';
+  const files = (a: number, b: number) => l.pairs.find((c) => (c.a === a && c.b === b) || (c.a === b && c.b === a))?.files ?? [];
+  const rows = l.order
+    .map((n, i) => ({ n, i, pr: l.prs[String(n)] }))
+    .filter((r) => !tasks || (r.pr?.taskId && tasks.has(r.pr.taskId)))
+    .map(({ n, i, pr }) => {
+      const before = l.after[String(n)] ?? [];
+      const parent = l.stackedOn[String(n)];
+      const why =
+        parent !== undefined
+          ? `stacked on #${parent}: retargeted to its base once it merges`
+          : before.length
+            ? `conflicts in ${[...new Set(before.flatMap((b) => files(n, b)))].join(', ')}`
+            : 'lands clean';
+      const href = l.forge === 'local' ? `prs/${n}` : pr?.taskId ? reg.tasks[pr.taskId]?.pr?.url : undefined;
+      return [
+        String(i + 1),
+        href ? `<a href="${e(href)}">#${n}</a>` : `#${n}`,
+        pr?.taskId ? `<a href="tasks/${e(pr.taskId)}">${e(pr.taskId)}</a>` : '-',
+        before.length ? e(before.map((b) => `#${b}`).join(', ')) : '-',
+        e(why),
+        e(pr?.title ?? ''),
+      ];
+    });
+  if (rows.length === 0) return '<p class="empty" id="landing-order">no open pull requests of this goal</p>';
+  const summary = `${l.order.length} open PR${l.order.length === 1 ? '' : 's'}; ${l.conflicts === 0 ? 'none meets a conflict in this order' : `${l.conflicts} meet${l.conflicts === 1 ? 's' : ''} a conflict${l.exact ? ' (the fewest possible)' : ''}`}. Computed ${l.computedAt}. Polly never merges: merge them in this order.`;
+  return `<p class="muted">${e(summary)}</p>${table(['#', 'PR', 'Task', 'Land after', 'Why', 'Title'], rows, 'landing-order')}`;
 }
 
 /** The task's spending from its cost ledger (`formatCost`: "unknown", never $0, where an agent reports no cost), or '' before any turn. */

@@ -547,11 +547,21 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       }
       return { status: 200, json: prJson(c.api, p, false) };
     },
-    // Update a pull request (https://docs.github.com/en/rest/pulls/pulls#update-a-pull-request): title and body.
+    // Update a pull request (https://docs.github.com/en/rest/pulls/pulls#update-a-pull-request): title, body and base.
     'pulls/update': async (c: Ctx) => {
       const p = pullOf(c);
       if (!p) return notFound;
       const b = c.request.requestBody ?? {};
+      if (typeof b.base === 'string' && b.base !== p.base) {
+        // As on GitHub: the new base must be a branch of this repository, and the PR must be open.
+        if (p.state !== 'open') return unprocessable('Cannot change the base branch of a closed pull request.', 'base', 'invalid');
+        if (!branches.has(b.base)) return unprocessable(`Proposed base branch '${b.base}' was not found`, 'base', 'invalid');
+        if (b.base === p.head) return unprocessable(`Cannot change the base branch to the head branch ${p.head}`, 'base', 'invalid');
+        p.base = b.base;
+        p.baseSha = branches.get(b.base)!;
+        p.mergeability = 'stale';
+        p.conflicting = gitConflicting(p);
+      }
       if (typeof b.body === 'string') p.body = b.body;
       if (typeof b.title === 'string') p.title = b.title;
       return { status: 200, json: prJson(c.api, p, false) };

@@ -49,16 +49,16 @@ export function scriptedAgentEnv(modelUrl: string, home: string): Record<string,
 }
 
 /**
- * Create task `id`'s worktree from main, write `change` (path → content) in it and commit it (the
+ * Create task `id`'s worktree from main (or `options.baseBranch`, e.g. a stacked task's parent branch), write `change` (path → content) in it and commit it (the
  * implementer's work), and insert the task into the registry as green with its checks.
  */
 export async function createGreenTask(
   s: PrStepSetting,
   id: string,
   change: Record<string, string>,
-  options: { worker?: Harness; reviewer?: Harness | null; title?: string } = {},
+  options: { worker?: Harness; reviewer?: Harness | null; title?: string; baseBranch?: string; stackedOn?: string } = {},
 ): Promise<TaskRecord> {
-  const wt = await s.worktrees.create({ id, baseBranch: 'main' });
+  const wt = await s.worktrees.create({ id, baseBranch: options.baseBranch ?? 'main' });
   commitIn(wt.path, change, `${id}: implement`);
   const head = git(wt.path, ['rev-parse', 'HEAD']);
   const now = new Date().toISOString();
@@ -79,7 +79,8 @@ export async function createGreenTask(
     reviewRounds: 0,
     branch: wt.branch,
     worktree: wt.path,
-    baseBranch: 'main',
+    baseBranch: options.baseBranch ?? 'main',
+    ...(options.stackedOn ? { stackedOn: options.stackedOn } : {}),
     baseCommit: wt.baseCommit,
     headCommit: head,
     checks: [{ command: 'node --test', exitCode: 0, timedOut: false, durationMs: 420, output: `ok 1 - add (${wt.path}/test/add.test.js)\n` }],

@@ -248,6 +248,7 @@ export interface WorktreeManager {
    * then stale and is moved aside (renamed, not deleted) and journaled.
    * `contract`: the task's path contract (./protected-paths.ts): a staged change to a protected
    * path not declared, or outside the task's declared `paths`, commits nothing.
+   * A merge in progress (MERGE_HEAD) is committed as a merge commit even when its tree is unchanged.
    * @returns the new commit, or null when there was nothing to commit.
    * @throws PollyError `protected_path` naming the paths (details `protected`, `outside`); `git_failed` from git.
    */
@@ -912,7 +913,11 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         }
       }
       const diff = await git.run(['diff', '--cached', '--quiet'], { cwd, okExitCodes: [1] });
-      if (diff.exitCode === 0) return null;
+      // A merge of the base in progress (integrate_base) is committed even when it changes no file:
+      // the branch then contains the base, so the PR's diff is the task's own change (a stacked
+      // task whose parent merged already holds the parent's content, yet not main's commit).
+      const merging = (await git.run(['rev-parse', '-q', '--verify', 'MERGE_HEAD'], { cwd, okExitCodes: [1] })).exitCode === 0;
+      if (diff.exitCode === 0 && !merging) return null;
       const identity = await resolveCommitIdentity(git, cwd, options.identityEnv ?? process.env);
       const branchRef = await git.run(['symbolic-ref', '-q', 'HEAD'], { cwd, okExitCodes: [1] });
       // Announced before the branch moves: a parallel task's ref guard must not see it as a worker's.
