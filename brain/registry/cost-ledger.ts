@@ -183,6 +183,15 @@ export function meteredUsage(events: ReadonlyArray<{ type: string }>): (UsageFig
 /** True when `v` is a possible token count (a non-negative integer). */
 const possible = (v: number | null): boolean => v === null || (Number.isInteger(v) && v >= 0);
 
+/** A finding when `u` (one usage event, or a sum) holds a value no API sends (negative, fractional, not a number); else null. */
+export function impossibleUsage(u: UsageFigures, harness: Harness): string | null {
+  const bad = (['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens'] as const).filter((k) => !possible(u[k]));
+  const badCost = u.costUsd !== null && !(u.costUsd >= 0);
+  if (bad.length === 0 && !badCost) return null;
+  const what = [...bad.map((k) => `${k} ${u[k]}`), ...(badCost ? [`cost ${u.costUsd}`] : [])].join(', ');
+  return `the ${harness} stream reported impossible usage (${what}); the ledger keeps the proxy's count`;
+}
+
 /**
  * Compare what the agent's own stream said (its usage events) with what the proxy counted. A
  * finding is: an impossible value in the stream (negative, fractional, not a number); the stream
@@ -194,13 +203,8 @@ const possible = (v: number | null): boolean => v === null || (Number.isInteger(
 export function crossCheckUsage(stream: UsageFigures | null, proxy: Pick<UsageFigures, 'inputTokens' | 'outputTokens'>, harness: Harness, status: string): string[] {
   if (!stream) return [];
   const out: string[] = [];
-  const bad = (['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens'] as const).filter((k) => !possible(stream[k]));
-  if (bad.length || (stream.costUsd !== null && !(stream.costUsd >= 0))) {
-    out.push(
-      `the ${harness} stream reported impossible usage (${[...bad.map((k) => `${k} ${stream[k]}`), ...(stream.costUsd !== null && !(stream.costUsd >= 0) ? [`cost ${stream.costUsd}`] : [])].join(', ')}); the ledger keeps the proxy's count`,
-    );
-    return out;
-  }
+  const lie = impossibleUsage(stream, harness);
+  if (lie) return [lie];
   const s = stream.inputTokens + stream.outputTokens;
   const p = proxy.inputTokens + proxy.outputTokens;
   const differs = stream.inputTokens !== proxy.inputTokens || stream.outputTokens !== proxy.outputTokens;
@@ -222,7 +226,12 @@ export function ledgerTurn(events: ReadonlyArray<{ type: string }>, meta: Omit<L
   const usage = turnUsage(events);
   if (metered) {
     const { requests, impossible, ...figures } = metered;
-    const findings = [...impossible, ...crossCheckUsage(usage, figures, meta.harness, meta.status)];
+    // Each usage event on its own first: a forged negative line can hide inside a positive sum.
+    const lies = events
+      .filter((e): e is UsageLike => e.type === 'usage')
+      .map((e) => impossibleUsage(e, meta.harness))
+      .filter((f): f is string => f !== null);
+    const findings = [...impossible, ...(lies.length ? lies : crossCheckUsage(usage, figures, meta.harness, meta.status))];
     return { ...meta, ...figures, reported: requests > 0, source: 'proxy', requests, ...(findings.length ? { findings } : {}) };
   }
   return { ...meta, ...(usage ?? { inputTokens: 0, outputTokens: 0, cacheReadTokens: null, cacheWriteTokens: null, costUsd: null }), reported: usage !== null };
