@@ -12,6 +12,8 @@
  * totals keep the known sum and count the turns of unknown cost, and {@link formatCost} renders
  * "unknown" or "≥ $X (some turns unknown)", and {@link unknownCostNote} says why.
  *
+ * A metered turn (`source: 'proxy'`, workers/metering/, docs/metering.md) is priced by Polly from
+ * config `prices`; unknown without one. For a turn from before metering (the stream's figures):
  * Polly has no price table of its own. A CLI prices a turn from ITS list for the model id it was
  * given, wherever the model actually ran: a turn answered by a model endpoint on this machine
  * (loopback, e.g. Polly's scripted model server in `npm run demo` and `polly try`) was billed by no
@@ -334,8 +336,13 @@ export const NO_COST_REASON: Record<Harness, string> = {
  */
 export function costNote(turns: readonly LedgerTurn[]): string {
   if (turns.length === 0) return '';
-  const parts = ['Cost is what each agent CLI reported, priced from its own list (Polly has no price table; budgets can cap tokens).'];
-  const unknown = [...new Set(turns.filter((t) => t.costUsd === null).map((t) => t.harness))];
+  const metered = turns.filter((t) => t.source === 'proxy');
+  const streamed = turns.filter((t) => t.source !== 'proxy');
+  const parts: string[] = [];
+  if (metered.length) parts.push("Tokens are what Polly's metering proxy read from the model API's responses; cost is priced from config prices (docs/metering.md).");
+  if (streamed.length) parts.push('Cost is what each agent CLI reported, priced from its own list (Polly has no price table for those turns; budgets can cap tokens).');
+  if (metered.some((t) => t.costUsd === null)) parts.push('Unknown where the model has no entry under prices in .polly/config.yaml.');
+  const unknown = [...new Set(streamed.filter((t) => t.costUsd === null).map((t) => t.harness))];
   if (unknown.length) parts.push(`Unknown for ${unknown.map((h) => `${h} (${NO_COST_REASON[h]})`).join('; ')}.`);
   const local = [...new Set(turns.filter((t) => t.costUsd !== null && isLocalEndpoint(t.endpoint)).map((t) => t.endpoint!))];
   if (local.length) parts.push(`Not billed: the model behind ${local.join(', ')} runs on this machine (e.g. Polly's scripted model), so the figure is a list price nobody paid.`);

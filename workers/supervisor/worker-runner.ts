@@ -276,8 +276,8 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
     if (run.pid > 0) writeJsonAtomic(files.agent, { pid: run.pid, startedAt: new Date().toISOString() });
     result = await run.result;
     await meter.proxy.close();
-    const meterEvents: AgentEvent[] = events.filter((e) => e.type === 'metering' || e.type === 'metered' || e.type === 'metering_refused');
-    result = { ...result, events: [...(result.events ?? []).filter((e) => !meterEvents.includes(e)), ...meterEvents] };
+    // The events as recorded (the agent's and the proxy's, in the order they happened: events.jsonl's order).
+    result = { ...result, events: [...events] };
     if (confinement.warning) result = { ...result, unconfined: confinement.warning };
     if (confinement.sandbox) result = { ...result, sandboxMounts: appliedMounts(confinement.sandbox.spec, existsSync) };
   } catch (error) {
