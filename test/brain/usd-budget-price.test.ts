@@ -58,3 +58,15 @@ describe('plan gate: usd budgets need a price', () => {
     expect((await proposePlan(store, config(), { tasks: [task('t2', { budget: { tokens: 1000 } })] })).admitted).toBe(true);
   });
 });
+
+describe('config prices', () => {
+  it('reads prices by model id (any id, dots included) and rejects a negative price at its key', async () => {
+    const { parseConfig } = await import('../../brain/config/config.js');
+    const ok = parseConfig('version: 1\nprices:\n  gpt-5.5: {input: 1.25, output: 10}\n  local: {input: 0, output: 0, cache_read: null}\n', 'config.yaml');
+    expect(ok.prices).toEqual({ 'gpt-5.5': { input: 1.25, output: 10 }, local: { input: 0, output: 0, cache_read: null } });
+    expect(() => parseConfig('version: 1\nprices:\n  m: {input: -1, output: 1}\n', 'config.yaml')).toThrow(
+      /config\.yaml:3:\d+: prices\.m\.input: expected a number >= 0, found -1/,
+    );
+    expect(() => parseConfig('version: 1\nprices:\n  m: {input: 1, outptu: 1}\n', 'config.yaml')).toThrow(/prices\.m\.outptu: unknown key/);
+  });
+});
