@@ -7,6 +7,7 @@ import type { Harness, Purpose } from '../brain/core/vocabulary.js';
 import type { GateContext, GateRole } from '../gate/types.js';
 import type { AgentEvent, AgentRunResult } from './agents/agent-adapter.js';
 import type { WorkerRecord } from './supervisor/worker-record-store.js';
+import type { TurnMeterSpec } from './metering/turn-meter.js';
 
 /** One agent turn to run for a task. */
 export interface WorkerTurnRequest {
@@ -34,6 +35,12 @@ export interface WorkerTurnRequest {
   /** Extra env for the agent process (model endpoint, PORT…). */
   env: Record<string, string>;
   timeoutMs?: number;
+  /**
+   * The metering of this turn (workers/metering/): what remains of the task's and goal's budget,
+   * which the run's metering proxy enforces, and the config's prices. Absent: no limit, the
+   * prices of the runner's config.
+   */
+  meter?: TurnMeterSpec | null;
 }
 
 /** What the supervisor returns when a turn has ended. */

@@ -42,6 +42,10 @@ printed; workers keep running, polly resume adopts them after the restore), or a
     let startGoalBrain: ((goal: GoalRecord, resume: string | null) => GoalBrain) | null = null;
     let messages: { first(goal: GoalRecord): string; wake(events: import('../mcp/brain-tools.js').InboxEvent[]): string } | undefined;
     if (!values['no-llm']) {
+      // Said at run time as docs/metering.md says it: workers are metered, the Brain is not (yet).
+      log(
+        "[polly] usage: worker turns are metered by Polly's proxy (ledger, budgets); the Brain's own claude session is not: its tokens are in no ledger and no budget (docs/metering.md)",
+      );
       const llm = await import('../llm/llm-brain.js');
       startGoalBrain = (goal, resume) =>
         llm.startLlmBrain({

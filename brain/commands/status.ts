@@ -136,9 +136,13 @@ export function formatStatus(report: StatusReport): string[] {
     'none',
   );
   if (report.tasks.some((t) => t.spent.totals.unknownCostTurns > 0))
+    out.push('', 'SPENT "unknown": no price for the model of those requests (add it under prices in .polly/config.yaml, docs/metering.md); budgets in tokens hold for every CLI.');
+  const findings = report.tasks.filter((t) => t.usageFindings && t.usageFindings.length > 0);
+  if (findings.length > 0)
     out.push(
       '',
-      'SPENT "unknown": the agent CLI reported no cost for those turns (codex never does; pi prices nothing at an endpoint Polly configured). Polly has no price table; budgets in tokens hold for every CLI.',
+      "Usage findings (the agent's own stream disagreed with Polly's metering proxy; SPENT is the proxy's count)",
+      ...findings.flatMap((t) => t.usageFindings!.map((f) => `  ${t.id}: ${f}`)),
     );
   if (report.tasks.some((t) => (t.spent.totals.unbilledCostTurns ?? 0) > 0))
     out.push('', 'SPENT "not billed": the CLI priced turns of a model running on this machine (e.g. the scripted model of npm run demo / polly try): nobody paid it.');

@@ -5,6 +5,7 @@
  * a config file and its typed value read the same. `brain/config.ts` loads, validates (with
  * file:line:column on errors) and merges a file over {@link DEFAULT_CONFIG}.
  */
+import type { ModelPrice } from '../../workers/metering/api-usage.js';
 import { DEFAULT_PROTECTED_PATHS } from '../../workers/git/protected-paths.js';
 import type { Harness } from '../core/vocabulary.js';
 import { DEFAULT_GATE_POLICY, type GatePolicy } from '../../gate/policy-types.js';
@@ -84,6 +85,13 @@ export interface PollyConfig {
    * (`budget`). null: no limit.
    */
   budgets: { per_task: Budget | null; per_goal: Budget | null };
+  /**
+   * Prices by model id (as the API names it in its responses), USD per million tokens: the
+   * metering proxy prices every model request with them (workers/metering/). A model without a
+   * price has an unknown cost, and a USD budget for a worker on it is refused at the plan gate.
+   * Absent: none.
+   */
+  prices?: Record<string, ModelPrice>;
   /** Where Polly tells a human that something needs them or closed (brain/notify/). */
   notifications: {
     /** Slack-compatible incoming webhook: `{text, blocks}` is POSTed here; null for none. */
@@ -118,7 +126,9 @@ export interface PollyConfig {
   };
 }
 
-/** A spending limit: USD (as the agents report cost) and/or tokens (input incl. cache + output). */
+export type { ModelPrice };
+
+/** A spending limit: USD (priced by Polly's metering proxy from config `prices`) and/or tokens (input incl. cache + output). */
 export interface Budget {
   usd?: number | null;
   tokens?: number | null;
@@ -149,6 +159,7 @@ export const DEFAULT_CONFIG: PollyConfig = {
   forge: { kind: 'auto', github: { base_url: null, watch_seconds: 60, trusted_authors: [] } },
   brain: { model: 'claude-sonnet-4-5' },
   budgets: { per_task: null, per_goal: null },
+  prices: {},
   notifications: { webhook_url: null, desktop: true, timeout_ms: 5000, dashboard_url: null },
   pr: { max_fix_rounds: 3 },
   runs: { store: 'lmdb', url_env: 'POLLY_RUNS_URL', schema: 'polly' },

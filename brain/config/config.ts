@@ -20,10 +20,12 @@ export const CONFIG_RELATIVE_PATH = join('.polly', 'config.yaml');
 export type Spec =
   | { t: 'object'; fields: Record<string, Spec> /** every field required (objects whose default is null) */; complete?: boolean }
   | { t: 'record'; keys: readonly string[]; of: Spec }
+  /** A mapping with any plain-string keys (e.g. model ids), each value `of`; `keyName` says what a key is in messages. */
+  | { t: 'map'; keyName: string; of: Spec }
   | { t: 'string' }
   | { t: 'int'; min: number; max?: number }
-  /** A number (not only integers) greater than `gt`. */
-  | { t: 'number'; gt: number }
+  /** A number (not only integers) greater than `gt` (or at least `min`, when given instead). */
+  | { t: 'number'; gt: number; min?: number }
   | { t: 'bool' }
   | { t: 'enum'; values: readonly string[] }
   | { t: 'list'; of: Spec }
@@ -36,6 +38,13 @@ const int = (min: number, max?: number): Spec => (max === undefined ? { t: 'int'
 
 /** A budget: `{usd?, tokens?}` (brain/config/config-schema.ts `Budget`), or null for no limit. */
 const BUDGET_SPEC: Spec = { t: 'nullable', of: { t: 'object', fields: { usd: { t: 'nullable', of: { t: 'number', gt: 0 } }, tokens: { t: 'nullable', of: int(1) } } } };
+
+/** USD per million tokens (brain/config/config-schema.ts `ModelPrice`): 0 or more. */
+const USD_PER_MTOK: Spec = { t: 'number', gt: -1, min: 0 };
+const PRICE_SPEC: Spec = {
+  t: 'object',
+  fields: { input: USD_PER_MTOK, output: USD_PER_MTOK, cache_read: { t: 'nullable', of: USD_PER_MTOK }, cache_write: { t: 'nullable', of: USD_PER_MTOK } },
+};
 
 /** The accepted shape of config.yaml. */
 export const CONFIG_SPEC: Spec = {
@@ -110,6 +119,7 @@ export const CONFIG_SPEC: Spec = {
     },
     brain: { t: 'object', fields: { model: nullableStr } },
     budgets: { t: 'object', fields: { per_task: BUDGET_SPEC, per_goal: BUDGET_SPEC } },
+    prices: { t: 'map', keyName: 'a model id', of: PRICE_SPEC },
     notifications: { t: 'object', fields: { webhook_url: nullableStr, desktop: { t: 'bool' }, timeout_ms: int(100, 120_000), dashboard_url: nullableStr } },
     pr: { t: 'object', fields: { max_fix_rounds: int(0, 10) } },
     runs: { t: 'object', fields: { store: { t: 'enum', values: ['lmdb', 'postgres'] }, url_env: str, schema: str } },
@@ -187,10 +197,12 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   brain: 'The Brain: the LLM session that plans and integrates and never writes business code.',
   'brain.model': "The Brain's own (Claude) model; null lets the SDK choose.",
   budgets:
-    'Hard budgets. A worker that reaches one is stopped between tool calls, its work kept in a backup ref,\nits task parked (polly status says why). A plan may set its own (budgets), a plan task its own (budget).',
+    "Hard budgets, enforced by Polly's metering proxy (docs/metering.md): once one is spent the next model\nrequest is refused, the worker stopped, its work kept in a backup ref, its task parked (polly status says why).\nA plan may set its own (budgets), a plan task its own (budget).",
   'budgets.per_task':
-    'null (no limit), or {usd: N, tokens: N} (either or both) for each task: all its turns, reviews included.\nusd: as the agents report it (codex reports no cost: only a token limit stops it); tokens: input (cache included) plus output.',
+    'null (no limit), or {usd: N, tokens: N} (either or both) for each task: all its turns, reviews included.\nusd: priced from prices (a model without a price cannot take a usd budget); tokens: input (cache included) plus output.',
   'budgets.per_goal': 'null (no limit), or {usd: N, tokens: N} for all tasks of a goal (of a polly run plan) together.',
+  prices:
+    "Prices by model id (as the API names it), USD per million tokens: {input, output, cache_read?, cache_write?}.\nPolly's metering proxy prices every model request with them (docs/metering.md); a model without one\nhas an unknown cost, and a usd budget for a worker on it is refused at the plan gate.",
   notifications:
     'Notifications when something needs you or closed: plan at the gate or refused, task parked or failed,\nPR ready, PR feedback, goal done, budget reached. They never carry tokens.',
   'notifications.webhook_url': 'null, or a Slack-compatible incoming webhook URL ({text, blocks} is POSTed; 3 attempts).',
@@ -242,13 +254,14 @@ function expectName(spec: Spec): string {
   switch (spec.t) {
     case 'object':
     case 'record':
+    case 'map':
       return 'a mapping';
     case 'string':
       return 'a string';
     case 'int':
       return spec.max === undefined ? `an integer >= ${spec.min}` : `an integer from ${spec.min} to ${spec.max}`;
     case 'number':
-      return `a number > ${spec.gt}`;
+      return spec.min !== undefined ? `a number >= ${spec.min}` : `a number > ${spec.gt}`;
     case 'bool':
       return 'true or false';
     case 'enum':
@@ -271,6 +284,17 @@ function check(node: Node | null, spec: Spec, path: string, where: Where, parent
   switch (spec.t) {
     case 'nullable':
       return isNull ? null : check(node, spec.of, path, where, parent);
+    case 'map': {
+      if (node === null || !isMap(node)) throw wrong();
+      const out: Record<string, unknown> = {};
+      for (const pair of node.items) {
+        const keyNode = pair.key as Node | null;
+        const key = keyNode !== null && isScalar(keyNode) ? keyNode.value : undefined;
+        if (typeof key !== 'string' || key === '') throw invalid(where, keyNode ?? node, path, `keys must be ${spec.keyName} (a plain string), found ${describeNode(keyNode)}`);
+        out[key] = check(pair.value as Node | null, spec.of, `${path}.${key}`, where, keyNode);
+      }
+      return out;
+    }
     case 'object':
     case 'record': {
       if (node === null || !isMap(node)) throw wrong();
@@ -308,7 +332,7 @@ function check(node: Node | null, spec: Spec, path: string, where: Where, parent
       if (typeof scalar !== 'number' || !Number.isInteger(scalar) || scalar < spec.min || (spec.max !== undefined && scalar > spec.max)) throw wrong();
       return scalar;
     case 'number':
-      if (typeof scalar !== 'number' || !Number.isFinite(scalar) || scalar <= spec.gt) throw wrong();
+      if (typeof scalar !== 'number' || !Number.isFinite(scalar) || (spec.min !== undefined ? scalar < spec.min : scalar <= spec.gt)) throw wrong();
       return scalar;
     case 'enum':
       if (typeof scalar !== 'string' || !spec.values.includes(scalar)) throw wrong();

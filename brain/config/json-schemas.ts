@@ -35,12 +35,14 @@ function specToSchema(spec: Spec, path: string): JsonSchema {
       const item = specToSchema(spec.of, '');
       return withDoc({ type: 'object', properties: Object.fromEntries(spec.keys.map((k) => [k, item])), additionalProperties: false });
     }
+    case 'map':
+      return withDoc({ type: 'object', additionalProperties: specToSchema(spec.of, '') });
     case 'string':
       return withDoc({ type: 'string' });
     case 'int':
       return withDoc({ type: 'integer', minimum: spec.min, ...(spec.max === undefined ? {} : { maximum: spec.max }) });
     case 'number':
-      return withDoc({ type: 'number', exclusiveMinimum: spec.gt });
+      return withDoc(spec.min !== undefined ? { type: 'number', minimum: spec.min } : { type: 'number', exclusiveMinimum: spec.gt });
     case 'bool':
       return withDoc({ type: 'boolean' });
     case 'enum':

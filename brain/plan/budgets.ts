@@ -14,6 +14,7 @@
  */
 import type { Budget } from '../config/config-schema.js';
 import { formatUsd } from '../registry/cost-ledger.js';
+import type { Harness } from '../core/vocabulary.js';
 
 export type { Budget };
 
@@ -87,4 +88,43 @@ export function formatBudget(budget: Budget | null | undefined): string {
 /** `tokens 1234 ≥ limit 1000` / `$0.0123 ≥ limit $0.0100`. */
 export function formatReach(r: BudgetReach): string {
   return r.kind === 'tokens' ? `tokens ${r.spent} ≥ limit ${r.limit}` : `cost ${formatUsd(r.spent)} ≥ limit ${formatUsd(r.limit)}`;
+}
+
+/**
+ * The plan gate's price rule (docs/metering.md): a USD budget is enforced by Polly's metering
+ * proxy from config `prices`, so every worker a USD budget covers (a task's implementer and its
+ * reviewer, under the task's own, the per-task or the per-goal limit) must run a model with a
+ * price. One sentence per worker without one, naming the config key to add; empty when all have.
+ * @param tasks  the plan's tasks (`key`, `worker`, `reviewer`, `model`, `budget` as written).
+ */
+export function unpricedUsdBudgets(
+  tasks: ReadonlyArray<{ key: string; worker: Harness; reviewer?: Harness | null; model?: string | null; budget?: Budget | null }>,
+  resolved: ResolvedBudgets,
+  config: { workers: Record<Harness, { model: string | null }>; prices?: Record<string, unknown> },
+): string[] {
+  const out: string[] = [];
+  for (const t of tasks) {
+    const own = taskBudget(t.budget, resolved);
+    const usd =
+      typeof own?.usd === 'number'
+        ? { what: `a usd budget of ${formatUsd(own.usd)}` }
+        : typeof resolved.perGoal?.usd === 'number'
+          ? { what: `the goal's usd budget of ${formatUsd(resolved.perGoal.usd)}` }
+          : null;
+    if (!usd) continue;
+    const workers: Array<[Harness, string | null]> = [[t.worker, t.model ?? config.workers[t.worker].model ?? null]];
+    if (t.reviewer) workers.push([t.reviewer, config.workers[t.reviewer].model ?? null]);
+    for (const [h, model] of workers) {
+      if (!model) {
+        out.push(
+          `task ${t.key} has ${usd.what}, but its ${h} worker's model is not set (workers.${h}.model), so Polly cannot price it: set workers.${h}.model and prices.<that model> in .polly/config.yaml, or give the task a tokens budget instead`,
+        );
+      } else if (!config.prices || !Object.hasOwn(config.prices, model)) {
+        out.push(
+          `task ${t.key} has ${usd.what}, but model ${model} (${h}) has no price: add prices.${model}: {input: N, output: N} (USD per million tokens) to .polly/config.yaml, or give the task a tokens budget instead`,
+        );
+      }
+    }
+  }
+  return out;
 }

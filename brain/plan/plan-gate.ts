@@ -14,7 +14,7 @@ import { validatePlan, type Plan } from './plan-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { PlanRecord, Registry } from '../registry/registry-schema.js';
 import { formatStep } from '../../workflows/check/checker.js';
-import { resolvePlanBudgets } from './budgets.js';
+import { resolvePlanBudgets, unpricedUsdBudgets } from './budgets.js';
 
 export interface ProposeResult {
   planId: string;
@@ -66,7 +66,18 @@ export async function proposePlan(
     draft.counters.plan += 1;
     return `p${draft.counters.plan}`;
   });
-  const admission = admitPlan(planId, plan, config);
+  const checked = admitPlan(planId, plan, config);
+  // A USD budget Polly cannot price (no config `prices` entry for the worker's model) is refused here, naming the key to add.
+  const unpriced = unpricedUsdBudgets(plan.tasks, resolvePlanBudgets(config, plan.budgets), config);
+  const admission: typeof checked =
+    unpriced.length === 0
+      ? checked
+      : {
+          ...checked,
+          admitted: false,
+          line: `REFUSED: ${planId}`,
+          violations: [...checked.violations, ...unpriced.map((detail) => ({ part: 'plan', invariant: 'usd_budget_priced', kind: 'unpriced-budget', trace: [], detail }))],
+        };
   const counterexamples = admission.violations.map(formatViolation);
   await store.update((draft, tx) => {
     const goalId = options.goalId ?? null;

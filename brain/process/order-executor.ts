@@ -8,7 +8,7 @@
  */
 import { isCurrentTaskRun } from '../plan/plan-retry.js';
 import { existsSync } from 'node:fs';
-import { budgetReason, createBudgetWatch, modelEndpoint, recordTurnUsage, type BudgetStop } from '../task-tools/turn-budget.js';
+import { budgetReason, createBudgetWatch, modelEndpoint, recordTurnUsage, withMeter, type BudgetStop } from '../task-tools/turn-budget.js';
 import { isPollyError } from '../core/errors.js';
 import { ioFaultCode, ioFaultReason, releaseReserve } from '../core/io-fault.js';
 import { createGitRunner } from '../../workers/git/git.js';
@@ -467,18 +467,22 @@ export async function runReadOnlyTask(
     `the ${task.worker} ${task.purpose} turn`,
     () =>
       deps.supervisor.runTurn(
-        workerTurnRequest(deps.config, {
-          taskId,
-          orderId: `adhoc:${taskId}`,
-          harness: task.worker,
-          purpose: task.purpose,
-          cwd: deps.repoRoot,
-          prompt: `${promptMarker(task)} ${task.title}\n\n${task.prompt}\n\nYou are read-only: read and report; do not change any file. End with a short report.`,
-          resumeSessionId: null,
-          model: task.model,
-          gateContext: { ...deps.gateContext, worktree: deps.repoRoot },
-          env: deps.agentEnv,
-        }),
+        withMeter(
+          workerTurnRequest(deps.config, {
+            taskId,
+            orderId: `adhoc:${taskId}`,
+            harness: task.worker,
+            purpose: task.purpose,
+            cwd: deps.repoRoot,
+            prompt: `${promptMarker(task)} ${task.title}\n\n${task.prompt}\n\nYou are read-only: read and report; do not change any file. End with a short report.`,
+            resumeSessionId: null,
+            model: task.model,
+            gateContext: { ...deps.gateContext, worktree: deps.repoRoot },
+            env: deps.agentEnv,
+          }),
+          watch,
+          deps.config,
+        ),
         {
           signal: watch.signal,
           onEvent: (e) => {

@@ -12,6 +12,8 @@
  * totals keep the known sum and count the turns of unknown cost, and {@link formatCost} renders
  * "unknown" or "≥ $X (some turns unknown)", and {@link unknownCostNote} says why.
  *
+ * A metered turn (`source: 'proxy'`, workers/metering/, docs/metering.md) is priced by Polly from
+ * config `prices`; unknown without one. For a turn from before metering (the stream's figures):
  * Polly has no price table of its own. A CLI prices a turn from ITS list for the model id it was
  * given, wherever the model actually ran: a turn answered by a model endpoint on this machine
  * (loopback, e.g. Polly's scripted model server in `npm run demo` and `polly try`) was billed by no
@@ -51,6 +53,16 @@ export interface LedgerTurn extends UsageFigures {
   reported: boolean;
   /** The model endpoint the agent was pointed at instead of its vendor's API (a base URL), or null/absent for the vendor's own. */
   endpoint?: string | null;
+  /**
+   * Where the figures come from: `proxy`, the run's metering proxy, which read them from the
+   * model API's own responses (workers/metering/); `stream`, the agent CLI's own output (a turn
+   * run before metering, or by a runner without it). Absent: `stream`.
+   */
+  source?: 'proxy' | 'stream';
+  /** Model requests the proxy counted (source `proxy`). */
+  requests?: number;
+  /** What the cross-check found: the agent's stream disagreeing with the proxy, or an impossible value ({@link crossCheckUsage}). Absent: nothing. */
+  findings?: string[];
 }
 
 /** Sums over turns. `costUsd` is the sum of the KNOWN costs; `unknownCostTurns` says how many turns had none. */
@@ -134,9 +146,96 @@ export function turnUsage(events: ReadonlyArray<{ type: string }>): UsageFigures
   return out;
 }
 
-/** A ledger turn from a finished turn's events (`reported: false` when it carried no usage). */
+/** The part of a metering proxy's `metered` event the ledger reads (workers/agents/agent-adapter.ts `MeteringEvent`). */
+interface MeteredLike {
+  type: 'metered';
+  request: UsageFigures & { reported: boolean; impossible: string[]; model: string | null };
+}
+
+/**
+ * The usage of a metered turn: the sum of its `metered` events (one per model request, as the
+ * metering proxy read it from the API's responses). Null when the turn was not metered (no
+ * `metering` event). Cost null as soon as one request has no price.
+ */
+export function meteredUsage(events: ReadonlyArray<{ type: string }>): (UsageFigures & { requests: number; impossible: string[] }) | null {
+  if (!events.some((e) => e.type === 'metering')) return null;
+  const out = {
+    inputTokens: 0,
+    outputTokens: 0,
+    cacheReadTokens: null as number | null,
+    cacheWriteTokens: null as number | null,
+    costUsd: 0 as number | null,
+    requests: 0,
+    impossible: [] as string[],
+  };
+  for (const e of events) {
+    if (e.type !== 'metered') continue;
+    const r = (e as MeteredLike).request;
+    out.requests++;
+    out.inputTokens += r.inputTokens;
+    out.outputTokens += r.outputTokens;
+    if (r.cacheReadTokens !== null) out.cacheReadTokens = (out.cacheReadTokens ?? 0) + r.cacheReadTokens;
+    if (r.cacheWriteTokens !== null) out.cacheWriteTokens = (out.cacheWriteTokens ?? 0) + r.cacheWriteTokens;
+    out.costUsd = out.costUsd === null || r.costUsd === null ? null : out.costUsd + r.costUsd;
+    for (const i of r.impossible) out.impossible.push(`the model API sent ${i}${r.model ? ` (${r.model})` : ''}`);
+  }
+  return out;
+}
+
+/** True when `v` is a possible token count (a non-negative integer). */
+const possible = (v: number | null): boolean => v === null || (Number.isInteger(v) && v >= 0);
+
+/** A finding when `u` (one usage event, or a sum) holds a value no API sends (negative, fractional, not a number); else null. */
+export function impossibleUsage(u: UsageFigures, harness: Harness): string | null {
+  const bad = (['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens'] as const).filter((k) => !possible(u[k]));
+  const badCost = u.costUsd !== null && !(u.costUsd >= 0);
+  if (bad.length === 0 && !badCost) return null;
+  const what = [...bad.map((k) => `${k} ${u[k]}`), ...(badCost ? [`cost ${u.costUsd}`] : [])].join(', ');
+  return `the ${harness} stream reported impossible usage (${what}); the ledger keeps the proxy's count`;
+}
+
+/**
+ * Compare what the agent's own stream said (its usage events) with what the proxy counted. A
+ * finding is: an impossible value in the stream (negative, fractional, not a number); the stream
+ * claiming more tokens than the proxy saw; or, for a turn that ended `ok` on a CLI whose stream
+ * counts every model request it made (codex, pi), any difference. claude's stream leaves out its
+ * side requests (a session title, a quick classification), so for claude less is expected.
+ * @returns one sentence per finding; empty when the stream agrees or reported nothing.
+ */
+export function crossCheckUsage(stream: UsageFigures | null, proxy: Pick<UsageFigures, 'inputTokens' | 'outputTokens'>, harness: Harness, status: string): string[] {
+  if (!stream) return [];
+  const out: string[] = [];
+  const lie = impossibleUsage(stream, harness);
+  if (lie) return [lie];
+  const s = stream.inputTokens + stream.outputTokens;
+  const p = proxy.inputTokens + proxy.outputTokens;
+  const differs = stream.inputTokens !== proxy.inputTokens || stream.outputTokens !== proxy.outputTokens;
+  if (s > p || (differs && status === 'ok' && harness !== 'claude-code')) {
+    out.push(
+      `the ${harness} stream reported ${stream.inputTokens} in / ${stream.outputTokens} out tokens, the metering proxy counted ${proxy.inputTokens} in / ${proxy.outputTokens} out; the ledger keeps the proxy's count`,
+    );
+  }
+  return out;
+}
+
+/**
+ * A ledger turn from a finished turn's events (`reported: false` when it carried no usage). A
+ * metered turn ({@link meteredUsage}) takes the proxy's figures (`source: 'proxy'`) and keeps the
+ * stream's only as a cross-check ({@link crossCheckUsage}, in `findings`); otherwise the stream's.
+ */
 export function ledgerTurn(events: ReadonlyArray<{ type: string }>, meta: Omit<LedgerTurn, keyof UsageFigures | 'reported'>): LedgerTurn {
+  const metered = meteredUsage(events);
   const usage = turnUsage(events);
+  if (metered) {
+    const { requests, impossible, ...figures } = metered;
+    // Each usage event on its own first: a forged negative line can hide inside a positive sum.
+    const lies = events
+      .filter((e): e is UsageLike => e.type === 'usage')
+      .map((e) => impossibleUsage(e, meta.harness))
+      .filter((f): f is string => f !== null);
+    const findings = [...impossible, ...(lies.length ? lies : crossCheckUsage(usage, figures, meta.harness, meta.status))];
+    return { ...meta, ...figures, reported: requests > 0, source: 'proxy', requests, ...(findings.length ? { findings } : {}) };
+  }
   return { ...meta, ...(usage ?? { inputTokens: 0, outputTokens: 0, cacheReadTokens: null, cacheWriteTokens: null, costUsd: null }), reported: usage !== null };
 }
 
@@ -237,8 +336,13 @@ export const NO_COST_REASON: Record<Harness, string> = {
  */
 export function costNote(turns: readonly LedgerTurn[]): string {
   if (turns.length === 0) return '';
-  const parts = ['Cost is what each agent CLI reported, priced from its own list (Polly has no price table; budgets can cap tokens).'];
-  const unknown = [...new Set(turns.filter((t) => t.costUsd === null).map((t) => t.harness))];
+  const metered = turns.filter((t) => t.source === 'proxy');
+  const streamed = turns.filter((t) => t.source !== 'proxy');
+  const parts: string[] = [];
+  if (metered.length) parts.push("Tokens are what Polly's metering proxy read from the model API's responses; cost is priced from config prices (docs/metering.md).");
+  if (streamed.length) parts.push('Cost is what each agent CLI reported, priced from its own list (Polly has no price table for those turns; budgets can cap tokens).');
+  if (metered.some((t) => t.costUsd === null)) parts.push('Unknown where the model has no entry under prices in .polly/config.yaml.');
+  const unknown = [...new Set(streamed.filter((t) => t.costUsd === null).map((t) => t.harness))];
   if (unknown.length) parts.push(`Unknown for ${unknown.map((h) => `${h} (${NO_COST_REASON[h]})`).join('; ')}.`);
   const local = [...new Set(turns.filter((t) => t.costUsd !== null && isLocalEndpoint(t.endpoint)).map((t) => t.endpoint!))];
   if (local.length) parts.push(`Not billed: the model behind ${local.join(', ')} runs on this machine (e.g. Polly's scripted model), so the figure is a list price nobody paid.`);

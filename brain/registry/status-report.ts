@@ -58,6 +58,8 @@ export interface StatusTask {
   statusReason: string | null;
   /** Tokens and cost of its turns (brain/registry/cost-ledger.ts), per role too. */
   spent: StatusCost & { byRole: TaskLedger['byRole'] };
+  /** Where the agent's own usage stream disagreed with the metering proxy, or said something impossible (one sentence each); absent: nothing found. */
+  usageFindings?: string[];
   /** The hard budget in force, or null for none. */
   budget: Budget | null;
   /** A retried task's earlier attempts (`polly retry`): plan, status, reason, time; absent when never retried. */
@@ -165,6 +167,7 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
       ...(t.status === 'ready' && t.prEventsWaiting ? { prEventsWaiting: t.prEventsWaiting } : {}),
       statusReason: t.statusReason,
       spent: { ...statusCost(t.ledger?.totals ?? sumTotals([])), byRole: t.ledger?.byRole ?? {} },
+      ...usageFindings(t),
       budget: t.budget ?? null,
       ...(t.retriedFrom ? { retriedFrom: t.retriedFrom } : {}),
     })),
@@ -181,6 +184,12 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
         heartbeatAt: w.heartbeatAt,
       })),
   };
+}
+
+/** `{usageFindings}`: what the cross-check of the kept turns found (brain/registry/cost-ledger.ts `crossCheckUsage`), or `{}`. */
+function usageFindings(t: TaskRecord): { usageFindings?: string[] } {
+  const found = (t.ledger?.turns ?? []).flatMap((x) => x.findings ?? []);
+  return found.length > 0 ? { usageFindings: found } : {};
 }
 
 /** `{reviewText}` for a task whose PR's review state is `commented` and which has cross-review rounds; else `{}`. */

@@ -46,7 +46,7 @@ import { join } from 'node:path';
 import { workerTurnRequest } from './dispatch.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnResult } from '../../workers/worker-turn.js';
-import { createBudgetWatch, modelEndpoint, parkForBudget, recordTurnUsage, type BudgetStop, type BudgetWatch } from './turn-budget.js';
+import { createBudgetWatch, modelEndpoint, parkForBudget, recordTurnUsage, withMeter, type BudgetStop, type BudgetWatch } from './turn-budget.js';
 
 /**
  * A ReviewRecord as this tool writes it: plus the work order that produced it and the forge's
@@ -153,19 +153,23 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
       };
       const runReviewTurn = (prompt: string, orderId: string, resume: string | null, watch: BudgetWatch) =>
         ctx.supervisor.runTurn(
-          workerTurnRequest(ctx.config, {
-            taskId: task.id,
-            orderId,
-            harness: reviewer,
-            purpose: 'review',
-            cwd: sandbox.dir,
-            prompt,
-            resumeSessionId: resume,
-            model: ctx.config.workers[reviewer].model ?? null,
-            gateContext: { repoRoot: ctx.repoRoot, worktree: sandbox.dir, branch: taskBranch(task), defaultBranch: repositoryDefaultBranch(ctx.repoRoot), home: homedir() },
-            env: ctx.agentEnv,
-            timeoutMs: options.turnTimeoutMs ?? 20 * 60_000,
-          }),
+          withMeter(
+            workerTurnRequest(ctx.config, {
+              taskId: task.id,
+              orderId,
+              harness: reviewer,
+              purpose: 'review',
+              cwd: sandbox.dir,
+              prompt,
+              resumeSessionId: resume,
+              model: ctx.config.workers[reviewer].model ?? null,
+              gateContext: { repoRoot: ctx.repoRoot, worktree: sandbox.dir, branch: taskBranch(task), defaultBranch: repositoryDefaultBranch(ctx.repoRoot), home: homedir() },
+              env: ctx.agentEnv,
+              timeoutMs: options.turnTimeoutMs ?? 20 * 60_000,
+            }),
+            watch,
+            ctx.config,
+          ),
           { signal: watch.signal, onEvent: (e) => watch.onEvent(e) },
         );
       const decisions = join(ctx.repoRoot, GATE_DECISIONS_FILE);

@@ -42,7 +42,7 @@ import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-st
 import { cannotRunReason, checkConfinement, probeRunnersBeforeAgent } from './run-acceptance.js';
 import { ownGitAdminDir, sandboxRefusalFailure, turnRefusals } from './sandbox-refusals.js';
 import { POLLY_COMMITS_LINE } from '../../workers/git/git-policy.js';
-import { createBudgetWatch, modelEndpoint, parkForBudget, recordTurnUsage, type BudgetStop, type BudgetWatch } from './turn-budget.js';
+import { createBudgetWatch, modelEndpoint, parkForBudget, recordTurnUsage, withMeter, type BudgetStop, type BudgetWatch } from './turn-budget.js';
 import { elideMiddle } from '../core/visible-text.js';
 import { baseGreen, baseRedReason, blockingBaseRed, checkBase } from './base-check.js';
 import { runCheck } from '../../workers/acceptance.js';
@@ -502,7 +502,7 @@ export const dispatch: TaskTool = async (ctx) => {
   const { value: result, violation } = await withRefGuard(
     { ...ctx, task },
     `the ${task.worker} implementer turn`,
-    () => ctx.supervisor.runTurn(request, { signal: watch.signal, onEvent: (e) => progressAndWatch(ctx, task.id, watch, e) }),
+    () => ctx.supervisor.runTurn(withMeter(request, watch, ctx.config), { signal: watch.signal, onEvent: (e) => progressAndWatch(ctx, task.id, watch, e) }),
     { confinement: (r) => r.sandboxMounts },
   );
   const stop = watch.stopped();

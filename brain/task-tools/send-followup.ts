@@ -8,7 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { implementTurn, progressAndWatch, promptMarker, recordTurn } from './dispatch.js';
-import { createBudgetWatch, parkForBudget } from './turn-budget.js';
+import { createBudgetWatch, parkForBudget, withMeter } from './turn-budget.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskTool } from './types.js';
@@ -54,7 +54,7 @@ export const sendFollowup: TaskTool = async (ctx) => {
   const { value: result, violation } = await withRefGuard(
     ctx,
     `the ${task.worker} follow-up turn`,
-    () => ctx.supervisor.runTurn(request, { signal: watch.signal, onEvent: (e) => progressAndWatch(ctx, task.id, watch, e) }),
+    () => ctx.supervisor.runTurn(withMeter(request, watch, ctx.config), { signal: watch.signal, onEvent: (e) => progressAndWatch(ctx, task.id, watch, e) }),
     { confinement: (r) => r.sandboxMounts },
   );
   const stop = watch.stopped();

@@ -13,9 +13,10 @@
  *   the task `parked` with the reason, `budget.reached` and `task.parked` journaled.
  */
 import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
-import type { WorkerTurnResult } from '../../workers/worker-turn.js';
+import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
 import { isPollyError } from '../core/errors.js';
-import { addTurn, ledgerTurn, sumTotals, totalTokens, turnUsage, type LedgerRole, type LedgerTotals } from '../registry/cost-ledger.js';
+import { addTurn, ledgerTurn, meteredUsage, sumTotals, totalTokens, turnUsage, type LedgerRole, type LedgerTotals } from '../registry/cost-ledger.js';
+import type { MeterBudget } from '../../workers/metering/metering-proxy.js';
 import type { Registry, TaskRecord } from '../registry/registry-schema.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import type { RegistryTx } from '../registry/registry-store.js';
@@ -40,6 +41,11 @@ export interface BudgetWatch {
   onEvent(event: AgentEvent): void;
   /** The limit this turn reached, or an earlier turn had already reached (then do not start it); null otherwise. */
   stopped(): BudgetStop | null;
+  /**
+   * What remains of the task's and the goal's budget before this turn (the smaller of each
+   * field), for the run's metering proxy to enforce (`WorkerTurnRequest.meter.budget`); null: no limit.
+   */
+  remaining(): MeterBudget | null;
 }
 
 /** The goal of a task (through its plan), or null. */
@@ -78,10 +84,12 @@ export async function createBudgetWatch(ctx: Pick<TaskToolContext, 'store' | 'ta
   if (parent.aborted) controller.abort(parent.reason);
   else parent.addEventListener('abort', onParentAbort, { once: true });
   const usage: AgentEvent[] = [];
+  let metered = false;
   let stop: BudgetStop | null = null;
   const check = (): void => {
     if (stop) return;
-    const now = turnUsage(usage);
+    // A metered turn counts only what the proxy read from the API; the stream is not a number then.
+    const now = metered ? meteredUsage(usage) : turnUsage(usage);
     const add = (t: LedgerTotals) => ({ tokens: totalTokens(t) + (now ? now.inputTokens + now.outputTokens : 0), usd: t.costUsd + (now?.costUsd ?? 0) });
     const t = budgetReached(taskLimit, add(before.task));
     if (t && taskLimit) stop = { scope: 'task', goalId, budget: taskLimit, reach: t };
@@ -98,12 +106,47 @@ export async function createBudgetWatch(ctx: Pick<TaskToolContext, 'store' | 'ta
   return {
     signal: controller.signal,
     onEvent(event) {
-      if (event.type !== 'usage') return;
+      if (event.type === 'metering' && !metered) {
+        metered = true;
+        usage.length = 0;
+        usage.push(event);
+        return;
+      }
+      if (metered ? event.type !== 'metered' : event.type !== 'usage') return;
       usage.push(event);
       check();
     },
     stopped: () => stop,
+    remaining: () => {
+      const left = (b: Budget | null, t: LedgerTotals): MeterBudget | null => {
+        if (!b) return null;
+        const out: MeterBudget = {};
+        if (typeof b.tokens === 'number') out.tokens = Math.max(0, b.tokens - totalTokens(t));
+        if (typeof b.usd === 'number') out.usd = Math.max(0, b.usd - t.costUsd);
+        return out;
+      };
+      const a = left(taskLimit, before.task);
+      const g = goalId ? left(goalLimit, before.goal) : null;
+      if (!a && !g) return null;
+      const pick = (x: number | null | undefined, y: number | null | undefined): number | undefined =>
+        typeof x === 'number' ? (typeof y === 'number' ? Math.min(x, y) : x) : typeof y === 'number' ? y : undefined;
+      const out: MeterBudget = {};
+      const tokens = pick(a?.tokens, g?.tokens);
+      const usd = pick(a?.usd, g?.usd);
+      if (tokens !== undefined) out.tokens = tokens;
+      if (usd !== undefined) out.usd = usd;
+      return out;
+    },
   };
+}
+
+/**
+ * `request` with its metering (`WorkerTurnRequest.meter`): what remains of the task's and goal's
+ * budget ({@link BudgetWatch.remaining}), which the run's metering proxy enforces by refusing the
+ * next model request once it is spent, and the config's `prices`.
+ */
+export function withMeter<R extends WorkerTurnRequest>(request: R, watch: Pick<BudgetWatch, 'remaining'>, config: Pick<PollyConfig, 'prices'>): R {
+  return { ...request, meter: { budget: watch.remaining(), prices: config.prices ?? {} } };
 }
 
 /**
@@ -143,6 +186,8 @@ export function recordTurnUsage(
   });
   t.ledger = addTurn(t.ledger, turn);
   tx.emit('task.turn_usage', { taskId, ...turn });
+  // The agent's stream disagreed with the proxy, or said something impossible: a finding, not a number.
+  for (const finding of turn.findings ?? []) tx.emit('usage.finding', { taskId, workerId: result.workerId, harness: meta.harness, finding });
 }
 
 /**

@@ -8,6 +8,9 @@
  *   variable `POLLY_SCRIPTED_KEY`;
  * - pi: `base_url=<url>/v1` (OpenAI chat completions), key variable `POLLY_SCRIPTED_KEY`.
  * As root, `allow_root_sandbox: true` is set (the demo runs in a throwaway sandbox directory).
+ * `prices` gets a price of 0 for the model ids the workers ask the scripted server for (it runs
+ * here and bills no one; Polly's metering proxy prices requests from `prices`, docs/metering.md),
+ * so a usd budget passes the plan gate.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -30,6 +33,9 @@ export function useScriptedModels(repoRoot: string, url: string, options: { allo
   set(['workers', 'pi', 'base_url'], `${url}/v1`);
   set(['workers', 'pi', 'model'], 'scripted');
   set(['workers', 'pi', 'api_key_env'], 'POLLY_SCRIPTED_KEY');
+  const claudeModel = doc.getIn(['workers', 'claude-code', 'model']);
+  const free = { input: 0, output: 0 };
+  for (const model of [typeof claudeModel === 'string' ? claudeModel : 'claude-sonnet-4-5', 'gpt-5.5', 'scripted']) set(['prices', model], doc.createNode(free));
   for (const [path, value] of options.extra ?? []) set(path, value);
   writeFileSync(file, doc.toString());
   return { ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: SCRIPTED_KEY, POLLY_SCRIPTED_KEY: SCRIPTED_KEY, OPENAI_API_KEY: SCRIPTED_KEY };

@@ -61,7 +61,13 @@ describe('plan gate', () => {
     execFileSync(process.execPath, [cli, 'init'], { cwd: repo.dir, env, stdio: 'pipe' });
     const store = createFileRegistryStore(join(repo.dir, '.polly'));
     // Budgets: the config's per-goal limit, the plan's per-task one, and a task of its own (issue 20).
-    const config = { ...DEFAULT_CONFIG, budgets: { per_task: { usd: 9 }, per_goal: { usd: 5, tokens: 400000 } } };
+    // A usd budget needs a price for every worker it covers (docs/metering.md).
+    const config = {
+      ...DEFAULT_CONFIG,
+      workers: { ...DEFAULT_CONFIG.workers, pi: { ...DEFAULT_CONFIG.workers.pi, model: 'scripted' } },
+      prices: { 'claude-sonnet-4-5': { input: 3, output: 15 }, scripted: { input: 0, output: 0 } },
+      budgets: { per_task: { usd: 9 }, per_goal: { usd: 5, tokens: 400000 } },
+    };
     const p = await proposePlan(store, config, {
       budgets: { per_task: { tokens: 200000 } },
       tasks: [task('t1', 'claude-code', 'pi'), { ...task('t2', 'claude-code', 'pi'), budget: { usd: 0.5 } }],

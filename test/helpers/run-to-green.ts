@@ -5,6 +5,7 @@
  * ONE clean commit on `polly/<id>`. Driven through the tools: dispatch → run_acceptance →
  * send_followup → run_acceptance. Needs `npm run build` (the runner and the gate run from dist/).
  */
+import type { PollyConfig } from '../../brain/config/config-schema.js';
 import { expect } from 'vitest';
 import { join } from 'node:path';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -46,10 +47,10 @@ export function sumScript(taskIds: string[]): string {
     .join('')}`;
 }
 
-/** Set up a rig on `repo` (file registry in <repo>/.polly, real worktrees, real supervisor). */
-export function makeRig(repo: TestRepo, server: ScriptedModelServer): ToolRig {
+/** Set up a rig on `repo` (file registry in <repo>/.polly, real worktrees, real supervisor); `patch` edits its config. */
+export function makeRig(repo: TestRepo, server: ScriptedModelServer, patch?: (c: PollyConfig) => void): ToolRig {
   const store = createFileRegistryStore(join(repo.dir, '.polly'));
-  const config = scriptedConfig(server.url);
+  const config = scriptedConfig(server.url, patch);
   return {
     repoRoot: repo.dir,
     store,

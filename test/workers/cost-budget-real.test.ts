@@ -3,10 +3,9 @@
  * through the dispatch tool: every turn's usage lands in the task's ledger and its totals equal
  * what the scripted server reported for the session; a task whose budget is smaller than its
  * script's usage is stopped, parked with the reason, its work in a backup ref, and no PR is opened
- * (the rig's forge fails the test on any use). pi and claude report usage per model call, so they
- * are stopped mid-turn (between model calls); codex reports usage only when its turn completes
- * (workers/agents/codex-adapter.ts), so its turn runs to the end and the task is parked then,
- * before any acceptance run or PR. Needs `npm run build`.
+ * (the rig's forge fails the test on any use). The figures are the run's metering proxy's
+ * (workers/metering/, docs/metering.md), read from each model response, so every CLI is stopped
+ * between model calls, codex too (its own stream reports usage only when its turn completes).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';
@@ -65,9 +64,14 @@ function reported(requests: RecordedRequest[], session: string): { calls: number
   };
 }
 
+/** Prices for the scripted models (USD per million tokens): the metering proxy prices each request (docs/metering.md). */
+const PRICES = { 'claude-sonnet-4-5': { input: 3, output: 15 } };
+
 async function runTask(harness: Harness, id: string, budget: { tokens?: number; usd?: number } | null) {
   const repo = createTestRepo(NPM_TEST_PROJECT);
-  const rig = makeRig(repo, server);
+  const rig = makeRig(repo, server, (c) => {
+    c.prices = PRICES;
+  });
   await rig.store.update((d) => {
     d.tasks[id] = makeTask(id, harness, budget ? { budget } : {});
   });
@@ -84,7 +88,7 @@ let piFirstCall = 0;
 let claudeCalls: number[] = [];
 
 /** The checks every budget stop shares: parked with the reason, the ledger's totals the sum of its turns, the work in one backup ref, journaled once. */
-async function expectParkedForBudget(id: string, run: Awaited<ReturnType<typeof runTask>>, limit: number) {
+async function expectParkedForBudget(id: string, run: Awaited<ReturnType<typeof runTask>>, limit: number, kept = true) {
   const { outcome, reg, rig, repo } = run;
   expect(outcome).toMatchObject({ outcome: 'failure', permanent: true });
   expect(outcome.note).toMatch(/^budget: budget reached: the task budget \(\d+ tokens\): tokens \d+ ≥ limit \d+/);
@@ -102,7 +106,7 @@ async function expectParkedForBudget(id: string, run: Awaited<ReturnType<typeof 
   expect(task.backupRefs).toHaveLength(1);
   const ref = task.backupRefs[0]!;
   expect(ref).toMatch(new RegExp(`^refs/polly/backup/${id}/`));
-  expect(repo.git(['show', `${ref}:notes/kept.txt`])).toBe('written before the budget ran out');
+  if (kept) expect(repo.git(['show', `${ref}:notes/kept.txt`])).toBe('written before the budget ran out');
   const journal = await rig.store.journal();
   expect(journal.filter((e) => e.kind === 'budget.reached').map((e) => e.data)).toEqual([expect.objectContaining({ taskId: id, scope: 'task', kind: 'tokens', limit })]);
   expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([{ taskId: id, reason: task.statusReason, backupRef: ref, worktree: task.worktree }]);
@@ -126,14 +130,16 @@ describe('the cost ledger with the real CLIs', () => {
     piFirstCall = r.perCall[0]!.inputTokens + r.perCall[0]!.outputTokens;
   }, 120_000);
 
-  it('claude: the turn total (its result) equals the usage the model reported for the session, with a cost', async () => {
+  it('claude: the turn total equals the usage the model reported for the session, priced from config prices', async () => {
     const { outcome, reg, rig } = await runTask('claude-code', 'cl1', null);
     expect(outcome, outcome.note).toMatchObject({ outcome: 'ok' });
     const r = reported(server.requests, 'cl1');
     expect(r.calls).toBeGreaterThanOrEqual(4);
     const ledger = reg.tasks.cl1!.ledger!;
     expect(ledger.totals).toMatchObject({ turns: 1, inputTokens: r.input, outputTokens: r.output, unknownCostTurns: 0 });
-    expect(ledger.totals.costUsd).toBeGreaterThan(0);
+    // Polly's price, not claude's list: $3 in / $15 out per million tokens.
+    expect(ledger.totals.costUsd).toBeCloseTo((r.input * 3 + r.output * 15) / 1e6, 10);
+    expect(ledger.turns[0]).toMatchObject({ source: 'proxy' });
     const usage = (await rig.store.journal()).filter((e) => e.kind === 'task.turn_usage');
     expect(usage).toHaveLength(1);
     expect(usage[0]!.data).toMatchObject({ taskId: 'cl1', role: 'implement', inputTokens: r.input, outputTokens: r.output });
@@ -156,16 +162,17 @@ describe('the cost ledger with the real CLIs', () => {
     expect(run.repo.git(['ls-tree', '-r', '--name-only', ref])).not.toContain('notes/late.txt');
   }, 180_000);
 
-  it('codex: usage comes only with the turn end, so the turn completes and the task is parked before acceptance or a PR, its work in a backup ref', async () => {
+  it('codex: the metering proxy counts each model request, so the turn is stopped after the first one crossed the budget, before acceptance or a PR', async () => {
     const limit = 1;
     const run = await runTask('codex', 'xb1', { tokens: limit });
-    const { task, ref } = await expectParkedForBudget('xb1', run, limit);
+    const { task } = await expectParkedForBudget('xb1', run, limit, false);
     const r = reported(server.requests, 'xb1');
-    // Every model call of the script happened (codex cannot be stopped between them: it reports no usage until then).
-    expect(r.calls).toBe(4);
+    // codex reports usage only when its turn completes; the proxy reads each response: the first
+    // call crossed the limit and no other call reached the model (before the proxy, all four did).
+    expect(r.calls).toBe(1);
     expect(task.ledger!.totals).toMatchObject({ inputTokens: r.input, outputTokens: r.output, unknownCostTurns: 1 });
+    expect(task.ledger!.turns[0]).toMatchObject({ source: 'proxy', status: 'cancelled' });
     expect(task.checks).toEqual([]);
-    expect(run.repo.git(['ls-tree', '-r', '--name-only', ref])).toContain('notes/late.txt');
   }, 180_000);
 
   it('pi, read-only outside a plan: an explore task dispatched by the Brain gets config budgets.per_task and is stopped and parked when it reaches it', async () => {

@@ -83,7 +83,10 @@ describe('worker supervisor (real pi, detached runner)', () => {
     expect(r.finalText).toBe('Wrote notes.txt.');
     expect(readFileSync(join(repo.dir, 'notes.txt'), 'utf8')).toBe('hello\n');
     expect(seen).toEqual(r.events);
-    expect(seen[0]).toEqual({ type: 'session', sessionId: r.sessionId });
+    // The runner's metering proxy starts first (docs/metering.md), then the agent's own events.
+    expect(seen[0]).toMatchObject({ type: 'metering' });
+    expect(seen[1]).toEqual({ type: 'session', sessionId: r.sessionId });
+    expect(seen.filter((e) => e.type === 'metered').length).toBeGreaterThan(0);
     expect(seen.filter((e) => e.type === 'tool_call').map((e) => (e as { tool: string }).tool)).toEqual(['write', 'bash']);
 
     const dir = join(repo.dir, '.polly', 'workers', r.workerId);

@@ -3,6 +3,7 @@
  * headless through its structured event stream, with the gate installed, and normalise what it
  * emits into {@link AgentEvent}s. Worker state comes from these streams, never from screen text.
  */
+import type { MeterBudget, MeteredRequest, RefusedRequest } from '../metering/metering-proxy.js';
 import type { Harness } from '../../brain/core/vocabulary.js';
 import type { SandboxMount, SandboxSpec } from '../sandbox/sandbox-spec.js';
 
@@ -52,7 +53,19 @@ export type AgentEvent =
   | UsageEvent
   | { type: 'result'; ok: boolean; text: string }
   | { type: 'error'; message: string }
+  | MeteringEvent
   | { type: 'unknown'; raw: unknown };
+
+/**
+ * What the run's metering proxy saw (workers/metering/metering-proxy.ts). Written by the worker
+ * runner, outside the sandbox, never parsed from an agent's stream: `metering` once when the proxy
+ * starts (the turn is metered: its usage comes from these events only), `metered` per model
+ * request, `metering_refused` per request refused for the budget.
+ */
+export type MeteringEvent =
+  | { type: 'metering'; upstreams: string[]; budget: MeterBudget | null }
+  | { type: 'metered'; request: MeteredRequest }
+  | { type: 'metering_refused'; refused: RefusedRequest };
 
 /**
  * How a run ended.

@@ -41,6 +41,8 @@ import { claudeCodeSandboxSettings } from '../agents/claude-code-sandbox.js';
 import { resolveWorktreesDir } from '../git/worktrees-dir.js';
 import { agentTurnSandbox } from '../sandbox/agent-turn-sandbox.js';
 import { appliedMounts, type WorkerSandboxOptions } from '../sandbox/sandbox-spec.js';
+import { startTurnMeter, type TurnMeter } from '../metering/turn-meter.js';
+import type { ModelPrice } from '../metering/api-usage.js';
 
 /** The part of `.polly/config.yaml` a runner reads: the gate's policies and each harness's options (a PollyConfig satisfies it). */
 export interface WorkerRunConfig {
@@ -50,6 +52,8 @@ export interface WorkerRunConfig {
   forge?: { github?: { base_url?: string | null } };
   /** `worktrees.dir` (workers/git/worktrees-dir.ts): the sandbox hides it but for the turn's own worktree. */
   worktrees?: { dir?: string | null };
+  /** `prices` (USD per million tokens by model id): the metering proxy's cost (workers/metering/). */
+  prices?: Record<string, ModelPrice>;
 }
 
 /**
@@ -158,21 +162,46 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
   let result: AgentRunResult;
   let timer: NodeJS.Timeout | null = null;
   let gateServer: GateServer | null = null;
+  let meter: TurnMeter<WorkerRunConfig['workers']> | null = null;
   try {
     const spec = JSON.parse(readFileSync(specPath, 'utf8')) as WorkerSpec;
     timer = setInterval(beat, Math.max(50, spec.heartbeatMs || 2000));
+    const explicitEnv: Record<string, string> = {};
+    for (const key of [...spec.envKeys, ...(spec.config.workers.env_passthrough ?? [])]) {
+      const value = process.env[key];
+      if (value !== undefined) explicitEnv[key] = value;
+    }
+    // The metering proxy (workers/metering/): every model base URL of the turn points at it, so
+    // the sandbox's only route to a model is through Polly's count and budget.
+    const meterSpec = spec.meter ?? { budget: null, prices: spec.config.prices ?? {} };
+    try {
+      meter = await startTurnMeter({
+        env: explicitEnv,
+        processEnv: process.env,
+        workers: spec.config.workers,
+        spec: meterSpec,
+        onRequest: (request) => record({ type: 'metered', request }),
+        onRefused: (refused) => {
+          record({ type: 'metering_refused', refused });
+          // The budget is spent: end the turn now rather than wait for the CLI's retries.
+          controller.abort();
+        },
+      });
+    } catch (error) {
+      const message = `could not start the metering proxy: ${(error as Error).message}`;
+      record({ type: 'error', message });
+      throw Object.assign(new Error(message), { status: 'agent_refused' as AgentRunStatus });
+    }
+    record({ type: 'metering', upstreams: meter.upstreams, budget: meterSpec.budget });
+    const env = meter.env;
+    const config: WorkerRunConfig = { ...spec.config, workers: meter.workers };
     let adapter: ReturnType<typeof createAgentAdapter>;
     try {
-      adapter = createAgentAdapter(spec.harness, spec.config, { model: spec.model });
+      adapter = createAgentAdapter(spec.harness, config, { model: spec.model });
     } catch (error) {
       const message = isPollyError(error) ? error.message : `could not configure the ${spec.harness} worker: ${(error as Error).message}`;
       record({ type: 'error', message });
       throw Object.assign(new Error(message), { status: 'agent_refused' as AgentRunStatus });
-    }
-    const env: Record<string, string> = {};
-    for (const key of [...spec.envKeys, ...(spec.config.workers.env_passthrough ?? [])]) {
-      const value = process.env[key];
-      if (value !== undefined) env[key] = value;
     }
     let confinement: ReturnType<typeof agentTurnSandbox>;
     try {
@@ -183,7 +212,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
         agentStateDir: spec.agentStateDir,
         gateDir: spec.gateDir,
         env,
-        configuredUrls: [spec.config.workers.codex.provider?.base_url, spec.config.workers.pi.base_url],
+        configuredUrls: [config.workers.codex.provider?.base_url, config.workers.pi.base_url],
         allowUnconfined: spec.config.workers.allow_unconfined ?? false,
         realHome: spec.gateContext.home,
         worktreesDir: resolveWorktreesDir(spec.gateContext.repoRoot, spec.config.worktrees?.dir),
@@ -246,6 +275,9 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
     });
     if (run.pid > 0) writeJsonAtomic(files.agent, { pid: run.pid, startedAt: new Date().toISOString() });
     result = await run.result;
+    await meter.proxy.close();
+    // The events as recorded (the agent's and the proxy's, in the order they happened: events.jsonl's order).
+    result = { ...result, events: [...events] };
     if (confinement.warning) result = { ...result, unconfined: confinement.warning };
     if (confinement.sandbox) result = { ...result, sandboxMounts: appliedMounts(confinement.sandbox.spec, existsSync) };
   } catch (error) {
@@ -256,6 +288,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
   }
   if (timer) clearInterval(timer);
   await gateServer?.close();
+  await meter?.proxy.close();
   beat();
   writeJsonAtomic(files.result, result);
   return result;

@@ -321,6 +321,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
       gateContext: request.gateContext,
       envKeys: Object.keys(request.env),
       timeoutMs: request.timeoutMs ?? null,
+      meter: request.meter ?? null,
       agentStateDir,
       gateDir: join(files.dir, 'gate'),
       journalPath: options.gateJournalPath === undefined ? join(options.repoRoot, '.polly', 'gate-decisions.jsonl') : options.gateJournalPath,

@@ -1,0 +1,90 @@
+/**
+ * The metering of one worker run (the worker runner's side): which endpoints the agent may reach,
+ * each rewritten to go through this run's metering proxy (./metering-proxy.ts), and the events
+ * the runner records for the Brain.
+ *
+ * Every model base URL the agent is given becomes a proxy URL: each `*_BASE_URL` variable of its
+ * environment (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`, …), `workers.codex.provider.base_url` and
+ * `workers.pi.base_url`. Where none is set, the vendor's API is the upstream
+ * (`ANTHROPIC_BASE_URL` → https://api.anthropic.com, `OPENAI_BASE_URL` → https://api.openai.com/v1):
+ * the CLI talks plain HTTP to the proxy on loopback and the proxy makes the HTTPS request, so
+ * nothing goes through an opaque CONNECT tunnel. The sandbox is then given only the proxy's
+ * loopback port (workers/sandbox/sandbox-profiles.ts `modelEndpoints` sees only proxy URLs).
+ * Not metered: pi with a built-in provider (no `workers.pi.base_url`), whose endpoint Polly does
+ * not know, and codex signed in with a ChatGPT account (its backend is not an API with usage):
+ * see docs/metering.md.
+ */
+import type { ModelPrice } from './api-usage.js';
+import { startMeteringProxy, type MeterBudget, type MeteredRequest, type MeteringProxy, type RefusedRequest } from './metering-proxy.js';
+
+/** What the Brain hands a run (`WorkerTurnRequest.meter`): the budget left and the prices. */
+export interface TurnMeterSpec {
+  /** What remains of the task's budget and its goal's (the smaller of each), or null for no limit. */
+  budget: MeterBudget | null;
+  /** Config `prices`. */
+  prices: Record<string, ModelPrice>;
+}
+
+/** The part of the run's config the meter rewrites (structurally a WorkerRunConfig's `workers`). */
+export interface MeteredWorkers {
+  codex: { provider?: { id: string; base_url: string; env_key: string } | null };
+  pi: { base_url?: string | null };
+}
+
+/** The vendors' APIs, used as upstreams when the agent is given no base URL. */
+export const VENDOR_DEFAULTS = { ANTHROPIC_BASE_URL: 'https://api.anthropic.com', OPENAI_BASE_URL: 'https://api.openai.com/v1' } as const;
+
+export interface TurnMeter<W extends MeteredWorkers> {
+  proxy: MeteringProxy;
+  /** The agent's env with every base URL pointing at the proxy. */
+  env: Record<string, string>;
+  /** The run's `workers` config with the codex and pi base URLs pointing at the proxy. */
+  workers: W;
+  /** Upstream base URLs, by proxy route index. */
+  upstreams: string[];
+}
+
+/**
+ * Start the proxy for one run and rewrite the agent's endpoints to it.
+ * @param env  the agent's explicit env (values from the runner's environment).
+ * @param processEnv  the runner's own environment: model variables there reach the agent too (workers/sandbox/worker-env.ts), so they are rewritten as well.
+ */
+export async function startTurnMeter<W extends MeteredWorkers>(input: {
+  env: Record<string, string>;
+  processEnv: NodeJS.ProcessEnv;
+  workers: W;
+  spec: TurnMeterSpec | null | undefined;
+  onRequest: (r: MeteredRequest) => void;
+  onRefused: (r: RefusedRequest) => void;
+}): Promise<TurnMeter<W>> {
+  const upstreams: string[] = [];
+  const route = (url: string): number => {
+    const i = upstreams.indexOf(url);
+    if (i >= 0) return i;
+    upstreams.push(url);
+    return upstreams.length - 1;
+  };
+  const envRoutes: Array<[string, number]> = [];
+  const merged: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(input.processEnv)) if (/^(ANTHROPIC|OPENAI)_[A-Z0-9_]*BASE_URL$/.test(k)) merged[k] = v;
+  Object.assign(merged, input.env);
+  for (const [k, v] of Object.entries(merged)) if (/_BASE_URL$/.test(k) && v && /^https?:\/\//.test(v)) envRoutes.push([k, route(v)]);
+  for (const [k, url] of Object.entries(VENDOR_DEFAULTS)) if (!merged[k]) envRoutes.push([k, route(url)]);
+  const codexUrl = input.workers.codex.provider?.base_url;
+  const codexRoute = codexUrl ? route(codexUrl) : null;
+  const piUrl = input.workers.pi.base_url;
+  const piRoute = piUrl ? route(piUrl) : null;
+  const proxy = await startMeteringProxy({
+    upstreams,
+    budget: input.spec?.budget ?? null,
+    prices: input.spec?.prices ?? {},
+    onRequest: input.onRequest,
+    onRefused: input.onRefused,
+  });
+  const env = { ...input.env };
+  for (const [k, i] of envRoutes) env[k] = proxy.urlFor(i);
+  const workers = structuredClone(input.workers);
+  if (codexRoute !== null && workers.codex.provider) workers.codex.provider = { ...workers.codex.provider, base_url: proxy.urlFor(codexRoute) };
+  if (piRoute !== null) workers.pi = { ...workers.pi, base_url: proxy.urlFor(piRoute) };
+  return { proxy, env, workers, upstreams };
+}
