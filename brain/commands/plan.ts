@@ -103,7 +103,7 @@ Exit codes: 0 ok; 1 unknown plan or a plan that is not waiting (refused, decided
       else for (const l of formatPlan(plan)) writeLine(io.stdout, l);
       return 0;
     }
-    const plan = await decidePlan(ctx.store, ctx.config, id, verb as 'approve' | 'reject', { by: io.env.USER ? `human:${io.env.USER}` : 'human' });
+    const plan = await decidePlan(ctx.store, ctx.config, id, verb as 'approve' | 'reject', { by: `human:${io.env.USER ?? 'unknown'} (polly plan ${verb})` });
     if (args.values.json) writeJson(io.stdout, { plan });
     else writeLine(io.stdout, `plan ${plan.id}: ${plan.gate}`);
     return 0;
