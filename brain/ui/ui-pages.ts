@@ -12,6 +12,7 @@ import { visibleText } from '../core/visible-text.js';
 import { formatCost, formatTotals, formatUsd } from '../registry/cost-ledger.js';
 import { budgetFlow, formatBudget, raisedBudget, taskBudget } from '../plan/budgets.js';
 import type { ParkCause } from '../plan/plan-retry.js';
+import type { BrainHealth } from '../registry/brain-health.js';
 import { unboundedLine } from '../plan/plan-gate.js';
 import type { GateLogEntry, RunWithJournal } from './ui-source.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
@@ -61,6 +62,16 @@ export function layout(title: string, body: string, options: { live?: boolean; s
 <nav><a href="./" class="brand">Polly</a> <a href="./">Goals &amp; plans</a> <a href="journal">Journal</a> <span id="live-state" class="muted"></span></nav>
 <main>${body}</main>${options.after ?? ''}
 </body></html>`;
+}
+
+/**
+ * The Brain's health at the top of every page (`#brain-health`, brain/registry/brain-health.ts):
+ * running since when with its last heartbeat, or not running and what that means for the work
+ * waiting (nothing runs until `polly resume`). The server puts it into each page's `<main>`, so
+ * the live reload keeps it current.
+ */
+export function healthBanner(h: BrainHealth): string {
+  return `<p id="brain-health" class="health ${h.state === 'running' ? 'ok' : 'bad'}" data-state="${h.state}" role="status">${e(h.line)}</p>`;
 }
 
 /** Goals, plans, tasks and workers: the overview (`/`). */
@@ -454,6 +465,7 @@ table{border-collapse:collapse;width:100%;background:#fff}th,td{border:1px solid
 th{background:#eef1f6;font-weight:600}
 .badge{display:inline-block;padding:0 .45em;border-radius:.6em;font-size:.85em;font-weight:600}
 .badge.ok{background:#d6f5dd;color:#17692b}.badge.bad{background:#fadcdc;color:#8d1c1c}.badge.wait{background:#fdf0cf;color:#7a5a00}
+.health{margin:.6em 0;padding:.4em .6em;border-left:4px solid}.health.ok{border-color:#17692b;background:#eef8f0}.health.bad{border-color:#8d1c1c;background:#fdeeee;font-weight:600}
 .muted{color:#6b7485}.empty{color:#8b93a3;font-style:italic}.notice{background:#e6f0ff;padding:.5em}
 .actions{display:flex;gap:.8em;flex-wrap:wrap;align-items:center}input{font:inherit;padding:.3em;width:9em}button{font:inherit;padding:.45em 1.1em;border-radius:4px;border:1px solid #999;cursor:pointer}
 button.ok{background:#1f7a35;color:#fff;border-color:#1f7a35}button.bad{background:#fff;color:#8d1c1c;border-color:#8d1c1c}

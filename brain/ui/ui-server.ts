@@ -25,9 +25,10 @@ import { getCookie, setCookie } from 'hono/cookie';
 import { streamSSE } from 'hono/streaming';
 import { PollyError } from '../core/errors.js';
 import type { Registry, WorkerRecord } from '../registry/registry-schema.js';
-import { goalPage, journalPage, messagePage, overviewPage, planPage, pullRequestPage, signInPage, taskPage, UI_SCRIPT, UI_STYLE } from './ui-pages.js';
+import { goalPage, healthBanner, journalPage, messagePage, overviewPage, planPage, pullRequestPage, signInPage, taskPage, UI_SCRIPT, UI_STYLE } from './ui-pages.js';
 import { allowedHosts, checkBindHost, createSessionBook, hostAllowed, originAllowed, UI_COOKIE, type UiSession } from './ui-security.js';
 import type { UiSource } from './ui-source.js';
+import { brainHealth } from '../registry/brain-health.js';
 import type { RetryBudgets } from '../plan/plan-retry.js';
 import { budgetSchema } from '../plan/plan-schema.js';
 
@@ -158,7 +159,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     }
     const url = new URL(c.req.url);
     url.pathname = `/${url.pathname.slice(`/s/${secret}/`.length)}`;
-    return rebase(await app.fetch(new Request(url, c.req.raw)), check.session);
+    return rebase(await withHealth(await app.fetch(new Request(url, c.req.raw))), check.session);
   };
   front.all('/s/:secret', (c) => c.redirect(`/s/${c.req.param('secret')}/`, 308));
   front.all('/s/:secret/*', inSession);
@@ -181,6 +182,14 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   front.onError((error, c) => html(c, messagePage('Error', error instanceof Error ? error.message : String(error)), 500));
 
   const registry = (): Promise<Registry> => source.readRegistry();
+  // Every page of a session starts with the Brain's health (inside <main>: the live reload keeps it current).
+  const withHealth = async (res: Response): Promise<Response> => {
+    if (!(res.headers.get('content-type') ?? '').startsWith('text/html')) return res;
+    const page = (await res.text()).replace('<main>', `<main>${healthBanner(brainHealth(await registry()))}`);
+    const headers = new Headers(res.headers);
+    headers.delete('content-length');
+    return new Response(page, { status: res.status, headers });
+  };
   app.get('/', async (c) => html(c, overviewPage(await registry())));
   app.get('/journal', async (c) => html(c, journalPage(await source.readJournal(300))));
   app.get('/goals/:id', async (c) => {
@@ -198,6 +207,12 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     const decision = c.req.param('decision') as 'approve' | 'reject';
     try {
       const plan = await source.decidePlan(id, decision, deps.user);
+      // Approved with no Brain running: say that nothing runs yet, and what starts it.
+      const health = brainHealth(await registry());
+      if (decision === 'approve' && health.state !== 'running') {
+        const notice = `Plan ${plan.id} is approved, but no Brain runs: nothing of it runs until polly resume ${plan.id} starts one.`;
+        return c.redirect(`/plans/${encodeURIComponent(plan.id)}?notice=${encodeURIComponent(notice)}`, 303);
+      }
       return c.redirect(`/plans/${encodeURIComponent(plan.id)}`, 303);
     } catch (error) {
       if (error instanceof PollyError && (error.code === 'conflict' || error.code === 'not_found')) {

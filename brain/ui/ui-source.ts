@@ -9,7 +9,8 @@
  * `decidePlan` exactly as `polly plan approve`, and a retry plan proposed for a task (`retryTask`),
  * exactly as `polly retry TASK --budget …` proposes it (brain/plan/plan-retry.ts), left at the gate.
  */
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { join } from 'node:path';
 import type { PollyConfig } from '../config/config-schema.js';
 import { decidePlan, expirePlanAsks, proposePlan } from '../plan/plan-gate.js';
@@ -49,8 +50,8 @@ export interface UiSource {
   /** The last `limit` journal entries, oldest first. */
   readJournal(limit: number): Promise<JournalEntry[]>;
   /**
-   * A value that changes whenever the registry, the journal or the gate log changes (sizes and
-   * modification times); the live pages poll it.
+   * A value that changes whenever the registry, the journal, the gate log or the run store changes
+   * (sizes and modification times), or the registry's Brain process dies; the live pages poll it.
    */
   version(): string;
   /** An incremental reader of one worker's normalised events (its `events.jsonl`). */
@@ -151,6 +152,21 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
   const onPostgres = deps.config.runs?.store === 'postgres';
   let runs: RunStore | null = null;
   const runStore = (): RunStore => (runs ??= createConfiguredRunStore(deps.pollyDir, deps.config.runs).store);
+  // Whether the registry's Brain lives: a SIGKILLed Brain changes no file, so the live pages poll
+  // its pid too. The pid is read again only when the registry file changed.
+  let brainOf = { stamp: '', pid: null as number | null };
+  const brainAlive = (registryStamp: string): boolean | null => {
+    if (brainOf.stamp !== registryStamp) {
+      let pid: number | null = null;
+      try {
+        pid = (JSON.parse(readFileSync(registryPath, 'utf8')) as { brain?: { pid?: number } | null }).brain?.pid ?? null;
+      } catch {
+        // being replaced: read again next time
+      }
+      brainOf = { stamp: registryStamp, pid };
+    }
+    return brainOf.pid === null ? null : pidAlive(brainOf.pid);
+  };
   return {
     async readRegistry() {
       await expirePlanAsks(deps.store, deps.config);
@@ -161,7 +177,8 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
       return parseLines<JournalEntry>(tailText(journalPath, 1 << 20)).slice(-limit);
     },
     version() {
-      return `${stamp(registryPath)}|${stamp(journalPath)}|${stamp(gateLogPath)}|${stamp(runsPath)}`;
+      const reg = stamp(registryPath);
+      return `${reg}|${stamp(journalPath)}|${stamp(gateLogPath)}|${stamp(runsPath)}|brain:${brainAlive(reg)}`;
     },
     workerEvents(worker) {
       return createEventTail(workerFiles(worker.stateDir ?? join(deps.pollyDir, 'workers', worker.id)).events);
