@@ -182,7 +182,9 @@ describe('a task parked for its budget goes on with a higher one', () => {
     expect(await page.locator('p.notice').first().textContent()).toContain('Retry plan p3 proposed for p1-t2');
     expect(await page.locator('#plan-tasks').textContent()).toContain('60000000 tokens');
     expect(registry(repo).plans.p3).toMatchObject({ gate: 'pending', tasks: [{ key: 't2', budget: { tokens: 60000000 } }] });
-    await Promise.all([page.waitForURL(/\/plans\/p3$/), page.locator('#approve').click()]);
+    // No Brain runs now (the last command's ended with it): the page says what starts one.
+    await Promise.all([page.waitForURL(/\/plans\/p3\?notice=/), page.locator('#approve').click()]);
+    expect(await page.locator('p.notice').first().textContent()).toBe('Plan p3 is approved, but no Brain runs: nothing of it runs until polly resume p3 starts one.');
     expect(registry(repo).plans.p3).toMatchObject({ gate: 'approved', decidedBy: 'human:tester (polly ui)' });
 
     const resumed = await polly(['resume', 'p3', '--script', scriptFile], repo, env);
