@@ -15,7 +15,7 @@ import type { CommandIO } from './command.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { decidePlan } from '../plan/plan-gate.js';
 import type { RegistryStore } from '../registry/registry-store.js';
-import type { GoalRecord, JournalEntry, Registry, TaskRecord } from '../registry/registry-schema.js';
+import type { GoalRecord, JournalEntry, PlanRecord, Registry, TaskRecord } from '../registry/registry-schema.js';
 import { ensureBrain, stopStartedBrain, type BrainStart } from '../process/daemon.js';
 import { formatTable } from './table.js';
 import { runLiveView } from './live-view.js';
@@ -153,21 +153,58 @@ export interface FollowOptions {
   onBrainStarted?: (brain: BrainStart) => void;
 }
 
-async function ask(io: CommandIO, question: string): Promise<boolean> {
+/** What ended the plan gate's question: the answer typed, or a decision made elsewhere (the dashboard, `polly plan approve`, an expiry). */
+export type GateAnswer = { kind: 'answer'; yes: boolean } | { kind: 'decided'; plan: PlanRecord };
+
+/**
+ * Resolve with plan `planId` once it is no longer pending, or null when `signal` aborts first.
+ * Woken by every journal append after `afterSeq` (`RegistryStore.waitForJournal`: a file watch,
+ * with a poll as fallback), and it looks at least every 500 ms.
+ */
+async function decisionOf(store: Pick<RegistryStore, 'read' | 'waitForJournal'>, planId: string, afterSeq: number, signal: AbortSignal): Promise<PlanRecord | null> {
+  let cursor = afterSeq;
+  while (!signal.aborted) {
+    const plan = (await store.read()).plans[planId];
+    if (plan && plan.gate !== 'pending') return plan;
+    const entries = await store.waitForJournal(cursor, 500, signal);
+    cursor = entries.at(-1)?.seq ?? cursor;
+  }
+  return null;
+}
+
+/**
+ * Ask the plan gate's question on the terminal, and stop asking the moment the plan is decided
+ * anywhere else (issue 32 item 3): then the prompt line is ended and the caller says who decided.
+ * @param afterSeq  the journal seq the question is asked at (decisions after it end the question).
+ */
+async function askAtGate(io: CommandIO, store: Pick<RegistryStore, 'read' | 'waitForJournal'>, planId: string, afterSeq: number, question: string): Promise<GateAnswer> {
   const rl = createInterface({ input: io.stdin, output: io.stderr });
+  const stop = new AbortController();
   try {
-    const answer = await new Promise<string>((resolve) => {
+    const answered = new Promise<GateAnswer>((resolve) => {
       // A terminal in raw mode turns Ctrl-C into a readline event, not a signal: pass it on as one.
       rl.once('SIGINT', () => {
-        resolve('');
+        resolve({ kind: 'answer', yes: false });
         process.kill(process.pid, 'SIGINT');
       });
-      rl.question(question, resolve);
+      rl.question(question, (answer) => resolve({ kind: 'answer', yes: /^y(es)?$/i.test(answer.trim()) }));
     });
-    return /^y(es)?$/i.test(answer.trim());
+    const decided = decisionOf(store, planId, afterSeq, stop.signal).then((plan): GateAnswer | Promise<GateAnswer> => (plan ? { kind: 'decided', plan } : answered));
+    const first = await Promise.race([answered, decided]);
+    // The question's line is left open by readline: end it before anything else is written.
+    if (first.kind === 'decided') io.stderr.write('\n');
+    return first;
   } finally {
+    stop.abort();
     rl.close();
   }
+}
+
+/** `plan p3 was approved by human:alice (polly ui) at 2026-…: …`, for a decision the terminal did not make. Pure. */
+export function decidedElsewhereLine(plan: Pick<PlanRecord, 'id' | 'gate' | 'decidedBy' | 'decidedAt'>): string {
+  const who = plan.gate === 'expired' ? 'its ask expired (policies.ask_timeout)' : `by ${plan.decidedBy ?? 'someone'}`;
+  const what = plan.gate === 'approved' ? 'its tasks run; the question here is closed' : 'nothing of it runs; the question here is closed';
+  return `[polly] plan ${plan.id} was ${plan.gate} elsewhere, ${who}${plan.decidedAt ? ` at ${plan.decidedAt}` : ''}: ${what}`;
 }
 
 /** The signals that end a following command: Ctrl-C, `kill`, a closed terminal. */
@@ -296,13 +333,28 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
           if (proposed) io.stderr.write(`[polly] plan ${planId} ${budgetLine(proposed)}\n`);
           const unbounded = proposed ? unboundedLine(proposed) : null;
           if (unbounded) io.stderr.write(`[polly] plan ${planId} ${unbounded}\n`);
-          const approve = options.yes || (options.interactive && (await ask(io, `Approve plan ${planId}? Polly will dispatch its tasks; it never merges. [y/N] `)));
+          // Decided before it was asked (the dashboard, polly plan approve, another --yes): say so, ask nothing.
+          if (proposed && proposed.gate !== 'pending') {
+            io.stderr.write(`${decidedElsewhereLine(proposed)}\n`);
+            continue;
+          }
+          const asked =
+            !options.yes && options.interactive
+              ? await askAtGate(io, store, planId, cursor, `Approve plan ${planId}? Polly will dispatch its tasks; it never merges. [y/N] `)
+              : null;
+          if (asked?.kind === 'decided') {
+            io.stderr.write(`${decidedElsewhereLine(asked.plan)}\n`);
+            continue;
+          }
+          const approve = options.yes || asked?.yes === true;
           if (approve) {
-            await decidePlan(store, options.config, planId, 'approve', { by: options.yes ? 'polly --yes' : `human:${io.env.USER ?? 'terminal'}` }).catch((error: unknown) => {
-              io.stderr.write(`[polly] could not approve ${planId}: ${(error as Error).message}\n`);
-            });
+            await decidePlan(store, options.config, planId, 'approve', { by: options.yes ? 'polly --yes' : `human:${io.env.USER ?? 'unknown'} (terminal)` }).catch(
+              (error: unknown) => {
+                io.stderr.write(`[polly] could not approve ${planId}: ${(error as Error).message}\n`);
+              },
+            );
           } else if (options.interactive && !options.signal?.aborted) {
-            await decidePlan(store, options.config, planId, 'reject', { by: `human:${io.env.USER ?? 'terminal'}` }).catch(() => {});
+            await decidePlan(store, options.config, planId, 'reject', { by: `human:${io.env.USER ?? 'unknown'} (terminal)` }).catch(() => {});
           } else {
             io.stderr.write(`[polly] plan ${planId} waits for approval: polly plan approve ${planId} (or reject)\n`);
           }

@@ -1,6 +1,7 @@
 /**
  * `polly plan list|show|approve|reject [ID] [--json]`: the human side of the plan gate.
  */
+import { brainHealth } from '../registry/brain-health.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
@@ -103,9 +104,12 @@ Exit codes: 0 ok; 1 unknown plan or a plan that is not waiting (refused, decided
       else for (const l of formatPlan(plan)) writeLine(io.stdout, l);
       return 0;
     }
-    const plan = await decidePlan(ctx.store, ctx.config, id, verb as 'approve' | 'reject', { by: io.env.USER ? `human:${io.env.USER}` : 'human' });
+    const plan = await decidePlan(ctx.store, ctx.config, id, verb as 'approve' | 'reject', { by: `human:${io.env.USER ?? 'unknown'} (polly plan ${verb})` });
     if (args.values.json) writeJson(io.stdout, { plan });
     else writeLine(io.stdout, `plan ${plan.id}: ${plan.gate}`);
+    // Approved with no Brain running: nothing moves until one starts (brain/registry/brain-health.ts).
+    if (plan.gate === 'approved' && brainHealth(await ctx.store.read()).state !== 'running')
+      io.stderr.write(`[polly] no Brain runs: nothing of plan ${plan.id} runs until polly resume ${plan.id} starts one\n`);
     return 0;
   },
 };

@@ -10,7 +10,7 @@ import { writeJson, writeLine, type Command, type CommandIO } from './command.js
 import { PollyError } from '../core/errors.js';
 import { followGoalInRepo, formatSummary, goalSummary, signalExitCode } from './follow-goal.js';
 import { decidePlan } from '../plan/plan-gate.js';
-import { retryHints } from '../plan/plan-retry.js';
+import { parkCauses, retryHints } from '../plan/plan-retry.js';
 import { ensureBrain } from '../process/daemon.js';
 import { askForPrs, prWaitingPlans, reconcileDeadBrain, resumablePlans } from '../process/resume.js';
 import { openRepoContext, type RepoContext } from './repo-context.js';
@@ -41,6 +41,7 @@ export async function followExisting(ctx: RepoContext, planId: string, goalId: s
   for (const l of retryHints(
     await ctx.store.read(),
     rows.map((r) => r.task),
+    parkCauses(await ctx.store.journal()),
   ))
     io.stderr.write(`${l}\n`);
   if (interrupted) return signalExitCode(interrupted);
@@ -62,7 +63,7 @@ async function resumePlans(wanted: string | undefined, flags: { yes: boolean; js
   if (plans.length === 0) {
     if (flags.json) writeJson(io.stdout, { resumed: [] });
     else writeLine(io.stdout, 'nothing to resume: no approved plan has unfinished tasks or waiting PR events');
-    for (const l of retryHints(reg)) io.stderr.write(`${l}\n`);
+    for (const l of retryHints(reg, undefined, parkCauses(await ctx.store.journal()))) io.stderr.write(`${l}\n`);
     return 0;
   }
   let code = 0;

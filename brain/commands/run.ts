@@ -11,7 +11,9 @@ import { createGoal } from '../registry/goal-record.js';
 import { followGoalInRepo, formatSummary, goalSummary, signalExitCode } from './follow-goal.js';
 import { ensureBrain } from '../process/daemon.js';
 import { proposePlan } from '../plan/plan-gate.js';
-import { resolvePlanBudgets } from '../plan/budgets.js';
+import { budgetFlow, resolvePlanBudgets, taskBudget } from '../plan/budgets.js';
+import { parkCauses } from '../plan/plan-retry.js';
+import { planTaskId } from '../registry/task-record.js';
 import { parsePlanFile, planToProposal, type Plan } from '../plan/plan-schema.js';
 import { planAgentUses } from '../plan/plan-agents.js';
 import type { PollyConfig } from '../config/config-schema.js';
@@ -40,6 +42,19 @@ export async function checkoutNotes(root: string, env: NodeJS.ProcessEnv): Promi
   return lines;
 }
 /**
+ * The root half of {@link refuseUnstartableAgents}, for a proposer that does not start the Brain
+ * itself (the dashboard: the agents' keys are those of the command that starts it, `polly resume`).
+ * @throws PollyError `agent_refused` naming the tasks and their roles, and the fix.
+ */
+export function refuseRootAgents(tasks: Plan['tasks'], config: PollyConfig, isRoot: boolean = process.getuid?.() === 0): void {
+  const rooted = planAgentUses(tasks, config).filter((u) => agentRootProblem(u.harness, config.workers, isRoot));
+  if (rooted.length === 0) return;
+  const which = rooted.map((u) => `${u.task} (${u.role})`).join(', ');
+  throw new PollyError('agent_refused', `polly run: the plan starts claude-code as root for ${which}, and it would be refused. ${rootRefusalMessage()}`, {
+    details: { tasks: rooted },
+  });
+}
+/**
  * Refuse, before anything is written, a plan whose agents cannot start on this machine:
  * - root: as root without `workers.claude-code.allow_root_sandbox`, every claude-code worker and
  *   reviewer would be refused by Claude Code itself (workers/agents/agent-preflight.ts {@link agentRootProblem});
@@ -51,14 +66,8 @@ export async function checkoutNotes(root: string, env: NodeJS.ProcessEnv): Promi
  * @throws PollyError `agent_refused` naming the tasks and their roles, the variables, and the whole fix.
  */
 export function refuseUnstartableAgents(tasks: Plan['tasks'], config: PollyConfig, env: NodeJS.ProcessEnv, isRoot: boolean = process.getuid?.() === 0): void {
+  refuseRootAgents(tasks, config, isRoot);
   const uses = planAgentUses(tasks, config);
-  const rooted = uses.filter((u) => agentRootProblem(u.harness, config.workers, isRoot));
-  if (rooted.length > 0) {
-    const which = rooted.map((u) => `${u.task} (${u.role})`).join(', ');
-    throw new PollyError('agent_refused', `polly run: the plan starts claude-code as root for ${which}, and it would be refused. ${rootRefusalMessage()}`, {
-      details: { tasks: rooted },
-    });
-  }
   const agentEnv = agentEnvFrom(env, config);
   const missing = [...new Set(uses.map((u) => u.harness))].map((h) => agentCredentials(h, config.workers, agentEnv)).filter((c) => c.status === 'missing');
   if (missing.length === 0) return;
@@ -186,6 +195,18 @@ Exit codes: 0 every task ready; 1 refused, rejected, expired, an agent that cann
         );
       }
       io.stderr.write(`[polly] ${file} differs from plan ${old.id} in ${what}; proposing it as a new plan\n`);
+      // A task of the old plan parked for its budget keeps its work: the new plan starts it over, a retry continues it.
+      const reg = await ctx.store.read();
+      const parks = parkCauses(await ctx.store.journal());
+      const resolved = resolvePlanBudgets(ctx.config, plan.budgets);
+      for (const spec of old.tasks) {
+        const t = reg.tasks[planTaskId(old, spec.key)];
+        const now = plan.tasks.find((s) => s.key === spec.key);
+        if (!t || !now || t.status !== 'parked' || parks.get(t.id)?.cause !== 'budget') continue;
+        io.stderr.write(
+          `[polly] ${t.id} (task ${spec.key} of ${old.id}) was parked for its budget${t.worktree ? ` with its work in ${t.worktree}` : ''}; the new plan starts task ${spec.key} over. To continue that work under the file's budget instead, stop here and run: polly retry ${t.id} --budget '${budgetFlow(taskBudget(now.budget, resolved))}'\n`,
+        );
+      }
     }
     return proposeAndFollow(ctx, plan, { goal, source: path }, { yes: Boolean(values.yes), json: Boolean(values.json), detach: Boolean(values.detach) }, io);
   },

@@ -52,14 +52,8 @@ export function reasonLine(reason: string, max = 300, maxFix = 1200): string {
 
 /** The human-readable status: one table per non-empty section, then why each stopped task stopped (first line of its reason). */
 export function formatStatus(report: StatusReport): string[] {
-  const out: string[] = [`Polly in ${report.repoRoot}`];
-  out.push(
-    report.brain
-      ? `Brain: pid ${report.brain.pid}, heartbeat ${report.brain.heartbeatAt}`
-      : report.brainGone
-        ? `Brain: not running (pid ${report.brainGone.pid} is gone, last heartbeat ${report.brainGone.heartbeatAt}); polly resume continues its work`
-        : 'Brain: not running',
-  );
+  // The Brain's health first: whether anything moves at all (brain/registry/brain-health.ts).
+  const out: string[] = [`Polly in ${report.repoRoot} · ${report.health.line}`];
   for (const line of report.disk ?? []) out.push(line);
   if (!report.brain && report.unattended.length > 0) {
     const shown = report.unattended.slice(0, 5).map((t) => `${t.id} ${t.status}`);

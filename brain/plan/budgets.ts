@@ -128,3 +128,16 @@ export function unpricedUsdBudgets(
   }
   return out;
 }
+
+/** A budget as a plan file writes it: `{tokens: 40000, usd: 1.5}`, or `null` for no limit. Pure. */
+export function budgetFlow(b: Budget | null): string {
+  if (!b) return 'null';
+  const parts = [...(typeof b.tokens === 'number' ? [`tokens: ${b.tokens}`] : []), ...(typeof b.usd === 'number' ? [`usd: ${b.usd}`] : [])];
+  return `{${parts.join(', ')}}`;
+}
+
+/** `limit` with the reached field raised to twice what was spent (rounded up: 1,000 tokens, a cent), for the messages that suggest a budget that lets a task go on. Pure. */
+export function raisedBudget(limit: Budget, reach: BudgetReach): Budget {
+  const twice = reach.spent * 2;
+  return reach.kind === 'tokens' ? { ...limit, tokens: Math.max(1000, Math.ceil(twice / 1000) * 1000) } : { ...limit, usd: Math.max(0.01, Math.ceil(twice * 100) / 100) };
+}

@@ -27,10 +27,10 @@
  */
 import { protectedPatternProblem } from '../../workers/git/protected-paths.js';
 import { z } from 'zod';
-import { parseDocument, LineCounter } from 'yaml';
+import { parse as parseYaml, parseDocument, LineCounter } from 'yaml';
 import { PollyError } from '../core/errors.js';
 import type { PlanTaskSpec } from '../registry/registry-schema.js';
-import type { PlanBudgets } from './budgets.js';
+import type { Budget, PlanBudgets } from './budgets.js';
 import { HARNESSES, PURPOSES } from '../core/vocabulary.js';
 
 /** A task key: short, lowercase, usable in branch names (`polly/<plan>-<key>`). */
@@ -47,6 +47,36 @@ export const budgetSchema = z
   })
   .strict()
   .refine((b) => typeof b.usd === 'number' || typeof b.tokens === 'number', 'a budget needs usd, tokens or both (write null for no limit)');
+
+/**
+ * A budget written as in a plan file (`{tokens: 400000, usd: 2}`, YAML 1.2 flow or JSON; `null`:
+ * no limit), as `polly retry --budget` takes it. Validated by {@link budgetSchema}.
+ * @param flag  how the user wrote it, for messages (`--budget`).
+ * @throws PollyError `bad_input` naming the value, the problem and the spelling to use.
+ */
+export function parseBudgetText(text: string, flag: string): Budget | null {
+  const fix = `Write it as a plan file does, e.g. ${flag} '{tokens: 400000}' or ${flag} '{usd: 2, tokens: 400000}' (null: no limit).`;
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (error) {
+    throw new PollyError('bad_input', `${flag} ${JSON.stringify(text)} is not YAML: ${(error as Error).message.split('\n')[0]}. ${fix}`, {
+      cause: error,
+      details: { flag, value: text },
+    });
+  }
+  const parsed = budgetSchema.nullable().safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const at = issue.path.length ? `${issue.path.join('.')}: ` : '';
+    throw new PollyError('bad_input', `${flag} ${JSON.stringify(text)} is not a budget: ${at}${issue.message}. ${fix}`, { details: { flag, value: text } });
+  }
+  if (parsed.data === null) return null;
+  const out: Budget = {};
+  if (typeof parsed.data.usd === 'number') out.usd = parsed.data.usd;
+  if (typeof parsed.data.tokens === 'number') out.tokens = parsed.data.tokens;
+  return out;
+}
 
 /** One git glob of a plan's path contract (`paths`, `protected_paths`): relative, no `..`, no pathspec magic. */
 const pathPattern = z.string().superRefine((p, ctx) => {

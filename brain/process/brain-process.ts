@@ -33,7 +33,7 @@ import type { RegistryStore } from '../registry/registry-store.js';
 import type { PlanRecord, Registry, TaskRecord } from '../registry/registry-schema.js';
 import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
 import { newTaskRecord, planTaskId } from '../registry/task-record.js';
-import { RETRYABLE_TASK_STATUSES, takeOverForRetry } from '../plan/plan-retry.js';
+import { TAKEOVER_STATUSES, takeOverForRetry } from '../plan/plan-retry.js';
 import { taskBudget } from '../plan/budgets.js';
 import { driveSchedules, type ScheduleMemory } from './plan-schedule.js';
 import { WATCHING_STATE, executeOrder, finishTasksOfEndedRuns, handleCancels, runControlState, runReadOnlyTask } from './order-executor.js';
@@ -455,10 +455,15 @@ async function createPlanTasks(deps: BrainProcessDeps, reg: Registry, now: () =>
         if (existing?.planId === plan.id) continue;
         if (existing && plan.retries?.[spec.key] === id) {
           // A retry plan takes its stopped task over: same worktree, branch and PR (brain/plan/plan-retry.ts).
-          if (!RETRYABLE_TASK_STATUSES.has(existing.status)) continue; // taken over by another retry, or running again
+          // Taken over by another retry, or running again; or this plan held it once and a later retry took it from it.
+          if (!TAKEOVER_STATUSES.has(existing.status) || existing.retriedFrom?.some((r) => r.planId === plan.id)) continue;
           const from = existing.planId;
+          const budgetBefore = existing.budget ?? null;
           const left = takeOverForRetry(existing, plan, spec.key, at);
           tx.emit('task.retried', { taskId: id, planId: plan.id, fromPlanId: from, previousStatus: left, worktree: existing.worktree, pr: existing.pr?.number ?? null });
+          const budgetAfter = existing.budget ?? null;
+          // The budget the human approved for the retry (polly retry --budget, the dashboard's retry form).
+          if (JSON.stringify(budgetBefore) !== JSON.stringify(budgetAfter)) tx.emit('task.budget_changed', { taskId: id, planId: plan.id, from: budgetBefore, to: budgetAfter });
           continue;
         }
         if (existing) continue;

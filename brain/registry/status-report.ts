@@ -9,6 +9,7 @@ import { FINAL_TASK_STATUSES } from '../core/vocabulary.js';
 import { githubPullRequestStatus, pullRequestStatus, reviewText, type PullRequestStatus } from '../forge/pr-status.js';
 import { costJson, sumTotals, type LedgerTotals, type TaskLedger } from './cost-ledger.js';
 import type { Budget } from '../plan/budgets.js';
+import { brainHealth, type BrainHealth } from './brain-health.js';
 
 /** What was spent, for machines: the totals, and the cost as `{usd, complete}` (usd null: unknown; complete false: some turns unknown). */
 export interface StatusCost {
@@ -68,6 +69,8 @@ export interface StatusTask {
 
 export interface StatusReport {
   repoRoot: string;
+  /** The Brain's health and its one line (brain/registry/brain-health.ts): `polly status`'s first line. */
+  health: BrainHealth;
   /** The Brain that runs; null when none does (a row whose pid is gone is reported in `brainGone`). */
   brain: Registry['brain'];
   /** The row a stopped or crashed Brain left (its pid is gone); `polly resume` continues its work. */
@@ -118,6 +121,7 @@ function planTasks(reg: Registry, planId: string): TaskRecord[] {
 export function statusReport(repoRoot: string, reg: Registry): StatusReport {
   return {
     repoRoot,
+    health: brainHealth(reg),
     // Reconciled before it is shown: a Brain row whose process is gone is not a running Brain.
     brain: reg.brain && pidAlive(reg.brain.pid) ? reg.brain : null,
     brainGone: reg.brain && !pidAlive(reg.brain.pid) ? reg.brain : null,

@@ -18,8 +18,10 @@
  *   cancels them. A ready task's run watches its PR: a change request, a failing check or a
  *   conflict starts a fix round (`ready` → `fixing` and the active statuses, back to `ready`).
  * - `parked`: Polly stopped and a human decides (fix rounds exhausted, an unresolvable conflict,
- *   a budget reached); from any active or stopped status and from `ready`; a human may still
- *   merge the PR (`merged`) or cancel the task.
+ *   a budget reached, a full disk); from any active or stopped status and from `ready`; a human
+ *   may still merge the PR (`merged`) or cancel the task, and `polly retry` puts a task parked for
+ *   its budget (with a budget it has not spent) or for a disk fault back to `queued` under its
+ *   retry plan (brain/plan/plan-retry.ts `retryableParks` says which parks).
  * - `base_red`: the base check (brain/task-tools/base-check.ts) found an acceptance command red
  *   before the first agent turn (from `queued` or an active status); no agent ran, so the only
  *   ways on are `polly retry` (back to `queued`), a cancel, or a failure of its run.
@@ -50,7 +52,7 @@ export const TASK_TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]
   agent_missing: FROM_STOPPED,
   agent_exited: FROM_STOPPED,
   blocked_on_prompt: FROM_STOPPED,
-  parked: ['merged', 'cancelled'],
+  parked: ['queued', 'merged', 'cancelled'],
   base_red: ['queued', 'failed', 'cancelled'],
   ready: ['fixing', 'merged', 'failed', 'parked', 'cancelled'],
   merged: ['done', 'failed', 'cancelled'],

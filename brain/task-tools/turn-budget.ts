@@ -21,7 +21,7 @@ import type { Registry, TaskRecord } from '../registry/registry-schema.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import type { RegistryTx } from '../registry/registry-store.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
-import { budgetReached, formatBudget, formatReach, type Budget, type BudgetReach } from '../plan/budgets.js';
+import { budgetFlow, budgetReached, formatBudget, formatReach, raisedBudget, type Budget, type BudgetReach } from '../plan/budgets.js';
 import type { TaskToolContext, TaskToolOutcome } from './types.js';
 
 /** A limit reached: whose (the task's or its goal's) and which. */
@@ -194,11 +194,14 @@ export function recordTurnUsage(
  * The reason a parked task carries.
  * @param options.readOnly  read-only work (explore, search, review in the main checkout): there is no work to back up, only its report so far.
  */
-export function budgetReason(stop: BudgetStop, options: { readOnly?: boolean } = {}): string {
+export function budgetReason(stop: BudgetStop, options: { readOnly?: boolean; taskId?: string } = {}): string {
   const whose = stop.scope === 'task' ? 'the task budget' : `the budget of goal ${stop.goalId}`;
+  const flag = stop.scope === 'task' ? '--budget' : '--goal-budget';
   const next = options.readOnly
     ? 'The worker was stopped; its report so far is on the task. Raise the budget and dispatch it again.'
-    : 'The worker was stopped and its work kept; raise the budget and run the task again, or take the work from the backup ref.';
+    : options.taskId
+      ? `The worker was stopped and its work kept; continue it with a higher budget: polly retry ${options.taskId} ${flag} '${budgetFlow(raisedBudget(stop.budget, stop.reach))}' (or take the work from the backup ref).`
+      : 'The worker was stopped and its work kept; raise the budget and run the task again, or take the work from the backup ref.';
   return `budget reached: ${whose} (${formatBudget(stop.budget)}): ${formatReach(stop.reach)}. ${next}`;
 }
 
@@ -209,7 +212,7 @@ export function budgetReason(stop: BudgetStop, options: { readOnly?: boolean } =
  * @returns the tool's outcome: a permanent failure naming the limit.
  */
 export async function parkForBudget(ctx: TaskToolContext, stop: BudgetStop, extra: { workerId?: string; sessionId?: string | null } = {}): Promise<TaskToolOutcome> {
-  const reason = budgetReason(stop);
+  const reason = budgetReason(stop, { taskId: ctx.task.id });
   let backupRef: string | null = null;
   try {
     if (ctx.task.worktree || ctx.task.branch) backupRef = (await ctx.worktrees.backup({ id: ctx.task.id, reason: 'budget reached' })).ref;

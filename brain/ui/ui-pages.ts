@@ -9,8 +9,10 @@ import type { CounterexampleTrace, GoalRecord, JournalEntry, LocalPullRequest, P
 import { compareIds, statusReport } from '../registry/status-report.js';
 import { pullRequestStatus } from '../forge/pr-status.js';
 import { visibleText } from '../core/visible-text.js';
-import { formatCost, formatTotals } from '../registry/cost-ledger.js';
-import { formatBudget, taskBudget } from '../plan/budgets.js';
+import { formatCost, formatTotals, formatUsd } from '../registry/cost-ledger.js';
+import { budgetFlow, formatBudget, raisedBudget, taskBudget } from '../plan/budgets.js';
+import type { ParkCause } from '../plan/plan-retry.js';
+import type { BrainHealth } from '../registry/brain-health.js';
 import { unboundedLine } from '../plan/plan-gate.js';
 import type { GateLogEntry, RunWithJournal } from './ui-source.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
@@ -60,6 +62,16 @@ export function layout(title: string, body: string, options: { live?: boolean; s
 <nav><a href="./" class="brand">Polly</a> <a href="./">Goals &amp; plans</a> <a href="journal">Journal</a> <span id="live-state" class="muted"></span></nav>
 <main>${body}</main>${options.after ?? ''}
 </body></html>`;
+}
+
+/**
+ * The Brain's health at the top of every page (`#brain-health`, brain/registry/brain-health.ts):
+ * running since when with its last heartbeat, or not running and what that means for the work
+ * waiting (nothing runs until `polly resume`). The server puts it into each page's `<main>`, so
+ * the live reload keeps it current.
+ */
+export function healthBanner(h: BrainHealth): string {
+  return `<p id="brain-health" class="health ${h.state === 'running' ? 'ok' : 'bad'}" data-state="${h.state}" role="status">${e(h.line)}</p>`;
 }
 
 /** Goals, plans, tasks and workers: the overview (`/`). */
@@ -355,8 +367,35 @@ function runsView(runs: RunWithJournal[]): string {
     .join('');
 }
 
-/** One task (`/tasks/ID`): status, acceptance runs, reviews, gate denials, its workflow runs, and its workers' live events. */
-export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEntry[], runs: RunWithJournal[] = []): string {
+/**
+ * The way forward of a task parked for its budget or a disk fault (`#retry`): a form posting to
+ * `tasks/ID/retry` (brain/ui/ui-server.ts), as `polly retry ID --budget B` does. For a budget stop
+ * its fields hold a budget that lets the task go on (twice what was spent of the limit reached);
+ * '' for any other task.
+ */
+function retryForm(t: TaskRecord, park: ParkCause | null | undefined): string {
+  if (t.status !== 'parked' || !park || (park.cause !== 'budget' && park.cause !== 'io_fault')) return '';
+  const action = `tasks/${e(t.id)}/retry`;
+  if (park.cause === 'io_fault') {
+    return `<section id="retry"><h2>Way forward</h2><p>Parked for a disk fault (<code>${e(park.code)}</code>). Free room on the disk, then retry the task in its worktree (as <code>polly retry ${e(t.id)}</code>); the retry plan waits at the plan gate for you.</p>
+<form method="post" action="${action}"><button type="submit" id="retry-task" class="ok">Retry ${e(t.id)}</button></form></section>`;
+  }
+  if (park.scope === 'goal') {
+    return `<section id="retry"><h2>Way forward</h2><p>Parked for the budget of its goal. Continue it with a higher goal budget: <code>polly retry ${e(t.id)} --goal-budget '${e(budgetFlow(raisedBudget({}, park)))}'</code></p></section>`;
+  }
+  const next = raisedBudget(t.budget ?? {}, park);
+  const field = (name: 'tokens' | 'usd', label: string, step: string) =>
+    `<label>${label} <input name="${name}" id="retry-${name}" type="number" min="${name === 'tokens' ? '1' : '0.01'}" step="${step}" value="${next[name] ?? ''}"></label>`;
+  return `<section id="retry"><h2>Way forward</h2><p>Parked for its budget: ${e(park.kind === 'tokens' ? `${park.spent} tokens` : formatUsd(park.spent))} spent of ${e(formatBudget(t.budget))}, counted over every attempt. Continue it in its worktree with a higher budget (as <code>polly retry ${e(t.id)} --budget '${e(budgetFlow(next))}'</code>); the retry plan waits at the plan gate for you.</p>
+<form method="post" action="${action}" class="actions">${field('tokens', 'Tokens', '1')} ${field('usd', 'USD', '0.01')} <button type="submit" id="retry-budget" class="ok">Propose a retry with this budget</button></form></section>`;
+}
+
+/**
+ * One task (`/tasks/ID`): status, its way forward when parked for a budget or a disk fault,
+ * acceptance runs, reviews, gate denials, its workflow runs, and its workers' live events.
+ * @param options.park  why it is parked (brain/plan/plan-retry.ts `parkCauses`), when it is.
+ */
+export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEntry[], runs: RunWithJournal[] = [], options: { park?: ParkCause | null } = {}): string {
   const denials = gate.filter((g) => g.data.decision !== 'allow');
   return layout(
     `Task ${t.id}`,
@@ -367,6 +406,7 @@ export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEn
 <dt>Branch</dt><dd><code>${e(t.branch ?? '-')}</code> from <code>${e(t.baseBranch ?? '-')}</code></dd>
 <dt>PR</dt><dd>${prLink(t.pr)}</dd>
 ${t.statusReason ? `<dt>Why</dt><dd><pre>${e(t.statusReason)}</pre></dd>` : ''}${t.ledger ? `<dt>Spent</dt><dd id="spent">${e(formatTotals(t.ledger.totals))}${t.budget ? `; budget ${e(formatBudget(t.budget))}` : ''}</dd>` : ''}</dl>
+${retryForm(t, options.park)}
 <h2>Acceptance runs</h2>${checksView(t)}
 <h2>Review findings</h2>${reviewsView(t.reviews)}
 <h2>Gate denials</h2>${table(
@@ -463,8 +503,9 @@ table{border-collapse:collapse;width:100%;background:#fff}th,td{border:1px solid
 th{background:#eef1f6;font-weight:600}
 .badge{display:inline-block;padding:0 .45em;border-radius:.6em;font-size:.85em;font-weight:600}
 .badge.ok{background:#d6f5dd;color:#17692b}.badge.bad{background:#fadcdc;color:#8d1c1c}.badge.wait{background:#fdf0cf;color:#7a5a00}
+.health{margin:.6em 0;padding:.4em .6em;border-left:4px solid}.health.ok{border-color:#17692b;background:#eef8f0}.health.bad{border-color:#8d1c1c;background:#fdeeee;font-weight:600}
 .muted{color:#6b7485}.empty{color:#8b93a3;font-style:italic}.notice{background:#e6f0ff;padding:.5em}
-.actions{display:flex;gap:.8em}button{font:inherit;padding:.45em 1.1em;border-radius:4px;border:1px solid #999;cursor:pointer}
+.actions{display:flex;gap:.8em;flex-wrap:wrap;align-items:center}input{font:inherit;padding:.3em;width:9em}button{font:inherit;padding:.45em 1.1em;border-radius:4px;border:1px solid #999;cursor:pointer}
 button.ok{background:#1f7a35;color:#fff;border-color:#1f7a35}button.bad{background:#fff;color:#8d1c1c;border-color:#8d1c1c}
 ul.diff{margin:0;padding-left:1em}del{color:#8d1c1c}ins{color:#17692b;text-decoration:none;font-weight:600}
 code.effect{background:#fdf0cf;padding:0 .3em}pre{white-space:pre-wrap;margin:0}

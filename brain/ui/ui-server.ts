@@ -11,7 +11,8 @@
  *      A GET of a page outside any root (a link from a notification) gets a sign-in page whose
  *      script goes on to the same page below the root this browser signed in to (kept in the
  *      origin's localStorage, which, unlike cookies, another port cannot read), if any.
- * State changes only by POST (approve/reject a plan); nothing is changed before all four pass.
+ * State changes only by POST (approve/reject a plan; propose a retry of a task, which waits at the
+ * plan gate like any plan); nothing is changed before all four pass.
  * The pages are written relative to the dashboard's root (`plans/p1`); each page served gets
  * `<base href="<root>">`, and a redirect to `/x` becomes one to `<root>x`.
  * SSE format: https://html.spec.whatwg.org/multipage/server-sent-events.html
@@ -24,9 +25,45 @@ import { getCookie, setCookie } from 'hono/cookie';
 import { streamSSE } from 'hono/streaming';
 import { PollyError } from '../core/errors.js';
 import type { Registry, WorkerRecord } from '../registry/registry-schema.js';
-import { goalPage, journalPage, messagePage, overviewPage, planPage, pullRequestPage, signInPage, taskPage, UI_SCRIPT, UI_STYLE } from './ui-pages.js';
+import { goalPage, healthBanner, journalPage, messagePage, overviewPage, planPage, pullRequestPage, signInPage, taskPage, UI_SCRIPT, UI_STYLE } from './ui-pages.js';
 import { allowedHosts, checkBindHost, createSessionBook, hostAllowed, originAllowed, UI_COOKIE, type UiSession } from './ui-security.js';
 import type { UiSource } from './ui-source.js';
+import { brainHealth } from '../registry/brain-health.js';
+import type { RetryBudgets } from '../plan/plan-retry.js';
+import { budgetSchema } from '../plan/plan-schema.js';
+
+/**
+ * The budget a task page's retry form asks for (fields `tokens` and `usd`, both optional): none
+ * given → the budget the task ran under; else a budget of the fields given (validated as a plan
+ * file's `budget`, brain/plan/plan-schema.ts).
+ * @throws PollyError `bad_input` naming the field and value at fault.
+ */
+export function retryFormBudgets(form: Record<string, unknown>): RetryBudgets {
+  const field = (name: 'tokens' | 'usd'): number | undefined => {
+    const raw = form[name];
+    if (raw === undefined || (typeof raw === 'string' && raw.trim() === '')) return undefined;
+    const n = typeof raw === 'string' ? Number(raw.trim()) : Number.NaN;
+    if (!Number.isFinite(n))
+      throw new PollyError('bad_input', `The retry form's ${name} ${JSON.stringify(String(raw))} is not a number; give a number, or leave it empty.`, { details: { field: name } });
+    return n;
+  };
+  const tokens = field('tokens');
+  const usd = field('usd');
+  if (tokens === undefined && usd === undefined) return {};
+  const budget = { ...(tokens !== undefined ? { tokens } : {}), ...(usd !== undefined ? { usd } : {}) };
+  const parsed = budgetSchema.safeParse(budget);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new PollyError(
+      'bad_input',
+      `The retry form's ${issue.path.join('.') || 'budget'} is not valid (${JSON.stringify(budget)}): ${issue.message}. Tokens are a whole number of at least 1, USD a positive amount.`,
+      {
+        details: { budget },
+      },
+    );
+  }
+  return { budget };
+}
 
 export interface UiServerOptions {
   /** The address to listen on (default `127.0.0.1`); non-loopback needs `allowRemote`. */
@@ -122,7 +159,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     }
     const url = new URL(c.req.url);
     url.pathname = `/${url.pathname.slice(`/s/${secret}/`.length)}`;
-    return rebase(await app.fetch(new Request(url, c.req.raw)), check.session);
+    return rebase(await withHealth(await app.fetch(new Request(url, c.req.raw))), check.session);
   };
   front.all('/s/:secret', (c) => c.redirect(`/s/${c.req.param('secret')}/`, 308));
   front.all('/s/:secret/*', inSession);
@@ -145,6 +182,14 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   front.onError((error, c) => html(c, messagePage('Error', error instanceof Error ? error.message : String(error)), 500));
 
   const registry = (): Promise<Registry> => source.readRegistry();
+  // Every page of a session starts with the Brain's health (inside <main>: the live reload keeps it current).
+  const withHealth = async (res: Response): Promise<Response> => {
+    if (!(res.headers.get('content-type') ?? '').startsWith('text/html')) return res;
+    const page = (await res.text()).replace('<main>', `<main>${healthBanner(brainHealth(await registry()))}`);
+    const headers = new Headers(res.headers);
+    headers.delete('content-length');
+    return new Response(page, { status: res.status, headers });
+  };
   app.get('/', async (c) => html(c, overviewPage(await registry())));
   app.get('/journal', async (c) => html(c, journalPage(await source.readJournal(300))));
   app.get('/goals/:id', async (c) => {
@@ -162,6 +207,12 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     const decision = c.req.param('decision') as 'approve' | 'reject';
     try {
       const plan = await source.decidePlan(id, decision, deps.user);
+      // Approved with no Brain running: say that nothing runs yet, and what starts it.
+      const health = brainHealth(await registry());
+      if (decision === 'approve' && health.state !== 'running') {
+        const notice = `Plan ${plan.id} is approved, but no Brain runs: nothing of it runs until polly resume ${plan.id} starts one.`;
+        return c.redirect(`/plans/${encodeURIComponent(plan.id)}?notice=${encodeURIComponent(notice)}`, 303);
+      }
       return c.redirect(`/plans/${encodeURIComponent(plan.id)}`, 303);
     } catch (error) {
       if (error instanceof PollyError && (error.code === 'conflict' || error.code === 'not_found')) {
@@ -175,7 +226,39 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     const t = reg.tasks[c.req.param('id')];
     if (!t) return html(c, messagePage('Not found', `No task "${c.req.param('id')}".`), 404);
     const workers = Object.values(reg.workers).filter((w) => w.taskId === t.id);
-    return html(c, taskPage(t, workers, t.worktree ? await source.gateDecisions({ taskId: t.id, dir: t.worktree }, 200) : [], await source.taskRuns(t.id, 200)));
+    return html(
+      c,
+      taskPage(t, workers, t.worktree ? await source.gateDecisions({ taskId: t.id, dir: t.worktree }, 200) : [], await source.taskRuns(t.id, 200), {
+        park: await source.parkCause(t.id),
+      }),
+    );
+  });
+  // Retry a task (a budget stop, a disk fault, a failure), as `polly retry TASK --budget B`: the
+  // retry plan is proposed and waits at the gate; the plan page says what approving it does.
+  app.post('/tasks/:id/retry', async (c) => {
+    const id = c.req.param('id');
+    const form = await c.req.parseBody();
+    let budgets: RetryBudgets;
+    try {
+      budgets = retryFormBudgets(form);
+    } catch (error) {
+      if (error instanceof PollyError && error.code === 'bad_input') return html(c, messagePage('Not proposed', error.message), 400);
+      throw error;
+    }
+    try {
+      const r = await source.retryTask(id, budgets);
+      const notice = r.existing
+        ? `A retry of ${id} was already proposed: plan ${r.planId}. Decide it here.`
+        : r.admitted
+          ? `Retry plan ${r.planId} proposed for ${id}. Approve it below to continue the task in its worktree; a Brain runs it (polly resume ${r.planId} starts one when none runs).`
+          : `The retry of ${id} was refused by the checker: ${r.line}`;
+      return c.redirect(`/plans/${encodeURIComponent(r.planId)}?notice=${encodeURIComponent(notice)}`, 303);
+    } catch (error) {
+      if (error instanceof PollyError && ['conflict', 'not_found', 'agent_refused', 'bad_input'].includes(error.code)) {
+        return html(c, messagePage('Not proposed', error.message), error.code === 'not_found' ? 404 : error.code === 'bad_input' ? 400 : 409);
+      }
+      throw error;
+    }
   });
   app.get('/prs/:n{[0-9]+}', async (c) => {
     const reg = await registry();

@@ -5,13 +5,19 @@
  * (`.polly/journal.jsonl`), the workers' `events.jsonl` files, the gate's decision log
  * (`.polly/gate-decisions.jsonl`, written by Polly's processes only), the workflow runs in the LMDB run store (`.polly/runs/`, read
  * through the run store's `listRuns`/`journal` as `polly check --run` reads them) and the local
- * forge's diffs — and keeps no copy of its own. Its one write is the plan gate's decision, through
- * `decidePlan` exactly as `polly plan approve`.
+ * forge's diffs — and keeps no copy of its own. It writes twice: the plan gate's decision, through
+ * `decidePlan` exactly as `polly plan approve`, and a retry plan proposed for a task (`retryTask`),
+ * exactly as `polly retry TASK --budget …` proposes it (brain/plan/plan-retry.ts), left at the gate.
  */
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { join } from 'node:path';
 import type { PollyConfig } from '../config/config-schema.js';
-import { decidePlan, expirePlanAsks } from '../plan/plan-gate.js';
+import { decidePlan, expirePlanAsks, proposePlan } from '../plan/plan-gate.js';
+import { parkCauses, pendingRetry, retryPlan, type ParkCause, type RetryBudgets } from '../plan/plan-retry.js';
+import { planToProposal } from '../plan/plan-schema.js';
+import { createGoal } from '../registry/goal-record.js';
+import { refuseRootAgents } from '../commands/run.js';
 import type { JournalEntry, PlanRecord, Registry, WorkerRecord } from '../registry/registry-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import { createLocalForge } from '../forge/local-forge.js';
@@ -44,8 +50,8 @@ export interface UiSource {
   /** The last `limit` journal entries, oldest first. */
   readJournal(limit: number): Promise<JournalEntry[]>;
   /**
-   * A value that changes whenever the registry, the journal or the gate log changes (sizes and
-   * modification times); the live pages poll it.
+   * A value that changes whenever the registry, the journal, the gate log or the run store changes
+   * (sizes and modification times), or the registry's Brain process dies; the live pages poll it.
    */
   version(): string;
   /** An incremental reader of one worker's normalised events (its `events.jsonl`). */
@@ -70,6 +76,17 @@ export interface UiSource {
    * @throws PollyError `not_found` / `conflict` as `decidePlan`.
    */
   decidePlan(planId: string, decision: 'approve' | 'reject', by: string): Promise<PlanRecord>;
+  /** Why task `taskId` is parked (brain/plan/plan-retry.ts `parkCauses` over the whole journal), or null when it is not. */
+  parkCause(taskId: string): Promise<ParkCause | null>;
+  /**
+   * Propose a retry plan for one task, as `polly retry TASK [--budget B]` does (same checks, same
+   * refusals), and leave it at the plan gate. A retry of exactly this task already proposed is
+   * returned as it is (`existing: true`), not proposed twice.
+   * @returns the plan's id and admission line.
+   * @throws PollyError `not_found` / `conflict` as `polly retry`; `agent_refused` for claude-code as
+   *   root without the opt-in (the agents' keys are checked by the command that starts the Brain).
+   */
+  retryTask(taskId: string, budgets: RetryBudgets): Promise<{ planId: string; admitted: boolean; line: string; existing: boolean }>;
   /** Release what the source holds open (the run store's database handle). */
   close(): Promise<void>;
 }
@@ -120,7 +137,7 @@ function stamp(path: string): string {
  * The real source over a repository's `.polly/`.
  * @param deps.repoRoot  the main worktree's root; `pollyDir` is `<repoRoot>/.polly`.
  * @param deps.store     the registry store (the CLI's `openRepoContext` one).
- * @param deps.config    the repository's config (for `ask_timeout`).
+ * @param deps.config    the repository's config (for `ask_timeout`, and the agents a retry starts).
  */
 export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; store: RegistryStore; config: PollyConfig }): UiSource {
   const journalPath = join(deps.pollyDir, 'journal.jsonl');
@@ -135,6 +152,21 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
   const onPostgres = deps.config.runs?.store === 'postgres';
   let runs: RunStore | null = null;
   const runStore = (): RunStore => (runs ??= createConfiguredRunStore(deps.pollyDir, deps.config.runs).store);
+  // Whether the registry's Brain lives: a SIGKILLed Brain changes no file, so the live pages poll
+  // its pid too. The pid is read again only when the registry file changed.
+  let brainOf = { stamp: '', pid: null as number | null };
+  const brainAlive = (registryStamp: string): boolean | null => {
+    if (brainOf.stamp !== registryStamp) {
+      let pid: number | null = null;
+      try {
+        pid = (JSON.parse(readFileSync(registryPath, 'utf8')) as { brain?: { pid?: number } | null }).brain?.pid ?? null;
+      } catch {
+        // being replaced: read again next time
+      }
+      brainOf = { stamp: registryStamp, pid };
+    }
+    return brainOf.pid === null ? null : pidAlive(brainOf.pid);
+  };
   return {
     async readRegistry() {
       await expirePlanAsks(deps.store, deps.config);
@@ -145,7 +177,8 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
       return parseLines<JournalEntry>(tailText(journalPath, 1 << 20)).slice(-limit);
     },
     version() {
-      return `${stamp(registryPath)}|${stamp(journalPath)}|${stamp(gateLogPath)}|${stamp(runsPath)}`;
+      const reg = stamp(registryPath);
+      return `${reg}|${stamp(journalPath)}|${stamp(gateLogPath)}|${stamp(runsPath)}|brain:${brainAlive(reg)}`;
     },
     workerEvents(worker) {
       return createEventTail(workerFiles(worker.stateDir ?? join(deps.pollyDir, 'workers', worker.id)).events);
@@ -169,6 +202,27 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
     },
     pullRequestDiff: (number) => forge.diff(number),
     decidePlan: (planId, decision, by) => decidePlan(deps.store, deps.config, planId, decision, { by }),
+    async parkCause(taskId) {
+      const t = (await deps.store.read()).tasks[taskId];
+      return t?.status === 'parked' ? (parkCauses(await deps.store.journal()).get(taskId) ?? null) : null;
+    },
+    async retryTask(taskId, budgets) {
+      const reg = await deps.store.read();
+      const pending = pendingRetry(reg, [taskId])?.follow;
+      if (pending) return { planId: pending.id, admitted: true, line: pending.admission?.line ?? '', existing: true };
+      const retry = retryPlan(reg, [taskId], { ...budgets, parks: parkCauses(await deps.store.journal()) });
+      // As root, claude-code needs the opt-in (config); the agents' keys are those of the command that starts the Brain.
+      refuseRootAgents(retry.plan.tasks, deps.config);
+      const { goal } = await createGoal(deps.store, retry.plan.goal!, 'plan');
+      const proposed = await proposePlan(deps.store, deps.config, planToProposal(retry.plan), { goalId: goal.id, source: `polly ui: retry ${taskId}`, retries: retry.retries });
+      if (!proposed.admitted) {
+        await deps.store.update((draft, tx) => {
+          draft.goals[goal.id]!.status = 'failed';
+          tx.emit('goal.done', { goalId: goal.id, status: 'failed', reason: 'plan refused' });
+        });
+      }
+      return { planId: proposed.planId, admitted: proposed.admitted, line: proposed.line, existing: false };
+    },
     async close() {
       const open = runs;
       runs = null;

@@ -26,9 +26,21 @@ describe('polly status', () => {
     expect(runCli(['init'], repo.dir).code).toBe(0);
     const r = runCli(['status', '--json'], repo.dir);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ repoRoot: repo.dir, brain: null, brainGone: null, unattended: [], goals: [], plans: [], tasks: [], workers: [] });
+    expect(JSON.parse(r.stdout)).toEqual({
+      repoRoot: repo.dir,
+      health: { state: 'none', pid: null, since: null, heartbeatAt: null, waiting: { tasks: 0, plans: 0 }, line: 'Brain not running' },
+      brain: null,
+      brainGone: null,
+      unattended: [],
+      goals: [],
+      plans: [],
+      tasks: [],
+      workers: [],
+    });
     const human = runCli(['status'], repo.dir);
     expect(human.code).toBe(0);
+    // The Brain's health is the first line (issue 32 item 1).
+    expect(human.stdout.split('\n')[0]).toBe(`Polly in ${repo.dir} · Brain not running`);
     expect(human.stdout).toContain('Tasks (0)');
   });
 

@@ -56,7 +56,7 @@ describe('task lifecycle', () => {
     ['failed', 'queued', true], // polly retry hands the task to its retry plan
     ['agent_exited', 'queued', true],
     ['cancelled', 'queued', true], // polly retry of a skipped or cancelled task
-    ['parked', 'queued', false], // a parked task waits for a human with its PR
+    ['parked', 'queued', true], // polly retry of a task parked for its budget (raised) or a full disk
     ['ready', 'queued', false],
     ['done', 'queued', false],
   ];

@@ -596,7 +596,10 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     // The control: the same POST from the dashboard's own origin, with the cookie, below its root, goes through.
     const good = await rawRequest(approve, { method: 'POST', headers: { cookie, origin, host } });
     expect(good.status).toBe(303);
-    expect(good.headers.location).toBe(`${root}plans/${plan.planId}`);
+    // No Brain runs in this repository: the plan page says that nothing runs until polly resume (issue 32 item 1).
+    expect(good.headers.location).toBe(
+      `${root}plans/${plan.planId}?notice=${encodeURIComponent(`Plan ${plan.planId} is approved, but no Brain runs: nothing of it runs until polly resume ${plan.planId} starts one.`)}`,
+    );
     expect((await ctx.store.read()).plans[plan.planId]!.gate).toBe('approved');
 
     // A session ends 12 hours after its sign-in.

@@ -68,6 +68,7 @@ describe('worker-written text is escape-filtered wherever Polly stores, posts or
     const none = { totals: { turns: 0 } } as never;
     const report: StatusReport = {
       repoRoot: '/r',
+      health: { state: 'none', pid: null, since: null, heartbeatAt: null, waiting: { tasks: 0, plans: 0 }, line: 'Brain not running' },
       brain: null,
       brainGone: null,
       unattended: [],

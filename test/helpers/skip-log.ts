@@ -15,6 +15,7 @@ export const NEEDED_FOR = {
   bubblewrap: "Polly's OS sandbox (a bwrap that can start a sandbox here)",
   chromium: "the dashboard's headless-browser tests",
   passt: 'outbound-only networking for checks (pasta)',
+  tmux: "the terminal tests of polly run's plan-gate prompt (a real pty)",
 } as const;
 
 export type SystemPackage = keyof typeof NEEDED_FOR;

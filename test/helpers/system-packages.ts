@@ -29,6 +29,7 @@ const PRESENT: Record<SystemPackage, () => boolean> = {
   bubblewrap: () => probeSandbox().ok,
   chromium: () => chromiumPath() !== undefined,
   passt: () => onPath('pasta'),
+  tmux: () => onPath('tmux'),
 };
 
 export type { SystemPackage };
