@@ -559,10 +559,10 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       }
     }
     const started = Date.now();
-    let confinement: ReturnType<typeof commandSandbox>;
+    let confinement: Awaited<ReturnType<typeof commandSandbox>>;
     try {
       const box = options.setupSandbox ?? { network: false, allowUnconfined: false };
-      confinement = commandSandbox({
+      confinement = await commandSandbox({
         repoRoot: info.root,
         worktree: path,
         worktreesDir: info.worktreesDir,

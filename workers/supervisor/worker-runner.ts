@@ -174,9 +174,9 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       const value = process.env[key];
       if (value !== undefined) env[key] = value;
     }
-    let confinement: ReturnType<typeof agentTurnSandbox>;
+    let confinement: Awaited<ReturnType<typeof agentTurnSandbox>>;
     try {
-      confinement = agentTurnSandbox({
+      confinement = await agentTurnSandbox({
         repoRoot: spec.gateContext.repoRoot,
         cwd: spec.cwd,
         role: spec.role,
