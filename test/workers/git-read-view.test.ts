@@ -214,6 +214,17 @@ describe('prepareGitReadView on a real repository', () => {
     expect(() => git(root, ['--git-dir', base, 'cat-file', '-e', git(wt, ['rev-parse', 'HEAD:two.txt'])])).toThrow();
   });
 
+  it('two sandboxes starting at once on a base not seen before both get their view (the shared store is fetched into twice)', async () => {
+    writeFileSync(join(repo, 'c.txt'), 'c\n');
+    git(repo, ['add', 'c.txt']);
+    git(repo, ['commit', '-q', '-m', 'a base nobody has yet']);
+    const dirs = ['t2', 't3'].map((id) => join(repo, '.worktrees', id));
+    for (const [i, d] of dirs.entries()) git(repo, ['worktree', 'add', '-q', '-b', `polly/t${i + 2}`, d, 'main']);
+    const views = await Promise.all(dirs.map((d) => prepareGitReadView({ repoRoot: repo, worktree: d, stateDir: state })));
+    for (const [i, v] of views.entries()) expect(git(root, ['--git-dir', v!.viewDir, 'log', '-1', '--format=%s', `refs/heads/polly/t${i + 2}`])).toBe('a base nobody has yet');
+    for (const d of dirs) git(repo, ['worktree', 'remove', '--force', d]);
+  });
+
   it.skipIf(!probeSandbox().ok)(
     "a check in the worktree sees no canary of the main checkout or the git dir, and git works in it; Polly's own commit after it works",
     async () => {

@@ -137,15 +137,20 @@ function readText(path: string): string | null {
 
 /** Create `dir` as an empty bare store of `format` unless it is one already. */
 async function ensureStore(git: GitRunner, dir: string, format: string): Promise<void> {
-  if (existsSync(join(dir, 'objects')) && existsSync(join(dir, 'HEAD'))) return;
+  const made = () => existsSync(join(dir, 'objects')) && existsSync(join(dir, 'HEAD'));
+  if (made()) return;
   mkdirSync(dirname(dir), { recursive: true });
-  await git.run(['init', '-q', '--bare', '--template=', `--object-format=${format}`, dir], { cwd: dirname(dir) });
+  // Another sandbox's init of the same store at the same moment is as good as ours.
+  const r = await git.run(['init', '-q', '--bare', '--template=', `--object-format=${format}`, dir], { cwd: dirname(dir), okExitCodes: [1, 128] });
+  if (r.exitCode !== 0 && !made())
+    throw new PollyError('sandbox_unavailable', `Polly could not create the sandbox's git view store ${dir}: ${r.stderr.trim() || `exit ${r.exitCode}`}`);
 }
 
 /**
  * Fetch commit `sha` from the repository's common git dir into store `dir` as `ref` (forced; no
- * tags, no FETCH_HEAD). Two fetches into one store at once may collide on a lock: then success is
- * the ref holding `sha` afterwards.
+ * tags, no FETCH_HEAD). Two sandboxes of one repository starting at once may fetch the same base
+ * into the shared store and collide on its ref's lock: success is the ref holding `sha`
+ * afterwards, and a failed fetch is tried again (three times in all, 0.2 s and 0.4 s apart).
  */
 async function fetchInto(git: GitRunner, dir: string, commonDir: string, sha: string, ref: string, shallow: boolean): Promise<void> {
   const args = [
@@ -163,13 +168,14 @@ async function fetchInto(git: GitRunner, dir: string, commonDir: string, sha: st
     commonDir,
     `+${sha}:${ref}`,
   ];
-  const r = await git.run(args, { cwd: dir, okExitCodes: [1, 128], timeoutMs: 600_000 });
-  if (r.exitCode === 0) return;
-  const now = await git.run(['--git-dir', dir, 'rev-parse', '--verify', '-q', ref], { cwd: dir, okExitCodes: [1] });
-  if (now.stdout.trim() === sha) return;
-  throw new PollyError('sandbox_unavailable', `Polly could not build the sandbox's git view (${dir}): ${r.command} failed: ${r.stderr.trim() || `exit ${r.exitCode}`}`, {
-    details: { command: r.command, stderr: r.stderr },
-  });
+  let last = '';
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (attempt > 0) await new Promise((r) => setTimeout(r, 200 * attempt));
+    const r = await git.run(args, { cwd: dir, okExitCodes: [1, 128], timeoutMs: 600_000 });
+    if (r.exitCode === 0 || refValue(dir, ref) === sha) return;
+    last = `${r.command} failed: ${r.stderr.trim() || `exit ${r.exitCode}`}`;
+  }
+  throw new PollyError('sandbox_unavailable', `Polly could not build the sandbox's git view (${dir}): ${last}. Remove ${dir} to have it built afresh.`, { details: { dir, sha } });
 }
 
 /**
