@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
-import { prepareGitReadView, sanitizedGitConfig, sanitizedRemoteUrl } from '../../workers/sandbox/git-read-view.js';
+import { prepareGitReadView, removeGitReadView, sanitizedGitConfig, sanitizedRemoteUrl } from '../../workers/sandbox/git-read-view.js';
 import { confineCommand, probeSandbox } from '../../workers/sandbox/sandbox.js';
 import { bwrapArgs, coveredSockets, type SandboxSpec } from '../../workers/sandbox/sandbox-spec.js';
 import { git } from '../helpers/git-repo.js';
@@ -214,6 +214,20 @@ describe('prepareGitReadView on a real repository', () => {
     expect(() => git(root, ['--git-dir', base, 'cat-file', '-e', git(wt, ['rev-parse', 'HEAD:two.txt'])])).toThrow();
   });
 
+  it('starts a fresh view when the branch was reset (its earlier commits are not readable by id), and removeGitReadView removes it', async () => {
+    const v = join(state, 'tasks', 't1.git');
+    const earlier = git(wt, ['rev-parse', 'HEAD:two.txt']);
+    git(root, ['--git-dir', v, 'cat-file', '-e', earlier]);
+    git(wt, ['reset', '-q', '--hard', 'main']);
+    await prepareGitReadView({ repoRoot: repo, worktree: wt, stateDir: state });
+    expect(git(root, ['--git-dir', v, 'log', '-1', '--format=%s', 'refs/heads/polly/t1'])).toBe('main moves');
+    expect(() => git(root, ['--git-dir', v, 'cat-file', '-e', earlier])).toThrow();
+    removeGitReadView(repo, wt, state);
+    expect(existsSync(v)).toBe(false);
+    await prepareGitReadView({ repoRoot: repo, worktree: wt, stateDir: state });
+    expect(existsSync(v)).toBe(true);
+  });
+
   it('two sandboxes starting at once on a base not seen before both get their view (the shared store is fetched into twice)', async () => {
     writeFileSync(join(repo, 'c.txt'), 'c\n');
     git(repo, ['add', 'c.txt']);
@@ -266,7 +280,7 @@ describe('prepareGitReadView on a real repository', () => {
       expect(out).not.toMatch(/rvcanary/);
       expect(out).not.toContain('polly/other');
       expect(out).toContain('status-exit: 0');
-      expect(out.split('== log')[1]).toContain('mine');
+      expect(out.split('== log')[1]).toContain('main moves');
       expect(out.split('== log')[1]).toContain('initial');
       expect(out).toContain('commit-refused');
       // Outside, Polly's git still sees and commits everything as before.

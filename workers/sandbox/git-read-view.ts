@@ -26,7 +26,7 @@
  * Sources: gitrepository-layout(7) (`commondir`, `objects/info/alternates`, `worktrees/<id>`),
  * git-worktree(1), git-fetch(1), git-rev-list(1) `--boundary`/`--exclude`, git-config(1) (syntax).
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
 import { createGitRunner, type GitRunner } from '../git/git.js';
@@ -222,6 +222,14 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
   const format = (await git.run(['rev-parse', '--show-object-format'], wt)).stdout.trim() || 'sha1';
   const shallow = existsSync(join(commonDir, 'shallow'));
   await ensureStore(git, baseDir, format);
+  // A tip that does not descend from what the view holds (the branch was reset or rewritten, or a
+  // new task reuses the name): a fresh view, so the earlier commits (kept by Polly under a backup
+  // ref, or gone) are not readable by id from it.
+  const held = refValue(viewDir, ref);
+  if (held && tip && held !== tip) {
+    const a = await git.run(['merge-base', '--is-ancestor', held, tip], { ...wt, okExitCodes: [1, 128] });
+    if (a.exitCode !== 0) rmSync(viewDir, { recursive: true, force: true });
+  }
   await ensureStore(git, viewDir, format);
   if (shallow) {
     copyFileSync(join(commonDir, 'shallow'), join(baseDir, 'shallow'));
@@ -280,4 +288,18 @@ function refValue(gitDir: string, ref: string): string | null {
     if (name === ref && sha && OID.test(sha)) return sha;
   }
   return null;
+}
+
+/**
+ * Remove the read view of the linked worktree `worktree` (its task's private git dir), if any:
+ * Polly calls it when it removes the worktree. Reads the worktree's `.git` file, so call it before
+ * the worktree is gone. Never throws.
+ * @param stateDir where the views live; default `<repoStateDir(repoRoot)>/read-view`.
+ */
+export function removeGitReadView(repoRoot: string, worktree: string, stateDir = join(repoStateDir(repoRoot), 'read-view')): void {
+  const adminDir = adminDirOf(worktree);
+  if (!adminDir) return;
+  const viewDir = join(stateDir, 'tasks', `${basename(adminDir)}.git`);
+  rmSync(viewDir, { recursive: true, force: true });
+  rmSync(`${viewDir}.config-seen`, { force: true });
 }
