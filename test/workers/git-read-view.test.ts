@@ -292,4 +292,55 @@ describe('prepareGitReadView on a real repository', () => {
     },
     60_000,
   );
+
+  it.skipIf(!probeSandbox().ok)(
+    "a merge in progress (Polly's integrate_base): the other side's commit and the staged merge result are in the view; status and diff --cached work",
+    async () => {
+      writeFileSync(join(repo, 'm.txt'), '1\n2\n3\n4\n5\n');
+      git(repo, ['add', 'm.txt']);
+      git(repo, ['commit', '-q', '-m', 'm']);
+      const w = join(repo, '.worktrees', 't4');
+      git(repo, ['worktree', 'add', '-q', '-b', 'polly/t4', w, 'main']);
+      writeFileSync(join(w, 'm.txt'), 'one\n2\n3\n4\n5\n');
+      git(w, ['commit', '-q', '-am', 'task edits line 1']);
+      writeFileSync(join(repo, 'm.txt'), '1\n2\n3\n4\nfive\n');
+      git(repo, ['commit', '-q', '-m', 'base edits line 5', '--', 'm.txt']);
+      await prepareGitReadView({ repoRoot: repo, worktree: w, stateDir: state });
+      git(w, ['merge', '-q', '--no-ff', '--no-commit', 'main']);
+      // The file edited after the merge: `diff --cached` must read the staged blob, not the file.
+      writeFileSync(join(w, 'm.txt'), 'one\n2\n3\n4\nfive\nsix\n');
+      const c = await commandSandbox({
+        repoRoot: repo,
+        worktree: w,
+        network: false,
+        allowUnconfined: false,
+        realHome: join(root, 'home'),
+        stateDir: join(root, 'cmd4'),
+        readViewDir: state,
+      });
+      const cc = confineCommand(
+        c.sandbox!.bwrap,
+        c.sandbox!.spec,
+        '/bin/sh',
+        ['-c', 'git status --short; echo "status-exit: $?"; git diff --cached; echo "diff-exit: $?"; git log -1 --format=%s MERGE_HEAD'],
+        c.env,
+      );
+      const out = await new Promise<string>((resolve) => {
+        const child = spawn(cc.command, cc.args, { env: cc.env, cwd: w, stdio: ['ignore', 'pipe', 'pipe'] });
+        let text = '';
+        child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+        child.stderr.on('data', (d: Buffer) => (text += d.toString()));
+        child.on('close', () => {
+          cc.dispose();
+          resolve(text);
+        });
+      });
+      expect(out).toContain('status-exit: 0');
+      expect(out).toContain('diff-exit: 0');
+      expect(out).toContain('+five');
+      expect(out).not.toContain('+six');
+      expect(out).toContain('base edits line 5');
+    },
+    60_000,
+  );
 });

@@ -26,7 +26,7 @@
  * Sources: gitrepository-layout(7) (`commondir`, `objects/info/alternates`, `worktrees/<id>`),
  * git-worktree(1), git-fetch(1), git-rev-list(1) `--boundary`/`--exclude`, git-config(1) (syntax).
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
 import { createGitRunner, type GitRunner } from '../git/git.js';
@@ -208,15 +208,26 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
     const r = await git.run(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { ...wt, okExitCodes: [1] });
     tip = r.exitCode === 0 ? r.stdout.trim() : null;
   }
-  const configText = readText(join(commonDir, 'config')) ?? '';
-  // The unsanitized config as last seen, beside the view (never inside it: the view is what the sandbox shows).
-  const sourceCopy = `${viewDir}.config-seen`;
+  // A merge (or cherry-pick, revert, rebase) in progress: its other commit, and the index's blobs
+  // (a merge's result is staged before Polly commits it: integrate_base), belong in the view too.
+  const specials = SPECIAL_HEADS.map((n) => (readText(join(adminDir, n)) ?? '').trim().split('\n')[0] ?? '').filter((l) => OID.test(l));
+  let indexStat = '';
+  try {
+    const st = statSync(join(adminDir, 'index'));
+    indexStat = `${st.size}:${st.mtimeMs}:${st.ino}`;
+  } catch {
+    // no index yet
+  }
+  // What the view was last built from, beside it (never inside it: the view is what the sandbox
+  // shows, and this holds the unsanitized config).
+  const seenText = JSON.stringify({ config: readText(join(commonDir, 'config')) ?? '', specials, indexStat });
+  const sourceCopy = `${viewDir}.seen`;
   const result = (): GitReadView => {
     const worktreeConfig = join(adminDir, 'config.worktree');
     return { commonDir, viewDir, adminDir, baseObjects: join(baseDir, 'objects'), maskedFiles: existsSync(worktreeConfig) ? [worktreeConfig] : [] };
   };
   // Nothing moved since the last sandbox of this task: the view is as it should be.
-  if (readText(sourceCopy) === configText && readText(join(viewDir, 'HEAD')) === headLine(branch, tip, head) && (!tip || refValue(viewDir, ref) === tip)) {
+  if (readText(sourceCopy) === seenText && readText(join(viewDir, 'HEAD')) === headLine(branch, tip, head) && (!tip || refValue(viewDir, ref) === tip)) {
     return result();
   }
   const format = (await git.run(['rev-parse', '--show-object-format'], wt)).stdout.trim() || 'sha1';
@@ -235,13 +246,14 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
     copyFileSync(join(commonDir, 'shallow'), join(baseDir, 'shallow'));
     copyFileSync(join(commonDir, 'shallow'), join(viewDir, 'shallow'));
   }
-  if (tip && refValue(viewDir, ref) !== tip) {
+  const tips = [...(tip && refValue(viewDir, ref) !== tip ? [tip] : []), ...specials];
+  for (const t of tips) {
     // The bases: the task's commits' nearest ancestors on a ref that is not Polly's (not
     // `polly/*` branches, their remote-tracking twins, the stash or `refs/polly/*`), or the tip
     // itself when it is on such a ref already.
-    const rl = await git.run(['rev-list', '--boundary', tip, '--not', '--exclude=polly/*', '--branches', '--exclude=*/polly/*', '--remotes', '--tags'], wt);
+    const rl = await git.run(['rev-list', '--boundary', t, '--not', '--exclude=polly/*', '--branches', '--exclude=*/polly/*', '--remotes', '--tags'], wt);
     const lines = rl.stdout.split('\n').filter(Boolean);
-    const bases = lines.length === 0 ? [tip] : lines.filter((l) => l.startsWith('-')).map((l) => l.slice(1));
+    const bases = lines.length === 0 ? [t] : lines.filter((l) => l.startsWith('-')).map((l) => l.slice(1));
     for (const sha of bases) {
       if (refValue(baseDir, `refs/bases/${sha}`) === sha) continue;
       await fetchInto(git, baseDir, commonDir, sha, `refs/bases/${sha}`, shallow);
@@ -264,12 +276,42 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
   writeFileSync(join(viewDir, 'info', 'exclude'), readText(join(commonDir, 'info', 'exclude')) ?? '');
   if (tip && refValue(viewDir, ref) !== tip) await fetchInto(git, viewDir, commonDir, tip, ref, shallow);
   writeFileSync(join(viewDir, 'HEAD'), headLine(branch, tip, head));
+  await copyStagedBlobs(git, input.worktree, commonDir, viewDir);
   // Last: the fast path above trusts the view only once everything else is written.
-  writeFileSync(sourceCopy, configText);
+  writeFileSync(sourceCopy, seenText);
   return result();
 }
 
 const OID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
+
+/** The admin dir's files naming a commit of an operation in progress (gitrepository-layout(7), git-merge(1), git-rebase(1)). */
+const SPECIAL_HEADS = ['MERGE_HEAD', 'CHERRY_PICK_HEAD', 'REVERT_HEAD', 'REBASE_HEAD'] as const;
+
+/**
+ * Copy into the view every blob the worktree's index names that the view lacks (a merge result
+ * staged by Polly, a conflict's stages): one `git ls-files --stage`, one `cat-file --batch-check`
+ * in the view, and, when some are missing, one `pack-objects` of exactly those into the view's
+ * pack dir. Gitlinks (mode 160000) are left out: they name another repository's commits.
+ */
+async function copyStagedBlobs(git: GitRunner, worktree: string, commonDir: string, viewDir: string): Promise<void> {
+  const ls = await git.run(['ls-files', '--stage', '-z'], { cwd: worktree, okExitCodes: [128] });
+  if (ls.exitCode !== 0) return;
+  const ids = new Set<string>();
+  for (const entry of ls.stdout.split('\0')) {
+    const m = /^(\d+) ([0-9a-f]+) \d\t/.exec(entry);
+    if (m && m[1] !== '160000') ids.add(m[2]!);
+  }
+  if (ids.size === 0) return;
+  const check = await git.run(['--git-dir', viewDir, 'cat-file', '--batch-check'], { cwd: viewDir, input: `${[...ids].join('\n')}\n` });
+  const missing = check.stdout
+    .split('\n')
+    .filter((l) => l.endsWith(' missing'))
+    .map((l) => l.split(' ')[0]!);
+  if (missing.length === 0) return;
+  mkdirSync(join(viewDir, 'objects', 'pack'), { recursive: true });
+  // Best effort: a blob the repository lacks too (a corrupt index) stays missing, as it is outside.
+  await git.run(['--git-dir', commonDir, 'pack-objects', '-q', join(viewDir, 'objects', 'pack', 'pack')], { cwd: viewDir, input: `${missing.join('\n')}\n`, okExitCodes: [128] });
+}
 
 /** The view's HEAD file: the task's branch as a symbolic ref, else the detached commit. */
 function headLine(branch: string | null, tip: string | null, head: string): string {
@@ -301,5 +343,5 @@ export function removeGitReadView(repoRoot: string, worktree: string, stateDir =
   if (!adminDir) return;
   const viewDir = join(stateDir, 'tasks', `${basename(adminDir)}.git`);
   rmSync(viewDir, { recursive: true, force: true });
-  rmSync(`${viewDir}.config-seen`, { force: true });
+  rmSync(`${viewDir}.seen`, { force: true });
 }
