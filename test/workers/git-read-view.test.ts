@@ -13,6 +13,7 @@ import { createGitRunner, type GitRunner } from '../../workers/git/git.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
 import { prepareGitReadView, removeGitReadView, sanitizedGitConfig, sanitizedRemoteUrl } from '../../workers/sandbox/git-read-view.js';
 import { confineCommand, probeSandbox } from '../../workers/sandbox/sandbox.js';
+import { commandSandboxSpec } from '../../workers/sandbox/sandbox-profiles.js';
 import { bwrapArgs, coveredSockets, type SandboxSpec } from '../../workers/sandbox/sandbox-spec.js';
 import { git } from '../helpers/git-repo.js';
 import { ROOT } from '../confinement/attack-harness.js';
@@ -114,6 +115,17 @@ describe('bwrapArgs and coveredSockets with a read view', () => {
       { kind: 'ro' as const, path: '/r/.git/worktrees/t1' },
     ];
     expect(coveredSockets(mounts, ['/r/.git/fsmonitor--daemon.ipc', '/r/.git/worktrees/t1/x.sock', '/r/sub/y.sock'])).toEqual(['/r/.git/worktrees/t1/x.sock']);
+  });
+});
+
+describe('commandSandboxSpec', () => {
+  it("hides the whole repository from a scratch checkout outside it (the local PR checks'), and keeps it read-only for the main checkout itself", () => {
+    const scratch = commandSandboxSpec({ repoRoot: '/r', worktree: '/s/pr-checks/pr-1', stateDir: '/s/cmd', network: false, realHome: '/h', userDirs: [] });
+    expect(scratch.hidden).toContain('/r');
+    expect(scratch.readOnly).not.toContain('/r');
+    const main = commandSandboxSpec({ repoRoot: '/r', worktree: '/r', stateDir: '/s/cmd', network: false, realHome: '/h', userDirs: [] });
+    expect(main.hidden).not.toContain('/r');
+    expect(main.readOnly).toContain('/r');
   });
 });
 

@@ -160,7 +160,9 @@ function resolvConf(): string {
 
 /**
  * The sandbox of an acceptance or setup command: the worktree writable, no network unless config
- * allows, and then outbound only.
+ * allows, and then outbound only. The main checkout is hidden when the command runs in a linked
+ * worktree with a git read view, or in a directory outside the repository and its worktrees dir
+ * (a scratch checkout); it is read-only only for a command in the main checkout itself (doctor).
  * @throws PollyError `internal` when `network` is true without `pasta`.
  */
 export function commandSandboxSpec(input: CommandSandboxInput): SandboxSpec {
@@ -170,12 +172,16 @@ export function commandSandboxSpec(input: CommandSandboxInput): SandboxSpec {
   const home = join(input.stateDir, 'home');
   const view = input.gitView ?? null;
   const hidden = commonHidden(input.repoRoot, input.realHome, input.worktreesDir, input.userDirs);
-  if (view) hidden.push(input.repoRoot);
+  // A scratch checkout outside both the repository and the worktrees dir (the local PR checks'
+  // merge of a PR with its base) needs nothing of the repository: hidden whole, like a reviewer's.
+  const outside = !inside(input.worktree, input.repoRoot) && !inside(input.worktree, input.worktreesDir ?? join(input.repoRoot, '.worktrees'));
+  const hideRepo = view !== null || outside;
+  if (hideRepo) hidden.push(input.repoRoot);
   return withHomeToolchains(
     {
       cwd: input.worktree,
       writable: [input.worktree, home],
-      readOnly: [...(view ? [] : [input.repoRoot]), ...(input.network ? [resolvConf()] : [])],
+      readOnly: [...(hideRepo ? [] : [input.repoRoot]), ...(input.network ? [resolvConf()] : [])],
       hidden,
       home,
       tmpDir: null,
