@@ -183,9 +183,10 @@ async function fetchInto(git: GitRunner, dir: string, commonDir: string, sha: st
  * worktree is not a linked worktree whose admin dir is `<common>/worktrees/<name>` (the main
  * checkout, a plain directory): such a process keeps today's view. Runs git outside the sandbox,
  * against the real repository, with Polly's runner (./../git/git.ts: no hooks, scrubbed env).
- * Cost: a few file reads and two `git` calls when nothing moved; one local `git fetch` of the new
- * commits when the task's tip moved; the first time a base is seen, one fetch of its history
- * (docs/read-view.md has the figures).
+ * Cost: a few file reads and a `stat`, no git call, when nothing moved (tip, merge heads, index,
+ * the repository's config); one local `git fetch` of the new commits when the task's tip moved;
+ * the first time a base is seen, one fetch of its history (docs/read-view.md has the figures).
+ * Needs git ≥ 2.29 (`fetch --no-write-fetch-head`, `init --object-format`); Polly needs 2.38.
  * @throws PollyError `sandbox_unavailable` when a fetch fails (the message names the command and git's words).
  */
 export async function prepareGitReadView(input: GitReadViewInput): Promise<GitReadView | null> {
