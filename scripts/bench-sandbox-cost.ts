@@ -2,7 +2,9 @@
  * The OS sandbox's cost, measured inside `npm run bench -- dispatch` in the same run: one full
  * agent turn (the real `pi` against the scripted model, gate installed) confined and unconfined,
  * alternated ABBA so drifting load weighs on both alike, and one acceptance command (`true`)
- * confined and unconfined. Prints the turn ratio (target ≤ 1.10×) and the acceptance run's added ms.
+ * confined and unconfined, each timed from building its sandbox (the git read view brought up to
+ * date, workers/sandbox/git-read-view.ts) to its end. Prints the turn ratio (target ≤ 1.10×) and the
+ * acceptance run's added ms.
  */
 import { join } from 'node:path';
 import type { PollyConfig } from '../brain/config/config-schema.js';
