@@ -2,7 +2,9 @@
  * The OS sandbox's cost, measured inside `npm run bench -- dispatch` in the same run: one full
  * agent turn (the real `pi` against the scripted model, gate installed) confined and unconfined,
  * alternated ABBA so drifting load weighs on both alike, and one acceptance command (`true`)
- * confined and unconfined. Prints the turn ratio (target ≤ 1.10×) and the acceptance run's added ms.
+ * confined and unconfined, each timed from building its sandbox (the git read view brought up to
+ * date, workers/sandbox/git-read-view.ts) to its end. Prints the turn ratio (target ≤ 1.10×) and the
+ * acceptance run's added ms.
  */
 import { join } from 'node:path';
 import type { PollyConfig } from '../brain/config/config-schema.js';
@@ -41,18 +43,20 @@ export async function measureSandboxCost(input: SandboxCostInput): Promise<strin
     const confined = m !== 'free';
     const started = performance.now();
     const box = confined
-      ? agentTurnSandbox({
-          ...(m === 'bounded' ? { limits } : {}),
-          repoRoot: input.repo,
-          cwd: input.worktree,
-          role: 'implement',
-          agentStateDir: stateDir,
-          gateDir,
-          env: input.env,
-          configuredUrls: [input.config.workers.pi.base_url],
-          allowUnconfined: false,
-          realHome: input.home,
-        }).sandbox
+      ? (
+          await agentTurnSandbox({
+            ...(m === 'bounded' ? { limits } : {}),
+            repoRoot: input.repo,
+            cwd: input.worktree,
+            role: 'implement',
+            agentStateDir: stateDir,
+            gateDir,
+            env: input.env,
+            configuredUrls: [input.config.workers.pi.base_url],
+            allowUnconfined: false,
+            realHome: input.home,
+          })
+        ).sandbox
       : null;
     const gate = await prepareGate('pi', {
       role: 'implement',
@@ -78,8 +82,9 @@ export async function measureSandboxCost(input: SandboxCostInput): Promise<strin
   const accept = async (mode: Mode | boolean): Promise<number> => {
     const m: Mode = mode === true ? 'boxed' : mode === false ? 'free' : mode;
     const confined = m !== 'free';
-    const c = commandSandbox({ repoRoot: input.repo, worktree: input.worktree, network: false, allowUnconfined: false, ...(m === 'bounded' ? { limits } : {}) });
+    // The sandbox's construction (its git read view brought up to date) counts: it runs before every command.
     const started = performance.now();
+    const c = await commandSandbox({ repoRoot: input.repo, worktree: input.worktree, network: false, allowUnconfined: false, ...(m === 'bounded' ? { limits } : {}) });
     const o = await runAcceptance({ cwd: input.worktree, commands: ['true'], timeoutSeconds: 60, env: c.env, sandbox: confined ? c.sandbox : null });
     if (!o.green) throw new Error(`bench acceptance (${confined ? 'confined' : 'unconfined'}) was red: ${o.results[0]?.output ?? ''}`);
     return performance.now() - started;

@@ -427,15 +427,15 @@ export function madeBySetup(root: string, command: string, setup: string | null)
  * config's passthrough and unconfined settings), or null when it cannot start here
  * (`sandbox_unavailable`: the sandbox line says why). `worktreesDir` defaults to the config's.
  */
-function doctorSandbox(
+async function doctorSandbox(
   root: string,
   config: PollyConfig,
   env: NodeJS.ProcessEnv,
   sandboxProbe: SandboxProbe,
   more: { worktreesDir?: string; realHome?: string; extraEnv?: Record<string, string> } = {},
-): ReturnType<typeof commandSandbox> | null {
+): Promise<Awaited<ReturnType<typeof commandSandbox>> | null> {
   try {
-    return commandSandbox({
+    return await commandSandbox({
       repoRoot: root,
       worktree: root,
       worktreesDir: more.worktreesDir ?? resolveWorktreesDir(root, config.worktrees.dir),
@@ -474,7 +474,7 @@ export async function acceptanceRunnerCheck(root: string, config: PollyConfig, e
     .map((command) => ({ command, probe: runnerProbe(command) }))
     .filter((p): p is { command: string; probe: string } => p.probe !== null);
   if (probes.length === 0) return { id, status: 'ok', detail: bySetup.length > 0 ? setupNote.slice(2) : 'no acceptance command to probe' };
-  const confinement = doctorSandbox(root, config, env, sandboxProbe);
+  const confinement = await doctorSandbox(root, config, env, sandboxProbe);
   if (!confinement) return { id, status: 'ok', detail: "not probed: the checks' sandbox cannot start here (see the sandbox line)" };
   const where = confinement.sandbox ? "in the checks' sandbox" : 'unconfined (workers.allow_unconfined)';
   const found: string[] = [];
@@ -579,7 +579,7 @@ export async function worktreesCollectedCheck(root: string, config: PollyConfig,
       for (const f of files) if (f.startsWith(`${rel}/`)) collected.push(`node --test (scripts.${name}) runs ${f}`);
     }
     if (steps.length > 0) {
-      const confinement = doctorSandbox(root, config, env, sandboxProbe, { worktreesDir: absDir, extraEnv: { PYTHONDONTWRITEBYTECODE: '1' } });
+      const confinement = await doctorSandbox(root, config, env, sandboxProbe, { worktreesDir: absDir, extraEnv: { PYTHONDONTWRITEBYTECODE: '1' } });
       if (!confinement) notProved.push(...steps.map((s) => `${s.tool} (the checks' sandbox cannot start here)`));
       if (confinement) {
         // The worktrees directory visible (read-only), as the user's own run from the root sees it;
@@ -648,7 +648,7 @@ export async function toolchainCheck(root: string, config: PollyConfig, env: Nod
   const commands = [...config.acceptance.commands, ...(config.worktrees.setup ? config.worktrees.setup.split(/&&|\|\||;/) : [])];
   const programs = [...new Set(commands.map((c) => commandProgram(c.trim())).filter((p): p is string => !!p && !p.includes('/') && !SHELL_BUILTINS.has(p)))];
   if (programs.length === 0) return { id, status: 'ok', detail: mounted };
-  const confinement = doctorSandbox(root, config, env, sandboxProbe, { realHome: home });
+  const confinement = await doctorSandbox(root, config, env, sandboxProbe, { realHome: home });
   if (!confinement) return { id, status: 'ok', detail: `${mounted}; the programs are not probed: the checks' sandbox cannot start here` };
   const runs: string[] = [];
   for (const p of programs) {

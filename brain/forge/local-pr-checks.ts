@@ -132,11 +132,11 @@ export function createLocalPrChecks(deps: LocalPrChecksDeps): LocalPrChecks {
       });
     const setup = config.worktrees.setup;
     if (setup && !(reuse.reused && isNpmInstallOnly(setup))) {
-      const s = box(config.worktrees.setup_network ?? false);
+      const s = await box(config.worktrees.setup_network ?? false);
       const r = await runCheck(setup, { cwd: dir, timeoutSeconds: config.acceptance.timeout, env: s.env, sandbox: s.sandbox, ...(deps.signal ? { signal: deps.signal } : {}) });
       if (r.exitCode !== 0) return { green: false, results: [{ ...r, command: `setup: ${setup}` }] };
     }
-    const a = box(config.acceptance.network ?? false);
+    const a = await box(config.acceptance.network ?? false);
     return runAcceptance({ cwd: dir, commands, timeoutSeconds: config.acceptance.timeout, env: a.env, sandbox: a.sandbox, ...(deps.signal ? { signal: deps.signal } : {}) });
   };
 

@@ -349,7 +349,12 @@ export function setupAgain(task: Pick<TaskRecord, 'worktree' | 'setup' | 'retrie
  * as `base_red`, or null when no command blocks it. The commands run under the ref guard, and what
  * they write is recorded as Polly's artifacts (workers/git/polly-artifacts.ts), as in run_acceptance.
  */
-async function baseCheck(ctx: TaskToolContext, task: TaskRecord, commands: readonly string[], confinement: ReturnType<typeof checkConfinement>): Promise<TaskToolOutcome | null> {
+async function baseCheck(
+  ctx: TaskToolContext,
+  task: TaskRecord,
+  commands: readonly string[],
+  confinement: Awaited<ReturnType<typeof checkConfinement>>,
+): Promise<TaskToolOutcome | null> {
   const knownRed = [...(ctx.config.acceptance.known_red ?? []), ...(task.acceptance.knownRed ?? [])];
   const worktree = task.worktree!;
   const git = createGitRunner();
@@ -473,9 +478,9 @@ export const dispatch: TaskTool = async (ctx) => {
   // green: say so before the agent's first attempt (the checks themselves classify it too).
   if (task.purpose === 'implement' && task.worktree) {
     const commands = task.acceptance.commands.length > 0 ? task.acceptance.commands : ctx.config.acceptance.commands;
-    let confinement: ReturnType<typeof checkConfinement> | null = null;
+    let confinement: Awaited<ReturnType<typeof checkConfinement>> | null = null;
     try {
-      confinement = checkConfinement(ctx, task.worktree);
+      confinement = await checkConfinement(ctx, task.worktree);
     } catch (error) {
       if (!isPollyError(error, 'sandbox_unavailable')) throw error; // run_acceptance says so with its own reason
     }

@@ -355,9 +355,9 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
     const t = draft.tasks[task.id];
     if (t && t.status !== 'checking') transitionTask(t, 'checking', { at: new Date().toISOString() });
   });
-  let confinement: ReturnType<typeof commandSandbox>;
+  let confinement: Awaited<ReturnType<typeof commandSandbox>>;
   try {
-    confinement = checkConfinement(ctx, task.worktree);
+    confinement = await checkConfinement(ctx, task.worktree);
   } catch (error) {
     if (!isPollyError(error)) throw error;
     return { outcome: 'failure', permanent: true, note: `run_acceptance: ${error.message}` };

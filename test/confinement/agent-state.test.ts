@@ -82,7 +82,7 @@ describe.skipIf(!probeSandbox().ok)('agent state with the XDG dirs outside HOME 
     const own = join(repoStateDir(repo), 'agents', 't1', 'pi');
     const ownFile = plant(join(own, 'pi', 'sessions', 'mine.jsonl'), '{"mine":true}\n');
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-    const turn = agentTurnSandbox({
+    const turn = await agentTurnSandbox({
       repoRoot: repo,
       cwd: worktree,
       role: 'implement',
@@ -93,7 +93,7 @@ describe.skipIf(!probeSandbox().ok)('agent state with the XDG dirs outside HOME 
       allowUnconfined: false,
       realHome: home,
     });
-    const check = commandSandbox({ repoRoot: repo, worktree, network: false, allowUnconfined: false, realHome: home, baseEnv: { ...env, ...xdg } });
+    const check = await commandSandbox({ repoRoot: repo, worktree, network: false, allowUnconfined: false, realHome: home, baseEnv: { ...env, ...xdg } });
     expect(turn.sandbox).not.toBeNull();
     expect(check.sandbox).not.toBeNull();
     const fromTurn = await probeInSandbox(turn.sandbox!, env, [bus.path], [...planted, ownFile]);

@@ -63,7 +63,7 @@ describe('the artifacts record under a hostile check', () => {
     writeFileSync(join(wt, 'check.sh'), CHECK, { mode: 0o755 });
 
     // Polly's acceptance run, bracketed as run_acceptance brackets it.
-    const box = commandSandbox({
+    const box = await commandSandbox({
       repoRoot: repo.dir,
       worktree: wt,
       network: false,

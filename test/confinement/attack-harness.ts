@@ -103,11 +103,12 @@ export const localRefsOf = (s: Setting): string => git(s.repo, ['for-each-ref', 
 export const originRefsOf = (s: Setting): string => git(s.root, ['--git-dir', s.origin, 'for-each-ref', '--format=%(objectname) %(refname)']);
 
 /**
- * Build the target (see the module doc), run `polly run` on the plan's `tasks` with the scripted
- * model answering from `modelScript(setting)` (YAML), then wait `lingerMs` for what a left-behind
- * process would do, kill whatever still carries the marker, and return the ground truth.
+ * Build the target (see the module doc), run `plant(setting)` (more canaries, before anything is
+ * recorded), run `polly run` on the plan's `tasks` with the scripted model answering from
+ * `modelScript(setting)` (YAML), then wait `lingerMs` for what a left-behind process would do, kill
+ * whatever still carries the marker, and return the ground truth.
  */
-export async function attackRun(label: string, tasks: unknown[], modelScript: (s: Setting) => string, lingerMs = 7000): Promise<Outcome> {
+export async function attackRun(label: string, tasks: unknown[], modelScript: (s: Setting) => string, lingerMs = 7000, plant: (s: Setting) => void = () => {}): Promise<Outcome> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), `polly-attack-${label}-`)));
   const env = gitTestEnv();
   const repo = join(root, 'repo');
@@ -154,6 +155,7 @@ export async function attackRun(label: string, tasks: unknown[], modelScript: (s
   s.sibling = join(repo, '.worktrees', 'sibling');
   mkdirSync(s.sibling, { recursive: true });
   writeFileSync(join(repo, 'README.md'), '# target\n\nwork in progress, not committed\n');
+  plant(s);
 
   const server: ScriptedModelServer = await startScriptedModelServer({ script: parseModelScript(modelScript(s), `attack-${label}.yaml`) });
   const modelEnv = useScriptedModels(repo, server.url);

@@ -100,7 +100,7 @@ describe("a check with network on reaches the outside, never the host's loopback
       abstract: { path: abstractName },
     };
     if (external && outside) targets.outside = { host: outside, port: (external.server.address() as { port: number }).port };
-    const box = commandSandbox({ repoRoot: repo, worktree, network: true, allowUnconfined: false, stateDir: join(repo, '..', 'cmd-state') });
+    const box = await commandSandbox({ repoRoot: repo, worktree, network: true, allowUnconfined: false, stateDir: join(repo, '..', 'cmd-state') });
     expect(box.sandbox?.spec.network.mode).toBe('outbound');
     const out = await runAcceptance({ cwd: worktree, commands: [`node probe.mjs '${JSON.stringify(targets)}'`], timeoutSeconds: 60, env: box.env, sandbox: box.sandbox });
     const lines = out.results[0]!.output.trim().split('\n');

@@ -68,7 +68,7 @@ describe.skipIf(!probeSandbox().ok)('host sockets from inside the sandbox (issue
   it('a check and an agent turn reach none of the canaries; their own socket and the gate socket stay reachable', async () => {
     const addresses = [...canaries.map((c) => c.path), own.path, gateSock.path];
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-    const check = commandSandbox({
+    const check = await commandSandbox({
       repoRoot: repo,
       worktree,
       network: false,
@@ -77,7 +77,7 @@ describe.skipIf(!probeSandbox().ok)('host sockets from inside the sandbox (issue
       stateDir: join(root, 'state', 'commands', 't1'),
       baseEnv: env,
     });
-    const turn = agentTurnSandbox({
+    const turn = await agentTurnSandbox({
       repoRoot: repo,
       cwd: worktree,
       role: 'implement',

@@ -41,7 +41,7 @@ function box(): Box {
 }
 
 async function check(b: Box, command: string, path: string): Promise<{ code: number | null; out: string }> {
-  const c = commandSandbox({
+  const c = await commandSandbox({
     repoRoot: b.repo,
     worktree: b.worktree,
     network: false,
@@ -188,7 +188,7 @@ describe.skipIf(!sandboxOk || !existsSync(realCargo) || !existsSync(realRustup))
   it("a check runs the developer's cargo, not the system's", async () => {
     const expected = execFileSync(realCargo, ['--version'], { encoding: 'utf8' }).trim();
     const b = box();
-    const c = commandSandbox({
+    const c = await commandSandbox({
       repoRoot: b.repo,
       worktree: b.worktree,
       network: false,

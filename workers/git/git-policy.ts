@@ -14,10 +14,12 @@
  * system". The agent's prompt says "Polly commits your changes; do not run git commit/push"
  * (brain/task-tools/dispatch.ts), and Polly commits what the agent leaves (`commitAll`).
  *
- * The alternative — a private git dir per worker borrowing objects read-only through
- * `objects/info/alternates`, fetched back by Polly — lets agents commit, but costs an index
- * rebuild per task, puts the worker's objects in a second store, changes where the user's
- * `.worktrees/<id>` points, and buys nothing Polly needs: Polly commits anyway.
+ * What the sandbox shows at the common git dir's path is not the repository's git dir but the
+ * task's private read view (workers/sandbox/git-read-view.ts, docs/read-view.md: a sanitized
+ * config, the task's branch as the only ref, only the objects its base and its commits reach),
+ * read-only too. Nothing is fetched back from it: a private git dir the worker could commit in
+ * would buy nothing Polly needs (Polly commits anyway, in the real repository, so the user's
+ * `.worktrees/<id>` keeps pointing at it).
  *
  * The user keeps `.worktrees/<id>` on `polly/<id>` as before. Where no sandbox runs
  * (`workers.allow_unconfined`), the ref guard (./ref-guard.ts) detects and undoes what a worker

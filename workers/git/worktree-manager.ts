@@ -33,6 +33,7 @@ import { describeIdentity, resolveCommitIdentity } from './commit-identity.js';
 import { snapshotWorktree, writeBackupRef, type BackupResult } from './worktree-backup.js';
 import { isNpmInstallOnly, reuseNodeModules } from './dependency-reuse.js';
 import { commandSandbox } from '../sandbox/command-sandbox.js';
+import { removeGitReadView } from '../sandbox/git-read-view.js';
 import { createGitRunner, firstLine, type GitCallOptions, type GitRunner } from './git.js';
 import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { retryTransientGit } from './git-retry.js';
@@ -568,10 +569,10 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       }
     }
     const started = Date.now();
-    let confinement: ReturnType<typeof commandSandbox>;
+    let confinement: Awaited<ReturnType<typeof commandSandbox>>;
     try {
       const box = options.setupSandbox ?? { network: false, allowUnconfined: false };
-      confinement = commandSandbox({
+      confinement = await commandSandbox({
         repoRoot: info.root,
         worktree: path,
         worktreesDir: info.worktreesDir,
@@ -808,6 +809,8 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       const saved = await backup(input);
       const notes: string[] = [];
       await info.lock.withLock(async () => {
+        // The task's git read view (workers/sandbox/git-read-view.ts) goes with its worktree.
+        if (entry && existsSync(entry.path)) removeGitReadView(info.root, entry.path);
         if (entry && existsSync(entry.path)) {
           // Everything below is the worker's to break (a `.gitmodules` git cannot parse, a
           // submodule or nested repository in the way); the backup is made, so removal always

@@ -9,6 +9,7 @@ import { decideConfinement, probeSandbox, type SandboxProbe } from './sandbox.js
 import { detectHomeToolchains } from './home-toolchains.js';
 import { agentSandboxSpec, modelEndpoints } from './sandbox-profiles.js';
 import { endpointOf } from './sandbox-spec.js';
+import { prepareGitReadView } from './git-read-view.js';
 import { isWorkerEnvName } from './worker-env.js';
 import type { ResourceLimits } from './resource-bounds.js';
 
@@ -34,14 +35,18 @@ export interface AgentTurnSandboxInput {
   probe?: SandboxProbe;
   /** `workers.limits` (./resource-bounds.ts; defaults for missing keys). Absent: no bounds. */
   limits?: ResourceLimits;
+  /** Where the git read views live (./git-read-view.ts); default `<repoStateDir>/read-view`. */
+  readViewDir?: string;
 }
 
 /**
- * Decide and build the sandbox of one agent turn.
+ * Decide and build the sandbox of one agent turn. In a linked worktree the turn gets the task's
+ * git read view (./git-read-view.ts), brought up to date now.
  * @returns `sandbox` (null when unconfined) and the `warning` to record when unconfined.
- * @throws PollyError `sandbox_unavailable` when the sandbox cannot start and unconfined runs are not allowed.
+ * @throws PollyError `sandbox_unavailable` when the sandbox cannot start and unconfined runs are
+ *   not allowed, or when the git read view cannot be built.
  */
-export function agentTurnSandbox(input: AgentTurnSandboxInput): { sandbox: AgentSandbox | null; warning: string | null } {
+export async function agentTurnSandbox(input: AgentTurnSandboxInput): Promise<{ sandbox: AgentSandbox | null; warning: string | null }> {
   const probe = input.probe ?? probeSandbox();
   const decision = decideConfinement(input.allowUnconfined, probe);
   if (!decision.confined || !probe.ok) return { sandbox: null, warning: decision.warning };
@@ -60,6 +65,7 @@ export function agentTurnSandbox(input: AgentTurnSandboxInput): { sandbox: Agent
     ...(input.worktreesDir ? { worktreesDir: input.worktreesDir } : {}),
     // The agent's shell runs the developer's toolchains too (cargo, python, node under HOME).
     homeToolchains: detectHomeToolchains(input.realHome, process.env),
+    gitView: await prepareGitReadView({ repoRoot: input.repoRoot, worktree: input.cwd, ...(input.readViewDir ? { stateDir: input.readViewDir } : {}) }),
   });
   return { sandbox: { bwrap: probe.bwrap, spec: input.limits ? { ...spec, limits: input.limits } : spec }, warning: null };
 }

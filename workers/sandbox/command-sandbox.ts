@@ -13,6 +13,7 @@ import { probeOutboundNetwork, type OutboundNetworkProbe } from './outbound-netw
 import { decideConfinement, probeSandbox, type SandboxProbe } from './sandbox.js';
 import { detectHomeToolchains } from './home-toolchains.js';
 import { commandSandboxSpec } from './sandbox-profiles.js';
+import { prepareGitReadView } from './git-read-view.js';
 import { workerEnv } from './worker-env.js';
 import type { ResourceLimits } from './resource-bounds.js';
 
@@ -41,6 +42,8 @@ export interface CommandSandboxInput {
   baseEnv?: NodeJS.ProcessEnv;
   /** `workers.limits` (./resource-bounds.ts; defaults for missing keys). Absent: no bounds. */
   limits?: ResourceLimits;
+  /** Where the git read views live (./git-read-view.ts); default `<repoStateDir>/read-view`. */
+  readViewDir?: string;
 }
 
 /**
@@ -49,10 +52,13 @@ export interface CommandSandboxInput {
  * With `network` on, the confined command gets outbound network only (./outbound-network.ts).
  * The toolchains installed under the real HOME are bound back read-only and their root variables
  * are in `env` (./home-toolchains.ts), so a check runs the developer's `cargo`, `python`, `node`.
+ * In a linked worktree the command gets the task's git read view (./git-read-view.ts): the main
+ * checkout hidden, a private git dir in place of the repository's.
  * @throws PollyError `sandbox_unavailable` when the sandbox cannot start and unconfined runs are
- *   not allowed, or when `network` is on and pasta cannot start (naming the fix).
+ *   not allowed, when `network` is on and pasta cannot start (naming the fix), or when the git
+ *   read view cannot be built.
  */
-export function commandSandbox(input: CommandSandboxInput): { sandbox: AgentSandbox | null; env: Record<string, string>; warning: string | null } {
+export async function commandSandbox(input: CommandSandboxInput): Promise<{ sandbox: AgentSandbox | null; env: Record<string, string>; warning: string | null }> {
   const probe = input.probe ?? probeSandbox();
   const decision = decideConfinement(input.allowUnconfined, probe);
   const stateDir = input.stateDir ?? join(repoStateDir(input.repoRoot), 'commands', basename(input.worktree));
@@ -86,6 +92,7 @@ export function commandSandbox(input: CommandSandboxInput): { sandbox: AgentSand
     ...(input.worktreesDir ? { worktreesDir: input.worktreesDir } : {}),
     homeToolchains,
     userDirs: hostUserDirs(input.baseEnv ?? process.env),
+    gitView: await prepareGitReadView({ repoRoot: input.repoRoot, worktree: input.worktree, ...(input.readViewDir ? { stateDir: input.readViewDir } : {}) }),
   });
   return { sandbox: { bwrap: probe.bwrap, spec: input.limits ? { ...spec, limits: input.limits } : spec }, env, warning: null };
 }

@@ -9,9 +9,12 @@
  * (host sockets: docker, D-Bus, user sessions), `/var/tmp` (a private scratch tmpfs instead, like
  * `/tmp`: anyone may put files and sockets there) and the host's XDG dirs and TMPDIR wherever they point
  * (./agent-state-dir.ts `hostUserDirs`: every task's and repository's agent state; the worker's own
- * is bound back). Host sockets still in view are covered (./sandbox-spec.ts `coveredSockets`). The repository itself, its git dir included, is
- * visible read-only (the root is read-only), unless the process works outside both the repository
- * and the worktrees directory (a reviewer in its scratch dir), then the repository is hidden too.
+ * is bound back). Host sockets still in view are covered (./sandbox-spec.ts `coveredSockets`).
+ * A process in a linked worktree gets a git read view (./git-read-view.ts, docs/read-view.md):
+ * the main checkout is hidden (an empty tmpfs), and the task's private git dir stands in for the
+ * common git dir. Without one (a process in the main checkout: explore, doctor's probe) the
+ * repository, its git dir included, is visible read-only; a process outside both the repository
+ * and the worktrees directory (a reviewer in its scratch dir) sees nothing of the repository.
  * The toolchains installed under HOME (rustup, pyenv, nvm, …) are bound back read-only, their
  * credentials covered, when the caller passes them (./home-toolchains.ts).
  */
@@ -19,6 +22,7 @@ import { realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
 import { hostUserDirs } from './agent-state-dir.js';
+import type { GitReadView } from './git-read-view.js';
 import type { HomeToolchains } from './home-toolchains.js';
 import type { SandboxEndpoint, SandboxNetwork, SandboxSpec } from './sandbox-spec.js';
 
@@ -65,6 +69,8 @@ export interface AgentSandboxInput {
   homeToolchains?: HomeToolchains;
   /** The host's per-user dirs to hide (XDG dirs, TMPDIR); default ./agent-state-dir.ts `hostUserDirs(process.env)`. */
   userDirs?: readonly string[];
+  /** The git read view of `cwd` (./git-read-view.ts `prepareGitReadView`); absent or null: none. */
+  gitView?: GitReadView | null;
 }
 
 /**
@@ -93,8 +99,11 @@ export function agentSandboxSpec(input: AgentSandboxInput): SandboxSpec {
   const hidden = commonHidden(input.repoRoot, input.realHome, worktreesDir, input.userDirs);
   if (outside) hidden.push(input.repoRoot, dirname(input.cwd));
   const writable = [input.agentStateDir, join(input.agentStateDir, 'home')];
-  // The repository (main checkout and git dir) read-only: under a hidden HOME or /tmp it would vanish.
-  const readOnly = outside || (input.writableCwd && input.cwd === input.repoRoot) ? [input.gateDir] : [input.repoRoot, input.gateDir];
+  const view = outside ? null : (input.gitView ?? null);
+  // With a read view the main checkout is hidden and the view stands in for the git dir; without
+  // one the repository is read-only (under a hidden HOME or /tmp it would vanish otherwise).
+  if (view) hidden.push(input.repoRoot);
+  const readOnly = outside || view || (input.writableCwd && input.cwd === input.repoRoot) ? [input.gateDir] : [input.repoRoot, input.gateDir];
   if (input.writableCwd) writable.push(input.cwd);
   else readOnly.push(input.cwd);
   return withHomeToolchains(
@@ -109,6 +118,7 @@ export function agentSandboxSpec(input: AgentSandboxInput): SandboxSpec {
       tmpDir: null,
       network: { mode: 'endpoints', endpoints: input.endpoints },
       gitMetadata: input.gitMetadata ?? { mode: 'read-only' },
+      ...(view ? { gitView: view } : {}),
     },
     input.homeToolchains,
   );
@@ -135,6 +145,8 @@ export interface CommandSandboxInput {
   homeToolchains?: HomeToolchains;
   /** The host's per-user dirs to hide (XDG dirs, TMPDIR); default ./agent-state-dir.ts `hostUserDirs(process.env)`. */
   userDirs?: readonly string[];
+  /** The git read view of `worktree` (./git-read-view.ts `prepareGitReadView`); absent or null: none. */
+  gitView?: GitReadView | null;
 }
 
 /** Where /etc/resolv.conf really is (it may point into the hidden /run): bound back read-only for a networked command. */
@@ -148,7 +160,9 @@ function resolvConf(): string {
 
 /**
  * The sandbox of an acceptance or setup command: the worktree writable, no network unless config
- * allows, and then outbound only.
+ * allows, and then outbound only. The main checkout is hidden when the command runs in a linked
+ * worktree with a git read view, or in a directory outside the repository and its worktrees dir
+ * (a scratch checkout); it is read-only only for a command in the main checkout itself (doctor).
  * @throws PollyError `internal` when `network` is true without `pasta`.
  */
 export function commandSandboxSpec(input: CommandSandboxInput): SandboxSpec {
@@ -156,16 +170,24 @@ export function commandSandboxSpec(input: CommandSandboxInput): SandboxSpec {
     throw new PollyError('internal', 'commandSandboxSpec: network is on but no pasta executable was given; probe it with probeOutboundNetwork() first');
   const network: SandboxNetwork = input.network && input.pasta ? { mode: 'outbound', pasta: input.pasta } : { mode: 'none' };
   const home = join(input.stateDir, 'home');
+  const view = input.gitView ?? null;
+  const hidden = commonHidden(input.repoRoot, input.realHome, input.worktreesDir, input.userDirs);
+  // A scratch checkout outside both the repository and the worktrees dir (the local PR checks'
+  // merge of a PR with its base) needs nothing of the repository: hidden whole, like a reviewer's.
+  const outside = !inside(input.worktree, input.repoRoot) && !inside(input.worktree, input.worktreesDir ?? join(input.repoRoot, '.worktrees'));
+  const hideRepo = view !== null || outside;
+  if (hideRepo) hidden.push(input.repoRoot);
   return withHomeToolchains(
     {
       cwd: input.worktree,
       writable: [input.worktree, home],
-      readOnly: [input.repoRoot, ...(input.network ? [resolvConf()] : [])],
-      hidden: commonHidden(input.repoRoot, input.realHome, input.worktreesDir, input.userDirs),
+      readOnly: [...(hideRepo ? [] : [input.repoRoot]), ...(input.network ? [resolvConf()] : [])],
+      hidden,
       home,
       tmpDir: null,
       network,
       gitMetadata: input.gitMetadata ?? { mode: 'read-only' },
+      ...(view ? { gitView: view } : {}),
     },
     input.homeToolchains,
   );

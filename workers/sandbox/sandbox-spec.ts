@@ -25,6 +25,7 @@
  * namespace (`nohup`, `setsid`, double forks included): nothing outlives the turn.
  */
 
+import type { GitReadView } from './git-read-view.js';
 import { tmpBytes, type ResourceLimits } from './resource-bounds.js';
 
 /** One model endpoint a confined process may reach, parsed from its base URL. */
@@ -88,6 +89,14 @@ export interface SandboxSpec {
    */
   gitMetadata: { mode: 'read-only' } | { mode: 'worktree-admin-writable'; adminDir: string };
   /**
+   * The task's private git dir in place of the repository's common git dir (./git-read-view.ts,
+   * docs/read-view.md): `viewDir` bound read-only at `commonDir`, the worktree's real admin dir at
+   * its own path inside it (read-only, or read-write with `worktree-admin-writable`), the shared
+   * base store's objects read-only at their own path, `config.worktree` covered. Absent: the
+   * common git dir shows as the root shows it (a process outside any linked worktree).
+   */
+  gitView?: GitReadView;
+  /**
    * Resource bounds (`workers.limits`, ./resource-bounds.ts): `/tmp`'s tmpfs gets `--size`, and
    * ./sandbox.ts `confineCommand` adds the cgroup and rlimits. Absent: unbounded (tests of the bare spec).
    */
@@ -97,9 +106,10 @@ export interface SandboxSpec {
 /**
  * One mount of the sandbox: `tmpfs` (an empty private file system: writes there never reach the
  * host), `rw` (a host path bound read-write), `ro` (bound read-only), `null` (a file covered by
- * an empty one: `/dev/null` bound read-only). Absolute paths.
+ * an empty one: `/dev/null` bound read-only). Absolute paths. `source`: for an `ro` bind of
+ * another host path at `path` (the git read view); absent, the host's `path` itself.
  */
-export type SandboxMount = { kind: 'tmpfs' | 'rw' | 'ro' | 'null'; path: string };
+export type SandboxMount = { kind: 'tmpfs' | 'rw' | 'ro' | 'null'; path: string; source?: string };
 type Mount = SandboxMount;
 
 const KIND_ORDER: Record<Mount['kind'], number> = { tmpfs: 0, rw: 1, ro: 2, null: 3 };
@@ -115,17 +125,23 @@ function depth(path: string): number {
 export function sandboxMounts(spec: SandboxSpec, exists: (path: string) => boolean): Mount[] {
   const mounts: Mount[] = [];
   const seen = new Set<string>();
-  const add = (kind: Mount['kind'], path: string): void => {
-    const key = `${kind}:${path}`;
-    if (seen.has(key) || !exists(path)) return;
+  const add = (kind: Mount['kind'], path: string, source?: string): void => {
+    const key = `${kind}:${path}:${source ?? ''}`;
+    if (seen.has(key) || !exists(source ?? path)) return;
     seen.add(key);
-    mounts.push({ kind, path });
+    mounts.push(source ? { kind, path, source } : { kind, path });
   };
   for (const p of spec.hidden) add('tmpfs', p);
   for (const p of spec.writable) add('rw', p);
+  const view = spec.gitView;
+  if (view) {
+    add('ro', view.commonDir, view.viewDir);
+    add('ro', view.baseObjects);
+    if (spec.gitMetadata.mode !== 'worktree-admin-writable' || spec.gitMetadata.adminDir !== view.adminDir) add('ro', view.adminDir);
+  }
   if (spec.gitMetadata.mode === 'worktree-admin-writable') add('rw', spec.gitMetadata.adminDir);
   for (const p of spec.readOnly) add('ro', p);
-  for (const p of spec.maskedFiles ?? []) add('null', p);
+  for (const p of [...(spec.maskedFiles ?? []), ...(view?.maskedFiles ?? [])]) add('null', p);
   // The git policy (workers/git/git-policy.ts): the worktree's `.git` file sits in the writable
   // worktree; pointed at another git dir, Polly's own `git add` would run that dir's config.
   add('ro', `${spec.cwd.replace(/\/+$/, '')}/.git`);
@@ -199,7 +215,7 @@ export function bwrapArgs(
   for (const m of mounts) {
     if (m.kind === 'tmpfs') args.push('--tmpfs', m.path);
     else if (m.kind === 'null') args.push('--ro-bind', '/dev/null', m.path);
-    else args.push(m.kind === 'rw' ? '--bind' : '--ro-bind', m.path, m.path);
+    else args.push(m.kind === 'rw' ? '--bind' : '--ro-bind', m.source ?? m.path, m.path);
   }
   // A socket a read-only view still shows is a way out (connect(2) writes nothing): cover each.
   for (const p of coveredSockets(appliedMountsOf(mounts), hostSockets, [...(spec.reachableSockets ?? []), ...extraBinds])) args.push('--ro-bind', '/dev/null', p);
@@ -231,18 +247,19 @@ function atOrUnder(path: string, base: string): boolean {
 /**
  * Which of the host's `sockets` (canonical paths) a sandbox with `mounts` (in bwrap's order,
  * {@link appliedMounts}) must cover with `/dev/null`: those whose deciding mount (the last at or
- * above the path) is a read-only bind (the root, the repository, a toolchain dir). Not those under
- * a tmpfs (hidden already), a read-write bind (the worker's own dirs: a socket there is its own)
- * or an existing cover, nor those at or under `reachable` (the gate's socket, the network
+ * above the path) is a read-only bind of the host's own path (the root, a toolchain dir). Not
+ * those under a tmpfs (hidden already), a read-write bind (the worker's own dirs: a socket there
+ * is its own), a bind of another path (the git read view: the host's socket is not at that path
+ * inside) or an existing cover, nor those at or under `reachable` (the gate's socket, the network
  * bridge's dir). Pure.
  */
 export function coveredSockets(mounts: readonly SandboxMount[], sockets: readonly string[], reachable: readonly string[] = []): string[] {
   const out: string[] = [];
   for (const p of sockets) {
     if (reachable.some((r) => atOrUnder(p, r))) continue;
-    let kind: SandboxMount['kind'] | null = null;
-    for (const m of mounts) if (atOrUnder(p, m.path)) kind = m.kind;
-    if (kind === 'ro' && !out.includes(p)) out.push(p);
+    let decider: SandboxMount | null = null;
+    for (const m of mounts) if (atOrUnder(p, m.path)) decider = m;
+    if (decider?.kind === 'ro' && !decider.source && !out.includes(p)) out.push(p);
   }
   return out;
 }

@@ -203,9 +203,9 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       record({ type: 'error', message });
       throw Object.assign(new Error(message), { status: 'agent_refused' as AgentRunStatus });
     }
-    let confinement: ReturnType<typeof agentTurnSandbox>;
+    let confinement: Awaited<ReturnType<typeof agentTurnSandbox>>;
     try {
-      confinement = agentTurnSandbox({
+      confinement = await agentTurnSandbox({
         repoRoot: spec.gateContext.repoRoot,
         cwd: spec.cwd,
         role: spec.role,
