@@ -91,6 +91,7 @@ const SCHEMA_NOTE = `the schema is ${basename(CONFIG_SCHEMA_RELATIVE_PATH)} besi
  */
 export const FIRST_STEPS: readonly string[] = [
   'git add .polly && git commit -m "Polly config"   # after reviewing .polly/config.yaml (acceptance.commands: the checks Polly runs); a clone needs it, worktrees do not',
+  "git push origin HEAD                 # tasks start from origin's branch: an unpushed commit would ride along in every PR (Polly warns)",
   'polly doctor                         # config, agent CLIs, model keys, root, sandbox, git identity, branch, test runner, .polly/ in git, uncommitted work',
   'polly goal "add a --json flag to the export command"',
   '#   → the Brain investigates and proposes a plan; an admitted plan waits at the plan gate:',

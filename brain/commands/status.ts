@@ -16,7 +16,7 @@ import { statusReport, type StatusReport } from '../registry/status-report.js';
 import { runLiveView } from './live-view.js';
 import { formatCost, totalTokens, type LedgerTotals } from '../registry/cost-ledger.js';
 import { formatBudget } from '../plan/budgets.js';
-import { elideMiddle, visibleLine } from '../core/visible-text.js';
+import { elideMiddle, visibleLine, visibleText } from '../core/visible-text.js';
 import { mergeText } from '../forge/pr-status.js';
 import { diskReport } from '../core/io-fault.js';
 import { resolveWorktreesDir } from '../../workers/git/worktrees-dir.js';
@@ -79,7 +79,7 @@ export function formatStatus(report: StatusReport): string[] {
           { header: 'GOAL', value: (g) => g.text, max: 70 },
         ],
         report.goals,
-      ),
+      ).concat(report.goals.filter((g) => g.reason).map((g) => `${g.id} failed: ${reasonLine(visibleText(g.reason!))}`)),
     'none yet: state one with polly goal "…"',
   );
   section(

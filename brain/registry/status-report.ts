@@ -81,7 +81,8 @@ export interface StatusReport {
    * registry restore a `registry_corrupt` error advises). Empty while a Brain runs.
    */
   unattended: Array<{ id: string; status: TaskRecord['status'] }>;
-  goals: Array<Pick<GoalRecord, 'id' | 'text' | 'status' | 'planIds' | 'createdAt'> & { spent: StatusCost }>;
+  /** `reason`: why a failed goal failed (the Brain's last report), null otherwise. */
+  goals: Array<Pick<GoalRecord, 'id' | 'text' | 'status' | 'planIds' | 'createdAt'> & { reason: string | null; spent: StatusCost }>;
   plans: Array<{
     id: string;
     goalId: string | null;
@@ -138,6 +139,7 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
       status: g.status,
       planIds: g.planIds,
       createdAt: g.createdAt,
+      reason: g.status === 'failed' ? (g.brainReport ?? null) : null,
       spent: statusCost(sumTotals(g.planIds.flatMap((pid) => planTasks(reg, pid)).map((t) => t.ledger?.totals))),
     })),
     plans: byId(reg.plans).map((p) => ({

@@ -34,6 +34,13 @@ describe('polly goal', () => {
       expect(r.stdout).toBe('goal g1: failed\n');
       expect(r.stderr.match(/allow_root_sandbox: true/g)).toHaveLength(1);
       expect(r.stderr).not.toMatch(/started it again/);
+      // polly status says why the goal failed, in its text and in --json.
+      const status = spawnSync(process.execPath, [cli, 'status'], { cwd: repo.dir, env, encoding: 'utf8' });
+      expect(status.stdout).toMatch(/^ {2}g1 failed: agent_refused: .*allow_root_sandbox: true/m);
+      const json = JSON.parse(spawnSync(process.execPath, [cli, 'status', '--json'], { cwd: repo.dir, env, encoding: 'utf8' }).stdout) as {
+        goals: Array<{ id: string; reason: string | null }>;
+      };
+      expect(json.goals).toMatchObject([{ id: 'g1', reason: expect.stringMatching(/allow_root_sandbox: true/) }]);
     },
     90_000,
   );
