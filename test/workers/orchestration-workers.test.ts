@@ -227,7 +227,8 @@ describe('case 6: a SIGKILLed Brain leaves no row running for ever', () => {
       const events: string[] = [];
       const r = await after.runTurn(request, { onEvent: (e) => events.push(e.type) });
       expect(r).toMatchObject({ status: 'ok', adopted: true, workerId: id, finalText: 'Finished after the Brain died.' });
-      expect(events[0]).toBe('session'); // replayed from the start of events.jsonl
+      // Replayed from the start of events.jsonl: the runner's metering proxy first (docs/metering.md), then the agent's session.
+      expect(events.slice(0, 2)).toEqual(['metering', 'session']);
       expect(readFileSync(join(repo.dir, 'adopted.txt'), 'utf8')).toBe('done\n');
       // One agent start for the order: exactly one first request of the session.
       expect(server.requests.filter((q) => q.session === 'crash-adopt' && q.view?.toolResultsSinceHuman === 0)).toHaveLength(1);
