@@ -3,44 +3,44 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * The suite's longest files, started first, longest first (the 31 longest of a full run on 2
- * cores, 2026-12-04, at load ~14 beside five other agents: the order holds, not the times; each
- * file's time as the default reporter prints it, hooks included). Without a results cache (CI's
- * fresh clone) vitest orders files by size, which started some of these last, so one worker ran
- * alone at the end (wall 1,145 s against 1,938 s of files on 2 workers). Files not listed keep
- * vitest's order after these. A stale entry only loses the gain.
+ * cores, 2026-12-04, load 3-6, 1,034 s wall for 1,931 s of files; each file's time as the default
+ * reporter prints it, hooks included). Without a results cache (CI's fresh clone) vitest orders
+ * files by size, which started some of these last, so one worker ran alone at the end (wall
+ * 1,145 s against 1,938 s of files on 2 workers). Files not listed keep vitest's order after
+ * these. A stale entry only loses the gain.
  */
 const LONGEST_FIRST = [
-  'test/e2e/try-go-on.test.ts',
-  'test/brain/init-command.test.ts',
-  'test/e2e/pr-goal-scope-github.test.ts',
-  'test/e2e/registry-loss-rerun-github.test.ts',
-  'test/scripts/demo-unconfined.test.ts',
-  'test/e2e/brain-stop-leftovers.test.ts',
-  'test/e2e/resource-bounds.test.ts',
-  'test/brain/github-forge.test.ts',
-  'test/brain/tool-exclusions.test.ts',
-  'test/brain/doctor-command.test.ts',
-  'test/workers/cost-budget-real.test.ts',
-  'test/e2e/e2e-resume.test.ts',
   'test/e2e/pr-fix-rounds.test.ts',
+  'test/brain/github-forge.test.ts',
   'test/e2e/real-go-project.test.ts',
-  'test/brain/pr-step-github.test.ts',
+  'test/e2e/registry-loss-rerun-github.test.ts',
+  'test/e2e/pr-goal-scope-github.test.ts',
+  'test/e2e/try-go-on.test.ts',
+  'test/e2e/e2e-resume.test.ts',
   'test/confinement/attack-suite.test.ts',
-  'test/e2e/plan-paths.test.ts',
-  'test/brain/ui-dashboard.test.ts',
-  'test/workers/orchestration-workers.test.ts',
-  'test/e2e/try-command.test.ts',
+  'test/e2e/landing-order.test.ts',
+  'test/e2e/brain-stop-leftovers.test.ts',
   'test/e2e/pr-fix-rounds-github.test.ts',
-  'test/confinement/polly-git-attacks.test.ts',
-  'test/workers/worker-supervisor.test.ts',
+  'test/scripts/demo-unconfined.test.ts',
   'test/brain/brain-process.test.ts',
-  'test/brain/pr-step-local.test.ts',
-  'test/e2e/e2e-crash.test.ts',
-  'test/e2e/io-fault.test.ts',
   'test/e2e/real-rust-project.test.ts',
-  'test/e2e/base-red.test.ts',
-  'test/workers/pi-adapter.test.ts',
-  'test/workers/orchestration-git.test.ts',
+  'test/e2e/budget-retry.test.ts',
+  'test/workers/cost-budget-real.test.ts',
+  'test/e2e/resource-bounds.test.ts',
+  'test/e2e/e2e-crash.test.ts',
+  'test/brain/ui-dashboard.test.ts',
+  'test/brain/doctor-command.test.ts',
+  'test/confinement/reviewer-attacks.test.ts',
+  'test/brain/github-watch.test.ts',
+  'test/e2e/io-fault.test.ts',
+  'test/e2e/real-python-project.test.ts',
+  'test/e2e/real-npm-project.test.ts',
+  'test/workers/orchestration-workers.test.ts',
+  'test/brain/local-forge-cli.test.ts',
+  'test/brain/pr-step-local.test.ts',
+  'test/brain/landing-sync.test.ts',
+  'test/confinement/read-view.test.ts',
+  'test/workers/metering-real.test.ts',
 ];
 
 class LongestFirstSequencer extends BaseSequencer {
