@@ -691,6 +691,16 @@ export async function pollyFilesCheck(git: GitRunner, root: string): Promise<Doc
     const r = await git.run(['check-ignore', '-q', '--no-index', '--', p], { cwd: root, okExitCodes: [1] });
     if (r.exitCode === 1) notIgnored.push(p);
   }
+  // Anything else under .polly/ that git would add is state too (a newer Polly writes more of it,
+  // e.g. base-checks/, than an older init's .gitignore names): untracked, not ignored, not one of
+  // the files init means to be committed. Named by their entry in .polly/ (a directory once, `dir/`).
+  const others = (await git.run(['ls-files', '-z', '--others', '--exclude-standard', '--', '.polly'], { cwd: root })).stdout.split('\0').filter(Boolean);
+  for (const f of others) {
+    if (POLLY_COMMITTED_FILES.includes(f)) continue;
+    const parts = f.split('/');
+    const entry = parts.length > 2 ? `${parts[0]}/${parts[1]}/` : f;
+    if (!notIgnored.some((p) => entry === p || entry.startsWith(p))) notIgnored.push(entry);
+  }
   const status = (await git.run(['status', '--porcelain=v1', '-z', '--untracked-files=all', '--', ...POLLY_COMMITTED_FILES], { cwd: root })).stdout
     .split('\0')
     .filter((e) => e.length > 3 && !e.slice(0, 2).includes('D')) // a deleted .gitignore: the not-ignored line says what to do

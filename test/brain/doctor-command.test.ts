@@ -288,6 +288,17 @@ describe('polly doctor', () => {
       status: 'ok',
       detail: '.polly/.gitignore, .polly/config.schema.json, .polly/config.yaml committed; runtime state ignored',
     });
+    // A .gitignore written by an older init, which does not name what a newer Polly writes (base-checks/): state all the same.
+    const ignore = readFileSync(join(repo.dir, '.polly/.gitignore'), 'utf8');
+    repo.write('.polly/.gitignore', ignore.replace('base-checks/\n', ''));
+    repo.git(['commit', '-q', '-am', 'older .gitignore']);
+    repo.write('.polly/base-checks/0a1b.json', '{}\n');
+    const older = await pollyFilesCheck(gitRunner, repo.dir);
+    expect(older, JSON.stringify(older)).toMatchObject({ status: 'problem', fix: 'add those paths to .polly/.gitignore' });
+    expect(older.detail).toBe(`git does not ignore Polly's runtime state (.polly/base-checks/): a "git add -A" would commit it`);
+    repo.write('.polly/.gitignore', ignore);
+    repo.git(['commit', '-q', '-am', '.gitignore names base-checks/']);
+    expect(await pollyFilesCheck(gitRunner, repo.dir)).toMatchObject({ status: 'ok' });
     // A changed config; .gitignore gone (state no longer ignored) and the registry force-added.
     repo.write('.polly/config.yaml', `${readFileSync(join(repo.dir, '.polly/config.yaml'), 'utf8')}\n`);
     repo.git(['rm', '-q', '.polly/.gitignore']);
@@ -295,7 +306,8 @@ describe('polly doctor', () => {
     const broken = await pollyFilesCheck(gitRunner, repo.dir);
     expect(broken.status).toBe('problem');
     expect(broken.detail).toContain("git tracks Polly's runtime state (.polly/registry.json)");
-    expect(broken.detail).toMatch(/git does not ignore Polly's runtime state \(\.polly\/journal\.jsonl(, \.polly\/runs\/)?\): a "git add -A" would commit it/);
+    expect(broken.detail).toMatch(/git does not ignore Polly's runtime state \(\.polly\/journal\.jsonl(, \.polly\/runs\/)?(, \.polly\/[^,)]+)*\): a "git add -A" would commit it/);
+    expect(broken.detail).toContain('.polly/base-checks/');
     expect(broken.detail).toContain('not committed: .polly/config.yaml (changed)');
     expect(broken.fix).toBe(
       'git rm -r --cached --quiet .polly/registry.json && git commit -m "Stop tracking Polly state"; run polly init (it writes .polly/.gitignore, which ignores them); git add .polly/config.yaml && git commit -m "Polly config"',
