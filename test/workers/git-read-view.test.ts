@@ -5,7 +5,7 @@
  * test/confinement/read-view.test.ts.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -200,6 +200,10 @@ describe('prepareGitReadView on a real repository', () => {
     const config = readFileSync(join(v, 'config'), 'utf8');
     expect(config).toContain('url = "https://example.invalid/o/r.git"');
     expect(config).not.toMatch(/rvcanary|credential/);
+    // Nor any file of the state dir (the record of what the view was built from included): a
+    // sandbox started under another HOME could read it.
+    const files = (readdirSync(state, { recursive: true }) as string[]).map((f) => join(state, f)).filter((f) => statSync(f).isFile());
+    expect(files.filter((f) => readFileSync(f).includes('rvcanaryurl'))).toEqual([]);
     expect(readFileSync(join(v, 'HEAD'), 'utf8')).toBe('ref: refs/heads/polly/t1\n');
     // Nothing moved: no git call at all.
     const counted = countingGit();

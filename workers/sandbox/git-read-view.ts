@@ -26,6 +26,7 @@
  * Sources: gitrepository-layout(7) (`commondir`, `objects/info/alternates`, `worktrees/<id>`),
  * git-worktree(1), git-fetch(1), git-rev-list(1) `--boundary`/`--exclude`, git-config(1) (syntax).
  */
+import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { PollyError } from '../../brain/core/errors.js';
@@ -221,7 +222,12 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
   }
   // What the view was last built from, beside it (never inside it: the view is what the sandbox
   // shows, and this holds the unsanitized config).
-  const seenText = JSON.stringify({ config: readText(join(commonDir, 'config')) ?? '', specials, indexStat });
+  // What the view was built from, kept beside it to tell when to rebuild: a SHA-256, never the
+  // repository's raw config itself (it may hold a token in a remote URL, and the state root is
+  // readable from sandboxes started under another HOME or XDG_STATE_HOME).
+  const seenText = createHash('sha256')
+    .update(JSON.stringify({ config: readText(join(commonDir, 'config')) ?? '', specials, indexStat }))
+    .digest('hex');
   const sourceCopy = `${viewDir}.seen`;
   const result = (): GitReadView => {
     const worktreeConfig = join(adminDir, 'config.worktree');
