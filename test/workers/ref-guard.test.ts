@@ -275,7 +275,15 @@ describe('ref guard', () => {
     const { execFileSync } = await import('node:child_process');
     execFileSync('git', ['update-ref', '--stdin'], { cwd: repo.dir, input: `${lines}\n`, env: { ...process.env, ...ISOLATED } });
     execFileSync('git', ['push', '-q', 'origin', 'refs/heads/*:refs/heads/*'], { cwd: repo.dir, env: { ...process.env, ...ISOLATED } });
-    const runner = createGitRunner({ env: ISOLATED });
+    const real = createGitRunner({ env: ISOLATED });
+    let calls = 0;
+    const runner: typeof real = {
+      ...real,
+      run: (args, options) => {
+        calls++;
+        return real.run(args, options);
+      },
+    };
     const guard = createRefGuard({ git: runner, repoRoot: repo.dir });
     await guard.snapshot(); // warm
     const times: number[] = [];
@@ -286,10 +294,13 @@ describe('ref guard', () => {
       await runner.run(['rev-parse', 'HEAD'], { cwd: repo.dir });
       baseline.push(performance.now() - b0);
       const t0 = performance.now();
+      const callsBefore = calls;
       const before = await guard.snapshot();
       const after = await guard.snapshot(before.remotes);
       expect(diffSnapshots(before, after)).toEqual([]);
       times.push(performance.now() - t0);
+      // Five git calls per turn (remotes, local and origin refs, twice less the cached remotes), whatever the ref count.
+      expect(calls - callsBefore).toBeLessThanOrEqual(5);
     }
     expect(Object.keys((await guard.snapshot()).local).length).toBeGreaterThanOrEqual(1001);
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
@@ -297,8 +308,7 @@ describe('ref guard', () => {
     process.stderr.write(
       `ref guard per turn (2 snapshots + diff, 1,000 refs local and on origin): median ${median(times).toFixed(1)} ms of 7; one git spawn (baseline): ${median(baseline).toFixed(1)} ms; ratio ${ratio.toFixed(1)}\n`,
     );
-    // Five git calls per turn (remotes, local and origin refs, twice less the cached remotes) and a
-    // diff of 2,000 entries: well under fifteen bare spawns, whatever the machine's load.
-    expect(ratio).toBeLessThan(15);
+    // The time is a figure, not an assertion (a shared machine's load moves it: 15.01 once at load 4);
+    // what bounds the cost is asserted above: a fixed number of git calls per turn, not one per ref.
   });
 });
