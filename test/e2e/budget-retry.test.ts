@@ -8,23 +8,19 @@
 // - p1-t2 from the dashboard in headless Chromium: the task page offers the form, the click
 //   proposes the retry plan with the budget typed in, the plan page approves it, and `polly resume`
 //   runs it to a ready PR.
-import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { parseDocument } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
 import { openRepoContext } from '../../brain/commands/repo-context.js';
 import { createRepoUiSource } from '../../brain/ui/ui-source.js';
 import { createUiServer, type UiServer } from '../../brain/ui/ui-server.js';
-import { gitTestEnv } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
+import { keylessEnv, polly } from '../helpers/keyless-cli.js';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
 import { chromiumPath, hasSystemPackage } from '../helpers/system-packages.js';
 
-const cli = join(process.cwd(), 'dist/brain/cli.js');
-const run = promisify(execFile);
 const CHROMIUM = hasSystemPackage('chromium', import.meta.url) ? chromiumPath() : undefined;
 
 const task = (key: string, what: string) => `  - key: ${key}
@@ -76,20 +72,6 @@ ${indent(test, 16)}
 }
 const SCRIPT = `sessions:
 ${session('median', '  const s = [...xs].sort((a, b) => a - b);\n  return s[Math.floor(s.length / 2)];')}${session('mean', '  return xs.reduce((a, b) => a + b, 0) / xs.length;')}`;
-
-function keylessEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = gitTestEnv();
-  for (const k of Object.keys(env)) if (/API_KEY|BASE_URL|_TOKEN$/.test(k)) delete env[k];
-  return env;
-}
-
-type Out = { code: number; stdout: string; stderr: string };
-async function polly(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Out> {
-  return run(process.execPath, [cli, ...args], { cwd, env, timeout: 300_000 }).then(
-    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
-  );
-}
 
 type Task = { id: string; status: string; statusReason: string | null; worktree: string | null; budget?: unknown; planId: string; pr: { number: number } | null };
 type Registry = { tasks: Record<string, Task>; plans: Record<string, { id: string; gate: string; decidedBy: string | null; tasks: Array<{ key: string; budget?: unknown }> }> };

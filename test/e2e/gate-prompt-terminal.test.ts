@@ -8,8 +8,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { gitTestEnv } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
+import { keylessEnv } from '../helpers/keyless-cli.js';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
 import { hasSystemPackage } from '../helpers/system-packages.js';
 
@@ -56,10 +56,9 @@ const SCRIPT = `sessions:
           - finish: '{"blocking": [], "non_blocking": []}'
 `;
 
-function keylessEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = gitTestEnv();
-  for (const k of Object.keys(env)) if (/API_KEY|BASE_URL|_TOKEN$/.test(k)) delete env[k];
-  return { ...env, USER: 'tester', TERM: 'xterm-256color' };
+/** A keyless user at a terminal. */
+function terminalEnv(): NodeJS.ProcessEnv {
+  return { ...keylessEnv(), USER: 'tester', TERM: 'xterm-256color' };
 }
 
 async function until<T>(what: string, probe: () => T | null | undefined | false, ms: number, everyMs = 50): Promise<T> {
@@ -74,7 +73,7 @@ async function until<T>(what: string, probe: () => T | null | undefined | false,
 
 describe.skipIf(!TMUX)(`the plan gate's terminal prompt${TMUX ? '' : ' (SKIPPED: tmux is not installed)'}`, () => {
   const socket = `polly-gate-${process.pid}`;
-  const tmux = (args: string[]) => execFileSync('tmux', ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8', env: keylessEnv() });
+  const tmux = (args: string[]) => execFileSync('tmux', ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8', env: terminalEnv() });
   afterAll(async () => {
     try {
       tmux(['kill-server']);
@@ -86,7 +85,7 @@ describe.skipIf(!TMUX)(`the plan gate's terminal prompt${TMUX ? '' : ' (SKIPPED:
 
   it('ends at once when the plan is approved in another process, says by whom, and takes no stale answer', async () => {
     const { root, repo } = sampleProjectWithOrigin('polly-gate-tty-');
-    const env = keylessEnv();
+    const env = terminalEnv();
     await run(process.execPath, [cli, 'init'], { cwd: repo, env });
     writeFileSync(join(root, 'plan.yaml'), PLAN);
     writeFileSync(join(root, 'script.yaml'), SCRIPT);

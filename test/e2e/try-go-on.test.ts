@@ -11,8 +11,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseDocument } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
-import { git, gitTestEnv } from '../helpers/git-repo.js';
+import { git } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
+import { keylessEnv, polly } from '../helpers/keyless-cli.js';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 
@@ -79,20 +80,6 @@ ${steps}  - name: review-median
       - steps:
           - finish: '{"blocking": [], "non_blocking": []}'
 `;
-}
-
-function keylessEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = gitTestEnv();
-  for (const k of Object.keys(env)) if (/API_KEY|BASE_URL|_TOKEN$/.test(k)) delete env[k];
-  return env;
-}
-
-type Out = { code: number; stdout: string; stderr: string };
-async function polly(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Out> {
-  return run(process.execPath, [cli, ...args], { cwd, env, timeout: 300_000 }).then(
-    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
-  );
 }
 
 type Registry = {
