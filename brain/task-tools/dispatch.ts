@@ -108,7 +108,7 @@ export function implementTurn(ctx: TaskToolContext, task: TaskRecord, prompt: st
   });
 }
 
-/** The task status that names how a failed turn ended (orchestration case 1, test/workers/orchestration-workers.test.ts). */
+/** The task status that names how a failed turn ended (orchestration case 1, test/workers/supervisor/orchestration-workers.test.ts). */
 export function failedTurnStatus(status: AgentRunResult['status']): TaskStatus {
   if (status === 'agent_missing' || status === 'agent_exited' || status === 'blocked_on_prompt') return status;
   if (status === 'cancelled') return 'cancelled';

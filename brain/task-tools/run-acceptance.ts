@@ -5,7 +5,7 @@
  * `acceptance.network`; fail closed unless `workers.allow_unconfined`).
  *
  * - green → `worktrees.commitAll` with the message `<title>\n\nPolly-Task: <id>` (everything the
- *   agent left, including when its own `git commit` failed in a sandbox: orchestration case 8, test/workers/orchestration-workers.test.ts;
+ *   agent left, including when its own `git commit` failed in a sandbox: orchestration case 8, test/workers/supervisor/orchestration-workers.test.ts;
  *   not what the checks themselves wrote, recorded as Polly's artifacts: workers/git/polly-artifacts.ts),
  *   record `headCommit`, `checks`, clear `feedback` → ok;
  * - red → store {@link formatCheckFeedback} as the task's `feedback` for `send_followup`, record

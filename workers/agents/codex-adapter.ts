@@ -20,7 +20,7 @@
  * danger-full-access`: its own nested bubblewrap hangs inside an outer one, and the outer one
  * already confines it. Unconfined (`workers.allow_unconfined`), `workspace-write` lets codex's commands write the workspace (and /tmp) only; codex
  * mounts the workspace's `.git` (and a linked worktree's git dirs) read-only, so the agent cannot
- * commit (orchestration case 8 in test/workers/orchestration-workers.test.ts: Polly commits afterwards) nor write `.git/hooks`; its apply_patch
+ * commit (orchestration case 8 in test/workers/supervisor/orchestration-workers.test.ts: Polly commits afterwards) nor write `.git/hooks`; its apply_patch
  * refuses paths outside the writable roots ("patch rejected: writing outside of the project").
  * On Linux codex runs each command in its bundled bubblewrap (`codex-resources/bwrap`) under a
  * seccomp filter, with no network. Observed here, as root in a Firecracker VM (kernel 6.18): the
