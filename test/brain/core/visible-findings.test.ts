@@ -1,5 +1,5 @@
 /**
- * Issue 13, leftover: text a worker wrote (a review finding, a summary, a reason) never reaches a
+ * Text a worker wrote (a review finding, a summary, a reason) never reaches a
  * terminal or a forge with its control characters: a reviewer's finding with an ANSI CSI (`ESC [2J`,
  * clear screen), an OSC (`ESC ]0;…BEL`, set the window title) and a C1 CSI (`\x9b`) is stored, posted
  * (line comment, PR body) and printed (`polly pr show`, `polly status`, the dashboard) with them

@@ -1,5 +1,5 @@
 /**
- * Issue 7, the LLM brain host: the real `claude` (2.1.197) runs as the Brain against the scripted
+ * The LLM brain host: the real `claude` (2.1.197) runs as the Brain against the scripted
  * model, with Polly's brain tools served by `node dist/brain/cli.js mcp --brain` over MCP and its
  * own tool calls gated with the `brain` role. One long-lived process; two turns over stream-json.
  * Needs `npm run build` (the MCP server and the gate hook run from dist/).

@@ -1,5 +1,5 @@
 /**
- * Issue 20 item 3: notifications from a real Brain process running a small plan (its task tools
+ * Notifications from a real Brain process running a small plan (its task tools
  * recorded, as in brain-process.test.ts), to real HTTP receivers on loopback: exactly one webhook
  * POST per notified event; a webhook that hangs or is down neither slows nor breaks the run, and
  * its failure is journaled once. Plus the pure parts: which events notify, the Slack body, links.

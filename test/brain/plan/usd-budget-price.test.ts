@@ -1,5 +1,5 @@
 /**
- * Issue 26 item 2: a dollar budget Polly cannot price is refused at the plan gate, naming the
+ * A dollar budget Polly cannot price is refused at the plan gate, naming the
  * config key to add (the metering proxy prices requests from config `prices`; an unpriced model's
  * cost is unknown, so a usd limit could never be met). Fails on the code before the metering proxy:
  * such a plan was admitted.

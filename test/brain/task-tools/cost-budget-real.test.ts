@@ -1,5 +1,5 @@
 /**
- * Issue 20 items 4 and 5 with the real `pi`, `claude` and `codex` against the scripted model,
+ * Token budgets with the real `pi`, `claude` and `codex` against the scripted model,
  * through the dispatch tool: every turn's usage lands in the task's ledger and its totals equal
  * what the scripted server reported for the session; a task whose budget is smaller than its
  * script's usage is stopped, parked with the reason, its work in a backup ref, and no PR is opened

@@ -1,5 +1,5 @@
 /**
- * Issue 14: a task whose worker changes nothing ends failed with "the worker made no change" and
+ * A task whose worker changes nothing ends failed with "the worker made no change" and
  * the worker's last words, and nothing is pushed. The real `claude` CLI runs against the scripted model, whose session only
  * answers (no edit); the real `dispatch` tool then finds the worktree unchanged from its base,
  * and the real `push` tool refuses a branch still at its base: the remote never gets `polly/<id>`.

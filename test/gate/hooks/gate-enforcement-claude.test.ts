@@ -1,5 +1,5 @@
 /**
- * Issue 5, enforcement in Claude Code: the real `claude` with the gate from `prepareGate` (a
+ * Enforcement in Claude Code: the real `claude` with the gate from `prepareGate` (a
  * PreToolUse command hook passed with --settings, plus git/gh shims on PATH), driven by the
  * scripted model. The model tries a force-push, a `gh pr merge`, a write into `.git/hooks/`, and a
  * plain push of its own branch: the first three come back to the model as denials carrying the

@@ -1,5 +1,5 @@
 /**
- * Issue 5, enforcement in Codex: the real `codex` CLI (0.171.0) with Polly's gate installed by
+ * Enforcement in Codex: the real `codex` CLI (0.171.0) with Polly's gate installed by
  * `prepareGate('codex', …)` (a PreToolUse command hook, the git/gh shims, the workspace-write
  * sandbox), driven by the scripted model server. The model tries a force-push, a `gh pr merge`,
  * a write into `.git/hooks/`, and a plain push of its own branch: the first three come back to the

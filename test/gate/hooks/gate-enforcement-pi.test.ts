@@ -1,5 +1,5 @@
 /**
- * Issue 5, enforcement in pi: the real `pi` with the gate from `prepareGate('pi', …)` (an extension
+ * Enforcement in pi: the real `pi` with the gate from `prepareGate('pi', …)` (an extension
  * loaded with `--no-extensions -e <file>` whose `tool_call` handler returns `{block: true, reason}`,
  * plus git/gh shims first on PATH), driven by the scripted model over OpenAI chat completions.
  * The model tries a force-push, a `gh pr merge`, a write into `.git/hooks/`, and a plain push of its

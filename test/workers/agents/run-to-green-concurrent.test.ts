@@ -1,5 +1,5 @@
 /**
- * Issue 6 acceptance: the real `claude`, `codex` and `pi` run to green AT ONCE, in three worktrees
+ * The real `claude`, `codex` and `pi` run to green AT ONCE, in three worktrees
  * of ONE repository (one registry, one supervisor, one worktree manager): each ends with one clean
  * commit on its own `polly/<id>`, and no git command anywhere hit an `index.lock`.
  *

@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 3: Polly's own git never runs repository hooks or fsmonitor. A worker that could
+ * Polly's own git never runs repository hooks or fsmonitor. A worker that could
  * write `.git/hooks/*`, a `core.hooksPath` in its worktree config or a `core.fsmonitor` command
  * gets nothing run by Polly's commit, push or worktree add. A control run of plain git in the same
  * repository shows that the planted programs are live (so the assertions can fail).

@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 2: the git policy inside the real bubblewrap sandbox (workers/git/git-policy.ts):
+ * The git policy inside the real bubblewrap sandbox (workers/git/git-policy.ts):
  * in a task's linked worktree, an acceptance-style sandbox lets git read (status, diff, log) and
  * refuses every write to git metadata (add, commit, update-ref, hooks, config, the worktree's
  * `.git` file), while the worktree's own files stay writable. Ground truth from the repository.

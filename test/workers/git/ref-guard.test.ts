@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 3: the ref guard, on real repositories with a bare origin. What a worker without a
+ * The ref guard, on real repositories with a bare origin. What a worker without a
  * sandbox can do to refs and git metadata is done with plain git; the guard lists exactly that,
  * ignores the task's own branch and Polly's own writes, and puts everything back.
  */

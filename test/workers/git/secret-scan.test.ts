@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 5: the secret scan before Polly commits or pushes, on real repositories. The planted
+ * The secret scan before Polly commits or pushes, on real repositories. The planted
  * secrets are made at run time (a real RSA private key from node:crypto, tokens assembled from
  * parts), so no secret is stored in this repository.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 26 item 2 through the real claude, codex and pi CLIs against the scripted model server,
+ * The metering proxy through the real claude, codex and pi CLIs against the scripted model server,
  * each in its real sandbox, through the dispatch tool: the sandbox reaches the model only through
  * the run's metering proxy (workers/metering/), so
  * - a worker whose own stream claims false usage (the real pi, wrapped so that its stdout also
