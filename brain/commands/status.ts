@@ -76,6 +76,8 @@ export function formatStatus(report: StatusReport): string[] {
           { header: 'STATUS', value: (g) => g.status },
           { header: 'PLANS', value: (g) => g.planIds.join(',') },
           { header: 'SPENT', value: (g) => spentCell(g.spent.totals), max: 44 },
+          // The goal's own LLM session, metered like a worker (brain/llm/brain-meter.ts); part of SPENT.
+          { header: 'BRAIN', value: (g) => (g.brain.totals.turns ? spentCell(g.brain.totals) : null), max: 44 },
           { header: 'GOAL', value: (g) => g.text, max: 70 },
         ],
         report.goals,

@@ -282,7 +282,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
               const resume = goal.brainSessionId ?? null;
               let brain: GoalBrain;
               try {
-                brain = deps.startGoalBrain(goal, resume);
+                brain = await deps.startGoalBrain(goal, resume);
               } catch (error) {
                 // The LLM brain cannot start (root without allow_root_sandbox, a missing CLI…): the goal
                 // fails with the reason instead of the Brain dying and being restarted in a loop.

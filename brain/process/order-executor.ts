@@ -436,7 +436,7 @@ export async function runReadOnlyTask(
     }
   });
   // Not the Brain's signal: a stopping Brain leaves its workers running (docs/guide.md "Stopping and resuming").
-  const watch = await createBudgetWatch({ store: deps.store, task }, new AbortController().signal);
+  const watch = await createBudgetWatch({ store: deps.store, task, repoRoot: deps.repoRoot }, new AbortController().signal);
   const park = (draft: Registry, tx: RegistryTx, stop: BudgetStop, workerId: string | null): void => {
     const t = draft.tasks[taskId]!;
     const reason = budgetReason(stop, { readOnly: true });

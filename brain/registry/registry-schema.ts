@@ -44,6 +44,12 @@ export interface GoalRecord {
   actOnPrs?: boolean;
   /** `prs`: a finished goal opened again only for its PRs' waiting events (`polly resume`): no LLM brain starts for it; cleared when it finishes again. */
   reopenedFor?: 'prs';
+  /**
+   * The goal's own LLM session's usage (role `brain`): one entry per model request, as the
+   * Brain's metering proxy read it from the API's responses (`source: 'proxy'`,
+   * brain/llm/brain-meter.ts). Absent: none yet (or a goal from before it was metered).
+   */
+  ledger?: TaskLedger;
 }
 
 export interface AdmissionRecord {

@@ -82,7 +82,11 @@ export interface StatusReport {
    */
   unattended: Array<{ id: string; status: TaskRecord['status'] }>;
   /** `reason`: why a failed goal failed (the Brain's last report), null otherwise. */
-  goals: Array<Pick<GoalRecord, 'id' | 'text' | 'status' | 'planIds' | 'createdAt'> & { reason: string | null; spent: StatusCost }>;
+  /**
+   * `spent`: the goal's whole spending (its tasks and its own LLM session); `brain`: the LLM
+   * session's part, as the Brain's metering proxy counted it (one turn per model request).
+   */
+  goals: Array<Pick<GoalRecord, 'id' | 'text' | 'status' | 'planIds' | 'createdAt'> & { reason: string | null; spent: StatusCost; brain: StatusCost }>;
   plans: Array<{
     id: string;
     goalId: string | null;
@@ -140,7 +144,8 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
       planIds: g.planIds,
       createdAt: g.createdAt,
       reason: g.status === 'failed' ? (g.brainReport ?? null) : null,
-      spent: statusCost(sumTotals(g.planIds.flatMap((pid) => planTasks(reg, pid)).map((t) => t.ledger?.totals))),
+      spent: statusCost(sumTotals([...g.planIds.flatMap((pid) => planTasks(reg, pid)).map((t) => t.ledger?.totals), g.ledger?.totals])),
+      brain: statusCost(g.ledger?.totals ?? sumTotals([])),
     })),
     plans: byId(reg.plans).map((p) => ({
       id: p.id,

@@ -498,7 +498,7 @@ export const dispatch: TaskTool = async (ctx) => {
     const t = draft.tasks[task.id];
     if (t && t.status !== 'running') transitionTask(t, 'running', { reason: null, at: new Date().toISOString() });
   });
-  const watch = await createBudgetWatch({ store: ctx.store, task }, ctx.signal);
+  const watch = await createBudgetWatch({ store: ctx.store, task, repoRoot: ctx.repoRoot }, ctx.signal);
   const spentAlready = watch.stopped();
   if (spentAlready) return parkForBudget({ ...ctx, task }, spentAlready);
   ctx.progress(`${task.id}: ${task.worker} starts in ${task.worktree}`);

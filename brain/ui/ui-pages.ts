@@ -11,6 +11,7 @@ import { pullRequestStatus } from '../forge/pr-status.js';
 import { visibleText } from '../core/visible-text.js';
 import { formatCost, formatTotals, formatUsd } from '../registry/cost-ledger.js';
 import { budgetFlow, formatBudget, raisedBudget, taskBudget } from '../plan/budgets.js';
+import { goalBudget } from '../task-tools/turn-budget.js';
 import type { ParkCause } from '../plan/plan-retry.js';
 import type { BrainHealth } from '../registry/brain-health.js';
 import { unboundedLine } from '../plan/plan-gate.js';
@@ -117,6 +118,18 @@ export function overviewPage(reg: Registry): string {
 }
 
 /** One goal (`/goals/ID`): its text and status, the Brain's last report, its plans and their tasks. */
+/**
+ * A goal's spending: the whole (its tasks and its own LLM session) and the Brain's part, as the
+ * metering proxies counted them (brain/llm/brain-meter.ts), with the goal's budget when a plan set one.
+ */
+function spentView(goal: GoalRecord, reg: Registry): string {
+  const row = statusReport('', reg).goals.find((g) => g.id === goal.id);
+  if (!row) return '';
+  const budget = goalBudget(reg, goal.id);
+  return `<h2>Spent</h2><dl id="goal-spent"><dt>Goal</dt><dd id="goal-spent-total">${e(formatTotals(row.spent.totals))}${budget ? `; goal budget ${e(formatBudget(budget))}` : ''}</dd>
+<dt>The Brain's own session</dt><dd id="goal-spent-brain">${row.brain.totals.turns ? `${e(formatTotals(row.brain.totals).replace(/ turns?$/, (m) => m.replace('turn', 'model request')))}` : 'nothing yet'}</dd></dl>`;
+}
+
 export function goalPage(goal: GoalRecord, reg: Registry): string {
   const plans = goal.planIds.map((id) => reg.plans[id]).filter((p): p is PlanRecord => !!p);
   const tasks = byId(reg.tasks).filter((t) => t.planId !== null && goal.planIds.includes(t.planId));
@@ -126,6 +139,7 @@ export function goalPage(goal: GoalRecord, reg: Registry): string {
 <p class="goal-text">${e(goal.text)}</p>
 <p class="muted">Created ${e(goal.createdAt)}; planned by ${goal.mode === 'plan' ? 'a human-written plan' : 'the LLM Brain'}.</p>
 ${goal.brainReport ? `<h2>The Brain's last report</h2><pre id="brain-report">${e(goal.brainReport)}</pre>` : ''}
+${spentView(goal, reg)}
 <h2>Plans</h2>${table(
       ['Plan', 'Admission', 'Gate', 'Tasks', 'Proposed'],
       plans.map((p) => [

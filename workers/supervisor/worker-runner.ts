@@ -180,6 +180,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
         processEnv: process.env,
         workers: spec.config.workers,
         spec: meterSpec,
+        who: { by: spec.workerId, task: spec.taskId },
         onRequest: (request) => record({ type: 'metered', request }),
         onRefused: (refused) => {
           record({ type: 'metering_refused', refused });
@@ -192,7 +193,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       record({ type: 'error', message });
       throw Object.assign(new Error(message), { status: 'agent_refused' as AgentRunStatus });
     }
-    record({ type: 'metering', upstreams: meter.upstreams, budget: meterSpec.budget });
+    record({ type: 'metering', upstreams: meter.upstreams, budget: meterSpec.budget, ...(meterSpec.goal ? { goal: meterSpec.goal } : {}) });
     const env = meter.env;
     const config: WorkerRunConfig = { ...spec.config, workers: meter.workers };
     let adapter: ReturnType<typeof createAgentAdapter>;
@@ -275,7 +276,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
     });
     if (run.pid > 0) writeJsonAtomic(files.agent, { pid: run.pid, startedAt: new Date().toISOString() });
     result = await run.result;
-    await meter.proxy.close();
+    await meter.close();
     // The events as recorded (the agent's and the proxy's, in the order they happened: events.jsonl's order).
     result = { ...result, events: [...events] };
     if (confinement.warning) result = { ...result, unconfined: confinement.warning };
@@ -288,7 +289,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
   }
   if (timer) clearInterval(timer);
   await gateServer?.close();
-  await meter?.proxy.close();
+  await meter?.close();
   beat();
   writeJsonAtomic(files.result, result);
   return result;

@@ -72,7 +72,7 @@ describe('worker-written text is escape-filtered wherever Polly stores, posts or
       brain: null,
       brainGone: null,
       unattended: [],
-      goals: [{ id: 'g1', text: `goal ${ESCAPES}`, status: 'running', planIds: [], createdAt: '2026-12-01T00:00:00Z', reason: null, spent: none }],
+      goals: [{ id: 'g1', text: `goal ${ESCAPES}`, status: 'running', planIds: [], createdAt: '2026-12-01T00:00:00Z', reason: null, spent: none, brain: none }],
       plans: [],
       tasks: [
         {
