@@ -11,6 +11,7 @@ import type { Harness } from '../core/vocabulary.js';
 import { DEFAULT_GATE_POLICY, type GatePolicy } from '../../gate/policy-types.js';
 import type { AgentOptionsByHarness } from '../../workers/agents/agent-factory.js';
 import type { WorkerSandboxOptions } from '../../workers/sandbox/sandbox-spec.js';
+import { DEFAULT_HOST_LEASE_SECONDS, type WorkerHostsOptions } from '../../workers/hosts/host-config.js';
 import { DEFAULT_RESOURCE_LIMITS } from '../../workers/sandbox/resource-bounds.js';
 
 /** The gate's policies (owned by `gate/policy-types.ts`), as config `policies`. */
@@ -20,8 +21,11 @@ export type { BlastRadiusPolicy, GatePolicy, PurposeGuardPolicy, SpawnBoundsPoli
 export interface PollyConfig {
   version: 1;
   policies: Policies;
-  /** Each harness's options, owned by its adapter (workers/agents/*-adapter.ts). */
-  workers: AgentOptionsByHarness & WorkerSandboxOptions;
+  /**
+   * Each harness's options, owned by its adapter (workers/agents/*-adapter.ts); the sandbox's
+   * (workers/sandbox/sandbox-spec.ts); the remote hosts' (workers/hosts/host-config.ts).
+   */
+  workers: AgentOptionsByHarness & WorkerSandboxOptions & WorkerHostsOptions;
   /** Who may review whom; never the same vendor. */
   review: { pairs: Record<Harness, Harness[]>; max_rounds: number };
   acceptance: {
@@ -145,6 +149,10 @@ export const DEFAULT_CONFIG: PollyConfig = {
     allow_unconfined: false,
     env_passthrough: [],
     limits: { ...DEFAULT_RESOURCE_LIMITS },
+    hosts: [],
+    ssh_config: null,
+    host_lease_seconds: DEFAULT_HOST_LEASE_SECONDS,
+    local_fallback: false,
   },
   review: {
     pairs: {

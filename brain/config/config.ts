@@ -12,6 +12,7 @@ import { Document, isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, 
 import { DEFAULT_CONFIG, type PollyConfig } from './config-schema.js';
 import { PollyError } from '../core/errors.js';
 import { HARNESSES, PURPOSES } from '../core/vocabulary.js';
+import { hostConfigProblems } from '../../workers/hosts/host-config.js';
 
 /** The config file of a repository, relative to its root. */
 export const CONFIG_RELATIVE_PATH = join('.polly', 'config.yaml');
@@ -99,6 +100,23 @@ export const CONFIG_SPEC: Spec = {
             output_total_mib: int(1),
           },
         },
+        hosts: {
+          t: 'list',
+          of: {
+            t: 'object',
+            fields: {
+              name: str,
+              ssh: str,
+              port: { t: 'nullable', of: int(1, 65535) },
+              capacity: int(1, 64),
+              harnesses: { t: 'list', of: { t: 'enum', values: HARNESSES } },
+              dir: str,
+            },
+          },
+        },
+        ssh_config: nullableStr,
+        host_lease_seconds: int(5, 3600),
+        local_fallback: { t: 'bool' },
       },
     },
     review: {
@@ -160,6 +178,12 @@ export const CONFIG_COMMENTS: Record<string, string> = {
     "Every worker, acceptance and setup command runs in Polly's OS sandbox (Linux bubblewrap).\nfalse: where it cannot start, Polly refuses to dispatch and says how to fix it;\ntrue: workers run WITHOUT it (a warning at every dispatch, recorded on the task).",
   'workers.env_passthrough':
     'Names of more environment variables workers get from yours; by default only PATH, LANG, LC_*, TERM, TZ and the model variables (ANTHROPIC_*, OPENAI_*). Never put tokens here.',
+  'workers.hosts':
+    "Other machines that run implement turns over SSH (docs/hosts.md): a list of {name, ssh: user@host, port?, capacity?, harnesses?, dir?}.\nThe identity comes from your ssh config or agent, never a password here. [] (default): every turn runs on this machine.\nEach host runs the same Polly build (polly hosts install NAME) and Polly's sandbox; polly doctor checks each one.",
+  'workers.ssh_config': 'null (your ~/.ssh/config), or an ssh_config(5) file Polly passes to ssh with -F for its hosts.',
+  'workers.host_lease_seconds':
+    "Seconds a host's turn lives without hearing from this machine (5-3600): the host stops its worker then, and a host\nthat dropped is given up (its task re-offered to another host as a new attempt) only after waiting this out.",
+  'workers.local_fallback': 'With hosts: true lets a turn that no host can take run on this machine; false (default) waits for a host, never running it here silently.',
   'workers.limits':
     'Resource bounds of each sandbox (agent turns, acceptance and setup commands; docs/resource-bounds.md). One that is hit fails its own task, naming the bound. `polly doctor` says which mechanism holds each here (cgroup v2, cgroup v1, or rlimits).',
   'workers.limits.max_processes': 'Processes and threads alive at once in one sandbox (a fork bomb stops here). Not enforceable as root without a cgroup: polly doctor says so.',
@@ -398,6 +422,16 @@ export function parseConfig(text: string, file: string): PollyConfig {
       const node = doc.getIn(['budgets', key], true) as Node | undefined;
       throw invalid(where, node ?? contents, `budgets.${key}`, 'a budget needs usd, tokens or both (write null for no limit)');
     }
+  }
+  const missingHostKey = (merged.workers.hosts ?? []).findIndex((h) => !h.name || !h.ssh);
+  if (missingHostKey >= 0) {
+    const node = doc.getIn(['workers', 'hosts', missingHostKey], true) as Node | undefined;
+    throw invalid(where, node ?? contents, `workers.hosts[${missingHostKey}]`, 'a host needs name and ssh (its SSH destination, user@host)');
+  }
+  const hostProblem = hostConfigProblems(merged.workers.hosts ?? [])[0];
+  if (hostProblem) {
+    const node = doc.getIn(['workers', 'hosts', hostProblem.index, hostProblem.key], true) as Node | undefined;
+    throw invalid(where, node ?? contents, `workers.hosts[${hostProblem.index}].${hostProblem.key}`, hostProblem.problem);
   }
   const dash = merged.notifications.dashboard_url;
   if (dash !== null && !/^https?:\/\/[^\s]+$/.test(dash)) {

@@ -263,6 +263,11 @@ export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
   reviewRounds: number;
   branch: string | null;
   worktree: string | null;
+  /**
+   * The remote host (a `workers.hosts` name) that holds the task's remote worktree, where its
+   * implement turns run; null or absent: this machine only (workers/hosts/).
+   */
+  host?: string | null;
   /** Base branch name and the commit the worktree was created from. */
   baseBranch: string | null;
   baseCommit: string | null;

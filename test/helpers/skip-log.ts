@@ -16,6 +16,7 @@ export const NEEDED_FOR = {
   chromium: "the dashboard's headless-browser tests",
   passt: 'outbound-only networking for checks (pasta)',
   tmux: "the terminal tests of polly run's plan-gate prompt (a real pty)",
+  'openssh-server': "remote worker hosts: a real sshd per test host (Polly's own ssh client comes with it)",
 } as const;
 
 export type SystemPackage = keyof typeof NEEDED_FOR;

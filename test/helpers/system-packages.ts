@@ -30,6 +30,7 @@ const PRESENT: Record<SystemPackage, () => boolean> = {
   chromium: () => chromiumPath() !== undefined,
   passt: () => onPath('pasta'),
   tmux: () => onPath('tmux'),
+  'openssh-server': () => existsSync('/usr/sbin/sshd') && onPath('ssh') && onPath('ssh-keygen'),
 };
 
 export type { SystemPackage };
