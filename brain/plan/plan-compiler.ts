@@ -28,9 +28,11 @@
  * each other and the schedule only counts their dispatches; it keeps admission linear in the
  * number of tasks instead of exponential.
  */
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { admissionKey } from '../../workflows/check/admission-cache.js';
+import { fileURLToPath } from 'node:url';
+import { admissionKey, checkerFingerprint } from '../../workflows/check/admission-cache.js';
 import { checkWorkflow, type CheckResult, type Violation } from '../../workflows/check/checker.js';
 import { withPollyGuarantees } from '../../workflows/check/guarantees.js';
 import { loadWorkflow } from '../../workflows/load-workflow.js';
@@ -71,6 +73,25 @@ export function builtinWorkflowDir(name: string): string {
   const dir = join(builtinWorkflowsDir(), name);
   if (existsSync(join(dir, 'workflow.yaml'))) return dir;
   throw new PollyError('internal', `the built-in workflow "${name}" is missing from this installation of Polly (no ${dir}/workflow.yaml). Reinstall Polly.`);
+}
+
+let compilerPrint: string | null = null;
+
+/**
+ * The fingerprint of what turns a plan into checked workflows: sha256 (hex) over the checker's own
+ * fingerprint (workflows/check/admission-cache.ts), this compiler module's code and the built-in
+ * `polly-task` workflow it specialises; read once per process. Recorded on a plan at admission
+ * (`AdmissionRecord.compiler`), so a Brain of another Polly version can say why a hash changed.
+ */
+export function planCompilerFingerprint(): string {
+  compilerPrint ??= createHash('sha256')
+    .update(checkerFingerprint())
+    .update('\0')
+    .update(readFileSync(fileURLToPath(import.meta.url)))
+    .update('\0')
+    .update(readFileSync(join(builtinWorkflowDir('polly-task'), 'workflow.yaml')))
+    .digest('hex');
+  return compilerPrint;
 }
 
 let pollyTaskCache: Workflow | null = null;

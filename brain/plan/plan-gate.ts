@@ -9,7 +9,7 @@
  */
 import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError } from '../core/errors.js';
-import { admitPlan, planShapingConfig, type PlanAdmission } from './plan-compiler.js';
+import { admitPlan, planCompilerFingerprint, planShapingConfig, type PlanAdmission } from './plan-compiler.js';
 import { validatePlan, type Plan } from './plan-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { PlanRecord, Registry } from '../registry/registry-schema.js';
@@ -53,13 +53,26 @@ export function formatViolation(v: PlanAdmission['violations'][number]): string 
  *   stopped task it runs again; recorded as `PlanRecord.retries`.
  * @throws PollyError `plan_invalid` for a malformed plan (nothing recorded).
  */
-export async function proposePlan(
-  store: RegistryStore,
-  config: PollyConfig,
-  raw: unknown,
-  options: { goalId?: string | null; source?: string; now?: () => Date; retries?: Record<string, string> } = {},
-): Promise<ProposeResult> {
-  const plan: Plan = validatePlan(raw, options.source ?? 'plan_propose');
+export async function proposePlan(store: RegistryStore, config: PollyConfig, raw: unknown, options: ProposeOptions = {}): Promise<ProposeResult> {
+  return proposeValidPlan(store, config, validatePlan(raw, options.source ?? 'plan_propose'), options);
+}
+
+/** Where a proposal comes from and what it is for ({@link proposePlan}). */
+export interface ProposeOptions {
+  goalId?: string | null;
+  source?: string;
+  now?: () => Date;
+  retries?: Record<string, string>;
+}
+
+/**
+ * {@link proposePlan} for a plan already validated (brain/plan/plan-schema.ts `validatePlan`, e.g.
+ * `parsePlanFile` of `polly run FILE`, or a retry plan built from validated records): compiled,
+ * checked and recorded as it is, never turned back into raw input to be validated again.
+ */
+export async function proposeValidPlan(store: RegistryStore, config: PollyConfig, valid: Plan, options: ProposeOptions = {}): Promise<ProposeResult> {
+  // The record owns its copy: the caller's plan object stays the caller's.
+  const plan = structuredClone(valid);
   const now = (options.now ?? (() => new Date()))().toISOString();
   // Reserve the id first so that the compiled workflow names carry it.
   const planId = await store.update((draft) => {
@@ -105,6 +118,7 @@ export async function proposePlan(
                 exhaustive: result.exhaustive,
                 elapsedMs: result.elapsedMs,
               })),
+              compiler: planCompilerFingerprint(),
             }
           : {}),
       },

@@ -44,7 +44,7 @@ import { brainTurn, failGoal, reapPreviousGoalBrains } from './goal-brains.js';
 import { acquireBrainLock } from './brain-lock.js';
 import { startConfiguredNotifier } from '../notify/notifier.js';
 import type { RunRecord } from '../../workflows/run/run-records.js';
-import { journalPlanAdded } from '../plan/plan-library.js';
+import { recordPlanAdded } from '../plan/plan-library.js';
 
 /** How long a finished goal tree stays in registry.json (for `polly status` and `polly goal`'s summary) before the Brain archives it (ms). */
 export const ARCHIVE_AFTER_MS = 24 * 3600 * 1000;
@@ -233,7 +233,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
 
         await handleCancels(deps, reg, log, now);
         reg = await createPlanTasks(deps, reg, now);
-        for (const plan of Object.values(reg.plans)) if (plan.gate === 'approved') await journalPlanAdded(deps.store, deps.library.addPlan(plan));
+        for (const plan of Object.values(reg.plans)) if (plan.gate === 'approved') await recordPlanAdded(deps.store, deps.library.addPlan(plan));
 
         // Drive every run of our plan tasks: claim the open order and perform its tool.
         for (const run of await deps.runtime.list({ status: 'running' })) {

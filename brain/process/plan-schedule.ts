@@ -30,7 +30,7 @@ import { transitionTask } from '../registry/task-lifecycle.js';
 import { planTaskId } from '../registry/task-record.js';
 import type { BrainProcessDeps } from './brain-deps.js';
 import { BRAIN_OWNER, validateEndedRun } from './order-executor.js';
-import { journalPlanAdded } from '../plan/plan-library.js';
+import { recordPlanAdded } from '../plan/plan-library.js';
 
 /** Per plan id: how many tasks had settled when the Brain's last schedule turn ended. */
 export type ScheduleMemory = Map<string, { settledAtTurnEnd: number }>;
@@ -67,7 +67,7 @@ export async function driveSchedules(deps: BrainProcessDeps, memory: ScheduleMem
 
 /** One plan's schedule run (see the module doc). */
 export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, memory: ScheduleMemory, log: (l: string) => void, now: () => Date): Promise<void> {
-  await journalPlanAdded(deps.store, deps.library.addPlan(plan));
+  await recordPlanAdded(deps.store, deps.library.addPlan(plan));
   const workflow = deps.library.scheduleFor(plan.id);
   const started = await deps.runtime.start(workflow, { plan: plan.id });
   if (started.status === 'refused' || !started.run) {

@@ -64,10 +64,18 @@ export interface AdmissionRecord {
    * Admitted plans: each compiled workflow as it was checked (schedule and implement tasks), by
    * its content hash (workflows/check/admission-cache.ts `admissionKey`: the checker's code and the
    * workflow with Polly's guarantees). A Brain that compiles the plan again reuses a verdict whose
-   * hash matches and checks only a workflow that differs (another checker or compiler version).
-   * Absent on plans recorded before it existed (they are checked once per Brain process).
+   * hash matches and checks only a workflow that differs (another checker or compiler version);
+   * that check's verdict replaces the entry here, so it runs once (brain/plan/plan-library.ts
+   * `recordPlanAdded`). Absent on plans recorded before it existed (checked once, then recorded).
    */
   workflows?: AdmittedWorkflow[];
+  /**
+   * The fingerprint of the compiler and checker that produced `workflows`
+   * (brain/plan/plan-compiler.ts `planCompilerFingerprint`): a Brain whose fingerprint differs
+   * says in the journal that another compiler re-checked the workflows whose hash changed.
+   * Absent on plans recorded before it existed.
+   */
+  compiler?: string;
 }
 
 /** One compiled workflow of an admitted plan, its content hash and the checker's verdict on it. */

@@ -13,9 +13,8 @@ import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } fro
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { join } from 'node:path';
 import type { PollyConfig } from '../config/config-schema.js';
-import { decidePlan, expirePlanAsks, proposePlan } from '../plan/plan-gate.js';
+import { decidePlan, expirePlanAsks, proposeValidPlan } from '../plan/plan-gate.js';
 import { parkCauses, pendingRetry, retryPlan, type ParkCause, type RetryBudgets } from '../plan/plan-retry.js';
-import { planToProposal } from '../plan/plan-schema.js';
 import { createGoal } from '../registry/goal-record.js';
 import { refuseRootAgents } from '../commands/run.js';
 import type { JournalEntry, PlanRecord, Registry, WorkerRecord } from '../registry/registry-schema.js';
@@ -214,7 +213,7 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
       // As root, claude-code needs the opt-in (config); the agents' keys are those of the command that starts the Brain.
       refuseRootAgents(retry.plan.tasks, deps.config);
       const { goal } = await createGoal(deps.store, retry.plan.goal!, 'plan');
-      const proposed = await proposePlan(deps.store, deps.config, planToProposal(retry.plan), { goalId: goal.id, source: `polly ui: retry ${taskId}`, retries: retry.retries });
+      const proposed = await proposeValidPlan(deps.store, deps.config, retry.plan, { goalId: goal.id, source: `polly ui: retry ${taskId}`, retries: retry.retries });
       if (!proposed.admitted) {
         await deps.store.update((draft, tx) => {
           draft.goals[goal.id]!.status = 'failed';

@@ -5,9 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { openRepoContext } from '../../../brain/commands/repo-context.js';
-import { proposePlan } from '../../../brain/plan/plan-gate.js';
+import { proposePlan, proposeValidPlan } from '../../../brain/plan/plan-gate.js';
 import { pendingRetry, retryPlan } from '../../../brain/plan/plan-retry.js';
-import { planToProposal } from '../../../brain/plan/plan-schema.js';
 import { createGoal } from '../../../brain/registry/goal-record.js';
 import { createTestRepo, gitTestEnv } from '../../helpers/git-repo.js';
 import { runCli } from '../../helpers/registry-cli.js';
@@ -37,7 +36,7 @@ describe('polly retry with a retry plan already pending', () => {
     // A retry of both tasks, proposed and waiting at the gate.
     const both = retryPlan(await ctx.store.read(), ids);
     const { goal: retryGoal } = await createGoal(ctx.store, both.plan.goal!, 'plan');
-    const proposed = await proposePlan(ctx.store, ctx.config, planToProposal(both.plan), { goalId: retryGoal.id, retries: both.retries });
+    const proposed = await proposeValidPlan(ctx.store, ctx.config, both.plan, { goalId: retryGoal.id, retries: both.retries });
     expect((await ctx.store.read()).plans[proposed.planId]?.gate).toBe('pending');
 
     const one = runCli(['retry', ids[0]!, '--yes'], repo.dir);

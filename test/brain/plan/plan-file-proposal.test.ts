@@ -1,10 +1,15 @@
 /**
- * `polly run FILE` proposes what the file says: a plan file parsed and turned back into a proposal
- * validates to the same plan, every field included (a field the mapping dropped — a task's `base`
- * once was — would vanish silently from the admitted plan).
+ * `polly run FILE` proposes what the file says: the plan as parsed and validated is recorded as it
+ * is, every field included (`proposeValidPlan`), never turned back into raw input and validated
+ * again (a field that mapping dropped — a task's `base` once was — vanished silently from the
+ * admitted plan).
  */
 import { describe, expect, it } from 'vitest';
-import { parsePlanFile, planToProposal, validatePlan } from '../../../brain/plan/plan-schema.js';
+import { DEFAULT_CONFIG } from '../../../brain/config/config-schema.js';
+import { resolvePlanBudgets } from '../../../brain/plan/budgets.js';
+import { proposeValidPlan } from '../../../brain/plan/plan-gate.js';
+import { parsePlanFile } from '../../../brain/plan/plan-schema.js';
+import { createMemoryRegistryStore } from '../../../brain/registry/registry-store.js';
 
 const FILE = `
 goal: ship two things
@@ -31,11 +36,17 @@ tasks:
 `;
 
 describe('plan file → proposal', () => {
-  it('round-trips every field, base, budgets and batch included', () => {
+  it('records the parsed plan as it is: every field, base, budgets and batch included, in a copy of its own', async () => {
     const plan = parsePlanFile(FILE, 'plan.yaml');
     expect(plan.tasks[0]!.base).toBe('release/1.x');
-    const again = validatePlan(planToProposal(plan), 'round trip');
-    expect(again).toEqual(plan);
-    expect(planToProposal(plan).tasks[0]).toMatchObject({ base: 'release/1.x', budget: { tokens: 50000 }, batch: 1 });
+    const before = structuredClone(plan);
+    const store = createMemoryRegistryStore();
+    const proposed = await proposeValidPlan(store, DEFAULT_CONFIG, plan, { source: 'plan.yaml' });
+    const record = (await store.read()).plans[proposed.planId]!;
+    expect(record.tasks).toEqual(plan.tasks);
+    expect(record.tasks[0]).toMatchObject({ base: 'release/1.x', budget: { tokens: 50000 } });
+    expect(record.batches).toEqual({ a: 1 });
+    expect(record.budgets).toEqual(resolvePlanBudgets(DEFAULT_CONFIG, plan.budgets));
+    expect(plan).toEqual(before);
   });
 });

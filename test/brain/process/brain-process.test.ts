@@ -71,9 +71,12 @@ const task = (key: string) => ({
 });
 
 /** A repo with Polly initialised and a Brain process running with recording tools. */
-async function startBrain(options: { clock?: () => Date; config?: Partial<PollyConfig>; tools?: Record<string, TaskTool>; conforming?: boolean } = {}): Promise<Harness> {
-  const repo = createTestRepo();
-  execFileSync(process.execPath, [cli, 'init'], { cwd: repo.dir, env: gitTestEnv(), stdio: 'pipe' });
+async function startBrain(
+  options: { clock?: () => Date; config?: Partial<PollyConfig>; tools?: Record<string, TaskTool>; conforming?: boolean; repo?: TestRepo } = {},
+): Promise<Harness> {
+  // A given repo is one a stopped Brain ran in (a restart); otherwise a fresh one, initialised.
+  const repo = options.repo ?? createTestRepo();
+  if (!options.repo) execFileSync(process.execPath, [cli, 'init'], { cwd: repo.dir, env: gitTestEnv(), stdio: 'pipe' });
   const ctx = await openRepoContext(repo.dir, gitTestEnv());
   const config = { ...ctx.config, ...options.config };
   // The agents never start here (recording tools), but a fix round checks that its worker could:
@@ -212,7 +215,7 @@ async function until<T>(what: string, probe: () => Promise<T | null | undefined 
 
 describe('the Brain process', () => {
   // Six tasks, one past the per-turn bound of 5: a seventh only made the plan's model check ~6x
-  // larger (3.9 M paths against 660 k, checked at proposal and again in the Brain's library).
+  // larger (3.9 M paths against 660 k, checked at proposal).
   it('dispatches nothing before approval, then a plan of 6 tasks as 5, then the sixth after a task finished', async () => {
     const h = await startBrain();
     await h.started;
@@ -224,7 +227,7 @@ describe('the Brain process', () => {
     expect(h.calls, 'dispatched before approval').toEqual([]);
 
     await decidePlan(ctx.store, ctx.config, plan.planId, 'approve');
-    // The Brain compiles and checks the plan's workflows again on the way into its library: allow for a loaded machine.
+    // Allow for a loaded machine.
     await until('5 dispatches', async () => h.pending().length === 5, 150_000);
     await new Promise((r) => setTimeout(r, 1500));
     expect(h.pending()).toHaveLength(5);
@@ -247,6 +250,27 @@ describe('the Brain process', () => {
     const firstFinish = journal.findIndex((e) => e.kind === 'task.finished');
     expect(journal.slice(0, firstFinish).filter((e) => e.kind === 'task.started')).toHaveLength(5);
   }, 300_000);
+
+  it('a restarted Brain runs no admission: it verifies the hashes recorded at proposal and journals them', async () => {
+    const h = await startBrain();
+    await h.started;
+    const ctx = await openRepoContext(h.repo.dir, gitTestEnv());
+    const { goal } = await createGoal(ctx.store, 'two things', 'plan');
+    const plan = await proposePlan(ctx.store, h.config, { tasks: ['a', 'b'].map(task) }, { goalId: goal.id });
+    await decidePlan(ctx.store, h.config, plan.planId, 'approve');
+    await until('2 dispatches', async () => h.pending().length === 2);
+    await h.stop();
+    const again = await startBrain({ repo: h.repo });
+    await again.started;
+    const verified = await until('the restarted Brain took the plan in', async () => {
+      const events = (await ctx.store.journal()).filter((e) => e.kind === 'plan.admission_verified');
+      return events.length === 2 ? events : null;
+    });
+    const recorded = (await ctx.store.read()).plans[plan.planId]!.admission!.workflows!;
+    expect(recorded).toHaveLength(3);
+    for (const e of verified) expect(e.data).toEqual({ planId: plan.planId, verified: recorded.map((w) => ({ name: w.name, key: w.key })), checked: [] });
+    expect((await ctx.store.journal()).filter((e) => e.kind === 'plan.admission_rechecked')).toEqual([]);
+  });
 
   it('an expired plan ask is rejected and nothing is dispatched', async () => {
     let now = new Date();
