@@ -56,8 +56,10 @@ class LongestFirstSequencer extends BaseSequencer {
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // Builds dist/ first when it is not the build of the sources on disk (test/helpers/build-once.ts).
-    globalSetup: ['test/helpers/build-once.ts'],
+    // Builds dist/ first when it is not the build of the sources on disk (test/helpers/build-once.ts);
+    // at the end, lists the suites skipped for a missing system package and fails a file that ran
+    // 0 cases without saying why (test/helpers/run-summary.ts).
+    globalSetup: ['test/helpers/build-once.ts', 'test/helpers/run-summary.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Real processes and real git: keep parallelism to the machine's two cores.
