@@ -444,6 +444,7 @@ async function doctorSandbox(
       network: false,
       allowUnconfined: config.workers.allow_unconfined ?? false,
       passthrough: config.workers.env_passthrough ?? [],
+      toolPaths: config.workers.tool_paths ?? [],
       probe: sandboxProbe,
       baseEnv: env,
       realHome: more.realHome ?? (env.HOME || homedir()),

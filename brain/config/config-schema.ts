@@ -148,6 +148,7 @@ export const DEFAULT_CONFIG: PollyConfig = {
     pi: { command: 'pi', model: null, provider: null, base_url: null, api: 'openai-completions', api_key_env: 'OPENAI_API_KEY' },
     allow_unconfined: false,
     env_passthrough: [],
+    tool_paths: [],
     limits: { ...DEFAULT_RESOURCE_LIMITS },
     hosts: [],
     ssh_config: null,

@@ -23,7 +23,8 @@ export type Spec =
   | { t: 'record'; keys: readonly string[]; of: Spec }
   /** A mapping with any plain-string keys (e.g. model ids), each value `of`; `keyName` says what a key is in messages. */
   | { t: 'map'; keyName: string; of: Spec }
-  | { t: 'string' }
+  /** A string; `absolutePath`: one that starts with `/` (a host path). */
+  | { t: 'string'; absolutePath?: boolean }
   | { t: 'int'; min: number; max?: number }
   /** A number (not only integers) greater than `gt` (or at least `min`, when given instead). */
   | { t: 'number'; gt: number; min?: number }
@@ -89,6 +90,7 @@ export const CONFIG_SPEC: Spec = {
         },
         allow_unconfined: { t: 'bool' },
         env_passthrough: { t: 'list', of: str },
+        tool_paths: { t: 'list', of: { t: 'string', absolutePath: true } },
         limits: {
           t: 'object',
           fields: {
@@ -184,6 +186,8 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'workers.host_lease_seconds':
     "Seconds a host's turn lives without hearing from this machine (5-3600): the host stops its worker then, and a host\nthat dropped is given up (its task re-offered to another host as a new attempt) only after waiting this out.",
   'workers.local_fallback': 'With hosts: true lets a turn that no host can take run on this machine; false (default) waits for a host, never running it here silently.',
+  'workers.tool_paths':
+    "Host paths every sandbox shows read-only besides the system dirs, /etc's basics and the toolchains on PATH (docs/security.md#the-sandbox): e.g. a toolchain under /opt that is not on PATH, or a config under /etc it needs. Absolute; never a directory holding credentials.",
   'workers.limits':
     'Resource bounds of each sandbox (agent turns, acceptance and setup commands; docs/resource-bounds.md). One that is hit fails its own task, naming the bound. `polly doctor` says which mechanism holds each here (cgroup v2, cgroup v1, or rlimits).',
   'workers.limits.max_processes': 'Processes and threads alive at once in one sandbox (a fork bomb stops here). Not enforceable as root without a cgroup: polly doctor says so.',
@@ -281,7 +285,7 @@ function expectName(spec: Spec): string {
     case 'map':
       return 'a mapping';
     case 'string':
-      return 'a string';
+      return spec.absolutePath ? 'an absolute path (starting with /)' : 'a string';
     case 'int':
       return spec.max === undefined ? `an integer >= ${spec.min}` : `an integer from ${spec.min} to ${spec.max}`;
     case 'number':
@@ -347,7 +351,7 @@ function check(node: Node | null, spec: Spec, path: string, where: Where, parent
       return node.items.map((item, i) => check(item as Node | null, spec.of, `${path}[${i}]`, where, node));
     }
     case 'string':
-      if (typeof scalar !== 'string') throw wrong();
+      if (typeof scalar !== 'string' || (spec.absolutePath && !scalar.startsWith('/'))) throw wrong();
       return scalar;
     case 'bool':
       if (typeof scalar !== 'boolean') throw wrong();

@@ -38,7 +38,7 @@ function specToSchema(spec: Spec, path: string): JsonSchema {
     case 'map':
       return withDoc({ type: 'object', additionalProperties: specToSchema(spec.of, '') });
     case 'string':
-      return withDoc({ type: 'string' });
+      return withDoc(spec.absolutePath ? { type: 'string', pattern: '^/' } : { type: 'string' });
     case 'int':
       return withDoc({ type: 'integer', minimum: spec.min, ...(spec.max === undefined ? {} : { maximum: spec.max }) });
     case 'number':

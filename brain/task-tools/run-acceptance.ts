@@ -200,6 +200,7 @@ export function checkConfinement(ctx: Pick<TaskToolContext, 'repoRoot' | 'config
     network: ctx.config.acceptance.network ?? false,
     allowUnconfined: ctx.config.workers.allow_unconfined ?? false,
     passthrough: ctx.config.workers.env_passthrough ?? [],
+    toolPaths: ctx.config.workers.tool_paths ?? [],
     limits: ctx.config.workers.limits ?? {},
   });
 }

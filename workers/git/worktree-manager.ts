@@ -79,7 +79,7 @@ export interface WorktreeManagerOptions {
    * (fail closed: without it, a machine without the sandbox gets a red setup naming the fix).
    * Default `{network: false, allowUnconfined: false}`.
    */
-  setupSandbox?: { network: boolean; allowUnconfined: boolean; passthrough?: string[]; limits?: ResourceLimits };
+  setupSandbox?: { network: boolean; allowUnconfined: boolean; passthrough?: string[]; limits?: ResourceLimits; toolPaths?: string[] };
   /** Where setup output is kept. Default `<repoRoot>/.polly/logs`. */
   logsDir?: string;
   journal?: WorktreeJournal;
@@ -580,6 +580,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         allowUnconfined: box.allowUnconfined,
         ...(box.passthrough ? { passthrough: box.passthrough } : {}),
         ...(box.limits ? { limits: box.limits } : {}),
+        ...(box.toolPaths ? { toolPaths: box.toolPaths } : {}),
         extraEnv: { PORT: String(port), POLLY_TASK_ID: id, POLLY_WORKTREE: path },
       });
     } catch (error) {

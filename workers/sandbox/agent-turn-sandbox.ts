@@ -37,6 +37,8 @@ export interface AgentTurnSandboxInput {
   limits?: ResourceLimits;
   /** Where the git read views live (./git-read-view.ts); default `<repoStateDir>/read-view`. */
   readViewDir?: string;
+  /** `workers.tool_paths`: more host paths the sandbox shows read-only. */
+  toolPaths?: readonly string[];
 }
 
 /**
@@ -65,6 +67,7 @@ export async function agentTurnSandbox(input: AgentTurnSandboxInput): Promise<{ 
     ...(input.worktreesDir ? { worktreesDir: input.worktreesDir } : {}),
     // The agent's shell runs the developer's toolchains too (cargo, python, node under HOME).
     homeToolchains: detectHomeToolchains(input.realHome, process.env),
+    ...(input.toolPaths ? { toolPaths: input.toolPaths } : {}),
     gitView: await prepareGitReadView({ repoRoot: input.repoRoot, worktree: input.cwd, ...(input.readViewDir ? { stateDir: input.readViewDir } : {}) }),
   });
   return { sandbox: { bwrap: probe.bwrap, spec: input.limits ? { ...spec, limits: input.limits } : spec }, warning: null };

@@ -218,6 +218,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
         realHome: spec.gateContext.home,
         worktreesDir: resolveWorktreesDir(spec.gateContext.repoRoot, spec.config.worktrees?.dir),
         limits: spec.config.workers.limits ?? {},
+        toolPaths: spec.config.workers.tool_paths ?? [],
       });
     } catch (error) {
       const message = isPollyError(error) ? error.message : `could not set up the sandbox: ${(error as Error).message}`;

@@ -90,14 +90,17 @@ describe('bwrapArgs with host sockets', () => {
     gitMetadata: { mode: 'read-only' },
   };
   it('covers each shown socket with /dev/null after the mounts and before the bridge dir; /var/tmp stays a writable scratch', () => {
-    const args = bwrapArgs(spec, () => true, ['/run/polly-net-x'], { disableUserns: false }, ['/srv/other/app.sock', '/var/tmp/x.sock', '/run/polly-net-x/bridge.sock']);
-    const cover = args.indexOf('/srv/other/app.sock');
-    expect(args.slice(cover - 2, cover + 1)).toEqual(['--ro-bind', '/dev/null', '/srv/other/app.sock']);
+    const sockets = ['/srv/repo/app.sock', '/srv/other/app.sock', '/var/tmp/x.sock', '/run/polly-net-x/bridge.sock'];
+    const args = bwrapArgs(spec, () => true, ['/run/polly-net-x'], { disableUserns: false }, sockets, { binds: ['/usr'], symlinks: [], masked: [], maskedDirs: [] });
+    // The repository is bound read-only: its socket is covered. /srv/other is not in the sandbox at all (the root is empty).
+    const cover = args.indexOf('/srv/repo/app.sock');
+    expect(args.slice(cover - 2, cover + 1)).toEqual(['--ro-bind', '/dev/null', '/srv/repo/app.sock']);
+    expect(args).not.toContain('/srv/other/app.sock');
     expect(cover).toBeGreaterThan(args.lastIndexOf('/srv/repo/.worktrees/t1/.git'));
     expect(cover).toBeLessThan(args.indexOf('/run/polly-net-x'));
     expect(args.filter((a) => a === '/dev/null')).toHaveLength(1);
-    expect(args).toContain('--remount-ro');
-    expect(args[args.indexOf('--remount-ro') + 1]).toBe('/home/dev');
+    // /home/dev is under no bind (the root is empty): no cover is needed there; the root itself is remounted read-only.
+    expect(args.flatMap((a, i) => (a === '--remount-ro' ? [args[i + 1]] : []))).toEqual(['/']);
     expect(args.filter((a, i) => a === '/var/tmp' && args[i - 1] === '--remount-ro')).toEqual([]);
   });
 });

@@ -402,10 +402,14 @@ describe('bwrapArgs', () => {
       network: { mode: 'none' },
       gitMetadata: { mode: 'read-only' },
     };
-    const args = bwrapArgs(spec, () => true);
+    // /h shown by the system view (as a repository's dir bound read-only would be): its cover is needed.
+    const args = bwrapArgs(spec, () => true, [], { disableUserns: false }, [], { binds: ['/h'], symlinks: [], masked: [], maskedDirs: [] });
     const order = args.filter((a, i) => ['--tmpfs', '--bind', '--ro-bind'].includes(args[i - 1] ?? '') && a !== '/');
     // The worktree's .git file last (deepest): read-only over the writable worktree (git policy).
-    expect(order).toEqual(['/tmp', '/h', '/h/s', '/h/s/wt', '/h/s/gate', '/h/s/wt/.git']);
+    expect(order).toEqual(['/h', '/tmp', '/h', '/h/s', '/h/s/wt', '/h/s/gate', '/h/s/wt/.git']);
+    // A hidden path nothing shows gets no cover at all (the root is empty).
+    const bare = bwrapArgs(spec, () => true, [], { disableUserns: false }, [], { binds: [], symlinks: [], masked: [], maskedDirs: [] });
+    expect(bare.filter((a, i) => bare[i - 1] === '--tmpfs' && a === '/h')).toEqual([]);
     expect(args).toContain('--unshare-net');
     expect(args).not.toContain('--disable-userns');
     expect(args.slice(-2)).toEqual(['--chdir', '/h/s/wt']);
