@@ -1,8 +1,10 @@
 /**
  * `polly status [--json]`: goals, plans, tasks and workers from `.polly/registry.json`.
  *
- * Human output is one table per section; `--json` prints {@link StatusReport}. Read-only: it never
- * takes the registry lock (except to repair a crashed writer's journal, see registry-store.ts).
+ * Human output is one table per section; `--json` prints {@link StatusReport}. Read-only but for one
+ * thing: it never takes the registry lock, except to repair a crashed writer's journal
+ * (registry-store.ts) and to record, once, that the Brain died with work pending, which it announces
+ * (brain/notify/brain-death.ts).
  */
 import { existsSync } from 'node:fs';
 import { parseCommandArgs } from './args.js';
@@ -20,6 +22,7 @@ import { elideMiddle, visibleLine, visibleText } from '../core/visible-text.js';
 import { mergeText } from '../forge/pr-status.js';
 import { diskReport } from '../core/io-fault.js';
 import { resolveWorktreesDir } from '../../workers/git/worktrees-dir.js';
+import { noticeBrainDeath } from '../notify/brain-death.js';
 
 /** A SPENT cell: `1234 tok, $0.0123` (cost `unknown` or `≥ $X (some turns unknown)` when agents reported none). */
 export function spentCell(t: LedgerTotals): string | null {
@@ -192,6 +195,22 @@ export async function loadStatus(cwd: string, env: NodeJS.ProcessEnv): Promise<S
   return disk.length > 0 ? { ...report, disk } : report;
 }
 
+/**
+ * Tell the human, once per death, that the Brain died with work pending (brain/notify/brain-death.ts):
+ * the one write `polly status` makes (the registry lock is taken only when a death is not yet noticed).
+ */
+async function noticeDeath(io: { cwd: string; env: NodeJS.ProcessEnv; stderr: NodeJS.WritableStream }): Promise<void> {
+  const repo = await findRepo(io.cwd, io.env);
+  const { notification, failures } = await noticeBrainDeath({
+    store: createFileRegistryStore(repo.pollyDir),
+    config: await loadConfig(repo.root),
+    pollyDir: repo.pollyDir,
+    noticedBy: 'polly status',
+  });
+  for (const f of failures) io.stderr.write(`[polly] notification: ${f}\n`);
+  if (notification) io.stderr.write(`[polly] ${notification.title}; notified: ${notification.text}\n`);
+}
+
 export const command: Command = {
   summary: 'show goals, plans, tasks, workers and PRs',
   usage: `Usage: polly status [--json] [--watch]
@@ -226,6 +245,8 @@ Exit codes: 0 ok; 1 not initialised (run "polly init") or a corrupt registry;
       );
     }
     const report = await loadStatus(io.cwd, io.env);
+    // A Brain that died with work pending cannot tell anyone: the first status after its death does (once).
+    if (report.health.state === 'gone') await noticeDeath(io);
     if (args.values.watch) {
       const repo = await findRepo(io.cwd, io.env);
       const controller = new AbortController();

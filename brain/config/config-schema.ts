@@ -82,6 +82,13 @@ export interface PollyConfig {
   brain: {
     /** The Brain's own model (Claude). */
     model: string | null;
+    /**
+     * Approving a plan while no Brain runs (`polly ui`, `polly plan approve`) starts one, as
+     * `polly resume --detach` does (brain/process/daemon.ts `ensureBrain`). Default false: the
+     * approval says that nothing runs until `polly resume`. Optional for configs written before it.
+     * @default false
+     */
+    start_on_approve?: boolean;
   };
   /**
    * Hard budgets (brain/plan/budgets.ts): a worker that reaches one is stopped between tool calls,
@@ -166,7 +173,7 @@ export const DEFAULT_CONFIG: PollyConfig = {
   acceptance: { commands: ['npm test'], timeout: 600, max_attempts: 3, network: false, known_red: [] },
   worktrees: { dir: '.worktrees', setup: null, setup_network: false, protected_paths: [...DEFAULT_PROTECTED_PATHS] },
   forge: { kind: 'auto', github: { base_url: null, watch_seconds: 60, trusted_authors: [] } },
-  brain: { model: 'claude-sonnet-4-5' },
+  brain: { model: 'claude-sonnet-4-5', start_on_approve: false },
   budgets: { per_task: null, per_goal: null },
   prices: {},
   notifications: { webhook_url: null, desktop: true, timeout_ms: 5000, dashboard_url: null },

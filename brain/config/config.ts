@@ -137,7 +137,7 @@ export const CONFIG_SPEC: Spec = {
         github: { t: 'object', fields: { base_url: nullableStr, watch_seconds: int(1, 3600), trusted_authors: { t: 'list', of: str } } },
       },
     },
-    brain: { t: 'object', fields: { model: nullableStr } },
+    brain: { t: 'object', fields: { model: nullableStr, start_on_approve: { t: 'bool' } } },
     budgets: { t: 'object', fields: { per_task: BUDGET_SPEC, per_goal: BUDGET_SPEC } },
     prices: { t: 'map', keyName: 'a model id', of: PRICE_SPEC },
     notifications: { t: 'object', fields: { webhook_url: nullableStr, desktop: { t: 'bool' }, timeout_ms: int(100, 120_000), dashboard_url: nullableStr } },
@@ -224,6 +224,8 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'forge.github.watch_seconds': 'seconds between two passes of the PR watcher (reviews, comments, checks, mergeability of each open PR; 1-3600, default 60).',
   brain: 'The Brain: the LLM session that plans and integrates and never writes business code.',
   'brain.model': "The Brain's own (Claude) model; null lets the SDK choose.",
+  'brain.start_on_approve':
+    'true: approving a plan while no Brain runs (in polly ui or with polly plan approve) starts one, as polly resume --detach does;\nfalse (default): the approval says that nothing runs until polly resume.',
   budgets:
     "Hard budgets, enforced by Polly's metering proxy (docs/metering.md): once one is spent the next model\nrequest is refused, the worker stopped, its work kept in a backup ref, its task parked (polly status says why).\nA plan may set its own (budgets), a plan task its own (budget).",
   'budgets.per_task':
@@ -232,7 +234,7 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   prices:
     "Prices by model id (as the API names it), USD per million tokens: {input, output, cache_read?, cache_write?}.\nPolly's metering proxy prices every model request with them (docs/metering.md); a model without one\nhas an unknown cost, and a usd budget for a worker on it is refused at the plan gate.",
   notifications:
-    'Notifications when something needs you or closed: plan at the gate or refused, task parked or failed,\nPR ready, PR feedback, goal done, budget reached. They never carry tokens.',
+    'Notifications when something needs you or closed: plan at the gate or refused, task parked or failed,\nPR ready, PR feedback, goal done, budget reached, the Brain stopped with work pending (noticed by polly ui\nor polly status). They never carry tokens.',
   'notifications.webhook_url': 'null, or a Slack-compatible incoming webhook URL ({text, blocks} is POSTed; 3 attempts).',
   'notifications.desktop': 'true: desktop notifications where available (notify-send on Linux, osascript on macOS; polly doctor says which).',
   'notifications.timeout_ms': 'Milliseconds one webhook attempt may take (100-120000).',

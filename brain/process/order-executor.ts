@@ -451,7 +451,7 @@ export async function runReadOnlyTask(
       orderId: `adhoc:${taskId}`,
       workerId,
     });
-    tx.emit('task.parked', { taskId, reason, backupRef: null });
+    tx.emit('task.parked', { taskId, reason, backupRef: null, budget: true });
     log(`[polly] ${taskId}: parked: ${reason}`);
   };
   const spentAlready = watch.stopped();

@@ -469,7 +469,16 @@ export interface Registry {
    */
   landing?: LandingRecord | null;
   /** The Brain currently owning this registry, if any. */
-  brain: { pid: number; startedAt: string; heartbeatAt: string } | null;
+  brain: {
+    pid: number;
+    startedAt: string;
+    heartbeatAt: string;
+    /**
+     * Set once a process outside this Brain found its pid gone with work pending and told the
+     * human (journal `brain.died`, brain/notify/brain-death.ts): each death is announced once.
+     */
+    deathNoticedAt?: string;
+  } | null;
   /**
    * Store-internal: the journal entries of the last committed transaction, written atomically with
    * the registry so that a crash between the registry rename and the journal append cannot lose

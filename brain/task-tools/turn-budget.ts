@@ -275,7 +275,7 @@ export async function parkForBudget(ctx: TaskToolContext, stop: BudgetStop, extr
       orderId: ctx.order.id,
       workerId: extra.workerId ?? null,
     });
-    tx.emit('task.parked', { taskId: t.id, reason, backupRef, worktree: t.worktree ?? null }); // the worktree is kept in place
+    tx.emit('task.parked', { taskId: t.id, reason, backupRef, worktree: t.worktree ?? null, budget: true }); // the worktree is kept in place
   });
   ctx.progress(`${ctx.task.id}: parked: ${reason}`);
   return { outcome: 'failure', permanent: true, note: `budget: ${reason}` };

@@ -77,6 +77,8 @@ export interface UiServerOptions {
   token?: string;
   /** The clock for session expiry, ms since the epoch (default `Date.now`; tests move it). */
   now?: () => number;
+  /** Diagnostics (default stderr). */
+  log?: (line: string) => void;
 }
 
 export interface UiServer {
@@ -117,6 +119,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   const book = createSessionBook(options.now);
   const token = book.issueToken(options.token);
   const pollMs = options.pollMs ?? 300;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   let allowed = new Set<string>();
   const { source } = deps;
 
@@ -207,13 +210,15 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     const decision = c.req.param('decision') as 'approve' | 'reject';
     try {
       const plan = await source.decidePlan(id, decision, deps.user);
-      // Approved with no Brain running: say that nothing runs yet, and what starts it.
-      const health = brainHealth(await registry());
-      if (decision === 'approve' && health.state !== 'running') {
-        const notice = `Plan ${plan.id} is approved, but no Brain runs: nothing of it runs until polly resume ${plan.id} starts one.`;
-        return c.redirect(`/plans/${encodeURIComponent(plan.id)}?notice=${encodeURIComponent(notice)}`, 303);
+      // Approved with no Brain running: one starts when config brain.start_on_approve says so;
+      // otherwise the page says that nothing runs yet, and what starts it.
+      let notice: string | null = null;
+      if (decision === 'approve') {
+        const brain = await source.brainAfterApproval();
+        if (brain.state === 'started') notice = `Plan ${plan.id} is approved. No Brain ran, so one was started to run it (pid ${brain.pid}; config brain.start_on_approve).`;
+        else if (brain.state === 'none') notice = `Plan ${plan.id} is approved, but no Brain runs: nothing of it runs until polly resume ${plan.id} starts one.`;
       }
-      return c.redirect(`/plans/${encodeURIComponent(plan.id)}`, 303);
+      return c.redirect(`/plans/${encodeURIComponent(plan.id)}${notice ? `?notice=${encodeURIComponent(notice)}` : ''}`, 303);
     } catch (error) {
       if (error instanceof PollyError && (error.code === 'conflict' || error.code === 'not_found')) {
         return html(c, messagePage('Not decided', error.message), error.code === 'conflict' ? 409 : 404);
@@ -328,6 +333,18 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
       ),
     );
   });
+  // A Brain that dies with work pending is noticed here (its own notifier died with it): once per
+  // death, between this server and any other noticer (brain/notify/brain-death.ts).
+  let noticing = false;
+  const watcher = setInterval(() => {
+    if (noticing || stopping) return;
+    noticing = true;
+    source
+      .noticeBrainDeath()
+      .catch((error: unknown) => log(`[polly ui] cannot notice the Brain's state: ${error instanceof Error ? error.message : String(error)}`))
+      .finally(() => (noticing = false));
+  }, pollMs);
+  watcher.unref();
   const bound = server.address() as AddressInfo;
   const port = bound.port;
   allowed = allowedHosts(host, port);
@@ -340,6 +357,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     port,
     close: async () => {
       stopping = true;
+      clearInterval(watcher);
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -28,6 +28,8 @@ import type { RunStore } from '../../workflows/run/run-store.js';
 import type { RunRecord } from '../../workflows/run/run-records.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 import { createConfiguredRunStore, runStoreDir } from '../registry/run-storage.js';
+import { brainAfterApproval, type BrainAfterApproval } from '../process/daemon.js';
+import { noticeBrainDeath } from '../notify/brain-death.js';
 
 /** One line of the gate's decision log (gate/decision-log.ts): `{at, kind: 'gate.decision', data}`. */
 export interface GateLogEntry {
@@ -86,6 +88,17 @@ export interface UiSource {
    *   root without the opt-in (the agents' keys are checked by the command that starts the Brain).
    */
   retryTask(taskId: string, budgets: RetryBudgets): Promise<{ planId: string; admitted: boolean; line: string; existing: boolean }>;
+  /**
+   * After an approval: the Brain that runs the plan — one already running, one started now (config
+   * `brain.start_on_approve`), or none (brain/process/daemon.ts `brainAfterApproval`).
+   */
+  brainAfterApproval(): Promise<BrainAfterApproval>;
+  /**
+   * Notice a Brain that died with work pending and tell the human once per death
+   * (brain/notify/brain-death.ts); cheap while the Brain lives (no read unless the registry changed).
+   * @returns the notification's title when this call sent it, else null; sink failures are logged.
+   */
+  noticeBrainDeath(): Promise<string | null>;
   /** Release what the source holds open (the run store's database handle). */
   close(): Promise<void>;
 }
@@ -136,9 +149,20 @@ function stamp(path: string): string {
  * The real source over a repository's `.polly/`.
  * @param deps.repoRoot  the main worktree's root; `pollyDir` is `<repoRoot>/.polly`.
  * @param deps.store     the registry store (the CLI's `openRepoContext` one).
- * @param deps.config    the repository's config (for `ask_timeout`, and the agents a retry starts).
+ * @param deps.config    the repository's config (for `ask_timeout`, the agents a retry starts,
+ *   `brain.start_on_approve` and the notification sinks).
+ * @param deps.env       the environment a Brain started on approval gets (default `process.env`).
+ * @param deps.log       diagnostics (default stderr).
  */
-export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; store: RegistryStore; config: PollyConfig }): UiSource {
+export function createRepoUiSource(deps: {
+  repoRoot: string;
+  pollyDir: string;
+  store: RegistryStore;
+  config: PollyConfig;
+  env?: NodeJS.ProcessEnv;
+  log?: (line: string) => void;
+}): UiSource {
+  const log = deps.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const journalPath = join(deps.pollyDir, 'journal.jsonl');
   const registryPath = join(deps.pollyDir, 'registry.json');
   const gateLogPath = join(deps.repoRoot, GATE_DECISIONS_FILE);
@@ -221,6 +245,15 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
         });
       }
       return { planId: proposed.planId, admitted: proposed.admitted, line: proposed.line, existing: false };
+    },
+    brainAfterApproval: () => brainAfterApproval(deps.store, deps.config, deps.repoRoot, deps.pollyDir, deps.env ?? process.env),
+    async noticeBrainDeath() {
+      // Only a dead Brain can have died: the pid is looked at again only when the registry changed.
+      if (brainAlive(stamp(registryPath)) !== false) return null;
+      const { notification, failures } = await noticeBrainDeath({ store: deps.store, config: deps.config, pollyDir: deps.pollyDir, noticedBy: 'polly ui' });
+      for (const f of failures) log(`[polly ui] notification: ${f}`);
+      if (notification) log(`[polly ui] ${notification.title}: ${notification.text}`);
+      return notification?.title ?? null;
     },
     async close() {
       const open = runs;

@@ -16,9 +16,10 @@ import { createGoal } from '../../../brain/registry/goal-record.js';
 import { decidePlan, proposePlan } from '../../../brain/plan/plan-gate.js';
 import { openRepoContext } from '../../../brain/commands/repo-context.js';
 import type { TaskTool } from '../../../brain/task-tools/types.js';
-import { parkForBudget } from '../../../brain/task-tools/turn-budget.js';
+import { budgetReason, parkForBudget } from '../../../brain/task-tools/turn-budget.js';
+import { desktopArgs } from '../../../brain/notify/desktop.js';
 import { createWebhookSink, type NotificationSink } from '../../../brain/notify/webhook.js';
-import { dashboardUrl, notificationFor, webhookPayload } from '../../../brain/notify/notification.js';
+import { dashboardUrl, notificationFor, webhookPayload, type Notification } from '../../../brain/notify/notification.js';
 import { createTestRepo, gitTestEnv } from '../../helpers/git-repo.js';
 import { parseConfig } from '../../../brain/config/config.js';
 import { startNotifier } from '../../../brain/notify/notifier.js';
@@ -162,7 +163,7 @@ async function runSmallPlan(options: { webhookUrl?: string; sinks?: Notification
 }
 
 /** The notified kinds of this run, as the journal has them, in order. */
-const EXPECTED = ['plan.refused', 'plan.proposed', 'task.pr_ready', 'budget.reached', 'task.parked', 'task.failed', 'goal.done'];
+const EXPECTED = ['plan.refused', 'plan.proposed', 'task.pr_ready', 'task.parked', 'task.failed', 'goal.done'];
 
 describe('notifications from a plan run', () => {
   it('a webhook receiver on loopback gets exactly one notification per event, Slack-shaped, without the secret URL', async () => {
@@ -171,17 +172,27 @@ describe('notifications from a plan run', () => {
     const run = await runSmallPlan({ webhookUrl: receiver.url });
     await run.stop();
     const journal = await run.ctx.store.journal();
-    const notified = journal.map((e) => notificationFor(e, null)).filter((n) => n !== null);
-    expect(notified.map((n) => n.kind).sort()).toEqual([...EXPECTED].sort());
-    // One POST per notified journal event, with the body the notification renders to.
+    const all = journal.map((e) => notificationFor(e, null)).filter((n) => n !== null);
+    expect(all.map((n) => n.kind).sort()).toEqual([...EXPECTED].sort());
+    // The plan was approved at once: its "waits for approval" never went out (issue 32 item 8: never
+    // about a decision already made); every other notified event is one POST.
+    const notified = all.filter((n) => n.kind !== 'plan.proposed');
     expect(receiver.bodies).toHaveLength(notified.length);
     expect([...receiver.bodies].sort((a, b) => a.text.localeCompare(b.text))).toEqual(
       notified.map((n) => webhookPayload({ ...n, repository: run.repository })).sort((a, b) => a.text.localeCompare(b.text)),
     );
     const texts = receiver.bodies.map((b) => b.text).join('\n');
-    expect(texts).toContain(`Plan ${run.plan.planId} waits for approval`);
-    expect(texts).toContain(`Task ${run.plan.planId}-b parked: Task ${run.plan.planId}-b was parked: budget reached: the task budget (100 tokens): tokens 140 ≥ limit 100.`);
-    expect(texts).toContain(`Budget reached: task ${run.plan.planId}-b`);
+    expect(texts).not.toContain('waits for approval');
+    // One notification per budget stop (the journal's budget.reached and task.parked are one stop),
+    // with the command that continues the task.
+    const budget = receiver.bodies.filter((b) => b.text.includes(`${run.plan.planId}-b`) && b.text.includes('budget'));
+    expect(budget.map((b) => b.text)).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^\\[${run.repository}\\] Budget reached: task ${run.plan.planId}-b: Task ${run.plan.planId}-b was parked: budget reached: the task budget \\(100 tokens\\): tokens 140 ≥ limit 100\\. .*polly retry ${run.plan.planId}-b --budget`,
+        ),
+      ),
+    ]);
     expect(texts).toContain(`Goal ${run.goal.id} failed`);
     expect(texts).not.toContain('secret-part');
     // No dashboard URL is configured: no link.
@@ -243,12 +254,24 @@ describe('notification content', () => {
     expect(notificationFor({ seq: 7, at: '2026-12-01T00:00:00Z', kind: 'task.turn_usage', data: {} }, null)).toBeNull();
   });
 
-  it('a budget stop of read-only work does not claim work was kept', () => {
+  it('a budget stop is one notification, titled for the budget; read-only work does not claim work was kept', () => {
     const data = { taskId: 'x1', goalId: null, scope: 'task', kind: 'tokens', limit: 1, spent: 460 };
-    expect(notificationFor({ seq: 1, at: '2026-12-01T00:00:00Z', kind: 'budget.reached', data: { ...data, orderId: 'adhoc:x1' } }, null)?.text).toBe(
-      'The budget of task x1 is reached (460 of 1 tokens); task x1 was stopped and parked.',
+    // The stop's two journal entries (one transaction): only the park, which says the way forward, notifies.
+    expect(notificationFor({ seq: 1, at: '2026-12-01T00:00:00Z', kind: 'budget.reached', data: { ...data, orderId: 'adhoc:x1' } }, null)).toBeNull();
+    const reason = budgetReason({ scope: 'task', goalId: null, budget: { tokens: 1 }, reach: { kind: 'tokens', limit: 1, spent: 460 } }, { readOnly: true });
+    expect(notificationFor({ seq: 2, at: '2026-12-01T00:00:00Z', kind: 'task.parked', data: { taskId: 'x1', reason, backupRef: null, budget: true } }, null)).toMatchObject({
+      title: 'Budget reached: task x1',
+      text: expect.stringMatching(/^Task x1 was parked: budget reached: .*The worker was stopped; its report so far is on the task\./),
+    });
+    expect(notificationFor({ seq: 3, at: '2026-12-01T00:00:00Z', kind: 'task.parked', data: { taskId: 'x1', reason: 'fix rounds exhausted' } }, null)?.title).toBe(
+      'Task x1 parked',
     );
-    expect(notificationFor({ seq: 2, at: '2026-12-01T00:00:00Z', kind: 'budget.reached', data: { ...data, orderId: 'ord-1' } }, null)?.text).toMatch(/parked, its work kept\.$/);
+  });
+
+  it('the desktop notification names the repository', () => {
+    const n = { ...notificationFor({ seq: 1, at: '2026-12-01T00:00:00Z', kind: 'goal.done', data: { goalId: 'g1', status: 'done' } }, null)!, repository: 'acme/widgets' };
+    expect(desktopArgs({ kind: 'notify-send', path: '/usr/bin/notify-send' }, n)).toEqual(['--app-name=Polly', 'Polly: [acme/widgets] Goal g1 done', 'Goal g1 is done.']);
+    expect(desktopArgs({ kind: 'osascript', path: '/usr/bin/osascript' }, n)[1]).toContain('subtitle "[acme/widgets] Goal g1 done"');
   });
 
   it('a PR event that needs attention notifies when it arrives; each fix round closes with one "handled" notification', () => {
@@ -325,5 +348,54 @@ describe('PR notifications from strangers (issue 26 item 6)', () => {
       expect(s).not.toContain('<https://');
     }
     expect(one.text).toContain('&lt;!channel&gt; see &lt;https://evil.example/x|the fix&gt; &amp; approve');
+  });
+});
+
+describe('never about a decision already made, never twice (issue 32 item 8)', () => {
+  /** A sink that records what it is given. */
+  const recording = () => {
+    const sent: Notification[] = [];
+    return {
+      sent,
+      sink: {
+        name: 'recording',
+        send: async (n: Notification) => {
+          sent.push(n);
+          return { ok: true as const };
+        },
+      },
+    };
+  };
+
+  it('"plan waits for approval" is held and dropped when the plan was decided meanwhile; sent when it still waits', async () => {
+    const store = createMemoryRegistryStore();
+    const config = parseConfig('', 'c.yaml');
+    const { sent, sink } = recording();
+    const notifier = startNotifier({ store, sinks: [sink], baseUrl: null, cursorFile: null, log: () => {}, repository: 'acme/widgets', decisionGraceMs: 300 });
+    const decided = await proposePlan(store, config, { tasks: [planTask('a')] });
+    const waiting = await proposePlan(store, config, { tasks: [planTask('b')] });
+    // As polly run --yes does, a moment after proposing (the notifier has seen the proposal by now).
+    await until('the notifier to see both proposals', async () => (await store.journal()).filter((e) => e.kind === 'plan.proposed').length === 2, 5_000);
+    await new Promise((r) => setTimeout(r, 100));
+    await decidePlan(store, config, decided.planId, 'approve', { by: 'polly --yes' });
+    await until('the waiting plan announced', async () => sent.length >= 1, 5_000);
+    await new Promise((r) => setTimeout(r, 500));
+    await notifier.stop();
+    expect(sent.map((n) => n.title)).toEqual([`Plan ${waiting.planId} waits for approval`]);
+    expect(sent[0]!.repository).toBe('acme/widgets');
+  });
+
+  it('the same notification twice within the window is sent once', async () => {
+    const store = createMemoryRegistryStore();
+    const { sent, sink } = recording();
+    const notifier = startNotifier({ store, sinks: [sink], baseUrl: null, cursorFile: null, log: () => {}, repository: 'acme/widgets' });
+    await store.update((_d, tx) => {
+      tx.emit('task.failed', { taskId: 'p1-a', status: 'failed', reason: 'worker crashed' });
+      tx.emit('task.failed', { taskId: 'p1-a', status: 'failed', reason: 'worker crashed' });
+      tx.emit('task.failed', { taskId: 'p1-b', status: 'failed', reason: 'worker crashed' });
+    });
+    await until('two notifications', async () => sent.length >= 2, 5_000);
+    await notifier.stop();
+    expect(sent.map((n) => n.title)).toEqual(['Task p1-a failed', 'Task p1-b failed']);
   });
 });

@@ -301,6 +301,8 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     await hasText(gate.locator('#budgets'), 'per task no limit');
     await hasText(gate.locator('#budgets'), 'per goal $100.00');
     await shot(gate, 'demo-plan-gate');
+    // The webhook says the plan waits (held a moment, brain/notify/notifier.ts: never sent about a plan decided meanwhile); then the human approves.
+    await until('the "waits for approval" notification', () => receiver.bodies.some((b) => b.text.includes('Plan p2 waits for approval')), 30_000);
     const approvedAt = Date.now();
     await Promise.all([gate.waitForURL(/\/s\/[A-Za-z0-9_-]{43}\/plans\/p2$/), gate.click('#approve')]);
     await hasText(gate.locator('#decided'), 'approved by human:tester (polly ui)');
