@@ -12,11 +12,11 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentSandboxSpec } from '../../workers/sandbox/sandbox-profiles.js';
-import { confineCommand, probeSandbox } from '../../workers/sandbox/sandbox.js';
-import { bwrapArgs } from '../../workers/sandbox/sandbox-spec.js';
-import { systemView } from '../../workers/sandbox/system-view.js';
-import { hasSystemPackage } from '../helpers/system-packages.js';
+import { agentSandboxSpec } from '../../../workers/sandbox/sandbox-profiles.js';
+import { confineCommand, probeSandbox } from '../../../workers/sandbox/sandbox.js';
+import { bwrapArgs } from '../../../workers/sandbox/sandbox-spec.js';
+import { systemView } from '../../../workers/sandbox/system-view.js';
+import { hasSystemPackage } from '../../helpers/system-packages.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SANDBOXED = hasSystemPackage('bubblewrap', import.meta.url);
