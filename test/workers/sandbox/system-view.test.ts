@@ -18,7 +18,7 @@ import { bwrapArgs } from '../../../workers/sandbox/sandbox-spec.js';
 import { systemView } from '../../../workers/sandbox/system-view.js';
 import { hasSystemPackage } from '../../helpers/system-packages.js';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const SANDBOXED = hasSystemPackage('bubblewrap', import.meta.url);
 
 function fakeHost(): string {
