@@ -232,6 +232,11 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
         `[polly] sandbox: ${spec.harness} runs in bubblewrap (${confinement.sandbox.bwrap}); writable: ${confinement.sandbox.spec.writable.join(', ')}; network: ${reach}\n`,
       );
     }
+    if (confinement.notice) {
+      // Said at run time: the sandbox holds, but this turn's commands could reach the agent's process.
+      process.stderr.write(`[polly] ${confinement.notice}\n`);
+      record({ type: 'error', message: confinement.notice });
+    }
     if (confinement.warning) {
       process.stderr.write(`[polly] ${confinement.warning}\n`);
       record({ type: 'error', message: confinement.warning });
