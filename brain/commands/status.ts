@@ -14,11 +14,11 @@ import { findRepo } from '../../workers/git/repo.js';
 import { loadConfig } from '../config/config.js';
 import { createFileRegistryStore } from '../registry/registry-store.js';
 import { formatTable } from './table.js';
-import { statusReport, type StatusReport } from '../registry/status-report.js';
+import { reasonLine, statusReport, type StatusReport } from '../registry/status-report.js';
 import { runLiveView } from './live-view.js';
 import { formatCost, totalTokens, type LedgerTotals } from '../registry/cost-ledger.js';
 import { formatBudget } from '../plan/budgets.js';
-import { elideMiddle, visibleLine, visibleText } from '../core/visible-text.js';
+import { visibleLine, visibleText } from '../core/visible-text.js';
 import { mergeText } from '../forge/pr-status.js';
 import { diskReport } from '../core/io-fault.js';
 import { resolveWorktreesDir } from '../../workers/git/worktrees-dir.js';
@@ -32,26 +32,6 @@ export function spentCell(t: LedgerTotals): string | null {
 
 /** Task statuses whose reason the human view shows: the task stopped, and the reason says why and what to do. */
 const REASON_STATUSES: ReadonlySet<string> = new Set(['failed', 'parked', 'cancelled', 'agent_missing', 'agent_exited', 'blocked_on_prompt', 'base_red']);
-
-/**
- * A task's reason on one line: its first line, at most `max` characters (a longer one loses its
- * middle), followed by its fix whole: the first line's text from `Fix: ` on, or else a later line
- * that starts with `Fix` (a setup failure's last line). Polly's reasons end with what to do, and
- * that must never be cut. Terminal escapes are made visible by {@link formatStatus}'s caller pass
- * (`visibleLine`). Pure.
- * @param maxFix  the most characters of the fix shown (a longer one loses its middle too).
- */
-export function reasonLine(reason: string, max = 300, maxFix = 1200): string {
-  const lines = reason
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '');
-  const first = lines[0] ?? '';
-  const at = first.search(/\bFix: /);
-  const fix = at > 0 ? first.slice(at) : (lines.slice(1).find((l) => /^Fix\b/.test(l)) ?? '');
-  if (!fix) return elideMiddle(first, max);
-  return `${elideMiddle(at > 0 ? first.slice(0, at).trim() : first, max)} ${elideMiddle(fix, maxFix)}`;
-}
 
 /** The human-readable status: one table per non-empty section, then why each stopped task stopped (first line of its reason). */
 export function formatStatus(report: StatusReport): string[] {

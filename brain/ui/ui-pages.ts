@@ -13,6 +13,7 @@ import { formatCost, formatTotals, formatUsd } from '../registry/cost-ledger.js'
 import { budgetFlow, formatBudget, raisedBudget, taskBudget } from '../plan/budgets.js';
 import { goalBudget } from '../task-tools/turn-budget.js';
 import type { ParkCause } from '../plan/plan-retry.js';
+import { needsYou, type NeedsYouItem } from './needs-you.js';
 import type { BrainHealth } from '../registry/brain-health.js';
 import { unboundedLine } from '../plan/plan-gate.js';
 import type { GateLogEntry, RunWithJournal } from './ui-source.js';
@@ -53,10 +54,12 @@ function table(headers: string[], rows: string[][], id?: string): string {
  * The page frame.
  * @param live  `true`: the page's `<main>` is reloaded whenever the state changes (SSE `/events`).
  * @param stream  a task id whose workers' events `/ui.js` appends to `#stream` (SSE `/tasks/ID/stream`).
+ * @param count  how many things wait for a human (the overview's "needs you"), shown first in the title when > 0.
  */
-export function layout(title: string, body: string, options: { live?: boolean; stream?: string; after?: string } = {}): string {
+export function layout(title: string, body: string, options: { live?: boolean; stream?: string; after?: string; count?: number } = {}): string {
+  const count = options.count ? `(${options.count}) ` : '';
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>${e(title)} · Polly</title>
+<html lang="en"><head><meta charset="utf-8"><title>${count}${e(title)} · Polly</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="/ui.css"><script src="/ui.js" defer></script></head>
 <body${options.live ? ' data-live="1"' : ''}${options.stream ? ` data-stream="${e(options.stream)}"` : ''}>
@@ -75,8 +78,63 @@ export function healthBanner(h: BrainHealth): string {
   return `<p id="brain-health" class="health ${h.state === 'running' ? 'ok' : 'bad'}" data-state="${h.state}" role="status">${e(h.line)}</p>`;
 }
 
-/** Goals, plans, tasks and workers: the overview (`/`). */
-export function overviewPage(reg: Registry): string {
+/**
+ * The "needs you" strip (`#needs-you`, ./needs-you.ts): each thing that waits for a human with what
+ * moves it — Approve/Reject in place for a plan at the gate, a Retry button (and the command) for a
+ * task that stopped, the PR link for one ready to merge. Empty: one line saying nothing waits.
+ */
+export function needsYouStrip(items: NeedsYouItem[]): string {
+  const head = `<h2 id="needs-you-title">Needs you${items.length ? ` <span class="count">(${items.length})</span>` : ''}</h2>`;
+  if (items.length === 0) return `<section id="needs-you" class="needs-you none" aria-labelledby="needs-you-title">${head}<p>Nothing waits for you.</p></section>`;
+  const li = items.map((item) => {
+    switch (item.kind) {
+      case 'plan': {
+        const p = item.plan;
+        const id = e(p.id);
+        return `<li id="ny-plan-${id}" data-kind="plan" data-plan="${id}"><span class="what">Plan <a href="plans/${id}">${id}</a> waits for approval${p.goalId ? ` (goal ${e(p.goalId)})` : ''}: ${p.tasks.length} task${p.tasks.length === 1 ? '' : 's'}, ${e(p.admission?.line ?? 'not checked')}</span>
+<span class="actions"><form method="post" action="plans/${id}/approve"><input type="hidden" name="back" value="overview"><button type="submit" id="ny-approve-${id}" class="ok">Approve ${id}</button></form><form method="post" action="plans/${id}/reject"><input type="hidden" name="back" value="overview"><button type="submit" id="ny-reject-${id}" class="bad">Reject</button></form> <a href="plans/${id}">review the plan</a></span></li>`;
+      }
+      case 'task': {
+        const t = item.task;
+        const id = e(t.id);
+        const budget = item.retry?.budget;
+        const hidden = budget
+          ? Object.entries(budget)
+              .map(([k, v]) => `<input type="hidden" name="${e(k)}" value="${e(v)}">`)
+              .join('')
+          : '';
+        const button = item.retry
+          ? `<form method="post" action="tasks/${id}/retry">${hidden}<button type="submit" id="ny-retry-${id}" class="ok">${
+              budget
+                ? `Retry ${id} with ${e(
+                    Object.entries(budget)
+                      .map(([k, v]) => `${k} ${v}`)
+                      .join(', '),
+                  )}`
+                : `Retry ${id}`
+            }</button></form>`
+          : '';
+        return `<li id="ny-task-${id}" data-kind="task" data-task="${id}"><span class="what">Task <a href="tasks/${id}">${id}</a> ${badge(t.status)} ${e(item.reason)}</span>
+<span class="actions">${button}<code>${e(item.command)}</code></span></li>`;
+      }
+      default: {
+        const t = item.task;
+        const pr = t.pr!;
+        const href = pr.forge === 'local' ? `prs/${pr.number}` : pr.url;
+        return `<li id="ny-pr-${pr.number}" data-kind="pr" data-task="${e(t.id)}"><span class="what">PR <a href="${e(href)}">#${pr.number}</a> of task <a href="tasks/${e(t.id)}">${e(t.id)}</a> is ready for you to merge: ${e(t.title)}</span>
+<span class="actions muted">Polly never merges: review and merge it yourself${pr.forge === 'local' ? ' (git merge)' : ''}.</span></li>`;
+      }
+    }
+  });
+  return `<section id="needs-you" class="needs-you" aria-labelledby="needs-you-title">${head}<ul>${li.join('')}</ul></section>`;
+}
+
+/**
+ * Goals, plans, tasks and workers: the overview (`/`), with what waits for a human first.
+ * @param parks  why each parked task is parked (brain/plan/plan-retry.ts `parkCauses`).
+ */
+export function overviewPage(reg: Registry, parks: ReadonlyMap<string, ParkCause> = new Map(), notice?: string): string {
+  const waiting = needsYou(reg, parks);
   const goals = byId(reg.goals);
   const plans = byId(reg.plans);
   const tasks = byId(reg.tasks);
@@ -84,7 +142,8 @@ export function overviewPage(reg: Registry): string {
   const live = statusReport('', reg).workers.map((w) => reg.workers[w.id]!);
   return layout(
     'Overview',
-    `<h1>Goals &amp; plans</h1>
+    `<h1>Goals &amp; plans</h1>${notice ? `<p class="notice" role="status">${e(notice)}</p>` : ''}
+${needsYouStrip(waiting)}
 <h2>Goals</h2>${table(
       ['Goal', 'Status', 'Plans', 'Text'],
       goals.map((g: GoalRecord) => [
@@ -113,7 +172,7 @@ export function overviewPage(reg: Registry): string {
       live.map((w) => [e(w.id), `<a href="tasks/${e(w.taskId)}">${e(w.taskId)}</a>`, e(w.harness), e(w.purpose ?? '-'), e(w.startedAt)]),
       'workers',
     )}`,
-    { live: true },
+    { live: true, count: waiting.length },
   );
 }
 
@@ -527,6 +586,12 @@ pre.diff{background:#fff;border:1px solid #e1e5ec;padding:.5em;overflow:auto}pre
 ol#stream{background:#fff;border:1px solid #e1e5ec;padding:.5em 2.5em;font-family:ui-monospace,monospace;font-size:12.5px}
 ol#stream li.tool_call{color:#5a48b5}ol#stream li.error,ol#stream li.denied{color:#8d1c1c}ol#stream li.result{font-weight:600}
 code.data{font-size:12px;word-break:break-all}
+.needs-you{background:#fff8e1;border:1px solid #d9b44a;border-radius:6px;padding:.1em 1em .5em;margin:.8em 0}
+.needs-you.none{background:#eef8f0;border-color:#8fc79d}
+.needs-you h2{border:none;margin:.5em 0 .2em}.needs-you ul{list-style:none;padding:0;margin:0}
+.needs-you li{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;justify-content:space-between;padding:.45em 0;border-top:1px solid #ead9a0}
+.needs-you li:first-child{border-top:none}.needs-you .actions{display:flex;flex-wrap:wrap;gap:.5em;align-items:center}.needs-you form{display:inline}
+.needs-you button{padding:.3em .8em}.needs-you code{overflow-wrap:anywhere}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dt{color:#6b7485}dd{margin:0}
 `;
 
@@ -557,9 +622,11 @@ export const UI_SCRIPT = `
       if (busy) { again = true; return; }
       busy = true;
       fetch(location.href, { credentials: 'same-origin' }).then(function (r) { return r.text(); }).then(function (html) {
-        var next = new DOMParser().parseFromString(html, 'text/html').querySelector('main');
+        var doc = new DOMParser().parseFromString(html, 'text/html');
+        var next = doc.querySelector('main');
         var cur = document.querySelector('main');
         if (next && cur) cur.replaceWith(next);
+        if (doc.title) document.title = doc.title;
       }).finally(function () { busy = false; if (again) { again = false; reload(); } });
     };
     es.addEventListener('change', reload);

@@ -193,7 +193,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     headers.delete('content-length');
     return new Response(page, { status: res.status, headers });
   };
-  app.get('/', async (c) => html(c, overviewPage(await registry())));
+  app.get('/', async (c) => html(c, overviewPage(await registry(), await source.parkCauses(), c.req.query('notice'))));
   app.get('/journal', async (c) => html(c, journalPage(await source.readJournal(300))));
   app.get('/goals/:id', async (c) => {
     const reg = await registry();
@@ -208,6 +208,8 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   app.post('/plans/:id/:decision{approve|reject}', async (c) => {
     const id = c.req.param('id');
     const decision = c.req.param('decision') as 'approve' | 'reject';
+    // From the overview's "needs you" strip: back there, with the same notice.
+    const back = (await c.req.parseBody()).back === 'overview';
     try {
       const plan = await source.decidePlan(id, decision, deps.user);
       // Approved with no Brain running: one starts when config brain.start_on_approve says so;
@@ -218,6 +220,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
         if (brain.state === 'started') notice = `Plan ${plan.id} is approved. No Brain ran, so one was started to run it (pid ${brain.pid}; config brain.start_on_approve).`;
         else if (brain.state === 'none') notice = `Plan ${plan.id} is approved, but no Brain runs: nothing of it runs until polly resume ${plan.id} starts one.`;
       }
+      if (back) return c.redirect(`/?notice=${encodeURIComponent(notice ?? `Plan ${plan.id} is ${plan.gate}.`)}`, 303);
       return c.redirect(`/plans/${encodeURIComponent(plan.id)}${notice ? `?notice=${encodeURIComponent(notice)}` : ''}`, 303);
     } catch (error) {
       if (error instanceof PollyError && (error.code === 'conflict' || error.code === 'not_found')) {

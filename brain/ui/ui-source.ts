@@ -79,6 +79,8 @@ export interface UiSource {
   decidePlan(planId: string, decision: 'approve' | 'reject', by: string): Promise<PlanRecord>;
   /** Why task `taskId` is parked (brain/plan/plan-retry.ts `parkCauses` over the whole journal), or null when it is not. */
   parkCause(taskId: string): Promise<ParkCause | null>;
+  /** Why each parked task is parked, by task id (the journal is read only when a task is parked). */
+  parkCauses(): Promise<Map<string, ParkCause>>;
   /**
    * Propose a retry plan for one task, as `polly retry TASK [--budget B]` does (same checks, same
    * refusals), and leave it at the plan gate. A retry of exactly this task already proposed is
@@ -228,6 +230,10 @@ export function createRepoUiSource(deps: {
     async parkCause(taskId) {
       const t = (await deps.store.read()).tasks[taskId];
       return t?.status === 'parked' ? (parkCauses(await deps.store.journal()).get(taskId) ?? null) : null;
+    },
+    async parkCauses() {
+      const parked = Object.values((await deps.store.read()).tasks).some((t) => t.status === 'parked');
+      return parked ? parkCauses(await deps.store.journal()) : new Map();
     },
     async retryTask(taskId, budgets) {
       const reg = await deps.store.read();

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createFileRegistryStore } from '../../../brain/registry/registry-store.js';
 import { formatTable } from '../../../brain/commands/table.js';
-import { reasonLine } from '../../../brain/commands/status.js';
+import { reasonLine } from '../../../brain/registry/status-report.js';
 import { cannotRunReason } from '../../../brain/task-tools/run-acceptance.js';
 import { classifyCannotRun } from '../../../workers/check-runner.js';
 import { createTestRepo } from '../../helpers/git-repo.js';
