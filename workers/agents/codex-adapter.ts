@@ -269,7 +269,7 @@ export function createCodexEventParser(): (json: unknown) => AgentEvent[] {
 
 /** Output of a command whose sandbox could not be set up (bubblewrap, namespaces, landlock, seccomp). */
 const SANDBOX_FAILURE =
-  /bwrap: |bubblewrap is unavailable|No permissions to create new namespace|unprivileged_userns|Landlock (is )?not supported|failed to apply (landlock|seccomp)|sandbox (is )?unavailable|error (running|launching) (the )?(linux )?sandbox|codex-linux-sandbox/i;
+  /bwrap: |bubblewrap is unavailable|error building bubblewrap command|No permissions to create new namespace|unprivileged_userns|Landlock (is )?not supported|failed to apply (landlock|seccomp)|sandbox (is )?unavailable|error (running|launching) (the )?(linux )?sandbox|codex-linux-sandbox/i;
 
 /**
  * If codex's sandbox could not start here, a message saying so and what to do; otherwise null.

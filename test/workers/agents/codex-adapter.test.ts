@@ -367,4 +367,16 @@ describe('sandbox failure detection', () => {
     expect(sandboxFailure([{ type: 'tool_result', id: '1', isError: true, output: 'npm ERR! test failed' }])).toBeNull();
     expect(sandboxFailure([...failed, { type: 'tool_result', id: '2', isError: false, output: 'hello' }])).toBeNull();
   });
+
+  it('reports codex 0.171 refused a user namespace (in a chroot, or a container whose seccomp forbids one)', () => {
+    // The events of a real codex turn in a chroot of a fresh Debian root (scripts/fresh-machine-check.sh
+    // before it used pivot_root): its apply_patch calls and its shell command all failed.
+    const events: AgentEvent[] = [
+      { type: 'tool_call', id: 'item_2', tool: 'apply_patch', input: {} },
+      { type: 'tool_result', id: 'item_2', isError: true, output: 'add /tmp/demo/stats/.worktrees/p2-t2/src/median.js' },
+      { type: 'tool_call', id: 'item_4', tool: 'shell', input: {} },
+      { type: 'tool_result', id: 'item_4', isError: true, output: 'error building bubblewrap command: cannot establish app-server socket mount isolation\n' },
+    ];
+    expect(sandboxFailure(events)).toMatch(/codex's own sandbox cannot run here.*error building bubblewrap command.*apt-get install bubblewrap/);
+  });
 });
