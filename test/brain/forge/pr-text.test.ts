@@ -8,9 +8,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SUMMARY_LEGEND, formatSummary } from '../../../brain/commands/follow-goal.js';
-import { renderPrBody } from '../../../brain/forge/pr-body.js';
+import { prBodyInputOf, renderPrBody } from '../../../brain/forge/pr-body.js';
 import { reviewText } from '../../../brain/forge/pr-status.js';
 import { addTurn, costNote, ledgerTurn, type LedgerTurn } from '../../../brain/registry/cost-ledger.js';
+import { makeTask } from '../../helpers/worker-tools.js';
 
 const usage = (input: number, output: number, cost: number | null) =>
   ({ type: 'usage', scope: 'turn', inputTokens: input, outputTokens: output, cacheReadTokens: null, cacheWriteTokens: null, costUsd: cost }) as const;
@@ -56,6 +57,15 @@ describe('the PR body', () => {
     expect(body).toContain(`Not billed: the model behind ${SCRIPTED} runs on this machine`);
     expect(body).toContain('Polly has no price table');
     expect(costNote([turn('w9', 'codex', 'implement', null, null)])).toContain('codex (codex reports tokens but never a cost)');
+  });
+
+  it("warns in the body Polly writes for a task that ran unconfined (built from the task's record, as open_draft_pr, mark_ready and the landing sync build it)", () => {
+    const warning = "this work ran without Polly's sandbox";
+    const unconfined = makeTask('p3-t1', 'pi', { unconfined: 'bubblewrap is not installed; the turn ran with workers.allow_unconfined: true' });
+    const written = renderPrBody(prBodyInputOf(unconfined));
+    expect(written).toContain(warning);
+    expect(written).toContain('bubblewrap is not installed');
+    expect(renderPrBody(prBodyInputOf(makeTask('p3-t2', 'pi')))).not.toContain(warning);
   });
 });
 

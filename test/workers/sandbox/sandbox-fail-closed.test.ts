@@ -8,7 +8,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderPrBody } from '../../../brain/forge/pr-body.js';
+import { prBodyInputOf, renderPrBody } from '../../../brain/forge/pr-body.js';
 import { createFileRegistryStore } from '../../../brain/registry/registry-store.js';
 import { dispatch } from '../../../brain/task-tools/dispatch.js';
 import { parseModelScript } from '../../../scripts/scripted-model/script.js';
@@ -85,16 +85,8 @@ describe('the sandbox fails closed', () => {
     expect(task.unconfined).toContain('allow_unconfined');
     const journal = await store.journal();
     expect(journal.filter((e) => e.kind === 'task.unconfined').map((e) => (e.data as { taskId: string }).taskId)).toEqual(['fc2']);
-    const body = renderPrBody({
-      taskId: task.id,
-      title: task.title,
-      prompt: task.prompt,
-      acceptance: task.acceptance,
-      checks: [],
-      reviews: [],
-      worker: task.worker,
-      unconfined: task.unconfined ?? null,
-    });
+    // The body as Polly writes it: from the task's record (open_draft_pr, mark_ready, the landing sync).
+    const body = renderPrBody(prBodyInputOf(task));
     expect(body).toContain("this work ran without Polly's sandbox");
   });
 });
