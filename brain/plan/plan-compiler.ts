@@ -161,7 +161,8 @@ export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number],
   const fixRounds = base.variables.find((v) => v.name === 'fix_rounds');
   const redRetry = base.transitions.find((t) => t.action === 'TESTS_RED' && t.from.includes('testing') && t.when !== null);
   const blockingRetry = base.transitions.find((t) => t.action === 'REVIEW_BLOCKING' && t.from.includes('reviewing') && t.when !== null);
-  const fixGuards = base.transitions.filter((t) => t.when !== null && /^fix_rounds < \d+$/.test(t.when));
+  // Every guard that bounds the fix rounds, alone or beside another condition (FEEDBACK's author).
+  const fixGuards = base.transitions.filter((t) => t.when !== null && /\bfix_rounds < \d+\b/.test(t.when));
   const acceptance = base.effects.find((e) => e.kind === 'run_acceptance');
   if (
     vendorField?.type !== 'enum' ||
@@ -189,7 +190,7 @@ export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number],
   rounds.max = Math.max(bounds.reviewRounds, 0);
   blockingRetry.when = `rounds < ${bounds.reviewRounds}`;
   fixRounds.max = Math.max(bounds.fixRounds, 0);
-  for (const t of fixGuards) t.when = `fix_rounds < ${bounds.fixRounds}`;
+  for (const t of fixGuards) t.when = t.when!.replace(/\bfix_rounds < \d+\b/g, `fix_rounds < ${bounds.fixRounds}`);
   acceptance.retry = { ...acceptance.retry, lease_seconds: bounds.acceptanceLeaseSeconds };
   base.name = planTaskWorkflowName(planId, task.key);
   base.file = `plan:${planId}/${task.key}`;

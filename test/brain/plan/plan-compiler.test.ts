@@ -114,16 +114,27 @@ describe('config bounds go into the checked task workflow', () => {
 
   it('pr.max_fix_rounds is compiled into the model: that many PR events go back to the worker, the next one parks the task', () => {
     const toReady: Array<[string, Record<string, unknown>?]> = [...toReview, ['REVIEW_CLEAN'], ['MARKED_READY']];
-    const round: Array<[string, Record<string, unknown>?]> = [['FEEDBACK'], ['WORKER_DONE'], ['TESTS_GREEN'], ['REVIEW_CLEAN'], ['PUSHED'], ['REPLIED'], ['MARKED_READY']];
+    const round: Array<[string, Record<string, unknown>?]> = [
+      ['FEEDBACK', { author: 'maintainer' }],
+      ['WORKER_DONE'],
+      ['TESTS_GREEN'],
+      ['REVIEW_CLEAN'],
+      ['PUSHED'],
+      ['REPLIED'],
+      ['MARKED_READY'],
+    ];
     const one = structuredClone(DEFAULT_CONFIG);
     one.pr.max_fix_rounds = 1;
     const r1 = admitPlan('pl', validatePlan({ tasks: [task('t1')] }, 'test'), one);
-    expect(r1.admitted).toBe(true); // the checker proves termination with the bound the run obeys
+    expect(r1.admitted, r1.violations.map((v) => `${v.invariant}: ${JSON.stringify(v).slice(0, 600)}`).join('\n')).toBe(true); // the checker proves termination with the bound the run obeys
     const wf = taskPart(one);
     expect(wf.variables.find((v) => v.name === 'fix_rounds')).toMatchObject({ type: 'int', max: 1 });
     expect(run(wf, toReady)).toBe('watching');
     expect(run(wf, [...toReady, ...round])).toBe('watching');
-    expect(run(wf, [...toReady, ...round, ['FEEDBACK']])).toBe('parked');
+    expect(run(wf, [...toReady, ...round, ['FEEDBACK', { author: 'maintainer' }]])).toBe('parked');
+    // A non-maintainer's feedback does not apply: it moves nothing and spends no round (issue 26).
+    expect(() => run(wf, [...toReady, ['FEEDBACK', { author: 'other' }]])).toThrow(/^FEEDBACK: /);
+    expect(run(wf, [...toReady, ...round, ['FEEDBACK', { author: 'maintainer' }]])).toBe('parked');
     expect(run(wf, [...toReady, ['CONFLICTS'], ['BASE_CONFLICTED'], ['WORKER_DONE'], ['TESTS_RED']])).toBe('parked'); // red re-tests count a round too
     expect(run(wf, [...toReady, ['MERGED']])).toBe('done');
     // The local forge's check red on the merge with the moved base: the base is merged in, then the worker fixes (one round).
