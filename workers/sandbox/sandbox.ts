@@ -219,7 +219,9 @@ function realOrSelf(path: string): string {
  */
 export function confineCommand(bwrap: string, spec: SandboxSpec, command: string, args: readonly string[], env: Record<string, string>): ConfinedCommand {
   const nodePrefix = dirname(dirname(realOrSelf(process.execPath)));
-  const runtime = [packageRoot(), ...(nodePrefix === '/' ? [] : [nodePrefix])];
+  // Polly's dependencies where they really are (a node_modules linked elsewhere: pnpm, a shared install).
+  const modules = realOrSelf(join(packageRoot(), 'node_modules'));
+  const runtime = [packageRoot(), ...(nodePrefix === '/' ? [] : [nodePrefix]), ...(modules.startsWith(`${packageRoot()}/`) ? [] : [modules])];
   // What of the host the sandbox shows besides the spec's paths (./system-view.ts): system dirs,
   // the parts of /etc programs need, the toolchains on the sandboxed PATH. Nothing else.
   const system = systemView({ pathVar: env.PATH ?? spec.env?.PATH, hidden: spec.hidden });

@@ -319,6 +319,8 @@ describe('polly doctor', () => {
     const repo = createTestRepo({ 'tools/python3': '#!/bin/sh\necho "$0: No module named pytest" >&2\nexit 1\n', 'run-tests.sh': '#!/bin/sh\nexit 0\n' });
     chmodSync(join(repo.dir, 'tools/python3'), 0o755);
     chmodSync(join(repo.dir, 'run-tests.sh'), 0o755);
+    // Committed: the probes run in a checkout of HEAD, as a task's worktree would (an uncommitted mode is the developer's).
+    repo.git(['commit', '-q', '-am', 'executable']);
     const config = structuredClone(DEFAULT_CONFIG);
     config.workers.allow_unconfined = true; // confined where bubblewrap works, else unconfined: the probe runs either way
     config.acceptance.commands = ['./run-tests.sh', 'tools/python3 -m pytest -q', 'CI=1 polly-no-such-runner test'];
