@@ -54,7 +54,9 @@ describe('declared paths in the checker', () => {
       ],
     };
     const b = admitPlan('p4', validatePlan(batched, 'test'), DEFAULT_CONFIG);
-    expect(b.violations.map((x) => [x.invariant, x.trace.map((s) => s.action)])).toEqual([['schedule/overlapping-paths-in-order/api+users', ['APPROVED', 'TURN_START', 'DISPATCH_BATCH_1']]]);
+    expect(b.violations.map((x) => [x.invariant, x.trace.map((s) => s.action)])).toEqual([
+      ['schedule/overlapping-paths-in-order/api+users', ['APPROVED', 'TURN_START', 'DISPATCH_BATCH_1']],
+    ]);
   });
 
   it('counts what Polly cannot show disjoint as overlapping, and the declared protected paths as part of the task', () => {
