@@ -79,6 +79,19 @@ export interface PollyConfig {
       trusted_authors: string[];
     };
   };
+  /**
+   * Issues in (issue 30, brain/forge/issue-intake.ts): an open issue that an account with write,
+   * maintain or admin permission labels `label` becomes a goal (`polly watch`, and the Brain's loop
+   * when `in_brain`). Optional for configs written before it existed (the defaults apply).
+   */
+  intake?: {
+    /** The label that takes an issue in (default `polly`). */
+    label: string;
+    /** true: the Brain's loop takes labelled issues in too, besides `polly watch` (default false). */
+    in_brain: boolean;
+    /** Seconds between two intake passes of `polly watch` and of the Brain (1-3600, default 60). */
+    watch_seconds: number;
+  };
   brain: {
     /** The Brain's own model (Claude). */
     model: string | null;
@@ -173,6 +186,7 @@ export const DEFAULT_CONFIG: PollyConfig = {
   acceptance: { commands: ['npm test'], timeout: 600, max_attempts: 3, network: false, known_red: [] },
   worktrees: { dir: '.worktrees', setup: null, setup_network: false, protected_paths: [...DEFAULT_PROTECTED_PATHS] },
   forge: { kind: 'auto', github: { base_url: null, watch_seconds: 60, trusted_authors: [] } },
+  intake: { label: 'polly', in_brain: false, watch_seconds: 60 },
   brain: { model: 'claude-sonnet-4-5', start_on_approve: false },
   budgets: { per_task: null, per_goal: null },
   prices: {},

@@ -137,6 +137,7 @@ export const CONFIG_SPEC: Spec = {
         github: { t: 'object', fields: { base_url: nullableStr, watch_seconds: int(1, 3600), trusted_authors: { t: 'list', of: str } } },
       },
     },
+    intake: { t: 'object', fields: { label: str, in_brain: { t: 'bool' }, watch_seconds: int(1, 3600) } },
     brain: { t: 'object', fields: { model: nullableStr, start_on_approve: { t: 'bool' } } },
     budgets: { t: 'object', fields: { per_task: BUDGET_SPEC, per_goal: BUDGET_SPEC } },
     prices: { t: 'map', keyName: 'a model id', of: PRICE_SPEC },
@@ -222,6 +223,11 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'forge.github.trusted_authors':
     'GitHub logins (accounts or apps) whose reviews and comments may steer a worker besides the accounts with write, maintain or admin permission on the repository (default none).',
   'forge.github.watch_seconds': 'seconds between two passes of the PR watcher (reviews, comments, checks, mergeability of each open PR; 1-3600, default 60).',
+  intake:
+    'Issues in (docs/issues-intake.md): an open issue that an account with write, maintain or admin permission\nlabels with label becomes a goal; its plan is posted on the issue and a maintainer answers /polly approve.',
+  'intake.label': 'The label that takes an issue in (polly watch, polly goal --issue N takes one by hand).',
+  'intake.in_brain': "true: the Brain's loop takes labelled issues in too, besides polly watch.",
+  'intake.watch_seconds': 'Seconds between two intake passes of polly watch and of the Brain (1-3600).',
   brain: 'The Brain: the LLM session that plans and integrates and never writes business code.',
   'brain.model': "The Brain's own (Claude) model; null lets the SDK choose.",
   'brain.start_on_approve':

@@ -277,7 +277,12 @@ export function pathOverlapDetail(o: PathOverlap): string {
 
 /**
  * The plan's schedule as a workflow, run by the Brain on the runtime (one run per approved plan,
- * input `{plan}`): the Brain signals TURN_START, then the dispatches of the turn (DISPATCH_tN or
+ * input `{plan}`). It starts at the plan gate (state `gate`): APPROVED is the gate's approval,
+ * whoever gave it — the terminal, the dashboard, `polly plan approve`, `--yes`, or a maintainer's
+ * `/polly approve` comment on the goal's issue (issue 30): one action, the front end is only its
+ * payload (`by`) — and REJECTED / EXPIRED close the run; the {@link PLAN_APPROVAL_INVARIANT}
+ * (no `dispatch_task` effect before APPROVED) is checked on every path. Then the Brain signals
+ * TURN_START, then the dispatches of the turn (DISPATCH_tN or
  * DISPATCH_BATCH_B), then TURN_END; each dispatch emits a `dispatch_tN` order (tool
  * `dispatch_task`) whose completion STARTED_tN / FAIL_tN says whether the task started; the
  * task's end comes back as the signal DONE_tN or FAIL_tN; SKIP_tN settles a task whose
@@ -297,9 +302,14 @@ export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks'
   const variables: Record<string, unknown> = {
     dispatched: { type: 'int', min: 0, max: Math.max(tasks.length, 1), initial: 0 },
   };
-  const actions: Record<string, unknown> = { TURN_START: {}, TURN_END: {}, FINISH: {} };
+  // The plan gate: one approval action whatever front end gave it (its `by` is payload, journaled).
+  const actions: Record<string, unknown> = { APPROVED: { extra: 'payload' }, REJECTED: { extra: 'payload' }, EXPIRED: {}, TURN_START: {}, TURN_END: {}, FINISH: {} };
   const effects: Record<string, unknown> = {};
-  const transitions: unknown[] = [];
+  const transitions: unknown[] = [
+    { action: 'APPROVED', from: 'gate', to: 'idle' },
+    { action: 'REJECTED', from: 'gate', to: 'closed' },
+    { action: 'EXPIRED', from: 'gate', to: 'closed' },
+  ];
   const depsDone = (i: number): string[] => tasks[i]!.dependsOn.map((d) => `${ident(index.get(d)!)} == "done"`);
   const ready = (i: number): string => [`${ident(i)} == "waiting"`, ...depsDone(i)].join(' && ');
   const pinned = new Set(Object.keys(plan.batches));
@@ -368,9 +378,9 @@ export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks'
     description: `Schedule of plan ${planId}: dispatch order, dependencies and turns.`,
     input: { plan: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]*$' } },
     key: 'plan:{plan}',
-    states: ['idle', 'turn', 'finished'],
-    initial: 'idle',
-    terminal: ['finished'],
+    states: ['gate', 'idle', 'turn', 'finished', 'closed'],
+    initial: 'gate',
+    terminal: ['finished', 'closed'],
     variables,
     actions,
     effects,
@@ -379,8 +389,28 @@ export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks'
     polly: { turn: { start: ['TURN_START'], end: ['TURN_END'] }, tasks: [] },
   };
   const wf = validateWorkflow(raw, { file: `plan:${planId}/schedule` });
+  wf.invariants.push(planApprovalInvariant());
   for (const o of pathOverlaps(tasks)) wf.invariants.push(pathOverlapInvariant(o, index.get(o.a)!, index.get(o.b)!));
   return wf;
+}
+
+/** The name of {@link planApprovalInvariant}. */
+export const PLAN_APPROVAL_INVARIANT = 'dispatch-only-after-plan-approval';
+
+/**
+ * No plan task is dispatched before the plan gate's approval: every `dispatch_task` effect of the
+ * schedule is preceded by APPROVED (issue 30: an approval by a maintainer's comment on the issue is
+ * this same action, so no front end has a path around it).
+ */
+export function planApprovalInvariant(): InvariantDecl {
+  return {
+    name: PLAN_APPROVAL_INVARIANT,
+    pattern: 'requires_before',
+    event: { names: [], tools: [DISPATCH_TASK_TOOL], when: null },
+    requires: [{ names: ['APPROVED'], tools: [], when: null }],
+    reset_by: null,
+    scope: { kind: 'global' },
+  };
 }
 
 /**

@@ -7,7 +7,8 @@
  * is dispatched.
  *
  * Per loop turn and approved plan, `driveSchedule`:
- * 1. starts (or attaches to) the schedule run;
+ * 1. starts (or attaches to) the schedule run, and passes its plan gate with APPROVED (who approved
+ *    as payload: the same gate action from every front end);
  * 2. reports each task's end as DONE_tN (ready / merged / done) or FAIL_tN (any other final status);
  * 3. settles dependants of failed or skipped tasks with SKIP_tN (the task is cancelled, saying why;
  *    the model counts a skipped task as failed);
@@ -76,12 +77,16 @@ export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, me
   }
   let run = started.run;
   if (run.status === 'finished') return;
-  const signal = async (action: string): Promise<boolean> => {
-    const r = await deps.runtime.signal(run.id, action);
+  const signal = async (action: string, data?: Record<string, unknown>): Promise<boolean> => {
+    const r = await deps.runtime.signal(run.id, action, data);
     run = r.run;
     if (!r.accepted) log(`[polly] plan ${plan.id}: the schedule refused ${action} (${r.code}): ${r.reason}`);
     return r.accepted;
   };
+  // 0. The plan gate's approval is the run's first step: one action whoever approved (the terminal,
+  //    the dashboard, polly plan approve, --yes, a maintainer's /polly approve comment), its `by`
+  //    journaled as payload. The admitted schedule dispatches nothing before it.
+  if (control(run) === 'gate' && !(await signal('APPROVED', { by: plan.decidedBy ?? 'unknown', at: plan.decidedAt ?? '' }))) return;
 
   // 1. Task ends → DONE_tN / FAIL_tN.
   const reg = await deps.store.read();

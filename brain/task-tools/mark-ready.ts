@@ -36,8 +36,9 @@ export function createMarkReadyTool(): TaskTool {
         return { outcome: 'failure', permanent: true, note: `PR #${number} was closed without merging; it cannot be marked ready. Reopen it on the forge or cancel the task.` };
       }
       if (info.state !== 'ready') {
-        const t = (await ctx.store.read()).tasks[task.id] ?? task;
-        const body = renderPrBody(prBodyInputOf(t));
+        const reg = await ctx.store.read();
+        const t = reg.tasks[task.id] ?? task;
+        const body = renderPrBody(prBodyInputOf(t, reg));
         // The description was written when the draft opened ("Review: pending"): it gets the final state too.
         await ctx.forge.updateBody(number, body);
         await ctx.forge.comment(number, `**Final state: ready for review.**\n\n${body}`);

@@ -48,7 +48,7 @@ describe('plan gate: a plan compiles to workflows checked with Polly guarantees'
     expect(verdict.admitted).toBe(false);
     const v = verdict.violations.find((x) => x.invariant === 'schedule/at-most-5-dispatches-per-turn');
     expect(v).toBeDefined();
-    expect(v!.trace.map((s) => s.action)).toEqual(['TURN_START', 'DISPATCH_BATCH_1']);
+    expect(v!.trace.map((s) => s.action)).toEqual(['APPROVED', 'TURN_START', 'DISPATCH_BATCH_1']);
   });
 
   it('admits seven unpinned tasks: the schedule itself never dispatches more than 5 per turn', () => {

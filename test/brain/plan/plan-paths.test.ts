@@ -33,7 +33,7 @@ describe('declared paths in the checker', () => {
     // Only the overlapping pair; ui is disjoint from both.
     expect(verdict.violations.map((v) => v.invariant)).toEqual(['schedule/overlapping-paths-in-order/api+users']);
     const v = verdict.violations[0]!;
-    expect(v.trace.map((s) => s.action)).toEqual(['TURN_START', 'DISPATCH_t0', 'DISPATCH_t1']);
+    expect(v.trace.map((s) => s.action)).toEqual(['APPROVED', 'TURN_START', 'DISPATCH_t0', 'DISPATCH_t1']);
     expect(v.detail).toBe(
       'tasks api and users may both change src/api/users.ts — api: src/api/**; users: src/api/users.ts — and can run at the same time. Order them (depends_on: [api] on users) or give them disjoint paths.',
     );
@@ -54,7 +54,9 @@ describe('declared paths in the checker', () => {
       ],
     };
     const b = admitPlan('p4', validatePlan(batched, 'test'), DEFAULT_CONFIG);
-    expect(b.violations.map((x) => [x.invariant, x.trace.map((s) => s.action)])).toEqual([['schedule/overlapping-paths-in-order/api+users', ['TURN_START', 'DISPATCH_BATCH_1']]]);
+    expect(b.violations.map((x) => [x.invariant, x.trace.map((s) => s.action)])).toEqual([
+      ['schedule/overlapping-paths-in-order/api+users', ['APPROVED', 'TURN_START', 'DISPATCH_BATCH_1']],
+    ]);
   });
 
   it('counts what Polly cannot show disjoint as overlapping, and the declared protected paths as part of the task', () => {
@@ -84,7 +86,7 @@ describe('declared paths in the checker', () => {
   it('the schedule the Brain runs carries the invariant; spin agrees with both verdicts', () => {
     const refused = validatePlan(parallel, 'test');
     const wf = compileScheduleWorkflow('p8', refused, 5);
-    expect(wf.invariants.map((i) => i.name)).toEqual(['overlapping-paths-in-order/api+users']);
+    expect(wf.invariants.map((i) => i.name)).toEqual(['dispatch-only-after-plan-approval', 'overlapping-paths-in-order/api+users']);
     if (!spinAvailable()) return;
     const ordered = validatePlan({ tasks: [parallel.tasks[0]!, { ...parallel.tasks[1]!, depends_on: ['api'] }] }, 'test');
     const policy = { maxDispatchesPerTurn: 5 };

@@ -356,12 +356,13 @@ describe('the Brain process', () => {
     });
     expect(end.goals[goal.id]?.status).toBe('failed');
     expect(new Set(h.calls.filter((c) => c.tool === 'dispatch').map((c) => c.task))).toEqual(new Set(['a', 'd', 'e', 'f'].map(id)));
-    // The schedule run's steps: the batch in one step with both orders, then a and f, the skips, FINISH.
+    // The schedule run's steps: the plan gate's approval, the batch in one step with both orders, then a and f, the skips, FINISH.
     const scheduleRun = Object.values(end.runs).find((r) => r.input.plan === plan.planId)!;
     expect(scheduleRun).toMatchObject({ status: 'finished', outcome: 'finished' });
     const journal = await h.runJournal(scheduleRun.id);
     const steps = journal.filter((e) => e.kind === 'run.action' && e.data.run === scheduleRun.id).map((e) => e.data.action);
-    expect(steps.slice(0, 4)).toEqual(['TURN_START', 'DISPATCH_BATCH_1', 'DISPATCH_t0', 'DISPATCH_t5']);
+    expect(steps.slice(0, 5)).toEqual(['APPROVED', 'TURN_START', 'DISPATCH_BATCH_1', 'DISPATCH_t0', 'DISPATCH_t5']);
+    expect(journal.find((e) => e.kind === 'run.signal_data' && e.data.action === 'APPROVED')?.data.payload).toMatchObject({ by: expect.any(String) });
     expect(journal.find((e) => e.kind === 'run.action' && e.data.action === 'DISPATCH_BATCH_1')?.data.emitted).toEqual(['dispatch_t3', 'dispatch_t4']);
     expect(steps).toContain('SKIP_t1');
     expect(steps).toContain('SKIP_t2');

@@ -35,6 +35,8 @@ async function scheduleRun(id: string, tasks: ReturnType<typeof task>[]) {
   const runtime = createRuntime({ store, library, agentArea: 'polly', instanceArea: 'brain' });
   const started = await runtime.start(schedule.name, { plan: id });
   expect(started.status).toBe('started');
+  // The run starts at the plan gate: the approval (whoever gave it) is its first step.
+  expect((await runtime.signal(started.run!.id, 'APPROVED', { by: 'human:test (terminal)' })).accepted).toBe(true);
   return { runtime, store, schedule, runId: started.run!.id };
 }
 
@@ -71,6 +73,7 @@ describe('the admitted schedule bounds the dispatches on the runtime', () => {
     expect((await runtime.signal(runId, 'DISPATCH_t0')).accepted).toBe(true);
     const steps = (await store.journal()).filter((e) => e.kind === 'run.action');
     expect(steps.map((e) => [e.data.action, e.data.emitted])).toEqual([
+      ['APPROVED', []],
       ['TURN_START', []],
       ['DISPATCH_BATCH_1', ['dispatch_t3', 'dispatch_t4']],
       ['DISPATCH_t0', ['dispatch_t0']],
@@ -99,7 +102,7 @@ describe('the admitted schedule bounds the dispatches on the runtime', () => {
     const run = (await store.getRun(runId))!;
     const journal = await store.journal();
     const verdict = validateTrace(schedule, run, journal);
-    expect(verdict, verdict.line).toMatchObject({ conforms: true, steps: 13, orders: 3 });
+    expect(verdict, verdict.line).toMatchObject({ conforms: true, steps: 14, orders: 3 });
 
     // Corrupt one step: the journal says c was dispatched where the model had b skipped.
     const i = journal.findIndex((e) => e.kind === 'run.action' && e.data.action === 'SKIP_t1');
