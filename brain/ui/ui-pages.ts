@@ -60,7 +60,7 @@ export function layout(title: string, body: string, options: { live?: boolean; s
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${count}${e(title)} · Polly</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="stylesheet" href="/ui.css"><script src="/ui.js" defer></script></head>
+<link rel="stylesheet" href="/ui.css"><script src="/morphdom.js" defer></script><script src="/ui.js" defer></script></head>
 <body${options.live ? ' data-live="1"' : ''}${options.stream ? ` data-stream="${e(options.stream)}"` : ''}>
 <nav><a href="./" class="brand">Polly</a> <a href="./">Goals &amp; plans</a> <a href="journal">Journal</a> <span id="live-state" class="muted"></span></nav>
 <main>${body}</main>${options.after ?? ''}
@@ -350,11 +350,11 @@ ${counter ? `<h2>Why it was refused: the shortest counterexamples</h2>${counter}
 function checksView(t: TaskRecord): string {
   return table(
     ['Command', 'Exit', 'Time', 'Output'],
-    t.checks.map((c) => [
+    t.checks.map((c, i) => [
       `<code>${e(c.command)}</code>`,
       `${badge(c.timedOut ? 'timed out' : c.exitCode === 0 ? 'ok' : 'failed')} ${e(c.exitCode ?? 'signal')}`,
       `${(c.durationMs / 1000).toFixed(1)} s`,
-      c.output ? `<details><summary>output</summary><pre>${e(c.output)}</pre></details>` : '',
+      c.output ? `<details id="check-output-${i + 1}"><summary>output</summary><pre>${e(c.output)}</pre></details>` : '',
     ]),
     'checks',
   );
@@ -584,7 +584,8 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dt{color:#6b7
 /**
  * `/ui.js`: on a page of a session (it has a `<base>`), keep the session's root in localStorage;
  * on a sign-in page, go on to the same page below that root (`boot`) or forget it (`signed-out`).
- * Then subscribe to `events` and reload `<main>` when the state changes; on a task page, append
+ * Then subscribe to `events` and patch `<main>` with the page as it is now when the state changes
+ * (morphdom: what did not change stays, with focus, scroll, open sections and edited fields); on a task page, append
  * each pushed worker event to `#stream` (text set with textContent, never as HTML).
  */
 export const UI_SCRIPT = `
@@ -601,6 +602,25 @@ export const UI_SCRIPT = `
   var base = document.querySelector('base');
   if (base) localStorage.setItem(ROOT_KEY, new URL(base.href).pathname);
   var state = document.getElementById('live-state');
+  // A live update patches what changed (morphdom, served as /morphdom.js) instead of replacing the
+  // page: an element that did not change is the same node, so focus, scroll and text selection stay;
+  // a <details> keeps the open state the reader gave it; a form field being edited keeps its value.
+  var editing = function (el) {
+    if (el.tagName !== 'INPUT' && el.tagName !== 'TEXTAREA' && el.tagName !== 'SELECT') return false;
+    return el === document.activeElement || (el.tagName !== 'SELECT' && el.value !== (el.getAttribute('value') || el.defaultValue));
+  };
+  var patch = function (cur, next) {
+    if (!window.morphdom) { cur.replaceWith(next); return; }
+    window.morphdom(cur, next, {
+      onBeforeElUpdated: function (from, to) {
+        if (from.tagName === 'DETAILS') {
+          if (from.open) to.setAttribute('open', ''); else to.removeAttribute('open');
+        }
+        if (editing(from)) return false;
+        return !from.isEqualNode(to);
+      }
+    });
+  };
   if (document.body.dataset.live) {
     var es = new EventSource('events');
     var busy = false, again = false;
@@ -611,7 +631,7 @@ export const UI_SCRIPT = `
         var doc = new DOMParser().parseFromString(html, 'text/html');
         var next = doc.querySelector('main');
         var cur = document.querySelector('main');
-        if (next && cur) cur.replaceWith(next);
+        if (next && cur) patch(cur, next);
         if (doc.title) document.title = doc.title;
       }).finally(function () { busy = false; if (again) { again = false; reload(); } });
     };

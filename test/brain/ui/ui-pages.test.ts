@@ -5,8 +5,11 @@
  * - item 2: the overview's "needs you" strip lists the plan at the gate, the task parked for its
  *   budget and the failed task with their one-line reason and what moves them, the PR ready to merge;
  *   the count is in the title; approving the plan and retrying the parked task from the strip act.
+ * - item 4: live updates patch the page: an opened output section, the focused field (with what was
+ *   typed into it) and the scroll position survive 20 live updates, without a reload.
  */
 import { execFileSync } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -20,6 +23,22 @@ import { needsYouState, type NeedsYouState } from '../../helpers/ui-state.js';
 
 const cli = join(process.cwd(), 'dist/brain/cli.js');
 const CHROMIUM = hasSystemPackage('chromium', import.meta.url) ? chromiumPath() : undefined;
+
+async function until<T>(what: string, probe: () => Promise<T | null | undefined | false> | T | null | undefined | false, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v) return v;
+      last = v;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${String(last)})`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 /** A fresh repository with {@link needsYouState}, a dashboard over it, and a signed-in page at `viewport`. */
 async function open(browser: Browser, viewport: { width: number; height: number }, cleanups: Array<() => Promise<void>>) {
@@ -103,6 +122,43 @@ describe.skipIf(!CHROMIUM)(`the dashboard's pages at a desktop and a phone${CHRO
       expect(await strip.locator(`#ny-plan-${retry!.id}`).count()).toBe(1);
       expect(await strip.locator(`#ny-task-${state.parked}`).count()).toBe(0);
       expect(await page.title()).toBe('(3) Overview · Polly');
+    }, 120_000);
+
+    it(`live updates patch the page (${viewport.name}): an open section, the focused field and the scroll survive 20 updates`, async () => {
+      const { ctx, state, ui, page } = await open(browser, viewport, cleanups);
+      await page.goto(`${ui.url}/tasks/${state.parked}`);
+      await until('the live stream', async () => (await page.locator('#live-state').textContent()) === 'live');
+      await page.evaluate(() => {
+        (window as unknown as { marker: number }).marker = 7;
+      });
+      const section = page.locator('#checks details').first();
+      await section.locator('summary').click();
+      expect(await section.evaluate((d) => (d as HTMLDetailsElement).open)).toBe(true);
+      const tokens = page.locator('#retry-tokens');
+      await tokens.fill('7000');
+      await tokens.focus();
+      await page.evaluate(() => window.scrollTo(0, 150));
+      const scrollY = await page.evaluate(() => window.scrollY);
+      let fetched = 0;
+      page.on('request', (r) => {
+        if (r.url() === page.url()) fetched += 1;
+      });
+      const worktree = (await ctx.store.read()).tasks[state.parked]!.worktree!;
+      for (let i = 1; i <= 20; i++) {
+        appendFileSync(
+          join(ctx.repo.root, '.polly', 'gate-decisions.jsonl'),
+          `${JSON.stringify({ at: new Date().toISOString(), kind: 'gate.decision', data: { tool: 'bash', input: `curl https://example.com/${i}`, cwd: worktree, decision: 'deny', rule: 'network.egress', reason: 'no network in a turn' } })}\n`,
+        );
+        await until(`update ${i} on the page`, async () => (await page.locator('#denials tbody tr').count()) === i);
+      }
+      expect(fetched).toBeGreaterThanOrEqual(20);
+      expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker), 'patched, not reloaded').toBe(7);
+      expect(await section.evaluate((d) => (d as HTMLDetailsElement).open), 'the opened section is still open').toBe(true);
+      expect(await page.evaluate(() => document.activeElement?.id), 'focus stayed on the field').toBe('retry-tokens');
+      expect(await tokens.inputValue(), 'what was typed is kept').toBe('7000');
+      expect(await page.evaluate(() => window.scrollY)).toBe(scrollY);
+      // A field nobody edits still follows the state: the other budget field is patched like any element.
+      expect(await page.locator('#retry-usd').inputValue()).toBe('');
     }, 120_000);
   }
 });
