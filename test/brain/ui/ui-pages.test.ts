@@ -7,9 +7,14 @@
  *   the count is in the title; approving the plan and retrying the parked task from the strip act.
  * - item 4: live updates patch the page: an opened output section, the focused field (with what was
  *   typed into it) and the scroll position survive 20 live updates, without a reload.
+ * - item 6: no page is wider than the viewport (one column under 600 px: a table row is a card), and
+ *   axe-core (npm axe-core, run in the page) finds no WCAG 2.1 A/AA violation (contrast included) and
+ *   no best-practice one (landmarks, regions, one h1) on any page. The overview's screenshots at both
+ *   sizes go to test-artifacts/ui/ (docs/ui-overview-*.png are copies).
  */
 import { execFileSync } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -23,6 +28,31 @@ import { needsYouState, type NeedsYouState } from '../../helpers/ui-state.js';
 
 const cli = join(process.cwd(), 'dist/brain/cli.js');
 const CHROMIUM = hasSystemPackage('chromium', import.meta.url) ? chromiumPath() : undefined;
+const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'ui');
+/** axe-core's browser build, evaluated in the page (CDP's evaluate is not held to the page's CSP). */
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: Array<{ target: string[]; failureSummary?: string }>;
+}
+
+/** axe-core's violations on `page`: WCAG 2.0/2.1 A and AA (contrast included) and best practices (landmarks, regions, headings). */
+async function axeViolations(page: Page): Promise<AxeViolation[]> {
+  await page.evaluate(AXE);
+  return page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(ctx: Document, o: unknown): Promise<{ violations: AxeViolation[] }> } }).axe;
+    const r = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target, failureSummary: n.failureSummary })) }));
+  });
+}
+
+/** How much wider than the viewport the page is, in CSS px (0: it fits). */
+function overflowX(page: Page): Promise<number> {
+  return page.evaluate(() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth) - window.innerWidth);
+}
 
 async function until<T>(what: string, probe: () => Promise<T | null | undefined | false> | T | null | undefined | false, ms = 20_000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -160,5 +190,48 @@ describe.skipIf(!CHROMIUM)(`the dashboard's pages at a desktop and a phone${CHRO
       // A field nobody edits still follows the state: the other budget field is patched like any element.
       expect(await page.locator('#retry-usd').inputValue()).toBe('');
     }, 120_000);
+
+    it(`every page fits the viewport and axe-core finds no contrast, landmark or other WCAG AA violation (${viewport.name})`, async () => {
+      const { state, ui, page } = await open(browser, viewport, cleanups);
+      const reg = await (async () => state)();
+      const pages = [
+        '/',
+        `/plans/${reg.pending}`,
+        `/plans/${reg.approved}`,
+        `/tasks/${reg.parked}`,
+        `/tasks/${reg.failed}`,
+        `/tasks/${reg.ready}`,
+        `/prs/${reg.pr}`,
+        '/journal',
+        '/goals/g2',
+      ];
+      const found: string[] = [];
+      for (const path of pages) {
+        await page.goto(`${ui.url}${path}`);
+        await until(`the live stream on ${path}`, async () => (await page.locator('#live-state').textContent()) === 'live');
+        const wider = await overflowX(page);
+        if (wider > 0) found.push(`${path}: ${wider} px wider than the ${viewport.width} px viewport`);
+        for (const v of await axeViolations(page)) found.push(`${path}: ${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+        if (path === '/') {
+          mkdirSync(ARTIFACTS, { recursive: true });
+          await page.screenshot({ path: join(ARTIFACTS, `overview-${viewport.name}.png`), fullPage: true });
+        }
+      }
+      // A page outside any session (a notification's link): the sign-in page.
+      const stranger = await (await browser.newContext({ viewport })).newPage();
+      await stranger.goto(`${ui.url}/plans/${reg.pending}`);
+      if ((await overflowX(stranger)) > 0) found.push('sign-in page: wider than the viewport');
+      for (const v of await axeViolations(stranger)) found.push(`sign-in page: ${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+      await stranger.context().close();
+      expect(found).toEqual([]);
+      // Under 600 px the tables are one column: a row's cells stack, each with its column's name.
+      if (viewport.width < 600) {
+        await page.goto(`${ui.url}/`);
+        const cells = page.locator('#tasks tbody tr').first().locator('td');
+        const boxes = await cells.evaluateAll((tds) => tds.map((td) => td.getBoundingClientRect().left));
+        expect(new Set(boxes.map((x) => Math.round(x))).size, 'the cells of a row are stacked').toBe(1);
+        expect(await cells.first().evaluate((td) => getComputedStyle(td, '::before').content)).toBe('"Task"');
+      }
+    }, 180_000);
   }
 });
