@@ -17,7 +17,9 @@
  * `<base href="<root>">`, and a redirect to `/x` becomes one to `<root>x`.
  * SSE format: https://html.spec.whatwg.org/multipage/server-sent-events.html
  */
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
@@ -31,6 +33,16 @@ import type { UiSource } from './ui-source.js';
 import { brainHealth } from '../registry/brain-health.js';
 import type { RetryBudgets } from '../plan/plan-retry.js';
 import { budgetSchema } from '../plan/plan-schema.js';
+
+let morphdomSource: string | null = null;
+/**
+ * morphdom's browser build (npm `morphdom`, MIT; https://github.com/patrick-steele-idem/morphdom),
+ * served as `/morphdom.js` for the live pages' patching (`window.morphdom`); read once.
+ */
+function morphdomScript(): string {
+  morphdomSource ??= readFileSync(createRequire(import.meta.url).resolve('morphdom/dist/morphdom-umd.min.js'), 'utf8');
+  return morphdomSource;
+}
 
 /**
  * The budget a task page's retry form asks for (fields `tokens` and `usd`, both optional): none
@@ -150,6 +162,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   });
   front.get('/ui.css', (c) => c.body(UI_STYLE, 200, { 'Content-Type': 'text/css; charset=utf-8' }));
   front.get('/ui.js', (c) => c.body(UI_SCRIPT, 200, { 'Content-Type': 'text/javascript; charset=utf-8' }));
+  front.get('/morphdom.js', (c) => c.body(morphdomScript(), 200, { 'Content-Type': 'text/javascript; charset=utf-8' }));
   const inSession = async (c: Context) => {
     const secret = c.req.param('secret') ?? '';
     const check = book.check(secret, getCookie(c, UI_COOKIE));

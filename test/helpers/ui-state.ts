@@ -90,6 +90,8 @@ export async function needsYouState(ctx: RepoContext, repo: TestRepo): Promise<N
       if (spec.key === 'median') {
         const stop = { scope: 'task' as const, goalId: null, budget: { tokens: 2000 }, reach: { kind: 'tokens' as const, limit: 2000, spent: 2600 } };
         t.budget = { tokens: 2000 };
+        t.attempts = 2;
+        t.checks = [{ command: 'npm test', exitCode: 1, timedOut: false, durationMs: 1830, output: 'FAIL test/stats.test.js\n  median() is not a function\n' }];
         const reason = budgetReason(stop, { taskId: t.id });
         transitionTask(t, 'parked', { reason, at });
         tx.emit('budget.reached', { taskId: t.id, goalId: null, scope: 'task', kind: 'tokens', limit: 2000, spent: 2600, orderId: `order-${t.id}`, workerId: null });

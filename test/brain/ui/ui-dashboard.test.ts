@@ -255,7 +255,7 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
           if (list.at(-1) !== b.dataset.status) list.push(b.dataset.status!);
         }
       };
-      new MutationObserver(record).observe(document.body, { subtree: true, childList: true });
+      new MutationObserver(record).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
       record();
     });
 
