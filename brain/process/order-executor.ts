@@ -103,6 +103,7 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
     // Not the Brain's stop signal: a Brain that stops leaves its workers running (detached runners)
     // and the next Brain adopts them; a task is cancelled only through its run's CANCEL.
     signal: controller.signal,
+    clock: now,
   };
   let outcome: Awaited<ReturnType<TaskTool>>;
   if (!tool) {
@@ -461,7 +462,7 @@ export async function runReadOnlyTask(
   }
   log(`[polly] ${taskId}: ${task.purpose} on ${task.worker} (read-only)`);
   // Read-only work runs in the main checkout: no ref may move (the ref guard puts back any that did).
-  const guardCtx = { repoRoot: deps.repoRoot, store: deps.store, progress: log, task: { id: taskId, branch: null }, order: { id: `adhoc:${taskId}` } };
+  const guardCtx = { repoRoot: deps.repoRoot, store: deps.store, progress: log, clock: now, task: { id: taskId, branch: null }, order: { id: `adhoc:${taskId}` } };
   const { value: result, violation } = await withRefGuard(
     guardCtx,
     `the ${task.worker} ${task.purpose} turn`,
