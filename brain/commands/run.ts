@@ -8,6 +8,7 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command, type CommandIO } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { createGoal } from '../registry/goal-record.js';
+import { endGoal } from '../registry/goal-lifecycle.js';
 import { followGoalInRepo, formatSummary, goalSummary, signalExitCode } from './follow-goal.js';
 import { ensureBrain } from '../process/daemon.js';
 import { proposeValidPlan } from '../plan/plan-gate.js';
@@ -112,8 +113,7 @@ export async function proposeAndFollow(
   if (!proposed.admitted) {
     for (const c of proposed.counterexamples) io.stderr.write(`${c}\n`);
     await ctx.store.update((draft, tx) => {
-      draft.goals[goal.id]!.status = 'failed';
-      tx.emit('goal.done', { goalId: goal.id, status: 'failed', reason: 'plan refused' });
+      endGoal(draft.goals[goal.id]!, 'failed', tx, { reason: 'plan refused' });
     });
     if (flags.json) writeJson(io.stdout, { plan: proposed.planId, admitted: false, line: proposed.line, counterexamples: proposed.counterexamples });
     else writeLine(io.stdout, proposed.line);

@@ -15,6 +15,7 @@ import type { RegistryStore } from '../registry/registry-store.js';
 import type { PlanRecord, Registry } from '../registry/registry-schema.js';
 import { formatStep } from '../../workflows/check/checker.js';
 import { resolvePlanBudgets, unpricedUsdBudgets } from './budgets.js';
+import { transitionGoal } from '../registry/goal-lifecycle.js';
 
 export interface ProposeResult {
   planId: string;
@@ -139,7 +140,7 @@ export async function proposeValidPlan(store: RegistryStore, config: PollyConfig
     const goal = goalId ? draft.goals[goalId] : undefined;
     if (goal) {
       goal.planIds.push(planId);
-      if (admission.admitted) goal.status = 'waiting_approval';
+      if (admission.admitted) transitionGoal(goal, 'waiting_approval');
     }
     tx.emit(admission.admitted ? 'plan.proposed' : 'plan.refused', {
       planId,
@@ -220,7 +221,7 @@ export async function decidePlan(
     plan.decidedAt = now.toISOString();
     plan.decidedBy = options.by ?? 'human';
     const goal = plan.goalId ? draft.goals[plan.goalId] : undefined;
-    if (goal && decision === 'approve') goal.status = 'running';
+    if (goal && decision === 'approve') transitionGoal(goal, 'running');
     tx.emit(decision === 'approve' ? 'plan.approved' : 'plan.rejected', { planId: id, goalId: plan.goalId, by: plan.decidedBy });
     return structuredClone(plan);
   });

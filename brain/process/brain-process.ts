@@ -48,6 +48,7 @@ import { recordPlanAdded } from '../plan/plan-library.js';
 import { issueGatePass, newIssueGateMemory } from '../forge/issue-gate.js';
 import { createIssueIntake, type IssueIntake } from '../forge/issue-intake.js';
 import { DEFAULT_CONFIG } from '../config/config-schema.js';
+import { endGoal } from '../registry/goal-lifecycle.js';
 
 /** How long a finished goal tree stays in registry.json (for `polly status` and `polly goal`'s summary) before the Brain archives it (ms). */
 export const ARCHIVE_AFTER_MS = 24 * 3600 * 1000;
@@ -532,11 +533,12 @@ async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<v
   await deps.store.update((draft, tx) => {
     for (const g of done) {
       const goal = draft.goals[g.id]!;
+      // Ended by another writer since the read above (a failed schedule, a refused plan): it stays as it ended.
+      if (isGoalFinal(goal.status)) continue;
       const tasks = goal.planIds.flatMap((pid) => Object.values(draft.tasks).filter((t) => t.planId === pid));
       const ok = tasks.length > 0 && tasks.every((t) => ['ready', 'merged', 'done'].includes(t.status));
-      goal.status = ok ? 'done' : 'failed';
       delete goal.reopenedFor;
-      tx.emit('goal.done', { goalId: goal.id, status: goal.status, at: now().toISOString(), tasks: tasks.map((t) => ({ id: t.id, status: t.status, pr: t.pr })) });
+      endGoal(goal, ok ? 'done' : 'failed', tx, { at: now().toISOString(), tasks: tasks.map((t) => ({ id: t.id, status: t.status, pr: t.pr })) });
     }
   });
 }

@@ -106,6 +106,7 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
     // Not the Brain's stop signal: a Brain that stops leaves its workers running (detached runners)
     // and the next Brain adopts them; a task is cancelled only through its run's CANCEL.
     signal: controller.signal,
+    clock: now,
   };
   let outcome: Awaited<ReturnType<TaskTool>>;
   if (!tool) {
@@ -466,7 +467,7 @@ export async function runReadOnlyTask(
   // Read-only work runs in a detached checkout of its base (workers/git/base-checkout.ts): the
   // tracked tree and a git read view, never the main checkout's untracked or uncommitted files.
   // No ref may move (the ref guard puts back any that did).
-  const guardCtx = { repoRoot: deps.repoRoot, store: deps.store, progress: log, task: { id: taskId, branch: null }, order: { id: `adhoc:${taskId}` } };
+  const guardCtx = { repoRoot: deps.repoRoot, store: deps.store, progress: log, clock: now, task: { id: taskId, branch: null }, order: { id: `adhoc:${taskId}` } };
   let outcome: Awaited<ReturnType<typeof withRefGuard<WorkerTurnResult>>>;
   try {
     outcome = await withBaseCheckout(

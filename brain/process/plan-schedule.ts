@@ -32,6 +32,7 @@ import { planTaskId } from '../registry/task-record.js';
 import type { BrainProcessDeps } from './brain-deps.js';
 import { BRAIN_OWNER, validateEndedRun } from './order-executor.js';
 import { recordPlanAdded } from '../plan/plan-library.js';
+import { endGoal } from '../registry/goal-lifecycle.js';
 
 /** Per plan id: how many tasks had settled when the Brain's last schedule turn ended. */
 export type ScheduleMemory = Map<string, { settledAtTurnEnd: number }>;
@@ -155,9 +156,8 @@ export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, me
       await deps.store.update((draft, tx) => {
         const goal = draft.goals[goalId];
         if (!goal || isGoalFinal(goal.status)) return;
-        goal.status = 'failed';
         goal.brainReport = `the plan's schedule run diverged from its admitted workflow: ${verdict.reason}`;
-        tx.emit('goal.done', { goalId, status: 'failed', reason: goal.brainReport });
+        endGoal(goal, 'failed', tx, { reason: goal.brainReport });
       });
     }
   }

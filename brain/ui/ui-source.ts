@@ -14,6 +14,7 @@ import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { join } from 'node:path';
 import type { PollyConfig } from '../config/config-schema.js';
 import { decidePlan, expirePlanAsks, proposeValidPlan } from '../plan/plan-gate.js';
+import { endGoal } from '../registry/goal-lifecycle.js';
 import { parkCauses, pendingRetry, retryPlan, type ParkCause, type RetryBudgets } from '../plan/plan-retry.js';
 import { createGoal } from '../registry/goal-record.js';
 import { refuseRootAgents } from '../commands/run.js';
@@ -246,8 +247,7 @@ export function createRepoUiSource(deps: {
       const proposed = await proposeValidPlan(deps.store, deps.config, retry.plan, { goalId: goal.id, source: `polly ui: retry ${taskId}`, retries: retry.retries });
       if (!proposed.admitted) {
         await deps.store.update((draft, tx) => {
-          draft.goals[goal.id]!.status = 'failed';
-          tx.emit('goal.done', { goalId: goal.id, status: 'failed', reason: 'plan refused' });
+          endGoal(draft.goals[goal.id]!, 'failed', tx, { reason: 'plan refused' });
         });
       }
       return { planId: proposed.planId, admitted: proposed.admitted, line: proposed.line, existing: false };

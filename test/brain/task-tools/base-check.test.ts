@@ -20,14 +20,19 @@ function runner(exitCodes: Record<string, number>) {
   return { calls, run };
 }
 
+/** The tools' clock in these tests: a fixed time no machine clock shows. */
+const AT = new Date('2031-05-06T07:08:09.000Z');
+
 describe('base check cache', () => {
   it('runs each (base commit, command) once for concurrent tasks and after a restart, and caches per base commit', async () => {
     const repoRoot = realpathSync(mkdtempSync(join(tmpdir(), 'polly-base-check-')));
     const r = runner({ 'npm test': 1 });
-    const input = { repoRoot, baseCommit: BASE, commands: ['npm run lint', 'npm test'], knownRed: [], canRun: true, run: r.run };
+    const input = { repoRoot, baseCommit: BASE, commands: ['npm run lint', 'npm test'], knownRed: [], canRun: true, run: r.run, now: () => AT };
     const [a, b] = await Promise.all([checkBase(input), checkBase(input)]);
     expect(r.calls).toEqual(['npm run lint', 'npm test']);
     expect(a.ran + b.ran).toBe(2);
+    // Each result's time is the tools' clock, not the machine's.
+    for (const res of [...a.results, ...b.results]) expect(res.at).toBe(AT.toISOString());
     expect(a.results.map((x) => [x.command, x.exitCode])).toEqual([
       ['npm run lint', 0],
       ['npm test', 1],
@@ -51,10 +56,10 @@ describe('base check cache', () => {
   it('stops at the first red command unless known-red; runs nothing uncached when the worktree left the base', async () => {
     const repoRoot = realpathSync(mkdtempSync(join(tmpdir(), 'polly-base-check-')));
     const r = runner({ lint: 2, test: 1 });
-    const stopped = await checkBase({ repoRoot, baseCommit: BASE, commands: ['lint', 'test'], knownRed: [], canRun: true, run: r.run });
+    const stopped = await checkBase({ repoRoot, baseCommit: BASE, commands: ['lint', 'test'], knownRed: [], canRun: true, run: r.run, now: () => AT });
     expect(stopped.results.map((x) => x.command)).toEqual(['lint']);
     expect(blockingBaseRed(stopped.results, [])?.command).toBe('lint');
-    const known = await checkBase({ repoRoot, baseCommit: BASE, commands: ['lint', 'test'], knownRed: ['lint'], canRun: true, run: r.run });
+    const known = await checkBase({ repoRoot, baseCommit: BASE, commands: ['lint', 'test'], knownRed: ['lint'], canRun: true, run: r.run, now: () => AT });
     expect(known.results.map((x) => [x.command, x.exitCode])).toEqual([
       ['lint', 2],
       ['test', 1],
@@ -62,7 +67,7 @@ describe('base check cache', () => {
     expect(blockingBaseRed(known.results, ['lint'])?.command).toBe('test');
     expect(blockingBaseRed(known.results, ['lint', 'test'])).toBeNull();
     const r2 = runner({});
-    const left = await checkBase({ repoRoot, baseCommit: BASE, commands: ['lint', 'other'], knownRed: ['lint'], canRun: false, run: r2.run });
+    const left = await checkBase({ repoRoot, baseCommit: BASE, commands: ['lint', 'other'], knownRed: ['lint'], canRun: false, run: r2.run, now: () => AT });
     expect(r2.calls).toEqual([]);
     expect(left.results.map((x) => x.command)).toEqual(['lint']);
     const reason = baseRedReason('p1-t1', known.results[1]!, 'main');
