@@ -69,6 +69,7 @@ describe('stacked_on', () => {
       worktrees: s.worktrees,
       order: { id: 'o1', kind: 'tool', tool: 'dispatch_task', attempt: 1 },
       progress: () => {},
+      clock: () => new Date(),
     } as unknown as TaskToolContext;
     const { task: child } = await ensureWorktree(ctx);
     expect(child).toMatchObject({ branch: 'polly/px-users', baseBranch: 'polly/px-api', baseCommit: parent.headCommit });

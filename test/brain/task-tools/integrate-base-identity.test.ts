@@ -51,6 +51,7 @@ describe('integrate_base on a machine with no git identity configured', () => {
       task,
       order: { id: 'o1', kind: 'action', tool: 'integrate_base', attempt: 1 },
       progress: () => {},
+      clock: () => new Date(),
     } as unknown as TaskToolContext;
     const out = await tool(ctx);
     expect(out.outcome, out.note).toBe('ok');

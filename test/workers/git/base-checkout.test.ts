@@ -7,11 +7,11 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BASE_CHECKOUT_PREFIX, withBaseCheckout } from '../../workers/git/base-checkout.js';
-import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
-import { confineCommand } from '../../workers/sandbox/sandbox.js';
-import { createTestRepo, git } from '../helpers/git-repo.js';
-import { hasSystemPackage } from '../helpers/system-packages.js';
+import { BASE_CHECKOUT_PREFIX, withBaseCheckout } from '../../../workers/git/base-checkout.js';
+import { commandSandbox } from '../../../workers/sandbox/command-sandbox.js';
+import { confineCommand } from '../../../workers/sandbox/sandbox.js';
+import { createTestRepo, git } from '../../helpers/git-repo.js';
+import { hasSystemPackage } from '../../helpers/system-packages.js';
 
 const SANDBOXED = hasSystemPackage('bubblewrap', import.meta.url);
 
