@@ -31,6 +31,8 @@ export const COMMANDS: Record<string, { module: string; summary: string }> = {
   resume: { module: './commands/resume.js', summary: 'resume a plan after the Brain stopped or crashed' },
   retry: { module: './commands/retry.js', summary: 'run tasks that stopped again, in their worktree, with their work' },
   pr: { module: './commands/pr.js', summary: 'pull requests: list, show, diff, order, sync; on the local forge also comment, request changes, set a check' },
+  hosts: { module: './commands/hosts.js', summary: 'remote worker hosts: list them, check them over SSH, install this Polly on one' },
+  host: { module: './commands/host.js', summary: 'the host side of remote workers (run by Polly over SSH; see polly hosts)' },
   ui: { module: './commands/ui.js', summary: 'open a local web dashboard: goals, plans and the plan gate, live workers, PRs, journal' },
 };
 

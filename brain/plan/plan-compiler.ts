@@ -28,9 +28,11 @@
  * each other and the schedule only counts their dispatches; it keeps admission linear in the
  * number of tasks instead of exponential.
  */
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { admissionKey } from '../../workflows/check/admission-cache.js';
+import { fileURLToPath } from 'node:url';
+import { admissionKey, checkerFingerprint } from '../../workflows/check/admission-cache.js';
 import { checkWorkflow, type CheckResult, type Violation } from '../../workflows/check/checker.js';
 import { withPollyGuarantees } from '../../workflows/check/guarantees.js';
 import { loadWorkflow } from '../../workflows/load-workflow.js';
@@ -71,6 +73,25 @@ export function builtinWorkflowDir(name: string): string {
   const dir = join(builtinWorkflowsDir(), name);
   if (existsSync(join(dir, 'workflow.yaml'))) return dir;
   throw new PollyError('internal', `the built-in workflow "${name}" is missing from this installation of Polly (no ${dir}/workflow.yaml). Reinstall Polly.`);
+}
+
+let compilerPrint: string | null = null;
+
+/**
+ * The fingerprint of what turns a plan into checked workflows: sha256 (hex) over the checker's own
+ * fingerprint (workflows/check/admission-cache.ts), this compiler module's code and the built-in
+ * `polly-task` workflow it specialises; read once per process. Recorded on a plan at admission
+ * (`AdmissionRecord.compiler`), so a Brain of another Polly version can say why a hash changed.
+ */
+export function planCompilerFingerprint(): string {
+  compilerPrint ??= createHash('sha256')
+    .update(checkerFingerprint())
+    .update('\0')
+    .update(readFileSync(fileURLToPath(import.meta.url)))
+    .update('\0')
+    .update(readFileSync(join(builtinWorkflowDir('polly-task'), 'workflow.yaml')))
+    .digest('hex');
+  return compilerPrint;
 }
 
 let pollyTaskCache: Workflow | null = null;
@@ -140,7 +161,8 @@ export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number],
   const fixRounds = base.variables.find((v) => v.name === 'fix_rounds');
   const redRetry = base.transitions.find((t) => t.action === 'TESTS_RED' && t.from.includes('testing') && t.when !== null);
   const blockingRetry = base.transitions.find((t) => t.action === 'REVIEW_BLOCKING' && t.from.includes('reviewing') && t.when !== null);
-  const fixGuards = base.transitions.filter((t) => t.when !== null && /^fix_rounds < \d+$/.test(t.when));
+  // Every guard that bounds the fix rounds, alone or beside another condition (FEEDBACK's author).
+  const fixGuards = base.transitions.filter((t) => t.when !== null && /\bfix_rounds < \d+\b/.test(t.when));
   const acceptance = base.effects.find((e) => e.kind === 'run_acceptance');
   if (
     vendorField?.type !== 'enum' ||
@@ -168,7 +190,7 @@ export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number],
   rounds.max = Math.max(bounds.reviewRounds, 0);
   blockingRetry.when = `rounds < ${bounds.reviewRounds}`;
   fixRounds.max = Math.max(bounds.fixRounds, 0);
-  for (const t of fixGuards) t.when = `fix_rounds < ${bounds.fixRounds}`;
+  for (const t of fixGuards) t.when = t.when!.replace(/\bfix_rounds < \d+\b/g, `fix_rounds < ${bounds.fixRounds}`);
   acceptance.retry = { ...acceptance.retry, lease_seconds: bounds.acceptanceLeaseSeconds };
   base.name = planTaskWorkflowName(planId, task.key);
   base.file = `plan:${planId}/${task.key}`;

@@ -71,7 +71,7 @@ export interface BrainProcessDeps {
    * Start the LLM brain of a goal, or null to run without one (plans come from `polly run`).
    * `resumeSessionId` continues the goal's session after a restart.
    */
-  startGoalBrain?: ((goal: GoalRecord, resumeSessionId: string | null) => GoalBrain) | null;
+  startGoalBrain?: ((goal: GoalRecord, resumeSessionId: string | null) => GoalBrain | Promise<GoalBrain>) | null;
   /** First message for a goal's brain and the wake-up digest of inbox events. */
   messages?: { first(goal: GoalRecord): string; wake(events: InboxEvent[]): string };
   /** Exit once nothing is open (no open goal, no pending or running work). */
@@ -127,6 +127,7 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
       allowUnconfined: config.workers.allow_unconfined ?? false,
       passthrough: config.workers.env_passthrough ?? [],
       limits: config.workers.limits ?? {},
+      toolPaths: config.workers.tool_paths ?? [],
     },
     journal: (kind, data) => void store.update((_d, tx) => tx.emit(kind, data)).catch(() => {}),
   });

@@ -44,10 +44,11 @@ import { brainTurn, failGoal, reapPreviousGoalBrains } from './goal-brains.js';
 import { acquireBrainLock } from './brain-lock.js';
 import { startConfiguredNotifier } from '../notify/notifier.js';
 import type { RunRecord } from '../../workflows/run/run-records.js';
-import { journalPlanAdded } from '../plan/plan-library.js';
+import { recordPlanAdded } from '../plan/plan-library.js';
 import { issueGatePass, newIssueGateMemory } from '../forge/issue-gate.js';
 import { createIssueIntake, type IssueIntake } from '../forge/issue-intake.js';
 import { DEFAULT_CONFIG } from '../config/config-schema.js';
+import { endGoal } from '../registry/goal-lifecycle.js';
 
 /** How long a finished goal tree stays in registry.json (for `polly status` and `polly goal`'s summary) before the Brain archives it (ms). */
 export const ARCHIVE_AFTER_MS = 24 * 3600 * 1000;
@@ -241,7 +242,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
 
         await handleCancels(deps, reg, log, now);
         reg = await createPlanTasks(deps, reg, now);
-        for (const plan of Object.values(reg.plans)) if (plan.gate === 'approved') await journalPlanAdded(deps.store, deps.library.addPlan(plan));
+        for (const plan of Object.values(reg.plans)) if (plan.gate === 'approved') await recordPlanAdded(deps.store, deps.library.addPlan(plan));
 
         // Drive every run of our plan tasks: claim the open order and perform its tool.
         for (const run of await deps.runtime.list({ status: 'running' })) {
@@ -290,7 +291,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
               const resume = goal.brainSessionId ?? null;
               let brain: GoalBrain;
               try {
-                brain = deps.startGoalBrain(goal, resume);
+                brain = await deps.startGoalBrain(goal, resume);
               } catch (error) {
                 // The LLM brain cannot start (root without allow_root_sandbox, a missing CLI…): the goal
                 // fails with the reason instead of the Brain dying and being restarted in a loop.
@@ -532,11 +533,12 @@ async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<v
   await deps.store.update((draft, tx) => {
     for (const g of done) {
       const goal = draft.goals[g.id]!;
+      // Ended by another writer since the read above (a failed schedule, a refused plan): it stays as it ended.
+      if (isGoalFinal(goal.status)) continue;
       const tasks = goal.planIds.flatMap((pid) => Object.values(draft.tasks).filter((t) => t.planId === pid));
       const ok = tasks.length > 0 && tasks.every((t) => ['ready', 'merged', 'done'].includes(t.status));
-      goal.status = ok ? 'done' : 'failed';
       delete goal.reopenedFor;
-      tx.emit('goal.done', { goalId: goal.id, status: goal.status, at: now().toISOString(), tasks: tasks.map((t) => ({ id: t.id, status: t.status, pr: t.pr })) });
+      endGoal(goal, ok ? 'done' : 'failed', tx, { at: now().toISOString(), tasks: tasks.map((t) => ({ id: t.id, status: t.status, pr: t.pr })) });
     }
   });
 }

@@ -31,7 +31,8 @@ import { transitionTask } from '../registry/task-lifecycle.js';
 import { planTaskId } from '../registry/task-record.js';
 import type { BrainProcessDeps } from './brain-deps.js';
 import { BRAIN_OWNER, validateEndedRun } from './order-executor.js';
-import { journalPlanAdded } from '../plan/plan-library.js';
+import { recordPlanAdded } from '../plan/plan-library.js';
+import { endGoal } from '../registry/goal-lifecycle.js';
 
 /** Per plan id: how many tasks had settled when the Brain's last schedule turn ended. */
 export type ScheduleMemory = Map<string, { settledAtTurnEnd: number }>;
@@ -68,7 +69,7 @@ export async function driveSchedules(deps: BrainProcessDeps, memory: ScheduleMem
 
 /** One plan's schedule run (see the module doc). */
 export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, memory: ScheduleMemory, log: (l: string) => void, now: () => Date): Promise<void> {
-  await journalPlanAdded(deps.store, deps.library.addPlan(plan));
+  await recordPlanAdded(deps.store, deps.library.addPlan(plan));
   const workflow = deps.library.scheduleFor(plan.id);
   const started = await deps.runtime.start(workflow, { plan: plan.id });
   if (started.status === 'refused' || !started.run) {
@@ -155,9 +156,8 @@ export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, me
       await deps.store.update((draft, tx) => {
         const goal = draft.goals[goalId];
         if (!goal || isGoalFinal(goal.status)) return;
-        goal.status = 'failed';
         goal.brainReport = `the plan's schedule run diverged from its admitted workflow: ${verdict.reason}`;
-        tx.emit('goal.done', { goalId, status: 'failed', reason: goal.brainReport });
+        endGoal(goal, 'failed', tx, { reason: goal.brainReport });
       });
     }
   }

@@ -45,6 +45,12 @@ export interface GoalRecord {
   /** `prs`: a finished goal opened again only for its PRs' waiting events (`polly resume`): no LLM brain starts for it; cleared when it finishes again. */
   reopenedFor?: 'prs';
   /**
+   * The goal's own LLM session's usage (role `brain`): one entry per model request, as the
+   * Brain's metering proxy read it from the API's responses (`source: 'proxy'`,
+   * brain/llm/brain-meter.ts). Absent: none yet (or a goal from before it was metered).
+   */
+  ledger?: TaskLedger;
+  /**
    * The issue this goal came from (issue 30: `polly watch`, `polly goal --issue N`, the Brain's
    * intake), and what Polly has posted on it. Absent on a goal stated in a terminal.
    */
@@ -90,10 +96,18 @@ export interface AdmissionRecord {
    * Admitted plans: each compiled workflow as it was checked (schedule and implement tasks), by
    * its content hash (workflows/check/admission-cache.ts `admissionKey`: the checker's code and the
    * workflow with Polly's guarantees). A Brain that compiles the plan again reuses a verdict whose
-   * hash matches and checks only a workflow that differs (another checker or compiler version).
-   * Absent on plans recorded before it existed (they are checked once per Brain process).
+   * hash matches and checks only a workflow that differs (another checker or compiler version);
+   * that check's verdict replaces the entry here, so it runs once (brain/plan/plan-library.ts
+   * `recordPlanAdded`). Absent on plans recorded before it existed (checked once, then recorded).
    */
   workflows?: AdmittedWorkflow[];
+  /**
+   * The fingerprint of the compiler and checker that produced `workflows`
+   * (brain/plan/plan-compiler.ts `planCompilerFingerprint`): a Brain whose fingerprint differs
+   * says in the journal that another compiler re-checked the workflows whose hash changed.
+   * Absent on plans recorded before it existed.
+   */
+  compiler?: string;
 }
 
 /** One compiled workflow of an admitted plan, its content hash and the checker's verdict on it. */
@@ -296,6 +310,11 @@ export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
   reviewRounds: number;
   branch: string | null;
   worktree: string | null;
+  /**
+   * The remote host (a `workers.hosts` name) that holds the task's remote worktree, where its
+   * implement turns run; null or absent: this machine only (workers/hosts/).
+   */
+  host?: string | null;
   /** Base branch name and the commit the worktree was created from. */
   baseBranch: string | null;
   baseCommit: string | null;
@@ -518,7 +537,16 @@ export interface Registry {
   /** The issue intake's decisions (brain/forge/issue-intake.ts); absent until the first. */
   intake?: IntakeRecord;
   /** The Brain currently owning this registry, if any. */
-  brain: { pid: number; startedAt: string; heartbeatAt: string } | null;
+  brain: {
+    pid: number;
+    startedAt: string;
+    heartbeatAt: string;
+    /**
+     * Set once a process outside this Brain found its pid gone with work pending and told the
+     * human (journal `brain.died`, brain/notify/brain-death.ts): each death is announced once.
+     */
+    deathNoticedAt?: string;
+  } | null;
   /**
    * Store-internal: the journal entries of the last committed transaction, written atomically with
    * the registry so that a crash between the registry rename and the journal append cannot lose

@@ -102,11 +102,11 @@ async function record(ctx: TaskToolContext, pr: { opened: OpenedPullRequest; ado
     if (!t) return;
     if (pr && !t.pr) {
       t.pr = { forge: pr.opened.forge, number: pr.opened.number, url: pr.opened.url, state: pr.opened.state, ...(pr.issueLine ? { issueLine: pr.issueLine } : {}) };
-      transitionTask(t, 'pr_open', { at: new Date().toISOString() });
+      transitionTask(t, 'pr_open', { at: ctx.clock().toISOString() });
       tx.emit('task.pr_opened', { taskId: t.id, number: pr.opened.number, url: pr.opened.url, forge: pr.opened.forge, reviewer, adopted: pr.adopted, orderId: ctx.order.id });
     }
     if (t.reviewer !== reviewer) t.reviewer = reviewer;
-    t.updatedAt = new Date().toISOString();
+    t.updatedAt = ctx.clock().toISOString();
   });
 }
 
