@@ -356,7 +356,9 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
           } else if (options.interactive && !options.signal?.aborted) {
             await decidePlan(store, options.config, planId, 'reject', { by: `human:${io.env.USER ?? 'unknown'} (terminal)` }).catch(() => {});
           } else {
-            io.stderr.write(`[polly] plan ${planId} waits for approval: polly plan approve ${planId} (or reject)\n`);
+            const issue = (await store.read()).goals[options.goalId]?.issue;
+            const there = issue ? `, or a maintainer's "/polly approve" comment on issue #${issue.number}` : '';
+            io.stderr.write(`[polly] plan ${planId} waits for approval: polly plan approve ${planId} (or reject)${there}\n`);
           }
         }
       }
