@@ -13,7 +13,8 @@
  * `.polly/config.yaml` is committed and Polly's runtime state is ignored by git;
  * the main checkout has no uncommitted work that worktrees would leave out; which notifications
  * (webhook, desktop) this machine sends; as root, whether Claude Code workers may start
- * (`workers.claude-code.allow_root_sandbox`); which model keys each harness finds (names only).
+ * (`workers.claude-code.allow_root_sandbox`); which model keys each harness finds (names only);
+ * each remote host of `workers.hosts`, over SSH (brain/commands/hosts.ts `checkHosts`).
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -48,6 +49,7 @@ import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
 import { withBaseCheckout } from '../../workers/git/base-checkout.js';
 import { describeBoundsMechanism, probeBoundsMechanism, type BoundsMechanism } from '../../workers/sandbox/resource-bounds.js';
 import { detectHomeToolchains } from '../../workers/sandbox/home-toolchains.js';
+import { checkHosts } from './hosts.js';
 
 /**
  * What to do when a command's program resolves under HOME outside every toolchain directory the
@@ -859,6 +861,7 @@ export async function runDoctor(
   ];
   checks.push(...((await inDoctorCheckout(repo.root, effective, probeChecks)) ?? (await probeChecks())));
   checks.push(await pollyFilesCheck(git, repo.root));
+  if ((effective.workers.hosts ?? []).length > 0) for (const h of await checkHosts(effective, env)) checks.push(...h.checks);
   const changes = await uncommittedChanges(git, repo.root);
   checks.push(
     changes.length === 0
@@ -896,6 +899,9 @@ Checks, one line each (ok, or PROBLEM with what to do):
   acceptance-runner   each command's runner (program, python -m module) starts in the checks' sandbox
   polly-files         .polly/config.yaml is committed (a fresh clone has it) and Polly's state is ignored
   uncommitted         no uncommitted work in the main checkout (worktrees start from a commit)
+  host:<name>:<what>  each host of workers.hosts, over SSH: reachable, the same Polly build, node, git,
+                      the agent CLIs, Polly's sandbox there, the model keys sent from here (names only),
+                      clock skew (the same lines as polly hosts check)
 
 Options:
   --json   print {repoRoot, ok, checks: [{id, status, detail, fix?}]}

@@ -106,6 +106,7 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
     // Not the Brain's stop signal: a Brain that stops leaves its workers running (detached runners)
     // and the next Brain adopts them; a task is cancelled only through its run's CANCEL.
     signal: controller.signal,
+    clock: now,
   };
   let outcome: Awaited<ReturnType<TaskTool>>;
   if (!tool) {
@@ -439,7 +440,7 @@ export async function runReadOnlyTask(
     }
   });
   // Not the Brain's signal: a stopping Brain leaves its workers running (docs/guide.md "Stopping and resuming").
-  const watch = await createBudgetWatch({ store: deps.store, task }, new AbortController().signal);
+  const watch = await createBudgetWatch({ store: deps.store, task, repoRoot: deps.repoRoot }, new AbortController().signal);
   const park = (draft: Registry, tx: RegistryTx, stop: BudgetStop, workerId: string | null): void => {
     const t = draft.tasks[taskId]!;
     const reason = budgetReason(stop, { readOnly: true });
@@ -454,7 +455,7 @@ export async function runReadOnlyTask(
       orderId: `adhoc:${taskId}`,
       workerId,
     });
-    tx.emit('task.parked', { taskId, reason, backupRef: null });
+    tx.emit('task.parked', { taskId, reason, backupRef: null, budget: true });
     log(`[polly] ${taskId}: parked: ${reason}`);
   };
   const spentAlready = watch.stopped();
@@ -466,7 +467,7 @@ export async function runReadOnlyTask(
   // Read-only work runs in a detached checkout of its base (workers/git/base-checkout.ts): the
   // tracked tree and a git read view, never the main checkout's untracked or uncommitted files.
   // No ref may move (the ref guard puts back any that did).
-  const guardCtx = { repoRoot: deps.repoRoot, store: deps.store, progress: log, task: { id: taskId, branch: null }, order: { id: `adhoc:${taskId}` } };
+  const guardCtx = { repoRoot: deps.repoRoot, store: deps.store, progress: log, clock: now, task: { id: taskId, branch: null }, order: { id: `adhoc:${taskId}` } };
   let outcome: Awaited<ReturnType<typeof withRefGuard<WorkerTurnResult>>>;
   try {
     outcome = await withBaseCheckout(

@@ -1,5 +1,5 @@
 /**
- * Issue 27 item 1, Acceptance: deny by default, for reading too (docs/read-view.md). One
+ * Deny by default, for reading too (docs/read-view.md). One
  * `polly run` with one implement task per vendor — the real `claude`, `codex` and `pi` CLIs driven
  * by the scripted model — whose worker lists and reads everything it can of the repository, in its
  * turn and again in its acceptance check (a hostile check: Polly runs it), and writes what it found

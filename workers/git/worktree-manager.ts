@@ -1,7 +1,7 @@
 /**
  * The worktree manager: one worktree per task at `.worktrees/<id>` on branch `polly/<id>`.
  *
- * Guarantees (each "case N" is a test of that name in test/workers/orchestration-git.test.ts):
+ * Guarantees (each "case N" is a test of that name in test/workers/git/orchestration-git.test.ts):
  * - created from the base's commit, never by checking out the base branch (case 4);
  * - stale `.git/worktrees/<name>` registrations are pruned, and a non-empty directory in the way is
  *   never deleted: the next free path `.worktrees/<id>-2`, `-3`, … is used and the choice recorded

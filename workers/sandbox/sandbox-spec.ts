@@ -103,6 +103,12 @@ export interface SandboxSpec {
    */
   gitView?: GitReadView;
   /**
+   * Host files bound read-only at other paths, after every other mount: the tool shells
+   * (./tool-shell.ts): each shell's real file at `<gateDir>/tool-shells/real/<name>`, then the
+   * wrapper over the shell's own path. Default none.
+   */
+  fileBinds?: Array<{ source: string; path: string }>;
+  /**
    * Resource bounds (`workers.limits`, ./resource-bounds.ts): `/tmp`'s tmpfs gets `--size`, and
    * ./sandbox.ts `confineCommand` adds the cgroup and rlimits. Absent: unbounded (tests of the bare spec).
    */
@@ -255,6 +261,8 @@ export function bwrapArgs(
   // A socket a read-only view still shows is a way out (connect(2) writes nothing): cover each.
   for (const p of coveredSockets([...baseMounts(system), ...mounts], hostSockets, [...(spec.reachableSockets ?? []), ...extraBinds])) args.push('--ro-bind', '/dev/null', p);
   for (const p of extraBinds) args.push('--bind', p, p);
+  // The tool shells last: over the root's own shells, inside the read-only gate dir.
+  for (const b of spec.fileBinds ?? []) args.push('--ro-bind', b.source, b.path);
   // The covers read-only, once everything inside them is bound: a write there fails with EROFS
   // (which Polly reads as an attempt, brain/task-tools/sandbox-refusals.ts) instead of landing in a
   // tmpfs that vanishes unnoticed. Only the cover's own mount: the binds inside keep their modes.

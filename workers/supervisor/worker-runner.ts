@@ -180,6 +180,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
         processEnv: process.env,
         workers: spec.config.workers,
         spec: meterSpec,
+        who: { by: spec.workerId, task: spec.taskId },
         onRequest: (request) => record({ type: 'metered', request }),
         onRefused: (refused) => {
           record({ type: 'metering_refused', refused });
@@ -192,7 +193,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       record({ type: 'error', message });
       throw Object.assign(new Error(message), { status: 'agent_refused' as AgentRunStatus });
     }
-    record({ type: 'metering', upstreams: meter.upstreams, budget: meterSpec.budget });
+    record({ type: 'metering', upstreams: meter.upstreams, budget: meterSpec.budget, ...(meterSpec.goal ? { goal: meterSpec.goal } : {}) });
     const env = meter.env;
     const config: WorkerRunConfig = { ...spec.config, workers: meter.workers };
     let adapter: ReturnType<typeof createAgentAdapter>;
@@ -231,6 +232,11 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
         `[polly] sandbox: ${spec.harness} runs in bubblewrap (${confinement.sandbox.bwrap}); writable: ${confinement.sandbox.spec.writable.join(', ')}; network: ${reach}\n`,
       );
     }
+    if (confinement.notice) {
+      // Said at run time: the sandbox holds, but this turn's commands could reach the agent's process.
+      process.stderr.write(`[polly] ${confinement.notice}\n`);
+      record({ type: 'error', message: confinement.notice });
+    }
     if (confinement.warning) {
       process.stderr.write(`[polly] ${confinement.warning}\n`);
       record({ type: 'error', message: confinement.warning });
@@ -238,8 +244,10 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
     const socketPath = join(spec.gateDir, 'gate.sock');
     const gate = await prepareGate(spec.harness, {
       role: spec.role,
-      // HTTP writes to the configured GitHub Enterprise API get the gate's readable forge_write denial too
-      context: { ...spec.gateContext, forgeApiHosts: forgeApiHostsFromBaseUrl(spec.config.forge?.github?.base_url) },
+      // HTTP writes to the configured GitHub Enterprise API get the gate's readable forge_write denial too;
+      // inside bubblewrap the gate leaves what it cannot resolve to the sandbox (gate/sandbox-leeway.ts),
+      // unconfined (workers.allow_unconfined) it stays strict
+      context: { ...spec.gateContext, forgeApiHosts: forgeApiHostsFromBaseUrl(spec.config.forge?.github?.base_url), sandboxed: confinement.sandbox !== null },
       stateDir: spec.gateDir,
       socket: socketPath,
       policy: spec.config.policies,
@@ -276,7 +284,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
     });
     if (run.pid > 0) writeJsonAtomic(files.agent, { pid: run.pid, startedAt: new Date().toISOString() });
     result = await run.result;
-    await meter.proxy.close();
+    await meter.close();
     // The events as recorded (the agent's and the proxy's, in the order they happened: events.jsonl's order).
     result = { ...result, events: [...events] };
     if (confinement.warning) result = { ...result, unconfined: confinement.warning };
@@ -289,7 +297,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
   }
   if (timer) clearInterval(timer);
   await gateServer?.close();
-  await meter?.proxy.close();
+  await meter?.close();
   beat();
   writeJsonAtomic(files.result, result);
   return result;
