@@ -18,21 +18,7 @@
  * (sshd_config(5), OpenSSH 8.7+): the agent CLIs, node, and `polly` (unless `pollyOnPath` is false).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import {
-  accessSync,
-  appendFileSync,
-  chmodSync,
-  constants,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';

@@ -196,6 +196,7 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
   const commondirText = readText(join(adminDir, 'commondir'));
   if (commondirText === null) return null;
   const commonDir = resolve(adminDir, commondirText.trim());
+  refuseUnhandledFormat(commonDir);
   const git = input.git ?? createGitRunner();
   const name = basename(adminDir);
   const stateDir = input.stateDir ?? join(repoStateDir(input.repoRoot), 'read-view');
@@ -282,6 +283,7 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
   mkdirSync(join(viewDir, 'info'), { recursive: true });
   writeFileSync(join(viewDir, 'info', 'exclude'), readText(join(commonDir, 'info', 'exclude')) ?? '');
   if (tip && refValue(viewDir, ref) !== tip) await fetchInto(git, viewDir, commonDir, tip, ref, shallow);
+  await writeDefaultBranch(git, input.worktree, commonDir, viewDir, tip, ref);
   writeFileSync(join(viewDir, 'HEAD'), headLine(branch, tip, head));
   await copyStagedBlobs(git, input.worktree, commonDir, viewDir);
   // Last: the fast path above trusts the view only once everything else is written.
@@ -290,6 +292,55 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
 }
 
 const OID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
+
+/**
+ * Refuse a repository whose format the view cannot rebuild: the reftable ref backend (git ≥ 2.45,
+ * `extensions.refStorage = reftable`: refs are not files, and a worktree's own refs live in its
+ * admin dir's reftable). Read from the common dir's config file.
+ * @throws PollyError `sandbox_unavailable` naming the setting and what to do.
+ */
+function refuseUnhandledFormat(commonDir: string): void {
+  const config = readText(join(commonDir, 'config')) ?? '';
+  if (/^\s*refstorage\s*=\s*"?reftable"?\s*$/im.test(config))
+    throw new PollyError(
+      'sandbox_unavailable',
+      `Polly cannot give a worker a read view of ${dirname(commonDir)}: it stores its refs in the reftable format (extensions.refStorage = reftable in ${join(commonDir, 'config')}), which the view does not handle yet. To fix: convert it to files refs with \`git refs migrate --ref-format=files\` (git 2.46 or newer), or clone it again without --ref-format=reftable.`,
+      { details: { commonDir } },
+    );
+}
+
+/**
+ * The name of the repository's default branch, from its files: `refs/remotes/origin/HEAD`'s
+ * target (`refs/remotes/origin/main` → `main`), else the main checkout's branch (its `HEAD`) when it
+ * is not one of Polly's; null when neither names one.
+ */
+function defaultBranchName(commonDir: string): string | null {
+  const originHead = /^ref:\s*refs\/remotes\/origin\/(\S+)$/m.exec(readText(join(commonDir, 'refs', 'remotes', 'origin', 'HEAD')) ?? '')?.[1];
+  if (originHead && originHead !== 'HEAD') return originHead;
+  const head = /^ref:\s*refs\/heads\/(\S+)$/m.exec(readText(join(commonDir, 'HEAD')) ?? '')?.[1];
+  return head && !head.startsWith('polly/') ? head : null;
+}
+
+/**
+ * Give the view the default branch (`refs/heads/main`), read-only like the rest, pointing at what
+ * the task may see of it: the fork point of the task's commit and the branch's tip in the
+ * repository (`git merge-base`), which the base store holds (it is reachable from a base). So
+ * `git diff main` and `git log main..` work inside; a later commit of the branch is not shown.
+ * Left out when the repository names no default branch, when it is the task's own branch, or when
+ * the two share no history.
+ */
+async function writeDefaultBranch(git: GitRunner, worktree: string, commonDir: string, viewDir: string, tip: string | null, taskRef: string): Promise<void> {
+  const name = defaultBranchName(commonDir);
+  if (!name || !tip || `refs/heads/${name}` === taskRef) return;
+  const mainTip = refValue(commonDir, `refs/heads/${name}`) ?? refValue(commonDir, `refs/remotes/origin/${name}`);
+  if (!mainTip) return;
+  const mb = await git.run(['merge-base', mainTip, tip], { cwd: worktree, okExitCodes: [1, 128] });
+  const fork = mb.exitCode === 0 ? mb.stdout.trim() : '';
+  if (!OID.test(fork)) return;
+  const path = join(viewDir, 'refs', 'heads', ...name.split('/'));
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${fork}\n`);
+}
 
 /** The admin dir's files naming a commit of an operation in progress (gitrepository-layout(7), git-merge(1), git-rebase(1)). */
 const SPECIAL_HEADS = ['MERGE_HEAD', 'CHERRY_PICK_HEAD', 'REVERT_HEAD', 'REBASE_HEAD'] as const;

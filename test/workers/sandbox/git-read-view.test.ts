@@ -95,7 +95,8 @@ describe('bwrapArgs and coveredSockets with a read view', () => {
   };
   it('binds the view read-only over the common dir, the admin dir and the base objects at their own paths, config.worktree covered', () => {
     const args = bwrapArgs(spec, () => true).join(' ');
-    expect(args).toContain('--tmpfs /r ');
+    // The main checkout is not bound at all (the root is empty): only the mount points of the view and the worktree show under /r.
+    expect(args).not.toContain('--ro-bind /r /r ');
     expect(args).toContain('--ro-bind /s/tasks/t1.git /r/.git ');
     expect(args).toContain('--ro-bind /r/.git/worktrees/t1 /r/.git/worktrees/t1 ');
     expect(args).toContain('--ro-bind /s/base.git/objects /s/base.git/objects ');
@@ -190,12 +191,29 @@ describe('prepareGitReadView on a real repository', () => {
     expect(await prepareGitReadView({ repoRoot: repo, worktree: root, stateDir: state })).toBeNull();
   });
 
+  it('refuses a reftable repository with what to do (its refs are not files)', async () => {
+    const other = join(root, 'reftable');
+    mkdirSync(other);
+    git(other, ['init', '-q', '-b', 'main']);
+    git(other, ['commit', '-q', '--allow-empty', '-m', 'initial']);
+    const owt = join(other, '.worktrees', 'r1');
+    git(other, ['worktree', 'add', '-q', '-b', 'polly/r1', owt]);
+    writeFileSync(join(other, '.git', 'config'), `${readFileSync(join(other, '.git', 'config'), 'utf8')}[extensions]\n\trefStorage = reftable\n`);
+    await expect(prepareGitReadView({ repoRoot: other, worktree: owt, stateDir: join(root, 'reftable-view') })).rejects.toThrow(
+      /reftable format \(extensions\.refStorage = reftable.*git refs migrate --ref-format=files/,
+    );
+  });
+
   it("holds the task's branch only, its commits and the base's history, a sanitized config; then takes the fast path", async () => {
     const view = await prepareGitReadView({ repoRoot: repo, worktree: wt, stateDir: state });
     expect(view).toMatchObject({ commonDir: join(repo, '.git'), adminDir: join(repo, '.git', 'worktrees', 't1'), viewDir: join(state, 'tasks', 't1.git') });
     const v = view!.viewDir;
-    expect(git(root, ['--git-dir', v, 'for-each-ref', '--format=%(refname)'])).toBe('refs/heads/polly/t1');
+    // The task's branch, and the default branch at the task's fork point (`git diff main` works inside).
+    expect(git(root, ['--git-dir', v, 'for-each-ref', '--format=%(refname) %(objectname)'])).toBe(
+      `refs/heads/main ${git(repo, ['rev-parse', 'main'])}\nrefs/heads/polly/t1 ${git(wt, ['rev-parse', 'HEAD'])}`,
+    );
     expect(git(root, ['--git-dir', v, 'log', '--format=%s', 'refs/heads/polly/t1'])).toBe('mine\ninitial');
+    expect(git(root, ['--git-dir', v, 'log', '--format=%s', 'main..polly/t1'])).toBe('mine');
     for (const id of [otherBlob, stashBlob]) expect(() => git(root, ['--git-dir', v, 'cat-file', '-e', id])).toThrow();
     const config = readFileSync(join(v, 'config'), 'utf8');
     expect(config).toContain('url = "https://example.invalid/o/r.git"');
@@ -221,9 +239,16 @@ describe('prepareGitReadView on a real repository', () => {
     writeFileSync(join(repo, 'b.txt'), 'b\n');
     git(repo, ['add', 'b.txt']);
     git(repo, ['commit', '-q', '-m', 'main moves']);
+    // main moved on: the view's main stays at what the task has seen (a commit of main the task has not taken in is not shown).
+    writeFileSync(join(wt, 'three.txt'), 'three\n');
+    git(wt, ['add', 'three.txt']);
+    git(wt, ['commit', '-q', '-m', 'three']);
+    await prepareGitReadView({ repoRoot: repo, worktree: wt, stateDir: state });
+    expect(git(root, ['--git-dir', v, 'log', '-1', '--format=%s', 'refs/heads/main'])).toBe('initial');
     git(wt, ['merge', '-q', '--no-edit', 'main']);
     await prepareGitReadView({ repoRoot: repo, worktree: wt, stateDir: state });
     expect(git(root, ['--git-dir', v, 'log', '--format=%s', 'refs/heads/polly/t1'])).toContain('main moves');
+    expect(git(root, ['--git-dir', v, 'log', '-1', '--format=%s', 'refs/heads/main'])).toBe('main moves');
     // The new base went to the shared store; the task's own commits only to its view.
     const base = join(state, 'base.git');
     expect(git(root, ['--git-dir', base, 'for-each-ref', '--format=%(refname)']).split('\n')).toHaveLength(2);
