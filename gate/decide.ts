@@ -17,7 +17,9 @@
  *   `python -c`, `bash -c`, a heredoc fed to an interpreter, `eval`), brain, unknown_role, unknown_tool;
  * - `ask_timeout.expired` (see {@link resolveAsk});
  * - `allow` when nothing fired, `internal_error` when the gate itself failed (always a deny).
- * Fail closed: anything the gate cannot resolve, and any exception, is a deny.
+ * Fail closed: anything the gate cannot resolve, and any exception, is a deny; except that an
+ * implementer inside Polly's sandbox (`context.sandboxed`) has what the gate cannot see left to the
+ * sandbox, the seed's named policies staying denied in every spelling (./sandbox-leeway.ts).
  */
 import { resolvePath } from './paths.js';
 import { checkWrite } from './policy.js';
@@ -33,7 +35,8 @@ const TOOLS = new Set(['bash', 'write', 'edit', 'read']);
  * Decide one request. Total: never throws; an internal failure is `{decision:'deny', rule:'internal_error'}`.
  * @param request  a dispatch, a tool call or a forge call (see types.ts)
  * @param policy   the `policies` section of `.polly/config.yaml` (brain/config-schema.ts)
- * @param context  repo root, worktree, branch, default branch, home (absolute paths)
+ * @param context  repo root, worktree, branch, default branch, home (absolute paths); `sandboxed` when
+ *   the worker runs inside Polly's sandbox
  */
 export function decide(request: GateRequest, policy: GatePolicy, context: GateContext): GateDecision {
   try {
@@ -118,7 +121,7 @@ function decideTool(r: ToolRequest, policy: GatePolicy, context: GateContext): G
   const firstDeny = report.findings.find((f) => f.decision === 'deny');
   if (firstDeny) return { decision: 'deny', rule: firstDeny.rule, reason: firstDeny.reason };
   for (const w of report.writes) {
-    const f = checkWrite(w.path, w.raw, r.role, context, policy);
+    const f = checkWrite(w.path, w.raw, r.role, context, policy, { cwd: w.cwd, source: r.input });
     if (f) return { decision: f.decision, rule: f.rule, reason: f.reason };
   }
   if (report.mutations.length > 0 && r.role !== 'implement') {

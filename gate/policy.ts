@@ -9,6 +9,7 @@
  *   the gate's state dir) — rule `blast_radius.protected_path`.
  */
 import { isHarmlessDevice, isTempPath, isUnder, protectedReason } from './paths.js';
+import { sandboxHolds, unresolvedWriteUnderSandbox } from './sandbox-leeway.js';
 import type { Analyzer, GateContext, GatePolicy, GateRole } from './types.js';
 
 export interface Finding {
@@ -55,9 +56,19 @@ function isBrainWritable(path: string, context: GateContext): boolean {
  * Decide a write (or deletion) of `path` by `role`.
  * @param path  absolute normalised path, or null when the target could not be resolved statically.
  * @param raw   the target as written (for messages and for segment checks when unresolved).
+ * @param where for a shell command: the directory a relative `raw` is relative to and the whole
+ *   command line; with them an unresolved target under the sandbox is judged by
+ *   ./sandbox-leeway.ts (without them, or unconfined, it is denied).
  * @returns a deny finding, or null when the write is allowed.
  */
-export function checkWrite(path: string | null, raw: string, role: GateRole, context: GateContext, policy: GatePolicy): Finding | null {
+export function checkWrite(
+  path: string | null,
+  raw: string,
+  role: GateRole,
+  context: GateContext,
+  policy: GatePolicy,
+  where?: { cwd: string | null; source: string },
+): Finding | null {
   const shown = JSON.stringify(raw.replace(/\u0000/g, '…'));
   if (path !== null && isHarmlessDevice(path)) return null;
   if (isReadOnlyRole(role, policy)) {
@@ -66,6 +77,7 @@ export function checkWrite(path: string | null, raw: string, role: GateRole, con
   if (path === null) {
     const p = protectedReason(raw, context);
     if (p) return { decision: 'deny', rule: 'blast_radius.protected_path', reason: p };
+    if (where !== undefined && sandboxHolds(role, context)) return unresolvedWriteUnderSandbox(raw, where.cwd, where.source, context);
     return {
       decision: 'deny',
       rule: 'blast_radius.unresolved_path',

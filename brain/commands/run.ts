@@ -8,13 +8,14 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command, type CommandIO } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { createGoal } from '../registry/goal-record.js';
+import { endGoal } from '../registry/goal-lifecycle.js';
 import { followGoalInRepo, formatSummary, goalSummary, signalExitCode } from './follow-goal.js';
 import { ensureBrain } from '../process/daemon.js';
-import { proposePlan } from '../plan/plan-gate.js';
+import { proposeValidPlan } from '../plan/plan-gate.js';
 import { budgetFlow, resolvePlanBudgets, taskBudget } from '../plan/budgets.js';
 import { parkCauses } from '../plan/plan-retry.js';
 import { planTaskId } from '../registry/task-record.js';
-import { parsePlanFile, planToProposal, type Plan } from '../plan/plan-schema.js';
+import { parsePlanFile, type Plan } from '../plan/plan-schema.js';
 import { planAgentUses } from '../plan/plan-agents.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { agentCredentials, agentRootProblem } from '../../workers/agents/agent-preflight.js';
@@ -106,14 +107,13 @@ export async function proposeAndFollow(
 ): Promise<number> {
   for (const line of await checkoutNotes(ctx.repo.root, io.env)) io.stderr.write(`${line}\n`);
   const { goal, seq } = await createGoal(ctx.store, what.goal, 'plan');
-  const proposed = await proposePlan(ctx.store, ctx.config, planToProposal(plan), { goalId: goal.id, source: what.source, ...(what.retries ? { retries: what.retries } : {}) });
+  const proposed = await proposeValidPlan(ctx.store, ctx.config, plan, { goalId: goal.id, source: what.source, ...(what.retries ? { retries: what.retries } : {}) });
   // The admission line is a result: stdout has it once (below, or in the summary); the progress on
   // stderr shows it once more as "plan pN: …" while following.
   if (!proposed.admitted) {
     for (const c of proposed.counterexamples) io.stderr.write(`${c}\n`);
     await ctx.store.update((draft, tx) => {
-      draft.goals[goal.id]!.status = 'failed';
-      tx.emit('goal.done', { goalId: goal.id, status: 'failed', reason: 'plan refused' });
+      endGoal(draft.goals[goal.id]!, 'failed', tx, { reason: 'plan refused' });
     });
     if (flags.json) writeJson(io.stdout, { plan: proposed.planId, admitted: false, line: proposed.line, counterexamples: proposed.counterexamples });
     else writeLine(io.stdout, proposed.line);

@@ -34,6 +34,7 @@
  * | `not_built`        | 1    | a placeholder: the feature is not built yet                        |
  * | `sandbox_unavailable` | 1 | the OS sandbox cannot start here and `workers.allow_unconfined` is off (names the fix) |
  * | `stopping`         | 1    | the Brain is stopping: new work (a worker turn) is not started; the next Brain starts it |
+ * | `host_failed`      | 1    | a remote host of `workers.hosts` cannot be reached, or refuses (names the host and the fix) |
  * | `internal`         | 1    | a bug in Polly                                                     |
  */
 export type PollyErrorCode =
@@ -58,6 +59,7 @@ export type PollyErrorCode =
   | 'not_built'
   | 'sandbox_unavailable'
   | 'stopping'
+  | 'host_failed'
   | 'internal';
 
 const BAD_INPUT_CODES: ReadonlySet<PollyErrorCode> = new Set<PollyErrorCode>([

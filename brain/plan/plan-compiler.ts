@@ -28,9 +28,11 @@
  * each other and the schedule only counts their dispatches; it keeps admission linear in the
  * number of tasks instead of exponential.
  */
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { admissionKey } from '../../workflows/check/admission-cache.js';
+import { fileURLToPath } from 'node:url';
+import { admissionKey, checkerFingerprint } from '../../workflows/check/admission-cache.js';
 import { checkWorkflow, type CheckResult, type Violation } from '../../workflows/check/checker.js';
 import { withPollyGuarantees } from '../../workflows/check/guarantees.js';
 import { loadWorkflow } from '../../workflows/load-workflow.js';
@@ -71,6 +73,25 @@ export function builtinWorkflowDir(name: string): string {
   const dir = join(builtinWorkflowsDir(), name);
   if (existsSync(join(dir, 'workflow.yaml'))) return dir;
   throw new PollyError('internal', `the built-in workflow "${name}" is missing from this installation of Polly (no ${dir}/workflow.yaml). Reinstall Polly.`);
+}
+
+let compilerPrint: string | null = null;
+
+/**
+ * The fingerprint of what turns a plan into checked workflows: sha256 (hex) over the checker's own
+ * fingerprint (workflows/check/admission-cache.ts), this compiler module's code and the built-in
+ * `polly-task` workflow it specialises; read once per process. Recorded on a plan at admission
+ * (`AdmissionRecord.compiler`), so a Brain of another Polly version can say why a hash changed.
+ */
+export function planCompilerFingerprint(): string {
+  compilerPrint ??= createHash('sha256')
+    .update(checkerFingerprint())
+    .update('\0')
+    .update(readFileSync(fileURLToPath(import.meta.url)))
+    .update('\0')
+    .update(readFileSync(join(builtinWorkflowDir('polly-task'), 'workflow.yaml')))
+    .digest('hex');
+  return compilerPrint;
 }
 
 let pollyTaskCache: Workflow | null = null;
@@ -256,7 +277,12 @@ export function pathOverlapDetail(o: PathOverlap): string {
 
 /**
  * The plan's schedule as a workflow, run by the Brain on the runtime (one run per approved plan,
- * input `{plan}`): the Brain signals TURN_START, then the dispatches of the turn (DISPATCH_tN or
+ * input `{plan}`). It starts at the plan gate (state `gate`): APPROVED is the gate's approval,
+ * whoever gave it — the terminal, the dashboard, `polly plan approve`, `--yes`, or a maintainer's
+ * `/polly approve` comment on the goal's issue (issue 30): one action, the front end is only its
+ * payload (`by`) — and REJECTED / EXPIRED close the run; the {@link PLAN_APPROVAL_INVARIANT}
+ * (no `dispatch_task` effect before APPROVED) is checked on every path. Then the Brain signals
+ * TURN_START, then the dispatches of the turn (DISPATCH_tN or
  * DISPATCH_BATCH_B), then TURN_END; each dispatch emits a `dispatch_tN` order (tool
  * `dispatch_task`) whose completion STARTED_tN / FAIL_tN says whether the task started; the
  * task's end comes back as the signal DONE_tN or FAIL_tN; SKIP_tN settles a task whose
@@ -276,9 +302,14 @@ export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks'
   const variables: Record<string, unknown> = {
     dispatched: { type: 'int', min: 0, max: Math.max(tasks.length, 1), initial: 0 },
   };
-  const actions: Record<string, unknown> = { TURN_START: {}, TURN_END: {}, FINISH: {} };
+  // The plan gate: one approval action whatever front end gave it (its `by` is payload, journaled).
+  const actions: Record<string, unknown> = { APPROVED: { extra: 'payload' }, REJECTED: { extra: 'payload' }, EXPIRED: {}, TURN_START: {}, TURN_END: {}, FINISH: {} };
   const effects: Record<string, unknown> = {};
-  const transitions: unknown[] = [];
+  const transitions: unknown[] = [
+    { action: 'APPROVED', from: 'gate', to: 'idle' },
+    { action: 'REJECTED', from: 'gate', to: 'closed' },
+    { action: 'EXPIRED', from: 'gate', to: 'closed' },
+  ];
   const depsDone = (i: number): string[] => tasks[i]!.dependsOn.map((d) => `${ident(index.get(d)!)} == "done"`);
   const ready = (i: number): string => [`${ident(i)} == "waiting"`, ...depsDone(i)].join(' && ');
   const pinned = new Set(Object.keys(plan.batches));
@@ -347,9 +378,9 @@ export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks'
     description: `Schedule of plan ${planId}: dispatch order, dependencies and turns.`,
     input: { plan: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]*$' } },
     key: 'plan:{plan}',
-    states: ['idle', 'turn', 'finished'],
-    initial: 'idle',
-    terminal: ['finished'],
+    states: ['gate', 'idle', 'turn', 'finished', 'closed'],
+    initial: 'gate',
+    terminal: ['finished', 'closed'],
     variables,
     actions,
     effects,
@@ -358,8 +389,28 @@ export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks'
     polly: { turn: { start: ['TURN_START'], end: ['TURN_END'] }, tasks: [] },
   };
   const wf = validateWorkflow(raw, { file: `plan:${planId}/schedule` });
+  wf.invariants.push(planApprovalInvariant());
   for (const o of pathOverlaps(tasks)) wf.invariants.push(pathOverlapInvariant(o, index.get(o.a)!, index.get(o.b)!));
   return wf;
+}
+
+/** The name of {@link planApprovalInvariant}. */
+export const PLAN_APPROVAL_INVARIANT = 'dispatch-only-after-plan-approval';
+
+/**
+ * No plan task is dispatched before the plan gate's approval: every `dispatch_task` effect of the
+ * schedule is preceded by APPROVED (issue 30: an approval by a maintainer's comment on the issue is
+ * this same action, so no front end has a path around it).
+ */
+export function planApprovalInvariant(): InvariantDecl {
+  return {
+    name: PLAN_APPROVAL_INVARIANT,
+    pattern: 'requires_before',
+    event: { names: [], tools: [DISPATCH_TASK_TOOL], when: null },
+    requires: [{ names: ['APPROVED'], tools: [], when: null }],
+    reset_by: null,
+    scope: { kind: 'global' },
+  };
 }
 
 /**

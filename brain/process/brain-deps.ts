@@ -3,6 +3,7 @@
  * supervisor, the worktree manager, the forge, the task tools, the gate context and the agents'
  * environment. Commands (`polly brain`, `polly run`) and tests build the Brain with this.
  */
+import type { IssueTracker } from '../forge/issue-tracker.js';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createWorkerSupervisor } from '../../workers/supervisor/worker-supervisor.js';
@@ -52,6 +53,13 @@ export interface BrainProcessDeps {
   forge: Forge;
   /** The GitHub PR watcher (one pass per after-merge pass); null on the local forge, which watches itself on every read. */
   prWatcher?: PullRequestWatcher | null;
+  /**
+   * The issue tracker (GitHub's issues, or the local forge's: brain/forge/issue-tracker.ts): the
+   * plan gate on the issue of every goal that came from one (brain/forge/issue-gate.ts; on GitHub
+   * one pass per PR watcher pass, locally every loop pass), and the intake when config
+   * `intake.in_brain`. Absent: no issue pass.
+   */
+  issues?: IssueTracker | null;
   /** The local forge's own check of open PRs merged with their moved base (one pass per after-merge pass); null on GitHub, whose CI does it. */
   localChecks?: LocalPrChecks | null;
   /** Effect tool name → implementation (brain/task-tools/index.ts). */
@@ -119,10 +127,11 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
       allowUnconfined: config.workers.allow_unconfined ?? false,
       passthrough: config.workers.env_passthrough ?? [],
       limits: config.workers.limits ?? {},
+      toolPaths: config.workers.tool_paths ?? [],
     },
     journal: (kind, data) => void store.update((_d, tx) => tx.emit(kind, data)).catch(() => {}),
   });
-  const { forge, selection, watcher } = await openForge({ repoRoot: repo.root, config, store, env });
+  const { forge, selection, watcher, issues } = await openForge({ repoRoot: repo.root, config, store, env });
   log(`[polly] forge: ${selection.kind}${'reason' in selection && selection.reason ? ` (${String(selection.reason)})` : ''}`);
   const branches = readRepoBranchContext(repo.root, env) ?? { branch: 'HEAD', defaultBranch: 'main' };
   const gateContext: GateContext = { repoRoot: repo.root, worktree: repo.root, branch: branches.branch, defaultBranch: branches.defaultBranch, home: env.HOME ?? homedir() };
@@ -137,6 +146,7 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
     worktrees,
     forge,
     prWatcher: watcher,
+    issues,
     prWatchSeconds: config.forge.github.watch_seconds,
     localChecks: forge.kind === 'local' ? createLocalPrChecks({ repoRoot: repo.root, store, config, progress: log }) : null,
     tools: { ...TASK_TOOLS },

@@ -108,7 +108,7 @@ export function implementTurn(ctx: TaskToolContext, task: TaskRecord, prompt: st
   });
 }
 
-/** The task status that names how a failed turn ended (orchestration case 1, test/workers/orchestration-workers.test.ts). */
+/** The task status that names how a failed turn ended (orchestration case 1, test/workers/supervisor/orchestration-workers.test.ts). */
 export function failedTurnStatus(status: AgentRunResult['status']): TaskStatus {
   if (status === 'agent_missing' || status === 'agent_exited' || status === 'blocked_on_prompt') return status;
   if (status === 'cancelled') return 'cancelled';
@@ -131,7 +131,7 @@ export async function recordTurn(ctx: TaskToolContext, result: WorkerTurnResult,
       role: verb === 'dispatch' ? t.purpose : 'followup',
       harness: t.worker,
       orderId: ctx.order.id,
-      at: new Date().toISOString(),
+      at: ctx.clock().toISOString(),
       endpoint: modelEndpoint(t.worker, ctx.config, ctx.agentEnv),
     });
     if (result.sessionId) t.sessionId = result.sessionId;
@@ -141,7 +141,7 @@ export async function recordTurn(ctx: TaskToolContext, result: WorkerTurnResult,
     }
     t.attempts = Object.values(draft.workers).filter((w) => w.taskId === t.id && (w.purpose ?? 'implement') === 'implement').length;
     // A turn stopped by its budget is parked by parkForBudget (turn-budget.ts), not failed here.
-    if (!budgetStop) transitionTask(t, ok ? 'checking' : failedTurnStatus(result.status), { reason, at: new Date().toISOString() });
+    if (!budgetStop) transitionTask(t, ok ? 'checking' : failedTurnStatus(result.status), { reason, at: ctx.clock().toISOString() });
     tx.emit('task.turn_ended', {
       taskId: t.id,
       orderId: ctx.order.id,
@@ -286,8 +286,8 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
   const updated = await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
     if (!t) return null;
-    Object.assign(t, record, { updatedAt: new Date().toISOString() });
-    if (setup) t.setup = setupStamp(setup);
+    Object.assign(t, record, { updatedAt: ctx.clock().toISOString() });
+    if (setup) t.setup = setupStamp(setup, ctx.clock());
     tx.emit('task.worktree', { taskId: t.id, orderId: ctx.order.id, ...record, adopted: Boolean(registered) });
     if (found.kind === 'adopted') {
       tx.emit('task.branch_adopted', {
@@ -308,8 +308,8 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
 }
 
 /** The stamp of a setup run (workers/git/setup-inputs.ts). */
-function setupStamp(setup: SetupResult): SetupStamp {
-  return { command: setup.command, ok: setup.exitCode === 0 && !setup.timedOut && !setup.refGuard, inputs: setup.inputs, at: new Date().toISOString() };
+function setupStamp(setup: SetupResult, at: Date): SetupStamp {
+  return { command: setup.command, ok: setup.exitCode === 0 && !setup.timedOut && !setup.refGuard, inputs: setup.inputs, at: at.toISOString() };
 }
 
 /** Record `setup` (run again in the kept worktree) on the task and journal it; returns the fresh task. */
@@ -317,7 +317,7 @@ async function recordSetup(ctx: TaskToolContext, setup: SetupResult | null): Pro
   const fresh = await ctx.store.update((draft, tx) => {
     const t = draft.tasks[ctx.task.id];
     if (!t) return null;
-    if (setup) t.setup = setupStamp(setup);
+    if (setup) t.setup = setupStamp(setup, ctx.clock());
     tx.emit('task.setup_again', { taskId: t.id, orderId: ctx.order.id, command: setup?.command ?? null, exitCode: setup?.exitCode ?? null, worktree: t.worktree });
     return structuredClone(t);
   });
@@ -379,6 +379,7 @@ async function baseCheck(
         knownRed,
         canRun,
         recheckRed,
+        now: ctx.clock,
         run: (command) => {
           ctx.progress(`${task.id}: base check: ${command}`);
           return runCheck(command, run);
@@ -403,7 +404,7 @@ async function baseCheck(
     const t = draft.tasks[task.id];
     if (!t) return;
     Object.assign(t, { worktree: null, branch: null, baseCommit: null });
-    transitionTask(t, 'base_red', { reason, at: new Date().toISOString() });
+    transitionTask(t, 'base_red', { reason, at: ctx.clock().toISOString() });
     tx.emit('task.base_red', { taskId: t.id, orderId: ctx.order.id, command: red.command, exitCode: red.exitCode, timedOut: red.timedOut, baseCommit: red.baseCommit });
   });
   ctx.progress(`${task.id}: ${reason.split('\n')[0]}`);
@@ -415,7 +416,7 @@ async function failBeforeAgent(ctx: TaskToolContext, kind: string, reason: strin
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[ctx.task.id];
     if (!t) return;
-    transitionTask(t, 'failed', { reason, at: new Date().toISOString() });
+    transitionTask(t, 'failed', { reason, at: ctx.clock().toISOString() });
     tx.emit(kind, { taskId: t.id, orderId: ctx.order.id, reason });
   });
   return { outcome: 'failure', permanent: true, note: `dispatch: ${reason.split('\n')[0]}` };
@@ -463,7 +464,7 @@ export const dispatch: TaskTool = async (ctx) => {
     await ctx.store.update((draft, tx) => {
       const t = draft.tasks[ctx.task.id];
       if (!t) return;
-      transitionTask(t, 'failed', { reason, at: new Date().toISOString() });
+      transitionTask(t, 'failed', { reason, at: ctx.clock().toISOString() });
       tx.emit('task.worktree_failed', { taskId: t.id, orderId: ctx.order.id, code: error.code, reason });
     });
     return { outcome: 'failure', permanent: error.code !== 'git_failed', note: `dispatch: ${reason}` };
@@ -496,7 +497,7 @@ export const dispatch: TaskTool = async (ctx) => {
   }
   await ctx.store.update((draft) => {
     const t = draft.tasks[task.id];
-    if (t && t.status !== 'running') transitionTask(t, 'running', { reason: null, at: new Date().toISOString() });
+    if (t && t.status !== 'running') transitionTask(t, 'running', { reason: null, at: ctx.clock().toISOString() });
   });
   const watch = await createBudgetWatch({ store: ctx.store, task, repoRoot: ctx.repoRoot }, ctx.signal);
   const spentAlready = watch.stopped();
@@ -528,7 +529,7 @@ export const dispatch: TaskTool = async (ctx) => {
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
     if (!t) return;
-    transitionTask(t, 'failed', { reason: `${NO_CHANGE}${said}`, at: new Date().toISOString() });
+    transitionTask(t, 'failed', { reason: `${NO_CHANGE}${said}`, at: ctx.clock().toISOString() });
     tx.emit('task.no_change', { taskId: t.id, orderId: ctx.order.id, worktree: task.worktree });
   });
   return {

@@ -101,7 +101,7 @@ async function record(ctx: TaskToolContext, branch: string, commit: string, alre
     if (t.headCommit === commit && t.branch === branch && already) return;
     t.headCommit = commit;
     t.branch = branch;
-    t.updatedAt = new Date().toISOString();
+    t.updatedAt = ctx.clock().toISOString();
     tx.emit('task.pushed', { taskId: t.id, branch, commit, orderId: ctx.order.id, already });
   });
 }

@@ -264,7 +264,7 @@ export async function parkForBudget(ctx: TaskToolContext, stop: BudgetStop, extr
     if (backupRef) t.backupRefs = [...t.backupRefs, backupRef];
     // Not `finished`: the run's end (WORKER_FAILED) is still held to its admitted workflow and
     // records the finish (brain/process/order-executor.ts keeps the task parked).
-    if (t.status !== 'parked') transitionTask(t, 'parked', { reason, at: new Date().toISOString() });
+    if (t.status !== 'parked') transitionTask(t, 'parked', { reason, at: ctx.clock().toISOString() });
     tx.emit('budget.reached', {
       taskId: t.id,
       goalId: stop.goalId,
@@ -275,7 +275,7 @@ export async function parkForBudget(ctx: TaskToolContext, stop: BudgetStop, extr
       orderId: ctx.order.id,
       workerId: extra.workerId ?? null,
     });
-    tx.emit('task.parked', { taskId: t.id, reason, backupRef, worktree: t.worktree ?? null }); // the worktree is kept in place
+    tx.emit('task.parked', { taskId: t.id, reason, backupRef, worktree: t.worktree ?? null, budget: true }); // the worktree is kept in place
   });
   ctx.progress(`${ctx.task.id}: parked: ${reason}`);
   return { outcome: 'failure', permanent: true, note: `budget: ${reason}` };

@@ -30,6 +30,8 @@ export interface TaskToolContext {
   /** One-line progress for the live view. */
   progress(line: string): void;
   signal: AbortSignal;
+  /** The clock every time a tool writes comes from (the Brain's, so a test can move it): never a bare `new Date()`. */
+  clock: () => Date;
 }
 
 export interface TaskToolOutcome {

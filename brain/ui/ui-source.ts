@@ -13,9 +13,9 @@ import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } fro
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { join } from 'node:path';
 import type { PollyConfig } from '../config/config-schema.js';
-import { decidePlan, expirePlanAsks, proposePlan } from '../plan/plan-gate.js';
+import { decidePlan, expirePlanAsks, proposeValidPlan } from '../plan/plan-gate.js';
+import { endGoal } from '../registry/goal-lifecycle.js';
 import { parkCauses, pendingRetry, retryPlan, type ParkCause, type RetryBudgets } from '../plan/plan-retry.js';
-import { planToProposal } from '../plan/plan-schema.js';
 import { createGoal } from '../registry/goal-record.js';
 import { refuseRootAgents } from '../commands/run.js';
 import type { JournalEntry, PlanRecord, Registry, WorkerRecord } from '../registry/registry-schema.js';
@@ -29,6 +29,8 @@ import type { RunStore } from '../../workflows/run/run-store.js';
 import type { RunRecord } from '../../workflows/run/run-records.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 import { createConfiguredRunStore, runStoreDir } from '../registry/run-storage.js';
+import { brainAfterApproval, type BrainAfterApproval } from '../process/daemon.js';
+import { noticeBrainDeath } from '../notify/brain-death.js';
 
 /** One line of the gate's decision log (gate/decision-log.ts): `{at, kind: 'gate.decision', data}`. */
 export interface GateLogEntry {
@@ -78,6 +80,8 @@ export interface UiSource {
   decidePlan(planId: string, decision: 'approve' | 'reject', by: string): Promise<PlanRecord>;
   /** Why task `taskId` is parked (brain/plan/plan-retry.ts `parkCauses` over the whole journal), or null when it is not. */
   parkCause(taskId: string): Promise<ParkCause | null>;
+  /** Why each parked task is parked, by task id (the journal is read only when a task is parked). */
+  parkCauses(): Promise<Map<string, ParkCause>>;
   /**
    * Propose a retry plan for one task, as `polly retry TASK [--budget B]` does (same checks, same
    * refusals), and leave it at the plan gate. A retry of exactly this task already proposed is
@@ -87,6 +91,17 @@ export interface UiSource {
    *   root without the opt-in (the agents' keys are checked by the command that starts the Brain).
    */
   retryTask(taskId: string, budgets: RetryBudgets): Promise<{ planId: string; admitted: boolean; line: string; existing: boolean }>;
+  /**
+   * After an approval: the Brain that runs the plan — one already running, one started now (config
+   * `brain.start_on_approve`), or none (brain/process/daemon.ts `brainAfterApproval`).
+   */
+  brainAfterApproval(): Promise<BrainAfterApproval>;
+  /**
+   * Notice a Brain that died with work pending and tell the human once per death
+   * (brain/notify/brain-death.ts); cheap while the Brain lives (no read unless the registry changed).
+   * @returns the notification's title when this call sent it, else null; sink failures are logged.
+   */
+  noticeBrainDeath(): Promise<string | null>;
   /** Release what the source holds open (the run store's database handle). */
   close(): Promise<void>;
 }
@@ -137,9 +152,20 @@ function stamp(path: string): string {
  * The real source over a repository's `.polly/`.
  * @param deps.repoRoot  the main worktree's root; `pollyDir` is `<repoRoot>/.polly`.
  * @param deps.store     the registry store (the CLI's `openRepoContext` one).
- * @param deps.config    the repository's config (for `ask_timeout`, and the agents a retry starts).
+ * @param deps.config    the repository's config (for `ask_timeout`, the agents a retry starts,
+ *   `brain.start_on_approve` and the notification sinks).
+ * @param deps.env       the environment a Brain started on approval gets (default `process.env`).
+ * @param deps.log       diagnostics (default stderr).
  */
-export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; store: RegistryStore; config: PollyConfig }): UiSource {
+export function createRepoUiSource(deps: {
+  repoRoot: string;
+  pollyDir: string;
+  store: RegistryStore;
+  config: PollyConfig;
+  env?: NodeJS.ProcessEnv;
+  log?: (line: string) => void;
+}): UiSource {
+  const log = deps.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const journalPath = join(deps.pollyDir, 'journal.jsonl');
   const registryPath = join(deps.pollyDir, 'registry.json');
   const gateLogPath = join(deps.repoRoot, GATE_DECISIONS_FILE);
@@ -206,6 +232,10 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
       const t = (await deps.store.read()).tasks[taskId];
       return t?.status === 'parked' ? (parkCauses(await deps.store.journal()).get(taskId) ?? null) : null;
     },
+    async parkCauses() {
+      const parked = Object.values((await deps.store.read()).tasks).some((t) => t.status === 'parked');
+      return parked ? parkCauses(await deps.store.journal()) : new Map();
+    },
     async retryTask(taskId, budgets) {
       const reg = await deps.store.read();
       const pending = pendingRetry(reg, [taskId])?.follow;
@@ -214,14 +244,22 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
       // As root, claude-code needs the opt-in (config); the agents' keys are those of the command that starts the Brain.
       refuseRootAgents(retry.plan.tasks, deps.config);
       const { goal } = await createGoal(deps.store, retry.plan.goal!, 'plan');
-      const proposed = await proposePlan(deps.store, deps.config, planToProposal(retry.plan), { goalId: goal.id, source: `polly ui: retry ${taskId}`, retries: retry.retries });
+      const proposed = await proposeValidPlan(deps.store, deps.config, retry.plan, { goalId: goal.id, source: `polly ui: retry ${taskId}`, retries: retry.retries });
       if (!proposed.admitted) {
         await deps.store.update((draft, tx) => {
-          draft.goals[goal.id]!.status = 'failed';
-          tx.emit('goal.done', { goalId: goal.id, status: 'failed', reason: 'plan refused' });
+          endGoal(draft.goals[goal.id]!, 'failed', tx, { reason: 'plan refused' });
         });
       }
       return { planId: proposed.planId, admitted: proposed.admitted, line: proposed.line, existing: false };
+    },
+    brainAfterApproval: () => brainAfterApproval(deps.store, deps.config, deps.repoRoot, deps.pollyDir, deps.env ?? process.env),
+    async noticeBrainDeath() {
+      // Only a dead Brain can have died: the pid is looked at again only when the registry changed.
+      if (brainAlive(stamp(registryPath)) !== false) return null;
+      const { notification, failures } = await noticeBrainDeath({ store: deps.store, config: deps.config, pollyDir: deps.pollyDir, noticedBy: 'polly ui' });
+      for (const f of failures) log(`[polly ui] notification: ${f}`);
+      if (notification) log(`[polly ui] ${notification.title}: ${notification.text}`);
+      return notification?.title ?? null;
     },
     async close() {
       const open = runs;

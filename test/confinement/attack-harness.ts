@@ -108,8 +108,16 @@ export const originRefsOf = (s: Setting): string => git(s.root, ['--git-dir', s.
  * `modelScript(setting)` (YAML), then wait `lingerMs` for what a left-behind process would do, kill
  * whatever still carries the marker, and return the ground truth.
  */
-export async function attackRun(label: string, tasks: unknown[], modelScript: (s: Setting) => string, lingerMs = 7000, plant: (s: Setting) => void = () => {}): Promise<Outcome> {
-  const root = realpathSync(mkdtempSync(join(tmpdir(), `polly-attack-${label}-`)));
+export async function attackRun(
+  label: string,
+  tasks: unknown[],
+  modelScript: (s: Setting) => string,
+  lingerMs = 7000,
+  plant: (s: Setting) => void = () => {},
+  /** Where the run's root dir goes (default the OS temp dir, which every sandbox covers anyway). */
+  parent: string = tmpdir(),
+): Promise<Outcome> {
+  const root = realpathSync(mkdtempSync(join(parent, `polly-attack-${label}-`)));
   const env = gitTestEnv();
   const repo = join(root, 'repo');
   const origin = join(root, 'origin.git');

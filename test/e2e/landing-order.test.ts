@@ -1,5 +1,5 @@
 /**
- * Issue 29 item 3's acceptance on the local forge, end to end: real git (a bare origin), the real
+ * Landing order and stacked PRs on the local forge, end to end: real git (a bare origin), the real
  * `claude` implementer and `codex` reviewer against the scripted model server, the Brain as a
  * process, the human through git (test/helpers/human-merge.ts).
  *

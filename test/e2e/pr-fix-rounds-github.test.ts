@@ -1,5 +1,5 @@
 /**
- * Issue 16, acceptance item 1, end to end against the GitHub API simulator: a ready PR's life on
+ * PR fix rounds end to end against the GitHub API simulator: a ready PR's life on
  * GitHub goes back to the SAME worker session as bounded fix rounds — a change request with a line
  * comment, then a failing check run, then a conflict after another PR merged — and Polly never
  * merges, never force-updates a ref, and opens exactly one PR.

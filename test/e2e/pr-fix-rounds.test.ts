@@ -1,5 +1,5 @@
 /**
- * Issue 16 items 2, 3, 6 on the local forge, end to end: a ready PR's feedback goes back to the SAME
+ * PR fix rounds on the local forge, end to end: a ready PR's feedback goes back to the SAME
  * worker session as a bounded, model-checked fix round.
  *
  * Real everything: git with a bare origin, the real `claude` implementer and `codex` reviewer against

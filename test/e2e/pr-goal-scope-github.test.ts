@@ -1,5 +1,5 @@
 /**
- * Issue 35 item 6, end to end against the GitHub API simulator: a new run acts only on its own
+ * Goal scope, end to end against the GitHub API simulator: a new run acts only on its own
  * goal's PRs. Goal g1's plan ends with a ready PR and its Brain exits; a human then merges another
  * PR that makes g1's PR conflict. Goal g2's `polly run` starts a Brain whose watcher sees that
  * conflict: it is journaled and shown (`polly status` names `polly resume p1`), but g2's Brain spends

@@ -1,5 +1,5 @@
 /**
- * Issue 35, "registry loss": a plan ran to ready PRs on GitHub (the API simulator), then
+ * Registry loss: a plan ran to ready PRs on GitHub (the API simulator), then
  * `.polly/`'s state was lost (registry, journal, logs — the config kept), and the user runs the
  * same plan file again. Every task must end ready with exactly one open PR, the PR Polly opened
  * the first time: the branches already on origin are adopted and built on (fast-forward only,

@@ -5,7 +5,7 @@
  * - under `CI=true` it throws, so the file fails naming the package and the install line: CI
  *   proves that every suite ran, never a green run with suites silently skipped;
  * - elsewhere it records the skip (the file and the package) for the run's summary, which the
- *   global setup's teardown prints at the end (test/helpers/build-once.ts, test/helpers/skip-log.ts),
+ *   global setup's teardown prints at the end (test/helpers/run-summary.ts, test/helpers/skip-log.ts),
  *   with the one line that installs what was missing.
  */
 import { spawnSync } from 'node:child_process';
@@ -30,6 +30,7 @@ const PRESENT: Record<SystemPackage, () => boolean> = {
   chromium: () => chromiumPath() !== undefined,
   passt: () => onPath('pasta'),
   tmux: () => onPath('tmux'),
+  'openssh-server': () => existsSync('/usr/sbin/sshd') && onPath('ssh') && onPath('ssh-keygen'),
 };
 
 export type { SystemPackage };

@@ -1,7 +1,7 @@
 /**
  * The worktree manager: one worktree per task at `.worktrees/<id>` on branch `polly/<id>`.
  *
- * Guarantees (each "case N" is a test of that name in test/workers/orchestration-git.test.ts):
+ * Guarantees (each "case N" is a test of that name in test/workers/git/orchestration-git.test.ts):
  * - created from the base's commit, never by checking out the base branch (case 4);
  * - stale `.git/worktrees/<name>` registrations are pruned, and a non-empty directory in the way is
  *   never deleted: the next free path `.worktrees/<id>-2`, `-3`, … is used and the choice recorded
@@ -79,7 +79,7 @@ export interface WorktreeManagerOptions {
    * (fail closed: without it, a machine without the sandbox gets a red setup naming the fix).
    * Default `{network: false, allowUnconfined: false}`.
    */
-  setupSandbox?: { network: boolean; allowUnconfined: boolean; passthrough?: string[]; limits?: ResourceLimits };
+  setupSandbox?: { network: boolean; allowUnconfined: boolean; passthrough?: string[]; limits?: ResourceLimits; toolPaths?: string[] };
   /** Where setup output is kept. Default `<repoRoot>/.polly/logs`. */
   logsDir?: string;
   journal?: WorktreeJournal;
@@ -580,6 +580,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         allowUnconfined: box.allowUnconfined,
         ...(box.passthrough ? { passthrough: box.passthrough } : {}),
         ...(box.limits ? { limits: box.limits } : {}),
+        ...(box.toolPaths ? { toolPaths: box.toolPaths } : {}),
         extraEnv: { PORT: String(port), POLLY_TASK_ID: id, POLLY_WORKTREE: path },
       });
     } catch (error) {

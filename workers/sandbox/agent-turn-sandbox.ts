@@ -38,6 +38,8 @@ export interface AgentTurnSandboxInput {
   limits?: ResourceLimits;
   /** Where the git read views live (./git-read-view.ts); default `<repoStateDir>/read-view`. */
   readViewDir?: string;
+  /** `workers.tool_paths`: more host paths the sandbox shows read-only. */
+  toolPaths?: readonly string[];
   /** Default: the cached {@link toolShellSupport}. */
   toolShells?: ToolShellSupport;
 }
@@ -71,6 +73,7 @@ export async function agentTurnSandbox(input: AgentTurnSandboxInput): Promise<{ 
     ...(input.worktreesDir ? { worktreesDir: input.worktreesDir } : {}),
     // The agent's shell runs the developer's toolchains too (cargo, python, node under HOME).
     homeToolchains: detectHomeToolchains(input.realHome, process.env),
+    ...(input.toolPaths ? { toolPaths: input.toolPaths } : {}),
     gitView: await prepareGitReadView({ repoRoot: input.repoRoot, worktree: input.cwd, ...(input.readViewDir ? { stateDir: input.readViewDir } : {}) }),
   });
   const shells = input.toolShells ?? toolShellSupport();

@@ -34,6 +34,8 @@ export interface WorkerRecord {
   outcome?: string | null;
   /** Why it ended, in one line (the agent's message, or the death cause). */
   cause?: string | null;
+  /** The remote host (a `workers.hosts` name) the turn runs on; null or absent: this machine. */
+  host?: string | null;
 }
 
 /** The journal side of a store transaction: `emit(kind, data)` appends one journal event on commit. */

@@ -227,6 +227,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
         realHome: spec.gateContext.home,
         worktreesDir: resolveWorktreesDir(spec.gateContext.repoRoot, spec.config.worktrees?.dir),
         limits: spec.config.workers.limits ?? {},
+        toolPaths: spec.config.workers.tool_paths ?? [],
       });
     } catch (error) {
       const message = isPollyError(error) ? error.message : `could not set up the sandbox: ${(error as Error).message}`;
@@ -252,8 +253,10 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
     const socketPath = join(spec.gateDir, 'gate.sock');
     const gate = await prepareGate(spec.harness, {
       role: spec.role,
-      // HTTP writes to the configured GitHub Enterprise API get the gate's readable forge_write denial too
-      context: { ...spec.gateContext, forgeApiHosts: forgeApiHostsFromBaseUrl(spec.config.forge?.github?.base_url) },
+      // HTTP writes to the configured GitHub Enterprise API get the gate's readable forge_write denial too;
+      // inside bubblewrap the gate leaves what it cannot resolve to the sandbox (gate/sandbox-leeway.ts),
+      // unconfined (workers.allow_unconfined) it stays strict
+      context: { ...spec.gateContext, forgeApiHosts: forgeApiHostsFromBaseUrl(spec.config.forge?.github?.base_url), sandboxed: confinement.sandbox !== null },
       stateDir: spec.gateDir,
       socket: socketPath,
       policy: spec.config.policies,

@@ -1,0 +1,74 @@
+/**
+ * `polly host <sub>`: the host side of remote workers, run by another machine's Polly over SSH
+ * (workers/hosts/ssh.ts `remotePollyCommand`), never by a person. Every subcommand that acts takes
+ * `--expect-build <sha>` and refuses (exit 3) when this installation is another build: the two
+ * ends of a turn must run the same Polly.
+ *
+ * - `probe --json --dir DIR [--command H=CMD]…`: what this host offers (workers/hosts/host-probe.ts).
+ * - `prepare --dir DIR --repo KEY`: make sure the repository's bare mirror exists; prints `{mirror}`.
+ * - `turn --dir DIR`: run one turn; its request is the first line of stdin (workers/hosts/host-turn.ts).
+ * - `remove --dir DIR --repo KEY --task ID`: remove the task's worktree there, its work kept under a
+ *   backup ref in the mirror first.
+ */
+import { buildIdentity, describeBuild } from '../core/build-identity.js';
+import { PollyError } from '../core/errors.js';
+import { HARNESSES, type Harness } from '../core/vocabulary.js';
+import { collectHostProbe } from '../../workers/hosts/host-probe.js';
+import { parseCommandArgs } from './args.js';
+import { writeJson, type Command } from './command.js';
+
+/** Exit code of a `polly host` call refused for a build mismatch. */
+export const BUILD_MISMATCH_EXIT = 3;
+
+const USAGE = `Usage: polly host probe --json --dir DIR [--command HARNESS=COMMAND]...
+       polly host prepare --dir DIR --repo KEY --expect-build SHA
+       polly host turn --dir DIR --expect-build SHA        (the request on stdin)
+       polly host remove --dir DIR --repo KEY --task ID --expect-build SHA
+
+The host side of remote workers (docs/hosts.md): another machine's Polly runs these over SSH.
+Not for people: use "polly hosts" on the machine that dispatches.`;
+
+export const command: Command = {
+  summary: 'the host side of remote workers (run by Polly over SSH; see polly hosts)',
+  usage: USAGE,
+  async run(argv, io) {
+    const [sub, ...rest] = argv;
+    const args = parseCommandArgs(
+      'host',
+      rest,
+      {
+        json: { type: 'boolean' },
+        dir: { type: 'string' },
+        repo: { type: 'string' },
+        task: { type: 'string' },
+        'expect-build': { type: 'string' },
+        command: { type: 'string', multiple: true },
+      },
+      0,
+    );
+    const dir = args.values.dir;
+    if (!dir) throw new PollyError('bad_input', `polly host ${sub ?? ''}: --dir is required. ${USAGE}`);
+    const expected = args.values['expect-build'];
+    if (expected !== undefined && expected !== buildIdentity().build) {
+      io.stderr.write(
+        `polly host: this host runs Polly ${describeBuild(buildIdentity())}, the caller expects build ${expected.slice(0, 12)}: run "polly hosts install" for this host on the calling machine\n`,
+      );
+      return BUILD_MISMATCH_EXIT;
+    }
+    switch (sub) {
+      case 'probe': {
+        const commands: Partial<Record<Harness, string>> = {};
+        for (const pair of args.values.command ?? []) {
+          const [h, ...cmd] = pair.split('=');
+          if (!HARNESSES.includes(h as Harness) || cmd.length === 0)
+            throw new PollyError('bad_input', `polly host probe: --command ${JSON.stringify(pair)} is not HARNESS=COMMAND`);
+          commands[h as Harness] = cmd.join('=');
+        }
+        writeJson(io.stdout, collectHostProbe(commands, dir));
+        return 0;
+      }
+      default:
+        throw new PollyError('bad_input', `polly host: unknown subcommand ${JSON.stringify(sub ?? '')}. ${USAGE}`);
+    }
+  },
+};
