@@ -14,7 +14,7 @@ import { validatePlan, type Plan } from './plan-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { PlanRecord, Registry } from '../registry/registry-schema.js';
 import { formatStep } from '../../workflows/check/checker.js';
-import { resolvePlanBudgets, unpricedUsdBudgets } from './budgets.js';
+import { resolvePlanBudgets, unmeteredBudgets, unpricedUsdBudgets } from './budgets.js';
 import { transitionGoal } from '../registry/goal-lifecycle.js';
 
 export interface ProposeResult {
@@ -50,6 +50,7 @@ export function formatViolation(v: PlanAdmission['violations'][number]): string 
  * Validate, compile and model-check a plan, and record it: `pending` at the gate when admitted,
  * `refused` otherwise (the brain then revises and proposes again).
  * @param raw  the plan object (`{goal?, tasks: [...]}`) as proposed.
+ * @param options.env  where the workers' keys come from (default: this process's environment): a codex worker with no API key there and no provider cannot be metered.
  * @param options.retries  for a retry plan (`polly retry`, brain/plan/plan-retry.ts): task key → the
  *   stopped task it runs again; recorded as `PlanRecord.retries`.
  * @throws PollyError `plan_invalid` for a malformed plan (nothing recorded).
@@ -64,6 +65,8 @@ export interface ProposeOptions {
   source?: string;
   now?: () => Date;
   retries?: Record<string, string>;
+  /** Where the workers' keys come from (default: this process's environment): a codex worker with no API key there and no provider cannot be metered. */
+  env?: Record<string, string | undefined>;
 }
 
 /**
@@ -82,15 +85,22 @@ export async function proposeValidPlan(store: RegistryStore, config: PollyConfig
   });
   const checked = admitPlan(planId, plan, config);
   // A USD budget Polly cannot price (no config `prices` entry for the worker's model) is refused here, naming the key to add.
-  const unpriced = unpricedUsdBudgets(plan.tasks, resolvePlanBudgets(config, plan.budgets), config);
+  const budgets = resolvePlanBudgets(config, plan.budgets);
+  const unpriced = unpricedUsdBudgets(plan.tasks, budgets, config);
+  // A budget on a worker Polly cannot meter (pi on a built-in provider, codex on a ChatGPT login) would never hold: refused, naming the config that meters it.
+  const unmetered = unmeteredBudgets(plan.tasks, budgets, config, options.env ?? process.env);
   const admission: typeof checked =
-    unpriced.length === 0
+    unpriced.length === 0 && unmetered.length === 0
       ? checked
       : {
           ...checked,
           admitted: false,
           line: `REFUSED: ${planId}`,
-          violations: [...checked.violations, ...unpriced.map((detail) => ({ part: 'plan', invariant: 'usd_budget_priced', kind: 'unpriced-budget', trace: [], detail }))],
+          violations: [
+            ...checked.violations,
+            ...unpriced.map((detail) => ({ part: 'plan', invariant: 'usd_budget_priced', kind: 'unpriced-budget', trace: [], detail })),
+            ...unmetered.map((detail) => ({ part: 'plan', invariant: 'budget_metered', kind: 'unmetered-budget', trace: [], detail })),
+          ],
         };
   const counterexamples = admission.violations.map(formatViolation);
   await store.update((draft, tx) => {

@@ -38,6 +38,28 @@ export interface MeteredWorkers {
   pi: { base_url?: string | null };
 }
 
+/**
+ * Why Polly's metering proxy cannot count a harness's model requests, or null when it can:
+ * - pi with no `workers.pi.base_url` runs a built-in provider whose endpoint Polly does not know;
+ * - codex with no `workers.codex.provider` and no API key (`OPENAI_API_KEY`, `CODEX_API_KEY`) is
+ *   signed in with a ChatGPT account, whose backend is not an API at a base URL.
+ * claude always honours `ANTHROPIC_BASE_URL`. The sentence names the config that makes it meterable.
+ * @param env  the environment the worker gets its keys from.
+ */
+export function unmeteredReason(
+  harness: 'claude-code' | 'codex' | 'pi',
+  workers: { codex: { provider?: { base_url: string } | null }; pi: { base_url?: string | null } },
+  env: Record<string, string | undefined>,
+): string | null {
+  if (harness === 'pi' && !workers.pi.base_url) {
+    return "pi runs a built-in provider whose endpoint Polly does not know, so Polly's metering proxy cannot count it: set workers.pi.base_url (and workers.pi.api) in .polly/config.yaml to the provider's API";
+  }
+  if (harness === 'codex' && !workers.codex.provider && !env.OPENAI_API_KEY && !env.CODEX_API_KEY) {
+    return "codex has no workers.codex.provider and no OPENAI_API_KEY or CODEX_API_KEY, so it signs in with a ChatGPT account, whose backend Polly's metering proxy cannot count: configure workers.codex.provider (base_url, env_key) in .polly/config.yaml or set OPENAI_API_KEY";
+  }
+  return null;
+}
+
 /** The vendors' APIs, used as upstreams when the agent is given no base URL. */
 export const VENDOR_DEFAULTS = { ANTHROPIC_BASE_URL: 'https://api.anthropic.com', OPENAI_BASE_URL: 'https://api.openai.com/v1' } as const;
 

@@ -41,7 +41,7 @@ import { claudeCodeSandboxSettings } from '../agents/claude-code-sandbox.js';
 import { resolveWorktreesDir } from '../git/worktrees-dir.js';
 import { agentTurnSandbox } from '../sandbox/agent-turn-sandbox.js';
 import { appliedMounts, type WorkerSandboxOptions } from '../sandbox/sandbox-spec.js';
-import { startTurnMeter, type TurnMeter } from '../metering/turn-meter.js';
+import { startTurnMeter, unmeteredReason, type TurnMeter } from '../metering/turn-meter.js';
 import type { ModelPrice } from '../metering/api-usage.js';
 
 /** The part of `.polly/config.yaml` a runner reads: the gate's policies and each harness's options (a PollyConfig satisfies it). */
@@ -194,6 +194,15 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       throw Object.assign(new Error(message), { status: 'agent_refused' as AgentRunStatus });
     }
     record({ type: 'metering', upstreams: meter.upstreams, budget: meterSpec.budget, ...(meterSpec.goal ? { goal: meterSpec.goal } : {}) });
+    // A budget on a harness the proxy cannot count never holds: said at run time, never silent
+    // (the plan gate refuses such a plan; read-only work outside a plan can still get here).
+    const limited = (b: { tokens?: number | null; usd?: number | null } | null | undefined) => typeof b?.tokens === 'number' || typeof b?.usd === 'number';
+    const unmetered = limited(meterSpec.budget) || limited(meterSpec.goal?.limit) ? unmeteredReason(spec.harness, spec.config.workers, { ...process.env, ...explicitEnv }) : null;
+    if (unmetered) {
+      const message = `this turn's budget is not enforced: ${unmetered}`;
+      process.stderr.write(`[polly] ${message}\n`);
+      record({ type: 'error', message });
+    }
     const env = meter.env;
     const config: WorkerRunConfig = { ...spec.config, workers: meter.workers };
     let adapter: ReturnType<typeof createAgentAdapter>;

@@ -5,9 +5,9 @@ import { createMemoryRegistryStore } from '../../../brain/registry/registry-stor
 
 const context = { repoRoot: '/repo', worktree: '/repo', branch: 'main', defaultBranch: 'main', home: '/home/dev' };
 
-function tools() {
+function tools(config = DEFAULT_CONFIG) {
   const store = createMemoryRegistryStore();
-  const list = createBrainTools({ store, config: DEFAULT_CONFIG, gateContext: context });
+  const list = createBrainTools({ store, config, gateContext: context });
   const call = (name: string, args: Record<string, unknown>) => list.find((t) => t.name === name)!.handler(args as never);
   return { store, call };
 }
@@ -68,7 +68,11 @@ describe('the Brain dispatch protocol tools', () => {
   });
 
   it("plan_propose takes the plan's budgets and a task's own; the plan records what the gate shows", async () => {
-    const { call, store } = tools();
+    // Budgets hold only on workers Polly meters: pi and codex pointed at an API (docs/metering.md).
+    const metered = structuredClone(DEFAULT_CONFIG);
+    metered.workers.pi.base_url = 'http://127.0.0.1:9/v1';
+    metered.workers.codex.provider = { id: 'p', base_url: 'http://127.0.0.1:9/v1', env_key: 'K' };
+    const { call, store } = tools(metered);
     const t = {
       key: 't1',
       title: 'fix',

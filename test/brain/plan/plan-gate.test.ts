@@ -64,7 +64,8 @@ describe('plan gate', () => {
     // A usd budget needs a price for every worker it covers (docs/metering.md).
     const config = {
       ...DEFAULT_CONFIG,
-      workers: { ...DEFAULT_CONFIG.workers, pi: { ...DEFAULT_CONFIG.workers.pi, model: 'scripted' } },
+      // A budget needs a worker Polly meters: pi pointed at an API (docs/metering.md).
+      workers: { ...DEFAULT_CONFIG.workers, pi: { ...DEFAULT_CONFIG.workers.pi, model: 'scripted', base_url: 'http://127.0.0.1:9/v1' } },
       prices: { 'claude-sonnet-4-5': { input: 3, output: 15 }, scripted: { input: 0, output: 0 } },
       budgets: { per_task: { usd: 9 }, per_goal: { usd: 5, tokens: 400000 } },
     };

@@ -54,8 +54,48 @@ describe('plan gate: usd budgets need a price', () => {
     const priced = config((x) => {
       x.prices = { 'claude-sonnet-4-5': { input: 3, output: 15 }, 'gpt-5-codex': { input: 1.25, output: 10 } };
     });
-    expect((await proposePlan(store, priced, { tasks: [task('t1', { budget: { usd: 0.5 } })] })).admitted).toBe(true);
-    expect((await proposePlan(store, config(), { tasks: [task('t2', { budget: { tokens: 1000 } })] })).admitted).toBe(true);
+    // (codex signs in with its API key here: metered; see the next block.)
+    const env = { OPENAI_API_KEY: 'k' };
+    expect((await proposePlan(store, priced, { tasks: [task('t1', { budget: { usd: 0.5 } })] }, { env })).admitted).toBe(true);
+    expect((await proposePlan(store, config(), { tasks: [task('t2', { budget: { tokens: 1000 } })] }, { env })).admitted).toBe(true);
+  });
+});
+
+/**
+ * Issue 26: a budget on a worker Polly cannot meter (pi on a built-in provider, codex signed in
+ * with a ChatGPT account) would never be enforced: the plan gate refuses it, naming the config that
+ * makes the worker meterable. On the code before, such a plan was admitted and ran unbounded.
+ */
+describe('plan gate: a budget needs a worker Polly can meter', () => {
+  const pi = (extra: Record<string, unknown> = {}) => task('t1', { worker: 'pi', reviewer: null, ...extra });
+  it('refuses a tokens budget on pi with no workers.pi.base_url, naming it', async () => {
+    const r = await proposePlan(createMemoryRegistryStore(), config(), { tasks: [pi({ budget: { tokens: 5000 } })] }, { env: {} });
+    expect(r.admitted).toBe(false);
+    const text = r.counterexamples.join('\n');
+    expect(text).toContain('budget_metered (unmetered-budget)');
+    expect(text).toContain('task t1 has a budget of 5000 tokens, but pi runs a built-in provider whose endpoint Polly does not know');
+    expect(text).toContain('set workers.pi.base_url (and workers.pi.api)');
+  });
+
+  it("refuses the goal's budget on a codex reviewer with no provider and no API key (a ChatGPT login), naming workers.codex.provider and OPENAI_API_KEY", async () => {
+    const c = config((x) => {
+      x.budgets.per_goal = { tokens: 100_000 };
+    });
+    const r = await proposePlan(createMemoryRegistryStore(), c, { tasks: [task('t1')] }, { env: {} });
+    expect(r.admitted).toBe(false);
+    expect(r.counterexamples.join('\n')).toContain(
+      "task t1 has the goal's budget of 100000 tokens, but codex has no workers.codex.provider and no OPENAI_API_KEY or CODEX_API_KEY",
+    );
+  });
+
+  it('admits them once the workers are meterable, and a plan with no budget at all', async () => {
+    const c = config((x) => {
+      x.workers.pi.base_url = 'http://127.0.0.1:9/v1';
+      x.workers.codex.provider = { id: 'p', base_url: 'http://127.0.0.1:9/v1', env_key: 'K' };
+    });
+    expect((await proposePlan(createMemoryRegistryStore(), c, { tasks: [pi({ budget: { tokens: 5000 } })] }, { env: {} })).admitted).toBe(true);
+    expect((await proposePlan(createMemoryRegistryStore(), config(), { tasks: [task('t2', { budget: { tokens: 1 } })] }, { env: { CODEX_API_KEY: 'k' } })).admitted).toBe(true);
+    expect((await proposePlan(createMemoryRegistryStore(), config(), { tasks: [pi()] }, { env: {} })).admitted).toBe(true);
   });
 });
 
