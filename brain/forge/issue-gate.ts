@@ -30,9 +30,10 @@ import { PollyError, isPollyError } from '../core/errors.js';
 import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
 import { decidePlan, expirePlanAsks, unboundedLine } from '../plan/plan-gate.js';
 import { formatBudget, taskBudget } from '../plan/budgets.js';
-import type { GoalRecord, PlanRecord, Registry, TaskRecord } from '../registry/registry-schema.js';
+import type { GoalRecord, PlanRecord, Registry } from '../registry/registry-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import { planTaskId } from '../registry/task-record.js';
+import { goalPullRequests } from '../registry/goal-pull-requests.js';
 import { isPollyAuthored } from './github-watch.js';
 import type { IssueTracker, TrackerComment } from './issue-tracker.js';
 
@@ -154,20 +155,8 @@ export function renderProgress(goal: GoalRecord, reg: Pick<Registry, 'plans' | '
   ].join('\n');
 }
 
-/** The implement tasks of the goal's approved plans and whether every one of them has a merged PR. Pure. */
-export function goalPullRequests(goal: GoalRecord, reg: Pick<Registry, 'plans' | 'tasks'>): { tasks: TaskRecord[]; allMerged: boolean } {
-  const tasks: TaskRecord[] = [];
-  for (const id of goal.planIds) {
-    const plan = reg.plans[id];
-    if (plan?.gate !== 'approved') continue;
-    for (const spec of plan.tasks) {
-      const t = reg.tasks[planTaskId(plan, spec.key)];
-      if (t && spec.purpose === 'implement') tasks.push(t);
-    }
-  }
-  const landing = tasks.filter((t) => t.status !== 'failed' && t.status !== 'cancelled');
-  return { tasks, allMerged: landing.length > 0 && landing.every((t) => t.pr?.state === 'merged' || (t.pr !== null && t.pr !== undefined && t.status === 'merged')) };
-}
+/** Re-exported from brain/registry/goal-pull-requests.ts, where the archive reads it too. */
+export { goalPullRequests };
 
 export interface IssueGateDeps {
   store: RegistryStore;

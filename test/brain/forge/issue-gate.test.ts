@@ -21,7 +21,12 @@ import { decidePlan, proposePlan } from '../../../brain/plan/plan-gate.js';
 import { planTaskRecord } from '../../../brain/process/brain-process.js';
 import { createFileRegistryStore, type FileRegistryStore } from '../../../brain/registry/registry-store.js';
 import { startGitHubSimulator, type GitHubSimulator } from '../../helpers/github-simulator.js';
-import { POLLY_MARKER } from '../../../brain/forge/github-forge.js';
+import { POLLY_MARKER, createGitHubForge } from '../../../brain/forge/github-forge.js';
+import { watchMerges } from '../../../brain/forge/after-merge.js';
+import { archiveFinished } from '../../../brain/registry/registry-archive.js';
+import { ARCHIVE_AFTER_MS } from '../../../brain/process/brain-process.js';
+import { createWorktreeManager } from '../../../workers/git/worktree-manager.js';
+import { createTestRepo } from '../../helpers/git-repo.js';
 
 const TOKEN = 'ghp_FAKEtokenForTheSimulator0123456789ab';
 const config: PollyConfig = structuredClone(DEFAULT_CONFIG);
@@ -259,6 +264,53 @@ describe('the plan gate on the issue', () => {
     const replies = pollyComments(n).map((c) => c.body);
     expect(replies[0]).toContain('**Decision:** expired at');
     expect(replies.at(-1)).toMatch(/its ask expired at .*policies\.ask_timeout 86400 s\) and counts as rejected\. This answer changes nothing\./);
+  });
+});
+
+describe('every PR merged, after the archive age', () => {
+  test('a PR merged more than 24 h after its task was ready: the Brain pass that notices the merge does not archive the goal before its issue heard of it; the next pass says so once, and only then the tree is archived', async () => {
+    const s = setting();
+    const n = sim.humanOpenIssue({ login: 'alice', title: 'Fix sum()', body: 'It subtracts.', labels: ['polly'] });
+    const goalId = (await s.intake.pass()).taken[0]!.goalId;
+    const p = await proposePlan(s.store, config, PLAN, { goalId });
+    await decidePlan(s.store, config, p.planId, 'approve', { by: 'human:carol (terminal)' });
+    // The task became ready two days ago with its PR open on GitHub; the goal ended then.
+    const taskId = `${p.planId}-t1`;
+    sim.setBranch(`polly/${taskId}`, sim.branchSha('main')!);
+    const number = sim.humanOpenPull({ login: 'polly', head: `polly/${taskId}`, base: 'main', title: 'Fix sum()' });
+    const readyAt = new Date(Date.now() - 48 * 3600 * 1000).toISOString();
+    await s.store.update((draft) => {
+      const t = planTaskRecord(draft.plans[p.planId]!, draft.plans[p.planId]!.tasks[0]!, config, readyAt);
+      Object.assign(t, { status: 'ready', finishedAt: readyAt, updatedAt: readyAt, branch: `polly/${taskId}` });
+      t.pr = { forge: 'github', number, url: `https://github.com/${sim.owner}/${sim.repo}/pull/${number}`, state: 'ready' };
+      draft.tasks[taskId] = t;
+      draft.goals[goalId]!.status = 'done';
+    });
+    await s.gate();
+    expect(pollyComments(n).filter((c) => c.body.startsWith('Every PR of goal'))).toEqual([]);
+
+    // A human merges today. One Brain pass, in the Brain's order: the issue pass (the merge is not
+    // known yet), the merge pass (the task is done), the archive of trees finished a day ago.
+    sim.humanMerge(number);
+    await s.gate();
+    const repo = createTestRepo();
+    const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl, retryAfterBaseValue: 5 });
+    const merged = await watchMerges({ store: s.store, forge, worktrees: createWorktreeManager({ repoRoot: repo.dir }) });
+    expect(merged.done.map((d) => d.taskId)).toEqual([taskId]);
+    const archive = () => s.store.update((draft, tx) => archiveFinished(draft, tx, Date.now() - ARCHIVE_AFTER_MS));
+    expect(await archive()).toBe(0); // the notice is still owed: the tree stays
+    expect((await s.store.read()).goals[goalId]).toBeDefined();
+
+    // The next pass says it, once; then the tree may go.
+    await s.gate();
+    await s.gate();
+    const notices = pollyComments(n).filter((c) => c.body.startsWith('Every PR of goal'));
+    expect(notices.map((c) => c.body)).toEqual([expect.stringContaining(`#${number}. GitHub closes this issue through the \`Fixes #${n}\``)]);
+    expect(await archive()).toBe(1);
+    expect((await s.store.read()).goals[goalId]).toBeUndefined();
+    await s.gate();
+    expect(pollyComments(n).filter((c) => c.body.startsWith('Every PR of goal'))).toHaveLength(1);
+    expect(sim.issues.get(n)!.state).toBe('open');
   });
 });
 
