@@ -310,7 +310,13 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
   let live: Promise<void> | null = null;
   const startLive = (): void => {
     if (!tty || live) return;
-    live = runLiveView({ store, stream: io.stderr as NodeJS.WriteStream, signal: liveStop.signal, until: (reg) => isGoalFinal(reg.goals[options.goalId]?.status) });
+    live = runLiveView({
+      store,
+      pollyDir: options.pollyDir,
+      stream: io.stderr as NodeJS.WriteStream,
+      signal: liveStop.signal,
+      until: (reg) => isGoalFinal(reg.goals[options.goalId]?.status),
+    });
   };
   try {
     return await followLoop();

@@ -51,6 +51,7 @@ export const POLLY_GITIGNORE = [
   'guard/',
   'notify-cursor',
   'base-checks/',
+  'progress/',
   'scripted-model.json',
   '',
 ].join('\n');

@@ -199,8 +199,9 @@ Show the goals, plans (admission and plan-gate state), tasks (id, title, purpose
 reviewer, status, branch, PR) and live workers recorded in .polly/registry.json.
 
 Options:
-  --watch  keep a live view of tasks and workers (state, current tool call, elapsed time);
-           redraws in a terminal, prints a line per change otherwise; Ctrl-C stops watching
+  --watch  keep a live view of tasks and workers (state, current tool call, elapsed time; a task
+           in a long step (its setup, checks or agent turn) shows the phase and its last lines of
+           output); redraws in a terminal, prints a line per change otherwise; Ctrl-C stops watching
   --json   print {repoRoot, brain, brainGone, unattended, goals, plans, tasks, workers}; each task is
            {id, title, purpose, worker, reviewer, status, branch, worktree, pr, statusReason}
            (not with --watch: exit 2)
@@ -231,7 +232,7 @@ Exit codes: 0 ok; 1 not initialised (run "polly init") or a corrupt registry;
       const repo = await findRepo(io.cwd, io.env);
       const controller = new AbortController();
       process.once('SIGINT', () => controller.abort());
-      await runLiveView({ store: createFileRegistryStore(repo.pollyDir), stream: io.stdout as NodeJS.WriteStream, signal: controller.signal });
+      await runLiveView({ store: createFileRegistryStore(repo.pollyDir), pollyDir: repo.pollyDir, stream: io.stdout as NodeJS.WriteStream, signal: controller.signal });
       return 0;
     }
     if (args.values.json) writeJson(io.stdout, report);

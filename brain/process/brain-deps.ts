@@ -4,6 +4,7 @@
  * environment. Commands (`polly brain`, `polly run`) and tests build the Brain with this.
  */
 import type { IssueTracker } from '../forge/issue-tracker.js';
+import { writeProgress } from '../registry/task-progress.js';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createWorkerSupervisor } from '../../workers/supervisor/worker-supervisor.js';
@@ -130,6 +131,9 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
       toolPaths: config.workers.tool_paths ?? [],
     },
     journal: (kind, data) => void store.update((_d, tx) => tx.emit(kind, data)).catch(() => {}),
+    // A setup's phase and output, for polly ui and status --watch (brain/registry/task-progress.ts).
+    onSetup: ({ id, command, logPath, state }) =>
+      writeProgress(repo.pollyDir, id, state === 'started' ? { taskId: id, phase: 'setup', command, startedAt: new Date().toISOString(), log: logPath } : null),
   });
   const { forge, selection, watcher, issues } = await openForge({ repoRoot: repo.root, config, store, env });
   log(`[polly] forge: ${selection.kind}${'reason' in selection && selection.reason ? ` (${String(selection.reason)})` : ''}`);

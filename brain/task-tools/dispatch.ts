@@ -21,6 +21,8 @@
  * the registry was lost) is adopted when its commits are this task's, and the implementer is told
  * it builds on them; anyone else's commits fail the task before any agent turn (./adopt-branch.ts).
  */
+import { join } from 'node:path';
+import { followStep } from '../registry/task-progress.js';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import type { AgentEvent, AgentRunResult } from '../../workers/agents/agent-adapter.js';
@@ -372,6 +374,8 @@ async function baseCheck(
         timeoutSeconds: ctx.config.acceptance.timeout,
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       };
+      // Which base check runs and its output as it comes, for polly ui and status --watch.
+      const step = followStep(join(ctx.repoRoot, '.polly'), task.id, 'base check', 'base-check');
       const out = await checkBase({
         repoRoot: ctx.repoRoot,
         baseCommit: task.baseCommit!,
@@ -382,9 +386,10 @@ async function baseCheck(
         now: ctx.clock,
         run: (command) => {
           ctx.progress(`${task.id}: base check: ${command}`);
-          return runCheck(command, run);
+          step.command(command);
+          return runCheck(command, { ...run, onOutput: step.output });
         },
-      });
+      }).finally(() => step.end());
       await recordArtifacts(git, worktree, untrackedBefore);
       return out;
     },

@@ -35,6 +35,7 @@
  *
  * Idempotent: a re-run after a crash finds nothing left to commit and records the branch tip.
  */
+import { followStep } from '../registry/task-progress.js';
 import { DEFAULT_PROTECTED_PATHS } from '../../workers/git/protected-paths.js';
 import { existsSync } from 'node:fs';
 import { formatCheckFeedback, runAcceptance, runCheck } from '../../workers/acceptance.js';
@@ -393,7 +394,11 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
       const run = { cwd: task.worktree!, env: confinement.env, sandbox: confinement.sandbox, ...(ctx.signal ? { signal: ctx.signal } : {}) };
       // What the checks write (bytecode, caches, reports) is Polly's, never committed (workers/git/polly-artifacts.ts).
       const untrackedBefore = await untrackedPaths(git, task.worktree!);
-      const outcome = await runAcceptance({ ...run, commands, timeoutSeconds: ctx.config.acceptance.timeout });
+      // Which check runs and its output as it comes, for polly ui and status --watch.
+      const step = followStep(join(ctx.repoRoot, '.polly'), task.id, 'checks', 'checks');
+      const outcome = await runAcceptance({ ...run, commands, timeoutSeconds: ctx.config.acceptance.timeout, onCommand: step.command, onOutput: step.output }).finally(() =>
+        step.end(),
+      );
       const found = outcome.green ? null : await cannotRun(outcome.results, run);
       await recordArtifacts(git, task.worktree!, untrackedBefore);
       return { outcome, found };

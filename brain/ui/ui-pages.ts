@@ -14,6 +14,7 @@ import { budgetFlow, formatBudget, raisedBudget, taskBudget } from '../plan/budg
 import { goalBudget } from '../task-tools/turn-budget.js';
 import type { ParkCause } from '../plan/plan-retry.js';
 import { needsYou, type NeedsYouItem } from './needs-you.js';
+import type { TaskNow } from '../registry/task-progress.js';
 import type { BrainHealth } from '../registry/brain-health.js';
 import { unboundedLine } from '../plan/plan-gate.js';
 import type { GateLogEntry, RunWithJournal } from './ui-source.js';
@@ -132,11 +133,26 @@ export function needsYouStrip(items: NeedsYouItem[]): string {
 }
 
 /**
- * Goals, plans, tasks and workers: the overview (`/`), with what waits for a human first.
- * @param parks  why each parked task is parked (brain/plan/plan-retry.ts `parkCauses`).
+ * What one task does now (brain/registry/task-progress.ts): its phase, the time since it started
+ * (`.elapsed[data-since]`, which `/ui.js` counts on between updates), its command or worker, its
+ * current tool call, and the last lines of its output.
  */
-export function overviewPage(reg: Registry, parks: ReadonlyMap<string, ParkCause> = new Map(), notice?: string): string {
+export function nowView(taskId: string, n: TaskNow, link: boolean): string {
+  const id = e(taskId);
+  return `<div class="now" id="now-${id}" data-task="${id}" data-phase="${e(n.phase)}"><p>${link ? `<a href="tasks/${id}">${id}</a> ` : ''}<strong class="phase">${e(n.phase)}</strong> for <span class="elapsed" data-since="${e(n.since)}">${n.elapsedS} s</span>: <code class="detail">${e(n.detail)}</code>${
+    n.tool ? ` · now <code class="tool">${e(n.tool)}</code>` : ''
+  }</p>${n.lines.length ? `<pre class="lines">${e(n.lines.join('\n'))}</pre>` : '<p class="empty">no output yet</p>'}</div>`;
+}
+
+/**
+ * Goals, plans, tasks and workers: the overview (`/`), with what waits for a human first, then what
+ * runs now (the long steps of tasks: setup, checks, agent turns).
+ * @param parks  why each parked task is parked (brain/plan/plan-retry.ts `parkCauses`).
+ * @param now  what each task in a long step does (brain/registry/task-progress.ts), by task id.
+ */
+export function overviewPage(reg: Registry, parks: ReadonlyMap<string, ParkCause> = new Map(), notice?: string, now: ReadonlyMap<string, TaskNow> = new Map()): string {
   const waiting = needsYou(reg, parks);
+  const running = [...now.entries()].sort(([a], [b]) => compareIds(a, b));
   const goals = byId(reg.goals);
   const plans = byId(reg.plans);
   const tasks = byId(reg.tasks);
@@ -146,6 +162,9 @@ export function overviewPage(reg: Registry, parks: ReadonlyMap<string, ParkCause
     'Overview',
     `<h1>Goals &amp; plans</h1>${notice ? `<p class="notice" role="status">${e(notice)}</p>` : ''}
 ${needsYouStrip(waiting)}
+<section id="now" aria-labelledby="now-title"><h2 id="now-title">Running now</h2>${
+      running.length ? running.map(([id, n]) => nowView(id, n, true)).join('') : '<p class="empty">no setup, check or agent turn runs</p>'
+    }</section>
 <h2>Goals</h2>${table(
       ['Goal', 'Status', 'Plans', 'Text'],
       goals.map((g: GoalRecord) => [
@@ -469,8 +488,15 @@ function retryForm(t: TaskRecord, park: ParkCause | null | undefined): string {
  * One task (`/tasks/ID`): status, its way forward when parked for a budget or a disk fault,
  * acceptance runs, reviews, gate denials, its workflow runs, and its workers' live events.
  * @param options.park  why it is parked (brain/plan/plan-retry.ts `parkCauses`), when it is.
+ * @param options.now  what it does now, when it is in a long step (brain/registry/task-progress.ts).
  */
-export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEntry[], runs: RunWithJournal[] = [], options: { park?: ParkCause | null } = {}): string {
+export function taskPage(
+  t: TaskRecord,
+  workers: WorkerRecord[],
+  gate: GateLogEntry[],
+  runs: RunWithJournal[] = [],
+  options: { park?: ParkCause | null; now?: TaskNow | null } = {},
+): string {
   const denials = gate.filter((g) => g.data.decision !== 'allow');
   return layout(
     `Task ${t.id}`,
@@ -481,6 +507,7 @@ export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEn
 <dt>Branch</dt><dd><code>${e(t.branch ?? '-')}</code> from <code>${e(t.baseBranch ?? '-')}</code></dd>
 <dt>PR</dt><dd>${prLink(t.pr)}</dd>
 ${t.statusReason ? `<dt>Why</dt><dd><pre>${e(t.statusReason)}</pre></dd>` : ''}${t.ledger ? `<dt>Spent</dt><dd id="spent">${e(formatTotals(t.ledger.totals))}${t.budget ? `; budget ${e(formatBudget(t.budget))}` : ''}</dd>` : ''}</dl>
+${options.now ? `<section id="progress" aria-labelledby="progress-title"><h2 id="progress-title">Running now</h2>${nowView(t.id, options.now, false)}</section>` : ''}
 ${retryForm(t, options.park)}
 <h2>Acceptance runs</h2>${checksView(t)}
 <h2>Review findings</h2>${reviewsView(t.reviews)}
@@ -598,6 +625,8 @@ code.data{font-size:12px;word-break:break-all}
 .needs-you li{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;justify-content:space-between;padding:.45em 0;border-top:1px solid #ead9a0}
 .needs-you li:first-child{border-top:none}.needs-you .actions{display:flex;flex-wrap:wrap;gap:.5em;align-items:center}.needs-you form{display:inline}
 .needs-you button{padding:.3em .8em}
+.now{background:#fff;border:1px solid #dfe3ea;border-left:4px solid #4b3aa8;padding:.3em .7em;margin:.5em 0}.now p{margin:.2em 0}
+.now pre.lines{background:#f3f4f7;padding:.4em .5em;font-size:12.5px;max-height:14em;overflow:auto}
 dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.2em 1em}dt{color:#4d5566}dd{margin:0;overflow-wrap:anywhere}
 @media (max-width:600px){
 main,aside.stream{padding:.3em .7em}nav{padding:.5em .7em}
@@ -668,6 +697,14 @@ export const UI_SCRIPT = `
     es.onopen = function () { if (state) state.textContent = 'live'; };
     es.onerror = function () { if (state) state.textContent = 'reconnecting…'; };
   }
+  // The time a long step has run, counted on between live updates.
+  setInterval(function () {
+    var spans = document.querySelectorAll('.elapsed[data-since]');
+    for (var i = 0; i < spans.length; i++) {
+      var since = Date.parse(spans[i].getAttribute('data-since'));
+      if (!isNaN(since)) spans[i].textContent = Math.max(0, Math.round((Date.now() - since) / 1000)) + ' s';
+    }
+  }, 1000);
   var task = document.body.dataset.stream;
   var list = document.getElementById('stream');
   if (task && list) {

@@ -206,7 +206,10 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     headers.delete('content-length');
     return new Response(page, { status: res.status, headers });
   };
-  app.get('/', async (c) => html(c, overviewPage(await registry(), await source.parkCauses(), c.req.query('notice'))));
+  app.get('/', async (c) => {
+    const reg = await registry();
+    return html(c, overviewPage(reg, await source.parkCauses(), c.req.query('notice'), source.tasksNow(reg, 4)));
+  });
   app.get('/journal', async (c) => html(c, journalPage(await source.readJournal(300))));
   app.get('/goals/:id', async (c) => {
     const reg = await registry();
@@ -251,6 +254,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
       c,
       taskPage(t, workers, t.worktree ? await source.gateDecisions({ taskId: t.id, dir: t.worktree }, 200) : [], await source.taskRuns(t.id, 200), {
         park: await source.parkCause(t.id),
+        now: source.tasksNow({ ...reg, tasks: { [t.id]: t } }, 12).get(t.id) ?? null,
       }),
     );
   });

@@ -31,6 +31,7 @@ import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 import { createConfiguredRunStore, runStoreDir } from '../registry/run-storage.js';
 import { brainAfterApproval, type BrainAfterApproval } from '../process/daemon.js';
 import { noticeBrainDeath } from '../notify/brain-death.js';
+import { progressStamp, taskNow, type TaskNow } from '../registry/task-progress.js';
 
 /** One line of the gate's decision log (gate/decision-log.ts): `{at, kind: 'gate.decision', data}`. */
 export interface GateLogEntry {
@@ -56,6 +57,12 @@ export interface UiSource {
    * (sizes and modification times), or the registry's Brain process dies; the live pages poll it.
    */
   version(): string;
+  /**
+   * What each task that is in a long step does now (a setup, a check, an agent turn: phase, elapsed
+   * time, current tool, last lines of output; brain/registry/task-progress.ts), by task id.
+   * @param maxLines  lines of output per task.
+   */
+  tasksNow(reg: Registry, maxLines: number): Map<string, TaskNow>;
   /** An incremental reader of one worker's normalised events (its `events.jsonl`). */
   workerEvents(worker: WorkerRecord): { read(): AgentEvent[] };
   /**
@@ -180,17 +187,23 @@ export function createRepoUiSource(deps: {
   const runStore = (): RunStore => (runs ??= createConfiguredRunStore(deps.pollyDir, deps.config.runs).store);
   // Whether the registry's Brain lives: a SIGKILLed Brain changes no file, so the live pages poll
   // its pid too. The pid is read again only when the registry file changed.
-  let brainOf = { stamp: '', pid: null as number | null };
-  const brainAlive = (registryStamp: string): boolean | null => {
-    if (brainOf.stamp !== registryStamp) {
-      let pid: number | null = null;
-      try {
-        pid = (JSON.parse(readFileSync(registryPath, 'utf8')) as { brain?: { pid?: number } | null }).brain?.pid ?? null;
-      } catch {
-        // being replaced: read again next time
-      }
-      brainOf = { stamp: registryStamp, pid };
+  // The workers' rows are read with it, for the progress of their turns (their events files).
+  let brainOf = { stamp: '', pid: null as number | null, workers: [] as WorkerRecord[] };
+  const readBrainOf = (registryStamp: string): void => {
+    if (brainOf.stamp === registryStamp) return;
+    let pid: number | null = null;
+    let workers: WorkerRecord[] = [];
+    try {
+      const raw = JSON.parse(readFileSync(registryPath, 'utf8')) as { brain?: { pid?: number } | null; workers?: Record<string, WorkerRecord> };
+      pid = raw.brain?.pid ?? null;
+      workers = Object.values(raw.workers ?? {});
+    } catch {
+      // being replaced: read again next time
     }
+    brainOf = { stamp: registryStamp, pid, workers };
+  };
+  const brainAlive = (registryStamp: string): boolean | null => {
+    readBrainOf(registryStamp);
     return brainOf.pid === null ? null : pidAlive(brainOf.pid);
   };
   return {
@@ -204,7 +217,18 @@ export function createRepoUiSource(deps: {
     },
     version() {
       const reg = stamp(registryPath);
-      return `${reg}|${stamp(journalPath)}|${stamp(gateLogPath)}|${stamp(runsPath)}|brain:${brainAlive(reg)}`;
+      const alive = brainAlive(reg);
+      // A long step's output moves no registry file: its progress record, log and the live turns' events are stamped too.
+      return `${reg}|${stamp(journalPath)}|${stamp(gateLogPath)}|${stamp(runsPath)}|brain:${alive}|${progressStamp(deps.pollyDir, brainOf.workers)}`;
+    },
+    tasksNow(reg, maxLines) {
+      const out = new Map<string, TaskNow>();
+      const now = Date.now();
+      for (const t of Object.values(reg.tasks)) {
+        const n = taskNow(deps.pollyDir, reg, t.id, now, maxLines);
+        if (n) out.set(t.id, n);
+      }
+      return out;
     },
     workerEvents(worker) {
       return createEventTail(workerFiles(worker.stateDir ?? join(deps.pollyDir, 'workers', worker.id)).events);

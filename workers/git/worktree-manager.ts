@@ -25,7 +25,7 @@
  * concurrent creates populate their worktrees in parallel.
  */
 import { pathContractBreach, pathContractError, type PathContract } from './protected-paths.js';
-import { existsSync, realpathSync } from 'node:fs';
+import { appendFileSync, existsSync, realpathSync } from 'node:fs';
 import { appendFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { isPollyError, PollyError } from '../../brain/core/errors.js';
@@ -82,6 +82,11 @@ export interface WorktreeManagerOptions {
   setupSandbox?: { network: boolean; allowUnconfined: boolean; passthrough?: string[]; limits?: ResourceLimits; toolPaths?: string[] };
   /** Where setup output is kept. Default `<repoRoot>/.polly/logs`. */
   logsDir?: string;
+  /**
+   * Told when the setup command of task `id` starts (its output is appended to `logPath` as it
+   * comes) and when it ends, e.g. to show its progress (brain/registry/task-progress.ts).
+   */
+  onSetup?: (event: { id: string; command: string; logPath: string; state: 'started' | 'ended' }) => void;
   journal?: WorktreeJournal;
   clock?: { now(): Date };
   /** Git runner; default {@link createGitRunner}(). */
@@ -591,23 +596,41 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     }
     const box = confinement.sandbox;
     const chunks: Buffer[] = [];
+    // The output goes to the log as it comes, so a long setup can be followed (polly ui, status --watch).
+    await writeFile(logPath, `$ ${command}\n`);
+    let lastByte = 0x0a;
+    options.onSetup?.({ id, command, logPath, state: 'started' });
     // The ref guard around the command, as around every turn and acceptance run (./ref-guard.ts):
     // inside the sandbox the git metadata is read-only; where none runs, this is what holds.
     const guard = createRefGuard({ git, repoRoot: info.root });
     const before = await guard.snapshot();
-    const r = await runShellCommand(command, {
-      cwd: path,
-      env: confinement.env,
-      timeoutMs: options.setupTimeoutMs ?? 900_000,
-      keepBytes: 4000,
-      onOutput: (chunk) => chunks.push(chunk),
-      reapOnExit: false,
-      ...(box ? { wrap: (spec: SpawnSpec) => confinedSpawn(box, spec) } : {}),
-    });
+    let r: Awaited<ReturnType<typeof runShellCommand>>;
+    try {
+      r = await runShellCommand(command, {
+        cwd: path,
+        env: confinement.env,
+        timeoutMs: options.setupTimeoutMs ?? 900_000,
+        keepBytes: 4000,
+        onOutput: (chunk) => {
+          chunks.push(chunk);
+          if (chunk.length === 0) return;
+          lastByte = chunk[chunk.length - 1]!;
+          try {
+            appendFileSync(logPath, chunk);
+          } catch {
+            // the log is a view; the output is kept in memory for the result
+          }
+        },
+        reapOnExit: false,
+        ...(box ? { wrap: (spec: SpawnSpec) => confinedSpawn(box, spec) } : {}),
+      });
+    } finally {
+      options.onSetup?.({ id, command, logPath, state: 'ended' });
+    }
     const all = Buffer.concat(chunks)
       .toString('utf8')
       .replace(/\r?\n$/, '');
-    await writeFile(logPath, `$ ${command}\n${all}\n[exit ${r.exitCode ?? 'none'}${r.timedOut ? ', timed out' : ''}]\n`);
+    await appendFile(logPath, `${lastByte === 0x0a ? '' : '\n'}[exit ${r.exitCode ?? 'none'}${r.timedOut ? ', timed out' : ''}]\n`);
     let refGuard: string | null = null;
     const seen = diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [`refs/heads/polly/${id}`] });
     // Confined: only what the sandbox could write is the command's; the rest was made outside it
