@@ -8,6 +8,7 @@
  * - nobody writes protected locations (`.git/`, hook dirs, `.claude/`, `.codex/`, `.pi/`, `.polly/`,
  *   the gate's state dir) — rule `blast_radius.protected_path`.
  */
+import { isReadOnlyRole } from '../brain/core/vocabulary.js';
 import { isHarmlessDevice, isTempPath, isUnder, protectedReason } from './paths.js';
 import { sandboxHolds, unresolvedWriteUnderSandbox } from './sandbox-leeway.js';
 import type { Analyzer, GateContext, GatePolicy, GateRole } from './types.js';
@@ -18,10 +19,9 @@ export interface Finding {
   reason: string;
 }
 
-/** True when the role may not change anything (from the policy's `purpose_guard.read_only`). */
-export function isReadOnlyRole(role: GateRole, policy: GatePolicy): boolean {
-  if (role === 'brain' || role === 'implement') return (policy.purpose_guard.read_only as string[]).includes(role);
-  return true; // review, explore, search — and any unknown role, failing closed
+/** True when the role may not change anything: brain/core/vocabulary.ts `isReadOnlyRole` under the policy's `purpose_guard.read_only`. */
+function readOnlyRole(role: GateRole, policy: GatePolicy): boolean {
+  return isReadOnlyRole(role, policy.purpose_guard.read_only);
 }
 
 /**
@@ -31,7 +31,7 @@ export function isReadOnlyRole(role: GateRole, policy: GatePolicy): boolean {
  * returns false (and reports nothing) otherwise.
  */
 export function denyInlineCodeForReadOnly(a: Pick<Analyzer, 'role' | 'policy' | 'finding'>, what: string): boolean {
-  if (!isReadOnlyRole(a.role, a.policy)) return false;
+  if (!readOnlyRole(a.role, a.policy)) return false;
   a.finding({
     decision: 'deny',
     rule: 'purpose_guard.read_only',
@@ -71,7 +71,7 @@ export function checkWrite(
 ): Finding | null {
   const shown = JSON.stringify(raw.replace(/\u0000/g, '…'));
   if (path !== null && isHarmlessDevice(path)) return null;
-  if (isReadOnlyRole(role, policy)) {
+  if (readOnlyRole(role, policy)) {
     return { decision: 'deny', rule: 'purpose_guard.read_only', reason: `the ${role} role is read-only: it may not write ${shown}` };
   }
   if (path === null) {

@@ -16,7 +16,7 @@
  * (`workers.claude-code.allow_root_sandbox`); which model keys each harness finds (names only);
  * each remote host of `workers.hosts`, over SSH (brain/commands/hosts.ts `checkHosts`).
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve as resolvePath } from 'node:path';
@@ -30,7 +30,7 @@ import { commandProblems, packageScripts } from '../config/project-detection.js'
 import { nodeTestFiles } from '../config/node-test-files.js';
 import { isPollyError } from '../core/errors.js';
 import { HARNESSES } from '../core/vocabulary.js';
-import { findOnPath, resolveAgentBinary } from '../../workers/agents/agent-binary.js';
+import { resolveAgentBinary } from '../../workers/agents/agent-binary.js';
 import { describeIdentity, resolveCommitIdentity, uncommittedChanges } from '../../workers/git/commit-identity.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
 import { findRepo, readRepoBranchContext } from '../../workers/git/repo.js';
@@ -47,6 +47,7 @@ import { runCheck } from '../../workers/acceptance.js';
 import { classifyCannotRun, commandProgram, runnerProbe } from '../../workers/check-runner.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
 import { withBaseCheckout } from '../../workers/git/base-checkout.js';
+import { probeSandbox, type SandboxProbe } from '../../workers/sandbox/sandbox.js';
 import { describeBoundsMechanism, probeBoundsMechanism, type BoundsMechanism } from '../../workers/sandbox/resource-bounds.js';
 import { detectHomeToolchains } from '../../workers/sandbox/home-toolchains.js';
 import { checkHosts } from './hosts.js';
@@ -156,27 +157,12 @@ export function boundsCheck(config: PollyConfig, mechanism: BoundsMechanism = pr
   return { id: 'bounds', status: 'ok', detail: `resource bounds: ${lines.join('; ')}` };
 }
 
-/** Outcome of the sandbox probe (the shape of c1-sandbox's `probeSandbox`, workers/sandbox/sandbox.ts). */
-export type SandboxProbe = { ok: true; bwrap: string } | { ok: false; reason: string; fix: string };
-
 /**
- * Can bubblewrap (https://github.com/containers/bubblewrap) start a sandbox here: `bwrap` on PATH
- * runs `true` with a read-only root and new user, PID and network namespaces.
+ * The sandbox probe doctor reports: the sandbox's own (workers/sandbox/sandbox.ts `probeSandbox`,
+ * the flags the worker runner starts bubblewrap with), finding `bwrap` on `env`'s PATH.
  */
-export function probeBubblewrap(env: NodeJS.ProcessEnv): SandboxProbe {
-  const bwrap = findOnPath('bwrap', env.PATH);
-  if (!bwrap) return { ok: false, reason: 'bubblewrap (bwrap) is not installed', fix: 'install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)' };
-  const r = spawnSync(bwrap, ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-user', '--unshare-pid', '--unshare-net', '--die-with-parent', 'true'], {
-    encoding: 'utf8',
-    timeout: 10_000,
-  });
-  if (r.status === 0) return { ok: true, bwrap };
-  const why = (r.stderr || r.error?.message || `exit ${r.status}`).trim().split('\n')[0];
-  return {
-    ok: false,
-    reason: `${bwrap} cannot create a sandbox: ${why}`,
-    fix: 'allow unprivileged user namespaces for bwrap (e.g. an AppArmor profile for bwrap on Ubuntu 24.04, or kernel.unprivileged_userns_clone=1), or run Polly in a VM/container that allows them',
-  };
+export function doctorSandboxProbe(env: NodeJS.ProcessEnv): SandboxProbe {
+  return probeSandbox({ path: env.PATH ?? '' });
 }
 
 function run(binary: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number | null; out: string; error: string | null }> {
@@ -782,14 +768,14 @@ export async function pollyFilesCheck(git: GitRunner, root: string): Promise<Doc
 
 /**
  * Run every check for the repository containing `cwd`.
- * @param probe    the sandbox probe (default {@link probeBubblewrap}); a parameter so tests can give a machine without one.
+ * @param probe    the sandbox probe (default {@link doctorSandboxProbe}); a parameter so tests can give a machine without one.
  * @param options  `isRoot`: whether Polly runs as root (default `process.getuid() === 0`).
  * @throws PollyError `not_a_git_repo` outside a repository. A bad config is a problem line, not an error.
  */
 export async function runDoctor(
   cwd: string,
   env: NodeJS.ProcessEnv,
-  probe: (env: NodeJS.ProcessEnv) => SandboxProbe = probeBubblewrap,
+  probe: (env: NodeJS.ProcessEnv) => SandboxProbe = doctorSandboxProbe,
   options: { isRoot?: boolean } = {},
 ): Promise<DoctorReport> {
   const repo = await findRepo(cwd, env);

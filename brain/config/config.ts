@@ -158,7 +158,8 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'policies.spawn_bounds.max_dispatches_per_turn': 'At most this many worker dispatches in one Brain turn (1-100).',
   'policies.purpose_guard': 'purpose_guard: every dispatch carries a purpose from a closed set.',
   'policies.purpose_guard.allowed': 'Purposes a dispatch may carry (subset of implement, review, explore, search).',
-  'policies.purpose_guard.read_only': 'Purposes whose workers may not write anything.',
+  'policies.purpose_guard.read_only':
+    'Purposes whose workers may not write anything (gate, sandbox and dispatch ask the same question). review, explore and search never write, listed or not; list implement to make implementers read-only too.',
   'policies.ask_timeout': 'ask_timeout: seconds an ask (the plan gate, a gated call) stays open; then it counts as a deny.',
   workers: 'Worker CLIs. Each runs in its own worktree .worktrees/<id> on branch polly/<id>.',
   'workers.claude-code': 'Claude Code (claude -p --output-format stream-json).',

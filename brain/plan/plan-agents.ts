@@ -17,6 +17,17 @@ export interface PlanAgentUse {
 }
 
 /**
+ * Who reviews an implement task: its plan's `reviewer`, else the first of config
+ * `review.pairs[worker]`, else nobody (null). The one reviewer fallback: the Brain's task record
+ * (brain/process/brain-process.ts), the plan compiler (brain/plan/plan-compiler.ts
+ * `compiledReviewer`), the agents a plan starts (below) and the PR step's check of it
+ * (brain/task-tools/open-draft-pr.ts `chooseReviewer`) all take it from here. Pure.
+ */
+export function reviewerFor(task: Pick<PlanTaskSpec, 'worker' | 'reviewer'>, pairs: PollyConfig['review']['pairs']): Harness | null {
+  return task.reviewer ?? pairs[task.worker]?.[0] ?? null;
+}
+
+/**
  * The agents `tasks` start, in task order (worker first). Pure.
  * @param config  `review.pairs` for an implement task without a reviewer.
  */
@@ -25,7 +36,7 @@ export function planAgentUses(tasks: ReadonlyArray<Pick<PlanTaskSpec, 'key' | 'w
   for (const t of tasks) {
     out.push({ task: t.key, harness: t.worker, role: 'worker' });
     if (t.purpose !== 'implement') continue;
-    const reviewer = t.reviewer ?? config.review.pairs[t.worker]?.[0] ?? null;
+    const reviewer = reviewerFor(t, config.review.pairs);
     if (reviewer) out.push({ task: t.key, harness: reviewer, role: 'reviewer' });
   }
   return out;

@@ -42,6 +42,7 @@ import { globSetsMayOverlap, type GlobOverlap } from '../../workers/git/path-glo
 import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError } from '../core/errors.js';
 import { builtinWorkflowsDir } from '../core/install-paths.js';
+import { reviewerFor } from './plan-agents.js';
 import type { Plan } from './plan-schema.js';
 import type { PlanShapingConfig } from '../registry/registry-schema.js';
 
@@ -149,6 +150,15 @@ export function taskBounds(config: Pick<PollyConfig, 'acceptance' | 'review'> & 
  * {@link TaskBounds}): every `fix_rounds < N` guard of the post-PR states gets N = `bounds.fixRounds`.
  * @throws PollyError `internal` if the built-in polly-task no longer has the shape this relies on.
  */
+/**
+ * The reviewer a task's workflow is compiled with: {@link reviewerFor} (brain/plan/plan-agents.ts),
+ * else the worker itself, so that a task nobody can review is refused at admission by
+ * `reviewer-vendor-differs` with a counterexample rather than compiled without a review. Pure.
+ */
+export function compiledReviewer(task: Pick<Plan['tasks'][number], 'worker' | 'reviewer'>, pairs: PlanShapingConfig['review']['pairs']): string {
+  return reviewerFor(task, pairs) ?? task.worker;
+}
+
 export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number], fallbackReviewer: string, bounds: TaskBounds): Workflow {
   const base = structuredClone(pollyTask());
   const reviewer = task.reviewer ?? fallbackReviewer;
@@ -425,8 +435,7 @@ export function admitPlan(planId: string, plan: Plan, config: PlanShapingInput):
   parts.push({ part: 'schedule', workflow: schedule, key: admissionKey(schedule), result: checkWorkflow(schedule) });
   for (const task of plan.tasks) {
     if (task.purpose !== 'implement') continue;
-    const fallback = config.review.pairs[task.worker]?.[0] ?? task.worker;
-    const wf = withPollyGuarantees(compileTaskWorkflow(planId, task, fallback, taskBounds(config, task)), policy);
+    const wf = withPollyGuarantees(compileTaskWorkflow(planId, task, compiledReviewer(task, config.review.pairs), taskBounds(config, task)), policy);
     parts.push({ part: task.key, workflow: wf, key: admissionKey(wf), result: checkWorkflow(wf) });
   }
   const pathsExplored = parts.reduce((n, p) => n + p.result.pathsExplored, 0);

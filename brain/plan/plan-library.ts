@@ -1,4 +1,5 @@
 import {
+  compiledReviewer,
   compileScheduleWorkflow,
   compileTaskWorkflow,
   planScheduleWorkflowName,
@@ -143,7 +144,7 @@ export function createPlanLibrary(base: WorkflowLibrary, config: PlanShapingInpu
       for (const task of plan.tasks) {
         if (task.purpose !== 'implement') continue;
         if (base.get(planTaskWorkflowName(plan.id, task.key))) continue;
-        addOne(compileTaskWorkflow(plan.id, task, shape.review.pairs[task.worker]?.[0] ?? task.worker, taskBounds(shape, task)));
+        addOne(compileTaskWorkflow(plan.id, task, compiledReviewer(task, shape.review.pairs), taskBounds(shape, task)));
       }
       plans.add(plan.id);
       return added;

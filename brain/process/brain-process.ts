@@ -30,6 +30,7 @@ import { PollyError, isPollyError } from '../core/errors.js';
 import { diskReport, ensureReserve, ioFaultCode, releaseReserve } from '../core/io-fault.js';
 import { expirePlanAsks } from '../plan/plan-gate.js';
 import type { RegistryStore } from '../registry/registry-store.js';
+import { reviewerFor } from '../plan/plan-agents.js';
 import type { PlanRecord, Registry, TaskRecord } from '../registry/registry-schema.js';
 import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
 import { newTaskRecord, planTaskId } from '../registry/task-record.js';
@@ -87,7 +88,7 @@ export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][numbe
       purpose: spec.purpose,
       worker: spec.worker,
       model: spec.model,
-      reviewer: spec.purpose === 'implement' ? (spec.reviewer ?? config.review.pairs[spec.worker]?.[0] ?? null) : null,
+      reviewer: spec.purpose === 'implement' ? reviewerFor(spec, config.review.pairs) : null,
       prompt: spec.prompt,
       acceptance: spec.acceptance,
       dependsOn: spec.dependsOn.map((d) => planTaskId(plan, d)),

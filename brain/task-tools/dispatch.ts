@@ -36,7 +36,7 @@ import { repositoryDefaultBranch } from '../../workers/git/repo.js';
 import { createGitRunner, firstLine } from '../../workers/git/git.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
-import { isReadOnlyPurpose, type TaskStatus } from '../core/vocabulary.js';
+import { isReadOnlyRole, type TaskStatus } from '../core/vocabulary.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
 import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
@@ -79,10 +79,10 @@ export function implementPrompt(task: TaskRecord, defaultCommands: readonly stri
 /**
  * The one way the Brain builds an agent turn (implement, follow-up, review, explore, search): the
  * gate role is the purpose, and whether the agent is read-only is decided here, once, from the
- * purpose and the config's `purpose_guard.read_only` (brain/core/vocabulary.ts `isReadOnlyPurpose`).
+ * purpose and the config's `purpose_guard.read_only` (brain/core/vocabulary.ts `isReadOnlyRole`).
  */
 export function workerTurnRequest(config: Pick<PollyConfig, 'policies'>, turn: Omit<WorkerTurnRequest, 'role' | 'readOnly'>): WorkerTurnRequest {
-  return { ...turn, role: turn.purpose as GateRole, readOnly: isReadOnlyPurpose(turn.purpose, config.policies.purpose_guard.read_only) };
+  return { ...turn, role: turn.purpose as GateRole, readOnly: isReadOnlyRole(turn.purpose, config.policies.purpose_guard.read_only) };
 }
 
 /** The turn request for the task's implementer in its worktree. */

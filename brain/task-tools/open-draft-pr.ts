@@ -15,6 +15,7 @@
 import { isPollyError } from '../core/errors.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { prBodyInputOf, renderPrBody } from '../forge/pr-body.js';
+import { reviewerFor } from '../plan/plan-agents.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import { HARNESSES, HARNESS_VENDOR, type Harness } from '../core/vocabulary.js';
@@ -27,9 +28,8 @@ import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
  * @returns `{reviewer}` or `{error}` (a sentence naming the value at fault and where to fix it).
  */
 export function chooseReviewer(task: Pick<TaskRecord, 'id' | 'worker' | 'reviewer'>, config: Pick<PollyConfig, 'review'>): { reviewer: Harness } | { error: string } {
-  const pairs = config.review.pairs[task.worker] ?? [];
   const planned = task.reviewer;
-  const reviewer = planned ?? pairs[0] ?? null;
+  const reviewer = reviewerFor(task, config.review.pairs);
   const where = planned ? `the plan's reviewer for task ${task.id}` : `review.pairs.${task.worker} in .polly/config.yaml`;
   if (!reviewer)
     return {

@@ -85,7 +85,7 @@ describe.skipIf(!probeSandbox().ok)('agent state with the XDG dirs outside HOME 
     const turn = await agentTurnSandbox({
       repoRoot: repo,
       cwd: worktree,
-      role: 'implement',
+      readOnly: false,
       agentStateDir: own,
       gateDir: join(repo, '.polly', 'workers', 't1', 'gate'),
       env: {},

@@ -80,7 +80,7 @@ describe.skipIf(!probeSandbox().ok)('host sockets from inside the sandbox (issue
     const turn = await agentTurnSandbox({
       repoRoot: repo,
       cwd: worktree,
-      role: 'implement',
+      readOnly: false,
       agentStateDir: join(root, 'state', 'agents', 't1', 'pi'),
       gateDir: join(repo, '.polly', 'workers', 't1', 'gate'),
       env: {},

@@ -18,8 +18,8 @@ export interface AgentTurnSandboxInput {
   repoRoot: string;
   /** The agent's cwd (worktree, repository, or review scratch dir). */
   cwd: string;
-  /** Only `implement` writes its cwd. */
-  role: string;
+  /** A read-only turn (brain/core/vocabulary.ts `isReadOnlyRole`, as the Brain decided it): its cwd is mounted read-only. */
+  readOnly: boolean;
   agentStateDir: string;
   gateDir: string;
   /** The environment handed to the agent explicitly (its `*_BASE_URL` values name model endpoints). */
@@ -65,7 +65,7 @@ export async function agentTurnSandbox(input: AgentTurnSandboxInput): Promise<{ 
   const spec = agentSandboxSpec({
     repoRoot: input.repoRoot,
     cwd: input.cwd,
-    writableCwd: input.role === 'implement',
+    writableCwd: !input.readOnly,
     agentStateDir: input.agentStateDir,
     gateDir: input.gateDir,
     endpoints: modelEndpoints(env, input.configuredUrls, endpointOf),

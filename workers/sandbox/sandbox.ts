@@ -68,15 +68,17 @@ export function blockingSysctls(read: (path: string) => string | null = readSysc
 /**
  * Probe whether bubblewrap can start Polly's sandbox here, by running it (`bwrap --ro-bind / /
  * --unshare-pid --unshare-net … true`). Cached per bwrap path for the life of the process.
- * @param options.bwrap  the bwrap executable (default: `bwrap` on `PATH`); tests point it elsewhere.
+ * The one probe: the worker runner, the checks' sandbox and `polly doctor` all ask it.
+ * @param options.bwrap  the bwrap executable (default: `bwrap` on `options.path`); tests point it elsewhere.
+ * @param options.path  the PATH to find `bwrap` on (default: this process's; `polly doctor` gives its env's).
  * @param options.refresh  probe again instead of using the cached answer.
  */
-export function probeSandbox(options: { bwrap?: string; refresh?: boolean } = {}): SandboxProbe {
-  const key = options.bwrap ?? '(PATH)';
+export function probeSandbox(options: { bwrap?: string; path?: string; refresh?: boolean } = {}): SandboxProbe {
+  const bwrap = options.bwrap ?? findBwrap(options.path ?? process.env.PATH);
+  const key = bwrap ?? `(no bwrap on ${options.path ?? process.env.PATH ?? ''})`;
   const cached = probes.get(key);
   if (cached && !options.refresh) return cached;
   let probe: SandboxProbe;
-  const bwrap = options.bwrap ?? findBwrap(process.env.PATH);
   if (process.platform !== 'linux') {
     probe = {
       ok: false,

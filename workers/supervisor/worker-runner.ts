@@ -25,6 +25,7 @@
  * Any fault of the runner itself (bad spec, gate not built, bad config) still ends in a
  * `result.json` whose status says so (`agent_refused` for configuration, `agent_exited` otherwise).
  */
+import { isReadOnlyRole } from '../../brain/core/vocabulary.js';
 import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -213,12 +214,14 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       record({ type: 'error', message });
       throw Object.assign(new Error(message), { status: 'agent_refused' as AgentRunStatus });
     }
+    // Decided by the Brain (spec.readOnly); a spec written before that field existed: the one answer's default.
+    const readOnly = typeof spec.readOnly === 'boolean' ? spec.readOnly : isReadOnlyRole(spec.role);
     let confinement: Awaited<ReturnType<typeof agentTurnSandbox>>;
     try {
       confinement = await agentTurnSandbox({
         repoRoot: spec.gateContext.repoRoot,
         cwd: spec.cwd,
-        role: spec.role,
+        readOnly,
         agentStateDir: spec.agentStateDir,
         gateDir: spec.gateDir,
         env,
@@ -281,8 +284,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       prompt: spec.prompt,
       resumeSessionId: spec.resumeSessionId,
       model: spec.model,
-      // Decided by the Brain (spec.readOnly); a spec written before that field existed: implement writes.
-      readOnly: typeof spec.readOnly === 'boolean' ? spec.readOnly : spec.role !== 'implement',
+      readOnly,
       gate: { args: gate.args, env: gate.env },
       env,
       stateDir: spec.agentStateDir,

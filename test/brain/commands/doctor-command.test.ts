@@ -3,7 +3,8 @@
 // a sandbox that cannot start, no git identity, a default branch behind its remote, no origin, vitest that
 // would run the worktrees' tests, an acceptance command that cannot run, uncommitted work, root without
 // allow_root_sandbox, a missing model key.
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -12,7 +13,7 @@ import {
   forgeCheck,
   isRelativeLocalPath,
   pollyFilesCheck,
-  probeBubblewrap,
+  doctorSandboxProbe,
   rootCheck,
   runDoctor,
   type DoctorReport,
@@ -357,7 +358,14 @@ describe('polly doctor', () => {
     });
   }, 30_000);
 
-  it('the bubblewrap probe answers with a reason and a fix when bwrap is not on PATH', () => {
-    expect(probeBubblewrap({ PATH: '/nonexistent' })).toMatchObject({ ok: false, reason: 'bubblewrap (bwrap) is not installed' });
+  it("doctor's sandbox line is the sandbox's own probe: no bwrap on PATH, and a bwrap that cannot start the runner's sandbox, are problems", () => {
+    expect(doctorSandboxProbe({ PATH: '/nonexistent' })).toMatchObject({ ok: false, reason: expect.stringContaining('bubblewrap is not installed') });
+    // A bwrap that starts a namespace but refuses the worker runner's --cap-drop: doctor used to
+    // probe with other flags and said "bubblewrap works" where every dispatch would be refused.
+    const dir = mkdtempSync(join(tmpdir(), 'polly-doctor-bwrap-'));
+    writeFileSync(join(dir, 'bwrap'), '#!/bin/sh\ncase " $* " in *" --cap-drop "*) echo "bwrap: cannot drop capabilities here" >&2; exit 1;; esac\nexit 0\n', { mode: 0o755 });
+    const probe = doctorSandboxProbe({ PATH: `${dir}:/usr/bin:/bin` });
+    expect(probe).toMatchObject({ ok: false, reason: expect.stringContaining('cannot drop capabilities here') });
+    expect(probe).toEqual(probeSandbox({ bwrap: join(dir, 'bwrap') }));
   });
 });
