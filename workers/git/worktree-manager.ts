@@ -18,7 +18,8 @@
  *   <branch>`, then `<remote>/<branch>`), the remote's default branch when no base is named; the
  *   local branch only when there is no such remote or branch, or when it is strictly ahead of the
  *   remote's (the user's unpushed commits on top). A local branch behind, ahead of or diverged
- *   from the remote one is reported in {@link CreatedWorktree.freshness} and journaled.
+ *   from the remote one is reported in {@link CreatedWorktree.freshness} and journaled. Creates
+ *   that come while a fetch of the same branch is under way join it (`worktree.base_fetch_joined`).
  *
  * Git admin operations (worktree add/remove/prune, branch moves, submodule init) run under the
  * per-repository admin lock (./repo-lock.ts); the checkout of the files runs outside it, so
@@ -34,7 +35,7 @@ import { snapshotWorktree, writeBackupRef, type BackupResult } from './worktree-
 import { isNpmInstallOnly, reuseNodeModules } from './dependency-reuse.js';
 import { commandSandbox } from '../sandbox/command-sandbox.js';
 import { removeGitReadView } from '../sandbox/git-read-view.js';
-import { createGitRunner, firstLine, type GitCallOptions, type GitRunner } from './git.js';
+import { createGitRunner, firstLine, type GitCallOptions, type GitResult, type GitRunner } from './git.js';
 import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { retryTransientGit } from './git-retry.js';
 import { resolveWorktreesDir, worktreesDirProblem } from './worktrees-dir.js';
@@ -402,6 +403,9 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
    *   sentence) when the fetch failed or the remote has no such branch (journaled
    *   `worktree.base_fetch_failed`; the local branch is used then, with that warning).
    */
+  /** Base fetches under way, by remote and branch: concurrent creates share one (see fetchRemoteBase). */
+  const baseFetches = new Map<string, Promise<GitResult>>();
+
   async function fetchRemoteBase(info: RepoInfo, branch: string | null): Promise<{ branch: string; commit: string; ref: string } | { failed: string } | null> {
     if (remote === null) return null;
     const url = await git.run(['remote', 'get-url', remote], { cwd: info.root, okExitCodes: [2, 128] });
@@ -426,9 +430,19 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     }
     const ref = `refs/remotes/${remote}/${name}`;
     // Under the admin lock: two creates fetching the same ref at once would race on its lock file.
-    const fetched = await info.lock.withLock(() =>
-      git.run(['fetch', '--quiet', '--no-tags', remote, `+refs/heads/${name}:${ref}`], { cwd: info.root, okExitCodes: [1, 128], timeoutMs: 120_000 }),
-    );
+    // Creates that come while a fetch of the same branch is under way (8 dispatches at once) join it
+    // rather than queue one fetch each behind the lock: their base is the remote as that fetch saw it.
+    const key = `${remote}\0${name}`;
+    let pending = baseFetches.get(key);
+    if (pending === undefined) {
+      pending = info.lock.withLock(() =>
+        git.run(['fetch', '--quiet', '--no-tags', remote, `+refs/heads/${name}:${ref}`], { cwd: info.root, okExitCodes: [1, 128], timeoutMs: 120_000 }),
+      );
+      baseFetches.set(key, pending);
+      const done = (): void => void baseFetches.delete(key);
+      pending.then(done, done);
+    } else journal('worktree.base_fetch_joined', { remote, branch: name });
+    const fetched = await pending;
     if (fetched.exitCode !== 0) {
       const stderr = fetched.stderr.trim().slice(0, 500);
       journal('worktree.base_fetch_failed', { remote, branch: name, stderr });

@@ -186,7 +186,8 @@ async function fetchInto(git: GitRunner, dir: string, commonDir: string, sha: st
  * against the real repository, with Polly's runner (./../git/git.ts: no hooks, scrubbed env).
  * Cost: a few file reads and a `stat`, no git call, when nothing moved (tip, merge heads, index,
  * the repository's config); one local `git fetch` of the new commits when the task's tip moved;
- * the first time a base is seen, one fetch of its history (docs/read-view.md has the figures).
+ * the first time a base is seen, one fetch of its history (docs/read-view.md has the figures); a
+ * fresh task on a base already seen: `init`, `rev-list`, `config` and `diff-index`, nothing fetched.
  * Needs git ≥ 2.29 (`fetch --no-write-fetch-head`, `init --object-format`); Polly needs 2.38.
  * @throws PollyError `sandbox_unavailable` when a fetch fails (the message names the command and git's words).
  */
@@ -238,7 +239,7 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
   if (readText(sourceCopy) === seenText && readText(join(viewDir, 'HEAD')) === headLine(branch, tip, head) && (!tip || refValue(viewDir, ref) === tip)) {
     return result();
   }
-  const format = (await git.run(['rev-parse', '--show-object-format'], wt)).stdout.trim() || 'sha1';
+  const format = objectFormat(readText(join(commonDir, 'config')) ?? '');
   const shallow = existsSync(join(commonDir, 'shallow'));
   await ensureStore(git, baseDir, format);
   // A tip that does not descend from what the view holds (the branch was reset or rewritten, or a
@@ -282,7 +283,12 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
   mkdirSync(join(viewDir, 'worktrees', name), { recursive: true });
   mkdirSync(join(viewDir, 'info'), { recursive: true });
   writeFileSync(join(viewDir, 'info', 'exclude'), readText(join(commonDir, 'info', 'exclude')) ?? '');
-  if (tip && refValue(viewDir, ref) !== tip) await fetchInto(git, viewDir, commonDir, tip, ref, shallow);
+  if (tip && refValue(viewDir, ref) !== tip) {
+    // A tip that is a base in the shared store (a fresh task: no commits of its own yet) is
+    // readable through the alternates already: the ref is written, nothing fetched.
+    if (refValue(baseDir, `refs/bases/${tip}`) === tip) writeRef(viewDir, ref, tip);
+    else await fetchInto(git, viewDir, commonDir, tip, ref, shallow);
+  }
   await writeDefaultBranch(git, input.worktree, commonDir, viewDir, tip, ref);
   writeFileSync(join(viewDir, 'HEAD'), headLine(branch, tip, head));
   await copyStagedBlobs(git, input.worktree, commonDir, viewDir);
@@ -347,17 +353,39 @@ const SPECIAL_HEADS = ['MERGE_HEAD', 'CHERRY_PICK_HEAD', 'REVERT_HEAD', 'REBASE_
 
 /**
  * Copy into the view every blob the worktree's index names that the view lacks (a merge result
- * staged by Polly, a conflict's stages): one `git ls-files --stage`, one `cat-file --batch-check`
- * in the view, and, when some are missing, one `pack-objects` of exactly those into the view's
- * pack dir. Gitlinks (mode 160000) are left out: they name another repository's commits.
+ * staged by Polly, a conflict's stages). The index's entries that differ from HEAD come from one
+ * `git diff-index --cached --raw` (its blobs in the index column); HEAD's own blobs are in the view
+ * with its tip, so an index equal to HEAD (a fresh worktree: no other git call) needs nothing. With
+ * an unmerged entry or no HEAD, every staged entry is checked (`git ls-files --stage`). Then one
+ * `cat-file --batch-check` in the view, and, when some are missing, one `pack-objects` of exactly
+ * those into the view's pack dir. Gitlinks (mode 160000) are left out: they name another
+ * repository's commits. Formats: git-diff-index(1) "RAW OUTPUT FORMAT", git-ls-files(1) `--stage`.
  */
 async function copyStagedBlobs(git: GitRunner, worktree: string, commonDir: string, viewDir: string): Promise<void> {
-  const ls = await git.run(['ls-files', '--stage', '-z'], { cwd: worktree, okExitCodes: [128] });
-  if (ls.exitCode !== 0) return;
   const ids = new Set<string>();
-  for (const entry of ls.stdout.split('\0')) {
-    const m = /^(\d+) ([0-9a-f]+) \d\t/.exec(entry);
-    if (m && m[1] !== '160000') ids.add(m[2]!);
+  const diff = await git.run(['diff-index', '--cached', '--raw', '-z', '--no-renames', 'HEAD', '--'], { cwd: worktree, okExitCodes: [128] });
+  // `:<src mode> <dst mode> <src id> <dst id> <status>` NUL `<path>` NUL per changed entry, read
+  // in pairs (a path may itself start with ':'); anything else falls back to the full listing
+  const parts = diff.stdout.split('\0');
+  let records: string[] | null = diff.exitCode === 0 ? [] : null;
+  for (let i = 0; records !== null && i + 1 < parts.length; i += 2) {
+    const meta = parts[i] as string;
+    // an unmerged entry (its stages are not in the raw output) or a line not understood: full listing
+    if (/^:\d+ \d+ [0-9a-f]+ [0-9a-f]+ [A-TV-Z]\d*$/.test(meta)) records.push(meta);
+    else records = null;
+  }
+  if (records !== null) {
+    for (const r of records) {
+      const [, dstMode, , dstId, status] = r.slice(1).split(' ');
+      if (!status?.startsWith('D') && dstMode !== '160000' && dstId && !/^0+$/.test(dstId)) ids.add(dstId);
+    }
+  } else {
+    const ls = await git.run(['ls-files', '--stage', '-z'], { cwd: worktree, okExitCodes: [128] });
+    if (ls.exitCode !== 0) return;
+    for (const entry of ls.stdout.split('\0')) {
+      const m = /^(\d+) ([0-9a-f]+) \d\t/.exec(entry);
+      if (m && m[1] !== '160000') ids.add(m[2]!);
+    }
   }
   if (ids.size === 0) return;
   const check = await git.run(['--git-dir', viewDir, 'cat-file', '--batch-check'], { cwd: viewDir, input: `${[...ids].join('\n')}\n` });
@@ -369,6 +397,28 @@ async function copyStagedBlobs(git: GitRunner, worktree: string, commonDir: stri
   mkdirSync(join(viewDir, 'objects', 'pack'), { recursive: true });
   // Best effort: a blob the repository lacks too (a corrupt index) stays missing, as it is outside.
   await git.run(['--git-dir', commonDir, 'pack-objects', '-q', join(viewDir, 'objects', 'pack', 'pack')], { cwd: viewDir, input: `${missing.join('\n')}\n`, okExitCodes: [128] });
+}
+
+/**
+ * The object format a repository's config file names (`extensions.objectFormat`, else sha1), read
+ * from its text without running git. Syntax: git-config(1) "CONFIGURATION FILE"; the key:
+ * gitrepository-layout(7) "extensions.objectFormat".
+ */
+export function objectFormat(configText: string): string {
+  let section = '';
+  for (const line of configText.split('\n')) {
+    const header = /^\s*\[\s*([A-Za-z0-9.-]+)/.exec(line);
+    if (header) section = (header[1] as string).toLowerCase();
+    const kv = /^\s*(?:\[[^\]]*\]\s*)?([A-Za-z][A-Za-z0-9-]*)\s*=\s*"?([A-Za-z0-9]+)"?\s*(?:[#;].*)?$/.exec(line);
+    if (section === 'extensions' && kv && (kv[1] as string).toLowerCase() === 'objectformat') return (kv[2] as string).toLowerCase();
+  }
+  return 'sha1';
+}
+
+/** Write `gitDir`'s loose ref `ref` (e.g. `refs/heads/polly/t1`) to hold `sha`: the layout git reads (gitrepository-layout(7)). */
+function writeRef(gitDir: string, ref: string, sha: string): void {
+  mkdirSync(dirname(join(gitDir, ref)), { recursive: true });
+  writeFileSync(join(gitDir, ref), `${sha}\n`);
 }
 
 /** The view's HEAD file: the task's branch as a symbolic ref, else the detached commit. */

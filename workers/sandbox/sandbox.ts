@@ -15,7 +15,7 @@
  * bwrap command line and a ~100-line bridge (net-bridge.ts, sandbox-init.ts) in Node itself.
  */
 import { hostSocketPaths } from './host-sockets.js';
-import { withSeccomp } from './seccomp-filter.js';
+import { seccompProgramFile, withSeccomp } from './seccomp-filter.js';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -133,6 +133,26 @@ export function bwrapHardening(bwrap: string): BwrapHardening {
   const hardening = { disableUserns: r.status === 0 };
   hardenings.set(bwrap, hardening);
   return hardening;
+}
+
+/**
+ * Pay this process's one-time sandbox probes now rather than at its first sandbox: bubblewrap
+ * ({@link probeSandbox}), its hardening ({@link bwrapHardening}), the resource bounds mechanism
+ * (./resource-bounds.ts `probeBoundsMechanism`) and the seccomp filter file
+ * (./seccomp-filter.ts `seccompProgramFile`). A standby worker runner calls it while it waits for
+ * its turn (workers/supervisor/worker-runner.ts), so the dispatch that claims it does not wait on
+ * them. Each result is cached as at first use (a failed probe too: the turn then fails closed as it
+ * would have); never throws.
+ */
+export function warmSandbox(): void {
+  try {
+    const probe = probeSandbox();
+    if (probe.ok) bwrapHardening(probe.bwrap);
+    probeBoundsMechanism();
+    seccompProgramFile();
+  } catch {
+    // a probe that throws is retried at first use, where its error is reported
+  }
 }
 
 /** What {@link decideConfinement} decided for one dispatch. */

@@ -42,6 +42,8 @@ import { claudeCodeSandboxSettings } from '../agents/claude-code-sandbox.js';
 import { resolveWorktreesDir } from '../git/worktrees-dir.js';
 import { agentTurnSandbox } from '../sandbox/agent-turn-sandbox.js';
 import { appliedMounts, type WorkerSandboxOptions } from '../sandbox/sandbox-spec.js';
+import { probeSandbox, warmSandbox } from '../sandbox/sandbox.js';
+import { probeBoundsMechanism } from '../sandbox/resource-bounds.js';
 import { startTurnMeter, unmeteredReason, type TurnMeter } from '../metering/turn-meter.js';
 import type { ModelPrice } from '../metering/api-usage.js';
 
@@ -317,11 +319,16 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
 const isMain = process.argv[1] !== undefined && existsSync(process.argv[1]) && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
 /**
  * Standby mode (`worker-runner.js --standby <tag>`): a runner started ahead of need, with its
- * modules loaded, that waits on stdin for ONE claim line `{"specPath", "env"}` from its supervisor;
+ * modules loaded and the sandbox probed (workers/sandbox/sandbox.ts `warmSandbox`), that waits on
+ * stdin for ONE claim line `{"specPath", "env"}` from its supervisor;
  * it then sets `env` in its own environment (never on disk) and runs that turn. EOF without a claim
  * (the supervisor exited, or died: the kernel closes the pipe) ends it at once: nothing idles on.
  */
 async function standby(): Promise<void> {
+  // The sandbox's one-time probes (bubblewrap, bounds, seccomp) are paid while waiting, not by the
+  // dispatch that claims this runner; a turn whose PATH differs is probed again below.
+  const probedPath = process.env.PATH;
+  warmSandbox();
   let buffer = '';
   const claim = await new Promise<{ specPath: string; env: Record<string, string> } | null>((resolve) => {
     process.stdin.setEncoding('utf8');
@@ -341,6 +348,10 @@ async function standby(): Promise<void> {
   process.stdin.destroy();
   if (!claim || !existsSync(claim.specPath)) process.exit(0);
   for (const [k, v] of Object.entries(claim.env ?? {})) process.env[k] = v;
+  if (process.env.PATH !== probedPath) {
+    probeSandbox({ refresh: true });
+    probeBoundsMechanism({ refresh: true });
+  }
   await runWorker(claim.specPath);
   process.exit(0);
 }

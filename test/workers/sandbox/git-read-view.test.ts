@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitRunner, type GitRunner } from '../../../workers/git/git.js';
 import { commandSandbox } from '../../../workers/sandbox/command-sandbox.js';
-import { prepareGitReadView, removeGitReadView, sanitizedGitConfig, sanitizedRemoteUrl } from '../../../workers/sandbox/git-read-view.js';
+import { objectFormat, prepareGitReadView, removeGitReadView, sanitizedGitConfig, sanitizedRemoteUrl } from '../../../workers/sandbox/git-read-view.js';
 import { confineCommand, probeSandbox } from '../../../workers/sandbox/sandbox.js';
 import { commandSandboxSpec } from '../../../workers/sandbox/sandbox-profiles.js';
 import { bwrapArgs, coveredSockets, type SandboxSpec } from '../../../workers/sandbox/sandbox-spec.js';
@@ -267,6 +267,28 @@ describe('prepareGitReadView on a real repository', () => {
     expect(existsSync(v)).toBe(false);
     await prepareGitReadView({ repoRoot: repo, worktree: wt, stateDir: state });
     expect(existsSync(v)).toBe(true);
+  });
+
+  it('a fresh task on a base already seen costs four git calls: no fetch, no listing of the index, nothing copied', async () => {
+    // The dispatch bench's case (issue 33 item 6): the index equals HEAD's tree and the tip is a base
+    // the shared store holds, so the view needs no object of its own.
+    const w = join(repo, '.worktrees', 't5');
+    git(repo, ['worktree', 'add', '-q', '-b', 'polly/t5', w, 'main']);
+    await prepareGitReadView({ repoRoot: repo, worktree: join(repo, '.worktrees', 't1'), stateDir: state });
+    const counted = countingGit();
+    const view = await prepareGitReadView({ repoRoot: repo, worktree: w, stateDir: state, git: counted.git });
+    expect(counted.calls.map((c) => c.split(' ').find((x) => !x.startsWith('-') && !x.startsWith('/')))).toEqual(['init', 'rev-list', 'config', 'diff-index']);
+    expect(git(root, ['--git-dir', view!.viewDir, 'log', '-1', '--format=%s', 'refs/heads/polly/t5'])).toBe(git(repo, ['log', '-1', '--format=%s', 'main']));
+    git(root, ['--git-dir', view!.viewDir, 'cat-file', '-e', git(repo, ['rev-parse', 'main:a.txt'])]);
+    git(repo, ['worktree', 'remove', '--force', w]);
+  });
+
+  it('reads the object format from the config text', () => {
+    expect(objectFormat('[core]\n\tbare = false\n')).toBe('sha1');
+    expect(objectFormat('[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectFormat = sha256\n')).toBe('sha256');
+    expect(objectFormat('[Extensions]\n  objectformat = "sha256" ; set by init\n')).toBe('sha256');
+    expect(objectFormat('[extensions] objectformat = sha256\n')).toBe('sha256');
+    expect(objectFormat('[other]\n\tobjectformat = sha256\n')).toBe('sha1');
   });
 
   it('two sandboxes starting at once on a base not seen before both get their view (the shared store is fetched into twice)', async () => {
