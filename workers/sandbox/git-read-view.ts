@@ -340,8 +340,9 @@ async function writeDefaultBranch(git: GitRunner, worktree: string, commonDir: s
   if (!name || !tip || `refs/heads/${name}` === taskRef) return;
   const mainTip = refValue(commonDir, `refs/heads/${name}`) ?? refValue(commonDir, `refs/remotes/origin/${name}`);
   if (!mainTip) return;
-  const mb = await git.run(['merge-base', mainTip, tip], { cwd: worktree, okExitCodes: [1, 128] });
-  const fork = mb.exitCode === 0 ? mb.stdout.trim() : '';
+  // a task started on the default branch's tip (the usual fresh task) forks there: no git call
+  const mb = mainTip === tip ? null : await git.run(['merge-base', mainTip, tip], { cwd: worktree, okExitCodes: [1, 128] });
+  const fork = mb === null ? tip : mb.exitCode === 0 ? mb.stdout.trim() : '';
   if (!OID.test(fork)) return;
   const path = join(viewDir, 'refs', 'heads', ...name.split('/'));
   mkdirSync(dirname(path), { recursive: true });
