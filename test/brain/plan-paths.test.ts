@@ -91,12 +91,16 @@ describe('declared paths in the checker', () => {
     expect(wf.invariants.map((i) => i.name)).toEqual(['overlapping-paths-in-order/api+users']);
   });
 
-  it.skipIf(!SPIN)('spin agrees with both verdicts of the schedule', () => {
-    const refused = validatePlan(parallel, 'test');
-    const wf = compileScheduleWorkflow('p8', refused, 5);
-    const ordered = validatePlan({ tasks: [parallel.tasks[0]!, { ...parallel.tasks[1]!, depends_on: ['api'] }] }, 'test');
-    const policy = { maxDispatchesPerTurn: 5 };
-    expect(spinVerify(withPollyGuarantees(wf, policy), { liveness: false }).admitted).toBe(false);
-    expect(spinVerify(withPollyGuarantees(compileScheduleWorkflow('p9', ordered, 5), policy), { liveness: false }).admitted).toBe(true);
-  }, 60_000);
+  it.skipIf(!SPIN)(
+    'spin agrees with both verdicts of the schedule',
+    () => {
+      const refused = validatePlan(parallel, 'test');
+      const wf = compileScheduleWorkflow('p8', refused, 5);
+      const ordered = validatePlan({ tasks: [parallel.tasks[0]!, { ...parallel.tasks[1]!, depends_on: ['api'] }] }, 'test');
+      const policy = { maxDispatchesPerTurn: 5 };
+      expect(spinVerify(withPollyGuarantees(wf, policy), { liveness: false }).admitted).toBe(false);
+      expect(spinVerify(withPollyGuarantees(compileScheduleWorkflow('p9', ordered, 5), policy), { liveness: false }).admitted).toBe(true);
+    },
+    60_000,
+  );
 });
