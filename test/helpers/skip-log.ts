@@ -13,10 +13,17 @@ export const SKIP_LOG_ENV = 'POLLY_TEST_SKIP_LOG';
 /** Debian package → what the suites need it for (shown in the summary and in CI's failure). */
 export const NEEDED_FOR = {
   bubblewrap: "Polly's OS sandbox (a bwrap that can start a sandbox here)",
-  chromium: "the dashboard's headless-browser tests",
   passt: 'outbound-only networking for checks (pasta)',
+  spin: "the model checker's cross-check against Spin",
+  gcc: "compiling Spin's verifier and the tests' C probes (cc)",
+  chromium: "the dashboard's headless-browser tests",
   tmux: "the terminal tests of polly run's plan-gate prompt (a real pty)",
   'openssh-server': "remote worker hosts: a real sshd per test host (Polly's own ssh client comes with it)",
+  postgresql: "the Postgres run store's tests (initdb and postgres of a temporary cluster)",
+  'python3-pytest': "the Python real-project test's suite (python3 -m pytest)",
+  make: "the npm real-project test's `make test`",
+  'golang-go': "the Go real-project test (the system's go, not one under HOME)",
+  cargo: "the Rust real-project test (the system's cargo, not one under HOME)",
 } as const;
 
 export type SystemPackage = keyof typeof NEEDED_FOR;

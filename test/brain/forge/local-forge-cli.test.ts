@@ -2,11 +2,9 @@
  * `polly pr list|show|diff` through the real compiled CLI, over PRs opened by the real local forge
  * in a temp repository with a bare origin.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { createLocalForge } from '../../../brain/forge/local-forge.js';
 import { toInboxEvents } from '../../../brain/mcp/brain-tools.js';
 import { actionablePrEvents } from '../../../brain/process/pr-events.js';
@@ -16,32 +14,7 @@ import { createGitRunner } from '../../../workers/git/git.js';
 import { runCli } from '../../helpers/registry-cli.js';
 import { createTestRepo, git } from '../../helpers/git-repo.js';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-
-/** Build dist/ when the compiled pr command is missing or older than its sources. */
-function ensureFreshBuild(): void {
-  const out = join(ROOT, 'dist/brain/commands/pr.js');
-  const sources = [
-    'brain/commands/pr.ts',
-    'brain/forge/local-forge.ts',
-    'brain/forge/pr-status.ts',
-    'brain/forge/pr-mergeability.ts',
-    'brain/forge/merge-detection.ts',
-    'brain/forge/forge.ts',
-  ].map((p) => statSync(join(ROOT, p)).mtimeMs);
-  if (existsSync(out) && existsSync(join(ROOT, 'dist/brain/cli.js')) && statSync(out).mtimeMs >= Math.max(...sources)) return;
-  try {
-    execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.json')], { cwd: ROOT, stdio: 'pipe' });
-  } catch {
-    // tsc exits non-zero on type errors in files other helpers are writing, but still emits.
-  }
-  execFileSync(process.execPath, [join(ROOT, 'scripts/post-build.mjs')], { cwd: ROOT, stdio: 'pipe' });
-  if (!existsSync(out)) throw new Error('build failed: dist/brain/commands/pr.js was not emitted');
-}
-
 describe('polly pr (local forge)', () => {
-  beforeAll(() => ensureFreshBuild(), 180_000);
-
   test('list, show and diff, human and --json; merged PRs only with --all; no merge subcommand', async () => {
     const repo = createTestRepo({ 'README.md': '# demo\n' });
     mkdirSync(join(repo.dir, '.polly'));

@@ -24,6 +24,10 @@ import { dispatch } from '../../../brain/task-tools/dispatch.js';
 import type { Harness } from '../../../brain/core/vocabulary.js';
 import type { RecordedRequest } from '../../../scripts/scripted-model/api-route.js';
 import { statusReport } from '../../../brain/registry/status-report.js';
+import { hasSystemPackage } from '../../helpers/system-packages.js';
+
+// Dispatches workers through Polly's sandbox: skipped and listed without bubblewrap, a failure under CI=true (test/helpers/system-packages.ts).
+const SANDBOXED = hasSystemPackage('bubblewrap', import.meta.url);
 
 const FORGED = JSON.stringify({
   type: 'message_end',
@@ -103,7 +107,7 @@ async function runTask(harness: Harness, id: string, budget: { tokens: number } 
   }
 }
 
-describe('Polly meters usage itself (real CLIs, real sandbox)', () => {
+describe.skipIf(!SANDBOXED)('Polly meters usage itself (real CLIs, real sandbox)', () => {
   it('pi: a usage line of -1e9 tokens forged into the agent stream changes nothing in the ledger and is a finding', async () => {
     const { outcome, reg, rig, repo, requests } = await runTask('pi', 'mf1', null, (c) => {
       c.workers.pi.command = hostilePi();
