@@ -16,7 +16,7 @@ import { createFileAdmissionCache } from '../../workflows/check/admission-cache.
 import { pollyStateRoot } from '../../workers/sandbox/agent-state-dir.js';
 import { openForge } from '../forge/forge-select.js';
 import { createPlanLibrary } from '../plan/plan-library.js';
-import type { RepoContext } from '../commands/repo-context.js';
+import type { RepoContext } from '../registry/repo-context.js';
 import { TASK_TOOLS } from '../task-tools/index.js';
 import type { GateContext } from '../../gate/types.js';
 import type { PollyConfig } from '../config/config-schema.js';

@@ -38,7 +38,7 @@ import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import { isReadOnlyRole, type TaskStatus } from '../core/vocabulary.js';
 import type { PollyConfig } from '../config/config-schema.js';
-import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
+import { NO_CHANGE, type TaskTool, type TaskToolContext, type TaskToolOutcome } from './types.js';
 import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
 import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-step.js';
 import { cannotRunReason, checkConfinement, probeRunnersBeforeAgent } from './run-acceptance.js';
@@ -431,9 +431,6 @@ async function failBeforeAgent(ctx: TaskToolContext, kind: string, reason: strin
 export function adoptedWorkNote(task: Pick<TaskRecord, 'branch' | 'id'>, adoption: Extract<BranchAdoption, { kind: 'adopted' }>): string {
   return `\n\nThis branch (${task.branch ?? `polly/${task.id}`}) already holds ${adoption.commits} commit(s) from an earlier run of this same task, up to ${adoption.remoteTip.slice(0, 12)}. Check that work against the task and its acceptance and finish what is missing; if nothing is, change nothing.`;
 }
-
-/** The reason of a task whose worker changed nothing: its dispatch fails with it, and nothing is pushed. */
-export const NO_CHANGE = 'the worker made no change';
 
 /**
  * True when the worktree differs from the task's base: uncommitted or untracked files

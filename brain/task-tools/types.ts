@@ -45,3 +45,10 @@ export interface TaskToolOutcome {
 }
 
 export type TaskTool = (ctx: TaskToolContext) => Promise<TaskToolOutcome>;
+
+/**
+ * The reason of a task whose worker changed nothing: its dispatch fails with it (./dispatch.ts),
+ * push refuses a branch still at its base with it (./push.ts), and the Brain's end-of-run reason
+ * keeps it (brain/process/order-executor.ts).
+ */
+export const NO_CHANGE = 'the worker made no change';

@@ -18,7 +18,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { openRepoContext, type RepoContext } from '../../../brain/commands/repo-context.js';
+import { openRepoContext, type RepoContext } from '../../../brain/registry/repo-context.js';
 import { createRepoUiSource } from '../../../brain/ui/ui-source.js';
 import { createUiServer, type UiServer } from '../../../brain/ui/ui-server.js';
 import { createTestRepo, gitTestEnv, type TestRepo } from '../../helpers/git-repo.js';
