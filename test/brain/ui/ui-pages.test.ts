@@ -77,6 +77,11 @@ async function open(browser: Browser, viewport: { width: number; height: number 
   repo.commitAll('polly init');
   repo.git(['push', '-q', 'origin', 'main']);
   const ctx: RepoContext = await openRepoContext(repo.dir, gitTestEnv());
+  // The parked task's pi (reviewed by codex) ran metered, as a budget stop implies: the plan gate refuses a
+  // budget on a worker Polly cannot meter (brain/plan/budgets.ts `unmeteredBudgets`), the retry's included.
+  // Nothing is called at these URLs: no agent runs here.
+  ctx.config.workers.pi = { ...ctx.config.workers.pi, base_url: 'http://127.0.0.1:9/v1' };
+  ctx.config.workers.codex = { ...ctx.config.workers.codex, provider: { id: 'metered', base_url: 'http://127.0.0.1:9/v1', env_key: 'POLLY_UI_TEST_KEY' } };
   const state: NeedsYouState = await needsYouState(ctx, repo);
   const ui: UiServer = await createUiServer(
     { source: createRepoUiSource({ repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, store: ctx.store, config: ctx.config, log: () => {} }), user: 'human:tester (polly ui)' },
