@@ -11,7 +11,7 @@ import { defineConfig } from 'vitest/config';
  */
 const LONGEST_FIRST = [
   'test/e2e/pr-fix-rounds.test.ts',
-  'test/brain/github-forge.test.ts',
+  'test/brain/forge/github-forge.test.ts',
   'test/e2e/real-go-project.test.ts',
   'test/e2e/registry-loss-rerun-github.test.ts',
   'test/e2e/pr-goal-scope-github.test.ts',
@@ -22,25 +22,25 @@ const LONGEST_FIRST = [
   'test/e2e/brain-stop-leftovers.test.ts',
   'test/e2e/pr-fix-rounds-github.test.ts',
   'test/scripts/demo-unconfined.test.ts',
-  'test/brain/brain-process.test.ts',
+  'test/brain/process/brain-process.test.ts',
   'test/e2e/real-rust-project.test.ts',
   'test/e2e/budget-retry.test.ts',
-  'test/workers/cost-budget-real.test.ts',
+  'test/brain/task-tools/cost-budget-real.test.ts',
   'test/e2e/resource-bounds.test.ts',
   'test/e2e/e2e-crash.test.ts',
-  'test/brain/ui-dashboard.test.ts',
-  'test/brain/doctor-command.test.ts',
+  'test/brain/ui/ui-dashboard.test.ts',
+  'test/brain/commands/doctor-command.test.ts',
   'test/confinement/reviewer-attacks.test.ts',
-  'test/brain/github-watch.test.ts',
+  'test/brain/forge/github-watch.test.ts',
   'test/e2e/io-fault.test.ts',
   'test/e2e/real-python-project.test.ts',
   'test/e2e/real-npm-project.test.ts',
-  'test/workers/orchestration-workers.test.ts',
-  'test/brain/local-forge-cli.test.ts',
-  'test/brain/pr-step-local.test.ts',
-  'test/brain/landing-sync.test.ts',
+  'test/workers/supervisor/orchestration-workers.test.ts',
+  'test/brain/forge/local-forge-cli.test.ts',
+  'test/brain/task-tools/pr-step-local.test.ts',
+  'test/brain/forge/landing-sync.test.ts',
   'test/confinement/read-view.test.ts',
-  'test/workers/metering-real.test.ts',
+  'test/workers/metering/metering-real.test.ts',
 ];
 
 class LongestFirstSequencer extends BaseSequencer {
@@ -56,8 +56,10 @@ class LongestFirstSequencer extends BaseSequencer {
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // Builds dist/ first when it is not the build of the sources on disk (test/helpers/build-once.ts).
-    globalSetup: ['test/helpers/build-once.ts'],
+    // Builds dist/ first when it is not the build of the sources on disk (test/helpers/build-once.ts);
+    // at the end, lists the suites skipped for a missing system package and fails a file that ran
+    // 0 cases without saying why (test/helpers/run-summary.ts).
+    globalSetup: ['test/helpers/build-once.ts', 'test/helpers/run-summary.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Real processes and real git: keep parallelism to the machine's two cores.

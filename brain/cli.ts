@@ -22,6 +22,8 @@ export const COMMANDS: Record<string, { module: string; summary: string }> = {
   mcp: { module: './commands/mcp.js', summary: 'run the MCP workflow server on stdio' },
   install: { module: './commands/install.js', summary: 'register the MCP server with an agent host' },
   goal: { module: './commands/goal.js', summary: 'state a goal: the Brain investigates and proposes a plan' },
+  watch: { module: './commands/watch.js', summary: 'take labelled issues in as goals; keep their issues current (plan, answers, progress)' },
+  issue: { module: './commands/issue.js', summary: 'local forge issues: add, list, show, comment (answer the plan gate with /polly approve)' },
   brain: { module: './commands/brain.js', summary: 'run the Brain process for this repository' },
   plan: { module: './commands/plan.js', summary: 'show, approve or reject a proposed plan' },
   run: { module: './commands/run.js', summary: 'admit and execute a human-written plan file' },

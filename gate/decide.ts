@@ -17,8 +17,11 @@
  *   `python -c`, `bash -c`, a heredoc fed to an interpreter, `eval`), brain, unknown_role, unknown_tool;
  * - `ask_timeout.expired` (see {@link resolveAsk});
  * - `allow` when nothing fired, `internal_error` when the gate itself failed (always a deny).
- * Fail closed: anything the gate cannot resolve, and any exception, is a deny.
+ * Fail closed: anything the gate cannot resolve, and any exception, is a deny; except that an
+ * implementer inside Polly's sandbox (`context.sandboxed`) has what the gate cannot see left to the
+ * sandbox, the seed's named policies staying denied in every spelling (./sandbox-leeway.ts).
  */
+import { isReadOnlyRole } from '../brain/core/vocabulary.js';
 import { resolvePath } from './paths.js';
 import { checkWrite } from './policy.js';
 import { analyzeShell } from './shell/shell-analysis.js';
@@ -33,7 +36,8 @@ const TOOLS = new Set(['bash', 'write', 'edit', 'read']);
  * Decide one request. Total: never throws; an internal failure is `{decision:'deny', rule:'internal_error'}`.
  * @param request  a dispatch, a tool call or a forge call (see types.ts)
  * @param policy   the `policies` section of `.polly/config.yaml` (brain/config-schema.ts)
- * @param context  repo root, worktree, branch, default branch, home (absolute paths)
+ * @param context  repo root, worktree, branch, default branch, home (absolute paths); `sandboxed` when
+ *   the worker runs inside Polly's sandbox
  */
 export function decide(request: GateRequest, policy: GatePolicy, context: GateContext): GateDecision {
   try {
@@ -63,7 +67,7 @@ function decideUnsafe(request: GateRequest, policy: GatePolicy, context: GateCon
     case 'tool':
       return decideTool(request, policy, context);
     case 'forge':
-      return decideForge(request);
+      return decideForge(request, policy);
     default:
       return { decision: 'deny', rule: 'purpose_guard.unknown_request', reason: `unknown request type ${JSON.stringify((request as { type?: unknown }).type)}` };
   }
@@ -92,11 +96,11 @@ function decideDispatch(r: DispatchRequest, policy: GatePolicy): GateDecision {
 
 const FORGE_ALLOWED = new Set(['open_pr', 'open_draft_pr', 'mark_ready', 'comment', 'post_review', 'review', 'read_pr', 'get_pr', 'list_prs', 'update_pr']);
 
-function decideForge(r: ForgeRequest): GateDecision {
+function decideForge(r: ForgeRequest, policy: GatePolicy): GateDecision {
   const op = String(r.operation ?? '');
   if (/merge/i.test(op)) return { decision: 'deny', rule: 'blast_radius.merge', reason: `forge operation ${op}: Polly never merges; a human merges` };
   if (!FORGE_ALLOWED.has(op)) return { decision: 'deny', rule: 'purpose_guard.unknown_forge_operation', reason: `unknown forge operation ${JSON.stringify(op)}` };
-  const ro = r.role !== undefined && r.role !== 'implement' && r.role !== 'brain';
+  const ro = r.role !== undefined && isReadOnlyRole(r.role, policy.purpose_guard.read_only);
   if (ro && op !== 'read_pr' && op !== 'get_pr' && op !== 'list_prs' && op !== 'post_review' && op !== 'review' && op !== 'comment') {
     return { decision: 'deny', rule: 'purpose_guard.read_only', reason: `the ${r.role} role may not ${op}` };
   }
@@ -118,10 +122,10 @@ function decideTool(r: ToolRequest, policy: GatePolicy, context: GateContext): G
   const firstDeny = report.findings.find((f) => f.decision === 'deny');
   if (firstDeny) return { decision: 'deny', rule: firstDeny.rule, reason: firstDeny.reason };
   for (const w of report.writes) {
-    const f = checkWrite(w.path, w.raw, r.role, context, policy);
+    const f = checkWrite(w.path, w.raw, r.role, context, policy, { cwd: w.cwd, source: r.input });
     if (f) return { decision: f.decision, rule: f.rule, reason: f.reason };
   }
-  if (report.mutations.length > 0 && r.role !== 'implement') {
+  if (report.mutations.length > 0 && (r.role === 'brain' || isReadOnlyRole(r.role, policy.purpose_guard.read_only))) {
     const what = report.mutations[0] as string;
     return r.role === 'brain'
       ? { decision: 'deny', rule: 'purpose_guard.brain', reason: `the Brain does not run commands that change things (${what}); dispatch a worker` }

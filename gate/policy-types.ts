@@ -19,7 +19,7 @@ export interface SpawnBoundsPolicy {
 export interface PurposeGuardPolicy {
   /** The closed set of purposes a dispatch may carry (default: implement, review, explore, search). */
   allowed: Purpose[];
-  /** Purposes whose workers may not write anything. */
+  /** Purposes whose workers may not write anything; review, explore and search never write, listed or not (brain/core/vocabulary.ts `isReadOnlyRole`). */
   read_only: Purpose[];
 }
 

@@ -8,7 +8,9 @@
  * - nobody writes protected locations (`.git/`, hook dirs, `.claude/`, `.codex/`, `.pi/`, `.polly/`,
  *   the gate's state dir) — rule `blast_radius.protected_path`.
  */
+import { isReadOnlyRole } from '../brain/core/vocabulary.js';
 import { isHarmlessDevice, isTempPath, isUnder, protectedReason } from './paths.js';
+import { sandboxHolds, unresolvedWriteUnderSandbox } from './sandbox-leeway.js';
 import type { Analyzer, GateContext, GatePolicy, GateRole } from './types.js';
 
 export interface Finding {
@@ -17,10 +19,9 @@ export interface Finding {
   reason: string;
 }
 
-/** True when the role may not change anything (from the policy's `purpose_guard.read_only`). */
-export function isReadOnlyRole(role: GateRole, policy: GatePolicy): boolean {
-  if (role === 'brain' || role === 'implement') return (policy.purpose_guard.read_only as string[]).includes(role);
-  return true; // review, explore, search — and any unknown role, failing closed
+/** True when the role may not change anything: brain/core/vocabulary.ts `isReadOnlyRole` under the policy's `purpose_guard.read_only`. */
+function readOnlyRole(role: GateRole, policy: GatePolicy): boolean {
+  return isReadOnlyRole(role, policy.purpose_guard.read_only);
 }
 
 /**
@@ -30,7 +31,7 @@ export function isReadOnlyRole(role: GateRole, policy: GatePolicy): boolean {
  * returns false (and reports nothing) otherwise.
  */
 export function denyInlineCodeForReadOnly(a: Pick<Analyzer, 'role' | 'policy' | 'finding'>, what: string): boolean {
-  if (!isReadOnlyRole(a.role, a.policy)) return false;
+  if (!readOnlyRole(a.role, a.policy)) return false;
   a.finding({
     decision: 'deny',
     rule: 'purpose_guard.read_only',
@@ -55,17 +56,28 @@ function isBrainWritable(path: string, context: GateContext): boolean {
  * Decide a write (or deletion) of `path` by `role`.
  * @param path  absolute normalised path, or null when the target could not be resolved statically.
  * @param raw   the target as written (for messages and for segment checks when unresolved).
+ * @param where for a shell command: the directory a relative `raw` is relative to and the whole
+ *   command line; with them an unresolved target under the sandbox is judged by
+ *   ./sandbox-leeway.ts (without them, or unconfined, it is denied).
  * @returns a deny finding, or null when the write is allowed.
  */
-export function checkWrite(path: string | null, raw: string, role: GateRole, context: GateContext, policy: GatePolicy): Finding | null {
+export function checkWrite(
+  path: string | null,
+  raw: string,
+  role: GateRole,
+  context: GateContext,
+  policy: GatePolicy,
+  where?: { cwd: string | null; source: string },
+): Finding | null {
   const shown = JSON.stringify(raw.replace(/\u0000/g, '…'));
   if (path !== null && isHarmlessDevice(path)) return null;
-  if (isReadOnlyRole(role, policy)) {
+  if (readOnlyRole(role, policy)) {
     return { decision: 'deny', rule: 'purpose_guard.read_only', reason: `the ${role} role is read-only: it may not write ${shown}` };
   }
   if (path === null) {
     const p = protectedReason(raw, context);
     if (p) return { decision: 'deny', rule: 'blast_radius.protected_path', reason: p };
+    if (where !== undefined && sandboxHolds(role, context)) return unresolvedWriteUnderSandbox(raw, where.cwd, where.source, context);
     return {
       decision: 'deny',
       rule: 'blast_radius.unresolved_path',

@@ -34,6 +34,14 @@ export interface GateContext {
    * `forge.github.base_url`. An HTTP client writing to one is denied (`blast_radius.forge_write`).
    */
   forgeApiHosts?: string[];
+  /**
+   * True when the worker runs inside Polly's OS sandbox (workers/sandbox/): set by the worker runner
+   * (workers/supervisor/worker-runner.ts) once bubblewrap confines the turn. An implementer's write
+   * target the gate cannot resolve, or an interpreter one-liner, is then left to the sandbox, while
+   * the seed's named policies stay denied in every spelling the gate can see (gate/sandbox-leeway.ts).
+   * False or absent (`workers.allow_unconfined`, the Brain, `polly gate decide`): the strict gate.
+   */
+  sandboxed?: boolean;
 }
 
 export interface DispatchRequest {
@@ -107,12 +115,21 @@ export interface Analyzer {
   readonly policy: GatePolicy;
   readonly role: GateRole;
   finding(f: GateFinding): void;
-  /** A file the command writes or deletes (`path` absolute, or null when unresolved). */
-  write(raw: string, path: string | null): void;
+  /**
+   * A file the command writes or deletes (`path` absolute, or null when unresolved); `cwd` is the
+   * directory a relative `raw` is resolved against (null: unknown), used when `path` is null.
+   */
+  write(raw: string, path: string | null, cwd?: string | null): void;
   /** The command changes something (denied for read-only roles and the Brain). */
   mutate(what: string): void;
   /** Analyse shell source that will run (sh -c, eval, git `!` aliases, watch). */
   script(source: string, cwd: string | null, depth: number, origin: string): void;
   /** Analyse one resolved argv (wrappers are stripped here). */
   exec(argv: string[], cwd: string | null, depth: number, flags: ExecFlags): void;
+  /**
+   * Judge `source` as a command line on its own (a command embedded in interpreter code) without
+   * reporting it: the first denial of a seed policy it draws (gate/sandbox-leeway.ts
+   * `isNamedPolicyRule`), writes included, or null.
+   */
+  probe(source: string, cwd: string | null, depth: number): GateFinding | null;
 }

@@ -14,6 +14,10 @@ import { request } from 'node:http';
 import { parseModelScript } from './scripted-model/script.js';
 import { startScriptedModelServer } from './scripted-model/server.js';
 import { startMeteringProxy } from '../workers/metering/metering-proxy.js';
+import { openGoalLedger } from '../workers/metering/goal-ledger.js';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const runs = Math.max(10, Number(process.argv[2] ?? 200) || 200);
 const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] as number;
@@ -41,9 +45,18 @@ const server = await startScriptedModelServer({
   ),
 });
 const proxy = await startMeteringProxy({ upstreams: [server.url], prices: { 'claude-sonnet-4-5': { input: 3, output: 15 } } });
+// The same proxy charging a goal's shared ledger (workers/metering/goal-ledger.ts): one read of what
+// the other proxies appended before forwarding, one append when the response ends.
+const ledger = openGoalLedger(join(mkdtempSync(join(tmpdir(), 'polly-bench-ledger-')), 'goal-b.jsonl'));
+const goalProxy = await startMeteringProxy({
+  upstreams: [server.url],
+  prices: { 'claude-sonnet-4-5': { input: 3, output: 15 } },
+  goal: { ledger, limit: { tokens: 1e12 }, goalId: 'gb', by: 'bench', task: null },
+});
 try {
   const direct = `${server.url}/v1/messages`;
   const metered = `${proxy.urlFor(0)}/v1/messages`;
+  const goalMetered = `${goalProxy.urlFor(0)}/v1/messages`;
   const results: string[] = [];
   for (const stream of [false, true]) {
     const body = JSON.stringify({
@@ -58,13 +71,16 @@ try {
     }
     const a: number[] = [];
     const b: number[] = [];
+    const g: number[] = [];
     for (let i = 0; i < runs; i++) {
       a.push(await time(direct, body));
       b.push(await time(metered, body));
+      g.push(await time(goalMetered, body));
     }
     const ratio = pct(b, 0.5) / pct(a, 0.5);
     results.push(
       `${stream ? 'SSE ' : 'JSON'}  direct: median ${pct(a, 0.5).toFixed(3)} ms, p90 ${pct(a, 0.9).toFixed(3)} ms · through the proxy: median ${pct(b, 0.5).toFixed(3)} ms, p90 ${pct(b, 0.9).toFixed(3)} ms · added ${(pct(b, 0.5) - pct(a, 0.5)).toFixed(3)} ms · ratio ${ratio.toFixed(2)}×`,
+      `${stream ? 'SSE ' : 'JSON'}  with a goal ledger: median ${pct(g, 0.5).toFixed(3)} ms, p90 ${pct(g, 0.9).toFixed(3)} ms · added ${(pct(g, 0.5) - pct(a, 0.5)).toFixed(3)} ms · ratio ${(pct(g, 0.5) / pct(a, 0.5)).toFixed(2)}×`,
     );
   }
   const counted = proxy.spent();
@@ -73,5 +89,7 @@ try {
   process.stdout.write(`the proxy counted ${counted.requests} requests, ${counted.tokens} tokens, $${counted.usd.toFixed(6)}\n`);
 } finally {
   await proxy.close();
+  await goalProxy.close();
+  ledger.close();
   await server.close();
 }

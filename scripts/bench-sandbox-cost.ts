@@ -48,7 +48,7 @@ export async function measureSandboxCost(input: SandboxCostInput): Promise<strin
             ...(m === 'bounded' ? { limits } : {}),
             repoRoot: input.repo,
             cwd: input.worktree,
-            role: 'implement',
+            readOnly: false,
             agentStateDir: stateDir,
             gateDir,
             env: input.env,

@@ -1,7 +1,7 @@
 /**
  * `npm run schemas`: write the JSON Schemas Polly ships (`schemas/*.json`) from the sources
  * (brain/config/json-schemas.ts). Run after changing the config spec, the plan schema or the model
- * script format; `test/brain/json-schemas.test.ts` fails until the files match.
+ * script format; `test/brain/config/json-schemas.test.ts` fails until the files match.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

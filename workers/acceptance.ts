@@ -24,6 +24,10 @@ export interface AcceptanceOptions {
   /** Run each command in Polly's OS sandbox (workers/sandbox/command-sandbox.ts); null or absent: unconfined. */
   sandbox?: AgentSandbox | null;
   signal?: AbortSignal;
+  /** Told as each command starts (e.g. to show which check runs now). */
+  onCommand?: (command: string) => void;
+  /** Every output chunk of the running command, in order (e.g. to follow it in a log file). */
+  onOutput?: (chunk: Buffer) => void;
 }
 
 export interface AcceptanceOutcome {
@@ -44,6 +48,7 @@ export function runCheck(command: string, options: Omit<AcceptanceOptions, 'comm
     timeoutNote: () => `\n[polly] timed out after ${options.timeoutSeconds}s\n`,
     spawnErrorNote: (error) => `\n[polly] could not start the check: ${error.message}\n`,
     ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.onOutput ? { onOutput: options.onOutput } : {}),
     ...(options.sandbox ? { wrap: (spec) => confinedSpawn(options.sandbox!, spec) } : {}),
   });
 }
@@ -55,6 +60,7 @@ export function runCheck(command: string, options: Omit<AcceptanceOptions, 'comm
 export async function runAcceptance(options: AcceptanceOptions): Promise<AcceptanceOutcome> {
   const results: CommandResult[] = [];
   for (const command of options.commands) {
+    options.onCommand?.(command);
     const result = await runCheck(command, options);
     results.push(result);
     if (result.exitCode !== 0 && options.stopOnFailure !== false) break;

@@ -1,5 +1,5 @@
 /**
- * One free TCP port per worker (case 9 in test/workers/orchestration-git.test.ts: two worktrees starting the same dev server
+ * One free TCP port per worker (case 9 in test/workers/git/orchestration-git.test.ts: two worktrees starting the same dev server
  * must not collide). A port is handed out only after binding it succeeded on 0.0.0.0 and, where the
  * machine has IPv6, on `::` — then released at once for the worker's server to take. Ports handed
  * out by this allocator are remembered until released, so two workers of one Brain never share one

@@ -7,7 +7,7 @@ import type { Command } from './command.js';
 import { createBrainDeps } from '../process/brain-deps.js';
 import { runBrainProcess, goalStateDir } from '../process/brain-process.js';
 import type { GoalBrain } from '../process/brain-deps.js';
-import { openRepoContext } from './repo-context.js';
+import { openRepoContext } from '../registry/repo-context.js';
 import { cliPath } from '../core/install-paths.js';
 import type { GoalRecord } from '../registry/registry-schema.js';
 
@@ -39,25 +39,44 @@ printed; workers keep running, polly resume adopts them after the restore), or a
     const stop = () => controller.abort();
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
-    let startGoalBrain: ((goal: GoalRecord, resume: string | null) => GoalBrain) | null = null;
+    let startGoalBrain: ((goal: GoalRecord, resume: string | null) => Promise<GoalBrain>) | null = null;
     let messages: { first(goal: GoalRecord): string; wake(events: import('../mcp/brain-tools.js').InboxEvent[]): string } | undefined;
     if (!values['no-llm']) {
-      // Said at run time as docs/metering.md says it: workers are metered, the Brain is not (yet).
-      log(
-        "[polly] usage: worker turns are metered by Polly's proxy (ledger, budgets); the Brain's own claude session is not: its tokens are in no ledger and no budget (docs/metering.md)",
-      );
       const llm = await import('../llm/llm-brain.js');
-      startGoalBrain = (goal, resume) =>
-        llm.startLlmBrain({
-          repoRoot: ctx.repo.root,
-          pollyDir: ctx.repo.pollyDir,
-          config: ctx.config,
-          goal: { id: goal.id, text: goal.text },
-          stateDir: goalStateDir(ctx.repo.pollyDir, goal.id),
-          env: deps.agentEnv,
-          resumeSessionId: resume,
-          cliPath: cliPath(),
-        });
+      const { startBrainMeter } = await import('../llm/brain-meter.js');
+      startGoalBrain = async (goal, resume) => {
+        // The goal's own session goes through Polly's metering proxy like a worker's (docs/metering.md).
+        const meter = await startBrainMeter({ store: ctx.store, repoRoot: ctx.repo.root, goalId: goal.id, env: deps.agentEnv, config: ctx.config, log });
+        let brain: ReturnType<typeof llm.startLlmBrain>;
+        try {
+          brain = llm.startLlmBrain({
+            repoRoot: ctx.repo.root,
+            pollyDir: ctx.repo.pollyDir,
+            config: ctx.config,
+            goal: { id: goal.id, text: goal.text },
+            stateDir: goalStateDir(ctx.repo.pollyDir, goal.id),
+            env: meter.env,
+            resumeSessionId: resume,
+            cliPath: cliPath(),
+          });
+        } catch (error) {
+          await meter.close();
+          throw error;
+        }
+        void brain.exited.then(() => meter.close());
+        return {
+          pid: brain.pid,
+          sessionId: () => brain.sessionId(),
+          turn: async (text) => {
+            await meter.refresh();
+            return brain.turn(text);
+          },
+          close: async () => {
+            await brain.close();
+            await meter.close();
+          },
+        };
+      };
       messages = { first: (goal) => llm.firstBrainMessage({ id: goal.id, text: goal.text }), wake: (events) => llm.wakeMessage(events) };
     }
     try {

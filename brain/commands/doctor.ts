@@ -16,8 +16,8 @@
  * (`workers.claude-code.allow_root_sandbox`); which model keys each harness finds (names only);
  * each remote host of `workers.hosts`, over SSH (brain/commands/hosts.ts `checkHosts`).
  */
-import { execFile, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { detectToolExclusions } from '../config/tool-exclusions.js';
@@ -30,7 +30,7 @@ import { commandProblems, packageScripts } from '../config/project-detection.js'
 import { nodeTestFiles } from '../config/node-test-files.js';
 import { isPollyError } from '../core/errors.js';
 import { HARNESSES } from '../core/vocabulary.js';
-import { findOnPath, resolveAgentBinary } from '../../workers/agents/agent-binary.js';
+import { resolveAgentBinary } from '../../workers/agents/agent-binary.js';
 import { describeIdentity, resolveCommitIdentity, uncommittedChanges } from '../../workers/git/commit-identity.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
 import { findRepo, readRepoBranchContext } from '../../workers/git/repo.js';
@@ -46,6 +46,8 @@ import { agentEnvFrom } from '../process/agent-env.js';
 import { runCheck } from '../../workers/acceptance.js';
 import { classifyCannotRun, commandProgram, runnerProbe } from '../../workers/check-runner.js';
 import { commandSandbox } from '../../workers/sandbox/command-sandbox.js';
+import { withBaseCheckout } from '../../workers/git/base-checkout.js';
+import { probeSandbox, type SandboxProbe } from '../../workers/sandbox/sandbox.js';
 import { describeBoundsMechanism, probeBoundsMechanism, type BoundsMechanism } from '../../workers/sandbox/resource-bounds.js';
 import { detectHomeToolchains } from '../../workers/sandbox/home-toolchains.js';
 import { checkHosts } from './hosts.js';
@@ -155,27 +157,12 @@ export function boundsCheck(config: PollyConfig, mechanism: BoundsMechanism = pr
   return { id: 'bounds', status: 'ok', detail: `resource bounds: ${lines.join('; ')}` };
 }
 
-/** Outcome of the sandbox probe (the shape of c1-sandbox's `probeSandbox`, workers/sandbox/sandbox.ts). */
-export type SandboxProbe = { ok: true; bwrap: string } | { ok: false; reason: string; fix: string };
-
 /**
- * Can bubblewrap (https://github.com/containers/bubblewrap) start a sandbox here: `bwrap` on PATH
- * runs `true` with a read-only root and new user, PID and network namespaces.
+ * The sandbox probe doctor reports: the sandbox's own (workers/sandbox/sandbox.ts `probeSandbox`,
+ * the flags the worker runner starts bubblewrap with), finding `bwrap` on `env`'s PATH.
  */
-export function probeBubblewrap(env: NodeJS.ProcessEnv): SandboxProbe {
-  const bwrap = findOnPath('bwrap', env.PATH);
-  if (!bwrap) return { ok: false, reason: 'bubblewrap (bwrap) is not installed', fix: 'install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)' };
-  const r = spawnSync(bwrap, ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-user', '--unshare-pid', '--unshare-net', '--die-with-parent', 'true'], {
-    encoding: 'utf8',
-    timeout: 10_000,
-  });
-  if (r.status === 0) return { ok: true, bwrap };
-  const why = (r.stderr || r.error?.message || `exit ${r.status}`).trim().split('\n')[0];
-  return {
-    ok: false,
-    reason: `${bwrap} cannot create a sandbox: ${why}`,
-    fix: 'allow unprivileged user namespaces for bwrap (e.g. an AppArmor profile for bwrap on Ubuntu 24.04, or kernel.unprivileged_userns_clone=1), or run Polly in a VM/container that allows them',
-  };
+export function doctorSandboxProbe(env: NodeJS.ProcessEnv): SandboxProbe {
+  return probeSandbox({ path: env.PATH ?? '' });
 }
 
 function run(binary: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number | null; out: string; error: string | null }> {
@@ -434,21 +421,27 @@ async function doctorSandbox(
   config: PollyConfig,
   env: NodeJS.ProcessEnv,
   sandboxProbe: SandboxProbe,
-  more: { worktreesDir?: string; realHome?: string; extraEnv?: Record<string, string> } = {},
+  more: { worktreesDir?: string; realHome?: string; extraEnv?: Record<string, string>; checkout?: string } = {},
 ): Promise<Awaited<ReturnType<typeof commandSandbox>> | null> {
   try {
-    return await commandSandbox({
+    const box = await commandSandbox({
       repoRoot: root,
-      worktree: root,
+      worktree: more.checkout ?? root,
       worktreesDir: more.worktreesDir ?? resolveWorktreesDir(root, config.worktrees.dir),
       network: false,
       allowUnconfined: config.workers.allow_unconfined ?? false,
       passthrough: config.workers.env_passthrough ?? [],
+      toolPaths: config.workers.tool_paths ?? [],
       probe: sandboxProbe,
       baseEnv: env,
       realHome: more.realHome ?? (env.HOME || homedir()),
       ...(more.extraEnv ? { extraEnv: more.extraEnv } : {}),
     });
+    // A checkout's node_modules is the main checkout's, read-only (./base-checkout's link): as a
+    // task's worktree gets a copy of it (workers/git/dependency-reuse.ts).
+    const modules = join(root, 'node_modules');
+    if (!more.checkout || !box.sandbox || !existsSync(join(more.checkout, 'node_modules'))) return box;
+    return { ...box, sandbox: { ...box.sandbox, spec: { ...box.sandbox.spec, readOnly: [...box.sandbox.spec.readOnly, modules] } } };
   } catch (error) {
     if (!isPollyError(error, 'sandbox_unavailable')) throw error;
     return null;
@@ -456,9 +449,30 @@ async function doctorSandbox(
 }
 
 /**
+ * Run `fn` in a detached checkout of the main checkout's HEAD (workers/git/base-checkout.ts), as a
+ * task's worktree sees the repository: the tracked tree and a git read view, never the
+ * developer's untracked or uncommitted files. Its `node_modules` links to the main checkout's
+ * (read-only in the sandbox), as dependency reuse gives a task a copy of it. Null when there is no
+ * commit to check out.
+ */
+async function inDoctorCheckout<T>(root: string, config: PollyConfig, fn: (checkout: string) => Promise<T>, given?: string): Promise<T | null> {
+  if (given) return fn(given);
+  try {
+    return await withBaseCheckout({ repoRoot: root, worktreesDir: resolveWorktreesDir(root, config.worktrees.dir), label: 'doctor', rev: 'HEAD' }, async ({ path }) => {
+      const modules = join(root, 'node_modules');
+      if (existsSync(modules) && !existsSync(join(path, 'node_modules'))) symlinkSync(modules, join(path, 'node_modules'));
+      return fn(path);
+    });
+  } catch (error) {
+    if (isPollyError(error, 'git_failed')) return null;
+    throw error;
+  }
+}
+
+/**
  * Can each acceptance command's runner start in the sandbox and environment the checks get
- * (workers/sandbox/command-sandbox.ts, as brain/task-tools/run-acceptance.ts builds them, with the
- * main checkout in the worktree's place)? Runs the runner probe of workers/check-runner.ts
+ * (workers/sandbox/command-sandbox.ts, as brain/task-tools/run-acceptance.ts builds them, in a
+ * detached checkout of HEAD with its git read view, as a task's worktree: {@link inDoctorCheckout})? Runs the runner probe of workers/check-runner.ts
  * (`command -v` the program, `find_spec` a `python -m` module) for each command, 30 s at most
  * each, and classifies a failed probe as run_acceptance would a failed check.
  * @param sandboxProbe  the bubblewrap probe doctor made; a sandbox that cannot start without
@@ -466,7 +480,7 @@ async function doctorSandbox(
  *                      the sandbox line is).
  * @returns the `acceptance-runner` line: ok naming what was probed, or a problem per command with its fix.
  */
-export async function acceptanceRunnerCheck(root: string, config: PollyConfig, env: NodeJS.ProcessEnv, sandboxProbe: SandboxProbe): Promise<DoctorCheck> {
+export async function acceptanceRunnerCheck(root: string, config: PollyConfig, env: NodeJS.ProcessEnv, sandboxProbe: SandboxProbe, checkout?: string): Promise<DoctorCheck> {
   const id = 'acceptance-runner';
   // A runner that worktrees.setup makes in each worktree (.venv/bin/python) is not in the main checkout: not probed here.
   const bySetup = config.acceptance.commands.filter((command) => madeBySetup(root, command, config.worktrees.setup));
@@ -476,20 +490,31 @@ export async function acceptanceRunnerCheck(root: string, config: PollyConfig, e
     .map((command) => ({ command, probe: runnerProbe(command) }))
     .filter((p): p is { command: string; probe: string } => p.probe !== null);
   if (probes.length === 0) return { id, status: 'ok', detail: bySetup.length > 0 ? setupNote.slice(2) : 'no acceptance command to probe' };
-  const confinement = await doctorSandbox(root, config, env, sandboxProbe);
-  if (!confinement) return { id, status: 'ok', detail: "not probed: the checks' sandbox cannot start here (see the sandbox line)" };
-  const where = confinement.sandbox ? "in the checks' sandbox" : 'unconfined (workers.allow_unconfined)';
   const found: string[] = [];
   const fixes: string[] = [];
-  for (const { command, probe } of probes) {
-    const r = await runCheck(probe, { cwd: root, env: confinement.env, sandbox: confinement.sandbox, timeoutSeconds: 30 });
-    if (r.exitCode === 0) continue;
-    const why = r.timedOut ? null : classifyCannotRun({ command, exitCode: r.exitCode, timedOut: false, output: r.output });
-    found.push(
-      `"${command}" cannot run ${where}: ${why ? `${why.missing} is missing` : `its probe exited ${r.exitCode ?? 'without starting'}`} (${(why?.evidence ?? r.output.trim().split('\n').pop() ?? '').slice(0, 200)})`,
-    );
-    if (why) fixes.push(why.fix);
-  }
+  let where = '';
+  const ran = await inDoctorCheckout(
+    root,
+    config,
+    async (dir) => {
+      const confinement = await doctorSandbox(root, config, env, sandboxProbe, { checkout: dir });
+      if (!confinement) return false;
+      where = confinement.sandbox ? "in the checks' sandbox" : 'unconfined (workers.allow_unconfined)';
+      for (const { command, probe } of probes) {
+        const r = await runCheck(probe, { cwd: dir, env: confinement.env, sandbox: confinement.sandbox, timeoutSeconds: 30 });
+        if (r.exitCode === 0) continue;
+        const why = r.timedOut ? null : classifyCannotRun({ command, exitCode: r.exitCode, timedOut: false, output: r.output });
+        found.push(
+          `"${command}" cannot run ${where}: ${why ? `${why.missing} is missing` : `its probe exited ${r.exitCode ?? 'without starting'}`} (${(why?.evidence ?? r.output.trim().split('\n').pop() ?? '').slice(0, 200)})`,
+        );
+        if (why) fixes.push(why.fix);
+      }
+      return true;
+    },
+    checkout,
+  );
+  if (ran === null) return { id, status: 'ok', detail: 'not probed: the repository has no commit yet (the probes run in a checkout of HEAD, as a task would)' };
+  if (!ran) return { id, status: 'ok', detail: "not probed: the checks' sandbox cannot start here (see the sandbox line)" };
   if (found.length === 0) return { id, status: 'ok', detail: `the runner of each acceptance command starts ${where}: ${probes.map((p) => p.command).join('; ')}${setupNote}` };
   return {
     id,
@@ -640,7 +665,7 @@ const VERSION_ARGS: Readonly<Record<string, string>> = { go: 'version' };
  * version other than the developer's shows here.
  * @returns the `toolchains` line.
  */
-export async function toolchainCheck(root: string, config: PollyConfig, env: NodeJS.ProcessEnv, sandboxProbe: SandboxProbe): Promise<DoctorCheck> {
+export async function toolchainCheck(root: string, config: PollyConfig, env: NodeJS.ProcessEnv, sandboxProbe: SandboxProbe, checkout?: string): Promise<DoctorCheck> {
   const id = 'toolchains';
   const home = env.HOME || homedir();
   const tilde = (p: string) => (p.startsWith(`${home}/`) ? `~${p.slice(home.length)}` : p);
@@ -650,20 +675,30 @@ export async function toolchainCheck(root: string, config: PollyConfig, env: Nod
   const commands = [...config.acceptance.commands, ...(config.worktrees.setup ? config.worktrees.setup.split(/&&|\|\||;/) : [])];
   const programs = [...new Set(commands.map((c) => commandProgram(c.trim())).filter((p): p is string => !!p && !p.includes('/') && !SHELL_BUILTINS.has(p)))];
   if (programs.length === 0) return { id, status: 'ok', detail: mounted };
-  const confinement = await doctorSandbox(root, config, env, sandboxProbe, { realHome: home });
-  if (!confinement) return { id, status: 'ok', detail: `${mounted}; the programs are not probed: the checks' sandbox cannot start here` };
   const runs: string[] = [];
-  for (const p of programs) {
-    const q = shellQuote(p);
-    const r = await runCheck(`command -v ${q} && ${q} ${VERSION_ARGS[p] ?? '--version'} 2>&1 | head -n 1`, {
-      cwd: root,
-      env: confinement.env,
-      sandbox: confinement.sandbox,
-      timeoutSeconds: 10,
-    });
-    const [where, version] = r.output.trim().split('\n');
-    runs.push(r.exitCode === 0 && where ? `${p} = ${tilde(where)}${version ? ` (${version.trim()})` : ''}` : `${p} not found`);
-  }
+  const ran = await inDoctorCheckout(
+    root,
+    config,
+    async (dir) => {
+      const confinement = await doctorSandbox(root, config, env, sandboxProbe, { realHome: home, checkout: dir });
+      if (!confinement) return false;
+      for (const p of programs) {
+        const q = shellQuote(p);
+        const r = await runCheck(`command -v ${q} && ${q} ${VERSION_ARGS[p] ?? '--version'} 2>&1 | head -n 1`, {
+          cwd: dir,
+          env: confinement.env,
+          sandbox: confinement.sandbox,
+          timeoutSeconds: 10,
+        });
+        const [where, version] = r.output.trim().split('\n');
+        runs.push(r.exitCode === 0 && where ? `${p} = ${tilde(where.replace(`${dir}/`, ''))}${version ? ` (${version.trim()})` : ''}` : `${p} not found`);
+      }
+      return true;
+    },
+    checkout,
+  );
+  if (ran === null) return { id, status: 'ok', detail: `${mounted}; the programs are not probed: the repository has no commit yet` };
+  if (!ran) return { id, status: 'ok', detail: `${mounted}; the programs are not probed: the checks' sandbox cannot start here` };
   return { id, status: 'ok', detail: `${mounted}; the checks run ${runs.join(', ')}` };
 }
 
@@ -733,14 +768,14 @@ export async function pollyFilesCheck(git: GitRunner, root: string): Promise<Doc
 
 /**
  * Run every check for the repository containing `cwd`.
- * @param probe    the sandbox probe (default {@link probeBubblewrap}); a parameter so tests can give a machine without one.
+ * @param probe    the sandbox probe (default {@link doctorSandboxProbe}); a parameter so tests can give a machine without one.
  * @param options  `isRoot`: whether Polly runs as root (default `process.getuid() === 0`).
  * @throws PollyError `not_a_git_repo` outside a repository. A bad config is a problem line, not an error.
  */
 export async function runDoctor(
   cwd: string,
   env: NodeJS.ProcessEnv,
-  probe: (env: NodeJS.ProcessEnv) => SandboxProbe = probeBubblewrap,
+  probe: (env: NodeJS.ProcessEnv) => SandboxProbe = doctorSandboxProbe,
   options: { isRoot?: boolean } = {},
 ): Promise<DoctorReport> {
   const repo = await findRepo(cwd, env);
@@ -803,12 +838,14 @@ export async function runDoctor(
           ].join('; '),
         },
   );
-  checks.push(await toolchainCheck(repo.root, effective, env, sandbox));
-  checks.push(
+  // One checkout of HEAD for both probes (a task's view of the repository: inDoctorCheckout).
+  const probeChecks = async (checkout?: string): Promise<DoctorCheck[]> => [
+    await toolchainCheck(repo.root, effective, env, sandbox, checkout),
     problems.length === 0
-      ? await acceptanceRunnerCheck(repo.root, effective, env, sandbox)
+      ? await acceptanceRunnerCheck(repo.root, effective, env, sandbox, checkout)
       : { id: 'acceptance-runner', status: 'ok', detail: 'not probed: see the acceptance line' },
-  );
+  ];
+  checks.push(...((await inDoctorCheckout(repo.root, effective, probeChecks)) ?? (await probeChecks())));
   checks.push(await pollyFilesCheck(git, repo.root));
   if ((effective.workers.hosts ?? []).length > 0) for (const h of await checkHosts(effective, env)) checks.push(...h.checks);
   const changes = await uncommittedChanges(git, repo.root);

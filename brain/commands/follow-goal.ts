@@ -19,7 +19,7 @@ import type { GoalRecord, JournalEntry, PlanRecord, Registry, TaskRecord } from 
 import { ensureBrain, stopStartedBrain, type BrainStart } from '../process/daemon.js';
 import { formatTable } from './table.js';
 import { runLiveView } from './live-view.js';
-import type { RepoContext } from './repo-context.js';
+import type { RepoContext } from '../registry/repo-context.js';
 
 export interface SummaryRow {
   task: string;
@@ -310,7 +310,13 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
   let live: Promise<void> | null = null;
   const startLive = (): void => {
     if (!tty || live) return;
-    live = runLiveView({ store, stream: io.stderr as NodeJS.WriteStream, signal: liveStop.signal, until: (reg) => isGoalFinal(reg.goals[options.goalId]?.status) });
+    live = runLiveView({
+      store,
+      pollyDir: options.pollyDir,
+      stream: io.stderr as NodeJS.WriteStream,
+      signal: liveStop.signal,
+      until: (reg) => isGoalFinal(reg.goals[options.goalId]?.status),
+    });
   };
   try {
     return await followLoop();
@@ -356,7 +362,9 @@ export async function followGoal(options: FollowOptions): Promise<GoalRecord> {
           } else if (options.interactive && !options.signal?.aborted) {
             await decidePlan(store, options.config, planId, 'reject', { by: `human:${io.env.USER ?? 'unknown'} (terminal)` }).catch(() => {});
           } else {
-            io.stderr.write(`[polly] plan ${planId} waits for approval: polly plan approve ${planId} (or reject)\n`);
+            const issue = (await store.read()).goals[options.goalId]?.issue;
+            const there = issue ? `, or a maintainer's "/polly approve" comment on issue #${issue.number}` : '';
+            io.stderr.write(`[polly] plan ${planId} waits for approval: polly plan approve ${planId} (or reject)${there}\n`);
           }
         }
       }

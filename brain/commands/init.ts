@@ -51,6 +51,7 @@ export const POLLY_GITIGNORE = [
   'guard/',
   'notify-cursor',
   'base-checks/',
+  'progress/',
   'scripted-model.json',
   '',
 ].join('\n');
@@ -87,7 +88,7 @@ const SCHEMA_NOTE = `the schema is ${basename(CONFIG_SCHEMA_RELATIVE_PATH)} besi
 
 /**
  * The first steps after `polly init`, as printed under "Next:" and, the same lines, in the
- * README's "Your own repository in five minutes" block (test/brain/init-command.test.ts holds them equal).
+ * README's "Your own repository in five minutes" block (test/brain/commands/init-command.test.ts holds them equal).
  */
 export const FIRST_STEPS: readonly string[] = [
   'git add .polly && git commit -m "Polly config"   # after reviewing .polly/config.yaml (acceptance.commands: the checks Polly runs); a clone needs it, worktrees do not',

@@ -1,12 +1,12 @@
 /**
  * `polly plan list|show|approve|reject [ID] [--json]`: the human side of the plan gate.
  */
-import { brainHealth } from '../registry/brain-health.js';
+import { brainAfterApproval } from '../process/daemon.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { decidePlan, expirePlanAsks, unboundedLine } from '../plan/plan-gate.js';
-import { openRepoContext } from './repo-context.js';
+import { openRepoContext } from '../registry/repo-context.js';
 import type { PlanRecord } from '../registry/registry-schema.js';
 import { formatTable } from './table.js';
 import { compareIds } from '../registry/status-report.js';
@@ -107,9 +107,14 @@ Exit codes: 0 ok; 1 unknown plan or a plan that is not waiting (refused, decided
     const plan = await decidePlan(ctx.store, ctx.config, id, verb as 'approve' | 'reject', { by: `human:${io.env.USER ?? 'unknown'} (polly plan ${verb})` });
     if (args.values.json) writeJson(io.stdout, { plan });
     else writeLine(io.stdout, `plan ${plan.id}: ${plan.gate}`);
-    // Approved with no Brain running: nothing moves until one starts (brain/registry/brain-health.ts).
-    if (plan.gate === 'approved' && brainHealth(await ctx.store.read()).state !== 'running')
-      io.stderr.write(`[polly] no Brain runs: nothing of plan ${plan.id} runs until polly resume ${plan.id} starts one\n`);
+    // Approved with no Brain running: one starts when config brain.start_on_approve says so;
+    // otherwise nothing moves until polly resume starts one (brain/registry/brain-health.ts).
+    if (plan.gate === 'approved') {
+      const brain = await brainAfterApproval(ctx.store, ctx.config, ctx.repo.root, ctx.repo.pollyDir, io.env);
+      if (brain.state === 'started')
+        io.stderr.write(`[polly] no Brain ran: started one (pid ${brain.pid}, brain.start_on_approve) to run plan ${plan.id}; follow with polly status\n`);
+      else if (brain.state === 'none') io.stderr.write(`[polly] no Brain runs: nothing of plan ${plan.id} runs until polly resume ${plan.id} starts one\n`);
+    }
     return 0;
   },
 };

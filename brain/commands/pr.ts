@@ -483,7 +483,7 @@ export const command: Command = {
     if (sub === 'sync') {
       // One after-merge pass (the Brain runs one every 30 s while it runs).
       const args = parseCommandArgs('pr sync', rest, { json: { type: 'boolean' } }, 0);
-      const { openRepoContext } = await import('./repo-context.js');
+      const { openRepoContext } = await import('../registry/repo-context.js');
       const { openForge } = await import('../forge/forge-select.js');
       const { watchMerges } = await import('../forge/after-merge.js');
       const { createWorktreeManager } = await import('../../workers/git/worktree-manager.js');

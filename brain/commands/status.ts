@@ -1,8 +1,10 @@
 /**
  * `polly status [--json]`: goals, plans, tasks and workers from `.polly/registry.json`.
  *
- * Human output is one table per section; `--json` prints {@link StatusReport}. Read-only: it never
- * takes the registry lock (except to repair a crashed writer's journal, see registry-store.ts).
+ * Human output is one table per section; `--json` prints {@link StatusReport}. Read-only but for one
+ * thing: it never takes the registry lock, except to repair a crashed writer's journal
+ * (registry-store.ts) and to record, once, that the Brain died with work pending, which it announces
+ * (brain/notify/brain-death.ts).
  */
 import { existsSync } from 'node:fs';
 import { parseCommandArgs } from './args.js';
@@ -12,14 +14,15 @@ import { findRepo } from '../../workers/git/repo.js';
 import { loadConfig } from '../config/config.js';
 import { createFileRegistryStore } from '../registry/registry-store.js';
 import { formatTable } from './table.js';
-import { statusReport, type StatusReport, type StatusTask } from '../registry/status-report.js';
+import { reasonLine, statusReport, type StatusReport, type StatusTask } from '../registry/status-report.js';
 import { runLiveView } from './live-view.js';
 import { formatCost, totalTokens, type LedgerTotals } from '../registry/cost-ledger.js';
 import { formatBudget } from '../plan/budgets.js';
-import { elideMiddle, visibleLine, visibleText } from '../core/visible-text.js';
+import { visibleLine, visibleText } from '../core/visible-text.js';
 import { mergeText } from '../forge/pr-status.js';
 import { diskReport } from '../core/io-fault.js';
 import { resolveWorktreesDir } from '../../workers/git/worktrees-dir.js';
+import { noticeBrainDeath } from '../notify/brain-death.js';
 
 /** A SPENT cell: `1234 tok, $0.0123` (cost `unknown` or `≥ $X (some turns unknown)` when agents reported none). */
 export function spentCell(t: LedgerTotals): string | null {
@@ -29,26 +32,6 @@ export function spentCell(t: LedgerTotals): string | null {
 
 /** Task statuses whose reason the human view shows: the task stopped, and the reason says why and what to do. */
 const REASON_STATUSES: ReadonlySet<string> = new Set(['failed', 'parked', 'cancelled', 'agent_missing', 'agent_exited', 'blocked_on_prompt', 'base_red']);
-
-/**
- * A task's reason on one line: its first line, at most `max` characters (a longer one loses its
- * middle), followed by its fix whole: the first line's text from `Fix: ` on, or else a later line
- * that starts with `Fix` (a setup failure's last line). Polly's reasons end with what to do, and
- * that must never be cut. Terminal escapes are made visible by {@link formatStatus}'s caller pass
- * (`visibleLine`). Pure.
- * @param maxFix  the most characters of the fix shown (a longer one loses its middle too).
- */
-export function reasonLine(reason: string, max = 300, maxFix = 1200): string {
-  const lines = reason
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '');
-  const first = lines[0] ?? '';
-  const at = first.search(/\bFix: /);
-  const fix = at > 0 ? first.slice(at) : (lines.slice(1).find((l) => /^Fix\b/.test(l)) ?? '');
-  if (!fix) return elideMiddle(first, max);
-  return `${elideMiddle(at > 0 ? first.slice(0, at).trim() : first, max)} ${elideMiddle(fix, maxFix)}`;
-}
 
 /** The human-readable status: one table per non-empty section, then why each stopped task stopped (first line of its reason). */
 export function formatStatus(report: StatusReport): string[] {
@@ -76,6 +59,8 @@ export function formatStatus(report: StatusReport): string[] {
           { header: 'STATUS', value: (g) => g.status },
           { header: 'PLANS', value: (g) => g.planIds.join(',') },
           { header: 'SPENT', value: (g) => spentCell(g.spent.totals), max: 44 },
+          // The goal's own LLM session, metered like a worker (brain/llm/brain-meter.ts); part of SPENT.
+          { header: 'BRAIN', value: (g) => (g.brain.totals.turns ? spentCell(g.brain.totals) : null), max: 44 },
           { header: 'GOAL', value: (g) => g.text, max: 70 },
         ],
         report.goals,
@@ -193,6 +178,22 @@ export async function loadStatus(cwd: string, env: NodeJS.ProcessEnv): Promise<S
   return disk.length > 0 ? { ...report, disk } : report;
 }
 
+/**
+ * Tell the human, once per death, that the Brain died with work pending (brain/notify/brain-death.ts):
+ * the one write `polly status` makes (the registry lock is taken only when a death is not yet noticed).
+ */
+async function noticeDeath(io: { cwd: string; env: NodeJS.ProcessEnv; stderr: NodeJS.WritableStream }): Promise<void> {
+  const repo = await findRepo(io.cwd, io.env);
+  const { notification, failures } = await noticeBrainDeath({
+    store: createFileRegistryStore(repo.pollyDir),
+    config: await loadConfig(repo.root),
+    pollyDir: repo.pollyDir,
+    noticedBy: 'polly status',
+  });
+  for (const f of failures) io.stderr.write(`[polly] notification: ${f}\n`);
+  if (notification) io.stderr.write(`[polly] ${notification.title}; notified: ${notification.text}\n`);
+}
+
 export const command: Command = {
   summary: 'show goals, plans, tasks, workers and PRs',
   usage: `Usage: polly status [--json] [--watch]
@@ -202,8 +203,9 @@ reviewer, status, branch, host with workers.hosts, PR) and live workers (with th
 recorded in .polly/registry.json.
 
 Options:
-  --watch  keep a live view of tasks and workers (state, current tool call, elapsed time);
-           redraws in a terminal, prints a line per change otherwise; Ctrl-C stops watching
+  --watch  keep a live view of tasks and workers (state, current tool call, elapsed time; a task
+           in a long step (its setup, checks or agent turn) shows the phase and its last lines of
+           output); redraws in a terminal, prints a line per change otherwise; Ctrl-C stops watching
   --json   print {repoRoot, brain, brainGone, unattended, goals, plans, tasks, workers}; each task is
            {id, title, purpose, worker, reviewer, status, branch, worktree, host, pr, statusReason}
            (host: the remote host holding the task's worktree, null for this machine)
@@ -229,11 +231,13 @@ Exit codes: 0 ok; 1 not initialised (run "polly init") or a corrupt registry;
       );
     }
     const report = await loadStatus(io.cwd, io.env);
+    // A Brain that died with work pending cannot tell anyone: the first status after its death does (once).
+    if (report.health.state === 'gone') await noticeDeath(io);
     if (args.values.watch) {
       const repo = await findRepo(io.cwd, io.env);
       const controller = new AbortController();
       process.once('SIGINT', () => controller.abort());
-      await runLiveView({ store: createFileRegistryStore(repo.pollyDir), stream: io.stdout as NodeJS.WriteStream, signal: controller.signal });
+      await runLiveView({ store: createFileRegistryStore(repo.pollyDir), pollyDir: repo.pollyDir, stream: io.stdout as NodeJS.WriteStream, signal: controller.signal });
       return 0;
     }
     if (args.values.json) writeJson(io.stdout, report);

@@ -79,9 +79,29 @@ export interface PollyConfig {
       trusted_authors: string[];
     };
   };
+  /**
+   * Issues in (issue 30, brain/forge/issue-intake.ts): an open issue that an account with write,
+   * maintain or admin permission labels `label` becomes a goal (`polly watch`, and the Brain's loop
+   * when `in_brain`). Optional for configs written before it existed (the defaults apply).
+   */
+  intake?: {
+    /** The label that takes an issue in (default `polly`). */
+    label: string;
+    /** true: the Brain's loop takes labelled issues in too, besides `polly watch` (default false). */
+    in_brain: boolean;
+    /** Seconds between two intake passes of `polly watch` and of the Brain (1-3600, default 60). */
+    watch_seconds: number;
+  };
   brain: {
     /** The Brain's own model (Claude). */
     model: string | null;
+    /**
+     * Approving a plan while no Brain runs (`polly ui`, `polly plan approve`) starts one, as
+     * `polly resume --detach` does (brain/process/daemon.ts `ensureBrain`). Default false: the
+     * approval says that nothing runs until `polly resume`. Optional for configs written before it.
+     * @default false
+     */
+    start_on_approve?: boolean;
   };
   /**
    * Hard budgets (brain/plan/budgets.ts): a worker that reaches one is stopped between tool calls,
@@ -148,6 +168,7 @@ export const DEFAULT_CONFIG: PollyConfig = {
     pi: { command: 'pi', model: null, provider: null, base_url: null, api: 'openai-completions', api_key_env: 'OPENAI_API_KEY' },
     allow_unconfined: false,
     env_passthrough: [],
+    tool_paths: [],
     limits: { ...DEFAULT_RESOURCE_LIMITS },
     hosts: [],
     ssh_config: null,
@@ -165,7 +186,8 @@ export const DEFAULT_CONFIG: PollyConfig = {
   acceptance: { commands: ['npm test'], timeout: 600, max_attempts: 3, network: false, known_red: [] },
   worktrees: { dir: '.worktrees', setup: null, setup_network: false, protected_paths: [...DEFAULT_PROTECTED_PATHS] },
   forge: { kind: 'auto', github: { base_url: null, watch_seconds: 60, trusted_authors: [] } },
-  brain: { model: 'claude-sonnet-4-5' },
+  intake: { label: 'polly', in_brain: false, watch_seconds: 60 },
+  brain: { model: 'claude-sonnet-4-5', start_on_approve: false },
   budgets: { per_task: null, per_goal: null },
   prices: {},
   notifications: { webhook_url: null, desktop: true, timeout_ms: 5000, dashboard_url: null },

@@ -23,7 +23,8 @@ export type Spec =
   | { t: 'record'; keys: readonly string[]; of: Spec }
   /** A mapping with any plain-string keys (e.g. model ids), each value `of`; `keyName` says what a key is in messages. */
   | { t: 'map'; keyName: string; of: Spec }
-  | { t: 'string' }
+  /** A string; `absolutePath`: one that starts with `/` (a host path). */
+  | { t: 'string'; absolutePath?: boolean }
   | { t: 'int'; min: number; max?: number }
   /** A number (not only integers) greater than `gt` (or at least `min`, when given instead). */
   | { t: 'number'; gt: number; min?: number }
@@ -89,6 +90,7 @@ export const CONFIG_SPEC: Spec = {
         },
         allow_unconfined: { t: 'bool' },
         env_passthrough: { t: 'list', of: str },
+        tool_paths: { t: 'list', of: { t: 'string', absolutePath: true } },
         limits: {
           t: 'object',
           fields: {
@@ -135,7 +137,8 @@ export const CONFIG_SPEC: Spec = {
         github: { t: 'object', fields: { base_url: nullableStr, watch_seconds: int(1, 3600), trusted_authors: { t: 'list', of: str } } },
       },
     },
-    brain: { t: 'object', fields: { model: nullableStr } },
+    intake: { t: 'object', fields: { label: str, in_brain: { t: 'bool' }, watch_seconds: int(1, 3600) } },
+    brain: { t: 'object', fields: { model: nullableStr, start_on_approve: { t: 'bool' } } },
     budgets: { t: 'object', fields: { per_task: BUDGET_SPEC, per_goal: BUDGET_SPEC } },
     prices: { t: 'map', keyName: 'a model id', of: PRICE_SPEC },
     notifications: { t: 'object', fields: { webhook_url: nullableStr, desktop: { t: 'bool' }, timeout_ms: int(100, 120_000), dashboard_url: nullableStr } },
@@ -155,7 +158,8 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'policies.spawn_bounds.max_dispatches_per_turn': 'At most this many worker dispatches in one Brain turn (1-100).',
   'policies.purpose_guard': 'purpose_guard: every dispatch carries a purpose from a closed set.',
   'policies.purpose_guard.allowed': 'Purposes a dispatch may carry (subset of implement, review, explore, search).',
-  'policies.purpose_guard.read_only': 'Purposes whose workers may not write anything.',
+  'policies.purpose_guard.read_only':
+    'Purposes whose workers may not write anything (gate, sandbox and dispatch ask the same question). review, explore and search never write, listed or not; list implement to make implementers read-only too.',
   'policies.ask_timeout': 'ask_timeout: seconds an ask (the plan gate, a gated call) stays open; then it counts as a deny.',
   workers: 'Worker CLIs. Each runs in its own worktree .worktrees/<id> on branch polly/<id>.',
   'workers.claude-code': 'Claude Code (claude -p --output-format stream-json).',
@@ -184,6 +188,8 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'workers.host_lease_seconds':
     "Seconds a host's turn lives without hearing from this machine (5-3600): the host stops its worker then, and a host\nthat dropped is given up (its task re-offered to another host as a new attempt) only after waiting this out.",
   'workers.local_fallback': 'With hosts: true lets a turn that no host can take run on this machine; false (default) waits for a host, never running it here silently.',
+  'workers.tool_paths':
+    "Host paths every sandbox shows read-only besides the system dirs, /etc's basics and the toolchains on PATH (docs/security.md#the-sandbox): e.g. a toolchain under /opt that is not on PATH, or a config under /etc it needs. Absolute; never a directory holding credentials.",
   'workers.limits':
     'Resource bounds of each sandbox (agent turns, acceptance and setup commands; docs/resource-bounds.md). One that is hit fails its own task, naming the bound. `polly doctor` says which mechanism holds each here (cgroup v2, cgroup v1, or rlimits).',
   'workers.limits.max_processes': 'Processes and threads alive at once in one sandbox (a fork bomb stops here). Not enforceable as root without a cgroup: polly doctor says so.',
@@ -218,8 +224,15 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   'forge.github.trusted_authors':
     'GitHub logins (accounts or apps) whose reviews and comments may steer a worker besides the accounts with write, maintain or admin permission on the repository (default none).',
   'forge.github.watch_seconds': 'seconds between two passes of the PR watcher (reviews, comments, checks, mergeability of each open PR; 1-3600, default 60).',
+  intake:
+    'Issues in (docs/issues-intake.md): an open issue that an account with write, maintain or admin permission\nlabels with label becomes a goal; its plan is posted on the issue and a maintainer answers /polly approve.',
+  'intake.label': 'The label that takes an issue in (polly watch, polly goal --issue N takes one by hand).',
+  'intake.in_brain': "true: the Brain's loop takes labelled issues in too, besides polly watch.",
+  'intake.watch_seconds': 'Seconds between two intake passes of polly watch and of the Brain (1-3600).',
   brain: 'The Brain: the LLM session that plans and integrates and never writes business code.',
   'brain.model': "The Brain's own (Claude) model; null lets the SDK choose.",
+  'brain.start_on_approve':
+    'true: approving a plan while no Brain runs (in polly ui or with polly plan approve) starts one, as polly resume --detach does;\nfalse (default): the approval says that nothing runs until polly resume.',
   budgets:
     "Hard budgets, enforced by Polly's metering proxy (docs/metering.md): once one is spent the next model\nrequest is refused, the worker stopped, its work kept in a backup ref, its task parked (polly status says why).\nA plan may set its own (budgets), a plan task its own (budget).",
   'budgets.per_task':
@@ -228,7 +241,7 @@ export const CONFIG_COMMENTS: Record<string, string> = {
   prices:
     "Prices by model id (as the API names it), USD per million tokens: {input, output, cache_read?, cache_write?}.\nPolly's metering proxy prices every model request with them (docs/metering.md); a model without one\nhas an unknown cost, and a usd budget for a worker on it is refused at the plan gate.",
   notifications:
-    'Notifications when something needs you or closed: plan at the gate or refused, task parked or failed,\nPR ready, PR feedback, goal done, budget reached. They never carry tokens.',
+    'Notifications when something needs you or closed: plan at the gate or refused, task parked or failed,\nPR ready, PR feedback, goal done, budget reached, the Brain stopped with work pending (noticed by polly ui\nor polly status). They never carry tokens.',
   'notifications.webhook_url': 'null, or a Slack-compatible incoming webhook URL ({text, blocks} is POSTed; 3 attempts).',
   'notifications.desktop': 'true: desktop notifications where available (notify-send on Linux, osascript on macOS; polly doctor says which).',
   'notifications.timeout_ms': 'Milliseconds one webhook attempt may take (100-120000).',
@@ -281,7 +294,7 @@ function expectName(spec: Spec): string {
     case 'map':
       return 'a mapping';
     case 'string':
-      return 'a string';
+      return spec.absolutePath ? 'an absolute path (starting with /)' : 'a string';
     case 'int':
       return spec.max === undefined ? `an integer >= ${spec.min}` : `an integer from ${spec.min} to ${spec.max}`;
     case 'number':
@@ -347,7 +360,7 @@ function check(node: Node | null, spec: Spec, path: string, where: Where, parent
       return node.items.map((item, i) => check(item as Node | null, spec.of, `${path}[${i}]`, where, node));
     }
     case 'string':
-      if (typeof scalar !== 'string') throw wrong();
+      if (typeof scalar !== 'string' || (spec.absolutePath && !scalar.startsWith('/'))) throw wrong();
       return scalar;
     case 'bool':
       if (typeof scalar !== 'boolean') throw wrong();

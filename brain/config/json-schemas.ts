@@ -7,7 +7,7 @@
  *
  * The config schema is derived from the validator's own spec ({@link CONFIG_SPEC}) and the plan
  * schema from the plan's zod schema (zod-to-json-schema), so neither can drift from what Polly
- * accepts; `test/brain/json-schemas.test.ts` checks that the files in `schemas/` equal these, and
+ * accepts; `test/brain/config/json-schemas.test.ts` checks that the files in `schemas/` equal these, and
  * `npm run schemas` rewrites them. Cross-field rules (a reviewer of another vendor, acyclic
  * `depends_on`) are checked by Polly only.
  */
@@ -38,7 +38,7 @@ function specToSchema(spec: Spec, path: string): JsonSchema {
     case 'map':
       return withDoc({ type: 'object', additionalProperties: specToSchema(spec.of, '') });
     case 'string':
-      return withDoc({ type: 'string' });
+      return withDoc(spec.absolutePath ? { type: 'string', pattern: '^/' } : { type: 'string' });
     case 'int':
       return withDoc({ type: 'integer', minimum: spec.min, ...(spec.max === undefined ? {} : { maximum: spec.max }) });
     case 'number':

@@ -13,11 +13,18 @@ export type Purpose = (typeof PURPOSES)[number];
 export const DEFAULT_READ_ONLY_PURPOSES: readonly Purpose[] = ['review', 'explore', 'search'];
 
 /**
- * Whether `purpose` is read-only under `readOnly` (the config's `policies.purpose_guard.read_only`).
- * The one answer to "may this worker write?": the gate, the dispatch tool and the runner all ask it.
+ * Whether a worker (or the Brain) in `role` may write nothing, under `readOnly` (the config's
+ * `policies.purpose_guard.read_only`). The one answer to "may this role write?": the gate's write
+ * and mutation rules (gate/policy.ts, gate/decide.ts), the dispatch tool's turn request
+ * (brain/task-tools/dispatch.ts `workerTurnRequest`: the adapter's read-only mode), and through it
+ * the worker runner and its sandbox (workers/sandbox/agent-turn-sandbox.ts: a read-only turn's cwd
+ * is mounted read-only) all ask it. Only `implement` (its worktree) and `brain` (docs, plans) ever
+ * write, and not when `readOnly` lists them; review, explore, search and any unknown role are
+ * read-only whatever the list says (failing closed: they run in the main checkout or a scratch dir).
  */
-export function isReadOnlyPurpose(purpose: string, readOnly: readonly string[] = DEFAULT_READ_ONLY_PURPOSES): boolean {
-  return readOnly.includes(purpose);
+export function isReadOnlyRole(role: string, readOnly: readonly string[] = DEFAULT_READ_ONLY_PURPOSES): boolean {
+  if (role === 'implement' || role === 'brain') return readOnly.includes(role);
+  return true;
 }
 
 /** The agent CLIs Polly drives. */

@@ -11,6 +11,10 @@ import { createGitHubForge, parseGitHubRemote } from './github-forge.js';
 import { createGitHubPullWatcher, type PullRequestWatcher } from './github-watch.js';
 import { resolveGitHubToken } from './github-token.js';
 import { createLocalForge, type LocalForgeStore } from './local-forge.js';
+import { createPermissionCheck } from './github-permissions.js';
+import { createGitHubIssueTracker } from './github-issues.js';
+import type { IssueTracker } from './issue-tracker.js';
+import { createLocalIssueTracker } from './local-issues.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
 
 export type ForgeSelection = { kind: 'local'; reason: string } | { kind: 'github'; reason: string; owner: string; repo: string; baseUrl: string; host: string };
@@ -63,24 +67,30 @@ export interface OpenForgeOptions {
 }
 
 /**
- * Build the repository's forge, and for GitHub its PR watcher (`github-watch.ts`; the local forge
- * watches itself on every read). For GitHub the token comes from `GITHUB_TOKEN` or `gh auth token`,
- * and the forge and the watcher share one Octokit client (`github-client.ts`), so its throttling
- * queue and rate-limit waits cover all of Polly's requests.
+ * Build the repository's forge, its issue tracker (`issue-tracker.ts`: GitHub's issues, or the
+ * local forge's), and for GitHub its PR watcher (`github-watch.ts`; the local forge watches itself
+ * on every read). For GitHub the token comes from `GITHUB_TOKEN` or `gh auth token`, and the
+ * forge, the watcher and the tracker share one Octokit client (`github-client.ts`), so its
+ * throttling queue and rate-limit waits cover all of Polly's requests, and one permission cache
+ * (`github-permissions.ts`).
  * @throws PollyError `config_invalid` (see {@link selectForge}), `forge_failed` (no token).
  */
-export async function openForge(options: OpenForgeOptions): Promise<{ forge: Forge; selection: ForgeSelection; watcher: PullRequestWatcher | null }> {
+export async function openForge(options: OpenForgeOptions): Promise<{ forge: Forge; selection: ForgeSelection; watcher: PullRequestWatcher | null; issues: IssueTracker }> {
   const git = options.git ?? createGitRunner();
   const selection = selectForge(options.config.forge, await originUrl(git, options.repoRoot));
   if (selection.kind === 'local') {
-    return { forge: createLocalForge({ repoRoot: options.repoRoot, store: options.store, git }), selection, watcher: null };
+    return {
+      forge: createLocalForge({ repoRoot: options.repoRoot, store: options.store, git }),
+      selection,
+      watcher: null,
+      issues: createLocalIssueTracker({ store: options.store }),
+    };
   }
   const { token } = await resolveGitHubToken({ env: options.env ?? process.env, hostname: selection.host });
   const client = createGitHubClient({ token, baseUrl: selection.baseUrl });
   const forge = createGitHubForge({ owner: selection.owner, repo: selection.repo, octokit: client });
-  const watcher = createGitHubPullWatcher(
-    { store: options.store, client, owner: selection.owner, repo: selection.repo },
-    { trustedAuthors: options.config.forge.github.trusted_authors ?? [] },
-  );
-  return { forge, selection, watcher };
+  const permissions = createPermissionCheck({ client, owner: selection.owner, repo: selection.repo }, { trustedAuthors: options.config.forge.github.trusted_authors ?? [] });
+  const watcher = createGitHubPullWatcher({ store: options.store, client, owner: selection.owner, repo: selection.repo }, { permissions });
+  const issues = createGitHubIssueTracker({ client, owner: selection.owner, repo: selection.repo, permissions });
+  return { forge, selection, watcher, issues };
 }

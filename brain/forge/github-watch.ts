@@ -41,6 +41,7 @@ import { isPollyError } from '../core/errors.js';
 import type { GitHubPullWatch, Registry } from '../registry/registry-schema.js';
 import { POLLY_MARKER } from './github-forge.js';
 import { DEFAULT_CONFIG } from '../config/config-schema.js';
+import { createPermissionCheck, type PermissionCheck } from './github-permissions.js';
 
 /** The part of the registry store the watcher uses (`brain/registry/registry-store.ts`). */
 export interface PullWatchStore {
@@ -61,10 +62,7 @@ export interface PullWatchDeps {
   now?: () => Date;
 }
 
-/** Permissions on the repository that may steer a worker (GitHub's `permission`: maintain reads as `write`). */
-export const STEERING_PERMISSIONS: ReadonlySet<string> = new Set(['admin', 'write']);
-/** How long a login's permission is trusted before it is asked again, ms (10 min). */
-export const PERMISSION_TTL_MS = 10 * 60 * 1000;
+export { PERMISSION_TTL_MS, STEERING_PERMISSIONS } from './github-permissions.js';
 
 export interface PullWatchOptions {
   /** Logins (accounts or apps, e.g. `renovate[bot]`) trusted without a permission lookup (config `forge.github.trusted_authors`). */
@@ -73,6 +71,8 @@ export interface PullWatchOptions {
   permissionTtlMs?: number;
   /** Longest `logExcerpt` / `summary` / feedback body kept in an event, in characters (default 4000). */
   maxTextChars?: number;
+  /** A permission check shared with the issue watcher (brain/forge/github-permissions.ts); default: one of its own, from the options above. */
+  permissions?: PermissionCheck;
 }
 
 /**
@@ -267,9 +267,16 @@ export function createGitHubPullWatcher(deps: PullWatchDeps, options: PullWatchO
   const { owner, repo, client } = deps;
   const now = () => (deps.now ? deps.now() : new Date()).toISOString();
   const maxChars = options.maxTextChars ?? 4000;
-  const trustedAuthors = new Set(options.trustedAuthors ?? []);
-  const ttl = options.permissionTtlMs ?? PERMISSION_TTL_MS;
-  const permissions = new Map<string, { permission: string; at: number }>();
+  const permissions =
+    options.permissions ??
+    createPermissionCheck(
+      { client, owner, repo },
+      {
+        trustedAuthors: options.trustedAuthors ?? [],
+        ...(options.permissionTtlMs !== undefined ? { ttlMs: options.permissionTtlMs } : {}),
+        now: () => (deps.now ? deps.now() : new Date()),
+      },
+    );
   let currentWatch: GitHubPullWatch | null = null;
   const untrusted = (base: Json, item: Parameters<typeof untrustedFeedback>[1], source: Parameters<typeof untrustedFeedback>[2], permission: string, body: string) => {
     if (currentWatch) currentWatch.untrusted = (currentWatch.untrusted ?? 0) + 1;
@@ -306,31 +313,11 @@ export function createGitHubPullWatcher(deps: PullWatchDeps, options: PullWatchO
         return { data: all, etag: first.etag };
       };
 
-      /**
-       * Whether `login` may steer a worker: listed in `trustedAuthors`, or write/maintain/admin per
-       * GitHub's collaborator permission endpoint (cached {@link PERMISSION_TTL_MS}; 404, an account
-       * GitHub does not know, is `none`). `author_association` is kept as a hint only. A lookup that
-       * fails is `unknown`: treated as untrusted now and asked again next pass (not cached).
-       */
+      /** Whether `login` may steer a worker (brain/forge/github-permissions.ts); a lookup sent is counted. */
       const trustOf = async (login: string | null | undefined): Promise<{ trusted: boolean; permission: string }> => {
-        if (!login) return { trusted: false, permission: 'none' };
-        if (trustedAuthors.has(login)) return { trusted: true, permission: 'config' };
-        const cached = permissions.get(login);
-        const at = Date.parse(now());
-        if (cached && at - cached.at < ttl) return { trusted: STEERING_PERMISSIONS.has(cached.permission), permission: cached.permission };
-        report.requests += 1;
-        try {
-          const r = await client.request('GET /repos/{owner}/{repo}/collaborators/{username}/permission', { owner, repo, username: login });
-          const permission = String((r.data as { permission?: unknown }).permission ?? 'none');
-          permissions.set(login, { permission, at });
-          return { trusted: STEERING_PERMISSIONS.has(permission), permission };
-        } catch (error) {
-          if ((error as { status?: number }).status === 404) {
-            permissions.set(login, { permission: 'none', at });
-            return { trusted: false, permission: 'none' };
-          }
-          return { trusted: false, permission: 'unknown' };
-        }
+        const t = await permissions.trustOf(login);
+        if (t.requested) report.requests += 1;
+        return { trusted: t.trusted, permission: t.permission };
       };
 
       const reg = await deps.store.read();

@@ -155,8 +155,11 @@ export async function syncLandingOrder(input: LandingSyncInput): Promise<Landing
     const task = p.taskId ? reg.tasks[p.taskId] : undefined;
     if (!task?.pr || task.pr.number !== p.number || task.pr.forge !== forge) continue;
     const section = landingSectionOf(landing, p.number, reg);
-    if ((task.pr.landing ?? null) === section) continue;
-    const body = renderPrBody({ ...prBodyInputOf(task), landing: section });
+    const bodyInput = prBodyInputOf(task, reg);
+    // The issue line (`Fixes #N` / `Refs #N`, brain/forge/issue-ref.ts) turns to Fixes once the goal's other PRs merged.
+    const issueLine = bodyInput.issueLine ?? null;
+    if ((task.pr.landing ?? null) === section && (task.pr.issueLine ?? null) === issueLine) continue;
+    const body = renderPrBody({ ...bodyInput, landing: section });
     try {
       await input.forge.updateBody(p.number, body);
     } catch (error) {
@@ -165,7 +168,10 @@ export async function syncLandingOrder(input: LandingSyncInput): Promise<Landing
     }
     await input.store.update((draft) => {
       const t = draft.tasks[task.id];
-      if (t?.pr?.number === p.number) t.pr.landing = section;
+      if (t?.pr?.number !== p.number) return;
+      t.pr.landing = section;
+      if (issueLine) t.pr.issueLine = issueLine;
+      else delete t.pr.issueLine;
     });
     report.updated.push(p.number);
   }

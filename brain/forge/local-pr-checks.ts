@@ -128,6 +128,7 @@ export function createLocalPrChecks(deps: LocalPrChecksDeps): LocalPrChecks {
         network,
         allowUnconfined: config.workers.allow_unconfined ?? false,
         passthrough: config.workers.env_passthrough ?? [],
+        toolPaths: config.workers.tool_paths ?? [],
         limits: config.workers.limits ?? {},
       });
     const setup = config.worktrees.setup;

@@ -7,7 +7,7 @@
  *   and names the commit on the base that carries the work.
  * - {@link watchForMerges}: a polling loop over any {@link Forge} (GitHub or local) with an
  *   injected clock. Against GitHub every poll is a conditional GET (ETag), so an unchanged PR
- *   costs a `304` that does not count against the rate limit (test/brain/github-forge.test.ts: 20 PRs watched for an hour).
+ *   costs a `304` that does not count against the rate limit (test/brain/forge/github-forge.test.ts: 20 PRs watched for an hour).
  *
  * This is Polly's one merge detection. It works from a commit (the head branch may be deleted
  * after the merge), uses three tests (ancestor, `merge-tree` tree equality, `git cherry`), and also

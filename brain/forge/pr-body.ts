@@ -4,7 +4,8 @@
  * (terminal escapes a worker wrote into a finding or a test's output) are shown as `\xNN`
  * (brain/core/visible-text.ts): the body is posted to the forge and printed by `polly pr show`.
  */
-import type { AcceptanceContract, CommandResult, ReviewRecord, TaskRecord } from '../registry/registry-schema.js';
+import type { AcceptanceContract, CommandResult, Registry, ReviewRecord, TaskRecord } from '../registry/registry-schema.js';
+import { issueRefLine } from './issue-ref.js';
 import { costNote, formatCost, totalTokens, type TaskLedger } from '../registry/cost-ledger.js';
 import { visibleText } from '../core/visible-text.js';
 
@@ -28,6 +29,8 @@ export interface PrBodyInput {
   protectedPaths?: readonly string[];
   /** The "Landing order" section (brain/forge/landing-order.ts `landingSection`, kept current by brain/forge/landing-sync.ts); absent: none. */
   landing?: string | null;
+  /** `Fixes #N` / `Refs #N` for a goal that came from an issue (brain/forge/issue-ref.ts); absent: none. */
+  issueLine?: string | null;
 }
 
 /** Longest run of backticks in `text` + 1, at least 3: a fence that `text` cannot close. */
@@ -62,6 +65,7 @@ function checkStatus(c: CommandResult): string {
 export function renderPrBody(input: PrBodyInput): string {
   const out: string[] = [];
   out.push(`## Task ${inline(input.taskId)}: ${inline(input.title)}`, '');
+  if (input.issueLine) out.push(inline(input.issueLine), '');
   if (input.worker) out.push(`Implemented by \`${inline(input.worker)}\`.`, '');
   if (input.protectedPaths?.length) {
     out.push(
@@ -126,8 +130,11 @@ export function renderPrBody(input: PrBodyInput): string {
   return visibleText(out.join('\n'));
 }
 
-/** The body input of `task`'s PR from its registry record (what open_draft_pr, mark_ready and the landing sync render). Pure. */
-export function prBodyInputOf(task: TaskRecord): PrBodyInput {
+/**
+ * The body input of `task`'s PR from its registry record (what open_draft_pr, mark_ready and the
+ * landing sync render); with `reg`, the issue line of a goal that came from an issue. Pure.
+ */
+export function prBodyInputOf(task: TaskRecord, reg?: Pick<Registry, 'goals' | 'plans' | 'tasks'>): PrBodyInput {
   return {
     taskId: task.id,
     title: task.title,
@@ -140,5 +147,6 @@ export function prBodyInputOf(task: TaskRecord): PrBodyInput {
     ...(task.protectedPaths?.length ? { protectedPaths: task.protectedPaths } : {}),
     ledger: task.ledger ?? null,
     landing: task.pr?.landing ?? null,
+    issueLine: reg ? issueRefLine(reg, task) : null,
   };
 }

@@ -34,11 +34,12 @@ function appleString(text: string): string {
   return `"${text.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
-/** The argv for one notification (pure). */
+/** The argv for one notification (pure); the summary names the repository when the notification does. */
 export function desktopArgs(notifier: DesktopNotifier, n: Notification): string[] {
   const body = n.link ? `${n.text}\n${n.link}` : n.text;
-  if (notifier.kind === 'notify-send') return ['--app-name=Polly', `Polly: ${n.title}`, body];
-  return ['-e', `display notification ${appleString(body)} with title "Polly" subtitle ${appleString(n.title)}`];
+  const title = n.repository ? `[${n.repository}] ${n.title}` : n.title;
+  if (notifier.kind === 'notify-send') return ['--app-name=Polly', `Polly: ${title}`, body];
+  return ['-e', `display notification ${appleString(body)} with title "Polly" subtitle ${appleString(title)}`];
 }
 
 /** Create the desktop sink for `notifier`; each send runs the program (5 s at most). */

@@ -1,9 +1,11 @@
 /**
  * What Polly tells a human, and when: a pure mapping from journal events to notifications.
  *
- * Notified (journal kind → why): `plan.proposed` (a plan waits at the gate), `plan.refused`,
- * `task.parked`, `task.failed` (failed, cancelled or stopped; not the run end of a parked task),
- * `goal.done`, `budget.reached`, and a PR's life after it is opened:
+ * Notified (journal kind → why): `plan.proposed` (a plan waits at the gate; the notifier holds it
+ * a moment and drops it when the plan was decided meanwhile, e.g. by `--yes`), `plan.refused`,
+ * `task.parked` (for a budget stop titled "Budget reached": one notification per stop, the
+ * `budget.reached` beside it in the same transaction is not notified), `task.failed` (failed,
+ * cancelled or stopped; not the run end of a parked task), `goal.done`, and a PR's life after it is opened:
  * - each PR event that needs attention, when it arrives: `pr.feedback` (a review, line comment or
  *   conversation comment), `pr.checks_failed` (failing checks on the head), `pr.conflicts` (the PR
  *   stopped merging into its base). Polly answers these in a fix round (brain/process/pr-events.ts);
@@ -12,6 +14,8 @@
  *   ends in `task.parked`, notified as such. So every fix round closes with exactly one notification.
  * - `pr.untrusted_feedback`: a review or comment by an account that may not steer a worker
  *   (brain/forge/pr-trust.ts): shown to the human, never acted on.
+ * `brain.died` is not notified from the journal: the process that noticed the death sent it
+ * (brain/notify/brain-death.ts), and a Brain started later must not send it again.
  * Everything else is not. The text names ids, statuses and reasons only: no URLs of forges with
  * credentials, no tokens (reasons pass through brain/core/redact.ts).
  *
@@ -33,16 +37,17 @@ export const NOTIFIED_KINDS = [
   'pr.conflicts',
   'pr.untrusted_feedback',
   'goal.done',
-  'budget.reached',
 ] as const;
 export type NotifiedKind = (typeof NOTIFIED_KINDS)[number];
+/** What a notification can be about: a notified journal kind, or the Brain's death (brain/notify/brain-death.ts). */
+export type NotificationKind = NotifiedKind | 'brain.died';
 
 /** One notification. */
 export interface Notification {
   /** The repository it is about (`owner/repo` on GitHub, the directory's name otherwise); the notifier fills it in. */
   repository?: string;
   /** The journal event it is about. */
-  kind: NotifiedKind;
+  kind: NotificationKind;
   seq: number;
   /** A short title (the desktop summary). */
   title: string;
@@ -89,8 +94,17 @@ export function notificationFor(entry: JournalEntry, baseUrl: string | null): No
         `Plan ${str(d.planId)} was refused by the model checker: ${cut((d.violations as string[] | undefined)?.join(', ') ?? '')}.`,
         `/plans/${str(d.planId)}`,
       );
-    case 'task.parked':
-      return make('task.parked', `Task ${str(d.taskId)} parked`, `Task ${str(d.taskId)} was parked: ${cut(str(d.reason))}`, `/tasks/${str(d.taskId)}`);
+    case 'task.parked': {
+      // A budget stop (brain/task-tools/turn-budget.ts `parkForBudget`): one notification, whose
+      // reason names what was spent and the command that continues the task.
+      const budget = d.budget === true || str(d.reason).startsWith('budget reached:');
+      return make(
+        'task.parked',
+        budget ? `Budget reached: task ${str(d.taskId)}` : `Task ${str(d.taskId)} parked`,
+        `Task ${str(d.taskId)} was parked: ${cut(str(d.reason))}`,
+        `/tasks/${str(d.taskId)}`,
+      );
+    }
     case 'task.failed':
       // A parked task's run ending: `task.parked` has announced it already.
       if (d.status === 'parked') return null;
@@ -153,18 +167,6 @@ export function notificationFor(entry: JournalEntry, baseUrl: string | null): No
         `Goal ${str(d.goalId)} is ${str(d.status)}${d.reason ? `: ${cut(str(d.reason))}` : ''}.`,
         `/goals/${str(d.goalId)}`,
       );
-    case 'budget.reached': {
-      const spent = d.kind === 'usd' ? `$${Number(d.spent).toFixed(4)} of $${Number(d.limit).toFixed(4)}` : `${str(d.spent)} of ${str(d.limit)} tokens`;
-      const whose = d.scope === 'goal' ? `goal ${str(d.goalId)}` : `task ${str(d.taskId)}`;
-      // Read-only work (brain/process/order-executor.ts `runReadOnlyTask`, order `adhoc:<task>`) changed no file: nothing was kept.
-      const kept = str(d.orderId).startsWith('adhoc:') ? '' : ', its work kept';
-      return make(
-        'budget.reached',
-        `Budget reached: ${whose}`,
-        `The budget of ${whose} is reached (${spent}); task ${str(d.taskId)} was stopped and parked${kept}.`,
-        `/tasks/${str(d.taskId)}`,
-      );
-    }
     default:
       return null;
   }

@@ -17,6 +17,11 @@
  *   same kind on the same PR in the next window make one "N more" notification at its end; a
  *   non-collaborator's comments (`pr.untrusted_feedback`) wait for the window's end and make one
  *   "N comments from non-collaborators on PR #N", so 20 comments are one notification, not 20.
+ * - Never about a decision already made: "plan waits for approval" (`plan.proposed`) is held
+ *   `decisionGraceMs` (default {@link DECISION_GRACE_MS}) and sent only if the plan still waits
+ *   at the gate then (`polly run --yes` approves it a moment after proposing it).
+ * - Deduplicated: a notification identical to one sent in the last `coalesceMs` (same
+ *   repository, title and text) is not sent again.
  * - Every notification names its repository (`repository`, the directory's name by default).
  * - `stop()` reads the journal one last time (the `goal.done` the loop just wrote), then waits at
  *   most `drainMs` for the queues.
@@ -37,6 +42,9 @@ export const COALESCE_MS = 5 * 60 * 1000;
 /** The kinds coalesced per PR (see the module doc); `pr.untrusted_feedback` waits for its window's end. */
 export const COALESCED_KINDS: ReadonlySet<string> = new Set(['pr.feedback', 'pr.checks_failed', 'pr.untrusted_feedback']);
 const TRAILING_ONLY = 'pr.untrusted_feedback';
+
+/** How long "plan waits for approval" is held before it is sent, if the plan still waits, ms. */
+export const DECISION_GRACE_MS = 3000;
 
 /** Notifications waiting per sink before the oldest are dropped. */
 export const MAX_QUEUED = 100;
@@ -63,8 +71,10 @@ export interface NotifierDeps {
   now?: () => Date;
   /** The repository every notification names (`owner/repo`, or the directory's name). */
   repository?: string;
-  /** The coalescing window, ms (default {@link COALESCE_MS}). */
+  /** The coalescing window, ms (default {@link COALESCE_MS}); also the window of the duplicate check. */
   coalesceMs?: number;
+  /** How long `plan.proposed` is held before the gate is looked at again, ms (default {@link DECISION_GRACE_MS}). */
+  decisionGraceMs?: number;
 }
 
 /** The one notification for `count` coalesced ones of a kind on a PR (`first` the first of them). Pure. */
@@ -150,11 +160,43 @@ export function startNotifier(deps: NotifierDeps): Notifier {
     const trailing = w.first.kind === TRAILING_ONLY;
     if (w.count > 0) enqueue(coalescedNotification(w.first, w.count, w.number, !trailing));
   };
+  // "Plan waits for approval", held until the gate is looked at again (see the module doc).
+  const graceMs = deps.decisionGraceMs ?? DECISION_GRACE_MS;
+  const held = new Map<Notification, { planId: string; timer: NodeJS.Timeout }>();
+  const releasing = new Set<Promise<void>>();
+  const release = (n: Notification): Promise<void> => {
+    const h = held.get(n);
+    if (!h) return Promise.resolve();
+    clearTimeout(h.timer);
+    held.delete(n);
+    const p = (async () => {
+      let gate: string | undefined;
+      try {
+        gate = (await deps.store.read()).plans[h.planId]?.gate;
+      } catch (error) {
+        deps.log(`[polly] notification: cannot read the registry for plan ${h.planId}: ${(error as Error).message}; announcing it`);
+        gate = 'pending';
+      }
+      if (gate === 'pending') enqueue(n);
+      else deps.log(`[polly] notification: plan ${h.planId} was ${gate ?? 'removed'} before its "waits for approval" went out; not sent`);
+    })().finally(() => releasing.delete(p));
+    releasing.add(p);
+    return p;
+  };
+  const hold = (n: Notification, planId: string): void => {
+    const timer = setTimeout(() => void release(n), graceMs);
+    timer.unref();
+    held.set(n, { planId, timer });
+  };
   const hand = (entries: readonly JournalEntry[]): void => {
     for (const e of entries) {
       const made = notificationFor(e, deps.baseUrl);
       if (!made) continue;
       const n: Notification = deps.repository ? { ...made, repository: deps.repository } : made;
+      if (n.kind === 'plan.proposed') {
+        hold(n, String(e.data.planId ?? ''));
+        continue;
+      }
       if (COALESCED_KINDS.has(n.kind)) {
         const number = String(e.data.number ?? '?');
         const key = `${n.kind}|${number}`;
@@ -172,7 +214,17 @@ export function startNotifier(deps: NotifierDeps): Notifier {
       enqueue(n);
     }
   };
+  // Sent recently, by repository, title and text: the same notification twice is sent once.
+  const recent = new Map<string, number>();
   function enqueue(n: Notification): void {
+    const key = `${n.repository ?? ''}\u0000${n.title}\u0000${n.text}`;
+    const at = now().getTime();
+    for (const [k, t] of recent) if (at - t >= coalesceMs) recent.delete(k);
+    if (recent.has(key)) {
+      deps.log(`[polly] notification: ${n.kind} (journal seq ${n.seq}) repeats one sent ${Math.round((at - recent.get(key)!) / 1000)} s ago; not sent again`);
+      return;
+    }
+    recent.set(key, at);
     for (const q of queues) {
       q.pending.push(n);
       if (q.pending.length > MAX_QUEUED) {
@@ -218,8 +270,11 @@ export function startNotifier(deps: NotifierDeps): Notifier {
       } catch {
         /* the registry is gone or locked: nothing more to announce */
       }
-      // Open coalescing windows end with the notifier: what they hold is announced now.
+      // Open coalescing windows end with the notifier: what they hold is announced now, and a held
+      // "waits for approval" goes if its plan still waits.
       for (const key of [...windows.keys()]) flush(key);
+      await Promise.all([...held.keys()].map((n) => release(n)));
+      await Promise.all([...releasing]);
       const drained = Promise.all(
         queues.map(async (q) => {
           while (q.running) await q.running;

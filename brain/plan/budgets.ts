@@ -14,6 +14,7 @@
  */
 import type { Budget } from '../config/config-schema.js';
 import { formatUsd } from '../registry/cost-ledger.js';
+import { unmeteredReason } from '../../workers/metering/turn-meter.js';
 import type { Harness } from '../core/vocabulary.js';
 
 export type { Budget };
@@ -124,6 +125,35 @@ export function unpricedUsdBudgets(
           `task ${t.key} has ${usd.what}, but model ${model} (${h}) has no price: add prices.${model}: {input: N, output: N} (USD per million tokens) to .polly/config.yaml, or give the task a tokens budget instead`,
         );
       }
+    }
+  }
+  return out;
+}
+
+/**
+ * The budgets of a plan that Polly could not enforce: a tokens or USD limit (the task's own, the
+ * per-task or the per-goal one) on a worker whose model requests the metering proxy cannot count
+ * (workers/metering/turn-meter.ts `unmeteredReason`: pi on a built-in provider, codex signed in
+ * with a ChatGPT account). One sentence per such worker, naming the config that makes it
+ * meterable; empty when every budgeted worker is metered.
+ * @param env  where the workers' keys come from (the Brain's environment).
+ */
+export function unmeteredBudgets(
+  tasks: ReadonlyArray<{ key: string; worker: Harness; reviewer?: Harness | null; budget?: Budget | null }>,
+  resolved: ResolvedBudgets,
+  config: { workers: { codex: { provider?: { base_url: string } | null }; pi: { base_url?: string | null } } },
+  env: Record<string, string | undefined>,
+): string[] {
+  const out: string[] = [];
+  const any = (b: Budget | null | undefined): boolean => typeof b?.tokens === 'number' || typeof b?.usd === 'number';
+  for (const t of tasks) {
+    const own = taskBudget(t.budget, resolved);
+    const what = any(own) ? `a budget of ${formatBudget(own!)}` : any(resolved.perGoal) ? `the goal's budget of ${formatBudget(resolved.perGoal!)}` : null;
+    if (!what) continue;
+    const harnesses = [t.worker, ...(t.reviewer && t.reviewer !== t.worker ? [t.reviewer] : [])];
+    for (const h of harnesses) {
+      const why = unmeteredReason(h, config.workers, env);
+      if (why) out.push(`task ${t.key} has ${what}, but ${why}; or drop the budget`);
     }
   }
   return out;

@@ -28,9 +28,11 @@
  * each other and the schedule only counts their dispatches; it keeps admission linear in the
  * number of tasks instead of exponential.
  */
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { admissionKey } from '../../workflows/check/admission-cache.js';
+import { fileURLToPath } from 'node:url';
+import { admissionKey, checkerFingerprint } from '../../workflows/check/admission-cache.js';
 import { checkWorkflow, type CheckResult, type Violation } from '../../workflows/check/checker.js';
 import { withPollyGuarantees } from '../../workflows/check/guarantees.js';
 import { loadWorkflow } from '../../workflows/load-workflow.js';
@@ -40,6 +42,7 @@ import { globSetsMayOverlap, type GlobOverlap } from '../../workers/git/path-glo
 import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError } from '../core/errors.js';
 import { builtinWorkflowsDir } from '../core/install-paths.js';
+import { reviewerFor } from './plan-agents.js';
 import type { Plan } from './plan-schema.js';
 import type { PlanShapingConfig } from '../registry/registry-schema.js';
 
@@ -71,6 +74,25 @@ export function builtinWorkflowDir(name: string): string {
   const dir = join(builtinWorkflowsDir(), name);
   if (existsSync(join(dir, 'workflow.yaml'))) return dir;
   throw new PollyError('internal', `the built-in workflow "${name}" is missing from this installation of Polly (no ${dir}/workflow.yaml). Reinstall Polly.`);
+}
+
+let compilerPrint: string | null = null;
+
+/**
+ * The fingerprint of what turns a plan into checked workflows: sha256 (hex) over the checker's own
+ * fingerprint (workflows/check/admission-cache.ts), this compiler module's code and the built-in
+ * `polly-task` workflow it specialises; read once per process. Recorded on a plan at admission
+ * (`AdmissionRecord.compiler`), so a Brain of another Polly version can say why a hash changed.
+ */
+export function planCompilerFingerprint(): string {
+  compilerPrint ??= createHash('sha256')
+    .update(checkerFingerprint())
+    .update('\0')
+    .update(readFileSync(fileURLToPath(import.meta.url)))
+    .update('\0')
+    .update(readFileSync(join(builtinWorkflowDir('polly-task'), 'workflow.yaml')))
+    .digest('hex');
+  return compilerPrint;
 }
 
 let pollyTaskCache: Workflow | null = null;
@@ -144,6 +166,15 @@ export function taskBounds(
  * {@link TaskBounds}): every `fix_rounds < N` guard of the post-PR states gets N = `bounds.fixRounds`.
  * @throws PollyError `internal` if the built-in polly-task no longer has the shape this relies on.
  */
+/**
+ * The reviewer a task's workflow is compiled with: {@link reviewerFor} (brain/plan/plan-agents.ts),
+ * else the worker itself, so that a task nobody can review is refused at admission by
+ * `reviewer-vendor-differs` with a counterexample rather than compiled without a review. Pure.
+ */
+export function compiledReviewer(task: Pick<Plan['tasks'][number], 'worker' | 'reviewer'>, pairs: PlanShapingConfig['review']['pairs']): string {
+  return reviewerFor(task, pairs) ?? task.worker;
+}
+
 export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number], fallbackReviewer: string, bounds: TaskBounds): Workflow {
   const base = structuredClone(pollyTask());
   const reviewer = task.reviewer ?? fallbackReviewer;
@@ -156,7 +187,8 @@ export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number],
   const fixRounds = base.variables.find((v) => v.name === 'fix_rounds');
   const redRetry = base.transitions.find((t) => t.action === 'TESTS_RED' && t.from.includes('testing') && t.when !== null);
   const blockingRetry = base.transitions.find((t) => t.action === 'REVIEW_BLOCKING' && t.from.includes('reviewing') && t.when !== null);
-  const fixGuards = base.transitions.filter((t) => t.when !== null && /^fix_rounds < \d+$/.test(t.when));
+  // Every guard that bounds the fix rounds, alone or beside another condition (FEEDBACK's author).
+  const fixGuards = base.transitions.filter((t) => t.when !== null && /\bfix_rounds < \d+\b/.test(t.when));
   const hostLosses = base.variables.find((v) => v.name === 'host_losses');
   const hostGuards = base.transitions.filter((t) => t.when !== null && /^host_losses < \d+$/.test(t.when));
   const acceptance = base.effects.find((e) => e.kind === 'run_acceptance');
@@ -188,7 +220,7 @@ export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number],
   rounds.max = Math.max(bounds.reviewRounds, 0);
   blockingRetry.when = `rounds < ${bounds.reviewRounds}`;
   fixRounds.max = Math.max(bounds.fixRounds, 0);
-  for (const t of fixGuards) t.when = `fix_rounds < ${bounds.fixRounds}`;
+  for (const t of fixGuards) t.when = t.when!.replace(/\bfix_rounds < \d+\b/g, `fix_rounds < ${bounds.fixRounds}`);
   // Re-offers after a lost host: within what the dispatch bound leaves (checked like the rest).
   hostLosses.max = Math.max(bounds.hostReoffers, 0);
   for (const t of hostGuards) t.when = `host_losses < ${bounds.hostReoffers}`;
@@ -278,7 +310,12 @@ export function pathOverlapDetail(o: PathOverlap): string {
 
 /**
  * The plan's schedule as a workflow, run by the Brain on the runtime (one run per approved plan,
- * input `{plan}`): the Brain signals TURN_START, then the dispatches of the turn (DISPATCH_tN or
+ * input `{plan}`). It starts at the plan gate (state `gate`): APPROVED is the gate's approval,
+ * whoever gave it — the terminal, the dashboard, `polly plan approve`, `--yes`, or a maintainer's
+ * `/polly approve` comment on the goal's issue (issue 30): one action, the front end is only its
+ * payload (`by`) — and REJECTED / EXPIRED close the run; the {@link PLAN_APPROVAL_INVARIANT}
+ * (no `dispatch_task` effect before APPROVED) is checked on every path. Then the Brain signals
+ * TURN_START, then the dispatches of the turn (DISPATCH_tN or
  * DISPATCH_BATCH_B), then TURN_END; each dispatch emits a `dispatch_tN` order (tool
  * `dispatch_task`) whose completion STARTED_tN / FAIL_tN says whether the task started; the
  * task's end comes back as the signal DONE_tN or FAIL_tN; SKIP_tN settles a task whose
@@ -298,9 +335,14 @@ export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks'
   const variables: Record<string, unknown> = {
     dispatched: { type: 'int', min: 0, max: Math.max(tasks.length, 1), initial: 0 },
   };
-  const actions: Record<string, unknown> = { TURN_START: {}, TURN_END: {}, FINISH: {} };
+  // The plan gate: one approval action whatever front end gave it (its `by` is payload, journaled).
+  const actions: Record<string, unknown> = { APPROVED: { extra: 'payload' }, REJECTED: { extra: 'payload' }, EXPIRED: {}, TURN_START: {}, TURN_END: {}, FINISH: {} };
   const effects: Record<string, unknown> = {};
-  const transitions: unknown[] = [];
+  const transitions: unknown[] = [
+    { action: 'APPROVED', from: 'gate', to: 'idle' },
+    { action: 'REJECTED', from: 'gate', to: 'closed' },
+    { action: 'EXPIRED', from: 'gate', to: 'closed' },
+  ];
   const depsDone = (i: number): string[] => tasks[i]!.dependsOn.map((d) => `${ident(index.get(d)!)} == "done"`);
   const ready = (i: number): string => [`${ident(i)} == "waiting"`, ...depsDone(i)].join(' && ');
   const pinned = new Set(Object.keys(plan.batches));
@@ -369,9 +411,9 @@ export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks'
     description: `Schedule of plan ${planId}: dispatch order, dependencies and turns.`,
     input: { plan: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]*$' } },
     key: 'plan:{plan}',
-    states: ['idle', 'turn', 'finished'],
-    initial: 'idle',
-    terminal: ['finished'],
+    states: ['gate', 'idle', 'turn', 'finished', 'closed'],
+    initial: 'gate',
+    terminal: ['finished', 'closed'],
     variables,
     actions,
     effects,
@@ -380,8 +422,28 @@ export function compileScheduleWorkflow(planId: string, plan: Pick<Plan, 'tasks'
     polly: { turn: { start: ['TURN_START'], end: ['TURN_END'] }, tasks: [] },
   };
   const wf = validateWorkflow(raw, { file: `plan:${planId}/schedule` });
+  wf.invariants.push(planApprovalInvariant());
   for (const o of pathOverlaps(tasks)) wf.invariants.push(pathOverlapInvariant(o, index.get(o.a)!, index.get(o.b)!));
   return wf;
+}
+
+/** The name of {@link planApprovalInvariant}. */
+export const PLAN_APPROVAL_INVARIANT = 'dispatch-only-after-plan-approval';
+
+/**
+ * No plan task is dispatched before the plan gate's approval: every `dispatch_task` effect of the
+ * schedule is preceded by APPROVED (issue 30: an approval by a maintainer's comment on the issue is
+ * this same action, so no front end has a path around it).
+ */
+export function planApprovalInvariant(): InvariantDecl {
+  return {
+    name: PLAN_APPROVAL_INVARIANT,
+    pattern: 'requires_before',
+    event: { names: [], tools: [DISPATCH_TASK_TOOL], when: null },
+    requires: [{ names: ['APPROVED'], tools: [], when: null }],
+    reset_by: null,
+    scope: { kind: 'global' },
+  };
 }
 
 /**
@@ -396,8 +458,7 @@ export function admitPlan(planId: string, plan: Plan, config: PlanShapingInput):
   parts.push({ part: 'schedule', workflow: schedule, key: admissionKey(schedule), result: checkWorkflow(schedule) });
   for (const task of plan.tasks) {
     if (task.purpose !== 'implement') continue;
-    const fallback = config.review.pairs[task.worker]?.[0] ?? task.worker;
-    const wf = withPollyGuarantees(compileTaskWorkflow(planId, task, fallback, taskBounds(config, task)), policy);
+    const wf = withPollyGuarantees(compileTaskWorkflow(planId, task, compiledReviewer(task, config.review.pairs), taskBounds(config, task)), policy);
     parts.push({ part: task.key, workflow: wf, key: admissionKey(wf), result: checkWorkflow(wf) });
   }
   const pathsExplored = parts.reduce((n, p) => n + p.result.pathsExplored, 0);

@@ -9,12 +9,13 @@
  */
 import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError } from '../core/errors.js';
-import { admitPlan, planShapingConfig, type PlanAdmission } from './plan-compiler.js';
+import { admitPlan, planCompilerFingerprint, planShapingConfig, type PlanAdmission } from './plan-compiler.js';
 import { validatePlan, type Plan } from './plan-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { PlanRecord, Registry } from '../registry/registry-schema.js';
 import { formatStep } from '../../workflows/check/checker.js';
-import { resolvePlanBudgets, unpricedUsdBudgets } from './budgets.js';
+import { resolvePlanBudgets, unmeteredBudgets, unpricedUsdBudgets } from './budgets.js';
+import { transitionGoal } from '../registry/goal-lifecycle.js';
 
 export interface ProposeResult {
   planId: string;
@@ -49,17 +50,33 @@ export function formatViolation(v: PlanAdmission['violations'][number]): string 
  * Validate, compile and model-check a plan, and record it: `pending` at the gate when admitted,
  * `refused` otherwise (the brain then revises and proposes again).
  * @param raw  the plan object (`{goal?, tasks: [...]}`) as proposed.
+ * @param options.env  where the workers' keys come from (default: this process's environment): a codex worker with no API key there and no provider cannot be metered.
  * @param options.retries  for a retry plan (`polly retry`, brain/plan/plan-retry.ts): task key → the
  *   stopped task it runs again; recorded as `PlanRecord.retries`.
  * @throws PollyError `plan_invalid` for a malformed plan (nothing recorded).
  */
-export async function proposePlan(
-  store: RegistryStore,
-  config: PollyConfig,
-  raw: unknown,
-  options: { goalId?: string | null; source?: string; now?: () => Date; retries?: Record<string, string> } = {},
-): Promise<ProposeResult> {
-  const plan: Plan = validatePlan(raw, options.source ?? 'plan_propose');
+export async function proposePlan(store: RegistryStore, config: PollyConfig, raw: unknown, options: ProposeOptions = {}): Promise<ProposeResult> {
+  return proposeValidPlan(store, config, validatePlan(raw, options.source ?? 'plan_propose'), options);
+}
+
+/** Where a proposal comes from and what it is for ({@link proposePlan}). */
+export interface ProposeOptions {
+  goalId?: string | null;
+  source?: string;
+  now?: () => Date;
+  retries?: Record<string, string>;
+  /** Where the workers' keys come from (default: this process's environment): a codex worker with no API key there and no provider cannot be metered. */
+  env?: Record<string, string | undefined>;
+}
+
+/**
+ * {@link proposePlan} for a plan already validated (brain/plan/plan-schema.ts `validatePlan`, e.g.
+ * `parsePlanFile` of `polly run FILE`, or a retry plan built from validated records): compiled,
+ * checked and recorded as it is, never turned back into raw input to be validated again.
+ */
+export async function proposeValidPlan(store: RegistryStore, config: PollyConfig, valid: Plan, options: ProposeOptions = {}): Promise<ProposeResult> {
+  // The record owns its copy: the caller's plan object stays the caller's.
+  const plan = structuredClone(valid);
   const now = (options.now ?? (() => new Date()))().toISOString();
   // Reserve the id first so that the compiled workflow names carry it.
   const planId = await store.update((draft) => {
@@ -68,15 +85,22 @@ export async function proposePlan(
   });
   const checked = admitPlan(planId, plan, config);
   // A USD budget Polly cannot price (no config `prices` entry for the worker's model) is refused here, naming the key to add.
-  const unpriced = unpricedUsdBudgets(plan.tasks, resolvePlanBudgets(config, plan.budgets), config);
+  const budgets = resolvePlanBudgets(config, plan.budgets);
+  const unpriced = unpricedUsdBudgets(plan.tasks, budgets, config);
+  // A budget on a worker Polly cannot meter (pi on a built-in provider, codex on a ChatGPT login) would never hold: refused, naming the config that meters it.
+  const unmetered = unmeteredBudgets(plan.tasks, budgets, config, options.env ?? process.env);
   const admission: typeof checked =
-    unpriced.length === 0
+    unpriced.length === 0 && unmetered.length === 0
       ? checked
       : {
           ...checked,
           admitted: false,
           line: `REFUSED: ${planId}`,
-          violations: [...checked.violations, ...unpriced.map((detail) => ({ part: 'plan', invariant: 'usd_budget_priced', kind: 'unpriced-budget', trace: [], detail }))],
+          violations: [
+            ...checked.violations,
+            ...unpriced.map((detail) => ({ part: 'plan', invariant: 'usd_budget_priced', kind: 'unpriced-budget', trace: [], detail })),
+            ...unmetered.map((detail) => ({ part: 'plan', invariant: 'budget_metered', kind: 'unmetered-budget', trace: [], detail })),
+          ],
         };
   const counterexamples = admission.violations.map(formatViolation);
   await store.update((draft, tx) => {
@@ -105,6 +129,7 @@ export async function proposePlan(
                 exhaustive: result.exhaustive,
                 elapsedMs: result.elapsedMs,
               })),
+              compiler: planCompilerFingerprint(),
             }
           : {}),
       },
@@ -125,7 +150,7 @@ export async function proposePlan(
     const goal = goalId ? draft.goals[goalId] : undefined;
     if (goal) {
       goal.planIds.push(planId);
-      if (admission.admitted) goal.status = 'waiting_approval';
+      if (admission.admitted) transitionGoal(goal, 'waiting_approval');
     }
     tx.emit(admission.admitted ? 'plan.proposed' : 'plan.refused', {
       planId,
@@ -206,7 +231,7 @@ export async function decidePlan(
     plan.decidedAt = now.toISOString();
     plan.decidedBy = options.by ?? 'human';
     const goal = plan.goalId ? draft.goals[plan.goalId] : undefined;
-    if (goal && decision === 'approve') goal.status = 'running';
+    if (goal && decision === 'approve') transitionGoal(goal, 'running');
     tx.emit(decision === 'approve' ? 'plan.approved' : 'plan.rejected', { planId: id, goalId: plan.goalId, by: plan.decidedBy });
     return structuredClone(plan);
   });

@@ -242,36 +242,6 @@ export function validatePlan(raw: unknown, source: string, locate?: (path: Array
   };
 }
 
-/**
- * The proposal (the `plan_propose` / plan-file shape, {@link PlanInput}) of a validated plan: the
- * inverse of {@link validatePlan}'s normalisation, field for field, so `polly run FILE` proposes
- * exactly what the file says (a field dropped here would silently vanish from the admitted plan).
- * Pure.
- */
-export function planToProposal(plan: Plan): PlanInput {
-  return {
-    ...(plan.goal !== null ? { goal: plan.goal } : {}),
-    ...(plan.budgets ? { budgets: plan.budgets } : {}),
-    tasks: plan.tasks.map((t) => ({
-      key: t.key,
-      title: t.title,
-      purpose: t.purpose,
-      worker: t.worker,
-      model: t.model,
-      reviewer: t.reviewer,
-      prompt: t.prompt,
-      acceptance: { commands: t.acceptance.commands, criteria: t.acceptance.criteria, ...(t.acceptance.knownRed !== undefined ? { known_red: t.acceptance.knownRed } : {}) },
-      depends_on: t.dependsOn,
-      ...(plan.batches[t.key] !== undefined ? { batch: plan.batches[t.key] } : {}),
-      ...(t.base !== undefined ? { base: t.base } : {}),
-      ...(t.budget !== undefined ? { budget: t.budget } : {}),
-      ...(t.protectedPaths !== undefined ? { protected_paths: t.protectedPaths } : {}),
-      ...(t.paths !== undefined ? { paths: t.paths } : {}),
-      ...(t.stackedOn !== undefined ? { stacked_on: t.stackedOn } : {}),
-    })),
-  };
-}
-
 function findCycle(tasks: Array<{ key: string; depends_on: string[] }>): string[] | null {
   const deps = new Map(tasks.map((t) => [t.key, t.depends_on]));
   const state = new Map<string, 'visiting' | 'done'>();

@@ -3,6 +3,8 @@
  * supervisor, the worktree manager, the forge, the task tools, the gate context and the agents'
  * environment. Commands (`polly brain`, `polly run`) and tests build the Brain with this.
  */
+import type { IssueTracker } from '../forge/issue-tracker.js';
+import { writeProgress } from '../registry/task-progress.js';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createWorkerSupervisor } from '../../workers/supervisor/worker-supervisor.js';
@@ -14,7 +16,7 @@ import { createFileAdmissionCache } from '../../workflows/check/admission-cache.
 import { pollyStateRoot } from '../../workers/sandbox/agent-state-dir.js';
 import { openForge } from '../forge/forge-select.js';
 import { createPlanLibrary } from '../plan/plan-library.js';
-import type { RepoContext } from '../commands/repo-context.js';
+import type { RepoContext } from '../registry/repo-context.js';
 import { TASK_TOOLS } from '../task-tools/index.js';
 import type { GateContext } from '../../gate/types.js';
 import type { PollyConfig } from '../config/config-schema.js';
@@ -53,6 +55,13 @@ export interface BrainProcessDeps {
   forge: Forge;
   /** The GitHub PR watcher (one pass per after-merge pass); null on the local forge, which watches itself on every read. */
   prWatcher?: PullRequestWatcher | null;
+  /**
+   * The issue tracker (GitHub's issues, or the local forge's: brain/forge/issue-tracker.ts): the
+   * plan gate on the issue of every goal that came from one (brain/forge/issue-gate.ts; on GitHub
+   * one pass per PR watcher pass, locally every loop pass), and the intake when config
+   * `intake.in_brain`. Absent: no issue pass.
+   */
+  issues?: IssueTracker | null;
   /** The local forge's own check of open PRs merged with their moved base (one pass per after-merge pass); null on GitHub, whose CI does it. */
   localChecks?: LocalPrChecks | null;
   /** Effect tool name → implementation (brain/task-tools/index.ts). */
@@ -64,7 +73,7 @@ export interface BrainProcessDeps {
    * Start the LLM brain of a goal, or null to run without one (plans come from `polly run`).
    * `resumeSessionId` continues the goal's session after a restart.
    */
-  startGoalBrain?: ((goal: GoalRecord, resumeSessionId: string | null) => GoalBrain) | null;
+  startGoalBrain?: ((goal: GoalRecord, resumeSessionId: string | null) => GoalBrain | Promise<GoalBrain>) | null;
   /** First message for a goal's brain and the wake-up digest of inbox events. */
   messages?: { first(goal: GoalRecord): string; wake(events: InboxEvent[]): string };
   /** Exit once nothing is open (no open goal, no pending or running work). */
@@ -122,10 +131,14 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
       allowUnconfined: config.workers.allow_unconfined ?? false,
       passthrough: config.workers.env_passthrough ?? [],
       limits: config.workers.limits ?? {},
+      toolPaths: config.workers.tool_paths ?? [],
     },
     journal: (kind, data) => void store.update((_d, tx) => tx.emit(kind, data)).catch(() => {}),
+    // A setup's phase and output, for polly ui and status --watch (brain/registry/task-progress.ts).
+    onSetup: ({ id, command, logPath, state }) =>
+      writeProgress(repo.pollyDir, id, state === 'started' ? { taskId: id, phase: 'setup', command, startedAt: new Date().toISOString(), log: logPath } : null),
   });
-  const { forge, selection, watcher } = await openForge({ repoRoot: repo.root, config, store, env });
+  const { forge, selection, watcher, issues } = await openForge({ repoRoot: repo.root, config, store, env });
   log(`[polly] forge: ${selection.kind}${'reason' in selection && selection.reason ? ` (${String(selection.reason)})` : ''}`);
   const branches = readRepoBranchContext(repo.root, env) ?? { branch: 'HEAD', defaultBranch: 'main' };
   const gateContext: GateContext = { repoRoot: repo.root, worktree: repo.root, branch: branches.branch, defaultBranch: branches.defaultBranch, home: env.HOME ?? homedir() };
@@ -140,6 +153,7 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
     worktrees,
     forge,
     prWatcher: watcher,
+    issues,
     prWatchSeconds: config.forge.github.watch_seconds,
     localChecks: forge.kind === 'local' ? createLocalPrChecks({ repoRoot: repo.root, store, config, progress: log }) : null,
     tools: { ...TASK_TOOLS },

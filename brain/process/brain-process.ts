@@ -30,6 +30,7 @@ import { PollyError, isPollyError } from '../core/errors.js';
 import { diskReport, ensureReserve, ioFaultCode, releaseReserve } from '../core/io-fault.js';
 import { expirePlanAsks } from '../plan/plan-gate.js';
 import type { RegistryStore } from '../registry/registry-store.js';
+import { reviewerFor } from '../plan/plan-agents.js';
 import type { PlanRecord, Registry, TaskRecord } from '../registry/registry-schema.js';
 import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
 import { newTaskRecord, planTaskId } from '../registry/task-record.js';
@@ -44,7 +45,11 @@ import { brainTurn, failGoal, reapPreviousGoalBrains } from './goal-brains.js';
 import { acquireBrainLock } from './brain-lock.js';
 import { startConfiguredNotifier } from '../notify/notifier.js';
 import type { RunRecord } from '../../workflows/run/run-records.js';
-import { journalPlanAdded } from '../plan/plan-library.js';
+import { recordPlanAdded } from '../plan/plan-library.js';
+import { issueGatePass, newIssueGateMemory } from '../forge/issue-gate.js';
+import { createIssueIntake, type IssueIntake } from '../forge/issue-intake.js';
+import { DEFAULT_CONFIG } from '../config/config-schema.js';
+import { endGoal } from '../registry/goal-lifecycle.js';
 
 /** How long a finished goal tree stays in registry.json (for `polly status` and `polly goal`'s summary) before the Brain archives it (ms). */
 export const ARCHIVE_AFTER_MS = 24 * 3600 * 1000;
@@ -83,7 +88,7 @@ export function planTaskRecord(plan: PlanRecord, spec: PlanRecord['tasks'][numbe
       purpose: spec.purpose,
       worker: spec.worker,
       model: spec.model,
-      reviewer: spec.purpose === 'implement' ? (spec.reviewer ?? config.review.pairs[spec.worker]?.[0] ?? null) : null,
+      reviewer: spec.purpose === 'implement' ? reviewerFor(spec, config.review.pairs) : null,
       prompt: spec.prompt,
       acceptance: spec.acceptance,
       dependsOn: spec.dependsOn.map((d) => planTaskId(plan, d)),
@@ -208,6 +213,11 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
   let cursor = (await deps.store.journal()).at(-1)?.seq ?? 0;
   let lastMergePass = 0;
   let lastPrWatch = 0;
+  // Issues (issue 30): the plan gate on the issue of each goal that came from one, and the intake when configured.
+  const issueMemory = newIssueGateMemory();
+  const intakeConfig = deps.config.intake ?? DEFAULT_CONFIG.intake!;
+  const intake: IssueIntake | null = deps.issues && intakeConfig.in_brain ? createIssueIntake({ store: deps.store, tracker: deps.issues, label: intakeConfig.label, now }) : null;
+  let lastIntake = 0;
   const prWatchMs = (deps.prWatchSeconds ?? PR_WATCH_DEFAULT_SECONDS) * 1000;
   let lastHeartbeat = Date.now();
 
@@ -233,7 +243,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
 
         await handleCancels(deps, reg, log, now);
         reg = await createPlanTasks(deps, reg, now);
-        for (const plan of Object.values(reg.plans)) if (plan.gate === 'approved') await journalPlanAdded(deps.store, deps.library.addPlan(plan));
+        for (const plan of Object.values(reg.plans)) if (plan.gate === 'approved') await recordPlanAdded(deps.store, deps.library.addPlan(plan));
 
         // Drive every run of our plan tasks: claim the open order and perform its tool.
         for (const run of await deps.runtime.list({ status: 'running' })) {
@@ -282,7 +292,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
               const resume = goal.brainSessionId ?? null;
               let brain: GoalBrain;
               try {
-                brain = deps.startGoalBrain(goal, resume);
+                brain = await deps.startGoalBrain(goal, resume);
               } catch (error) {
                 // The LLM brain cannot start (root without allow_root_sandbox, a missing CLI…): the goal
                 // fails with the reason instead of the Brain dying and being restarted in a loop.
@@ -320,6 +330,25 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
             for (const e of watched.errors) log(`[polly] PR #${e.number}: could not read it from GitHub (next pass retries): ${e.message}`);
           } catch (error) {
             log(`[polly] the GitHub PR watch pass failed (next pass retries): ${isPollyError(error) ? error.message : String((error as Error)?.message ?? error)}`);
+          }
+        }
+        // The plan gate on issues: locally every pass (the registry only), on GitHub with the PR watcher (its requests are conditional).
+        const issues = deps.issues;
+        if (issues && (issues.kind === 'local' || watchDue)) {
+          try {
+            const gate = await issueGatePass({ store: deps.store, tracker: issues, config: deps.config, now, log }, issueMemory);
+            for (const e of gate.errors) log(`[polly] issue #${e.number}: the plan gate on the issue could not run (next pass retries): ${e.message}`);
+          } catch (error) {
+            log(`[polly] the issue pass failed (next pass retries): ${isPollyError(error) ? error.message : String((error as Error)?.message ?? error)}`);
+          }
+        }
+        if (intake && Date.now() - lastIntake > intakeConfig.watch_seconds * 1000) {
+          lastIntake = Date.now();
+          try {
+            const taken = await intake.pass();
+            for (const t of taken.taken) log(`[polly] issue #${t.number} labelled ${intakeConfig.label} by ${t.labelledBy.join(', ')}: goal ${t.goalId}`);
+          } catch (error) {
+            log(`[polly] the issue intake failed (next pass retries): ${isPollyError(error) ? error.message : String((error as Error)?.message ?? error)}`);
           }
         }
         if (mergeDue || watchDue) {
@@ -513,11 +542,12 @@ async function completeGoals(deps: BrainProcessDeps, now: () => Date): Promise<v
   await deps.store.update((draft, tx) => {
     for (const g of done) {
       const goal = draft.goals[g.id]!;
+      // Ended by another writer since the read above (a failed schedule, a refused plan): it stays as it ended.
+      if (isGoalFinal(goal.status)) continue;
       const tasks = goal.planIds.flatMap((pid) => Object.values(draft.tasks).filter((t) => t.planId === pid));
       const ok = tasks.length > 0 && tasks.every((t) => ['ready', 'merged', 'done'].includes(t.status));
-      goal.status = ok ? 'done' : 'failed';
       delete goal.reopenedFor;
-      tx.emit('goal.done', { goalId: goal.id, status: goal.status, at: now().toISOString(), tasks: tasks.map((t) => ({ id: t.id, status: t.status, pr: t.pr })) });
+      endGoal(goal, ok ? 'done' : 'failed', tx, { at: now().toISOString(), tasks: tasks.map((t) => ({ id: t.id, status: t.status, pr: t.pr })) });
     }
   });
 }

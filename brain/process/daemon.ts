@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { cliPath } from '../core/install-paths.js';
 import type { RegistryStore } from '../registry/registry-store.js';
+import type { PollyConfig } from '../config/config-schema.js';
 
 /** The Brain a command found or started. */
 export interface BrainStart {
@@ -41,6 +42,29 @@ export async function ensureBrain(store: RegistryStore, repoRoot: string, pollyD
   });
   child.unref();
   return { pid: child.pid ?? -1, started: true, exited };
+}
+
+/** Which Brain runs an approved plan: one that ran already, one started now, or none (nothing runs until `polly resume`). */
+export type BrainAfterApproval = { state: 'running' | 'started'; pid: number } | { state: 'none' };
+
+/**
+ * After a plan was approved (`polly ui`, `polly plan approve`): the Brain that will run it. When none
+ * runs and config `brain.start_on_approve` is true, one is started detached ({@link ensureBrain}, as
+ * `polly resume --detach`), with `env` (the agents' keys come from it); the approving process does
+ * not own it. Otherwise nothing is started and the caller says that nothing runs until `polly resume`.
+ */
+export async function brainAfterApproval(
+  store: RegistryStore,
+  config: Pick<PollyConfig, 'brain'>,
+  repoRoot: string,
+  pollyDir: string,
+  env: NodeJS.ProcessEnv,
+): Promise<BrainAfterApproval> {
+  const reg = await store.read();
+  if (reg.brain && pidAlive(reg.brain.pid)) return { state: 'running', pid: reg.brain.pid };
+  if (!config.brain.start_on_approve) return { state: 'none' };
+  const started = await ensureBrain(store, repoRoot, pollyDir, env);
+  return { state: started.started ? 'started' : 'running', pid: started.pid };
 }
 
 /** How {@link stopStartedBrain} ended a Brain. */

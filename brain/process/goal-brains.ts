@@ -6,6 +6,7 @@
 import { signalGroupOrPid } from '../../workers/proc/kill.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { isGoalFinal } from '../core/vocabulary.js';
+import { endGoal, transitionGoal } from '../registry/goal-lifecycle.js';
 import type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
 
 /** End a goal as failed with a reason the user sees (`polly goal` prints it and exits 1). */
@@ -14,9 +15,8 @@ export async function failGoal(deps: BrainProcessDeps, goalId: string, reason: s
   await deps.store.update((draft, tx) => {
     const goal = draft.goals[goalId];
     if (!goal || isGoalFinal(goal.status)) return;
-    goal.status = 'failed';
     goal.brainReport = reason;
-    tx.emit('goal.done', { goalId, status: 'failed', reason });
+    endGoal(goal, 'failed', tx, { reason });
   });
 }
 
@@ -53,7 +53,7 @@ export async function brainTurn(deps: BrainProcessDeps, goalId: string, entry: {
       if (goal) {
         goal.brainSessionId = sessionId;
         goal.brainReport = result.text;
-        if (goal.status === 'open') goal.status = 'planning';
+        if (goal.status === 'open') transitionGoal(goal, 'planning');
       }
       tx.emit('brain.turn_ended', { goalId, ok: result.ok, text: result.text.slice(0, 2000) });
     });

@@ -19,9 +19,13 @@ import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 import type { RunState } from '../../workflows/run/interpreter.js';
 import { validateTrace } from '../../workflows/run/trace-validation.js';
 import { FINAL_TASK_STATUSES, type TaskStatus } from '../core/vocabulary.js';
-import { NO_CHANGE, promptMarker, workerTurnRequest } from '../task-tools/dispatch.js';
+import { promptMarker, workerTurnRequest } from '../task-tools/dispatch.js';
+import { NO_CHANGE } from '../task-tools/types.js';
 import { withRefGuard } from '../task-tools/ref-guard-step.js';
 import { removeOnHost } from '../forge/after-merge.js';
+import { withBaseCheckout } from '../../workers/git/base-checkout.js';
+import { resolveWorktreesDir } from '../../workers/git/worktrees-dir.js';
+import type { WorkerTurnResult } from '../../workers/worker-turn.js';
 import { canTransitionTask, transitionTask } from '../registry/task-lifecycle.js';
 import type { TaskTool, TaskToolContext } from '../task-tools/types.js';
 import type { BrainProcessDeps } from './brain-deps.js';
@@ -104,6 +108,7 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
     // Not the Brain's stop signal: a Brain that stops leaves its workers running (detached runners)
     // and the next Brain adopts them; a task is cancelled only through its run's CANCEL.
     signal: controller.signal,
+    clock: now,
   };
   let outcome: Awaited<ReturnType<TaskTool>>;
   if (!tool) {
@@ -457,7 +462,7 @@ export async function runReadOnlyTask(
     }
   });
   // Not the Brain's signal: a stopping Brain leaves its workers running (docs/guide.md "Stopping and resuming").
-  const watch = await createBudgetWatch({ store: deps.store, task }, new AbortController().signal);
+  const watch = await createBudgetWatch({ store: deps.store, task, repoRoot: deps.repoRoot }, new AbortController().signal);
   const park = (draft: Registry, tx: RegistryTx, stop: BudgetStop, workerId: string | null): void => {
     const t = draft.tasks[taskId]!;
     const reason = budgetReason(stop, { readOnly: true });
@@ -472,7 +477,7 @@ export async function runReadOnlyTask(
       orderId: `adhoc:${taskId}`,
       workerId,
     });
-    tx.emit('task.parked', { taskId, reason, backupRef: null });
+    tx.emit('task.parked', { taskId, reason, backupRef: null, budget: true });
     log(`[polly] ${taskId}: parked: ${reason}`);
   };
   const spentAlready = watch.stopped();
@@ -481,39 +486,64 @@ export async function runReadOnlyTask(
     return;
   }
   log(`[polly] ${taskId}: ${task.purpose} on ${task.worker} (read-only)`);
-  // Read-only work runs in the main checkout: no ref may move (the ref guard puts back any that did).
-  const guardCtx = { repoRoot: deps.repoRoot, store: deps.store, progress: log, task: { id: taskId, branch: null }, order: { id: `adhoc:${taskId}` } };
-  const { value: result, violation } = await withRefGuard(
-    guardCtx,
-    `the ${task.worker} ${task.purpose} turn`,
-    () =>
-      deps.supervisor.runTurn(
-        withMeter(
-          workerTurnRequest(deps.config, {
-            taskId,
-            orderId: `adhoc:${taskId}`,
-            harness: task.worker,
-            purpose: task.purpose,
-            cwd: deps.repoRoot,
-            prompt: `${promptMarker(task)} ${task.title}\n\n${task.prompt}\n\nYou are read-only: read and report; do not change any file. End with a short report.`,
-            resumeSessionId: null,
-            model: task.model,
-            gateContext: { ...deps.gateContext, worktree: deps.repoRoot },
-            env: deps.agentEnv,
-          }),
-          watch,
-          deps.config,
+  // Read-only work runs in a detached checkout of its base (workers/git/base-checkout.ts): the
+  // tracked tree and a git read view, never the main checkout's untracked or uncommitted files.
+  // No ref may move (the ref guard puts back any that did).
+  const guardCtx = { repoRoot: deps.repoRoot, store: deps.store, progress: log, clock: now, task: { id: taskId, branch: null }, order: { id: `adhoc:${taskId}` } };
+  let outcome: Awaited<ReturnType<typeof withRefGuard<WorkerTurnResult>>>;
+  try {
+    outcome = await withBaseCheckout(
+      {
+        repoRoot: deps.repoRoot,
+        worktreesDir: resolveWorktreesDir(deps.repoRoot, deps.config.worktrees?.dir),
+        label: taskId.replace(/[^A-Za-z0-9_-]/g, '_'),
+        rev: task.baseBranch ?? 'HEAD',
+      },
+      (checkout) =>
+        withRefGuard(
+          guardCtx,
+          `the ${task.worker} ${task.purpose} turn`,
+          () =>
+            deps.supervisor.runTurn(
+              withMeter(
+                workerTurnRequest(deps.config, {
+                  taskId,
+                  orderId: `adhoc:${taskId}`,
+                  harness: task.worker,
+                  purpose: task.purpose,
+                  cwd: checkout.path,
+                  prompt: `${promptMarker(task)} ${task.title}\n\n${task.prompt}\n\nYou are read-only: read and report; do not change any file. End with a short report. Your directory is a checkout of the repository at commit ${checkout.commit}.`,
+                  resumeSessionId: null,
+                  model: task.model,
+                  gateContext: { ...deps.gateContext, worktree: checkout.path },
+                  env: deps.agentEnv,
+                }),
+                watch,
+                deps.config,
+              ),
+              {
+                signal: watch.signal,
+                onEvent: (e) => {
+                  watch.onEvent(e);
+                  deps.onWorkerEvent?.(taskId, e);
+                },
+              },
+            ),
+          { allowLocal: [], confinement: (r) => r.sandboxMounts },
         ),
-        {
-          signal: watch.signal,
-          onEvent: (e) => {
-            watch.onEvent(e);
-            deps.onWorkerEvent?.(taskId, e);
-          },
-        },
-      ),
-    { allowLocal: [], confinement: (r) => r.sandboxMounts },
-  );
+    );
+  } catch (error) {
+    if (!isPollyError(error, 'git_failed')) throw error;
+    const reason = `no checkout for the read-only turn: ${error.message}`;
+    await deps.store.update((draft, tx) => {
+      const t = draft.tasks[taskId]!;
+      transitionTask(t, 'failed', { reason, at: now().toISOString(), finished: true });
+      tx.emit('task.failed', { taskId, status: t.status, report: '', reason });
+    });
+    log(`[polly] ${taskId}: failed: ${reason}`);
+    return;
+  }
+  const { value: result, violation } = outcome;
   const stop = watch.stopped();
   await deps.store.update((draft, tx) => {
     const t = draft.tasks[taskId]!;

@@ -7,7 +7,8 @@
  * is dispatched.
  *
  * Per loop turn and approved plan, `driveSchedule`:
- * 1. starts (or attaches to) the schedule run;
+ * 1. starts (or attaches to) the schedule run, and passes its plan gate with APPROVED (who approved
+ *    as payload: the same gate action from every front end);
  * 2. reports each task's end as DONE_tN (ready / merged / done) or FAIL_tN (any other final status);
  * 3. settles dependants of failed or skipped tasks with SKIP_tN (the task is cancelled, saying why;
  *    the model counts a skipped task as failed);
@@ -30,7 +31,8 @@ import { transitionTask } from '../registry/task-lifecycle.js';
 import { planTaskId } from '../registry/task-record.js';
 import type { BrainProcessDeps } from './brain-deps.js';
 import { BRAIN_OWNER, validateEndedRun } from './order-executor.js';
-import { journalPlanAdded } from '../plan/plan-library.js';
+import { recordPlanAdded } from '../plan/plan-library.js';
+import { endGoal } from '../registry/goal-lifecycle.js';
 
 /** Per plan id: how many tasks had settled when the Brain's last schedule turn ended. */
 export type ScheduleMemory = Map<string, { settledAtTurnEnd: number }>;
@@ -67,7 +69,7 @@ export async function driveSchedules(deps: BrainProcessDeps, memory: ScheduleMem
 
 /** One plan's schedule run (see the module doc). */
 export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, memory: ScheduleMemory, log: (l: string) => void, now: () => Date): Promise<void> {
-  await journalPlanAdded(deps.store, deps.library.addPlan(plan));
+  await recordPlanAdded(deps.store, deps.library.addPlan(plan));
   const workflow = deps.library.scheduleFor(plan.id);
   const started = await deps.runtime.start(workflow, { plan: plan.id });
   if (started.status === 'refused' || !started.run) {
@@ -76,12 +78,16 @@ export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, me
   }
   let run = started.run;
   if (run.status === 'finished') return;
-  const signal = async (action: string): Promise<boolean> => {
-    const r = await deps.runtime.signal(run.id, action);
+  const signal = async (action: string, data?: Record<string, unknown>): Promise<boolean> => {
+    const r = await deps.runtime.signal(run.id, action, data);
     run = r.run;
     if (!r.accepted) log(`[polly] plan ${plan.id}: the schedule refused ${action} (${r.code}): ${r.reason}`);
     return r.accepted;
   };
+  // 0. The plan gate's approval is the run's first step: one action whoever approved (the terminal,
+  //    the dashboard, polly plan approve, --yes, a maintainer's /polly approve comment), its `by`
+  //    journaled as payload. The admitted schedule dispatches nothing before it.
+  if (control(run) === 'gate' && !(await signal('APPROVED', { by: plan.decidedBy ?? 'unknown', at: plan.decidedAt ?? '' }))) return;
 
   // 1. Task ends → DONE_tN / FAIL_tN.
   const reg = await deps.store.read();
@@ -150,9 +156,8 @@ export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, me
       await deps.store.update((draft, tx) => {
         const goal = draft.goals[goalId];
         if (!goal || isGoalFinal(goal.status)) return;
-        goal.status = 'failed';
         goal.brainReport = `the plan's schedule run diverged from its admitted workflow: ${verdict.reason}`;
-        tx.emit('goal.done', { goalId, status: 'failed', reason: goal.brainReport });
+        endGoal(goal, 'failed', tx, { reason: goal.brainReport });
       });
     }
   }

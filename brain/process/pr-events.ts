@@ -384,7 +384,10 @@ export async function routePrEvents(
       t.fixRound = { round, action, eventSeqs, summary: batch.map((e) => e.line), startHead: head, baseMerge: null, startedAt: at };
       tx.emit('task.fix_round', { taskId, round, attempt, maxRounds, action, eventSeqs, run: run.id });
     });
-    const r = await deps.runtime.signal(run.id, action, { journalSeq, eventSeqs, summary: batch.map((e) => e.line) });
+    // FEEDBACK says whose it is (the workflow's `author`): `pr.feedback` is only ever a maintainer's
+    // (the forges journal anyone else's as `pr.untrusted_feedback`, which is never routed here).
+    const data = { journalSeq, eventSeqs, summary: batch.map((e) => e.line), ...(action === 'FEEDBACK' ? { author: 'maintainer' } : {}) };
+    const r = await deps.runtime.signal(run.id, action, data);
     if (r.accepted) {
       delivered++;
       log(`[polly] ${taskId}: ${action} → ${runControlState(r.run)} (fix round ${round}, fix attempt ${attempt} of ${maxRounds}; journal seq ${eventSeqs.join(', ')})`);

@@ -17,6 +17,7 @@
 import { createHash } from 'node:crypto';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { FINAL_GOAL_STATUSES, FINAL_TASK_STATUSES } from '../core/vocabulary.js';
+import { transitionGoal } from '../registry/goal-lifecycle.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import { planTaskId } from '../registry/task-record.js';
 import type { PlanRecord, PlanTaskSpec, Registry } from '../registry/registry-schema.js';
@@ -196,7 +197,7 @@ export async function askForPrs(store: Pick<RegistryStore, 'update'>, planId: st
     if (waiting.length === 0) return false;
     goal.actOnPrs = true;
     if (FINAL_GOAL_STATUSES.has(goal.status)) {
-      goal.status = 'running';
+      transitionGoal(goal, 'running');
       goal.reopenedFor = 'prs';
       tx.emit('goal.reopened', { goalId: goal.id, planId, reason: 'PR events waiting', tasks: waiting.map((t) => t.id) });
     }

@@ -24,8 +24,8 @@ import type { Harness, Purpose } from '../core/vocabulary.js';
 /** How many turn entries a task keeps (totals cover all of them). */
 export const LEDGER_TURNS_KEPT = 50;
 
-/** Who spent it: the implementer's first turn (`implement`), its follow-ups, a reviewer, or a read-only worker. */
-export type LedgerRole = Purpose | 'followup';
+/** Who spent it: the implementer's first turn (`implement`), its follow-ups, a reviewer, a read-only worker, or the goal's own LLM session (`brain`, on the goal: `GoalRecord.ledger`). */
+export type LedgerRole = Purpose | 'followup' | 'brain';
 
 /** One agent turn's usage (a subset of workers/agents/agent-adapter.ts `UsageEvent`). */
 export interface UsageFigures {

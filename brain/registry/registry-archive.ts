@@ -6,7 +6,11 @@
  * and the ended worker rows of those tasks — or, without a goal, a finished plan's tree or an
  * ad-hoc task (planId null). A tree is finished when its goal is final (done, failed, cancelled)
  * and every task in it is {@link ARCHIVABLE_TASK_STATUSES} (a `ready` or `merged` task is still
- * carried by the forge and stays).
+ * carried by the forge and stays), and nothing is still owed on the goal's issue: a goal that came
+ * from an issue whose PRs are all merged stays until Polly has said so on the issue
+ * (goal-pull-requests.ts `owesMergedNotice`). Its tasks' age counts from when they became ready,
+ * not from the merge, so a PR merged a day after its task was ready would otherwise take the tree
+ * out in the very pass that noticed the merge, before the plan gate on the issue could post it.
  *
  * Where archived records go: each unit becomes one journal event `registry.archived` whose data
  * holds the records themselves ({@link ArchiveUnit}), committed in the same registry update that
@@ -16,6 +20,7 @@
  */
 import { FINAL_GOAL_STATUSES, FINAL_TASK_STATUSES, type TaskStatus } from '../core/vocabulary.js';
 import type { GoalRecord, LocalPullRequest, PlanRecord, TaskRecord, WorkerRecord } from './registry-schema.js';
+import { owesMergedNotice } from './goal-pull-requests.js';
 
 /** The journal kind of an archive event (and of every line in `archive.jsonl`). */
 export const ARCHIVE_EVENT = 'registry.archived';
@@ -81,6 +86,7 @@ export function takeFinished(maps: ArchivableMaps, olderThan: number): ArchiveUn
     const tasks = plans.flatMap((p) => tasksOfPlan.get(p.id) ?? []);
     if (!done(tasks)) continue;
     if (tasks.length === 0 && (Date.parse(goal.createdAt) || 0) >= olderThan) continue;
+    if (owesMergedNotice(goal, maps)) continue; // the issue's "every PR merged" is still to be said
     take(goal, plans, tasks);
   }
   for (const plan of Object.values(maps.plans)) {

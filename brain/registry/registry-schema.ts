@@ -44,6 +44,44 @@ export interface GoalRecord {
   actOnPrs?: boolean;
   /** `prs`: a finished goal opened again only for its PRs' waiting events (`polly resume`): no LLM brain starts for it; cleared when it finishes again. */
   reopenedFor?: 'prs';
+  /**
+   * The goal's own LLM session's usage (role `brain`): one entry per model request, as the
+   * Brain's metering proxy read it from the API's responses (`source: 'proxy'`,
+   * brain/llm/brain-meter.ts). Absent: none yet (or a goal from before it was metered).
+   */
+  ledger?: TaskLedger;
+  /**
+   * The issue this goal came from (issue 30: `polly watch`, `polly goal --issue N`, the Brain's
+   * intake), and what Polly has posted on it. Absent on a goal stated in a terminal.
+   */
+  issue?: GoalIssueLink;
+}
+
+/**
+ * A goal's issue (brain/forge/issue-intake.ts) and Polly's memory of the conversation on it
+ * (brain/forge/issue-gate.ts): which comments were read, the coalesced progress comment, the
+ * all-merged notice. Times are ISO-8601.
+ */
+export interface GoalIssueLink {
+  /** `github`: an issue of the repository's GitHub remote; `local`: a local forge issue (`polly issue add`). */
+  forge: 'local' | 'github';
+  number: number;
+  url: string;
+  title: string;
+  /** Who opened the issue (a GitHub login; `local` on the local forge). */
+  author: string | null;
+  /** How it became a goal: `label` (a maintainer's label, by `polly watch` or the Brain's intake) or `hand` (`polly goal --issue N`). */
+  via: 'label' | 'hand';
+  /** The maintainers whose label took it in (empty when taken in by hand). */
+  labelledBy: string[];
+  /** Comment ids already read on the issue (answers, other talk, Polly's own), with each one's `updated_at` when read. */
+  seenComments?: Record<string, string>;
+  /** Comment ids Polly already answered (an answer, a refusal, an edit notice): each is answered once. */
+  answered?: number[];
+  /** The one progress comment, edited in place, and the text last written to it. */
+  progressComment?: { id: number; text: string } | null;
+  /** Set once Polly said every PR of the goal was merged. */
+  mergedNotice?: { id: number; at: string } | null;
 }
 
 export interface AdmissionRecord {
@@ -58,10 +96,18 @@ export interface AdmissionRecord {
    * Admitted plans: each compiled workflow as it was checked (schedule and implement tasks), by
    * its content hash (workflows/check/admission-cache.ts `admissionKey`: the checker's code and the
    * workflow with Polly's guarantees). A Brain that compiles the plan again reuses a verdict whose
-   * hash matches and checks only a workflow that differs (another checker or compiler version).
-   * Absent on plans recorded before it existed (they are checked once per Brain process).
+   * hash matches and checks only a workflow that differs (another checker or compiler version);
+   * that check's verdict replaces the entry here, so it runs once (brain/plan/plan-library.ts
+   * `recordPlanAdded`). Absent on plans recorded before it existed (checked once, then recorded).
    */
   workflows?: AdmittedWorkflow[];
+  /**
+   * The fingerprint of the compiler and checker that produced `workflows`
+   * (brain/plan/plan-compiler.ts `planCompilerFingerprint`): a Brain whose fingerprint differs
+   * says in the journal that another compiler re-checked the workflows whose hash changed.
+   * Absent on plans recorded before it existed.
+   */
+  compiler?: string;
 }
 
 /** One compiled workflow of an admitted plan, its content hash and the checker's verdict on it. */
@@ -118,6 +164,11 @@ export interface PlanRecord {
    * creating `<plan id>-<key>`. Absent on every other plan.
    */
   retries?: Record<string, string>;
+  /**
+   * The plan's comment on its goal's issue (brain/forge/issue-gate.ts): posted once when the plan
+   * is admitted; `decision` is the decision line last written into it (null while pending).
+   */
+  issueComment?: { id: number; postedAt: string; decision: string | null };
   askedAt: string | null;
   decidedAt: string | null;
   decidedBy: string | null;
@@ -207,6 +258,8 @@ export interface PullRequestRef {
   watch?: GitHubPullWatch;
   /** The "Landing order" section last written into the PR's body (brain/forge/landing-sync.ts); absent: none yet. */
   landing?: string | null;
+  /** The issue line last written into the PR's body (`Fixes #N` / `Refs #N`, brain/forge/issue-ref.ts); absent: none yet. */
+  issueLine?: string | null;
 }
 
 /**
@@ -427,6 +480,31 @@ export interface LocalPullRequest {
   updatedAt: string;
 }
 
+/**
+ * An issue of the local forge (`polly issue add`, brain/forge/local-issues.ts): the local twin of a
+ * GitHub issue, numbered in the same sequence as the local forge's PRs (as on GitHub).
+ */
+export interface LocalIssue {
+  number: number;
+  title: string;
+  body: string;
+  /** Labels, e.g. `polly` (config `intake.label`), which `polly watch` takes in. */
+  labels: string[];
+  state: 'open' | 'closed';
+  /** Comments, oldest first: `author` is `local` (a human at this machine) or `polly`. */
+  comments: Array<{ id: number; author: string; body: string; createdAt: string; updatedAt: string }>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/**
+ * What the issue intake (brain/forge/issue-intake.ts) has decided per issue number, so each
+ * labelled issue is taken in once: the goal it became, or why it was ignored (and who labelled it).
+ */
+export interface IntakeRecord {
+  issues: Record<string, { goalId: string | null; ignored: string | null; labelledBy: string[]; at: string }>;
+}
+
 export interface Registry {
   schemaVersion: number;
   goals: Record<string, GoalRecord>;
@@ -454,8 +532,21 @@ export interface Registry {
    * dashboard and written into each PR's body. Absent before the first computation.
    */
   landing?: LandingRecord | null;
+  /** Local forge issues by number (`polly issue add`); absent until the first. */
+  issues?: Record<string, LocalIssue>;
+  /** The issue intake's decisions (brain/forge/issue-intake.ts); absent until the first. */
+  intake?: IntakeRecord;
   /** The Brain currently owning this registry, if any. */
-  brain: { pid: number; startedAt: string; heartbeatAt: string } | null;
+  brain: {
+    pid: number;
+    startedAt: string;
+    heartbeatAt: string;
+    /**
+     * Set once a process outside this Brain found its pid gone with work pending and told the
+     * human (journal `brain.died`, brain/notify/brain-death.ts): each death is announced once.
+     */
+    deathNoticedAt?: string;
+  } | null;
   /**
    * Store-internal: the journal entries of the last committed transaction, written atomically with
    * the registry so that a crash between the registry rename and the journal append cannot lose

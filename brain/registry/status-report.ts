@@ -10,6 +10,7 @@ import { githubPullRequestStatus, pullRequestStatus, reviewText, type PullReques
 import { costJson, sumTotals, type LedgerTotals, type TaskLedger } from './cost-ledger.js';
 import type { Budget } from '../plan/budgets.js';
 import { brainHealth, type BrainHealth } from './brain-health.js';
+import { elideMiddle } from '../core/visible-text.js';
 
 /** What was spent, for machines: the totals, and the cost as `{usd, complete}` (usd null: unknown; complete false: some turns unknown). */
 export interface StatusCost {
@@ -84,7 +85,11 @@ export interface StatusReport {
    */
   unattended: Array<{ id: string; status: TaskRecord['status'] }>;
   /** `reason`: why a failed goal failed (the Brain's last report), null otherwise. */
-  goals: Array<Pick<GoalRecord, 'id' | 'text' | 'status' | 'planIds' | 'createdAt'> & { reason: string | null; spent: StatusCost }>;
+  /**
+   * `spent`: the goal's whole spending (its tasks and its own LLM session); `brain`: the LLM
+   * session's part, as the Brain's metering proxy counted it (one turn per model request).
+   */
+  goals: Array<Pick<GoalRecord, 'id' | 'text' | 'status' | 'planIds' | 'createdAt'> & { reason: string | null; spent: StatusCost; brain: StatusCost }>;
   plans: Array<{
     id: string;
     goalId: string | null;
@@ -142,7 +147,8 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
       planIds: g.planIds,
       createdAt: g.createdAt,
       reason: g.status === 'failed' ? (g.brainReport ?? null) : null,
-      spent: statusCost(sumTotals(g.planIds.flatMap((pid) => planTasks(reg, pid)).map((t) => t.ledger?.totals))),
+      spent: statusCost(sumTotals([...g.planIds.flatMap((pid) => planTasks(reg, pid)).map((t) => t.ledger?.totals), g.ledger?.totals])),
+      brain: statusCost(g.ledger?.totals ?? sumTotals([])),
     })),
     plans: byId(reg.plans).map((p) => ({
       id: p.id,
@@ -206,4 +212,24 @@ function usageFindings(t: TaskRecord): { usageFindings?: string[] } {
 function commentedReviewText(t: TaskRecord, reg: Registry): { reviewText?: string } {
   const review = t.pr!.forge === 'github' ? t.pr!.watch?.review : pullRequestStatus(reg.pullRequests[String(t.pr!.number)] ?? { reviews: [], state: t.pr!.state }, t.checks).review;
   return review === 'commented' ? { reviewText: reviewText(review, t.reviews) } : {};
+}
+
+/**
+ * A task's reason on one line: its first line, at most `max` characters (a longer one loses its
+ * middle), followed by its fix whole: the first line's text from `Fix: ` on, or else a later line
+ * that starts with `Fix` (a setup failure's last line). Polly's reasons end with what to do, and
+ * that must never be cut. Terminal escapes are made visible by the caller (`polly status` passes every line
+ * through `visibleLine`; the dashboard escapes it). Pure.
+ * @param maxFix  the most characters of the fix shown (a longer one loses its middle too).
+ */
+export function reasonLine(reason: string, max = 300, maxFix = 1200): string {
+  const lines = reason
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+  const first = lines[0] ?? '';
+  const at = first.search(/\bFix: /);
+  const fix = at > 0 ? first.slice(at) : (lines.slice(1).find((l) => /^Fix\b/.test(l)) ?? '');
+  if (!fix) return elideMiddle(first, max);
+  return `${elideMiddle(at > 0 ? first.slice(0, at).trim() : first, max)} ${elideMiddle(fix, maxFix)}`;
 }

@@ -95,7 +95,8 @@ export async function checkBase(input: {
   /** Run a cached red result again (a retry of a `base_red` task: the user may have fixed the environment). */
   recheckRed?: boolean;
   run: (command: string) => Promise<CommandResult>;
-  now?: () => Date;
+  /** The clock a result's time comes from (the task tools' `clock`). */
+  now: () => Date;
 }): Promise<{ results: BaseCheckResult[]; ran: number }> {
   const results: BaseCheckResult[] = [];
   let ran = 0;
@@ -118,7 +119,7 @@ export async function checkBase(input: {
             timedOut: r.timedOut,
             outputTail: outputTail(r.output),
             durationMs: r.durationMs,
-            at: (input.now ?? (() => new Date()))().toISOString(),
+            at: input.now().toISOString(),
           };
           writeBaseCheck(input.repoRoot, stored);
           return stored;

@@ -144,7 +144,7 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
             role: 'review',
             harness: reviewer,
             orderId,
-            at: new Date().toISOString(),
+            at: ctx.clock().toISOString(),
             endpoint: modelEndpoint(reviewer, ctx.config, ctx.agentEnv),
           }),
         );
@@ -218,7 +218,7 @@ export function createDispatchReviewTool(options: DispatchReviewToolOptions = {}
         round,
         blocking: findings.blocking,
         nonBlocking: findings.nonBlocking,
-        at: new Date().toISOString(),
+        at: ctx.clock().toISOString(),
         orderId: order.id,
         forgeReviewId: null,
       };
@@ -271,7 +271,7 @@ async function finish(ctx: TaskToolContext, reviewer: Harness, round: number, fi
     const t = draft.tasks[ctx.task.id];
     if (!t) return;
     t.feedback = blockingFeedback(t.id, reviewer, round, findings);
-    transitionTask(t, 'fixing', { reason: `review round ${round} by ${reviewer}: ${counts}`, at: new Date().toISOString() });
+    transitionTask(t, 'fixing', { reason: `review round ${round} by ${reviewer}: ${counts}`, at: ctx.clock().toISOString() });
     tx.emit('task.feedback', { taskId: t.id, source: 'review', round, blocking: findings.blocking.length });
   });
   return { outcome: 'failure', permanent: true, note: `review round ${round} by ${reviewer}: ${counts}; findings sent back to the implementer` };
@@ -280,7 +280,7 @@ async function finish(ctx: TaskToolContext, reviewer: Harness, round: number, fi
 async function setStatus(ctx: TaskToolContext, status: TaskRecord['status']): Promise<void> {
   await ctx.store.update((draft) => {
     const t = draft.tasks[ctx.task.id];
-    if (t && t.status !== status) transitionTask(t, status, { at: new Date().toISOString() });
+    if (t && t.status !== status) transitionTask(t, status, { at: ctx.clock().toISOString() });
   });
 }
 

@@ -21,6 +21,8 @@
  * the registry was lost) is adopted when its commits are this task's, and the implementer is told
  * it builds on them; anyone else's commits fail the task before any agent turn (./adopt-branch.ts).
  */
+import { join } from 'node:path';
+import { followStep } from '../registry/task-progress.js';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import type { AgentEvent, AgentRunResult } from '../../workers/agents/agent-adapter.js';
@@ -34,9 +36,9 @@ import { repositoryDefaultBranch } from '../../workers/git/repo.js';
 import { createGitRunner, firstLine } from '../../workers/git/git.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
-import { isReadOnlyPurpose, type TaskStatus } from '../core/vocabulary.js';
+import { isReadOnlyRole, type TaskStatus } from '../core/vocabulary.js';
 import type { PollyConfig } from '../config/config-schema.js';
-import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
+import { NO_CHANGE, type TaskTool, type TaskToolContext, type TaskToolOutcome } from './types.js';
 import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
 import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-step.js';
 import { cannotRunReason, checkConfinement, probeRunnersBeforeAgent } from './run-acceptance.js';
@@ -77,10 +79,10 @@ export function implementPrompt(task: TaskRecord, defaultCommands: readonly stri
 /**
  * The one way the Brain builds an agent turn (implement, follow-up, review, explore, search): the
  * gate role is the purpose, and whether the agent is read-only is decided here, once, from the
- * purpose and the config's `purpose_guard.read_only` (brain/core/vocabulary.ts `isReadOnlyPurpose`).
+ * purpose and the config's `purpose_guard.read_only` (brain/core/vocabulary.ts `isReadOnlyRole`).
  */
 export function workerTurnRequest(config: Pick<PollyConfig, 'policies'>, turn: Omit<WorkerTurnRequest, 'role' | 'readOnly'>): WorkerTurnRequest {
-  return { ...turn, role: turn.purpose as GateRole, readOnly: isReadOnlyPurpose(turn.purpose, config.policies.purpose_guard.read_only) };
+  return { ...turn, role: turn.purpose as GateRole, readOnly: isReadOnlyRole(turn.purpose, config.policies.purpose_guard.read_only) };
 }
 
 /** The turn request for the task's implementer in its worktree. */
@@ -111,7 +113,7 @@ export function implementTurn(ctx: TaskToolContext, task: TaskRecord, prompt: st
   });
 }
 
-/** The task status that names how a failed turn ended (orchestration case 1, test/workers/orchestration-workers.test.ts). */
+/** The task status that names how a failed turn ended (orchestration case 1, test/workers/supervisor/orchestration-workers.test.ts). */
 export function failedTurnStatus(status: AgentRunResult['status']): TaskStatus {
   if (status === 'agent_missing' || status === 'agent_exited' || status === 'blocked_on_prompt') return status;
   if (status === 'cancelled') return 'cancelled';
@@ -134,7 +136,7 @@ export async function recordTurn(ctx: TaskToolContext, result: WorkerTurnResult,
       role: verb === 'dispatch' ? t.purpose : 'followup',
       harness: t.worker,
       orderId: ctx.order.id,
-      at: new Date().toISOString(),
+      at: ctx.clock().toISOString(),
       endpoint: modelEndpoint(t.worker, ctx.config, ctx.agentEnv),
     });
     if (result.sessionId) t.sessionId = result.sessionId;
@@ -146,7 +148,7 @@ export async function recordTurn(ctx: TaskToolContext, result: WorkerTurnResult,
     }
     t.attempts = Object.values(draft.workers).filter((w) => w.taskId === t.id && (w.purpose ?? 'implement') === 'implement').length;
     // A turn stopped by its budget is parked by parkForBudget (turn-budget.ts), not failed here.
-    if (!budgetStop) transitionTask(t, ok ? 'checking' : failedTurnStatus(result.status), { reason, at: new Date().toISOString() });
+    if (!budgetStop) transitionTask(t, ok ? 'checking' : failedTurnStatus(result.status), { reason, at: ctx.clock().toISOString() });
     tx.emit('task.turn_ended', {
       taskId: t.id,
       orderId: ctx.order.id,
@@ -321,8 +323,8 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
   const updated = await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
     if (!t) return null;
-    Object.assign(t, record, { updatedAt: new Date().toISOString() });
-    if (setup) t.setup = setupStamp(setup);
+    Object.assign(t, record, { updatedAt: ctx.clock().toISOString() });
+    if (setup) t.setup = setupStamp(setup, ctx.clock());
     tx.emit('task.worktree', { taskId: t.id, orderId: ctx.order.id, ...record, adopted: Boolean(registered) });
     if (found.kind === 'adopted') {
       tx.emit('task.branch_adopted', {
@@ -343,8 +345,8 @@ export async function ensureWorktree(ctx: TaskToolContext): Promise<{ task: Task
 }
 
 /** The stamp of a setup run (workers/git/setup-inputs.ts). */
-function setupStamp(setup: SetupResult): SetupStamp {
-  return { command: setup.command, ok: setup.exitCode === 0 && !setup.timedOut && !setup.refGuard, inputs: setup.inputs, at: new Date().toISOString() };
+function setupStamp(setup: SetupResult, at: Date): SetupStamp {
+  return { command: setup.command, ok: setup.exitCode === 0 && !setup.timedOut && !setup.refGuard, inputs: setup.inputs, at: at.toISOString() };
 }
 
 /** Record `setup` (run again in the kept worktree) on the task and journal it; returns the fresh task. */
@@ -352,7 +354,7 @@ async function recordSetup(ctx: TaskToolContext, setup: SetupResult | null): Pro
   const fresh = await ctx.store.update((draft, tx) => {
     const t = draft.tasks[ctx.task.id];
     if (!t) return null;
-    if (setup) t.setup = setupStamp(setup);
+    if (setup) t.setup = setupStamp(setup, ctx.clock());
     tx.emit('task.setup_again', { taskId: t.id, orderId: ctx.order.id, command: setup?.command ?? null, exitCode: setup?.exitCode ?? null, worktree: t.worktree });
     return structuredClone(t);
   });
@@ -407,6 +409,8 @@ async function baseCheck(
         timeoutSeconds: ctx.config.acceptance.timeout,
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       };
+      // Which base check runs and its output as it comes, for polly ui and status --watch.
+      const step = followStep(join(ctx.repoRoot, '.polly'), task.id, 'base check', 'base-check');
       const out = await checkBase({
         repoRoot: ctx.repoRoot,
         baseCommit: task.baseCommit!,
@@ -414,11 +418,13 @@ async function baseCheck(
         knownRed,
         canRun,
         recheckRed,
+        now: ctx.clock,
         run: (command) => {
           ctx.progress(`${task.id}: base check: ${command}`);
-          return runCheck(command, run);
+          step.command(command);
+          return runCheck(command, { ...run, onOutput: step.output });
         },
-      });
+      }).finally(() => step.end());
       await recordArtifacts(git, worktree, untrackedBefore);
       return out;
     },
@@ -438,7 +444,7 @@ async function baseCheck(
     const t = draft.tasks[task.id];
     if (!t) return;
     Object.assign(t, { worktree: null, branch: null, baseCommit: null });
-    transitionTask(t, 'base_red', { reason, at: new Date().toISOString() });
+    transitionTask(t, 'base_red', { reason, at: ctx.clock().toISOString() });
     tx.emit('task.base_red', { taskId: t.id, orderId: ctx.order.id, command: red.command, exitCode: red.exitCode, timedOut: red.timedOut, baseCommit: red.baseCommit });
   });
   ctx.progress(`${task.id}: ${reason.split('\n')[0]}`);
@@ -450,7 +456,7 @@ async function failBeforeAgent(ctx: TaskToolContext, kind: string, reason: strin
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[ctx.task.id];
     if (!t) return;
-    transitionTask(t, 'failed', { reason, at: new Date().toISOString() });
+    transitionTask(t, 'failed', { reason, at: ctx.clock().toISOString() });
     tx.emit(kind, { taskId: t.id, orderId: ctx.order.id, reason });
   });
   return { outcome: 'failure', permanent: true, note: `dispatch: ${reason.split('\n')[0]}` };
@@ -460,9 +466,6 @@ async function failBeforeAgent(ctx: TaskToolContext, kind: string, reason: strin
 export function adoptedWorkNote(task: Pick<TaskRecord, 'branch' | 'id'>, adoption: Extract<BranchAdoption, { kind: 'adopted' }>): string {
   return `\n\nThis branch (${task.branch ?? `polly/${task.id}`}) already holds ${adoption.commits} commit(s) from an earlier run of this same task, up to ${adoption.remoteTip.slice(0, 12)}. Check that work against the task and its acceptance and finish what is missing; if nothing is, change nothing.`;
 }
-
-/** The reason of a task whose worker changed nothing: its dispatch fails with it, and nothing is pushed. */
-export const NO_CHANGE = 'the worker made no change';
 
 /**
  * True when the worktree differs from the task's base: uncommitted or untracked files
@@ -498,7 +501,7 @@ export const dispatch: TaskTool = async (ctx) => {
     await ctx.store.update((draft, tx) => {
       const t = draft.tasks[ctx.task.id];
       if (!t) return;
-      transitionTask(t, 'failed', { reason, at: new Date().toISOString() });
+      transitionTask(t, 'failed', { reason, at: ctx.clock().toISOString() });
       tx.emit('task.worktree_failed', { taskId: t.id, orderId: ctx.order.id, code: error.code, reason });
     });
     return { outcome: 'failure', permanent: error.code !== 'git_failed', note: `dispatch: ${reason}` };
@@ -531,9 +534,9 @@ export const dispatch: TaskTool = async (ctx) => {
   }
   await ctx.store.update((draft) => {
     const t = draft.tasks[task.id];
-    if (t && t.status !== 'running') transitionTask(t, 'running', { reason: null, at: new Date().toISOString() });
+    if (t && t.status !== 'running') transitionTask(t, 'running', { reason: null, at: ctx.clock().toISOString() });
   });
-  const watch = await createBudgetWatch({ store: ctx.store, task }, ctx.signal);
+  const watch = await createBudgetWatch({ store: ctx.store, task, repoRoot: ctx.repoRoot }, ctx.signal);
   const spentAlready = watch.stopped();
   if (spentAlready) return parkForBudget({ ...ctx, task }, spentAlready);
   ctx.progress(`${task.id}: ${task.worker} starts in ${task.worktree}`);
@@ -564,7 +567,7 @@ export const dispatch: TaskTool = async (ctx) => {
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
     if (!t) return;
-    transitionTask(t, 'failed', { reason: `${NO_CHANGE}${said}`, at: new Date().toISOString() });
+    transitionTask(t, 'failed', { reason: `${NO_CHANGE}${said}`, at: ctx.clock().toISOString() });
     tx.emit('task.no_change', { taskId: t.id, orderId: ctx.order.id, worktree: task.worktree });
   });
   return {

@@ -132,7 +132,7 @@ async function record(ctx: TaskToolContext, merge: NonNullable<FixRoundRecord['b
     if (!clean) {
       t.feedback = conflictFeedback({ round: t.fixRound?.round ?? 1, maxRounds: null, ref: merge.ref, commit: merge.commit, branch: taskBranch(t), files: merge.files });
     }
-    t.updatedAt = new Date().toISOString();
+    t.updatedAt = ctx.clock().toISOString();
     tx.emit('task.base_merge', { taskId: t.id, ref: merge.ref, commit: merge.commit, files: merge.files, clean, orderId: ctx.order.id });
   });
 }

@@ -29,15 +29,16 @@ export function createMarkReadyTool(): TaskTool {
           const t = draft.tasks[task.id];
           if (!t?.pr || t.pr.state === info.state) return;
           t.pr.state = info.state;
-          t.updatedAt = new Date().toISOString();
+          t.updatedAt = ctx.clock().toISOString();
           tx.emit('task.pr_state', { taskId: t.id, number, state: info.state });
         });
         if (info.state === 'merged') return { outcome: 'ok', note: `PR #${number} was already merged by a human; nothing to mark ready` };
         return { outcome: 'failure', permanent: true, note: `PR #${number} was closed without merging; it cannot be marked ready. Reopen it on the forge or cancel the task.` };
       }
       if (info.state !== 'ready') {
-        const t = (await ctx.store.read()).tasks[task.id] ?? task;
-        const body = renderPrBody(prBodyInputOf(t));
+        const reg = await ctx.store.read();
+        const t = reg.tasks[task.id] ?? task;
+        const body = renderPrBody(prBodyInputOf(t, reg));
         // The description was written when the draft opened ("Review: pending"): it gets the final state too.
         await ctx.forge.updateBody(number, body);
         await ctx.forge.comment(number, `**Final state: ready for review.**\n\n${body}`);
@@ -52,7 +53,7 @@ export function createMarkReadyTool(): TaskTool {
       if (!t?.pr) return;
       if (t.pr.state === 'ready' && t.status === 'ready') return;
       t.pr.state = 'ready';
-      transitionTask(t, 'ready', { reason: null, at: new Date().toISOString() });
+      transitionTask(t, 'ready', { reason: null, at: ctx.clock().toISOString() });
       t.feedback = null;
       // `fixRound`: the fix round this ready ends (null the first time), so a notification can say the feedback was handled.
       tx.emit('task.pr_ready', { taskId: t.id, number, url: t.pr.url, orderId: ctx.order.id, fixRound: t.fixRound?.round ?? null });

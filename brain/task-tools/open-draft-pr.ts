@@ -15,6 +15,7 @@
 import { isPollyError } from '../core/errors.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { prBodyInputOf, renderPrBody } from '../forge/pr-body.js';
+import { reviewerFor } from '../plan/plan-agents.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import { HARNESSES, HARNESS_VENDOR, type Harness } from '../core/vocabulary.js';
@@ -27,9 +28,8 @@ import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
  * @returns `{reviewer}` or `{error}` (a sentence naming the value at fault and where to fix it).
  */
 export function chooseReviewer(task: Pick<TaskRecord, 'id' | 'worker' | 'reviewer'>, config: Pick<PollyConfig, 'review'>): { reviewer: Harness } | { error: string } {
-  const pairs = config.review.pairs[task.worker] ?? [];
   const planned = task.reviewer;
-  const reviewer = planned ?? pairs[0] ?? null;
+  const reviewer = reviewerFor(task, config.review.pairs);
   const where = planned ? `the plan's reviewer for task ${task.id}` : `review.pairs.${task.worker} in .polly/config.yaml`;
   if (!reviewer)
     return {
@@ -67,10 +67,14 @@ export function createOpenDraftPrTool(): TaskTool {
 
     let opened: OpenedPullRequest | null = null;
     let adopted = false;
+    /** The issue line written into the body (`Fixes #N`), recorded with the PR for the landing sync. */
+    let issueLine: string | null = null;
     try {
       const reg = await ctx.store.read();
       const fresh = reg.tasks[task.id] ?? task;
-      const body = renderPrBody(prBodyInputOf(fresh));
+      const input = prBodyInputOf(fresh, reg);
+      issueLine = input.issueLine ?? null;
+      const body = renderPrBody(input);
       const found = await ctx.forge.findOpenPullRequest(head, task.baseBranch);
       if (found) {
         // The PR an earlier run opened (a Brain killed before it recorded it, or a registry lost
@@ -86,23 +90,23 @@ export function createOpenDraftPrTool(): TaskTool {
       const permanent = isPollyError(error) && (error.code === 'bad_input' || error.code === 'not_found');
       return { outcome: 'failure', ...(permanent ? { permanent } : {}), note: `opening the draft PR ${head} → ${task.baseBranch} failed: ${message}` };
     }
-    await record(ctx, { opened, adopted }, reviewer);
+    await record(ctx, { opened, adopted, issueLine }, reviewer);
     ctx.progress(`${task.id}: draft PR #${opened.number} ${opened.url} (reviewer ${reviewer})`);
     return { outcome: 'ok', data: { reviewer }, note: `${adopted ? 'adopted' : 'opened'} draft PR #${opened.number} ${head} → ${task.baseBranch}; reviewer ${reviewer}` };
   };
 }
 
-async function record(ctx: TaskToolContext, pr: { opened: OpenedPullRequest; adopted: boolean } | null, reviewer: Harness): Promise<void> {
+async function record(ctx: TaskToolContext, pr: { opened: OpenedPullRequest; adopted: boolean; issueLine: string | null } | null, reviewer: Harness): Promise<void> {
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[ctx.task.id];
     if (!t) return;
     if (pr && !t.pr) {
-      t.pr = { forge: pr.opened.forge, number: pr.opened.number, url: pr.opened.url, state: pr.opened.state };
-      transitionTask(t, 'pr_open', { at: new Date().toISOString() });
+      t.pr = { forge: pr.opened.forge, number: pr.opened.number, url: pr.opened.url, state: pr.opened.state, ...(pr.issueLine ? { issueLine: pr.issueLine } : {}) };
+      transitionTask(t, 'pr_open', { at: ctx.clock().toISOString() });
       tx.emit('task.pr_opened', { taskId: t.id, number: pr.opened.number, url: pr.opened.url, forge: pr.opened.forge, reviewer, adopted: pr.adopted, orderId: ctx.order.id });
     }
     if (t.reviewer !== reviewer) t.reviewer = reviewer;
-    t.updatedAt = new Date().toISOString();
+    t.updatedAt = ctx.clock().toISOString();
   });
 }
 

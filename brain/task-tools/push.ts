@@ -17,8 +17,7 @@ import { isPollyError } from '../core/errors.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
 import { recordPollyRefWrite } from '../../workers/git/ref-guard.js';
 import { secretScanStep } from './secret-scan-step.js';
-import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
-import { NO_CHANGE } from './dispatch.js';
+import { NO_CHANGE, type TaskTool, type TaskToolContext, type TaskToolOutcome } from './types.js';
 
 export interface PushToolOptions {
   git?: GitRunner;
@@ -101,7 +100,7 @@ async function record(ctx: TaskToolContext, branch: string, commit: string, alre
     if (t.headCommit === commit && t.branch === branch && already) return;
     t.headCommit = commit;
     t.branch = branch;
-    t.updatedAt = new Date().toISOString();
+    t.updatedAt = ctx.clock().toISOString();
     tx.emit('task.pushed', { taskId: t.id, branch, commit, orderId: ctx.order.id, already });
   });
 }

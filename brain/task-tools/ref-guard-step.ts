@@ -72,7 +72,7 @@ export interface RefGuardStepOptions<T = unknown> {
 }
 
 /** What {@link withRefGuard} needs of a tool context (the Brain's read-only task runner passes the same). */
-export type RefGuardContext = Pick<TaskToolContext, 'repoRoot' | 'store' | 'progress'> & {
+export type RefGuardContext = Pick<TaskToolContext, 'repoRoot' | 'store' | 'progress' | 'clock'> & {
   task: Pick<TaskToolContext['task'], 'id' | 'branch'>;
   order: Pick<TaskToolContext['order'], 'id'>;
 };
@@ -136,7 +136,7 @@ export async function withRefGuard<T>(
       quarantined: report.quarantined,
     });
     const t = draft.tasks[ctx.task.id];
-    if (t) transitionTask(t, 'failed', { at: new Date().toISOString(), reason: reason.slice(0, 2000) });
+    if (t) transitionTask(t, 'failed', { at: ctx.clock().toISOString(), reason: reason.slice(0, 2000) });
   });
   rmSync(file, { force: true });
   ctx.progress(`${ctx.task.id}: ${reason}`);
@@ -186,6 +186,6 @@ export function guardFailure(violation: GuardViolation): TaskToolOutcome {
 export async function reassertGuardFailure(ctx: RefGuardContext, violation: GuardViolation): Promise<void> {
   await ctx.store.update((draft) => {
     const t = draft.tasks[ctx.task.id];
-    if (t) transitionTask(t, 'failed', { at: new Date().toISOString(), reason: violation.reason.slice(0, 2000) });
+    if (t) transitionTask(t, 'failed', { at: ctx.clock().toISOString(), reason: violation.reason.slice(0, 2000) });
   });
 }

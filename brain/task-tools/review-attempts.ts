@@ -76,7 +76,7 @@ export async function reviewAttemptFailure(ctx: RefGuardContext, step: string, a
     if (a.gate.length > 0) tx.emit('guard.gate_refused', { ...base, attempts: a.gate });
     if (a.tools.length > 0) tx.emit('guard.tool_refused', { ...base, attempts: a.tools });
     const t = draft.tasks[ctx.task.id];
-    if (t) transitionTask(t, 'failed', { at: new Date().toISOString(), reason: reason.slice(0, 2000) });
+    if (t) transitionTask(t, 'failed', { at: ctx.clock().toISOString(), reason: reason.slice(0, 2000) });
   });
   ctx.progress(`${ctx.task.id}: ${reason}`);
   return { outcome: 'failure', permanent: true, note: reason };

@@ -5,7 +5,7 @@
  * `acceptance.network`; fail closed unless `workers.allow_unconfined`).
  *
  * - green → `worktrees.commitAll` with the message `<title>\n\nPolly-Task: <id>` (everything the
- *   agent left, including when its own `git commit` failed in a sandbox: orchestration case 8, test/workers/orchestration-workers.test.ts;
+ *   agent left, including when its own `git commit` failed in a sandbox: orchestration case 8, test/workers/supervisor/orchestration-workers.test.ts;
  *   not what the checks themselves wrote, recorded as Polly's artifacts: workers/git/polly-artifacts.ts),
  *   record `headCommit`, `checks`, clear `feedback` → ok;
  * - red → store {@link formatCheckFeedback} as the task's `feedback` for `send_followup`, record
@@ -35,6 +35,7 @@
  *
  * Idempotent: a re-run after a crash finds nothing left to commit and records the branch tip.
  */
+import { followStep } from '../registry/task-progress.js';
 import { DEFAULT_PROTECTED_PATHS } from '../../workers/git/protected-paths.js';
 import { existsSync } from 'node:fs';
 import { formatCheckFeedback, runAcceptance, runCheck } from '../../workers/acceptance.js';
@@ -200,6 +201,7 @@ export function checkConfinement(ctx: Pick<TaskToolContext, 'repoRoot' | 'config
     network: ctx.config.acceptance.network ?? false,
     allowUnconfined: ctx.config.workers.allow_unconfined ?? false,
     passthrough: ctx.config.workers.env_passthrough ?? [],
+    toolPaths: ctx.config.workers.tool_paths ?? [],
     limits: ctx.config.workers.limits ?? {},
   });
 }
@@ -229,7 +231,7 @@ async function failAtOnce(ctx: TaskToolContext, results: CommandResult[], reason
     if (!t) return;
     t.checks = results;
     t.feedback = null;
-    transitionTask(t, 'failed', { reason, at: new Date().toISOString() });
+    transitionTask(t, 'failed', { reason, at: ctx.clock().toISOString() });
     tx.emit(event, { taskId: t.id, orderId: ctx.order.id, ...data });
   });
   ctx.progress(`${ctx.task.id}: ${reason}`);
@@ -315,7 +317,7 @@ async function pathContractRefusal(ctx: TaskToolContext, results: CommandResult[
       t.protectedRefusals = refusals;
       if (backupRef) t.backupRefs = [...t.backupRefs, backupRef];
       // Not `finished`: the run's end is still held to its admitted workflow (brain/process/order-executor.ts keeps the task parked).
-      transitionTask(t, 'parked', { reason, at: new Date().toISOString() });
+      transitionTask(t, 'parked', { reason, at: ctx.clock().toISOString() });
       tx.emit('task.protected_paths_refused', event);
       tx.emit('task.parked', { taskId: t.id, reason, backupRef, worktree: t.worktree ?? null });
     });
@@ -337,7 +339,7 @@ async function pathContractRefusal(ctx: TaskToolContext, results: CommandResult[
     t.feedback =
       `The checks are green, but nothing was committed. ${told.join('\n\n')}\n\n` +
       'Undo your changes to these files (restore tracked ones with git checkout -- FILE, delete new ones) and keep the rest of your work. Do not try another path to the same effect; if the task cannot be done without them, say so in your answer.';
-    transitionTask(t, 'fixing', { reason: what, at: new Date().toISOString() });
+    transitionTask(t, 'fixing', { reason: what, at: ctx.clock().toISOString() });
     tx.emit('task.protected_paths_refused', event);
   });
   return { outcome: 'failure', permanent: true, note: `run_acceptance: ${what}` };
@@ -353,7 +355,7 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   ctx.progress(`${task.id}: running ${commands.length} acceptance command(s)`);
   await ctx.store.update((draft) => {
     const t = draft.tasks[task.id];
-    if (t && t.status !== 'checking') transitionTask(t, 'checking', { at: new Date().toISOString() });
+    if (t && t.status !== 'checking') transitionTask(t, 'checking', { at: ctx.clock().toISOString() });
   });
   let confinement: Awaited<ReturnType<typeof commandSandbox>>;
   try {
@@ -375,7 +377,7 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
         const t = draft.tasks[task.id];
         if (!t) return;
         t.feedback = `The merge of the base is not resolved: conflict markers are left in these lines:\n\n${left.map((l) => `- ${l}`).join('\n')}\n\nResolve each conflict keeping both sides' intent and remove every marker; do not commit, Polly commits the merge once the checks are green.`;
-        transitionTask(t, 'fixing', { reason: `acceptance red: ${why}`, at: new Date().toISOString() });
+        transitionTask(t, 'fixing', { reason: `acceptance red: ${why}`, at: ctx.clock().toISOString() });
         tx.emit('task.checks', { taskId: t.id, orderId: ctx.order.id, green: false, failed: why });
       });
       return { outcome: 'failure', permanent: true, note: `run_acceptance: red (${why})` };
@@ -392,7 +394,11 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
       const run = { cwd: task.worktree!, env: confinement.env, sandbox: confinement.sandbox, ...(ctx.signal ? { signal: ctx.signal } : {}) };
       // What the checks write (bytecode, caches, reports) is Polly's, never committed (workers/git/polly-artifacts.ts).
       const untrackedBefore = await untrackedPaths(git, task.worktree!);
-      const outcome = await runAcceptance({ ...run, commands, timeoutSeconds: ctx.config.acceptance.timeout });
+      // Which check runs and its output as it comes, for polly ui and status --watch.
+      const step = followStep(join(ctx.repoRoot, '.polly'), task.id, 'checks', 'checks');
+      const outcome = await runAcceptance({ ...run, commands, timeoutSeconds: ctx.config.acceptance.timeout, onCommand: step.command, onOutput: step.output }).finally(() =>
+        step.end(),
+      );
       const found = outcome.green ? null : await cannotRun(outcome.results, run);
       await recordArtifacts(git, task.worktree!, untrackedBefore);
       return { outcome, found };
@@ -428,7 +434,7 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
       if (!t) return;
       t.checks = outcome.results;
       t.feedback = feedback;
-      transitionTask(t, 'fixing', { reason: `acceptance red: ${why}`, at: new Date().toISOString() });
+      transitionTask(t, 'fixing', { reason: `acceptance red: ${why}`, at: ctx.clock().toISOString() });
       tx.emit('task.checks', { taskId: t.id, orderId: ctx.order.id, green: false, failed: why });
     });
     // Red is a result, not a fault: it goes back to the agent at once (TESTS_RED), instead of
@@ -458,7 +464,7 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
     t.checks = outcome.results;
     t.feedback = null;
     t.headCommit = commit;
-    transitionTask(t, 'green', { reason: null, at: new Date().toISOString() });
+    transitionTask(t, 'green', { reason: null, at: ctx.clock().toISOString() });
     tx.emit('task.checks', { taskId: t.id, orderId: ctx.order.id, green: true, headCommit: commit });
   });
   return { outcome: 'ok', note: `run_acceptance: green (${commands.length} command(s)); committed ${commit.slice(0, 12)} on ${task.branch ?? `polly/${task.id}`}` };

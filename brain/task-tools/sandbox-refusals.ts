@@ -81,7 +81,7 @@ export async function sandboxRefusalFailure(ctx: RefGuardContext, step: string, 
   await ctx.store.update((draft, tx) => {
     tx.emit('guard.sandbox_refused', { taskId: ctx.task.id, orderId: ctx.order.id, step, lines });
     const t = draft.tasks[ctx.task.id];
-    if (t) transitionTask(t, 'failed', { at: new Date().toISOString(), reason: reason.slice(0, 2000) });
+    if (t) transitionTask(t, 'failed', { at: ctx.clock().toISOString(), reason: reason.slice(0, 2000) });
   });
   ctx.progress(`${ctx.task.id}: ${reason}`);
   return { outcome: 'failure', permanent: true, note: reason };

@@ -25,7 +25,7 @@ export async function secretScanStep(ctx: TaskToolContext, stage: 'commit' | 'pu
   await ctx.store.update((draft, tx) => {
     tx.emit('guard.secret_found', { taskId: task.id, orderId: ctx.order.id, stage, findings: scan.findings });
     const t = draft.tasks[task.id];
-    if (t) transitionTask(t, 'failed', { at: new Date().toISOString(), reason: reason.slice(0, 2000) });
+    if (t) transitionTask(t, 'failed', { at: ctx.clock().toISOString(), reason: reason.slice(0, 2000) });
   });
   ctx.progress(`${task.id}: ${reason}`);
   return { outcome: 'failure', permanent: true, note: reason };

@@ -44,7 +44,7 @@ export const sendFollowup: TaskTool = async (ctx) => {
   }
   await ctx.store.update((draft) => {
     const t = draft.tasks[task.id];
-    if (t && t.status !== 'running') transitionTask(t, 'running', { at: new Date().toISOString() });
+    if (t && t.status !== 'running') transitionTask(t, 'running', { at: ctx.clock().toISOString() });
   });
   const watch = await createBudgetWatch(ctx, ctx.signal);
   const spentAlready = watch.stopped();

@@ -17,6 +17,8 @@ import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-t
 import { isPollyError } from '../core/errors.js';
 import { addTurn, ledgerTurn, meteredUsage, sumTotals, totalTokens, turnUsage, type LedgerRole, type LedgerTotals } from '../registry/cost-ledger.js';
 import type { MeterBudget } from '../../workers/metering/metering-proxy.js';
+import { ensureGoalLedger, goalLedgerPath, openGoalLedger, type GoalMeterSpec } from '../../workers/metering/goal-ledger.js';
+import { join } from 'node:path';
 import type { Registry, TaskRecord } from '../registry/registry-schema.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import type { RegistryTx } from '../registry/registry-store.js';
@@ -42,10 +44,12 @@ export interface BudgetWatch {
   /** The limit this turn reached, or an earlier turn had already reached (then do not start it); null otherwise. */
   stopped(): BudgetStop | null;
   /**
-   * What remains of the task's and the goal's budget before this turn (the smaller of each
-   * field), for the run's metering proxy to enforce (`WorkerTurnRequest.meter.budget`); null: no limit.
+   * What remains of the task's own budget before this turn, for the run's metering proxy to
+   * enforce (`WorkerTurnRequest.meter.budget`); null: no limit. The goal's is {@link goalMeter}.
    */
   remaining(): MeterBudget | null;
+  /** The goal's shared ledger and whole limit for the run's proxy (`WorkerTurnRequest.meter.goal`); null: the task has no goal (or no repoRoot was given). */
+  goalMeter(): GoalMeterSpec | null;
 }
 
 /** The goal of a task (through its plan), or null. */
@@ -53,13 +57,14 @@ export function goalOfTask(reg: Pick<Registry, 'plans'>, task: Pick<TaskRecord, 
   return task.planId ? (reg.plans[task.planId]?.goalId ?? null) : null;
 }
 
-/** What a goal's tasks have spent so far (the sum of their ledgers). */
-export function goalSpent(reg: Pick<Registry, 'plans' | 'tasks'>, goalId: string): LedgerTotals {
-  return sumTotals(
-    Object.values(reg.tasks)
+/** What a goal has spent so far: the sum of its tasks' ledgers and its own LLM session's (`GoalRecord.ledger`, role `brain`). */
+export function goalSpent(reg: Pick<Registry, 'plans' | 'tasks'> & { goals?: Registry['goals'] }, goalId: string): LedgerTotals {
+  return sumTotals([
+    ...Object.values(reg.tasks)
       .filter((t) => goalOfTask(reg, t) === goalId)
       .map((t) => t.ledger?.totals),
-  );
+    reg.goals?.[goalId]?.ledger?.totals,
+  ]);
 }
 
 /** The goal budget in force for a goal: its plans' resolved `perGoal` (the first plan that sets one). */
@@ -68,16 +73,46 @@ export function goalBudget(reg: Pick<Registry, 'plans'>, goalId: string): Budget
   return null;
 }
 
+/** The `.polly` directory of a repository (where the goals' ledgers live, workers/metering/goal-ledger.ts). */
+export function pollyDirOf(repoRoot: string): string {
+  return join(repoRoot, '.polly');
+}
+
+/**
+ * The shared ledger of `goalId` (workers/metering/goal-ledger.ts), created when missing with what
+ * the goal had spent before it existed (its tasks' and its Brain's ledgers in the registry), and
+ * the goal's spending now: the larger of the ledger's total and the registry's sum, per figure
+ * (a turn run before the ledger existed is in the registry only).
+ */
+export function goalMeterState(reg: Pick<Registry, 'plans' | 'tasks' | 'goals'>, repoRoot: string, goalId: string): { ledger: string; spent: { tokens: number; usd: number } } {
+  const ledger = goalLedgerPath(pollyDirOf(repoRoot), goalId);
+  const recorded = goalSpent(reg, goalId);
+  ensureGoalLedger(ledger, { tokens: totalTokens(recorded), usd: recorded.costUsd });
+  const l = openGoalLedger(ledger);
+  try {
+    const t = l.total();
+    return { ledger, spent: { tokens: Math.max(t.tokens, totalTokens(recorded)), usd: Math.max(t.usd, recorded.costUsd) } };
+  } finally {
+    l.close();
+  }
+}
+
 /**
  * Start watching a turn of `ctx.task` (reads the registry once for what was spent before).
+ * With `ctx.repoRoot` and a task of a goal, the goal's budget is the goal's shared ledger
+ * (workers/metering/goal-ledger.ts): every proxy of the goal charges it and refuses once it is
+ * spent, and the watch reads it on every metered request. Without `repoRoot` (older callers) the
+ * goal is counted from the registry alone.
  * @param parent  the tool's own signal (a cancel of the run).
  */
-export async function createBudgetWatch(ctx: Pick<TaskToolContext, 'store' | 'task'>, parent: AbortSignal): Promise<BudgetWatch> {
+export async function createBudgetWatch(ctx: Pick<TaskToolContext, 'store' | 'task'> & { repoRoot?: string }, parent: AbortSignal): Promise<BudgetWatch> {
   const reg = await ctx.store.read();
   const task = reg.tasks[ctx.task.id] ?? ctx.task;
   const goalId = goalOfTask(reg, task);
   const taskLimit = task.budget ?? null;
   const goalLimit = goalId ? goalBudget(reg, goalId) : null;
+  const goalState = goalId && ctx.repoRoot ? goalMeterState(reg, ctx.repoRoot, goalId) : null;
+  const ledger = goalState ? openGoalLedger(goalState.ledger) : null;
   const before = { task: task.ledger?.totals ?? sumTotals([]), goal: goalId ? goalSpent(reg, goalId) : sumTotals([]) };
   const controller = new AbortController();
   const onParentAbort = () => controller.abort(parent.reason);
@@ -86,6 +121,13 @@ export async function createBudgetWatch(ctx: Pick<TaskToolContext, 'store' | 'ta
   const usage: AgentEvent[] = [];
   let metered = false;
   let stop: BudgetStop | null = null;
+  /** The goal's spending now: its shared ledger (every run's and the Brain's requests as charged), else the registry plus this turn. */
+  const goalNow = (add: (t: LedgerTotals) => { tokens: number; usd: number }): { tokens: number; usd: number } => {
+    if (!ledger || !goalState) return add(before.goal);
+    const t = ledger.total();
+    const here = add(before.goal);
+    return { tokens: Math.max(t.tokens, goalState.spent.tokens, metered ? 0 : here.tokens), usd: Math.max(t.usd, goalState.spent.usd, metered ? 0 : here.usd) };
+  };
   const check = (): void => {
     if (stop) return;
     // A metered turn counts only what the proxy read from the API; the stream is not a number then.
@@ -94,7 +136,7 @@ export async function createBudgetWatch(ctx: Pick<TaskToolContext, 'store' | 'ta
     const t = budgetReached(taskLimit, add(before.task));
     if (t && taskLimit) stop = { scope: 'task', goalId, budget: taskLimit, reach: t };
     else if (goalId && goalLimit) {
-      const g = budgetReached(goalLimit, add(before.goal));
+      const g = budgetReached(goalLimit, goalNow(add));
       if (g) stop = { scope: 'goal', goalId, budget: goalLimit, reach: g };
     }
     if (stop) {
@@ -118,35 +160,31 @@ export async function createBudgetWatch(ctx: Pick<TaskToolContext, 'store' | 'ta
     },
     stopped: () => stop,
     remaining: () => {
-      const left = (b: Budget | null, t: LedgerTotals): MeterBudget | null => {
-        if (!b) return null;
-        const out: MeterBudget = {};
-        if (typeof b.tokens === 'number') out.tokens = Math.max(0, b.tokens - totalTokens(t));
-        if (typeof b.usd === 'number') out.usd = Math.max(0, b.usd - t.costUsd);
-        return out;
-      };
-      const a = left(taskLimit, before.task);
-      const g = goalId ? left(goalLimit, before.goal) : null;
-      if (!a && !g) return null;
-      const pick = (x: number | null | undefined, y: number | null | undefined): number | undefined =>
-        typeof x === 'number' ? (typeof y === 'number' ? Math.min(x, y) : x) : typeof y === 'number' ? y : undefined;
+      if (!taskLimit) return null;
       const out: MeterBudget = {};
-      const tokens = pick(a?.tokens, g?.tokens);
-      const usd = pick(a?.usd, g?.usd);
-      if (tokens !== undefined) out.tokens = tokens;
-      if (usd !== undefined) out.usd = usd;
+      if (typeof taskLimit.tokens === 'number') out.tokens = Math.max(0, taskLimit.tokens - totalTokens(before.task));
+      if (typeof taskLimit.usd === 'number') out.usd = Math.max(0, taskLimit.usd - before.task.costUsd);
       return out;
     },
+    goalMeter: () =>
+      goalId && goalState
+        ? {
+            goalId,
+            ledger: goalState.ledger,
+            limit: { ...(typeof goalLimit?.tokens === 'number' ? { tokens: goalLimit.tokens } : {}), ...(typeof goalLimit?.usd === 'number' ? { usd: goalLimit.usd } : {}) },
+          }
+        : null,
   };
 }
 
 /**
- * `request` with its metering (`WorkerTurnRequest.meter`): what remains of the task's and goal's
- * budget ({@link BudgetWatch.remaining}), which the run's metering proxy enforces by refusing the
- * next model request once it is spent, and the config's `prices`.
+ * `request` with its metering (`WorkerTurnRequest.meter`): what remains of the task's budget
+ * ({@link BudgetWatch.remaining}) and the goal's shared ledger and limit ({@link BudgetWatch.goalMeter}),
+ * which the run's metering proxy enforces by refusing the next model request once either is
+ * spent, and the config's `prices`.
  */
-export function withMeter<R extends WorkerTurnRequest>(request: R, watch: Pick<BudgetWatch, 'remaining'>, config: Pick<PollyConfig, 'prices'>): R {
-  return { ...request, meter: { budget: watch.remaining(), prices: config.prices ?? {} } };
+export function withMeter<R extends WorkerTurnRequest>(request: R, watch: Pick<BudgetWatch, 'remaining' | 'goalMeter'>, config: Pick<PollyConfig, 'prices'>): R {
+  return { ...request, meter: { budget: watch.remaining(), prices: config.prices ?? {}, goal: watch.goalMeter() } };
 }
 
 /**
@@ -226,7 +264,7 @@ export async function parkForBudget(ctx: TaskToolContext, stop: BudgetStop, extr
     if (backupRef) t.backupRefs = [...t.backupRefs, backupRef];
     // Not `finished`: the run's end (WORKER_FAILED) is still held to its admitted workflow and
     // records the finish (brain/process/order-executor.ts keeps the task parked).
-    if (t.status !== 'parked') transitionTask(t, 'parked', { reason, at: new Date().toISOString() });
+    if (t.status !== 'parked') transitionTask(t, 'parked', { reason, at: ctx.clock().toISOString() });
     tx.emit('budget.reached', {
       taskId: t.id,
       goalId: stop.goalId,
@@ -237,7 +275,7 @@ export async function parkForBudget(ctx: TaskToolContext, stop: BudgetStop, extr
       orderId: ctx.order.id,
       workerId: extra.workerId ?? null,
     });
-    tx.emit('task.parked', { taskId: t.id, reason, backupRef, worktree: t.worktree ?? null }); // the worktree is kept in place
+    tx.emit('task.parked', { taskId: t.id, reason, backupRef, worktree: t.worktree ?? null, budget: true }); // the worktree is kept in place
   });
   ctx.progress(`${ctx.task.id}: parked: ${reason}`);
   return { outcome: 'failure', permanent: true, note: `budget: ${reason}` };

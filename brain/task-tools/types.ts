@@ -30,6 +30,8 @@ export interface TaskToolContext {
   /** One-line progress for the live view. */
   progress(line: string): void;
   signal: AbortSignal;
+  /** The clock every time a tool writes comes from (the Brain's, so a test can move it): never a bare `new Date()`. */
+  clock: () => Date;
 }
 
 export interface TaskToolOutcome {
@@ -50,3 +52,10 @@ export interface TaskToolOutcome {
 }
 
 export type TaskTool = (ctx: TaskToolContext) => Promise<TaskToolOutcome>;
+
+/**
+ * The reason of a task whose worker changed nothing: its dispatch fails with it (./dispatch.ts),
+ * push refuses a branch still at its base with it (./push.ts), and the Brain's end-of-run reason
+ * keeps it (brain/process/order-executor.ts).
+ */
+export const NO_CHANGE = 'the worker made no change';

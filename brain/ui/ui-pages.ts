@@ -11,7 +11,10 @@ import { pullRequestStatus } from '../forge/pr-status.js';
 import { visibleText } from '../core/visible-text.js';
 import { formatCost, formatTotals, formatUsd } from '../registry/cost-ledger.js';
 import { budgetFlow, formatBudget, raisedBudget, taskBudget } from '../plan/budgets.js';
+import { goalBudget } from '../task-tools/turn-budget.js';
 import type { ParkCause } from '../plan/plan-retry.js';
+import { needsYou, type NeedsYouItem } from './needs-you.js';
+import type { TaskNow } from '../registry/task-progress.js';
 import type { BrainHealth } from '../registry/brain-health.js';
 import { unboundedLine } from '../plan/plan-gate.js';
 import type { GateLogEntry, RunWithJournal } from './ui-source.js';
@@ -43,8 +46,10 @@ function badge(status: string): string {
 
 function table(headers: string[], rows: string[][], id?: string): string {
   if (rows.length === 0) return '<p class="empty">none</p>';
-  return `<table${id ? ` id="${e(id)}"` : ''}><thead><tr>${headers.map((h) => `<th>${e(h)}</th>`).join('')}</tr></thead><tbody>${rows
-    .map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`)
+  // Each cell names its column (`data-label`): under 600 px a row is a card and the label is shown beside the value.
+  const label = (i: number) => (headers[i] ? ` data-label="${e(headers[i])}"` : '');
+  return `<table${id ? ` id="${e(id)}"` : ''}><thead><tr>${headers.map((h) => `<th scope="col">${e(h)}</th>`).join('')}</tr></thead><tbody>${rows
+    .map((r) => `<tr>${r.map((c, i) => `<td${label(i)}>${c}</td>`).join('')}</tr>`)
     .join('')}</tbody></table>`;
 }
 
@@ -52,14 +57,16 @@ function table(headers: string[], rows: string[][], id?: string): string {
  * The page frame.
  * @param live  `true`: the page's `<main>` is reloaded whenever the state changes (SSE `/events`).
  * @param stream  a task id whose workers' events `/ui.js` appends to `#stream` (SSE `/tasks/ID/stream`).
+ * @param count  how many things wait for a human (the overview's "needs you"), shown first in the title when > 0.
  */
-export function layout(title: string, body: string, options: { live?: boolean; stream?: string; after?: string } = {}): string {
+export function layout(title: string, body: string, options: { live?: boolean; stream?: string; after?: string; count?: number } = {}): string {
+  const count = options.count ? `(${options.count}) ` : '';
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>${e(title)} · Polly</title>
+<html lang="en"><head><meta charset="utf-8"><title>${count}${e(title)} · Polly</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="stylesheet" href="/ui.css"><script src="/ui.js" defer></script></head>
+<link rel="stylesheet" href="/ui.css"><script src="/morphdom.js" defer></script><script src="/ui.js" defer></script></head>
 <body${options.live ? ' data-live="1"' : ''}${options.stream ? ` data-stream="${e(options.stream)}"` : ''}>
-<nav><a href="./" class="brand">Polly</a> <a href="./">Goals &amp; plans</a> <a href="journal">Journal</a> <span id="live-state" class="muted"></span></nav>
+<header><nav aria-label="Polly"><a href="./" class="brand">Polly</a> <a href="./">Goals &amp; plans</a> <a href="journal">Journal</a> <span id="live-state" role="status"></span></nav></header>
 <main>${body}</main>${options.after ?? ''}
 </body></html>`;
 }
@@ -74,8 +81,78 @@ export function healthBanner(h: BrainHealth): string {
   return `<p id="brain-health" class="health ${h.state === 'running' ? 'ok' : 'bad'}" data-state="${h.state}" role="status">${e(h.line)}</p>`;
 }
 
-/** Goals, plans, tasks and workers: the overview (`/`). */
-export function overviewPage(reg: Registry): string {
+/**
+ * The "needs you" strip (`#needs-you`, ./needs-you.ts): each thing that waits for a human with what
+ * moves it — Approve/Reject in place for a plan at the gate, a Retry button (and the command) for a
+ * task that stopped, the PR link for one ready to merge. Empty: one line saying nothing waits.
+ */
+export function needsYouStrip(items: NeedsYouItem[]): string {
+  const head = `<h2 id="needs-you-title">Needs you${items.length ? ` <span class="count">(${items.length})</span>` : ''}</h2>`;
+  if (items.length === 0) return `<section id="needs-you" class="needs-you none" aria-labelledby="needs-you-title">${head}<p>Nothing waits for you.</p></section>`;
+  const li = items.map((item) => {
+    switch (item.kind) {
+      case 'plan': {
+        const p = item.plan;
+        const id = e(p.id);
+        return `<li id="ny-plan-${id}" data-kind="plan" data-plan="${id}"><span class="what">Plan <a href="plans/${id}">${id}</a> waits for approval${p.goalId ? ` (goal ${e(p.goalId)})` : ''}: ${p.tasks.length} task${p.tasks.length === 1 ? '' : 's'}, ${e(p.admission?.line ?? 'not checked')}</span>
+<span class="actions"><form method="post" action="plans/${id}/approve"><input type="hidden" name="back" value="overview"><button type="submit" id="ny-approve-${id}" class="ok">Approve ${id}</button></form><form method="post" action="plans/${id}/reject"><input type="hidden" name="back" value="overview"><button type="submit" id="ny-reject-${id}" class="bad">Reject</button></form> <a href="plans/${id}">review the plan</a></span></li>`;
+      }
+      case 'task': {
+        const t = item.task;
+        const id = e(t.id);
+        const budget = item.retry?.budget;
+        const hidden = budget
+          ? Object.entries(budget)
+              .map(([k, v]) => `<input type="hidden" name="${e(k)}" value="${e(v)}">`)
+              .join('')
+          : '';
+        const button = item.retry
+          ? `<form method="post" action="tasks/${id}/retry">${hidden}<button type="submit" id="ny-retry-${id}" class="ok">${
+              budget
+                ? `Retry ${id} with ${e(
+                    Object.entries(budget)
+                      .map(([k, v]) => `${k} ${v}`)
+                      .join(', '),
+                  )}`
+                : `Retry ${id}`
+            }</button></form>`
+          : '';
+        return `<li id="ny-task-${id}" data-kind="task" data-task="${id}"><span class="what">Task <a href="tasks/${id}">${id}</a> ${badge(t.status)} ${e(item.reason)}</span>
+<span class="actions">${button}<code>${e(item.command)}</code></span></li>`;
+      }
+      default: {
+        const t = item.task;
+        const pr = t.pr!;
+        const href = pr.forge === 'local' ? `prs/${pr.number}` : pr.url;
+        return `<li id="ny-pr-${pr.number}" data-kind="pr" data-task="${e(t.id)}"><span class="what">PR <a href="${e(href)}">#${pr.number}</a> of task <a href="tasks/${e(t.id)}">${e(t.id)}</a> is ready for you to merge: ${e(t.title)}</span>
+<span class="actions muted">Polly never merges: review and merge it yourself${pr.forge === 'local' ? ' (git merge)' : ''}.</span></li>`;
+      }
+    }
+  });
+  return `<section id="needs-you" class="needs-you" aria-labelledby="needs-you-title">${head}<ul>${li.join('')}</ul></section>`;
+}
+
+/**
+ * What one task does now (brain/registry/task-progress.ts): its phase, the time since it started
+ * (`.elapsed[data-since]`, which `/ui.js` counts on between updates), its command or worker, its
+ * current tool call, and the last lines of its output.
+ */
+export function nowView(taskId: string, n: TaskNow, link: boolean): string {
+  const id = e(taskId);
+  return `<div class="now" id="now-${id}" data-task="${id}" data-phase="${e(n.phase)}"><p>${link ? `<a href="tasks/${id}">${id}</a> ` : ''}<strong class="phase">${e(n.phase)}</strong> for <span class="elapsed" data-since="${e(n.since)}">${n.elapsedS} s</span>: <code class="detail">${e(n.detail)}</code>${
+    n.tool ? ` · now <code class="tool">${e(n.tool)}</code>` : ''
+  }</p>${n.lines.length ? `<pre class="lines">${e(n.lines.join('\n'))}</pre>` : '<p class="empty">no output yet</p>'}</div>`;
+}
+
+/**
+ * Goals, plans, tasks and workers: the overview (`/`), with what waits for a human first, then what
+ * runs now (the long steps of tasks: setup, checks, agent turns).
+ * @param parks  why each parked task is parked (brain/plan/plan-retry.ts `parkCauses`).
+ * @param now  what each task in a long step does (brain/registry/task-progress.ts), by task id.
+ */
+export function overviewPage(reg: Registry, parks: ReadonlyMap<string, ParkCause> = new Map(), notice?: string, now: ReadonlyMap<string, TaskNow> = new Map()): string {
+  const waiting = needsYou(reg, parks);
+  const running = [...now.entries()].sort(([a], [b]) => compareIds(a, b));
   const goals = byId(reg.goals);
   const plans = byId(reg.plans);
   const tasks = byId(reg.tasks);
@@ -83,7 +160,11 @@ export function overviewPage(reg: Registry): string {
   const live = statusReport('', reg).workers.map((w) => reg.workers[w.id]!);
   return layout(
     'Overview',
-    `<h1>Goals &amp; plans</h1>
+    `<h1>Goals &amp; plans</h1>${notice ? `<p class="notice" role="status">${e(notice)}</p>` : ''}
+${needsYouStrip(waiting)}
+<section id="now" aria-labelledby="now-title"><h2 id="now-title">Running now</h2>${
+      running.length ? running.map(([id, n]) => nowView(id, n, true)).join('') : '<p class="empty">no setup, check or agent turn runs</p>'
+    }</section>
 <h2>Goals</h2>${table(
       ['Goal', 'Status', 'Plans', 'Text'],
       goals.map((g: GoalRecord) => [
@@ -112,11 +193,23 @@ export function overviewPage(reg: Registry): string {
       live.map((w) => [e(w.id), `<a href="tasks/${e(w.taskId)}">${e(w.taskId)}</a>`, e(w.harness), e(w.purpose ?? '-'), e(w.host ?? 'local'), e(w.startedAt)]),
       'workers',
     )}`,
-    { live: true },
+    { live: true, count: waiting.length },
   );
 }
 
 /** One goal (`/goals/ID`): its text and status, the Brain's last report, its plans and their tasks. */
+/**
+ * A goal's spending: the whole (its tasks and its own LLM session) and the Brain's part, as the
+ * metering proxies counted them (brain/llm/brain-meter.ts), with the goal's budget when a plan set one.
+ */
+function spentView(goal: GoalRecord, reg: Registry): string {
+  const row = statusReport('', reg).goals.find((g) => g.id === goal.id);
+  if (!row) return '';
+  const budget = goalBudget(reg, goal.id);
+  return `<h2>Spent</h2><dl id="goal-spent"><dt>Goal</dt><dd id="goal-spent-total">${e(formatTotals(row.spent.totals))}${budget ? `; goal budget ${e(formatBudget(budget))}` : ''}</dd>
+<dt>The Brain's own session</dt><dd id="goal-spent-brain">${row.brain.totals.turns ? `${e(formatTotals(row.brain.totals).replace(/ turns?$/, (m) => m.replace('turn', 'model request')))}` : 'nothing yet'}</dd></dl>`;
+}
+
 export function goalPage(goal: GoalRecord, reg: Registry): string {
   const plans = goal.planIds.map((id) => reg.plans[id]).filter((p): p is PlanRecord => !!p);
   const tasks = byId(reg.tasks).filter((t) => t.planId !== null && goal.planIds.includes(t.planId));
@@ -126,6 +219,7 @@ export function goalPage(goal: GoalRecord, reg: Registry): string {
 <p class="goal-text">${e(goal.text)}</p>
 <p class="muted">Created ${e(goal.createdAt)}; planned by ${goal.mode === 'plan' ? 'a human-written plan' : 'the LLM Brain'}.</p>
 ${goal.brainReport ? `<h2>The Brain's last report</h2><pre id="brain-report">${e(goal.brainReport)}</pre>` : ''}
+${spentView(goal, reg)}
 <h2>Plans</h2>${table(
       ['Plan', 'Admission', 'Gate', 'Tasks', 'Proposed'],
       plans.map((p) => [
@@ -294,11 +388,11 @@ ${counter ? `<h2>Why it was refused: the shortest counterexamples</h2>${counter}
 function checksView(t: TaskRecord): string {
   return table(
     ['Command', 'Exit', 'Time', 'Output'],
-    t.checks.map((c) => [
+    t.checks.map((c, i) => [
       `<code>${e(c.command)}</code>`,
       `${badge(c.timedOut ? 'timed out' : c.exitCode === 0 ? 'ok' : 'failed')} ${e(c.exitCode ?? 'signal')}`,
       `${(c.durationMs / 1000).toFixed(1)} s`,
-      c.output ? `<details><summary>output</summary><pre>${e(c.output)}</pre></details>` : '',
+      c.output ? `<details id="check-output-${i + 1}"><summary>output</summary><pre>${e(c.output)}</pre></details>` : '',
     ]),
     'checks',
   );
@@ -397,8 +491,15 @@ function retryForm(t: TaskRecord, park: ParkCause | null | undefined): string {
  * One task (`/tasks/ID`): status, its way forward when parked for a budget or a disk fault,
  * acceptance runs, reviews, gate denials, its workflow runs, and its workers' live events.
  * @param options.park  why it is parked (brain/plan/plan-retry.ts `parkCauses`), when it is.
+ * @param options.now  what it does now, when it is in a long step (brain/registry/task-progress.ts).
  */
-export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEntry[], runs: RunWithJournal[] = [], options: { park?: ParkCause | null } = {}): string {
+export function taskPage(
+  t: TaskRecord,
+  workers: WorkerRecord[],
+  gate: GateLogEntry[],
+  runs: RunWithJournal[] = [],
+  options: { park?: ParkCause | null; now?: TaskNow | null } = {},
+): string {
   const denials = gate.filter((g) => g.data.decision !== 'allow');
   return layout(
     `Task ${t.id}`,
@@ -410,6 +511,7 @@ export function taskPage(t: TaskRecord, workers: WorkerRecord[], gate: GateLogEn
 ${t.host ? `<dt>Host</dt><dd id="task-host">${e(t.host)}: its worktree there; implement turns run there first</dd>` : ''}
 <dt>PR</dt><dd>${prLink(t.pr)}</dd>
 ${t.statusReason ? `<dt>Why</dt><dd><pre>${e(t.statusReason)}</pre></dd>` : ''}${t.ledger ? `<dt>Spent</dt><dd id="spent">${e(formatTotals(t.ledger.totals))}${t.budget ? `; budget ${e(formatBudget(t.budget))}` : ''}</dd>` : ''}</dl>
+${options.now ? `<section id="progress" aria-labelledby="progress-title"><h2 id="progress-title">Running now</h2>${nowView(t.id, options.now, false)}</section>` : ''}
 ${retryForm(t, options.park)}
 <h2>Acceptance runs</h2>${checksView(t)}
 <h2>Review findings</h2>${reviewsView(t.reviews)}
@@ -424,7 +526,7 @@ ${retryForm(t, options.park)}
       workers.map((w) => [e(w.id), e(w.harness), e(w.host ?? 'local'), badge(w.state ?? 'running'), e(w.startedAt), e([w.outcome, w.cause].filter(Boolean).join(': '))]),
       'task-workers',
     )}`,
-    { live: true, stream: t.id, after: `<section class="stream"><h2>Live events</h2><ol id="stream"></ol></section>` },
+    { live: true, stream: t.id, after: `<aside class="stream" aria-labelledby="stream-title"><h2 id="stream-title">Live events</h2><ol id="stream"></ol></aside>` },
   );
 }
 
@@ -463,7 +565,7 @@ export function pullRequestPage(pr: LocalPullRequest, task: TaskRecord | undefin
             .join('')
         : '<p class="empty">none</p>'
     }
-<h2>Diff</h2><pre class="diff" id="diff">${diffLines}</pre>`,
+<h2>Diff</h2><pre class="diff" id="diff" tabindex="0" aria-label="The diff">${diffLines}</pre>`,
     { live: true },
   );
 }
@@ -498,32 +600,54 @@ export function messagePage(title: string, message: string): string {
 
 /** `/ui.css`. */
 export const UI_STYLE = `
+*,*::before,*::after{box-sizing:border-box}
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f7f8fa}
-nav{background:#1d2330;color:#fff;padding:.6em 1.2em;display:flex;gap:1.2em;align-items:center}
-nav a{color:#cfd8ea;text-decoration:none}nav a.brand{color:#fff;font-weight:700}
-main,section.stream{padding:.4em 1.2em;max-width:1200px}
-h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.4em;border-bottom:1px solid #dde2ea}h3{font-size:1em}
-table{border-collapse:collapse;width:100%;background:#fff}th,td{border:1px solid #e1e5ec;padding:.3em .5em;text-align:left;vertical-align:top}
+header{background:#1d2330}
+nav{color:#fff;padding:.6em 1.2em;display:flex;flex-wrap:wrap;gap:.3em 1.2em;align-items:center;max-width:1200px}
+nav a{color:#d5deee;text-decoration:none}nav a.brand{color:#fff;font-weight:700}nav a:focus-visible{outline:2px solid #fff}
+#live-state{color:#d5deee;font-size:.9em}
+main,aside.stream{padding:.4em 1.2em;max-width:1200px}
+h1{font-size:1.4em;overflow-wrap:anywhere}h2{font-size:1.1em;margin-top:1.4em;border-bottom:1px solid #d5dbe5}h3{font-size:1em;overflow-wrap:anywhere}
+a{color:#0b57c2}
+table{border-collapse:collapse;width:100%;background:#fff}th,td{border:1px solid #dfe3ea;padding:.3em .5em;text-align:left;vertical-align:top;overflow-wrap:break-word}
 th{background:#eef1f6;font-weight:600}
 .badge{display:inline-block;padding:0 .45em;border-radius:.6em;font-size:.85em;font-weight:600}
-.badge.ok{background:#d6f5dd;color:#17692b}.badge.bad{background:#fadcdc;color:#8d1c1c}.badge.wait{background:#fdf0cf;color:#7a5a00}
+.badge.ok{background:#d6f5dd;color:#135724}.badge.bad{background:#fadcdc;color:#7f1717}.badge.wait{background:#fdf0cf;color:#624800}
 .health{margin:.6em 0;padding:.4em .6em;border-left:4px solid}.health.ok{border-color:#17692b;background:#eef8f0}.health.bad{border-color:#8d1c1c;background:#fdeeee;font-weight:600}
-.muted{color:#6b7485}.empty{color:#8b93a3;font-style:italic}.notice{background:#e6f0ff;padding:.5em}
-.actions{display:flex;gap:.8em;flex-wrap:wrap;align-items:center}input{font:inherit;padding:.3em;width:9em}button{font:inherit;padding:.45em 1.1em;border-radius:4px;border:1px solid #999;cursor:pointer}
-button.ok{background:#1f7a35;color:#fff;border-color:#1f7a35}button.bad{background:#fff;color:#8d1c1c;border-color:#8d1c1c}
-ul.diff{margin:0;padding-left:1em}del{color:#8d1c1c}ins{color:#17692b;text-decoration:none;font-weight:600}
-code.effect{background:#fdf0cf;padding:0 .3em}pre{white-space:pre-wrap;margin:0}
-pre.diff{background:#fff;border:1px solid #e1e5ec;padding:.5em;overflow:auto}pre.diff .add{color:#17692b}pre.diff .del{color:#8d1c1c}pre.diff .hunk{color:#5a48b5}pre.diff .h{font-weight:600}
-ol#stream{background:#fff;border:1px solid #e1e5ec;padding:.5em 2.5em;font-family:ui-monospace,monospace;font-size:12.5px}
-ol#stream li.tool_call{color:#5a48b5}ol#stream li.error,ol#stream li.denied{color:#8d1c1c}ol#stream li.result{font-weight:600}
+.muted{color:#4d5566}.empty{color:#4d5566;font-style:italic}.notice{background:#e6f0ff;padding:.5em}
+.actions{display:flex;gap:.8em;flex-wrap:wrap;align-items:center}input{font:inherit;padding:.3em;width:9em;max-width:100%}button{font:inherit;padding:.45em 1.1em;border-radius:4px;border:1px solid #767676;cursor:pointer}
+button.ok{background:#1b6b2f;color:#fff;border-color:#1b6b2f}button.bad{background:#fff;color:#8d1c1c;border-color:#8d1c1c}
+ul.diff{margin:0;padding-left:1em}del{color:#8d1c1c}ins{color:#135724;text-decoration:none;font-weight:600}
+code{overflow-wrap:anywhere}code.effect{background:#fdf0cf;padding:0 .3em}pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0}
+pre.diff{background:#fff;border:1px solid #dfe3ea;padding:.5em;overflow:auto;white-space:pre;overflow-wrap:normal}pre.diff .add{color:#135724}pre.diff .del{color:#8d1c1c}pre.diff .hunk{color:#4b3aa8}pre.diff .h{font-weight:600}
+ol#stream{background:#fff;border:1px solid #dfe3ea;padding:.5em 2.5em;font-family:ui-monospace,monospace;font-size:12.5px;overflow-wrap:anywhere}
+ol#stream li.tool_call{color:#4b3aa8}ol#stream li.error,ol#stream li.denied{color:#8d1c1c}ol#stream li.result{font-weight:600}
 code.data{font-size:12px;word-break:break-all}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dt{color:#6b7485}dd{margin:0}
+.needs-you{background:#fff8e1;border:1px solid #d9b44a;border-radius:6px;padding:.1em 1em .5em;margin:.8em 0}
+.needs-you.none{background:#eef8f0;border-color:#8fc79d}
+.needs-you h2{border:none;margin:.5em 0 .2em}.needs-you ul{list-style:none;padding:0;margin:0}
+.needs-you li{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;justify-content:space-between;padding:.45em 0;border-top:1px solid #ead9a0}
+.needs-you li:first-child{border-top:none}.needs-you .actions{display:flex;flex-wrap:wrap;gap:.5em;align-items:center}.needs-you form{display:inline}
+.needs-you button{padding:.3em .8em}
+.now{background:#fff;border:1px solid #dfe3ea;border-left:4px solid #4b3aa8;padding:.3em .7em;margin:.5em 0}.now p{margin:.2em 0}
+.now pre.lines{background:#f3f4f7;padding:.4em .5em;font-size:12.5px;max-height:14em;overflow:auto}
+dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.2em 1em}dt{color:#4d5566}dd{margin:0;overflow-wrap:anywhere}
+@media (max-width:600px){
+main,aside.stream{padding:.3em .7em}nav{padding:.5em .7em}
+table,thead,tbody,tr,th,td{display:block}table{background:none}
+thead{position:absolute;width:1px;height:1px;margin:-1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+tr{background:#fff;border:1px solid #dfe3ea;border-radius:4px;margin:.5em 0;padding:.3em .6em}
+td{border:none;padding:.12em 0;overflow-wrap:anywhere}td[data-label]::before{content:attr(data-label);display:inline-block;min-width:6.5em;margin-right:.5em;color:#4d5566;font-weight:600}
+dl{grid-template-columns:minmax(0,1fr)}dt{margin-top:.3em}
+ol#stream{padding:.5em .5em .5em 2em}
+}
 `;
 
 /**
  * `/ui.js`: on a page of a session (it has a `<base>`), keep the session's root in localStorage;
  * on a sign-in page, go on to the same page below that root (`boot`) or forget it (`signed-out`).
- * Then subscribe to `events` and reload `<main>` when the state changes; on a task page, append
+ * Then subscribe to `events` and patch `<main>` with the page as it is now when the state changes
+ * (morphdom: what did not change stays, with focus, scroll, open sections and edited fields); on a task page, append
  * each pushed worker event to `#stream` (text set with textContent, never as HTML).
  */
 export const UI_SCRIPT = `
@@ -540,6 +664,25 @@ export const UI_SCRIPT = `
   var base = document.querySelector('base');
   if (base) localStorage.setItem(ROOT_KEY, new URL(base.href).pathname);
   var state = document.getElementById('live-state');
+  // A live update patches what changed (morphdom, served as /morphdom.js) instead of replacing the
+  // page: an element that did not change is the same node, so focus, scroll and text selection stay;
+  // a <details> keeps the open state the reader gave it; a form field being edited keeps its value.
+  var editing = function (el) {
+    if (el.tagName !== 'INPUT' && el.tagName !== 'TEXTAREA' && el.tagName !== 'SELECT') return false;
+    return el === document.activeElement || (el.tagName !== 'SELECT' && el.value !== (el.getAttribute('value') || el.defaultValue));
+  };
+  var patch = function (cur, next) {
+    if (!window.morphdom) { cur.replaceWith(next); return; }
+    window.morphdom(cur, next, {
+      onBeforeElUpdated: function (from, to) {
+        if (from.tagName === 'DETAILS') {
+          if (from.open) to.setAttribute('open', ''); else to.removeAttribute('open');
+        }
+        if (editing(from)) return false;
+        return !from.isEqualNode(to);
+      }
+    });
+  };
   if (document.body.dataset.live) {
     var es = new EventSource('events');
     var busy = false, again = false;
@@ -547,15 +690,25 @@ export const UI_SCRIPT = `
       if (busy) { again = true; return; }
       busy = true;
       fetch(location.href, { credentials: 'same-origin' }).then(function (r) { return r.text(); }).then(function (html) {
-        var next = new DOMParser().parseFromString(html, 'text/html').querySelector('main');
+        var doc = new DOMParser().parseFromString(html, 'text/html');
+        var next = doc.querySelector('main');
         var cur = document.querySelector('main');
-        if (next && cur) cur.replaceWith(next);
+        if (next && cur) patch(cur, next);
+        if (doc.title) document.title = doc.title;
       }).finally(function () { busy = false; if (again) { again = false; reload(); } });
     };
     es.addEventListener('change', reload);
     es.onopen = function () { if (state) state.textContent = 'live'; };
     es.onerror = function () { if (state) state.textContent = 'reconnecting…'; };
   }
+  // The time a long step has run, counted on between live updates.
+  setInterval(function () {
+    var spans = document.querySelectorAll('.elapsed[data-since]');
+    for (var i = 0; i < spans.length; i++) {
+      var since = Date.parse(spans[i].getAttribute('data-since'));
+      if (!isNaN(since)) spans[i].textContent = Math.max(0, Math.round((Date.now() - since) / 1000)) + ' s';
+    }
+  }, 1000);
   var task = document.body.dataset.stream;
   var list = document.getElementById('stream');
   if (task && list) {

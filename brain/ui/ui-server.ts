@@ -17,7 +17,9 @@
  * `<base href="<root>">`, and a redirect to `/x` becomes one to `<root>x`.
  * SSE format: https://html.spec.whatwg.org/multipage/server-sent-events.html
  */
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
@@ -31,6 +33,16 @@ import type { UiSource } from './ui-source.js';
 import { brainHealth } from '../registry/brain-health.js';
 import type { RetryBudgets } from '../plan/plan-retry.js';
 import { budgetSchema } from '../plan/plan-schema.js';
+
+let morphdomSource: string | null = null;
+/**
+ * morphdom's browser build (npm `morphdom`, MIT; https://github.com/patrick-steele-idem/morphdom),
+ * served as `/morphdom.js` for the live pages' patching (`window.morphdom`); read once.
+ */
+function morphdomScript(): string {
+  morphdomSource ??= readFileSync(createRequire(import.meta.url).resolve('morphdom/dist/morphdom-umd.min.js'), 'utf8');
+  return morphdomSource;
+}
 
 /**
  * The budget a task page's retry form asks for (fields `tokens` and `usd`, both optional): none
@@ -77,6 +89,8 @@ export interface UiServerOptions {
   token?: string;
   /** The clock for session expiry, ms since the epoch (default `Date.now`; tests move it). */
   now?: () => number;
+  /** Diagnostics (default stderr). */
+  log?: (line: string) => void;
 }
 
 export interface UiServer {
@@ -117,6 +131,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   const book = createSessionBook(options.now);
   const token = book.issueToken(options.token);
   const pollMs = options.pollMs ?? 300;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   let allowed = new Set<string>();
   const { source } = deps;
 
@@ -147,6 +162,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   });
   front.get('/ui.css', (c) => c.body(UI_STYLE, 200, { 'Content-Type': 'text/css; charset=utf-8' }));
   front.get('/ui.js', (c) => c.body(UI_SCRIPT, 200, { 'Content-Type': 'text/javascript; charset=utf-8' }));
+  front.get('/morphdom.js', (c) => c.body(morphdomScript(), 200, { 'Content-Type': 'text/javascript; charset=utf-8' }));
   const inSession = async (c: Context) => {
     const secret = c.req.param('secret') ?? '';
     const check = book.check(secret, getCookie(c, UI_COOKIE));
@@ -190,7 +206,10 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     headers.delete('content-length');
     return new Response(page, { status: res.status, headers });
   };
-  app.get('/', async (c) => html(c, overviewPage(await registry())));
+  app.get('/', async (c) => {
+    const reg = await registry();
+    return html(c, overviewPage(reg, await source.parkCauses(), c.req.query('notice'), source.tasksNow(reg, 4)));
+  });
   app.get('/journal', async (c) => html(c, journalPage(await source.readJournal(300))));
   app.get('/goals/:id', async (c) => {
     const reg = await registry();
@@ -205,15 +224,20 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   app.post('/plans/:id/:decision{approve|reject}', async (c) => {
     const id = c.req.param('id');
     const decision = c.req.param('decision') as 'approve' | 'reject';
+    // From the overview's "needs you" strip: back there, with the same notice.
+    const back = (await c.req.parseBody()).back === 'overview';
     try {
       const plan = await source.decidePlan(id, decision, deps.user);
-      // Approved with no Brain running: say that nothing runs yet, and what starts it.
-      const health = brainHealth(await registry());
-      if (decision === 'approve' && health.state !== 'running') {
-        const notice = `Plan ${plan.id} is approved, but no Brain runs: nothing of it runs until polly resume ${plan.id} starts one.`;
-        return c.redirect(`/plans/${encodeURIComponent(plan.id)}?notice=${encodeURIComponent(notice)}`, 303);
+      // Approved with no Brain running: one starts when config brain.start_on_approve says so;
+      // otherwise the page says that nothing runs yet, and what starts it.
+      let notice: string | null = null;
+      if (decision === 'approve') {
+        const brain = await source.brainAfterApproval();
+        if (brain.state === 'started') notice = `Plan ${plan.id} is approved. No Brain ran, so one was started to run it (pid ${brain.pid}; config brain.start_on_approve).`;
+        else if (brain.state === 'none') notice = `Plan ${plan.id} is approved, but no Brain runs: nothing of it runs until polly resume ${plan.id} starts one.`;
       }
-      return c.redirect(`/plans/${encodeURIComponent(plan.id)}`, 303);
+      if (back) return c.redirect(`/?notice=${encodeURIComponent(notice ?? `Plan ${plan.id} is ${plan.gate}.`)}`, 303);
+      return c.redirect(`/plans/${encodeURIComponent(plan.id)}${notice ? `?notice=${encodeURIComponent(notice)}` : ''}`, 303);
     } catch (error) {
       if (error instanceof PollyError && (error.code === 'conflict' || error.code === 'not_found')) {
         return html(c, messagePage('Not decided', error.message), error.code === 'conflict' ? 409 : 404);
@@ -230,6 +254,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
       c,
       taskPage(t, workers, t.worktree ? await source.gateDecisions({ taskId: t.id, dir: t.worktree }, 200) : [], await source.taskRuns(t.id, 200), {
         park: await source.parkCause(t.id),
+        now: source.tasksNow({ ...reg, tasks: { [t.id]: t } }, 12).get(t.id) ?? null,
       }),
     );
   });
@@ -328,6 +353,18 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
       ),
     );
   });
+  // A Brain that dies with work pending is noticed here (its own notifier died with it): once per
+  // death, between this server and any other noticer (brain/notify/brain-death.ts).
+  let noticing = false;
+  const watcher = setInterval(() => {
+    if (noticing || stopping) return;
+    noticing = true;
+    source
+      .noticeBrainDeath()
+      .catch((error: unknown) => log(`[polly ui] cannot notice the Brain's state: ${error instanceof Error ? error.message : String(error)}`))
+      .finally(() => (noticing = false));
+  }, pollMs);
+  watcher.unref();
   const bound = server.address() as AddressInfo;
   const port = bound.port;
   allowed = allowedHosts(host, port);
@@ -340,6 +377,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     port,
     close: async () => {
       stopping = true;
+      clearInterval(watcher);
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -13,11 +13,11 @@ import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } fro
 import { pidAlive } from '../../workers/proc/process-liveness.js';
 import { join } from 'node:path';
 import type { PollyConfig } from '../config/config-schema.js';
-import { decidePlan, expirePlanAsks, proposePlan } from '../plan/plan-gate.js';
+import { decidePlan, expirePlanAsks, proposeValidPlan } from '../plan/plan-gate.js';
+import { endGoal } from '../registry/goal-lifecycle.js';
 import { parkCauses, pendingRetry, retryPlan, type ParkCause, type RetryBudgets } from '../plan/plan-retry.js';
-import { planToProposal } from '../plan/plan-schema.js';
 import { createGoal } from '../registry/goal-record.js';
-import { refuseRootAgents } from '../commands/run.js';
+import { refuseRootAgents } from '../plan/plan-agents.js';
 import type { JournalEntry, PlanRecord, Registry, WorkerRecord } from '../registry/registry-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import { createLocalForge } from '../forge/local-forge.js';
@@ -29,6 +29,9 @@ import type { RunStore } from '../../workflows/run/run-store.js';
 import type { RunRecord } from '../../workflows/run/run-records.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 import { createConfiguredRunStore, runStoreDir } from '../registry/run-storage.js';
+import { brainAfterApproval, type BrainAfterApproval } from '../process/daemon.js';
+import { noticeBrainDeath } from '../notify/brain-death.js';
+import { progressStamp, taskNow, type TaskNow } from '../registry/task-progress.js';
 
 /** One line of the gate's decision log (gate/decision-log.ts): `{at, kind: 'gate.decision', data}`. */
 export interface GateLogEntry {
@@ -54,6 +57,12 @@ export interface UiSource {
    * (sizes and modification times), or the registry's Brain process dies; the live pages poll it.
    */
   version(): string;
+  /**
+   * What each task that is in a long step does now (a setup, a check, an agent turn: phase, elapsed
+   * time, current tool, last lines of output; brain/registry/task-progress.ts), by task id.
+   * @param maxLines  lines of output per task.
+   */
+  tasksNow(reg: Registry, maxLines: number): Map<string, TaskNow>;
   /** An incremental reader of one worker's normalised events (its `events.jsonl`). */
   workerEvents(worker: WorkerRecord): { read(): AgentEvent[] };
   /**
@@ -78,6 +87,8 @@ export interface UiSource {
   decidePlan(planId: string, decision: 'approve' | 'reject', by: string): Promise<PlanRecord>;
   /** Why task `taskId` is parked (brain/plan/plan-retry.ts `parkCauses` over the whole journal), or null when it is not. */
   parkCause(taskId: string): Promise<ParkCause | null>;
+  /** Why each parked task is parked, by task id (the journal is read only when a task is parked). */
+  parkCauses(): Promise<Map<string, ParkCause>>;
   /**
    * Propose a retry plan for one task, as `polly retry TASK [--budget B]` does (same checks, same
    * refusals), and leave it at the plan gate. A retry of exactly this task already proposed is
@@ -87,6 +98,17 @@ export interface UiSource {
    *   root without the opt-in (the agents' keys are checked by the command that starts the Brain).
    */
   retryTask(taskId: string, budgets: RetryBudgets): Promise<{ planId: string; admitted: boolean; line: string; existing: boolean }>;
+  /**
+   * After an approval: the Brain that runs the plan — one already running, one started now (config
+   * `brain.start_on_approve`), or none (brain/process/daemon.ts `brainAfterApproval`).
+   */
+  brainAfterApproval(): Promise<BrainAfterApproval>;
+  /**
+   * Notice a Brain that died with work pending and tell the human once per death
+   * (brain/notify/brain-death.ts); cheap while the Brain lives (no read unless the registry changed).
+   * @returns the notification's title when this call sent it, else null; sink failures are logged.
+   */
+  noticeBrainDeath(): Promise<string | null>;
   /** Release what the source holds open (the run store's database handle). */
   close(): Promise<void>;
 }
@@ -137,9 +159,20 @@ function stamp(path: string): string {
  * The real source over a repository's `.polly/`.
  * @param deps.repoRoot  the main worktree's root; `pollyDir` is `<repoRoot>/.polly`.
  * @param deps.store     the registry store (the CLI's `openRepoContext` one).
- * @param deps.config    the repository's config (for `ask_timeout`, and the agents a retry starts).
+ * @param deps.config    the repository's config (for `ask_timeout`, the agents a retry starts,
+ *   `brain.start_on_approve` and the notification sinks).
+ * @param deps.env       the environment a Brain started on approval gets (default `process.env`).
+ * @param deps.log       diagnostics (default stderr).
  */
-export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; store: RegistryStore; config: PollyConfig }): UiSource {
+export function createRepoUiSource(deps: {
+  repoRoot: string;
+  pollyDir: string;
+  store: RegistryStore;
+  config: PollyConfig;
+  env?: NodeJS.ProcessEnv;
+  log?: (line: string) => void;
+}): UiSource {
+  const log = deps.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const journalPath = join(deps.pollyDir, 'journal.jsonl');
   const registryPath = join(deps.pollyDir, 'registry.json');
   const gateLogPath = join(deps.repoRoot, GATE_DECISIONS_FILE);
@@ -154,17 +187,23 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
   const runStore = (): RunStore => (runs ??= createConfiguredRunStore(deps.pollyDir, deps.config.runs).store);
   // Whether the registry's Brain lives: a SIGKILLed Brain changes no file, so the live pages poll
   // its pid too. The pid is read again only when the registry file changed.
-  let brainOf = { stamp: '', pid: null as number | null };
-  const brainAlive = (registryStamp: string): boolean | null => {
-    if (brainOf.stamp !== registryStamp) {
-      let pid: number | null = null;
-      try {
-        pid = (JSON.parse(readFileSync(registryPath, 'utf8')) as { brain?: { pid?: number } | null }).brain?.pid ?? null;
-      } catch {
-        // being replaced: read again next time
-      }
-      brainOf = { stamp: registryStamp, pid };
+  // The workers' rows are read with it, for the progress of their turns (their events files).
+  let brainOf = { stamp: '', pid: null as number | null, workers: [] as WorkerRecord[] };
+  const readBrainOf = (registryStamp: string): void => {
+    if (brainOf.stamp === registryStamp) return;
+    let pid: number | null = null;
+    let workers: WorkerRecord[] = [];
+    try {
+      const raw = JSON.parse(readFileSync(registryPath, 'utf8')) as { brain?: { pid?: number } | null; workers?: Record<string, WorkerRecord> };
+      pid = raw.brain?.pid ?? null;
+      workers = Object.values(raw.workers ?? {});
+    } catch {
+      // being replaced: read again next time
     }
+    brainOf = { stamp: registryStamp, pid, workers };
+  };
+  const brainAlive = (registryStamp: string): boolean | null => {
+    readBrainOf(registryStamp);
     return brainOf.pid === null ? null : pidAlive(brainOf.pid);
   };
   return {
@@ -178,7 +217,18 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
     },
     version() {
       const reg = stamp(registryPath);
-      return `${reg}|${stamp(journalPath)}|${stamp(gateLogPath)}|${stamp(runsPath)}|brain:${brainAlive(reg)}`;
+      const alive = brainAlive(reg);
+      // A long step's output moves no registry file: its progress record, log and the live turns' events are stamped too.
+      return `${reg}|${stamp(journalPath)}|${stamp(gateLogPath)}|${stamp(runsPath)}|brain:${alive}|${progressStamp(deps.pollyDir, brainOf.workers)}`;
+    },
+    tasksNow(reg, maxLines) {
+      const out = new Map<string, TaskNow>();
+      const now = Date.now();
+      for (const t of Object.values(reg.tasks)) {
+        const n = taskNow(deps.pollyDir, reg, t.id, now, maxLines);
+        if (n) out.set(t.id, n);
+      }
+      return out;
     },
     workerEvents(worker) {
       return createEventTail(workerFiles(worker.stateDir ?? join(deps.pollyDir, 'workers', worker.id)).events);
@@ -206,6 +256,10 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
       const t = (await deps.store.read()).tasks[taskId];
       return t?.status === 'parked' ? (parkCauses(await deps.store.journal()).get(taskId) ?? null) : null;
     },
+    async parkCauses() {
+      const parked = Object.values((await deps.store.read()).tasks).some((t) => t.status === 'parked');
+      return parked ? parkCauses(await deps.store.journal()) : new Map();
+    },
     async retryTask(taskId, budgets) {
       const reg = await deps.store.read();
       const pending = pendingRetry(reg, [taskId])?.follow;
@@ -214,14 +268,22 @@ export function createRepoUiSource(deps: { repoRoot: string; pollyDir: string; s
       // As root, claude-code needs the opt-in (config); the agents' keys are those of the command that starts the Brain.
       refuseRootAgents(retry.plan.tasks, deps.config);
       const { goal } = await createGoal(deps.store, retry.plan.goal!, 'plan');
-      const proposed = await proposePlan(deps.store, deps.config, planToProposal(retry.plan), { goalId: goal.id, source: `polly ui: retry ${taskId}`, retries: retry.retries });
+      const proposed = await proposeValidPlan(deps.store, deps.config, retry.plan, { goalId: goal.id, source: `polly ui: retry ${taskId}`, retries: retry.retries });
       if (!proposed.admitted) {
         await deps.store.update((draft, tx) => {
-          draft.goals[goal.id]!.status = 'failed';
-          tx.emit('goal.done', { goalId: goal.id, status: 'failed', reason: 'plan refused' });
+          endGoal(draft.goals[goal.id]!, 'failed', tx, { reason: 'plan refused' });
         });
       }
       return { planId: proposed.planId, admitted: proposed.admitted, line: proposed.line, existing: false };
+    },
+    brainAfterApproval: () => brainAfterApproval(deps.store, deps.config, deps.repoRoot, deps.pollyDir, deps.env ?? process.env),
+    async noticeBrainDeath() {
+      // Only a dead Brain can have died: the pid is looked at again only when the registry changed.
+      if (brainAlive(stamp(registryPath)) !== false) return null;
+      const { notification, failures } = await noticeBrainDeath({ store: deps.store, config: deps.config, pollyDir: deps.pollyDir, noticedBy: 'polly ui' });
+      for (const f of failures) log(`[polly ui] notification: ${f}`);
+      if (notification) log(`[polly ui] ${notification.title}: ${notification.text}`);
+      return notification?.title ?? null;
     },
     async close() {
       const open = runs;

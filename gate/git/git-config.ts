@@ -107,7 +107,7 @@ export function analyzeConfig(args: string[], cwd: string | null, a: Analyzer): 
     deny(a, 'blast_radius.git_config', `git config ${key} changes what git runs or where it pushes (hooks, aliases, programs, push refspecs); not allowed`);
     return;
   }
-  if (file !== null) a.write(file, resolvePath(file, cwd, a.context.home));
+  if (file !== null) a.write(file, resolvePath(file, cwd, a.context.home), cwd);
   else if (scope === 'global') a.write('~/.gitconfig', `${a.context.home}/.gitconfig`);
   else if (scope === 'system') a.write('/etc/gitconfig', '/etc/gitconfig');
   a.mutate('git config');

@@ -149,7 +149,7 @@ export function analyzeGit(args: string[], cwd: string | null, depth: number, a:
   const probe: Analyzer = {
     ...a,
     finding: (f) => a.finding(f),
-    write: (r, p) => a.write(r, p),
+    write: (r, p, c) => a.write(r, p, c),
     mutate: (w) => {
       mutated = true;
       a.mutate(w);

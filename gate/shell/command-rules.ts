@@ -9,6 +9,7 @@ import { forgeWriteUrl } from './forge-http.js';
 import { analyzeGh, analyzeGlab, analyzeHub, denyForgeWrite, mentionsMerge } from './gh-grammar.js';
 import { UNKNOWN, globPrefix, isTempPath, isUnder, protectedReason, resolvePath } from '../paths.js';
 import { denyInlineCodeForReadOnly } from '../policy.js';
+import { deletableUnderSandbox, embeddedCommands, sandboxHolds } from '../sandbox-leeway.js';
 import type { Analyzer, ExecFlags } from '../types.js';
 
 const deny = (a: Analyzer, rule: string, reason: string): void => a.finding({ decision: 'deny', rule, reason });
@@ -63,31 +64,48 @@ function interpreterName(base: string): string | null {
   return null;
 }
 
+/** Folds string concatenation of literals (`'.'+'gi'+'t/hooks'` → `'.git/hooks'`) so what it spells can be read. */
+const foldLiterals = (code: string): string => code.replace(/['"]\s*\+\s*['"]/g, '');
+/** Protected names a path built at run time may spell without its leading dot (`chr(46)+'claude/settings.json'`). */
+const PROTECTED_STEM = /(^|[^\w.-])(git|claude|codex|pi|polly|husky|githooks)\/|hooksPath|\/hooks\/|settings(\.local)?\.json/i;
+
 /**
  * Judge inline interpreter code (python -c, node -e, perl -e …). A heuristic layer over code the
  * gate cannot execute: it denies code that runs programs or evaluates generated code, calls merge
  * endpoints, or mentions protected names; code that changes files is allowed (for implementers)
  * only when every path it could touch is visible: no string building or decoding, and absolute
- * path literals only inside the worktree or temp dirs.
+ * path literals only inside the worktree or temp dirs. Inside the sandbox (../sandbox-leeway.ts),
+ * code that runs programs, builds paths or holds expansions is left to the sandbox, but every
+ * command its string literals spell is judged, and a seed policy one of them names is denied.
  */
-function analyzeCode(code: string, what: string, cwd: string | null, a: Analyzer): void {
-  if (code.includes(UNKNOWN)) return deny(a, 'blast_radius.interpreter', `${what} code is produced at run time and cannot be checked`);
-  if (RUNS_COMMANDS.test(code))
-    return deny(a, 'blast_radius.interpreter', `${what} one-liner runs other programs or evaluates generated code; run the command directly so the gate can check it`);
-  if (mentionsMerge(code)) return deny(a, 'blast_radius.merge', `${what} one-liner calls a merge endpoint or mutation: Polly never merges`);
-  if (PROTECTED_MENTION.test(code)) return deny(a, 'blast_radius.protected_path', `${what} one-liner touches git metadata or agent/gate settings`);
-  if (!CHANGES_FILES.test(code)) return;
-  a.mutate(`${what} one-liner that changes files`);
-  if (OBFUSCATED.test(code)) {
-    return deny(a, 'blast_radius.interpreter', `${what} one-liner changes files at paths it builds at run time; write files with the edit tools or a script file`);
+function analyzeCode(code: string, what: string, cwd: string | null, depth: number, a: Analyzer): void {
+  const leeway = sandboxHolds(a.role, a.context) && cwd !== null && isUnder(cwd, a.context.worktree);
+  if (code.includes(UNKNOWN) && !leeway) return deny(a, 'blast_radius.interpreter', `${what} code is produced at run time and cannot be checked`);
+  const visible = code.split(UNKNOWN).join(' ');
+  if (RUNS_COMMANDS.test(visible)) {
+    if (!leeway) return deny(a, 'blast_radius.interpreter', `${what} one-liner runs other programs or evaluates generated code; run the command directly so the gate can check it`);
+    for (const cmd of embeddedCommands(visible)) {
+      const f = a.probe(cmd, cwd, depth + 1);
+      if (f) return deny(a, f.rule, `${what} one-liner runs ${show(cmd.length > 120 ? `${cmd.slice(0, 120)}…` : cmd)}: ${f.reason}`);
+    }
   }
-  for (const m of code.matchAll(ABS_LITERAL)) {
+  if (mentionsMerge(visible)) return deny(a, 'blast_radius.merge', `${what} one-liner calls a merge endpoint or mutation: Polly never merges`);
+  if (PROTECTED_MENTION.test(visible)) return deny(a, 'blast_radius.protected_path', `${what} one-liner touches git metadata or agent/gate settings`);
+  if (!CHANGES_FILES.test(visible)) return;
+  a.mutate(`${what} one-liner that changes files`);
+  if (OBFUSCATED.test(visible)) {
+    if (!leeway) return deny(a, 'blast_radius.interpreter', `${what} one-liner changes files at paths it builds at run time; write files with the edit tools or a script file`);
+    const folded = foldLiterals(visible);
+    if (PROTECTED_MENTION.test(folded) || PROTECTED_STEM.test(folded))
+      return deny(a, 'blast_radius.protected_path', `${what} one-liner builds a path that spells git metadata, a hook or an agent's settings`);
+  }
+  for (const m of visible.matchAll(ABS_LITERAL)) {
     const raw = m[1] as string;
-    if (raw === '/' || raw.length > 1) a.write(raw, resolvePath(raw, cwd, a.context.home));
+    if (raw === '/' || raw.length > 1) a.write(raw, resolvePath(raw, cwd, a.context.home), cwd);
   }
 }
 
-function analyzeInterpreter(lang: string, argv: string[], cwd: string | null, flags: ExecFlags, a: Analyzer): void {
+function analyzeInterpreter(lang: string, argv: string[], cwd: string | null, depth: number, flags: ExecFlags, a: Analyzer): void {
   const spec = INTERPRETERS[lang] as { flags: string[] };
   const base = argv[0] as string;
   let inPlace = false;
@@ -108,12 +126,12 @@ function analyzeInterpreter(lang: string, argv: string[], cwd: string | null, fl
             : null;
     if (spec.flags.includes(x) || bundled) {
       if (denyInlineCodeForReadOnly(a, `${base} ${x}`)) return;
-      analyzeCode(argv[i + 1] ?? '', `${base} ${x}`, cwd, a);
-      if (inPlace) for (const f of argv.slice(i + 2).filter((y) => !y.startsWith('-'))) a.write(f, resolvePath(f, cwd, a.context.home));
+      analyzeCode(argv[i + 1] ?? '', `${base} ${x}`, cwd, depth, a);
+      if (inPlace) for (const f of argv.slice(i + 2).filter((y) => !y.startsWith('-'))) a.write(f, resolvePath(f, cwd, a.context.home), cwd);
       return;
     }
     const eq = spec.flags.find((f) => f.startsWith('--') && x.startsWith(`${f}=`));
-    if (eq) return denyInlineCodeForReadOnly(a, `${base} ${eq}`) ? undefined : analyzeCode(x.slice(eq.length + 1), `${base} ${eq}`, cwd, a);
+    if (eq) return denyInlineCodeForReadOnly(a, `${base} ${eq}`) ? undefined : analyzeCode(x.slice(eq.length + 1), `${base} ${eq}`, cwd, depth, a);
     if (lang === 'python' && x === '-m') {
       a.mutate(`${base} -m ${argv[i + 1] ?? ''}`);
       return;
@@ -124,7 +142,7 @@ function analyzeInterpreter(lang: string, argv: string[], cwd: string | null, fl
     }
   }
   if (flags.stdinText != null)
-    return denyInlineCodeForReadOnly(a, `${base} reading a here-document`) ? undefined : analyzeCode(flags.stdinText, `${base} reading a here-document`, cwd, a);
+    return denyInlineCodeForReadOnly(a, `${base} reading a here-document`) ? undefined : analyzeCode(flags.stdinText, `${base} reading a here-document`, cwd, depth, a);
   if (flags.stdinFromPipe) return deny(a, 'blast_radius.hidden_command', `${base} reads its program from a pipe; the gate cannot check code it does not see`);
   a.mutate(base);
 }
@@ -153,7 +171,7 @@ function analyzeRm(argv: string[], cwd: string | null, flags: ExecFlags, a: Anal
   a.mutate('rm');
   if (flags.argsFromStdin) {
     if (recursive) return deny(a, 'blast_radius.rm', `rm -r with targets read from input at run time: the gate cannot see what is deleted`);
-    a.write('(targets from input)', null);
+    a.write('(targets from input)', null, cwd);
     return;
   }
   for (const t of targets) checkDelete(t, recursive, cwd, a, 'rm');
@@ -164,8 +182,15 @@ function checkDelete(raw: string, recursive: boolean, cwd: string | null, a: Ana
   const ctx = a.context;
   const path = resolvePath(raw, cwd, ctx.home);
   if (path === null) {
-    if (recursive) return deny(a, 'blast_radius.rm', `${what} -r ${show(raw)}: the target cannot be resolved before it runs`);
-    a.write(raw, null);
+    // Under the sandbox a target ending in a literal name ("$TMPDIR/cache") is left to it; one
+    // wholly produced at run time ("$X", "$X"/*) could be / or ~ (./../sandbox-leeway.ts).
+    if (recursive && !(sandboxHolds(a.role, ctx) && deletableUnderSandbox(raw, cwd, ctx)))
+      return deny(
+        a,
+        'blast_radius.rm',
+        `${what} -r ${show(raw)}: the target cannot be resolved before it runs${ctx.sandboxed ? ', and it could be / or ~; end it in a literal name' : ''}`,
+      );
+    a.write(raw, null, cwd);
     return;
   }
   const g = globPrefix(path);
@@ -185,7 +210,7 @@ function checkDelete(raw: string, recursive: boolean, cwd: string | null, a: Ana
     }
     if (g.glob && base === ctx.worktree && g.firstGlobSegment.startsWith('.')) return deny(a, 'blast_radius.rm', `${what} ${show(raw)} matches .git in the worktree`);
   }
-  a.write(raw, g.glob ? `${base}/${g.firstGlobSegment.replace(/[*?[\]]/g, '_')}` : path);
+  a.write(raw, g.glob ? `${base}/${g.firstGlobSegment.replace(/[*?[\]]/g, '_')}` : path, cwd);
 }
 
 function globToRegExp(glob: string): RegExp {
@@ -248,7 +273,7 @@ function analyzeFind(argv: string[], cwd: string | null, depth: number, flags: E
       }
     } else if (x === '-fprint' || x === '-fprint0' || x === '-fprintf' || x === '-fls') {
       const f = argv[i + 1] ?? '';
-      a.write(f, resolvePath(f, cwd, a.context.home));
+      a.write(f, resolvePath(f, cwd, a.context.home), cwd);
       i += x === '-fprintf' ? 2 : 1;
     }
   }
@@ -275,7 +300,7 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
     }
     return out;
   };
-  const w = (raw: string): void => a.write(raw, resolvePath(raw, cwd, home));
+  const w = (raw: string): void => a.write(raw, resolvePath(raw, cwd, home), cwd);
   switch (base) {
     case 'touch':
     case 'mkdir':
@@ -285,7 +310,7 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
     case 'rmdir':
       a.mutate(base);
       for (const p of positionals(['-s', '--size', '-r', '--reference', '-d', '-t', '-m', '--mode', '-n', '--iterations'])) w(p);
-      if (flags.argsFromStdin) a.write('(targets from input)', null);
+      if (flags.argsFromStdin) a.write('(targets from input)', null, cwd);
       return true;
     case 'chmod':
     case 'chown':
@@ -293,7 +318,7 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
       a.mutate(base);
       const ps = positionals(['--reference']);
       for (const p of ps.slice(1)) w(p);
-      if (flags.argsFromStdin) a.write('(targets from input)', null);
+      if (flags.argsFromStdin) a.write('(targets from input)', null, cwd);
       return true;
     }
     case 'tee':
@@ -311,9 +336,9 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
         const t = argv[tIdx] === '-t' ? (argv[tIdx + 1] ?? '') : ((argv[tIdx] as string).split('=')[1] ?? '');
         w(t);
       } else if (ps.length > 0) w(ps[ps.length - 1] as string);
-      else if (flags.argsFromStdin) a.write('(target from input)', null);
+      else if (flags.argsFromStdin) a.write('(target from input)', null, cwd);
       if (base === 'mv') for (const p of ps.slice(0, -1)) checkDelete(p, true, cwd, a, 'mv');
-      if (flags.argsFromStdin && tIdx < 0) a.write('(target from input)', null);
+      if (flags.argsFromStdin && tIdx < 0) a.write('(target from input)', null, cwd);
       return true;
     }
     case 'ln': {
@@ -329,7 +354,7 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
         if (tgt !== null && protectedReason(tgt, a.context) === null && !isUnder(tgt, a.context.worktree) && !isTempPath(tgt, a.context)) {
           deny(a, 'blast_radius.outside_worktree', `ln ${show(target)}: a symlink to ${tgt}, outside the worktree, would let later writes escape it`);
         }
-        a.write(target, tgt);
+        a.write(target, tgt, cwd);
       }
       w(link);
       return true;
@@ -361,7 +386,7 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
       if (extract) {
         const d = dir ?? '.';
         const p = resolvePath(d, cwd, home);
-        a.write(`${d}/…`, p === null ? null : `${p}/extracted`);
+        a.write(`${d}/…`, p === null ? null : `${p}/extracted`, cwd);
       } else if (create) {
         const i = argv.indexOf(create);
         const f = argv[i + 1];
@@ -374,7 +399,7 @@ function analyzeWriters(base: string, argv: string[], cwd: string | null, flags:
       const i = argv.indexOf('-d');
       const d = i > 0 ? (argv[i + 1] ?? '') : '.';
       const p = resolvePath(d, cwd, home);
-      a.write(`${d}/…`, p === null ? null : `${p}/extracted`);
+      a.write(`${d}/…`, p === null ? null : `${p}/extracted`, cwd);
       return true;
     }
     case 'patch':
@@ -405,7 +430,7 @@ function analyzeHttp(base: string, args: string[], cwd: string | null, a: Analyz
     const x = args[i] as string;
     if (x === '-o' || x === '--output' || (base === 'wget' && (x === '-O' || x === '--output-document'))) {
       const f = args[i + 1] ?? '';
-      if (f !== '-') a.write(f, resolvePath(f, cwd, a.context.home));
+      if (f !== '-') a.write(f, resolvePath(f, cwd, a.context.home), cwd);
       writes = true;
     }
     if (/^-(d|F|T|X)$|^--(data|form|upload-file|request|json)/.test(x)) writes = true;
@@ -464,7 +489,7 @@ export function analyzeCommand(base: string, argv: string[], cwd: string | null,
     return deny(a, 'blast_radius.merge', `${base} ${args.join(' ')}: Polly never merges; a human merges`);
   }
   const interp = interpreterName(base);
-  if (interp) return analyzeInterpreter(interp, argv, cwd, flags, a);
+  if (interp) return analyzeInterpreter(interp, argv, cwd, depth, flags, a);
   if (base === 'awk' || base === 'gawk' || base === 'mawk' || base === 'nawk') {
     const prog = args.find((x) => !x.startsWith('-')) ?? '';
     if (/\bsystem\s*\(|\|\s*getline|"\s*\|\s*|\|&/.test(prog)) return deny(a, 'blast_radius.interpreter', `${base} program runs other programs (system, pipes)`);

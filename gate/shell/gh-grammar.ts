@@ -214,7 +214,7 @@ export function analyzeGh(args: string[], a: Analyzer, cwd: string | null = null
     // `gh repo clone <repo> [<directory>]`: the directory is written (default: the repo's name, here)
     const rest = args.slice(k).filter((x) => !x.startsWith('-'));
     const dir = rest[1] ?? (rest[0] ?? '').split('/').pop() ?? '';
-    if (dir !== '') a.write(dir, resolvePath(dir, cwd, a.context.home));
+    if (dir !== '') a.write(dir, resolvePath(dir, cwd, a.context.home), cwd);
   }
 }
 

@@ -8,9 +8,11 @@
 import { parse } from 'unbash';
 import type { Assignment, Command as ShCommand, ParsedScript, Redirection, Word, WordPart } from 'unbash';
 import { analyzeCommand } from './command-rules.js';
+import { MKTEMP_PATH, freshTempVariables, mayAssign } from './assignments.js';
 import { UNKNOWN, isHarmlessDevice, isUnder, resolvePath } from '../paths.js';
 import { noOpProgramSetting } from '../git/git-config.js';
-import { denyInlineCodeForReadOnly } from '../policy.js';
+import { checkWrite, denyInlineCodeForReadOnly } from '../policy.js';
+import { isNamedPolicyRule, sandboxHolds } from '../sandbox-leeway.js';
 import type { Analyzer, ExecFlags, GateContext, GateFinding, GateRole, GatePolicy } from '../types.js';
 import { unwrap } from './wrappers.js';
 
@@ -22,7 +24,8 @@ export const MAX_DEPTH = 12;
 /** What an analysis found, in source order. */
 export interface ShellReport {
   findings: GateFinding[];
-  writes: Array<{ raw: string; path: string | null }>;
+  /** `cwd`: what a relative `raw` is relative to (null: unknown). */
+  writes: Array<{ raw: string; path: string | null; cwd: string | null }>;
   mutations: string[];
 }
 
@@ -30,6 +33,11 @@ interface Scope {
   cwd: string | null;
   vars: Map<string, string>;
 }
+
+/** The value of a variable that holds a fresh `mktemp` name (./assignments.ts), while a word is evaluated. */
+const FRESH_TEMP = '\u0001mktemp\u0001';
+/** A key in `Scope.vars` saying the input may assign PWD, so `$PWD` is not the cwd (copied with the vars). */
+const PWD_ASSIGNED = '\u0000PWD';
 
 /** The value of a command substitution known before it runs (by its source text), or null when unknown. */
 export type SubstitutionValue = (text: string, scope: Scope) => string | null;
@@ -44,18 +52,24 @@ export function wordValue(word: Word | undefined, scope: Scope, home: string, su
   word.parts.forEach((p, i) => {
     out += partValue(p, scope, home, i === 0, substitution);
   });
-  return out;
+  // a fresh mktemp name is a temp path only as the whole word; with a suffix ("$tmp"/*) it could be empty
+  if (out === FRESH_TEMP) return MKTEMP_PATH;
+  return out.includes(FRESH_TEMP) ? out.split(FRESH_TEMP).join(UNKNOWN) : out;
 }
 
 function expandTilde(v: string, home: string): string {
   return v === '~' || v.startsWith('~/') ? home + v.slice(1) : v;
 }
 
-/** Only HOME and PWD resolve; a variable assigned in the script is unknown (its value may depend on control flow). */
+/**
+ * Only HOME and PWD resolve (to `home`, which is {@link UNKNOWN} when the input may assign HOME, and
+ * to the cwd); a variable assigned in the script is unknown (its value may depend on control flow),
+ * but for one that only ever holds a fresh mktemp name.
+ */
 function varValue(name: string, scope: Scope, home: string): string {
-  if (scope.vars.has(name)) return UNKNOWN;
+  if (scope.vars.has(name)) return scope.vars.get(name) === FRESH_TEMP ? FRESH_TEMP : UNKNOWN;
   if (name === 'HOME') return home;
-  if (name === 'PWD' && scope.cwd) return scope.cwd;
+  if (name === 'PWD' && scope.cwd && !scope.vars.has(PWD_ASSIGNED)) return scope.cwd;
   return UNKNOWN;
 }
 
@@ -156,17 +170,34 @@ function switchesBranch(base: string, args: string[]): boolean {
  * asks), write targets and changes, in source order. Pure; never throws for bad shell (a parse
  * error is a `blast_radius.parse_error` finding).
  */
-export function analyzeShell(source: string, cwd: string, role: GateRole, context: GateContext, policy: GatePolicy): ShellReport {
+export function analyzeShell(source: string, cwd: string, role: GateRole, context: GateContext, policy: GatePolicy, startDepth = 0): ShellReport {
   const report: ShellReport = { findings: [], writes: [], mutations: [] };
+  const leeway = sandboxHolds(role, context);
+  // HOME, ~ and PWD mean the context's home and the cwd only while nothing in the input may assign them
+  const home = mayAssign(source, 'HOME') ? UNKNOWN : context.home;
+  const pwdAssigned = mayAssign(source, 'PWD');
+  const freshTemps = leeway ? freshTempVariables(source) : new Set<string>();
+  const newScope = (c: string | null): Scope => ({ cwd: c, vars: pwdAssigned ? new Map([[PWD_ASSIGNED, UNKNOWN]]) : new Map() });
   const analyzer: Analyzer = {
     context,
     policy,
     role,
     finding: (f) => void report.findings.push(f),
-    write: (raw, path) => void report.writes.push({ raw, path }),
+    write: (raw, path, c) => void report.writes.push({ raw, path, cwd: c ?? null }),
     mutate: (what) => void report.mutations.push(what),
-    script: (src, c, depth, origin) => runScript(src, { cwd: c, vars: new Map() }, depth, origin),
+    script: (src, c, depth, origin) => runScript(src, newScope(c), depth, origin),
     exec: (argv, c, depth, flags) => exec(argv, c, depth, flags),
+    probe: (src, c, depth) => {
+      if (depth > MAX_DEPTH) return null;
+      const sub = analyzeShell(src, c ?? cwd, role, context, policy, depth);
+      const named = sub.findings.find((f) => f.decision === 'deny' && isNamedPolicyRule(f.rule));
+      if (named) return named;
+      for (const w of sub.writes) {
+        const f = checkWrite(w.path, w.raw, role, context, policy, { cwd: w.cwd, source: src });
+        if (f && f.decision === 'deny' && isNamedPolicyRule(f.rule)) return f;
+      }
+      return null;
+    },
   };
   const deny = (rule: string, reason: string): void => analyzer.finding({ decision: 'deny', rule, reason });
   /** Set once a command in this input may switch the worktree's branch: later `$(git branch --show-current)` is then unknown. */
@@ -195,7 +226,11 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
     if (depth > MAX_DEPTH) return deny('blast_radius.unresolved_command', `wrappers nested more than ${MAX_DEPTH} levels deep`);
     const name = argv[0];
     if (name === undefined) return;
-    if (name.includes(UNKNOWN) || name === '') {
+    const tail = name.split('/').pop() ?? '';
+    // Under the sandbox a program in a directory the gate cannot resolve is judged by its own name
+    // ("$(go env GOPATH)/bin/misspell" as misspell); a name produced at run time stays denied.
+    const namedProgram = leeway && cwd !== null && isUnder(cwd, context.worktree) && name.includes('/') && tail !== '' && !tail.includes(UNKNOWN);
+    if ((name.includes(UNKNOWN) && !namedProgram) || name === '') {
       return deny('blast_radius.unresolved_command', `the command word ${JSON.stringify(name.replace(/\u0000/g, '…'))} is produced at run time; the gate cannot tell what runs`);
     }
     const base = name.includes('/') ? (name.split('/').pop() as string) : name;
@@ -211,10 +246,10 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
         });
       case 'script':
         if (w.origin !== 'watch' && w.origin !== 'parallel' && denyInlineCodeForReadOnly(analyzer, w.origin)) return;
-        return runScript(w.source, { cwd, vars: new Map() }, depth + 1, w.origin);
+        return runScript(w.source, newScope(cwd), depth + 1, w.origin);
       case 'stdin-shell':
         if (flags.stdinText != null && denyInlineCodeForReadOnly(analyzer, `${w.origin} reading a here-document`)) return;
-        if (flags.stdinText != null) return runScript(flags.stdinText, { cwd, vars: new Map() }, depth + 1, `${w.origin} reading a here-document`);
+        if (flags.stdinText != null) return runScript(flags.stdinText, newScope(cwd), depth + 1, `${w.origin} reading a here-document`);
         if (flags.stdinFromPipe)
           return deny('blast_radius.hidden_command', `a shell (${w.origin}) reads commands from a pipe: anything decoded or downloaded into a shell is denied`);
         return;
@@ -293,14 +328,14 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
         walkWord(r.target, scope, depth);
         const op = r.operator;
         if (op === '>' || op === '>>' || op === '>|' || op === '&>' || op === '&>>' || op === '<>' || (op === '>&' && r.target && !/^\d+-?$|^-$/.test(r.target.value))) {
-          const raw = wordValue(r.target, scope, context.home, substitution);
+          const raw = wordValue(r.target, scope, home, substitution);
           const path = resolvePath(raw, scope.cwd, context.home);
-          analyzer.write(raw, path);
+          analyzer.write(raw, path, scope.cwd);
           if (path === null || !isHarmlessDevice(path)) analyzer.mutate(`redirect to ${raw.replace(/\u0000/g, '…')}`);
         }
       } else if (r.type === 'HereString') {
         walkWord(r.target, scope, depth);
-        stdinText = wordValue(r.target, scope, context.home, substitution);
+        stdinText = wordValue(r.target, scope, home, substitution);
       } else if (r.type === 'HereDoc') {
         const body = r.body;
         walkWordParts(body.parts as unknown[] | undefined, scope, depth);
@@ -318,7 +353,7 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
     const { stdinText } = redirects(node.redirects, scope, depth);
     for (const pre of node.prefix) {
       if (pre.type !== 'Assignment') continue;
-      if (node.name && pre.value.type === 'Word' && harmlessSetting(pre.name, wordValue(pre.value, scope, context.home, substitution))) continue;
+      if (node.name && pre.value.type === 'Word' && harmlessSetting(pre.name, wordValue(pre.value, scope, home, substitution))) continue;
       if (
         /^GIT_(CONFIG|EXEC_PATH|DIR$|WORK_TREE$|COMMON_DIR$|INDEX_FILE$|OBJECT_DIRECTORY$|SSH|ASKPASS|EDITOR|PAGER|PROXY)|^(BASH_ENV|ENV|PROMPT_COMMAND|LD_PRELOAD|LD_LIBRARY_PATH|NODE_OPTIONS|PYTHONSTARTUP|PERL5OPT|RUBYOPT|GIT_SEQUENCE_EDITOR|EDITOR|VISUAL|PAGER)$/.test(
           pre.name,
@@ -329,14 +364,14 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
       if (!node.name && /^GIT_(DIR|WORK_TREE|COMMON_DIR|INDEX_FILE|OBJECT_DIRECTORY)$/.test(pre.name)) {
         return deny('blast_radius.git_config', `setting ${pre.name} (exported by \`set -a\` or an earlier export) points later git commands at another repository`);
       }
-      if (!node.name) scope.vars.set(pre.name, UNKNOWN);
+      if (!node.name) scope.vars.set(pre.name, freshTemps.has(pre.name) ? FRESH_TEMP : UNKNOWN);
     }
     if (!node.name) return;
-    const argv = [node.name, ...node.suffix.filter((s): s is Word => s.type === 'Word')].map((w) => wordValue(w, scope, context.home, substitution));
+    const argv = [node.name, ...node.suffix.filter((s): s is Word => s.type === 'Word')].map((w) => wordValue(w, scope, home, substitution));
     // `export GIT_DIR=…` parses as an assignment in the suffix: check its name like a word
     const assigned = node.suffix
       .filter((s): s is Assignment => s.type === 'Assignment')
-      .map((s) => `${s.name}=${s.value.type === 'Word' ? wordValue(s.value, scope, context.home, substitution) : UNKNOWN}`);
+      .map((s) => `${s.name}=${s.value.type === 'Word' ? wordValue(s.value, scope, home, substitution) : UNKNOWN}`);
     // env-style NAME=value words after a wrapper are handled by the wrappers; export/declare can hide GIT_CONFIG
     const first = argv[0] as string;
     if (
@@ -353,7 +388,7 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
     }
     if (first === 'cd' || first === 'pushd') {
       const target = argv[1];
-      scope.cwd = target === undefined || target === '-' ? (target === undefined ? context.home : null) : resolvePath(target, scope.cwd, context.home);
+      scope.cwd = target === undefined || target === '-' ? (target === undefined && home !== UNKNOWN ? context.home : null) : resolvePath(target, scope.cwd, context.home);
       return;
     }
     if (first === 'eval') {
@@ -408,7 +443,7 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
       case 'For':
       case 'Select':
         for (const w of (node.wordlist as unknown[] | undefined) ?? []) walkWord(w, scope, depth);
-        scope.vars.delete(String((node.name as Word).value));
+        scope.vars.set(String((node.name as Word).value), UNKNOWN);
         return walk(node.body as AnyNode, scope, depth, pipeIn);
       case 'While':
         walk(node.clause as AnyNode, scope, depth, pipeIn);
@@ -449,6 +484,6 @@ export function analyzeShell(source: string, cwd: string, role: GateRole, contex
     else if (e.type === 'TestGroup') walkTest(e.expression as AnyNode, scope, depth);
   }
 
-  runScript(source, { cwd, vars: new Map() }, 0, 'the command');
+  runScript(source, newScope(cwd), startDepth, 'the command');
   return report;
 }

@@ -8,6 +8,9 @@
  * - stateful pull requests, reviews, review comments (file + line), issue comments, check runs,
  *   commit statuses and mergeability (`mergeable` / `mergeable_state`, `null` while "computing")
  *   for one repository (`owner/repo`),
+ * - issues (numbered in the same sequence as pull requests, as on GitHub) with labels, their
+ *   `labeled` / `unlabeled` events (who did it), and comments that a human can edit or delete
+ *   (`updated_at` moves on an edit; a deleted comment is gone from the list),
  * - GraphQL for the mutations the forge needs, parsed and validated against GitHub's public GraphQL
  *   schema (`schema.docs.graphql`, bundled in the same package) and executed on the same state,
  * - a request log (every request, its status, whether it counted against the rate limit),
@@ -15,7 +18,8 @@
  * - a primary rate limit with `x-ratelimit-*` headers on a window of one hour of the injected clock,
  *   and fault injection (403/429 with `retry-after` or an exhausted limit),
  * - test controls that play the human and CI: merge (merge, squash, rebase) or close a PR, review
- *   it, comment on it, report check runs and commit statuses — without an API request, so the
+ *   it, comment on it, report check runs and commit statuses, open an issue, label it, comment on
+ *   it and edit or delete a comment — without an API request, so the
  *   request log shows only what the code under test sent,
  * - refusals: every merge endpoint (REST `PUT …/pulls/{n}/merge`, `POST …/merges`, GraphQL
  *   `mergePullRequest` / `enablePullRequestAutoMerge` / `mergeBranch`) and every forced or
@@ -127,7 +131,7 @@ export interface SimPull {
   /** Who opened it: a hash of the Authorization header (never the token). */
   author: string;
   reviews: SimReview[];
-  comments: Array<{ id: number; body: string; login: string; createdAt: string }>;
+  comments: SimComment[];
   /** Paths the head changes (set with `setChangedFiles`); a PR merged first that touches one of them makes this one conflict. */
   files: string[];
   /** The head no longer merges into the base (set when a PR touching the same files merged; cleared when the head moves). */
@@ -137,6 +141,31 @@ export interface SimPull {
    * `null` once (`computing`), and the next request sees the computed value (`known`).
    */
   mergeability: 'known' | 'stale' | 'computing';
+}
+
+/** An issue (GitHub "issues/get"); its number is from the pull requests' sequence. */
+export interface SimIssue {
+  number: number;
+  title: string;
+  body: string;
+  /** Who opened it. */
+  login: string;
+  state: 'open' | 'closed';
+  labels: string[];
+  /** `labeled` / `unlabeled` events, oldest first (GitHub "issues/list-events"). */
+  events: Array<{ id: number; event: 'labeled' | 'unlabeled'; label: string; actor: string; createdAt: string }>;
+  comments: SimComment[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A comment on an issue or on a PR's conversation. `updatedAt` differs from `createdAt` once edited. */
+export interface SimComment {
+  id: number;
+  body: string;
+  login: string;
+  createdAt: string;
+  updatedAt: string;
 }
 
 /** One move of a branch on the simulated repository (a push, a merge, a ref update, a test control). */
@@ -189,8 +218,20 @@ export interface GitHubSimulator {
     number: number,
     review: { login: string; event: 'COMMENT' | 'REQUEST_CHANGES' | 'APPROVE'; body: string; comments?: Array<{ path: string; line: number; body: string }> },
   ): number;
-  /** A human (`login`) comments on the PR's conversation (no API request is logged). Returns the comment id. */
+  /** A human (`login`) comments on the PR's conversation or on an issue (no API request is logged). Returns the comment id. */
   humanComment(number: number, comment: { login: string; body: string }): number;
+  /** Issues by number (pull requests are in {@link pulls}). */
+  issues: Map<number, SimIssue>;
+  /** A human (`login`) opens an issue, with labels set at once (as an issue template does: the events' actor is the opener). Returns its number. */
+  humanOpenIssue(issue: { login: string; title: string; body?: string; labels?: string[] }): number;
+  /** A human (`login`) adds `label` to issue `number` (a `labeled` event by `login`). */
+  humanLabel(number: number, label: { login: string; label: string }): void;
+  /** A human (`login`) removes `label` from issue `number` (an `unlabeled` event). */
+  humanUnlabel(number: number, label: { login: string; label: string }): void;
+  /** A human edits comment `id` (on an issue or a PR): the body changes and `updated_at` moves. */
+  humanEditComment(id: number, body: string): void;
+  /** A human deletes comment `id`: it is gone from the list. */
+  humanDeleteComment(id: number): void;
   /** CI reports a check run on commit `sha` (replacing an earlier run of the same name). */
   setCheckRun(sha: string, run: SimCheckRun): void;
   /** CI reports a commit status on `sha` (replacing an earlier one of the same context). */
@@ -256,6 +297,10 @@ const SERVED_PATHS = [
   '/repos/{owner}/{repo}/pulls/{pull_number}/reviews',
   '/repos/{owner}/{repo}/pulls/{pull_number}/merge',
   '/repos/{owner}/{repo}/issues/{issue_number}/comments',
+  '/repos/{owner}/{repo}/issues',
+  '/repos/{owner}/{repo}/issues/{issue_number}',
+  '/repos/{owner}/{repo}/issues/{issue_number}/events',
+  '/repos/{owner}/{repo}/issues/comments/{comment_id}',
   '/repos/{owner}/{repo}/pulls/{pull_number}/comments',
   '/repos/{owner}/{repo}/commits/{ref}/check-runs',
   '/repos/{owner}/{repo}/commits/{ref}/status',
@@ -309,6 +354,21 @@ function trimmedGitHubDescription(): string {
     if (o.nullable === true && Array.isArray(o.enum) && !o.enum.includes(null)) o.enum = [...o.enum, null];
     for (const v of Object.values(o)) admitNull(v);
   };
+  // OpenAPI 3.0.3 allows `nullable` only beside `type`; ajv (the validator behind the router)
+  // refuses to compile a schema that has it alone or beside a composition (GitHub's issue schema:
+  // `issue-field-value.value` is `{anyOf: […], nullable: true}`). Such a node becomes "the same,
+  // or null": `{anyOf: [the node without nullable, {enum: [null]}]}` — what GitHub means by it.
+  const typelessNullable = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(typelessNullable);
+    if (!node || typeof node !== 'object') return;
+    const o = node as Record<string, unknown>;
+    for (const v of Object.values(o)) typelessNullable(v);
+    if (o.nullable !== true || o.type !== undefined) return;
+    const { nullable: _n, description, ...rest } = o;
+    for (const k of Object.keys(o)) delete o[k];
+    if (description !== undefined) o.description = description;
+    o.anyOf = Object.keys(rest).length === 0 ? [{}] : [rest, { enum: [null] }];
+  };
   const components: Record<string, Record<string, unknown>> = {};
   for (const [kind, names] of keep) {
     components[kind] = {};
@@ -316,6 +376,8 @@ function trimmedGitHubDescription(): string {
   }
   admitNull(paths);
   admitNull(components);
+  typelessNullable(paths);
+  typelessNullable(components);
   const text = JSON.stringify({ ...full, paths, components });
   // One file per content (shared by test processes, never growing): written to a temp name, then renamed.
   const file = join(tmpdir(), `polly-ghsim-${sha(text).slice(0, 16)}.json`);
@@ -355,6 +417,7 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
   const branches = new Map<string, string>(gitDir ? branchTips(gitDir) : Object.entries(options.branches ?? { main: sha('main-initial') }));
   const refUpdates: RefUpdate[] = [];
   const pulls = new Map<number, SimPull>();
+  const issues = new Map<number, SimIssue>();
   const requests: SimRequest[] = [];
   const faults: FaultSpec[] = [];
   const tokenLogin = options.tokenLogin ?? 'polly-operator';
@@ -409,6 +472,11 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
   let nextId = 1000;
   let window = { reset: Math.floor(clock.now() / 1000) + 3600, remaining: limit };
   const iso = () => new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  /** Now, or one second after `t` when the clock has not moved past it (GitHub's timestamps are whole seconds): an edit's `updated_at`. */
+  const laterThan = (t: string): string => {
+    const now = iso();
+    return Date.parse(now) > Date.parse(t) ? now : new Date(Date.parse(t) + 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  };
 
   const refreshWindow = () => {
     const nowS = Math.floor(clock.now() / 1000);
@@ -517,6 +585,83 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
   });
   const isOurRepo = (c: Ctx) => c.request.params.owner === owner && c.request.params.repo === repo;
   const pullOf = (c: Ctx) => (isOurRepo(c) ? pulls.get(Number(c.request.params.pull_number ?? c.request.params.issue_number)) : undefined);
+  const issueOf = (c: Ctx) => (isOurRepo(c) ? issues.get(Number(c.request.params.issue_number)) : undefined);
+  /** The conversation of issue or PR `issue_number` (GitHub's issue comments serve both). */
+  const conversationOf = (c: Ctx): { comments: SimComment[]; kind: 'issues' | 'pull'; touch(): void } | undefined => {
+    const i = issueOf(c);
+    if (i) return { comments: i.comments, kind: 'issues', touch: () => void (i.updatedAt = iso()) };
+    const p = pullOf(c);
+    if (p) return { comments: p.comments, kind: 'pull', touch: () => void (p.updatedAt = iso()) };
+    return undefined;
+  };
+  /** Find comment `id` on any issue or PR. */
+  const findComment = (id: number): { list: SimComment[]; comment: SimComment; number: number; kind: 'issues' | 'pull' } | undefined => {
+    for (const i of issues.values()) {
+      const comment = i.comments.find((x) => x.id === id);
+      if (comment) return { list: i.comments, comment, number: i.number, kind: 'issues' };
+    }
+    for (const p of pulls.values()) {
+      const comment = p.comments.find((x) => x.id === id);
+      if (comment) return { list: p.comments, comment, number: p.number, kind: 'pull' };
+    }
+    return undefined;
+  };
+  /** GitHub's `issue-comment` for `x` on issue or PR `number` (from the description's example). */
+  const commentJson = (api: Api, operationId: string, x: SimComment, number: number, kind: 'issues' | 'pull') => {
+    const t = template(api, operationId);
+    return Object.assign(t, {
+      id: x.id,
+      node_id: Buffer.from(`IssueComment:${x.id}`).toString('base64'),
+      user: userJson(t.user, x.login),
+      author_association: associationOf(x.login),
+      body: x.body,
+      created_at: x.createdAt,
+      updated_at: x.updatedAt,
+      html_url: `https://github.com/${owner}/${repo}/${kind}/${number}#issuecomment-${x.id}`,
+      issue_url: `https://api.github.com/repos/${owner}/${repo}/issues/${number}`,
+    });
+  };
+  /** GitHub's `issue` for `i` (from the description's example; labels as `{id, name, color}` objects). */
+  const issueJson = (api: Api, operationId: string, i: SimIssue) => {
+    const t = template(api, operationId);
+    return Object.assign(t, {
+      id: i.number + 200_000,
+      node_id: Buffer.from(`Issue:${i.number}`).toString('base64'),
+      number: i.number,
+      url: `https://api.github.com/repos/${owner}/${repo}/issues/${i.number}`,
+      repository_url: `https://api.github.com/repos/${owner}/${repo}`,
+      labels_url: `https://api.github.com/repos/${owner}/${repo}/issues/${i.number}/labels{/name}`,
+      comments_url: `https://api.github.com/repos/${owner}/${repo}/issues/${i.number}/comments`,
+      events_url: `https://api.github.com/repos/${owner}/${repo}/issues/${i.number}/events`,
+      html_url: `https://github.com/${owner}/${repo}/issues/${i.number}`,
+      title: i.title,
+      body: i.body,
+      state: i.state,
+      state_reason: null,
+      user: userJson(t.user, i.login),
+      author_association: associationOf(i.login),
+      labels: i.labels.map((name) => ({
+        id: Number.parseInt(sha(`label:${name}`).slice(0, 8), 16),
+        node_id: Buffer.from(`Label:${name}`).toString('base64'),
+        url: `https://api.github.com/repos/${owner}/${repo}/labels/${encodeURIComponent(name)}`,
+        name,
+        description: null,
+        color: 'ededed',
+        default: false,
+      })),
+      assignee: null,
+      assignees: [],
+      milestone: null,
+      locked: false,
+      active_lock_reason: null,
+      comments: i.comments.length,
+      pull_request: undefined,
+      closed_at: i.state === 'closed' ? i.updatedAt : null,
+      closed_by: null,
+      created_at: i.createdAt,
+      updated_at: i.updatedAt,
+    });
+  };
 
   const openapiHandlers = () => ({
     'pulls/create': async (c: Ctx, req: ExpressReq) => {
@@ -688,22 +833,66 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       };
     },
     'issues/list-comments': async (c: Ctx) => {
-      const p = pullOf(c);
-      if (!p) return notFound;
+      const conv = conversationOf(c);
+      if (!conv) return notFound;
+      const number = Number(c.request.params.issue_number);
+      return { status: 200, json: page(c, conv.comments).map((x) => commentJson(c.api, 'issues/list-comments', x, number, conv.kind)) };
+    },
+    // https://docs.github.com/en/rest/issues/comments#update-an-issue-comment
+    'issues/update-comment': async (c: Ctx, req: ExpressReq) => {
+      if (!isOurRepo(c)) return notFound;
+      const found = findComment(Number(c.request.params.comment_id));
+      if (!found) return notFound;
+      // As on GitHub: only the comment's author (or a maintainer) may edit it; Polly edits its own.
+      if (found.comment.login !== tokenLogin || authorOf(req) === sha('anonymous')) {
+        return {
+          status: 403,
+          json: { message: 'Must have admin rights to Repository.', documentation_url: 'https://docs.github.com/rest/issues/comments#update-an-issue-comment' },
+        };
+      }
+      found.comment.body = String(c.request.requestBody.body ?? '');
+      found.comment.updatedAt = laterThan(found.comment.createdAt);
+      return { status: 200, json: commentJson(c.api, 'issues/update-comment', found.comment, found.number, found.kind) };
+    },
+    // https://docs.github.com/en/rest/issues/issues#list-repository-issues: issues and PRs, filtered by state and labels (all of them, comma-separated).
+    'issues/list-for-repo': async (c: Ctx) => {
+      if (!isOurRepo(c)) return notFound;
+      const q = c.request.query;
+      const state = String(q.state ?? 'open');
+      const want = String(q.labels ?? '')
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean);
+      const all = [...issues.values()]
+        .filter((i) => state === 'all' || i.state === state)
+        .filter((i) => want.every((l) => i.labels.includes(l)))
+        .sort((a, b) => b.number - a.number);
+      return { status: 200, json: page(c, all).map((i) => issueJson(c.api, 'issues/list-for-repo', i)) };
+    },
+    'issues/get': async (c: Ctx) => {
+      const i = issueOf(c);
+      if (!i) return notFound;
+      return { status: 200, json: issueJson(c.api, 'issues/get', i) };
+    },
+    // https://docs.github.com/en/rest/issues/events#list-issue-events: here the `labeled` / `unlabeled` events, each with its actor.
+    'issues/list-events': async (c: Ctx) => {
+      const i = issueOf(c);
+      if (!i) return notFound;
       return {
         status: 200,
-        json: page(c, p.comments).map((x) => {
-          const t = template(c.api, 'issues/list-comments');
+        json: page(c, i.events).map((e) => {
+          const t = template(c.api, 'issues/list-events');
           return Object.assign(t, {
-            id: x.id,
-            node_id: Buffer.from(`IssueComment:${x.id}`).toString('base64'),
-            user: userJson(t.user, x.login),
-            author_association: associationOf(x.login),
-            body: x.body,
-            created_at: x.createdAt,
-            updated_at: x.createdAt,
-            html_url: `https://github.com/${owner}/${repo}/pull/${p.number}#issuecomment-${x.id}`,
-            issue_url: `https://api.github.com/repos/${owner}/${repo}/issues/${p.number}`,
+            id: e.id,
+            node_id: Buffer.from(`LabeledEvent:${e.id}`).toString('base64'),
+            url: `https://api.github.com/repos/${owner}/${repo}/issues/events/${e.id}`,
+            actor: userJson(t.actor, e.actor),
+            event: e.event,
+            commit_id: null,
+            commit_url: null,
+            created_at: e.createdAt,
+            performed_via_github_app: null,
+            label: { name: e.label, color: 'ededed' },
           });
         }),
       };
@@ -801,15 +990,14 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       };
     },
     'issues/create-comment': async (c: Ctx) => {
-      const p = pullOf(c);
-      if (!p) return notFound;
+      const conv = conversationOf(c);
+      if (!conv) return notFound;
       const body = String(c.request.requestBody.body ?? '');
       const id = nextId++;
-      p.comments.push({ id, body, login: tokenLogin, createdAt: iso() });
-      p.updatedAt = iso();
-      const t = template(c.api, 'issues/create-comment');
-      Object.assign(t, { id, body, html_url: `https://github.com/${owner}/${repo}/pull/${p.number}#issuecomment-${id}`, created_at: iso(), updated_at: iso() });
-      return { status: 201, json: t };
+      const x: SimComment = { id, body, login: tokenLogin, createdAt: iso(), updatedAt: iso() };
+      conv.comments.push(x);
+      conv.touch();
+      return { status: 201, json: commentJson(c.api, 'issues/create-comment', x, Number(c.request.params.issue_number), conv.kind) };
     },
     // Refused and recorded: Polly never merges (nothing changes; the request is in refusedRequests()).
     'pulls/merge': async (c: Ctx) => refuse(c, 'merging a pull request'),
@@ -1122,13 +1310,66 @@ export async function startGitHubSimulator(options: GitHubSimulatorOptions = {})
       roles.set(login, role);
     },
     humanComment(number, comment) {
-      const p = pulls.get(number);
-      if (!p) throw new Error(`simulator: no PR #${number}`);
+      const target = issues.get(number) ?? pulls.get(number);
+      if (!target) throw new Error(`simulator: no issue or PR #${number}`);
       stateVersion += 1;
       const id = nextId++;
-      p.comments.push({ id, body: comment.body, login: comment.login, createdAt: iso() });
-      p.updatedAt = iso();
+      target.comments.push({ id, body: comment.body, login: comment.login, createdAt: iso(), updatedAt: iso() });
+      target.updatedAt = iso();
       return id;
+    },
+    issues,
+    humanOpenIssue(issue) {
+      stateVersion += 1;
+      const number = nextNumber++;
+      const at = iso();
+      const i: SimIssue = {
+        number,
+        title: issue.title,
+        body: issue.body ?? '',
+        login: issue.login,
+        state: 'open',
+        labels: [],
+        events: [],
+        comments: [],
+        createdAt: at,
+        updatedAt: at,
+      };
+      issues.set(number, i);
+      for (const label of issue.labels ?? []) {
+        i.labels.push(label);
+        i.events.push({ id: nextId++, event: 'labeled', label, actor: issue.login, createdAt: at });
+      }
+      return number;
+    },
+    humanLabel(number, { login, label }) {
+      const i = issues.get(number);
+      if (!i) throw new Error(`simulator: no issue #${number}`);
+      stateVersion += 1;
+      if (!i.labels.includes(label)) i.labels.push(label);
+      i.updatedAt = iso();
+      i.events.push({ id: nextId++, event: 'labeled', label, actor: login, createdAt: i.updatedAt });
+    },
+    humanUnlabel(number, { login, label }) {
+      const i = issues.get(number);
+      if (!i) throw new Error(`simulator: no issue #${number}`);
+      stateVersion += 1;
+      i.labels = i.labels.filter((l) => l !== label);
+      i.updatedAt = iso();
+      i.events.push({ id: nextId++, event: 'unlabeled', label, actor: login, createdAt: i.updatedAt });
+    },
+    humanEditComment(id, body) {
+      const found = findComment(id);
+      if (!found) throw new Error(`simulator: no comment ${id}`);
+      stateVersion += 1;
+      found.comment.body = body;
+      found.comment.updatedAt = laterThan(found.comment.createdAt);
+    },
+    humanDeleteComment(id) {
+      const found = findComment(id);
+      if (!found) throw new Error(`simulator: no comment ${id}`);
+      stateVersion += 1;
+      found.list.splice(found.list.indexOf(found.comment), 1);
     },
     setCheckRun(commit, run) {
       syncFromGit();

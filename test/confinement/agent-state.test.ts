@@ -1,5 +1,5 @@
 /**
- * Issue 27 item 3: a task's agent state is the only one mounted for it, wherever the XDG
+ * A task's agent state is the only one mounted for it, wherever the XDG
  * variables point. With `XDG_STATE_HOME` outside HOME, Polly's state root (every task's and every
  * repository's agent sessions) used to be in view under the read-only root. Planted: another
  * task's claude session and another repository's codex rollout under the real state root, files
@@ -85,7 +85,7 @@ describe.skipIf(!probeSandbox().ok)('agent state with the XDG dirs outside HOME 
     const turn = await agentTurnSandbox({
       repoRoot: repo,
       cwd: worktree,
-      role: 'implement',
+      readOnly: false,
       agentStateDir: own,
       gateDir: join(repo, '.polly', 'workers', 't1', 'gate'),
       env: {},

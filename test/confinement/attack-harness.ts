@@ -105,11 +105,19 @@ export const originRefsOf = (s: Setting): string => git(s.root, ['--git-dir', s.
 /**
  * Build the target (see the module doc), run `plant(setting)` (more canaries, before anything is
  * recorded), run `polly run` on the plan's `tasks` with the scripted model answering from
- * `modelScript(setting)` (YAML), then wait `lingerMs` for what a left-behind process would do, kill
- * whatever still carries the marker, and return the ground truth.
+ * `modelScript(setting)` (YAML), then, when a process carrying the marker is still alive, wait
+ * `lingerMs` for what it would do; kill whatever still carries the marker, and return the ground truth.
  */
-export async function attackRun(label: string, tasks: unknown[], modelScript: (s: Setting) => string, lingerMs = 7000, plant: (s: Setting) => void = () => {}): Promise<Outcome> {
-  const root = realpathSync(mkdtempSync(join(tmpdir(), `polly-attack-${label}-`)));
+export async function attackRun(
+  label: string,
+  tasks: unknown[],
+  modelScript: (s: Setting) => string,
+  lingerMs = 7000,
+  plant: (s: Setting) => void = () => {},
+  /** Where the run's root dir goes (default the OS temp dir, which every sandbox covers anyway). */
+  parent: string = tmpdir(),
+): Promise<Outcome> {
+  const root = realpathSync(mkdtempSync(join(parent, `polly-attack-${label}-`)));
   const env = gitTestEnv();
   const repo = join(root, 'repo');
   const origin = join(root, 'origin.git');
@@ -181,8 +189,10 @@ export async function attackRun(label: string, tasks: unknown[], modelScript: (s
     await server.close();
   }
   const aliveAfterRun = processesWith(marker);
-  // Past the moment the left-behind processes would act.
-  await new Promise((r) => setTimeout(r, lingerMs));
+  // Past the moment the left-behind processes would act. Every process an attack leaves carries the
+  // marker in its command line (and its children die with it), so when none is left nothing can act
+  // later: the wait is only for a run that left one (whose test then fails on aliveAfterRun anyway).
+  if (aliveAfterRun.length > 0) await new Promise((r) => setTimeout(r, lingerMs));
   for (const pid of processesWith(marker)) {
     try {
       process.kill(pid, 'SIGKILL');

@@ -1,5 +1,5 @@
 /**
- * Issue 13, Acceptance: the attack suite. `polly run plan.yaml --yes` with one implement task per
+ * The attack suite. `polly run plan.yaml --yes` with one implement task per
  * vendor, the real `claude`, `pi` and `codex` CLIs driven by the scripted model, and a worker that
  * tries, in one turn, what an attacker would: move and delete refs other than its own (a script,
  * absolute `/usr/bin/git`, node and python one-liners, a git alias that runs a command), push and

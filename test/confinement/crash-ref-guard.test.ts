@@ -1,5 +1,5 @@
 /**
- * Issue 13, leftover (d): the ref guard across a Brain crash. Where no sandbox runs (no bubblewrap;
+ * The ref guard across a Brain crash. Where no sandbox runs (no bubblewrap;
  * `workers.allow_unconfined: true`) a pi worker, from a script it wrote, moves `feature` during its
  * turn and then keeps working; the Brain is SIGKILLed while the turn runs, after the ref moved.
  * `polly run` starts the Brain again, the new Brain adopts the running turn, and the ref guard

@@ -1,5 +1,5 @@
 /**
- * Issue 26 item 4, "Polly writes Polly's records": a confined worker tries to rewrite the gate's
+ * "Polly writes Polly's records": a confined worker tries to rewrite the gate's
  * decision log, through the real `claude` (implementer, PreToolUse hook) and the real `codex`
  * (reviewer) inside the real bubblewrap sandbox, one `polly run`.
  *

@@ -1,5 +1,5 @@
 /**
- * Issue 27 item 2: no unix socket outside a worker's own directories is reachable from a sandbox.
+ * No unix socket outside a worker's own directories is reachable from a sandbox.
  * Canary listeners on the host — in /var/tmp, in the repository's git dir and main checkout, in a
  * sibling directory of the repository, in a toolchain dir bound from HOME, and an abstract one —
  * count every connection; a probe inside the real command sandbox (acceptance checks) and the real
@@ -80,7 +80,7 @@ describe.skipIf(!probeSandbox().ok)('host sockets from inside the sandbox (issue
     const turn = await agentTurnSandbox({
       repoRoot: repo,
       cwd: worktree,
-      role: 'implement',
+      readOnly: false,
       agentStateDir: join(root, 'state', 'agents', 't1', 'pi'),
       gateDir: join(repo, '.polly', 'workers', 't1', 'gate'),
       env: {},

@@ -1,5 +1,5 @@
 /**
- * Issue 27 items 2 and 3 through a real CLI: one `polly run` whose `pi` worker (driven by the
+ * Host sockets and XDG dirs hidden, through a real CLI: one `polly run` whose `pi` worker (driven by the
  * scripted model) and whose acceptance test (which Polly runs in the command sandbox) try the
  * canary sockets — in /var/tmp and in the repository's git dir — and read another task's agent
  * session planted under an `XDG_STATE_HOME` outside HOME. Each probe writes `<name>: reached` or

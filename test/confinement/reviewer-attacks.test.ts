@@ -1,5 +1,5 @@
 /**
- * Issue 13, Acceptance, the reviewer class: a hostile REVIEWER, on its own. The implementer's
+ * The reviewer class of the attack suite: a hostile REVIEWER, on its own. The implementer's
  * attacks (attack-suite.test.ts) fail the task before review, so there the reviewer's path is never
  * reached; here the implementer is benign and each reviewer (the real `claude`, `pi` and `codex`
  * CLIs, one task each, one `polly run`) tries, from its read-only scratch dir: to write its own

@@ -1,5 +1,5 @@
 /**
- * Issue 13, leftover (b): a `worktrees.setup` command from the repository (a setup script a worker
+ * A `worktrees.setup` command from the repository (a setup script a worker
  * or a contributor wrote) that moves refs and writes `.git/`, on a machine where Polly's sandbox
  * cannot start (no bubblewrap; `workers.allow_unconfined: true`), so only the ref guard stands
  * between it and the user's repository. The ref guard compares refs and git metadata around the

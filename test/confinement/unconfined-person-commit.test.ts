@@ -28,7 +28,7 @@ describe("unconfined, a person's commit during a step", () => {
     const mainBefore = git(repo.dir, ['rev-parse', 'refs/heads/main']);
     const store = createMemoryRegistryStore();
     const progress: string[] = [];
-    const ctx = { repoRoot: repo.dir, store, progress: (l: string) => progress.push(l), task: { id: 'u1', branch: 'polly/u1' }, order: { id: 'u1:turn' } };
+    const ctx = { repoRoot: repo.dir, store, progress: (l: string) => progress.push(l), clock: () => new Date(), task: { id: 'u1', branch: 'polly/u1' }, order: { id: 'u1:turn' } };
     let personCommit = '';
     const { violation } = await withRefGuard(
       ctx,

@@ -13,15 +13,18 @@ import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
-import { openRepoContext } from '../../brain/commands/repo-context.js';
+import { openRepoContext } from '../../brain/registry/repo-context.js';
 import { createRepoUiSource } from '../../brain/ui/ui-source.js';
 import { createUiServer, type UiServer } from '../../brain/ui/ui-server.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { keylessEnv, polly } from '../helpers/keyless-cli.js';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
-import { chromiumPath, hasSystemPackage } from '../helpers/system-packages.js';
+import { chromiumPath, hasSystemPackages } from '../helpers/system-packages.js';
 
-const CHROMIUM = hasSystemPackage('chromium', import.meta.url) ? chromiumPath() : undefined;
+// Dispatches workers through Polly's sandbox and drives the dashboard in Chromium: skipped and
+// listed without bubblewrap or chromium, a failure under CI=true (test/helpers/system-packages.ts).
+const READY = hasSystemPackages(['bubblewrap', 'chromium'], import.meta.url);
+const CHROMIUM = READY ? chromiumPath() : undefined;
 
 const task = (key: string, what: string) => `  - key: ${key}
     title: Add ${what}()
@@ -82,7 +85,7 @@ const journal = (repo: string): Array<{ kind: string; data: Record<string, unkno
     .filter(Boolean)
     .map((l) => JSON.parse(l));
 
-describe('a task parked for its budget goes on with a higher one', () => {
+describe.skipIf(!READY)('a task parked for its budget goes on with a higher one', () => {
   let browser: Browser | undefined;
   let ui: UiServer | undefined;
   afterAll(async () => {

@@ -29,6 +29,10 @@ import type { StatusReport } from '../../brain/registry/status-report.js';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { stopTrackedBrains } from '../helpers/brain-cleanup.js';
+import { hasSystemPackage } from '../helpers/system-packages.js';
+
+// Dispatches workers through Polly's sandbox: skipped and listed without bubblewrap, a failure under CI=true (test/helpers/system-packages.ts).
+const SANDBOXED = hasSystemPackage('bubblewrap', import.meta.url);
 
 const run = promisify(execFile);
 const cli = join(process.cwd(), 'dist/brain/cli.js');
@@ -189,7 +193,7 @@ async function prsAndBranches(repo: string, origin: string, env: NodeJS.ProcessE
   return { perTask, branches, prs };
 }
 
-describe('resume and registry loss, with real processes (issue 15)', () => {
+describe.skipIf(!SANDBOXED)('resume and registry loss, with real processes (issue 15)', () => {
   it('SIGKILL of the Brain and its follower mid-run, then polly resume: one PR and one remote branch per task, no dead pid shown, no background process left', async () => {
     const t0 = Date.now();
     const { repo, origin, env, mainBefore } = await sampleRepo('polly-resume-');

@@ -1,5 +1,5 @@
 /**
- * Issue 16, acceptance item 1, end to end against the GitHub API simulator: a ready PR's life on
+ * PR fix rounds end to end against the GitHub API simulator: a ready PR's life on
  * GitHub goes back to the SAME worker session as bounded fix rounds — a change request with a line
  * comment, then a failing check run, then a conflict after another PR merged — and Polly never
  * merges, never force-updates a ref, and opens exactly one PR.
@@ -27,6 +27,10 @@ import { expectRunsConform } from '../helpers/trace-conformance.js';
 import { git, gitTestEnv } from '../helpers/git-repo.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
 import { readJournalFile, readRegistryFile } from '../helpers/polly-state.js';
+import { hasSystemPackage } from '../helpers/system-packages.js';
+
+// Dispatches workers through Polly's sandbox: skipped and listed without bubblewrap, a failure under CI=true (test/helpers/system-packages.ts).
+const SANDBOXED = hasSystemPackage('bubblewrap', import.meta.url);
 
 const run = promisify(execFile);
 const cli = join(process.cwd(), 'dist/brain/cli.js');
@@ -110,7 +114,7 @@ afterAll(async () => {
   await sim?.close();
 });
 
-describe('a ready PR on GitHub (API simulator): feedback, a failing check and a conflict go back to the same worker session', () => {
+describe.skipIf(!SANDBOXED)('a ready PR on GitHub (API simulator): feedback, a failing check and a conflict go back to the same worker session', () => {
   it('change request → fixed in the same session, re-reviewed, plain push, reply; failing check → fixed; conflict after another PR merged → merge commit, green checks, ready; no merge endpoint, no forced ref update, one PR', async () => {
     const { root, repo, origin } = sampleProjectWithOrigin('polly-gh-fix-rounds-');
     const env = gitTestEnv();

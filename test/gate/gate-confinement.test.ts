@@ -1,5 +1,5 @@
 /**
- * Issue 13, the gate as the layer that explains: forge writes as an allowlist (every gh write and
+ * The gate as the layer that explains: forge writes as an allowlist (every gh write and
  * every write-method HTTP call to a forge API, in any spelling or flag order), inline interpreter
  * code as a change for read-only roles, git's own exec paths analysed as shell, and the idioms that
  * were wrongly denied. A table through the real `decide` with the seed policies; every denial has

@@ -1,7 +1,11 @@
 /**
  * The gate corpus (test/fixtures/gate-corpus.yaml: 86 cases from public reports, a copy of the team's
- * shared case file kept in the repository so a clean clone runs it) as a table, plus our own
- * spellings of each class. Every row goes through the real `decide` with the seed policies.
+ * shared case file ../shared/cases/gate-corpus.yaml kept in the repository so a clean clone runs it)
+ * as a table, plus our own spellings of each class. Every row goes through the real `decide` with
+ * the seed policies, unconfined and again inside the sandbox (`GateContext.sandboxed`: the gate
+ * leaves to the sandbox what it cannot resolve, gate/sandbox-leeway.ts), where every case must be
+ * decided the same way: a dangerous case stays denied, by the same seed policy or, where the strict
+ * gate only said "cannot see" (an interpreter one-liner), by the seed policy the code spells.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { DEFAULT_CONFIG } from '../../brain/config/config-schema.js';
 import { decide } from '../../gate/decide.js';
+import { isNamedPolicyRule } from '../../gate/sandbox-leeway.js';
 import type { GateContext, GateRole, GateTool } from '../../gate/types.js';
 
 interface Case {
@@ -248,5 +253,11 @@ describe('gate corpus', () => {
     expect(d.reason.length).toBeGreaterThan(0);
     if (r.rule) expect(d.rule).toBe(r.rule);
     if (r.expect === 'deny') expect(d.rule).not.toBe('internal_error');
+  });
+  it.each(rows.map((r) => [r.id, r] as const))('%s, inside the sandbox', (_id, r) => {
+    const d = decide({ type: 'tool', tool: r.tool, input: r.input, cwd, role: r.role }, DEFAULT_CONFIG.policies, { ...context, sandboxed: true });
+    expect({ id: r.id, decision: d.decision }).toEqual({ id: r.id, decision: r.expect });
+    if (r.rule && isNamedPolicyRule(r.rule)) expect(d.rule).toBe(r.rule);
+    if (r.rule && !isNamedPolicyRule(r.rule) && d.rule !== r.rule) expect(isNamedPolicyRule(d.rule), `${r.id}: ${d.rule}`).toBe(true);
   });
 });

@@ -6,34 +6,19 @@
  * `npm run build` would, and fails the run with tsc's output when the build fails. So one test
  * file run alone after an edit tests the edit, and `npm test` builds only when it must (CI's
  * `npm ci` has already built through `prepare`).
- *
- * It also owns the run's summary of suites skipped for a missing system package.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { builtHash, ROOT, sourcesHash } from '../../scripts/build-stamp.js';
-import { SKIP_LOG_ENV, skipSummary } from './skip-log.js';
 
 /** True when dist/ was not built from the sources on disk. */
 export function distIsStale(): boolean {
   return builtHash() !== sourcesHash().hash;
 }
 
-/**
- * Builds when stale (below), and sets up the run's log of suites skipped for a missing system
- * package (test/helpers/system-packages.ts); the returned teardown prints their summary on stderr.
- */
-export default function setup(): () => void {
-  const skipDir = mkdtempSync(join(tmpdir(), 'polly-test-skips-'));
-  process.env[SKIP_LOG_ENV] = join(skipDir, 'skips.jsonl');
+/** Builds dist/ when it is stale (below). */
+export default function setup(): void {
   build();
-  return () => {
-    const summary = skipSummary(join(skipDir, 'skips.jsonl'));
-    if (summary) process.stderr.write(`\n${summary}`);
-    rmSync(skipDir, { recursive: true, force: true });
-  };
 }
 
 function build(): void {

@@ -134,6 +134,7 @@ export function toolRunner(s: PrStepSetting, deps: { forge: Forge; supervisor: W
         agentEnv: deps.agentEnv,
         progress: (line) => progress.push(line),
         signal: new AbortController().signal,
+        clock: () => new Date(),
       };
       return tool(ctx);
     },

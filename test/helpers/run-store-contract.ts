@@ -1,6 +1,6 @@
 // The run store contract (workflows/run/run-store.ts) as one test suite, run against every store:
-// the memory twin and LMDB (test/workflows/run-store.test.ts) and Postgres
-// (test/workflows/postgres-run-store.test.ts). Call it inside a describe; `make` opens a fresh,
+// the memory twin and LMDB (test/workflows/run/run-store.test.ts) and Postgres
+// (test/workflows/run/postgres-run-store.test.ts). Call it inside a describe; `make` opens a fresh,
 // empty store each time it is called.
 import { expect, it } from 'vitest';
 import { isPollyError } from '../../brain/core/errors.js';

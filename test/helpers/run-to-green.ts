@@ -1,5 +1,5 @@
 /**
- * Shared by test/run-to-green*.test.ts. Issue 6 acceptance, per harness: the real `claude`, `codex` and `pi`, each in its own worktree,
+ * Shared by test/workers/agents/run-to-green-concurrent.test.ts, per harness: the real `claude`, `codex` and `pi`, each in its own worktree,
  * driven by the scripted model to make a failing test pass. The first attempt is scripted wrong
  * (red), Polly's feedback reaches the SAME session, the second attempt is green, and the result is
  * ONE clean commit on `polly/<id>`. Driven through the tools: dispatch → run_acceptance →

@@ -116,6 +116,7 @@ export async function runTool(rig: ToolRig, tool: TaskTool, taskId: string, orde
     agentEnv: rig.agentEnv,
     progress: (line) => progress.push(line),
     signal: new AbortController().signal,
+    clock: () => new Date(),
   };
   return tool(ctx);
 }

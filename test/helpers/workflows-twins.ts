@@ -12,6 +12,7 @@ export const TWINS: Array<{ twin: string; original: string; invariant: string }>
   { twin: 'retry-loop-no-exit', original: 'polly-task', invariant: 'every-path-terminates' },
   { twin: 'revise-loop-no-bound', original: 'polly-task', invariant: 'every-path-terminates' },
   { twin: 'six-dispatches-one-turn', original: 'polly-task', invariant: 'at-most-5-dispatches-per-turn' },
+  { twin: 'stranger-starts-fix-round', original: 'polly-task', invariant: 'only-maintainers-start-fix-rounds' },
 ];
 
 /** Load a workflow as `polly check` does (Polly guarantees when it has a polly: block). */

@@ -29,6 +29,7 @@ function copyRepository(): void {
     'scripts/bundle-gate.mjs',
     'test/helpers/build-once.ts',
     'test/helpers/skip-log.ts',
+    'test/helpers/run-summary.ts',
     'brain/core',
   ];
   for (const f of files) {

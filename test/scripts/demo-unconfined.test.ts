@@ -4,7 +4,7 @@
  * own sample repository, says so at its start and in its summary with the install line, and ends
  * as it does with the sandbox: exit 0, two task branches on origin, the default branch untouched;
  * each PR body carries the unconfined warning.
- * (With the sandbox present the same goal runs confined in test/brain/ui-dashboard.test.ts.)
+ * (With the sandbox present the same goal runs confined in test/brain/ui/ui-dashboard.test.ts.)
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

@@ -4,6 +4,7 @@
  * emits into {@link AgentEvent}s. Worker state comes from these streams, never from screen text.
  */
 import type { MeterBudget, MeteredRequest, RefusedRequest } from '../metering/metering-proxy.js';
+import type { GoalMeterSpec } from '../metering/goal-ledger.js';
 import type { Harness } from '../../brain/core/vocabulary.js';
 import type { SandboxMount, SandboxSpec } from '../sandbox/sandbox-spec.js';
 
@@ -63,7 +64,7 @@ export type AgentEvent =
  * request, `metering_refused` per request refused for the budget.
  */
 export type MeteringEvent =
-  | { type: 'metering'; upstreams: string[]; budget: MeterBudget | null }
+  | { type: 'metering'; upstreams: string[]; budget: MeterBudget | null; goal?: GoalMeterSpec }
   | { type: 'metered'; request: MeteredRequest }
   | { type: 'metering_refused'; refused: RefusedRequest };
 

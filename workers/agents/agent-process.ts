@@ -1,7 +1,7 @@
 /**
  * The shared process runner for agent CLIs (Claude Code, Codex, pi): start one headless run,
  * turn its stdout JSON lines into normalised {@link AgentEvent}s, and classify how it ended with an
- * {@link AgentRunStatus} (orchestration case 1 in test/workers/orchestration-workers.test.ts: a missing CLI, an instant exit, a blocking prompt
+ * {@link AgentRunStatus} (orchestration case 1 in test/workers/supervisor/orchestration-workers.test.ts: a missing CLI, an instant exit, a blocking prompt
  * each end as a named state within seconds).
  *
  * - The child runs detached in its own process group; `cancel()` (and a timeout, an abort signal,
@@ -11,7 +11,7 @@
  *   wait on a keyboard.
  * - stdout is split into lines; each is JSON-parsed and handed to `parseLine`. Non-JSON lines, and
  *   lines `parseLine` cannot handle (it throws), become `unknown` events — never a crash
- *   (test/workers/agent-process.test.ts).
+ *   (test/workers/agents/agent-process.test.ts).
  * - stdout is bounded (`workers.limits` of the sandbox spec, defaults when unconfined): a line
  *   longer than `output_line_kib` is kept cut, with a marker, and never buffered whole; a line
  *   that long, or more than `output_total_mib` in all, stops the run as `bound_exceeded` naming

@@ -20,7 +20,7 @@
  * danger-full-access`: its own nested bubblewrap hangs inside an outer one, and the outer one
  * already confines it. Unconfined (`workers.allow_unconfined`), `workspace-write` lets codex's commands write the workspace (and /tmp) only; codex
  * mounts the workspace's `.git` (and a linked worktree's git dirs) read-only, so the agent cannot
- * commit (orchestration case 8 in test/workers/orchestration-workers.test.ts: Polly commits afterwards) nor write `.git/hooks`; its apply_patch
+ * commit (orchestration case 8 in test/workers/supervisor/orchestration-workers.test.ts: Polly commits afterwards) nor write `.git/hooks`; its apply_patch
  * refuses paths outside the writable roots ("patch rejected: writing outside of the project").
  * On Linux codex runs each command in its bundled bubblewrap (`codex-resources/bwrap`) under a
  * seccomp filter, with no network. Observed here, as root in a Firecracker VM (kernel 6.18): the
@@ -269,7 +269,7 @@ export function createCodexEventParser(): (json: unknown) => AgentEvent[] {
 
 /** Output of a command whose sandbox could not be set up (bubblewrap, namespaces, landlock, seccomp). */
 const SANDBOX_FAILURE =
-  /bwrap: |bubblewrap is unavailable|No permissions to create new namespace|unprivileged_userns|Landlock (is )?not supported|failed to apply (landlock|seccomp)|sandbox (is )?unavailable|error (running|launching) (the )?(linux )?sandbox|codex-linux-sandbox/i;
+  /bwrap: |bubblewrap is unavailable|error building bubblewrap command|No permissions to create new namespace|unprivileged_userns|Landlock (is )?not supported|failed to apply (landlock|seccomp)|sandbox (is )?unavailable|error (running|launching) (the )?(linux )?sandbox|codex-linux-sandbox/i;
 
 /**
  * If codex's sandbox could not start here, a message saying so and what to do; otherwise null.

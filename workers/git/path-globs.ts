@@ -153,7 +153,7 @@ function wildmatchRegExp(pattern: string): RegExp {
 /**
  * A matcher for one pattern of the dialect above: `(path) => boolean` for a path relative to the
  * repository root (`/`-separated, no leading `./`). Matches what `git ls-files -- ':(glob)PATTERN'`
- * lists (test/workers/path-globs.test.ts holds it against git).
+ * lists (test/workers/git/path-globs.test.ts holds it against git).
  */
 export function globMatcher(pattern: string): (path: string) => boolean {
   const p = normalizeGlob(pattern);

@@ -122,7 +122,7 @@ export async function scanForSecrets(input: SecretScanInput): Promise<SecretScan
  * else (a FIFO, a socket, a device, a vanished path). `'too large'` past {@link MAX_BYTES}.
  * Polly runs this outside the sandbox with the user's rights: following a link would read
  * `~/.ssh/id_rsa` or `/proc/self/environ` (Polly's own tokens) on the worker's behalf, and a FIFO
- * would hang it (test/workers/secret-scan.test.ts).
+ * would hang it (test/workers/git/secret-scan.test.ts).
  */
 async function readWorktreeEntry(path: string): Promise<Buffer | 'too large' | null> {
   const st = await lstat(path).catch(() => null);

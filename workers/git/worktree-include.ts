@@ -1,6 +1,6 @@
 /**
  * Copies the ignored files a project needs (`.env`, local config) from the main checkout into a new
- * worktree (case 10 in test/workers/orchestration-git.test.ts). The list is `.worktreeinclude` at the repository root, in
+ * worktree (case 10 in test/workers/git/orchestration-git.test.ts). The list is `.worktreeinclude` at the repository root, in
  * gitignore syntax (gitignore(5)). A file is copied only when it is untracked, matches a pattern in
  * `.worktreeinclude` AND is ignored by the project's own ignore rules — so nothing that git would
  * check out, and nothing ignored but unlisted (`node_modules`, build output), is copied.

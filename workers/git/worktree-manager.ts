@@ -1,7 +1,7 @@
 /**
  * The worktree manager: one worktree per task at `.worktrees/<id>` on branch `polly/<id>`.
  *
- * Guarantees (each "case N" is a test of that name in test/workers/orchestration-git.test.ts):
+ * Guarantees (each "case N" is a test of that name in test/workers/git/orchestration-git.test.ts):
  * - created from the base's commit, never by checking out the base branch (case 4);
  * - stale `.git/worktrees/<name>` registrations are pruned, and a non-empty directory in the way is
  *   never deleted: the next free path `.worktrees/<id>-2`, `-3`, … is used and the choice recorded
@@ -18,14 +18,15 @@
  *   <branch>`, then `<remote>/<branch>`), the remote's default branch when no base is named; the
  *   local branch only when there is no such remote or branch, or when it is strictly ahead of the
  *   remote's (the user's unpushed commits on top). A local branch behind, ahead of or diverged
- *   from the remote one is reported in {@link CreatedWorktree.freshness} and journaled.
+ *   from the remote one is reported in {@link CreatedWorktree.freshness} and journaled. Creates
+ *   that come while a fetch of the same branch is under way join it (`worktree.base_fetch_joined`).
  *
  * Git admin operations (worktree add/remove/prune, branch moves, submodule init) run under the
  * per-repository admin lock (./repo-lock.ts); the checkout of the files runs outside it, so
  * concurrent creates populate their worktrees in parallel.
  */
 import { pathContractBreach, pathContractError, type PathContract } from './protected-paths.js';
-import { existsSync, realpathSync } from 'node:fs';
+import { appendFileSync, existsSync, realpathSync } from 'node:fs';
 import { appendFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { isPollyError, PollyError } from '../../brain/core/errors.js';
@@ -34,7 +35,7 @@ import { snapshotWorktree, writeBackupRef, type BackupResult } from './worktree-
 import { isNpmInstallOnly, reuseNodeModules } from './dependency-reuse.js';
 import { commandSandbox } from '../sandbox/command-sandbox.js';
 import { removeGitReadView } from '../sandbox/git-read-view.js';
-import { createGitRunner, firstLine, type GitCallOptions, type GitRunner } from './git.js';
+import { createGitRunner, firstLine, type GitCallOptions, type GitResult, type GitRunner } from './git.js';
 import { createPortAllocator, type PortAllocator } from '../ports.js';
 import { retryTransientGit } from './git-retry.js';
 import { resolveWorktreesDir, worktreesDirProblem } from './worktrees-dir.js';
@@ -79,9 +80,14 @@ export interface WorktreeManagerOptions {
    * (fail closed: without it, a machine without the sandbox gets a red setup naming the fix).
    * Default `{network: false, allowUnconfined: false}`.
    */
-  setupSandbox?: { network: boolean; allowUnconfined: boolean; passthrough?: string[]; limits?: ResourceLimits };
+  setupSandbox?: { network: boolean; allowUnconfined: boolean; passthrough?: string[]; limits?: ResourceLimits; toolPaths?: string[] };
   /** Where setup output is kept. Default `<repoRoot>/.polly/logs`. */
   logsDir?: string;
+  /**
+   * Told when the setup command of task `id` starts (its output is appended to `logPath` as it
+   * comes) and when it ends, e.g. to show its progress (brain/registry/task-progress.ts).
+   */
+  onSetup?: (event: { id: string; command: string; logPath: string; state: 'started' | 'ended' }) => void;
   journal?: WorktreeJournal;
   clock?: { now(): Date };
   /** Git runner; default {@link createGitRunner}(). */
@@ -397,6 +403,9 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
    *   sentence) when the fetch failed or the remote has no such branch (journaled
    *   `worktree.base_fetch_failed`; the local branch is used then, with that warning).
    */
+  /** Base fetches under way, by remote and branch: concurrent creates share one (see fetchRemoteBase). */
+  const baseFetches = new Map<string, Promise<GitResult>>();
+
   async function fetchRemoteBase(info: RepoInfo, branch: string | null): Promise<{ branch: string; commit: string; ref: string } | { failed: string } | null> {
     if (remote === null) return null;
     const url = await git.run(['remote', 'get-url', remote], { cwd: info.root, okExitCodes: [2, 128] });
@@ -421,9 +430,19 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     }
     const ref = `refs/remotes/${remote}/${name}`;
     // Under the admin lock: two creates fetching the same ref at once would race on its lock file.
-    const fetched = await info.lock.withLock(() =>
-      git.run(['fetch', '--quiet', '--no-tags', remote, `+refs/heads/${name}:${ref}`], { cwd: info.root, okExitCodes: [1, 128], timeoutMs: 120_000 }),
-    );
+    // Creates that come while a fetch of the same branch is under way (8 dispatches at once) join it
+    // rather than queue one fetch each behind the lock: their base is the remote as that fetch saw it.
+    const key = `${remote}\0${name}`;
+    let pending = baseFetches.get(key);
+    if (pending === undefined) {
+      pending = info.lock.withLock(() =>
+        git.run(['fetch', '--quiet', '--no-tags', remote, `+refs/heads/${name}:${ref}`], { cwd: info.root, okExitCodes: [1, 128], timeoutMs: 120_000 }),
+      );
+      baseFetches.set(key, pending);
+      const done = (): void => void baseFetches.delete(key);
+      pending.then(done, done);
+    } else journal('worktree.base_fetch_joined', { remote, branch: name });
+    const fetched = await pending;
     if (fetched.exitCode !== 0) {
       const stderr = fetched.stderr.trim().slice(0, 500);
       journal('worktree.base_fetch_failed', { remote, branch: name, stderr });
@@ -580,6 +599,7 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         allowUnconfined: box.allowUnconfined,
         ...(box.passthrough ? { passthrough: box.passthrough } : {}),
         ...(box.limits ? { limits: box.limits } : {}),
+        ...(box.toolPaths ? { toolPaths: box.toolPaths } : {}),
         extraEnv: { PORT: String(port), POLLY_TASK_ID: id, POLLY_WORKTREE: path },
       });
     } catch (error) {
@@ -590,23 +610,41 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     }
     const box = confinement.sandbox;
     const chunks: Buffer[] = [];
+    // The output goes to the log as it comes, so a long setup can be followed (polly ui, status --watch).
+    await writeFile(logPath, `$ ${command}\n`);
+    let lastByte = 0x0a;
+    options.onSetup?.({ id, command, logPath, state: 'started' });
     // The ref guard around the command, as around every turn and acceptance run (./ref-guard.ts):
     // inside the sandbox the git metadata is read-only; where none runs, this is what holds.
     const guard = createRefGuard({ git, repoRoot: info.root });
     const before = await guard.snapshot();
-    const r = await runShellCommand(command, {
-      cwd: path,
-      env: confinement.env,
-      timeoutMs: options.setupTimeoutMs ?? 900_000,
-      keepBytes: 4000,
-      onOutput: (chunk) => chunks.push(chunk),
-      reapOnExit: false,
-      ...(box ? { wrap: (spec: SpawnSpec) => confinedSpawn(box, spec) } : {}),
-    });
+    let r: Awaited<ReturnType<typeof runShellCommand>>;
+    try {
+      r = await runShellCommand(command, {
+        cwd: path,
+        env: confinement.env,
+        timeoutMs: options.setupTimeoutMs ?? 900_000,
+        keepBytes: 4000,
+        onOutput: (chunk) => {
+          chunks.push(chunk);
+          if (chunk.length === 0) return;
+          lastByte = chunk[chunk.length - 1]!;
+          try {
+            appendFileSync(logPath, chunk);
+          } catch {
+            // the log is a view; the output is kept in memory for the result
+          }
+        },
+        reapOnExit: false,
+        ...(box ? { wrap: (spec: SpawnSpec) => confinedSpawn(box, spec) } : {}),
+      });
+    } finally {
+      options.onSetup?.({ id, command, logPath, state: 'ended' });
+    }
     const all = Buffer.concat(chunks)
       .toString('utf8')
       .replace(/\r?\n$/, '');
-    await writeFile(logPath, `$ ${command}\n${all}\n[exit ${r.exitCode ?? 'none'}${r.timedOut ? ', timed out' : ''}]\n`);
+    await appendFile(logPath, `${lastByte === 0x0a ? '' : '\n'}[exit ${r.exitCode ?? 'none'}${r.timedOut ? ', timed out' : ''}]\n`);
     let refGuard: string | null = null;
     const seen = diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [`refs/heads/polly/${id}`] });
     // Confined: only what the sandbox could write is the command's; the rest was made outside it

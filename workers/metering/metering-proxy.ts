@@ -17,7 +17,8 @@
  *   "param":null,"code":"insufficient_quota"}}` (https://platform.openai.com/docs/guides/error-codes).
  * A request is charged when its response ends, so a task overshoots by at most the request that
  * crossed the limit (plus any that were already in flight with it: the agent CLIs make their model
- * calls one at a time, a side request such as claude's title aside).
+ * calls one at a time, a side request such as claude's title aside). A goal's budget is one bound
+ * shared by every proxy of the goal through the goal's ledger file (./goal-ledger.ts, `goal`).
  *
  * Cost: `prices[model]` (USD per million tokens, config `prices`) of the model the response names;
  * null (unknown) without a price, and then a USD budget cannot be met: the plan gate refuses one
@@ -27,6 +28,7 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders, type In
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { apiOfPath, priceOf, priceUsage, usageReader, type ApiUsage, type ModelApi, type ModelPrice } from './api-usage.js';
+import { goalLimitReached, type GoalLedger, type GoalMeterSpec } from './goal-ledger.js';
 
 /** A limit for the requests of one run: what remains of the task's (and its goal's) budget. Absent fields: no limit. */
 export interface MeterBudget {
@@ -58,6 +60,8 @@ export interface RefusedRequest {
   at: string;
   api: ModelApi;
   path: string;
+  /** Whose budget: this run's own (`task`, what remained of the task's), or the goal's shared one. Absent (older events): task. */
+  scope?: 'task' | 'goal';
   /** Which limit: `tokens` or `usd`. */
   kind: 'tokens' | 'usd';
   limit: number;
@@ -85,6 +89,12 @@ export interface MeteringProxyOptions {
   onRequest?: (r: MeteredRequest, spent: MeterSpent) => void;
   /** Called for every request refused for the budget. */
   onRefused?: (r: RefusedRequest) => void;
+  /**
+   * The goal's shared budget (./goal-ledger.ts): each request is charged to the goal's ledger as
+   * its response ends, and a request is refused once the ledger's total (every proxy of the goal,
+   * the Brain's included) has reached `limit`. `by`/`task` name this run in the ledger.
+   */
+  goal?: { ledger: GoalLedger; limit: GoalMeterSpec['limit']; goalId: string; by: string; task: string | null } | null;
   /** Host to listen on (default 127.0.0.1). */
   host?: string;
 }
@@ -140,10 +150,13 @@ export async function startMeteringProxy(options: MeteringProxyOptions): Promise
   const log: MeteredRequest[] = [];
   const sockets = new Set<Socket>();
 
-  const reached = (): { kind: 'tokens' | 'usd'; limit: number; spent: number } | null => {
-    if (budget && typeof budget.tokens === 'number' && spent.tokens >= budget.tokens) return { kind: 'tokens', limit: budget.tokens, spent: spent.tokens };
-    if (budget && typeof budget.usd === 'number' && spent.usd >= budget.usd) return { kind: 'usd', limit: budget.usd, spent: spent.usd };
-    return null;
+  const goal = options.goal ?? null;
+  const reached = (): { scope: 'task' | 'goal'; kind: 'tokens' | 'usd'; limit: number; spent: number } | null => {
+    if (budget && typeof budget.tokens === 'number' && spent.tokens >= budget.tokens) return { scope: 'task', kind: 'tokens', limit: budget.tokens, spent: spent.tokens };
+    if (budget && typeof budget.usd === 'number' && spent.usd >= budget.usd) return { scope: 'task', kind: 'usd', limit: budget.usd, spent: spent.usd };
+    // The goal's total as every proxy of the goal has charged it so far (read from its ledger now).
+    const g = goal ? goalLimitReached(goal.limit, goal.ledger.total()) : null;
+    return g ? { scope: 'goal', ...g } : null;
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
@@ -159,7 +172,11 @@ export async function startMeteringProxy(options: MeteringProxyOptions): Promise
     if (api && stop) {
       spent.refused++;
       const what = stop.kind === 'tokens' ? `${stop.spent} tokens of a ${stop.limit}-token budget` : `$${stop.spent.toFixed(4)} of a $${stop.limit} budget`;
-      const r = refusalResponse(api, `Polly budget reached: this task has spent ${what}; the request was not sent to the model. Raise the task's budget to continue.`);
+      const whose = stop.scope === 'goal' ? `goal ${goal?.goalId} has` : 'this task has';
+      const r = refusalResponse(
+        api,
+        `Polly budget reached: ${whose} spent ${what}; the request was not sent to the model. Raise the ${stop.scope === 'goal' ? "goal's" : "task's"} budget to continue.`,
+      );
       const body = JSON.stringify(r.body);
       res.writeHead(r.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
       // Drain the request body so the client sees the answer, not a reset.
@@ -203,6 +220,14 @@ export async function startMeteringProxy(options: MeteringProxyOptions): Promise
           reported: u !== null,
           durationMs: Date.now() - started,
         };
+        // The goal's shared ledger first (one append, before the client sees the end of the response).
+        if (goal) {
+          try {
+            goal.ledger.charge({ at: r.at, by: goal.by, task: goal.task, tokens: r.inputTokens + r.outputTokens, usd: r.costUsd });
+          } catch (error) {
+            process.stderr.write(`[polly] metering proxy: could not charge goal ${goal.goalId}'s ledger ${goal.ledger.path}: ${(error as Error).message}\n`);
+          }
+        }
         spent.requests++;
         spent.tokens += r.inputTokens + r.outputTokens;
         if (r.costUsd === null) spent.unpricedRequests++;

@@ -44,6 +44,8 @@ export interface CommandSandboxInput {
   limits?: ResourceLimits;
   /** Where the git read views live (./git-read-view.ts); default `<repoStateDir>/read-view`. */
   readViewDir?: string;
+  /** `workers.tool_paths`: more host paths the sandbox shows read-only. */
+  toolPaths?: readonly string[];
 }
 
 /**
@@ -92,6 +94,7 @@ export async function commandSandbox(input: CommandSandboxInput): Promise<{ sand
     ...(input.worktreesDir ? { worktreesDir: input.worktreesDir } : {}),
     homeToolchains,
     userDirs: hostUserDirs(input.baseEnv ?? process.env),
+    ...(input.toolPaths ? { toolPaths: input.toolPaths } : {}),
     gitView: await prepareGitReadView({ repoRoot: input.repoRoot, worktree: input.worktree, ...(input.readViewDir ? { stateDir: input.readViewDir } : {}) }),
   });
   return { sandbox: { bwrap: probe.bwrap, spec: input.limits ? { ...spec, limits: input.limits } : spec }, env, warning: null };

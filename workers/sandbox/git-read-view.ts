@@ -186,7 +186,8 @@ async function fetchInto(git: GitRunner, dir: string, commonDir: string, sha: st
  * against the real repository, with Polly's runner (./../git/git.ts: no hooks, scrubbed env).
  * Cost: a few file reads and a `stat`, no git call, when nothing moved (tip, merge heads, index,
  * the repository's config); one local `git fetch` of the new commits when the task's tip moved;
- * the first time a base is seen, one fetch of its history (docs/read-view.md has the figures).
+ * the first time a base is seen, one fetch of its history (docs/read-view.md has the figures); a
+ * fresh task on a base already seen: `init`, `rev-list`, `config` and `diff-index`, nothing fetched.
  * Needs git ≥ 2.29 (`fetch --no-write-fetch-head`, `init --object-format`); Polly needs 2.38.
  * @throws PollyError `sandbox_unavailable` when a fetch fails (the message names the command and git's words).
  */
@@ -196,6 +197,7 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
   const commondirText = readText(join(adminDir, 'commondir'));
   if (commondirText === null) return null;
   const commonDir = resolve(adminDir, commondirText.trim());
+  refuseUnhandledFormat(commonDir);
   const git = input.git ?? createGitRunner();
   const name = basename(adminDir);
   const stateDir = input.stateDir ?? join(repoStateDir(input.repoRoot), 'read-view');
@@ -237,7 +239,7 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
   if (readText(sourceCopy) === seenText && readText(join(viewDir, 'HEAD')) === headLine(branch, tip, head) && (!tip || refValue(viewDir, ref) === tip)) {
     return result();
   }
-  const format = (await git.run(['rev-parse', '--show-object-format'], wt)).stdout.trim() || 'sha1';
+  const format = objectFormat(readText(join(commonDir, 'config')) ?? '');
   const shallow = existsSync(join(commonDir, 'shallow'));
   await ensureStore(git, baseDir, format);
   // A tip that does not descend from what the view holds (the branch was reset or rewritten, or a
@@ -281,7 +283,13 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
   mkdirSync(join(viewDir, 'worktrees', name), { recursive: true });
   mkdirSync(join(viewDir, 'info'), { recursive: true });
   writeFileSync(join(viewDir, 'info', 'exclude'), readText(join(commonDir, 'info', 'exclude')) ?? '');
-  if (tip && refValue(viewDir, ref) !== tip) await fetchInto(git, viewDir, commonDir, tip, ref, shallow);
+  if (tip && refValue(viewDir, ref) !== tip) {
+    // A tip that is a base in the shared store (a fresh task: no commits of its own yet) is
+    // readable through the alternates already: the ref is written, nothing fetched.
+    if (refValue(baseDir, `refs/bases/${tip}`) === tip) writeRef(viewDir, ref, tip);
+    else await fetchInto(git, viewDir, commonDir, tip, ref, shallow);
+  }
+  await writeDefaultBranch(git, input.worktree, commonDir, viewDir, tip, ref);
   writeFileSync(join(viewDir, 'HEAD'), headLine(branch, tip, head));
   await copyStagedBlobs(git, input.worktree, commonDir, viewDir);
   // Last: the fast path above trusts the view only once everything else is written.
@@ -291,22 +299,94 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
 
 const OID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
 
+/**
+ * Refuse a repository whose format the view cannot rebuild: the reftable ref backend (git ≥ 2.45,
+ * `extensions.refStorage = reftable`: refs are not files, and a worktree's own refs live in its
+ * admin dir's reftable). Read from the common dir's config file.
+ * @throws PollyError `sandbox_unavailable` naming the setting and what to do.
+ */
+function refuseUnhandledFormat(commonDir: string): void {
+  const config = readText(join(commonDir, 'config')) ?? '';
+  if (/^\s*refstorage\s*=\s*"?reftable"?\s*$/im.test(config))
+    throw new PollyError(
+      'sandbox_unavailable',
+      `Polly cannot give a worker a read view of ${dirname(commonDir)}: it stores its refs in the reftable format (extensions.refStorage = reftable in ${join(commonDir, 'config')}), which the view does not handle yet. To fix: convert it to files refs with \`git refs migrate --ref-format=files\` (git 2.46 or newer), or clone it again without --ref-format=reftable.`,
+      { details: { commonDir } },
+    );
+}
+
+/**
+ * The name of the repository's default branch, from its files: `refs/remotes/origin/HEAD`'s
+ * target (`refs/remotes/origin/main` → `main`), else the main checkout's branch (its `HEAD`) when it
+ * is not one of Polly's; null when neither names one.
+ */
+function defaultBranchName(commonDir: string): string | null {
+  const originHead = /^ref:\s*refs\/remotes\/origin\/(\S+)$/m.exec(readText(join(commonDir, 'refs', 'remotes', 'origin', 'HEAD')) ?? '')?.[1];
+  if (originHead && originHead !== 'HEAD') return originHead;
+  const head = /^ref:\s*refs\/heads\/(\S+)$/m.exec(readText(join(commonDir, 'HEAD')) ?? '')?.[1];
+  return head && !head.startsWith('polly/') ? head : null;
+}
+
+/**
+ * Give the view the default branch (`refs/heads/main`), read-only like the rest, pointing at what
+ * the task may see of it: the fork point of the task's commit and the branch's tip in the
+ * repository (`git merge-base`), which the base store holds (it is reachable from a base). So
+ * `git diff main` and `git log main..` work inside; a later commit of the branch is not shown.
+ * Left out when the repository names no default branch, when it is the task's own branch, or when
+ * the two share no history.
+ */
+async function writeDefaultBranch(git: GitRunner, worktree: string, commonDir: string, viewDir: string, tip: string | null, taskRef: string): Promise<void> {
+  const name = defaultBranchName(commonDir);
+  if (!name || !tip || `refs/heads/${name}` === taskRef) return;
+  const mainTip = refValue(commonDir, `refs/heads/${name}`) ?? refValue(commonDir, `refs/remotes/origin/${name}`);
+  if (!mainTip) return;
+  // a task started on the default branch's tip (the usual fresh task) forks there: no git call
+  const mb = mainTip === tip ? null : await git.run(['merge-base', mainTip, tip], { cwd: worktree, okExitCodes: [1, 128] });
+  const fork = mb === null ? tip : mb.exitCode === 0 ? mb.stdout.trim() : '';
+  if (!OID.test(fork)) return;
+  const path = join(viewDir, 'refs', 'heads', ...name.split('/'));
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${fork}\n`);
+}
+
 /** The admin dir's files naming a commit of an operation in progress (gitrepository-layout(7), git-merge(1), git-rebase(1)). */
 const SPECIAL_HEADS = ['MERGE_HEAD', 'CHERRY_PICK_HEAD', 'REVERT_HEAD', 'REBASE_HEAD'] as const;
 
 /**
  * Copy into the view every blob the worktree's index names that the view lacks (a merge result
- * staged by Polly, a conflict's stages): one `git ls-files --stage`, one `cat-file --batch-check`
- * in the view, and, when some are missing, one `pack-objects` of exactly those into the view's
- * pack dir. Gitlinks (mode 160000) are left out: they name another repository's commits.
+ * staged by Polly, a conflict's stages). The index's entries that differ from HEAD come from one
+ * `git diff-index --cached --raw` (its blobs in the index column); HEAD's own blobs are in the view
+ * with its tip, so an index equal to HEAD (a fresh worktree: no other git call) needs nothing. With
+ * an unmerged entry or no HEAD, every staged entry is checked (`git ls-files --stage`). Then one
+ * `cat-file --batch-check` in the view, and, when some are missing, one `pack-objects` of exactly
+ * those into the view's pack dir. Gitlinks (mode 160000) are left out: they name another
+ * repository's commits. Formats: git-diff-index(1) "RAW OUTPUT FORMAT", git-ls-files(1) `--stage`.
  */
 async function copyStagedBlobs(git: GitRunner, worktree: string, commonDir: string, viewDir: string): Promise<void> {
-  const ls = await git.run(['ls-files', '--stage', '-z'], { cwd: worktree, okExitCodes: [128] });
-  if (ls.exitCode !== 0) return;
   const ids = new Set<string>();
-  for (const entry of ls.stdout.split('\0')) {
-    const m = /^(\d+) ([0-9a-f]+) \d\t/.exec(entry);
-    if (m && m[1] !== '160000') ids.add(m[2]!);
+  const diff = await git.run(['diff-index', '--cached', '--raw', '-z', '--no-renames', 'HEAD', '--'], { cwd: worktree, okExitCodes: [128] });
+  // `:<src mode> <dst mode> <src id> <dst id> <status>` NUL `<path>` NUL per changed entry, read
+  // in pairs (a path may itself start with ':'); anything else falls back to the full listing
+  const parts = diff.stdout.split('\0');
+  let records: string[] | null = diff.exitCode === 0 ? [] : null;
+  for (let i = 0; records !== null && i + 1 < parts.length; i += 2) {
+    const meta = parts[i] as string;
+    // an unmerged entry (its stages are not in the raw output) or a line not understood: full listing
+    if (/^:\d+ \d+ [0-9a-f]+ [0-9a-f]+ [A-TV-Z]\d*$/.test(meta)) records.push(meta);
+    else records = null;
+  }
+  if (records !== null) {
+    for (const r of records) {
+      const [, dstMode, , dstId, status] = r.slice(1).split(' ');
+      if (!status?.startsWith('D') && dstMode !== '160000' && dstId && !/^0+$/.test(dstId)) ids.add(dstId);
+    }
+  } else {
+    const ls = await git.run(['ls-files', '--stage', '-z'], { cwd: worktree, okExitCodes: [128] });
+    if (ls.exitCode !== 0) return;
+    for (const entry of ls.stdout.split('\0')) {
+      const m = /^(\d+) ([0-9a-f]+) \d\t/.exec(entry);
+      if (m && m[1] !== '160000') ids.add(m[2]!);
+    }
   }
   if (ids.size === 0) return;
   const check = await git.run(['--git-dir', viewDir, 'cat-file', '--batch-check'], { cwd: viewDir, input: `${[...ids].join('\n')}\n` });
@@ -318,6 +398,28 @@ async function copyStagedBlobs(git: GitRunner, worktree: string, commonDir: stri
   mkdirSync(join(viewDir, 'objects', 'pack'), { recursive: true });
   // Best effort: a blob the repository lacks too (a corrupt index) stays missing, as it is outside.
   await git.run(['--git-dir', commonDir, 'pack-objects', '-q', join(viewDir, 'objects', 'pack', 'pack')], { cwd: viewDir, input: `${missing.join('\n')}\n`, okExitCodes: [128] });
+}
+
+/**
+ * The object format a repository's config file names (`extensions.objectFormat`, else sha1), read
+ * from its text without running git. Syntax: git-config(1) "CONFIGURATION FILE"; the key:
+ * gitrepository-layout(7) "extensions.objectFormat".
+ */
+export function objectFormat(configText: string): string {
+  let section = '';
+  for (const line of configText.split('\n')) {
+    const header = /^\s*\[\s*([A-Za-z0-9.-]+)/.exec(line);
+    if (header) section = (header[1] as string).toLowerCase();
+    const kv = /^\s*(?:\[[^\]]*\]\s*)?([A-Za-z][A-Za-z0-9-]*)\s*=\s*"?([A-Za-z0-9]+)"?\s*(?:[#;].*)?$/.exec(line);
+    if (section === 'extensions' && kv && (kv[1] as string).toLowerCase() === 'objectformat') return (kv[2] as string).toLowerCase();
+  }
+  return 'sha1';
+}
+
+/** Write `gitDir`'s loose ref `ref` (e.g. `refs/heads/polly/t1`) to hold `sha`: the layout git reads (gitrepository-layout(7)). */
+function writeRef(gitDir: string, ref: string, sha: string): void {
+  mkdirSync(dirname(join(gitDir, ref)), { recursive: true });
+  writeFileSync(join(gitDir, ref), `${sha}\n`);
 }
 
 /** The view's HEAD file: the task's branch as a symbolic ref, else the detached commit. */

@@ -10,7 +10,9 @@
  * inside the sandbox, returns the real path to run and the directory to bind read-only: the nearest
  * ancestor holding a `package.json` (the package, its own `node_modules` included: a global install
  * carries its dependencies and a vendor binary such as codex's there), else the file's directory.
- * Never a whole hidden root (HOME itself): then only the file's directory.
+ * Never a whole hidden root (HOME itself) nor `/`: then only the file's directory. With an empty
+ * root (./system-view.ts), a program outside every bound path (`/opt/tool/bin/x` named by path) is
+ * hidden as well, and bound the same way.
  */
 import { accessSync, constants, existsSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
@@ -55,6 +57,8 @@ export function whichExecutable(command: string, pathVar: string | undefined, cw
 /**
  * Resolve `command` for a sandbox whose `hidden` paths (and `/tmp`) are covered, and where the
  * paths in `visible` (writable and read-only binds) are bound back. See the module doc.
+ * `system`: the host paths the sandbox shows besides (./system-view.ts `binds`); when given, a
+ * path under neither `system` nor `visible` is hidden too (the sandbox's root is empty).
  * A program that cannot be found is returned unchanged (bwrap's own error then names it).
  */
 export function resolveSandboxExecutable(
@@ -63,6 +67,7 @@ export function resolveSandboxExecutable(
   cwd: string,
   hidden: readonly string[],
   visible: readonly string[],
+  system?: readonly string[],
 ): SandboxExecutable {
   const found = whichExecutable(command, env.PATH, cwd);
   if (!found) return { command, readOnly: [] };
@@ -73,7 +78,8 @@ export function resolveSandboxExecutable(
     return { command, readOnly: [] };
   }
   const covers = [...hidden, '/tmp'];
-  const isHidden = (p: string) => covers.some((h) => under(p, h)) && !visible.some((v) => under(p, v));
+  const bound = (p: string) => visible.some((v) => under(p, v));
+  const isHidden = (p: string) => (covers.some((h) => under(p, h)) || (system !== undefined && !system.some((v) => under(p, v)))) && !bound(p);
   if (!isHidden(found) && !isHidden(real)) return { command, readOnly: [] };
   if (!isHidden(real)) return { command: real, readOnly: [] };
   const hiddenRoots = covers.filter((h) => under(real, h));

@@ -71,6 +71,8 @@ export interface AgentSandboxInput {
   userDirs?: readonly string[];
   /** The git read view of `cwd` (./git-read-view.ts `prepareGitReadView`); absent or null: none. */
   gitView?: GitReadView | null;
+  /** `workers.tool_paths`: more host paths shown read-only (./system-view.ts shows the rest); default none. */
+  toolPaths?: readonly string[];
 }
 
 /**
@@ -104,6 +106,7 @@ export function agentSandboxSpec(input: AgentSandboxInput): SandboxSpec {
   // one the repository is read-only (under a hidden HOME or /tmp it would vanish otherwise).
   if (view) hidden.push(input.repoRoot);
   const readOnly = outside || view || (input.writableCwd && input.cwd === input.repoRoot) ? [input.gateDir] : [input.repoRoot, input.gateDir];
+  readOnly.push(...(input.toolPaths ?? []));
   if (input.writableCwd) writable.push(input.cwd);
   else readOnly.push(input.cwd);
   return withHomeToolchains(
@@ -147,6 +150,8 @@ export interface CommandSandboxInput {
   userDirs?: readonly string[];
   /** The git read view of `worktree` (./git-read-view.ts `prepareGitReadView`); absent or null: none. */
   gitView?: GitReadView | null;
+  /** `workers.tool_paths`: more host paths shown read-only (./system-view.ts shows the rest); default none. */
+  toolPaths?: readonly string[];
 }
 
 /** Where /etc/resolv.conf really is (it may point into the hidden /run): bound back read-only for a networked command. */
@@ -181,7 +186,7 @@ export function commandSandboxSpec(input: CommandSandboxInput): SandboxSpec {
     {
       cwd: input.worktree,
       writable: [input.worktree, home],
-      readOnly: [...(hideRepo ? [] : [input.repoRoot]), ...(input.network ? [resolvConf()] : [])],
+      readOnly: [...(hideRepo ? [] : [input.repoRoot]), ...(input.network ? [resolvConf()] : []), ...(input.toolPaths ?? [])],
       hidden,
       home,
       tmpDir: null,

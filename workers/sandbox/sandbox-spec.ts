@@ -4,14 +4,19 @@
  *
  * Shape of the sandbox (Linux, bubblewrap 0.8; flags from `bwrap --help` and bwrap(1),
  * https://github.com/containers/bubblewrap/blob/main/bwrap.xml):
- * - the host's root bound read-only (`--ro-bind / /`), a fresh `/dev` and `/proc`, a tmpfs on `/tmp`;
+ * - deny by default: the root is an empty tmpfs, remounted read-only once everything is bound,
+ *   and of the host only an allowlist is bound on it read-only: the system directories, the parts
+ *   of `/etc` programs need and the toolchains on `PATH` (./system-view.ts `systemView`), then the
+ *   spec's own binds; `/home`, `/root`, `/srv`, `/opt`, `/var`, `/mnt`, `/run` and directories beside
+ *   the repository are simply not there. A fresh `/dev` and `/proc`, a tmpfs on `/tmp`;
  * - every `hidden` path covered by an empty tmpfs (the real `$HOME`, `.polly/`, `.worktrees/`,
- *   other scratch dirs), remounted read-only after the binds inside it: not readable at all, and a
+ *   other scratch dirs: they matter where a bound path holds them, e.g. `.polly/` in a repository
+ *   bound read-only), remounted read-only after the binds inside it: not readable at all, and a
  *   write there fails with EROFS (`--remount-ro`) rather than vanishing with the tmpfs; `/tmp`
  *   and `/var/tmp` stay writable (the sandbox's own scratch, {@link SCRATCH_DIRS});
- * - every host unix socket the sandbox would still show (under the read-only root or a read-only
- *   bind, outside the worker's writable dirs) covered by `/dev/null` ({@link coveredSockets}):
- *   connect(2) needs no write access, so a read-only view of a socket is a way out;
+ * - every host unix socket the sandbox would still show (under a read-only bind, outside the
+ *   worker's writable dirs) covered by `/dev/null` ({@link coveredSockets}): connect(2) needs no
+ *   write access, so a read-only view of a socket is a way out;
  * - `readOnly` paths bound back read-only and `writable` paths bound back read-write on top
  *   (mounts are applied from the shallowest path to the deepest, so a read-only file inside a
  *   writable dir stays read-only);
@@ -27,6 +32,7 @@
 
 import type { GitReadView } from './git-read-view.js';
 import { tmpBytes, type ResourceLimits } from './resource-bounds.js';
+import { systemView, type SystemView } from './system-view.js';
 
 /** One model endpoint a confined process may reach, parsed from its base URL. */
 export interface SandboxEndpoint {
@@ -97,6 +103,12 @@ export interface SandboxSpec {
    */
   gitView?: GitReadView;
   /**
+   * Host files bound read-only at other paths, after every other mount: the tool shells
+   * (./tool-shell.ts): each shell's real file at `<gateDir>/tool-shells/real/<name>`, then the
+   * wrapper over the shell's own path. Default none.
+   */
+  fileBinds?: Array<{ source: string; path: string }>;
+  /**
    * Resource bounds (`workers.limits`, ./resource-bounds.ts): `/tmp`'s tmpfs gets `--size`, and
    * ./sandbox.ts `confineCommand` adds the cgroup and rlimits. Absent: unbounded (tests of the bare spec).
    */
@@ -152,13 +164,33 @@ export function sandboxMounts(spec: SandboxSpec, exists: (path: string) => boole
 }
 
 /**
- * Every mount a process confined by `spec` gets, in the order bwrap applies them: the base
- * (`/` read-only, a tmpfs on `/tmp`) and then {@link sandboxMounts}. The mounts Polly adds when it
- * starts the process (./sandbox.ts `confineCommand`: its install and Node read-only, the network
- * bridge's fresh socket dir) only take writes away, or add a new temp dir. Pure but for `exists`.
+ * Every mount a process confined by `spec` gets, in the order bwrap applies them: the base (an
+ * empty tmpfs root, the host's system view read-only: ./system-view.ts, without the `PATH`
+ * directories, which are read-only too; a tmpfs on `/tmp`) and then {@link sandboxMounts}. The
+ * mounts Polly adds when it starts the process (./sandbox.ts `confineCommand`: its install, Node
+ * and the toolchains on `PATH` read-only, the network bridge's fresh socket dir) only add what is
+ * read-only, or a new temp dir. Reads the system view (cached) and `exists`.
  */
 export function appliedMounts(spec: SandboxSpec, exists: (path: string) => boolean): SandboxMount[] {
-  return [{ kind: 'ro', path: '/' }, { kind: 'tmpfs', path: '/tmp' }, ...sandboxMounts(spec, exists)];
+  const system = systemView({ hidden: spec.hidden });
+  return [...baseMounts(system), ...shownCovers(sandboxMounts(spec, exists), system)];
+}
+
+/**
+ * `mounts` without the covers that hide nothing: a tmpfs over a path that no bind shows and that is
+ * not in a scratch dir (under the empty read-only root it is absent anyway, and the cover would
+ * only make its name and parents appear: `/root/.local/state/polly`). Kept: the scratch dirs
+ * themselves ({@link SCRATCH_DIRS}), and covers inside a bind or a scratch dir, where a write must
+ * fail with EROFS rather than land in the sandbox's own `/tmp`. Pure.
+ */
+function shownCovers(mounts: readonly SandboxMount[], system: SystemView): SandboxMount[] {
+  const shown = [...system.binds, ...SCRATCH_DIRS, ...mounts.filter((m) => m.kind === 'rw' || m.kind === 'ro').map((m) => m.path)];
+  return mounts.filter((m) => m.kind !== 'tmpfs' || SCRATCH_DIRS.includes(m.path) || shown.some((b) => atOrUnder(m.path, b)));
+}
+
+/** The mounts every sandbox starts from: the empty root, the system view read-only, `/tmp`. */
+function baseMounts(system: SystemView): SandboxMount[] {
+  return [{ kind: 'tmpfs', path: '/' }, ...system.binds.map((path): SandboxMount => ({ kind: 'ro', path })), { kind: 'tmpfs', path: '/tmp' }];
 }
 
 /**
@@ -202,6 +234,8 @@ export const SCRATCH_DIRS: readonly string[] = ['/tmp', '/var/tmp'];
  * `hardening`: what this bwrap supports beyond the baseline ({@link BwrapHardening}).
  * `hostSockets`: the host's path-bound unix sockets, canonical paths (./host-sockets.ts
  * `hostSocketPaths`); each one the sandbox would show is covered ({@link coveredSockets}).
+ * `system`: what of the host the sandbox shows besides the spec's own paths (./system-view.ts;
+ * default: this host's, with `process.env.PATH`'s toolchains).
  */
 export function bwrapArgs(
   spec: SandboxSpec,
@@ -209,33 +243,39 @@ export function bwrapArgs(
   extraBinds: string[] = [],
   hardening: BwrapHardening = { disableUserns: false },
   hostSockets: readonly string[] = [],
+  system: SystemView = systemView({ pathVar: process.env.PATH, hidden: spec.hidden }),
 ): string[] {
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', ...(spec.limits ? ['--size', String(tmpBytes(spec.limits))] : []), '--tmpfs', '/tmp'];
-  const mounts = sandboxMounts(spec, exists);
+  // No `--ro-bind / /`: bwrap's root is an empty tmpfs, and only the allowlist is bound on it.
+  const args: string[] = [];
+  for (const p of system.binds) args.push('--ro-bind', p, p);
+  for (const l of system.symlinks) args.push('--symlink', l.target, l.path);
+  args.push('--dev', '/dev', '--proc', '/proc', ...(spec.limits ? ['--size', String(tmpBytes(spec.limits))] : []), '--tmpfs', '/tmp');
+  for (const p of system.masked) args.push('--ro-bind', '/dev/null', p);
+  for (const p of system.maskedDirs) args.push('--tmpfs', p, '--remount-ro', p);
+  const mounts = shownCovers(sandboxMounts(spec, exists), system);
   for (const m of mounts) {
     if (m.kind === 'tmpfs') args.push('--tmpfs', m.path);
     else if (m.kind === 'null') args.push('--ro-bind', '/dev/null', m.path);
     else args.push(m.kind === 'rw' ? '--bind' : '--ro-bind', m.source ?? m.path, m.path);
   }
   // A socket a read-only view still shows is a way out (connect(2) writes nothing): cover each.
-  for (const p of coveredSockets(appliedMountsOf(mounts), hostSockets, [...(spec.reachableSockets ?? []), ...extraBinds])) args.push('--ro-bind', '/dev/null', p);
+  for (const p of coveredSockets([...baseMounts(system), ...mounts], hostSockets, [...(spec.reachableSockets ?? []), ...extraBinds])) args.push('--ro-bind', '/dev/null', p);
   for (const p of extraBinds) args.push('--bind', p, p);
+  // The tool shells last: over the root's own shells, inside the read-only gate dir.
+  for (const b of spec.fileBinds ?? []) args.push('--ro-bind', b.source, b.path);
   // The covers read-only, once everything inside them is bound: a write there fails with EROFS
   // (which Polly reads as an attempt, brain/task-tools/sandbox-refusals.ts) instead of landing in a
   // tmpfs that vanishes unnoticed. Only the cover's own mount: the binds inside keep their modes.
   // The scratch dirs stay writable: they are the sandbox's own (TMPDIR), hidden or not.
   for (const m of mounts) if (m.kind === 'tmpfs' && !SCRATCH_DIRS.includes(m.path)) args.push('--remount-ro', m.path);
+  // The root too: the mount points bwrap made in it stay, nothing else can be created there.
+  args.push('--remount-ro', '/');
   args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts');
   if (hardening.disableUserns) args.push('--unshare-user', '--disable-userns');
   // `outbound`: bwrap runs inside the network namespace pasta made for it (./outbound-network.ts).
   if (spec.network.mode !== 'outbound') args.push('--unshare-net');
   args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--chdir', spec.cwd);
   return args;
-}
-
-/** {@link appliedMounts} from already computed {@link sandboxMounts}. */
-function appliedMountsOf(mounts: readonly SandboxMount[]): SandboxMount[] {
-  return [{ kind: 'ro', path: '/' }, { kind: 'tmpfs', path: '/tmp' }, ...mounts];
 }
 
 /** True when `path` is `base` or below it (lexical). */
@@ -247,8 +287,8 @@ function atOrUnder(path: string, base: string): boolean {
 /**
  * Which of the host's `sockets` (canonical paths) a sandbox with `mounts` (in bwrap's order,
  * {@link appliedMounts}) must cover with `/dev/null`: those whose deciding mount (the last at or
- * above the path) is a read-only bind of the host's own path (the root, a toolchain dir). Not
- * those under a tmpfs (hidden already), a read-write bind (the worker's own dirs: a socket there
+ * above the path) is a read-only bind of the host's own path (a system dir, a toolchain dir, a
+ * repository bound read-only). Not those under a tmpfs (the empty root, a cover: hidden already), a read-write bind (the worker's own dirs: a socket there
  * is its own), a bind of another path (the git read view: the host's socket is not at that path
  * inside) or an existing cover, nor those at or under `reachable` (the gate's socket, the network
  * bridge's dir). Pure.
@@ -300,4 +340,9 @@ export interface WorkerSandboxOptions {
   limits?: ResourceLimits;
   /** Names of more environment variables a worker gets from Polly's environment (beyond PATH, LANG, LC_*, TERM, TZ, the model variables). */
   env_passthrough?: string[];
+  /**
+   * Host paths (absolute) every sandbox shows read-only besides its system view (./system-view.ts):
+   * a toolchain that is not on PATH, a config under /etc a tool needs. Default none.
+   */
+  tool_paths?: string[];
 }

@@ -15,7 +15,7 @@
  * bwrap command line and a ~100-line bridge (net-bridge.ts, sandbox-init.ts) in Node itself.
  */
 import { hostSocketPaths } from './host-sockets.js';
-import { withSeccomp } from './seccomp-filter.js';
+import { seccompProgramFile, withSeccomp } from './seccomp-filter.js';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +25,7 @@ import { distPath, packageRoot } from '../../brain/core/install-paths.js';
 import { openNetBridge } from './net-bridge.js';
 import { outboundCommand } from './outbound-network.js';
 import { resolveSandboxExecutable } from './sandbox-executable.js';
+import { systemView } from './system-view.js';
 import { bwrapArgs, type BwrapHardening, type SandboxSpec } from './sandbox-spec.js';
 import { boundHit, createRunCgroup, exitBoundHits, insideBoundsArgv, probeBoundsMechanism, type BoundHit, type RunCgroup } from './resource-bounds.js';
 
@@ -67,15 +68,17 @@ export function blockingSysctls(read: (path: string) => string | null = readSysc
 /**
  * Probe whether bubblewrap can start Polly's sandbox here, by running it (`bwrap --ro-bind / /
  * --unshare-pid --unshare-net … true`). Cached per bwrap path for the life of the process.
- * @param options.bwrap  the bwrap executable (default: `bwrap` on `PATH`); tests point it elsewhere.
+ * The one probe: the worker runner, the checks' sandbox and `polly doctor` all ask it.
+ * @param options.bwrap  the bwrap executable (default: `bwrap` on `options.path`); tests point it elsewhere.
+ * @param options.path  the PATH to find `bwrap` on (default: this process's; `polly doctor` gives its env's).
  * @param options.refresh  probe again instead of using the cached answer.
  */
-export function probeSandbox(options: { bwrap?: string; refresh?: boolean } = {}): SandboxProbe {
-  const key = options.bwrap ?? '(PATH)';
+export function probeSandbox(options: { bwrap?: string; path?: string; refresh?: boolean } = {}): SandboxProbe {
+  const bwrap = options.bwrap ?? findBwrap(options.path ?? process.env.PATH);
+  const key = bwrap ?? `(no bwrap on ${options.path ?? process.env.PATH ?? ''})`;
   const cached = probes.get(key);
   if (cached && !options.refresh) return cached;
   let probe: SandboxProbe;
-  const bwrap = options.bwrap ?? findBwrap(process.env.PATH);
   if (process.platform !== 'linux') {
     probe = {
       ok: false,
@@ -130,6 +133,26 @@ export function bwrapHardening(bwrap: string): BwrapHardening {
   const hardening = { disableUserns: r.status === 0 };
   hardenings.set(bwrap, hardening);
   return hardening;
+}
+
+/**
+ * Pay this process's one-time sandbox probes now rather than at its first sandbox: bubblewrap
+ * ({@link probeSandbox}), its hardening ({@link bwrapHardening}), the resource bounds mechanism
+ * (./resource-bounds.ts `probeBoundsMechanism`) and the seccomp filter file
+ * (./seccomp-filter.ts `seccompProgramFile`). A standby worker runner calls it while it waits for
+ * its turn (workers/supervisor/worker-runner.ts), so the dispatch that claims it does not wait on
+ * them. Each result is cached as at first use (a failed probe too: the turn then fails closed as it
+ * would have); never throws.
+ */
+export function warmSandbox(): void {
+  try {
+    const probe = probeSandbox();
+    if (probe.ok) bwrapHardening(probe.bwrap);
+    probeBoundsMechanism();
+    seccompProgramFile();
+  } catch {
+    // a probe that throws is retried at first use, where its error is reported
+  }
 }
 
 /** What {@link decideConfinement} decided for one dispatch. */
@@ -202,8 +225,9 @@ function realOrSelf(path: string): string {
 }
 
 /**
- * Wrap `command args` in bubblewrap for `spec`. Polly's install and Node's prefix are bound
- * read-only on top (the gate's hooks run from them inside, even when they live under a hidden
+ * Wrap `command args` in bubblewrap for `spec`, on an empty root that shows of the host only the
+ * system view (./system-view.ts: system dirs, the parts of /etc programs need, the toolchains on
+ * `env.PATH`) and the spec's paths. Polly's install and Node's prefix are bound read-only on top (the gate's hooks run from them inside, even when they live under a hidden
  * HOME), and so is `command`'s own package when it is installed where the sandbox hides (under the
  * real HOME or /tmp: ./sandbox-executable.ts; it then runs by its real path); with `endpoints`
  * network the bridge is opened now and Polly's sandbox init runs first inside; with `outbound`
@@ -217,15 +241,21 @@ function realOrSelf(path: string): string {
  */
 export function confineCommand(bwrap: string, spec: SandboxSpec, command: string, args: readonly string[], env: Record<string, string>): ConfinedCommand {
   const nodePrefix = dirname(dirname(realOrSelf(process.execPath)));
-  const runtime = [packageRoot(), ...(nodePrefix === '/' ? [] : [nodePrefix])];
-  const program = resolveSandboxExecutable(command, env, spec.cwd, spec.hidden, [...spec.writable, ...spec.readOnly, ...runtime]);
+  // Polly's dependencies where they really are (a node_modules linked elsewhere: pnpm, a shared install).
+  const modules = realOrSelf(join(packageRoot(), 'node_modules'));
+  const runtime = [packageRoot(), ...(nodePrefix === '/' ? [] : [nodePrefix]), ...(modules.startsWith(`${packageRoot()}/`) ? [] : [modules])];
+  // What of the host the sandbox shows besides the spec's paths (./system-view.ts): system dirs,
+  // the parts of /etc programs need, the toolchains on the sandboxed PATH. Nothing else.
+  const system = systemView({ pathVar: env.PATH ?? spec.env?.PATH, hidden: spec.hidden });
+  const program = resolveSandboxExecutable(command, env, spec.cwd, spec.hidden, [...spec.writable, ...spec.readOnly, ...runtime], system.binds);
   const withRuntime: SandboxSpec = { ...spec, readOnly: [...spec.readOnly, ...runtime, ...program.readOnly] };
+  const sandboxArgs = (extraBinds: string[]) => bwrapArgs(withRuntime, existsSync, extraBinds, bwrapHardening(bwrap), hostSocketPaths(), system);
   const outEnv: Record<string, string> = { ...spec.env, ...env, HOME: spec.home, TMPDIR: spec.tmpDir ?? '/tmp' };
   const bounds = runBounds(spec);
   if (spec.network.mode === 'outbound') {
     // bwrap inside a network namespace of pasta's: outbound only, not the host's loopback (./outbound-network.ts).
     const dir = mkdtempSync(join(tmpdir(), 'polly-net-'));
-    const inner = withSeccomp([bwrap, ...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap), hostSocketPaths()), '--', ...bounds.inside, program.command, ...args]);
+    const inner = withSeccomp([bwrap, ...sandboxArgs([]), '--', ...bounds.inside, program.command, ...args]);
     const wrapped = outboundCommand(spec.network.pasta, dir, inner, process.geteuid?.() === 0);
     return {
       ...withCgroup(bounds.cgroup, [wrapped.command, ...wrapped.args]),
@@ -238,7 +268,7 @@ export function confineCommand(bwrap: string, spec: SandboxSpec, command: string
     };
   }
   if (spec.network.mode !== 'endpoints' || spec.network.endpoints.length === 0) {
-    const argv = withSeccomp([bwrap, ...bwrapArgs(withRuntime, existsSync, [], bwrapHardening(bwrap), hostSocketPaths()), '--', ...bounds.inside, program.command, ...args]);
+    const argv = withSeccomp([bwrap, ...sandboxArgs([]), '--', ...bounds.inside, program.command, ...args]);
     return { ...withCgroup(bounds.cgroup, argv), env: outEnv, boundHits: bounds.hits, dispose: () => bounds.cgroup?.dispose() };
   }
   const dir = mkdtempSync(join(tmpdir(), 'polly-net-'));
@@ -251,17 +281,7 @@ export function confineCommand(bwrap: string, spec: SandboxSpec, command: string
     throw new PollyError('not_built', `the sandbox init ${init} is not built. Run "npm run build" first.`);
   }
   let disposed = false;
-  const argv = withSeccomp([
-    bwrap,
-    ...bwrapArgs(withRuntime, existsSync, [dir], bwrapHardening(bwrap), hostSocketPaths()),
-    '--',
-    ...bounds.inside,
-    process.execPath,
-    init,
-    JSON.stringify(bridge.inside),
-    program.command,
-    ...args,
-  ]);
+  const argv = withSeccomp([bwrap, ...sandboxArgs([dir]), '--', ...bounds.inside, process.execPath, init, JSON.stringify(bridge.inside), program.command, ...args]);
   return {
     ...withCgroup(bounds.cgroup, argv),
     env: { ...outEnv, ...bridge.env },

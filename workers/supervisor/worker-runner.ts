@@ -25,6 +25,7 @@
  * Any fault of the runner itself (bad spec, gate not built, bad config) still ends in a
  * `result.json` whose status says so (`agent_refused` for configuration, `agent_exited` otherwise).
  */
+import { isReadOnlyRole } from '../../brain/core/vocabulary.js';
 import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,7 +42,9 @@ import { claudeCodeSandboxSettings } from '../agents/claude-code-sandbox.js';
 import { resolveWorktreesDir } from '../git/worktrees-dir.js';
 import { agentTurnSandbox } from '../sandbox/agent-turn-sandbox.js';
 import { appliedMounts, type WorkerSandboxOptions } from '../sandbox/sandbox-spec.js';
-import { startTurnMeter, type TurnMeter } from '../metering/turn-meter.js';
+import { probeSandbox, warmSandbox } from '../sandbox/sandbox.js';
+import { probeBoundsMechanism } from '../sandbox/resource-bounds.js';
+import { startTurnMeter, unmeteredReason, type TurnMeter } from '../metering/turn-meter.js';
 import type { ModelPrice } from '../metering/api-usage.js';
 import type { RemoteTurnSpec } from '../hosts/remote-turn.js';
 import type { WorkerHostsOptions } from '../hosts/host-config.js';
@@ -194,6 +197,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
         processEnv: process.env,
         workers: spec.config.workers,
         spec: meterSpec,
+        who: { by: spec.workerId, task: spec.taskId },
         onRequest: (request) => record({ type: 'metered', request }),
         onRefused: (refused) => {
           record({ type: 'metering_refused', refused });
@@ -206,7 +210,16 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       record({ type: 'error', message });
       throw Object.assign(new Error(message), { status: 'agent_refused' as AgentRunStatus });
     }
-    record({ type: 'metering', upstreams: meter.upstreams, budget: meterSpec.budget });
+    record({ type: 'metering', upstreams: meter.upstreams, budget: meterSpec.budget, ...(meterSpec.goal ? { goal: meterSpec.goal } : {}) });
+    // A budget on a harness the proxy cannot count never holds: said at run time, never silent
+    // (the plan gate refuses such a plan; read-only work outside a plan can still get here).
+    const limited = (b: { tokens?: number | null; usd?: number | null } | null | undefined) => typeof b?.tokens === 'number' || typeof b?.usd === 'number';
+    const unmetered = limited(meterSpec.budget) || limited(meterSpec.goal?.limit) ? unmeteredReason(spec.harness, spec.config.workers, { ...process.env, ...explicitEnv }) : null;
+    if (unmetered) {
+      const message = `this turn's budget is not enforced: ${unmetered}`;
+      process.stderr.write(`[polly] ${message}\n`);
+      record({ type: 'error', message });
+    }
     const env = meter.env;
     const config: WorkerRunConfig = { ...spec.config, workers: meter.workers };
     let adapter: ReturnType<typeof createAgentAdapter>;
@@ -217,12 +230,14 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       record({ type: 'error', message });
       throw Object.assign(new Error(message), { status: 'agent_refused' as AgentRunStatus });
     }
+    // Decided by the Brain (spec.readOnly); a spec written before that field existed: the one answer's default.
+    const readOnly = typeof spec.readOnly === 'boolean' ? spec.readOnly : isReadOnlyRole(spec.role);
     let confinement: Awaited<ReturnType<typeof agentTurnSandbox>>;
     try {
       confinement = await agentTurnSandbox({
         repoRoot: spec.gateContext.repoRoot,
         cwd: spec.cwd,
-        role: spec.role,
+        readOnly,
         agentStateDir: spec.agentStateDir,
         gateDir: spec.gateDir,
         env,
@@ -231,6 +246,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
         realHome: spec.gateContext.home,
         worktreesDir: resolveWorktreesDir(spec.gateContext.repoRoot, spec.config.worktrees?.dir),
         limits: spec.config.workers.limits ?? {},
+        toolPaths: spec.config.workers.tool_paths ?? [],
       });
     } catch (error) {
       const message = isPollyError(error) ? error.message : `could not set up the sandbox: ${(error as Error).message}`;
@@ -244,6 +260,11 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
         `[polly] sandbox: ${spec.harness} runs in bubblewrap (${confinement.sandbox.bwrap}); writable: ${confinement.sandbox.spec.writable.join(', ')}; network: ${reach}\n`,
       );
     }
+    if (confinement.notice) {
+      // Said at run time: the sandbox holds, but this turn's commands could reach the agent's process.
+      process.stderr.write(`[polly] ${confinement.notice}\n`);
+      record({ type: 'error', message: confinement.notice });
+    }
     if (confinement.warning) {
       process.stderr.write(`[polly] ${confinement.warning}\n`);
       record({ type: 'error', message: confinement.warning });
@@ -251,8 +272,10 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
     const socketPath = join(spec.gateDir, 'gate.sock');
     const gate = await prepareGate(spec.harness, {
       role: spec.role,
-      // HTTP writes to the configured GitHub Enterprise API get the gate's readable forge_write denial too
-      context: { ...spec.gateContext, forgeApiHosts: forgeApiHostsFromBaseUrl(spec.config.forge?.github?.base_url) },
+      // HTTP writes to the configured GitHub Enterprise API get the gate's readable forge_write denial too;
+      // inside bubblewrap the gate leaves what it cannot resolve to the sandbox (gate/sandbox-leeway.ts),
+      // unconfined (workers.allow_unconfined) it stays strict
+      context: { ...spec.gateContext, forgeApiHosts: forgeApiHostsFromBaseUrl(spec.config.forge?.github?.base_url), sandboxed: confinement.sandbox !== null },
       stateDir: spec.gateDir,
       socket: socketPath,
       policy: spec.config.policies,
@@ -277,8 +300,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
       prompt: spec.prompt,
       resumeSessionId: spec.resumeSessionId,
       model: spec.model,
-      // Decided by the Brain (spec.readOnly); a spec written before that field existed: implement writes.
-      readOnly: typeof spec.readOnly === 'boolean' ? spec.readOnly : spec.role !== 'implement',
+      readOnly,
       gate: { args: gate.args, env: gate.env },
       env,
       stateDir: spec.agentStateDir,
@@ -289,7 +311,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
     });
     if (run.pid > 0) writeJsonAtomic(files.agent, { pid: run.pid, startedAt: new Date().toISOString() });
     result = await run.result;
-    await meter.proxy.close();
+    await meter.close();
     // The events as recorded (the agent's and the proxy's, in the order they happened: events.jsonl's order).
     result = { ...result, events: [...events] };
     if (confinement.warning) result = { ...result, unconfined: confinement.warning };
@@ -302,7 +324,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
   }
   if (timer) clearInterval(timer);
   await gateServer?.close();
-  await meter?.proxy.close();
+  await meter?.close();
   beat();
   writeJsonAtomic(files.result, result);
   return result;
@@ -311,11 +333,16 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
 const isMain = process.argv[1] !== undefined && existsSync(process.argv[1]) && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
 /**
  * Standby mode (`worker-runner.js --standby <tag>`): a runner started ahead of need, with its
- * modules loaded, that waits on stdin for ONE claim line `{"specPath", "env"}` from its supervisor;
+ * modules loaded and the sandbox probed (workers/sandbox/sandbox.ts `warmSandbox`), that waits on
+ * stdin for ONE claim line `{"specPath", "env"}` from its supervisor;
  * it then sets `env` in its own environment (never on disk) and runs that turn. EOF without a claim
  * (the supervisor exited, or died: the kernel closes the pipe) ends it at once: nothing idles on.
  */
 async function standby(): Promise<void> {
+  // The sandbox's one-time probes (bubblewrap, bounds, seccomp) are paid while waiting, not by the
+  // dispatch that claims this runner; a turn whose PATH differs is probed again below.
+  const probedPath = process.env.PATH;
+  warmSandbox();
   let buffer = '';
   const claim = await new Promise<{ specPath: string; env: Record<string, string> } | null>((resolve) => {
     process.stdin.setEncoding('utf8');
@@ -335,6 +362,10 @@ async function standby(): Promise<void> {
   process.stdin.destroy();
   if (!claim || !existsSync(claim.specPath)) process.exit(0);
   for (const [k, v] of Object.entries(claim.env ?? {})) process.env[k] = v;
+  if (process.env.PATH !== probedPath) {
+    probeSandbox({ refresh: true });
+    probeBoundsMechanism({ refresh: true });
+  }
   await runWorker(claim.specPath);
   process.exit(0);
 }

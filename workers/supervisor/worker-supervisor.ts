@@ -1,7 +1,7 @@
 /**
  * The worker supervisor: runs agent turns as detached runner processes (workers/worker-runner.ts)
  * that outlive the Brain, records them in the registry's `workers`, and adopts or reaps them after
- * a restart (orchestration case 6 in test/workers/orchestration-workers.test.ts: no row stays "running" without a live process).
+ * a restart (orchestration case 6 in test/workers/supervisor/orchestration-workers.test.ts: no row stays "running" without a live process).
  *
  * Files, per worker, in `<stateRoot>/<workerId>/` (see {@link workerFiles}): `spec.json` (what to
  * run; env VALUES are not in it — they reach the runner through its environment), `runner.pid`,

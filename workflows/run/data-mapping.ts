@@ -10,7 +10,7 @@
  * `otherwise`) was checked to be in the domain when the workflow loaded (`workflow-format.ts`) —
  * and a value no rule maps is passed on unchanged, so the interpreter refuses it as out of domain
  * (`bad_data`) exactly as before. So every data valuation the runtime applies was explored.
- * `test/workflows/data-mapping.test.ts` checks the image property over many real values.
+ * `test/workflows/run/data-mapping.test.ts` checks the image property over many real values.
  */
 import type { ActionDecl, DataField, DataMap, Value } from '../workflow-schema.js';
 

@@ -1,0 +1,54 @@
+/**
+ * The dashboard's session book on its own, without a browser (brain/ui/ui-security.ts): a login
+ * token opens one session once; a request is let in only with the session's root secret AND its
+ * own cookie, until the session ends. The Chromium suite (test/brain/ui/ui-dashboard.test.ts) drives
+ * the same rules through the server, but skips where Chromium is missing; this one always runs.
+ */
+import { describe, expect, it } from 'vitest';
+import { createSessionBook, createSecret, SESSION_TTL_MS, secretsEqual } from '../../../brain/ui/ui-security.js';
+
+const secretOf = (root: string) => /^\/s\/([^/]+)\/$/.exec(root)![1]!;
+
+describe('the dashboard session book', () => {
+  it('lets in the session root with its own cookie, and nothing else: no cookie, a forged one, another session’s, or the cookie under another root', () => {
+    const book = createSessionBook();
+    const one = book.redeem(book.issueToken())!;
+    const two = book.redeem(book.issueToken())!;
+    expect(one).not.toBe('used');
+    expect(two).not.toBe('used');
+    if (one === 'used' || two === 'used') return;
+    expect(book.check(secretOf(one.root), one.cookie)).toEqual({ ok: true, session: one });
+    expect(book.check(secretOf(two.root), two.cookie)).toEqual({ ok: true, session: two });
+    for (const cookie of [undefined, '', createSecret(), 'A'.repeat(43), two.cookie, `${one.cookie}x`, one.cookie.slice(1)]) {
+      expect(book.check(secretOf(one.root), cookie), `cookie ${JSON.stringify(cookie)}`).toEqual({ ok: false, why: 'unknown' });
+    }
+    // The right cookie under a root that is not its session's, or no session at all.
+    expect(book.check(secretOf(two.root), one.cookie)).toEqual({ ok: false, why: 'unknown' });
+    expect(book.check(createSecret(), one.cookie)).toEqual({ ok: false, why: 'unknown' });
+  });
+
+  it('a token opens one session once; a session ends after its time, then its cookie is refused', () => {
+    let now = 1_000_000;
+    const book = createSessionBook(() => now);
+    const token = book.issueToken();
+    const session = book.redeem(token);
+    expect(session).not.toBeNull();
+    expect(book.redeem(token)).toBe('used');
+    expect(book.redeem(createSecret())).toBeNull();
+    if (session === null || session === 'used') return;
+    now += SESSION_TTL_MS - 1;
+    expect(book.check(secretOf(session.root), session.cookie).ok).toBe(true);
+    now += 1;
+    expect(book.check(secretOf(session.root), session.cookie)).toEqual({ ok: false, why: 'expired' });
+    expect(book.check(secretOf(session.root), session.cookie)).toEqual({ ok: false, why: 'unknown' });
+  });
+
+  it('secrets compare equal only when present and byte for byte the same', () => {
+    const s = createSecret();
+    expect(secretsEqual(s, s)).toBe(true);
+    expect(secretsEqual(undefined, s)).toBe(false);
+    expect(secretsEqual(null, s)).toBe(false);
+    expect(secretsEqual('', s)).toBe(false);
+    expect(secretsEqual(`${s.slice(0, -1)}${s.endsWith('A') ? 'B' : 'A'}`, s)).toBe(false);
+  });
+});

@@ -1,0 +1,166 @@
+// Protected paths at Polly's commit (issue 27 item 4): green work that changes Polly's config or a
+// CI workflow its plan did not declare commits nothing; the worker is told once which files and
+// why, the second time the task parks naming them; declared, the change commits and the PR body
+// flags it. The real run_acceptance tool in a real worktree, real git (pathspec globs matched by git).
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createLocalForge } from '../../../brain/forge/local-forge.js';
+import { renderPrBody } from '../../../brain/forge/pr-body.js';
+import { validatePlan } from '../../../brain/plan/plan-schema.js';
+import { runAcceptanceTool } from '../../../brain/task-tools/run-acceptance.js';
+import { createGitRunner } from '../../../workers/git/git.js';
+import { DEFAULT_PROTECTED_PATHS, protectedChanges } from '../../../workers/git/protected-paths.js';
+import { git } from '../../helpers/git-repo.js';
+import { commitIn, createGreenTask, createPrStepSetting, noAgents, testConfig, toolRunner } from '../../helpers/pr-step-fixture.js';
+
+const write = (dir: string, rel: string, text: string) => {
+  mkdirSync(join(dir, rel, '..'), { recursive: true });
+  writeFileSync(join(dir, rel), text);
+};
+
+describe('protected paths at staging', () => {
+  it('git matches the staged changes: undeclared protected ones are named, declared ones and the base side of a merge are not', async () => {
+    const s = createPrStepSetting({ 'README.md': '# r\n', '.github/workflows/ci.yml': 'on: push\n' });
+    const t = await createGreenTask(s, 'pp0', { 'a.txt': 'a\n' });
+    const wt = t.worktree!;
+    const g = createGitRunner();
+    write(wt, '.github/workflows/x.yml', 'on: push\njobs: {}\n');
+    write(wt, '.polly/config.yaml', 'workers: {}\n');
+    write(wt, 'src/ok.js', 'ok\n');
+    write(wt, 'sub/dir/Jenkinsfile', 'not the root one\n');
+    git(wt, ['add', '-A', '-f']);
+    expect(await protectedChanges(g, wt, DEFAULT_PROTECTED_PATHS)).toEqual(['.github/workflows/x.yml', '.polly/config.yaml']);
+    expect(await protectedChanges(g, wt, DEFAULT_PROTECTED_PATHS, ['.github/workflows/*.yml'])).toEqual(['.polly/config.yaml']);
+    // A catch-all declaration is a declaration too: the human saw it at the plan gate.
+    expect(await protectedChanges(g, wt, DEFAULT_PROTECTED_PATHS, ['**'])).toEqual([]);
+    git(wt, ['reset', '-q', '--hard']);
+    git(wt, ['clean', '-qfd']);
+    // The base changed ci.yml; merging it into the task branch is the base's change, not the task's.
+    commitIn(s.repo.dir, { '.github/workflows/ci.yml': 'on: [push, pull_request]\n' }, 'ci on PRs');
+    git(wt, ['merge', '--no-commit', '--no-ff', 'main']);
+    expect(await protectedChanges(g, wt, DEFAULT_PROTECTED_PATHS)).toEqual([]);
+    // …unless the task changes it further during the merge.
+    write(wt, '.github/workflows/ci.yml', 'on: [push, pull_request]\njobs: {evil: {}}\n');
+    git(wt, ['add', '-A']);
+    expect(await protectedChanges(g, wt, DEFAULT_PROTECTED_PATHS)).toEqual(['.github/workflows/ci.yml']);
+  }, 60_000);
+
+  it('run_acceptance: green work on an undeclared workflow commits nothing, goes back to the worker once, then parks the task; declared, it commits and the PR flags it', async () => {
+    const s = createPrStepSetting({ 'README.md': '# r\n' });
+    const t = await createGreenTask(s, 'pp1', { 'a.txt': 'a\n' });
+    await s.store.update((d) => {
+      d.tasks.pp1!.acceptance.commands = ['true'];
+    });
+    const tools = toolRunner(s, { forge: createLocalForge({ repoRoot: s.repo.dir, store: s.store }), supervisor: noAgents, config: testConfig(null), agentEnv: {} });
+    const headBefore = git(t.worktree!, ['rev-parse', 'HEAD']);
+    write(t.worktree!, '.github/workflows/x.yml', 'on: push\njobs: {leak: {steps: [{run: "echo ${{ secrets.NPM_TOKEN }}"}]}}\n');
+    write(t.worktree!, 'b.txt', 'b\n');
+
+    const first = await tools.run(runAcceptanceTool, 'pp1', 'o-1');
+    expect(first).toMatchObject({ outcome: 'failure', permanent: true });
+    let task = (await s.store.read()).tasks.pp1!;
+    expect(task.status).toBe('fixing');
+    expect(task.statusReason).toBe('protected paths changed: .github/workflows/x.yml');
+    expect(task.feedback).toContain('- .github/workflows/x.yml');
+    expect(task.feedback).toContain('nothing was committed');
+    expect(git(t.worktree!, ['rev-parse', 'HEAD'])).toBe(headBefore);
+
+    const second = await tools.run(runAcceptanceTool, 'pp1', 'o-2');
+    expect(second).toMatchObject({ outcome: 'failure', permanent: true });
+    task = (await s.store.read()).tasks.pp1!;
+    // Parked (issue 29: one path-contract refusal), the work kept in the worktree and a backup ref.
+    expect(task.status).toBe('parked');
+    expect(task.statusReason).toContain('protected paths changed: .github/workflows/x.yml, again after the worker was told');
+    expect(task.statusReason).toContain('protected_paths');
+    expect(task.backupRefs.at(-1)).toMatch(/^refs\/polly\/backup\/pp1\//);
+    expect(git(t.worktree!, ['rev-parse', 'HEAD'])).toBe(headBefore);
+
+    // Declared by the plan (what the human approved): committed, and the PR body flags it.
+    await s.store.update((d) => {
+      const r = d.tasks.pp1!;
+      r.protectedPaths = ['.github/workflows/x.yml'];
+      r.status = 'fixing';
+    });
+    const third = await tools.run(runAcceptanceTool, 'pp1', 'o-3');
+    expect(third.outcome, third.note).toBe('ok');
+    expect(git(t.worktree!, ['show', '--name-only', '--format=', 'HEAD']).split('\n').sort()).toEqual(['.github/workflows/x.yml', 'b.txt']);
+    task = (await s.store.read()).tasks.pp1!;
+    const body = renderPrBody({
+      taskId: task.id,
+      title: task.title,
+      prompt: task.prompt,
+      acceptance: task.acceptance,
+      checks: task.checks,
+      reviews: [],
+      protectedPaths: task.protectedPaths!,
+    });
+    expect(body).toContain('**This task may change protected paths**');
+    expect(body).toContain('`.github/workflows/x.yml`');
+  }, 60_000);
+
+  it('run_acceptance with declared paths (issue 29): a file outside them commits nothing, the worker is told which and why, then the task parks naming it; inside them it commits as before, a declared protected path too', async () => {
+    const s = createPrStepSetting({ 'README.md': '# r\n', 'src/api/users.ts': 'v1\n', 'src/ui/app.ts': 'v1\n' });
+    const t = await createGreenTask(s, 'pc1', { 'src/api/users.ts': 'v2\n' });
+    await s.store.update((d) => {
+      d.tasks.pc1!.acceptance.commands = ['true'];
+      d.tasks.pc1!.paths = ['src/api/**'];
+    });
+    const tools = toolRunner(s, { forge: createLocalForge({ repoRoot: s.repo.dir, store: s.store }), supervisor: noAgents, config: testConfig(null), agentEnv: {} });
+    const wt = t.worktree!;
+    const headBefore = git(wt, ['rev-parse', 'HEAD']);
+    write(wt, 'src/api/orders.ts', 'new\n');
+    write(wt, 'src/ui/app.ts', 'v2\n');
+    // A file both outside the paths and protected is named once, as protected.
+    write(wt, '.polly/config.yaml', 'workers: {}\n');
+
+    expect(await tools.run(runAcceptanceTool, 'pc1', 'o-1')).toMatchObject({ outcome: 'failure', permanent: true });
+    let task = (await s.store.read()).tasks.pc1!;
+    expect(task.status).toBe('fixing');
+    expect(task.statusReason).toBe("protected paths changed: .polly/config.yaml; paths outside the task's paths (src/api/**) changed: src/ui/app.ts");
+    expect(task.feedback).toContain('These files are outside the paths your task may change (src/api/**):\n\n- src/ui/app.ts');
+    expect(task.feedback).toContain('These files are protected');
+    expect(task.feedback).not.toContain('- src/api/orders.ts');
+    expect(git(wt, ['rev-parse', 'HEAD'])).toBe(headBefore);
+
+    // The worker reverts the protected file but keeps the one outside its paths: parked, named.
+    git(wt, ['reset', '-q', '--', '.polly/config.yaml']);
+    rmSync(join(wt, '.polly'), { recursive: true, force: true });
+    expect(await tools.run(runAcceptanceTool, 'pc1', 'o-2')).toMatchObject({ outcome: 'failure', permanent: true });
+    task = (await s.store.read()).tasks.pc1!;
+    expect(task.status).toBe('parked');
+    expect(task.statusReason).toContain("paths outside the task's paths (src/api/**) changed: src/ui/app.ts, again after the worker was told");
+    expect(task.statusReason).not.toContain('protected paths changed');
+    expect(git(wt, ['rev-parse', 'HEAD'])).toBe(headBefore);
+    expect(readFileSync(join(wt, 'src/ui/app.ts'), 'utf8')).toBe('v2\n');
+    const journal = readFileSync(join(s.repo.dir, '.polly', 'journal.jsonl'), 'utf8');
+    expect(journal).toContain('"kind":"task.parked"');
+
+    // Inside the paths (and a protected path the plan declares): committed as before.
+    git(wt, ['checkout', '-q', 'HEAD', '--', 'src/ui/app.ts']);
+    write(wt, '.github/workflows/api.yml', 'on: push\n');
+    await s.store.update((d) => {
+      const r = d.tasks.pc1!;
+      r.protectedPaths = ['.github/workflows/api.yml'];
+      r.status = 'fixing';
+    });
+    const third = await tools.run(runAcceptanceTool, 'pc1', 'o-3');
+    expect(third.outcome, third.note).toBe('ok');
+    expect(git(wt, ['show', '--name-only', '--format=', 'HEAD']).split('\n').sort()).toEqual(['.github/workflows/api.yml', 'src/api/orders.ts']);
+  }, 60_000);
+
+  it('a plan names them as protected_paths; a pattern outside the repository is refused with the offending value', () => {
+    const task = {
+      key: 't1',
+      title: 'CI',
+      purpose: 'implement',
+      worker: 'codex',
+      prompt: 'Add CI.',
+      acceptance: { commands: ['true'] },
+      protected_paths: ['.github/workflows/ci.yml'],
+    };
+    expect(validatePlan({ tasks: [task] }, 'plan.yaml').tasks[0]!.protectedPaths).toEqual(['.github/workflows/ci.yml']);
+    expect(() => validatePlan({ tasks: [{ ...task, protected_paths: ['../outside'] }] }, 'plan.yaml')).toThrow(/"\.\.\/outside" is a "\.\." segment/);
+    expect(() => validatePlan({ tasks: [{ ...task, protected_paths: ['/etc/x'] }] }, 'plan.yaml')).toThrow(/an absolute path/);
+  });
+});
