@@ -495,6 +495,8 @@ export const command: Command = {
         store: ctx.store,
         forge,
         worktrees: createWorktreeManager({ repoRoot: ctx.repo.root, ...(ctx.config.worktrees.dir ? { worktreesDir: ctx.config.worktrees.dir } : {}) }),
+        // A merged task's worktree on its remote host goes too (workers.hosts).
+        hosts: (ctx.config.workers.hosts ?? []).length > 0 ? (await import('../../workers/hosts/host-cleanup.js')).createHostCleanup(ctx.repo.root, ctx.config.workers) : null,
         // Each merge is a result, printed once on stdout below; with --json (stdout is the JSON) also as a line on stderr.
         progress: (l) => (args.values.json ? io.stderr.write(`${l}\n`) : undefined),
       });
