@@ -99,10 +99,14 @@ describe.skipIf(!READY)('a task parked for its budget goes on with a higher one'
     const env = keylessEnv();
     expect((await polly(['init'], repo, env)).code).toBe(0);
     // The dashboard checks the repository's own config before it proposes (as polly retry does
-    // without --script): as root (CI), claude-code needs the opt-in of a disposable machine.
+    // without --script): as root (CI), claude-code needs the opt-in of a disposable machine, and
+    // the pi reviewer of a budgeted task must be metered (the plan gate refuses a budget on pi with
+    // no workers.pi.base_url: brain/plan/budgets.ts `unmeteredBudgets`). The --script commands point
+    // it at the scripted server for their length; nothing calls this address.
     const config = join(repo, '.polly/config.yaml');
     const doc = parseDocument(readFileSync(config, 'utf8'));
     doc.setIn(['workers', 'claude-code', 'allow_root_sandbox'], true);
+    doc.setIn(['workers', 'pi', 'base_url'], 'http://127.0.0.1:9/v1');
     writeFileSync(config, doc.toString());
     const plan = join(root, 'plan.yaml');
     writeFileSync(plan, PLAN);
