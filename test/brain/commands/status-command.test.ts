@@ -182,6 +182,8 @@ describe('polly status', () => {
       status: 'pr_open',
       branch: 'polly/t2',
       worktree: '.worktrees/t2',
+      // No remote host holds its worktree (workers.hosts): this machine only, and no HOST column below.
+      host: null,
       pr: { forge: 'local', number: 3, url: 'local:3', state: 'draft' },
       prStatus: { review: 'changes_requested', checks: 'none', conflicts: 'conflicts', conflictFiles: ['src/a.ts'] },
       statusReason: null,
