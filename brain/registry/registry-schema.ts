@@ -245,6 +245,22 @@ export interface AcceptanceContract {
 
 /** An acceptance command's result (owned by workers/proc/shell-command.ts). */
 export type { CommandResult };
+
+/** How many acceptance runs a task keeps in `checkRuns`. */
+export const CHECK_RUNS_KEPT = 30;
+/** How many characters of each command's output a kept run keeps (its tail). */
+export const CHECK_RUN_OUTPUT_BYTES = 4096;
+
+/** One acceptance run of a task: when, under which plan (a retry runs the task under its retry plan), at which attempt (and fix round after ready), green or not, each command's result. */
+export interface CheckRun {
+  at: string;
+  planId: string | null;
+  attempt: number;
+  /** The fix round after the PR was ready, or null before ready. */
+  fixRound: number | null;
+  green: boolean;
+  results: CommandResult[];
+}
 /** One review finding (owned by workers/review-findings.ts, the reviewer's answer format). */
 export type { ReviewFinding };
 
@@ -327,7 +343,14 @@ export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
   baseBranch: string | null;
   baseCommit: string | null;
   headCommit: string | null;
+  /** The last acceptance run's results (outputs bounded to their tail). */
   checks: CommandResult[];
+  /**
+   * Every acceptance run of this task, oldest first (brain/registry/task-record.ts `recordChecks`):
+   * the last {@link CHECK_RUNS_KEPT}, each output cut to its last {@link CHECK_RUN_OUTPUT_BYTES}
+   * characters. Absent before the first run and on records written before it existed.
+   */
+  checkRuns?: CheckRun[];
   reviews: ReviewRecord[];
   pr: PullRequestRef | null;
   /** Backup refs under refs/polly/ made before any teardown. */

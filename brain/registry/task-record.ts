@@ -1,8 +1,9 @@
 /**
- * A new task record: the one place that knows every field a fresh TaskRecord starts with.
+ * A new task record: the one place that knows every field a fresh TaskRecord starts with; and the
+ * record of an acceptance run on it ({@link recordChecks}).
  */
 import { createHash } from 'node:crypto';
-import type { TaskRecord } from './registry-schema.js';
+import { CHECK_RUN_OUTPUT_BYTES, CHECK_RUNS_KEPT, type CheckRun, type CommandResult, type TaskRecord } from './registry-schema.js';
 
 /** The fields a caller decides; everything else starts empty (status `queued`). */
 export type NewTaskFields = Pick<TaskRecord, 'id' | 'planId' | 'title' | 'purpose' | 'worker' | 'model' | 'reviewer' | 'prompt' | 'acceptance' | 'dependsOn'>;
@@ -55,4 +56,18 @@ export const TASK_CONTENT_TRAILER = 'Polly-Task-Content';
 export function taskContentKey(task: TaskContent): string {
   const canon = [task.id, task.title, task.purpose, task.worker, task.prompt, [...task.acceptance.commands], [...task.acceptance.criteria]];
   return createHash('sha256').update(JSON.stringify(canon)).digest('hex').slice(0, 16);
+}
+
+/**
+ * Record an acceptance run on task `t` (a draft inside a registry update): `checks` becomes its
+ * results and the run is appended to `checkRuns` (the last {@link CHECK_RUNS_KEPT}, outputs cut to
+ * their last {@link CHECK_RUN_OUTPUT_BYTES} characters), so every run stays visible, not only the last.
+ * @param at  ISO time of the run's end.
+ */
+export function recordChecks(t: TaskRecord, results: CommandResult[], at: string): void {
+  t.checks = results;
+  const green = results.length > 0 && results.every((r) => r.exitCode === 0 && !r.timedOut);
+  const kept = results.map((r) => (r.output.length > CHECK_RUN_OUTPUT_BYTES ? { ...r, output: r.output.slice(-CHECK_RUN_OUTPUT_BYTES) } : r));
+  const run: CheckRun = { at, planId: t.planId, attempt: t.attempts, fixRound: t.fixRound?.round ?? null, green, results: kept };
+  t.checkRuns = [...(t.checkRuns ?? []), run].slice(-CHECK_RUNS_KEPT);
 }

@@ -36,6 +36,7 @@
  * Idempotent: a re-run after a crash finds nothing left to commit and records the branch tip.
  */
 import { followStep } from '../registry/task-progress.js';
+import { recordChecks } from '../registry/task-record.js';
 import { DEFAULT_PROTECTED_PATHS } from '../../workers/git/protected-paths.js';
 import { existsSync } from 'node:fs';
 import { formatCheckFeedback, runAcceptance, runCheck } from '../../workers/acceptance.js';
@@ -229,7 +230,7 @@ async function failAtOnce(ctx: TaskToolContext, results: CommandResult[], reason
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[ctx.task.id];
     if (!t) return;
-    t.checks = results;
+    recordChecks(t, results, ctx.clock().toISOString());
     t.feedback = null;
     transitionTask(t, 'failed', { reason, at: ctx.clock().toISOString() });
     tx.emit(event, { taskId: t.id, orderId: ctx.order.id, ...data });
@@ -312,7 +313,7 @@ async function pathContractRefusal(ctx: TaskToolContext, results: CommandResult[
     await ctx.store.update((draft, tx) => {
       const t = draft.tasks[ctx.task.id];
       if (!t) return;
-      t.checks = results;
+      recordChecks(t, results, ctx.clock().toISOString());
       t.feedback = null;
       t.protectedRefusals = refusals;
       if (backupRef) t.backupRefs = [...t.backupRefs, backupRef];
@@ -334,7 +335,7 @@ async function pathContractRefusal(ctx: TaskToolContext, results: CommandResult[
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[ctx.task.id];
     if (!t) return;
-    t.checks = results;
+    recordChecks(t, results, ctx.clock().toISOString());
     t.protectedRefusals = refusals;
     t.feedback =
       `The checks are green, but nothing was committed. ${told.join('\n\n')}\n\n` +
@@ -432,7 +433,7 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
     await ctx.store.update((draft, tx) => {
       const t = draft.tasks[task.id];
       if (!t) return;
-      t.checks = outcome.results;
+      recordChecks(t, outcome.results, ctx.clock().toISOString());
       t.feedback = feedback;
       transitionTask(t, 'fixing', { reason: `acceptance red: ${why}`, at: ctx.clock().toISOString() });
       tx.emit('task.checks', { taskId: t.id, orderId: ctx.order.id, green: false, failed: why });
@@ -461,7 +462,7 @@ export const runAcceptanceTool: TaskTool = async (ctx) => {
   await ctx.store.update((draft, tx) => {
     const t = draft.tasks[task.id];
     if (!t) return;
-    t.checks = outcome.results;
+    recordChecks(t, outcome.results, ctx.clock().toISOString());
     t.feedback = null;
     t.headCommit = commit;
     transitionTask(t, 'green', { reason: null, at: ctx.clock().toISOString() });

@@ -5,7 +5,7 @@
  * `/ui.js`): a page reloads its `<main>` when the state changes, and a task page appends its
  * workers' events as they are pushed.
  */
-import type { CounterexampleTrace, GoalRecord, JournalEntry, LocalPullRequest, PlanRecord, Registry, TaskRecord, WorkerRecord } from '../registry/registry-schema.js';
+import type { CheckRun, CounterexampleTrace, GoalRecord, JournalEntry, LocalPullRequest, PlanRecord, Registry, TaskRecord, WorkerRecord } from '../registry/registry-schema.js';
 import { compareIds, statusReport } from '../registry/status-report.js';
 import { pullRequestStatus } from '../forge/pr-status.js';
 import { visibleText } from '../core/visible-text.js';
@@ -15,6 +15,7 @@ import { goalBudget } from '../task-tools/turn-budget.js';
 import type { ParkCause } from '../plan/plan-retry.js';
 import { needsYou, type NeedsYouItem } from './needs-you.js';
 import type { TaskNow } from '../registry/task-progress.js';
+import { renderMarkdown } from './markdown.js';
 import type { BrainHealth } from '../registry/brain-health.js';
 import { unboundedLine } from '../plan/plan-gate.js';
 import type { GateLogEntry, RunWithJournal } from './ui-source.js';
@@ -36,9 +37,9 @@ function byId<T extends { id: string }>(map: Record<string, T>): T[] {
 
 /** A status word as a badge whose class is the status (`ok` / `bad` / `wait` colouring in CSS). */
 function badge(status: string): string {
-  const tone = /^(done|ready|approved|admitted|merged|passing|clean|ok|allow)$/.test(status)
+  const tone = /^(done|ready|approved|admitted|merged|passing|clean|ok|allow|green)$/.test(status)
     ? 'ok'
-    : /^(failed|base_red|refused|rejected|expired|cancelled|parked|failing|conflicts|changes_requested|deny|REFUSED)$/.test(status)
+    : /^(failed|base_red|refused|rejected|expired|cancelled|parked|failing|conflicts|changes_requested|deny|REFUSED|red)$/.test(status)
       ? 'bad'
       : 'wait';
   return `<span class="badge ${tone}" data-status="${e(status)}">${e(status)}</span>`;
@@ -189,8 +190,8 @@ ${needsYouStrip(waiting)}
 <h2>Landing order</h2>${landingView(reg)}
 <h2>Tasks</h2>${taskTable(tasks)}
 <h2>Live workers</h2>${table(
-      ['Worker', 'Task', 'Harness', 'Purpose', 'Since'],
-      live.map((w) => [e(w.id), `<a href="tasks/${e(w.taskId)}">${e(w.taskId)}</a>`, e(w.harness), e(w.purpose ?? '-'), e(w.startedAt)]),
+      ['Worker', 'Task', 'Harness', 'Purpose', 'Host', 'Since'],
+      live.map((w) => [e(w.id), `<a href="tasks/${e(w.taskId)}">${e(w.taskId)}</a>`, e(w.harness), e(w.purpose ?? '-'), e(w.host ?? 'local'), e(w.startedAt)]),
       'workers',
     )}`,
     { live: true, count: waiting.length },
@@ -287,8 +288,10 @@ function prLink(pr: TaskRecord['pr']): string {
 
 function taskTable(tasks: TaskRecord[]): string {
   const withCost = tasks.some((t) => cost(t) !== '');
+  // With remote hosts (workers.hosts): the host that holds each task's worktree there.
+  const withHost = tasks.some((t) => t.host);
   return table(
-    ['Task', 'Plan', 'Status', 'Purpose', 'Worker', 'Reviewer', 'PR', ...(withCost ? ['Cost'] : []), 'Title'],
+    ['Task', 'Plan', 'Status', 'Purpose', 'Worker', 'Reviewer', ...(withHost ? ['Host'] : []), 'PR', ...(withCost ? ['Cost'] : []), 'Title'],
     tasks.map((t) => [
       `<a href="tasks/${e(t.id)}">${e(t.id)}</a>`,
       t.planId ? `<a href="plans/${e(t.planId)}">${e(t.planId)}</a>` : '-',
@@ -296,6 +299,7 @@ function taskTable(tasks: TaskRecord[]): string {
       e(t.purpose),
       e(t.worker),
       e(t.reviewer ?? '-'),
+      ...(withHost ? [e(t.host ?? 'local')] : []),
       prLink(t.pr),
       ...(withCost ? [cost(t) || '-'] : []),
       e(t.title),
@@ -382,17 +386,49 @@ ${counter ? `<h2>Why it was refused: the shortest counterexamples</h2>${counter}
   );
 }
 
-function checksView(t: TaskRecord): string {
+/** One acceptance run's commands: exit, time, and the output (folded; `key` makes the ids stable across live updates). */
+function checkTable(results: TaskRecord['checks'], key: string, id?: string): string {
   return table(
     ['Command', 'Exit', 'Time', 'Output'],
-    t.checks.map((c, i) => [
+    results.map((c, i) => [
       `<code>${e(c.command)}</code>`,
       `${badge(c.timedOut ? 'timed out' : c.exitCode === 0 ? 'ok' : 'failed')} ${e(c.exitCode ?? 'signal')}`,
       `${(c.durationMs / 1000).toFixed(1)} s`,
-      c.output ? `<details id="check-output-${i + 1}"><summary>output</summary><pre>${e(c.output)}</pre></details>` : '',
+      c.output ? `<details id="check-output-${key}-${i + 1}"><summary>output</summary><pre>${e(c.output)}</pre></details>` : '',
     ]),
-    'checks',
+    id,
   );
+}
+
+/**
+ * Every acceptance run of a task (`checkRuns`, brain/registry/task-record.ts), newest first, each
+ * with its attempt, fix round, time and verdict; the newest shows the outputs as kept in `checks`
+ * (longer tails). A record from before `checkRuns` shows its last run only.
+ */
+function checksView(t: TaskRecord): string {
+  const runs: CheckRun[] = t.checkRuns?.length
+    ? t.checkRuns
+    : t.checks.length
+      ? [{ at: t.updatedAt, planId: t.planId, attempt: t.attempts, fixRound: null, green: t.checks.every((c) => c.exitCode === 0 && !c.timedOut), results: t.checks }]
+      : [];
+  if (runs.length === 0) return '<div id="checks"><p class="empty">none</p></div>';
+  const sections = runs
+    .map((run, i) => ({ run, n: i + 1 }))
+    .reverse()
+    .map(({ run, n }) => {
+      const latest = n === runs.length;
+      const what = [
+        `Run ${n} of ${runs.length}`,
+        ...(run.planId !== t.planId ? [`plan ${run.planId}`] : []),
+        `attempt ${run.attempt}`,
+        ...(run.fixRound !== null ? [`fix round ${run.fixRound}`] : []),
+        run.at,
+      ].join(' · ');
+      // The newest run's outputs as `checks` keeps them (a retry empties `checks` but keeps the runs).
+      const results = latest && t.checks.length ? t.checks : run.results;
+      return `<section class="check-run${latest ? ' latest' : ''}" id="check-run-${n}" data-green="${run.green}"><h3>${badge(run.green ? 'green' : 'red')} ${e(what)}</h3>${checkTable(results, String(n))}</section>`;
+    });
+  return `<div id="checks">${sections.join('')}</div>`;
 }
 
 function reviewsView(reviews: TaskRecord['reviews']): string {
@@ -505,6 +541,7 @@ export function taskPage(
 <dl><dt>Plan</dt><dd>${t.planId ? `<a href="plans/${e(t.planId)}">${e(t.planId)}</a>` : '-'}</dd>
 <dt>Worker</dt><dd>${e(t.worker)}${t.model ? ` (${e(t.model)})` : ''}, ${e(t.purpose)}; attempts ${t.attempts}, review rounds ${t.reviewRounds}</dd>
 <dt>Branch</dt><dd><code>${e(t.branch ?? '-')}</code> from <code>${e(t.baseBranch ?? '-')}</code></dd>
+${t.host ? `<dt>Host</dt><dd id="task-host">${e(t.host)}: its worktree there; implement turns run there first</dd>` : ''}
 <dt>PR</dt><dd>${prLink(t.pr)}</dd>
 ${t.statusReason ? `<dt>Why</dt><dd><pre>${e(t.statusReason)}</pre></dd>` : ''}${t.ledger ? `<dt>Spent</dt><dd id="spent">${e(formatTotals(t.ledger.totals))}${t.budget ? `; budget ${e(formatBudget(t.budget))}` : ''}</dd>` : ''}</dl>
 ${options.now ? `<section id="progress" aria-labelledby="progress-title"><h2 id="progress-title">Running now</h2>${nowView(t.id, options.now, false)}</section>` : ''}
@@ -518,8 +555,8 @@ ${retryForm(t, options.park)}
     )}
 <h2>Workflow runs</h2><div id="runs">${runsView(runs)}</div>
 <h2>Workers</h2>${table(
-      ['Worker', 'Harness', 'State', 'Started', 'Outcome'],
-      workers.map((w) => [e(w.id), e(w.harness), badge(w.state ?? 'running'), e(w.startedAt), e([w.outcome, w.cause].filter(Boolean).join(': '))]),
+      ['Worker', 'Harness', 'Host', 'State', 'Started', 'Outcome'],
+      workers.map((w) => [e(w.id), e(w.harness), e(w.host ?? 'local'), badge(w.state ?? 'running'), e(w.startedAt), e([w.outcome, w.cause].filter(Boolean).join(': '))]),
       'task-workers',
     )}`,
     { live: true, stream: t.id, after: `<aside class="stream" aria-labelledby="stream-title"><h2 id="stream-title">Live events</h2><ol id="stream"></ol></aside>` },
@@ -543,13 +580,14 @@ export function pullRequestPage(pr: LocalPullRequest, task: TaskRecord | undefin
 <p><code>${e(pr.head)}</code> → <code>${e(pr.base)}</code> at <code>${e(pr.headCommit.slice(0, 12))}</code>; task ${task ? `<a href="tasks/${e(task.id)}">${e(task.id)}</a>` : '-'}</p>
 <p>Review ${badge(status.review)} · checks ${badge(status.checks)} · ${status.conflicts === 'merged' || status.conflicts === 'closed' ? badge(status.conflicts) : `merge ${badge(status.conflicts)}`}${status.conflictFiles.length ? ` (${e(status.conflictFiles.join(', '))})` : ''}</p>
 <p class="muted">Polly never merges: review the diff, then merge with git yourself.</p>
+<h2>Description</h2>${pr.body.trim() ? `<div class="markdown" id="pr-body">${renderMarkdown(pr.body)}</div>` : '<p class="empty">no description</p>'}
 <h2>Checks</h2>${task ? checksView(task) : '<p class="empty">no task</p>'}
 <h2>Reviews</h2>${
       pr.reviews.length
         ? pr.reviews
             .map(
               (r) =>
-                `<section class="review"><h3>${badge(r.event)} by ${e(r.author ?? 'polly')} <span class="muted">${e(r.at)}</span></h3><pre>${e(r.body)}</pre>${
+                `<section class="review"><h3>${badge(r.event)} by ${e(r.author ?? 'polly')} <span class="muted">${e(r.at)}</span></h3><div class="markdown">${renderMarkdown(r.body)}</div>${
                   r.comments.length
                     ? table(
                         ['Where', 'Finding'],
@@ -617,7 +655,7 @@ ul.diff{margin:0;padding-left:1em}del{color:#8d1c1c}ins{color:#135724;text-decor
 code{overflow-wrap:anywhere}code.effect{background:#fdf0cf;padding:0 .3em}pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0}
 pre.diff{background:#fff;border:1px solid #dfe3ea;padding:.5em;overflow:auto;white-space:pre;overflow-wrap:normal}pre.diff .add{color:#135724}pre.diff .del{color:#8d1c1c}pre.diff .hunk{color:#4b3aa8}pre.diff .h{font-weight:600}
 ol#stream{background:#fff;border:1px solid #dfe3ea;padding:.5em 2.5em;font-family:ui-monospace,monospace;font-size:12.5px;overflow-wrap:anywhere}
-ol#stream li.tool_call{color:#4b3aa8}ol#stream li.error,ol#stream li.denied{color:#8d1c1c}ol#stream li.result{font-weight:600}
+ol#stream li.tool_call{color:#4b3aa8}ol#stream li.error,ol#stream li.denied{color:#8d1c1c}ol#stream li.result{font-weight:600}ol#stream .report{font-weight:400;margin:.3em 0}
 code.data{font-size:12px;word-break:break-all}
 .needs-you{background:#fff8e1;border:1px solid #d9b44a;border-radius:6px;padding:.1em 1em .5em;margin:.8em 0}
 .needs-you.none{background:#eef8f0;border-color:#8fc79d}
@@ -625,6 +663,7 @@ code.data{font-size:12px;word-break:break-all}
 .needs-you li{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;justify-content:space-between;padding:.45em 0;border-top:1px solid #ead9a0}
 .needs-you li:first-child{border-top:none}.needs-you .actions{display:flex;flex-wrap:wrap;gap:.5em;align-items:center}.needs-you form{display:inline}
 .needs-you button{padding:.3em .8em}
+.markdown{background:#fff;border:1px solid #dfe3ea;padding:.2em .9em;overflow-wrap:anywhere}.markdown pre{background:#f3f4f7;padding:.4em}.markdown img{max-width:100%}
 .now{background:#fff;border:1px solid #dfe3ea;border-left:4px solid #4b3aa8;padding:.3em .7em;margin:.5em 0}.now p{margin:.2em 0}
 .now pre.lines{background:#f3f4f7;padding:.4em .5em;font-size:12.5px;max-height:14em;overflow:auto}
 dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.2em 1em}dt{color:#4d5566}dd{margin:0;overflow-wrap:anywhere}
@@ -726,6 +765,14 @@ export const UI_SCRIPT = `
         default: text = ev.type + ' ' + JSON.stringify(ev.raw || ev);
       }
       li.textContent = '[' + ev.worker + '] ' + String(text).slice(0, 2000);
+      // The turn's report as Markdown: rendered by the server with raw HTML off (brain/ui/markdown.ts).
+      if (ev.type === 'result' && typeof ev.html === 'string') {
+        li.textContent = '[' + ev.worker + '] ' + (ev.ok ? 'turn ended:' : 'turn failed:');
+        var report = document.createElement('div');
+        report.className = 'markdown report';
+        report.innerHTML = ev.html;
+        li.appendChild(report);
+      }
       list.appendChild(li);
     });
   }

@@ -33,6 +33,7 @@ import type { UiSource } from './ui-source.js';
 import { brainHealth } from '../registry/brain-health.js';
 import type { RetryBudgets } from '../plan/plan-retry.js';
 import { budgetSchema } from '../plan/plan-schema.js';
+import { renderMarkdown } from './markdown.js';
 
 let morphdomSource: string | null = null;
 /**
@@ -312,7 +313,8 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
       }
     }),
   );
-  // Live: each normalised event of the task's workers (history first), as `agent` events.
+  // Live: each normalised event of the task's workers (history first), as `agent` events; a `result`
+  // (the turn's report) also carries `html`, its Markdown rendered without raw HTML.
   app.get('/tasks/:id/stream', (c) =>
     streamSSE(c, async (stream) => {
       const id = c.req.param('id');
@@ -330,7 +332,11 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
         }
         for (const w of workers) {
           if (!tails.has(w.id)) tails.set(w.id, source.workerEvents(w) as { read(): Array<Record<string, unknown>> });
-          for (const ev of tails.get(w.id)!.read()) await stream.writeSSE({ event: 'agent', data: JSON.stringify({ ...ev, worker: w.id }) });
+          for (const ev of tails.get(w.id)!.read()) {
+            // A turn's report is Markdown: sent rendered (sanitised, brain/ui/markdown.ts) beside its text.
+            const html = ev.type === 'result' && typeof ev.text === 'string' && ev.text.trim() ? { html: renderMarkdown(ev.text) } : {};
+            await stream.writeSSE({ event: 'agent', data: JSON.stringify({ ...ev, ...html, worker: w.id }) });
+          }
         }
         await stream.sleep(pollMs);
       }

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
-import { openRepoContext } from '../../brain/commands/repo-context.js';
+import { openRepoContext } from '../../brain/registry/repo-context.js';
 import { createRepoUiSource } from '../../brain/ui/ui-source.js';
 import { createUiServer, type UiServer } from '../../brain/ui/ui-server.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';

@@ -98,6 +98,12 @@ export async function runToGreen(rig: ToolRig, server: ScriptedModelServer, id: 
   task = (await rig.store.read()).tasks[id]!;
   expect(task.status).toBe('green');
   expect(task.feedback).toBeNull();
+  // Both acceptance runs are kept (issue 32 item 9): the red one of the first attempt, the green one of the second.
+  expect(task.checkRuns?.map((r) => [r.attempt, r.green, r.results.map((c) => c.exitCode)])).toEqual([
+    [1, false, [1]],
+    [2, true, [0]],
+  ]);
+  expect(task.checkRuns![0]!.results[0]!.output).toContain('sum(2, 3) should be 5 but was 6');
 
   // The feedback reached the same session: the follow-up's requests carry 2 human turns, the second being Polly's feedback.
   const reqs = sessionRequests(server.requests, id);

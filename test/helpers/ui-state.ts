@@ -3,16 +3,17 @@
  * browser tests: a plan at the gate, and an approved plan whose tasks stopped or finished as a run
  * leaves them — one parked for its budget (the journal's `budget.reached` + `task.parked`, as
  * brain/task-tools/turn-budget.ts `parkForBudget` writes them), one failed with red checks (a reason
- * ending in its fix), one whose PR is ready for a human to merge (a local forge PR opened on a real
+ * ending in its fix, after three acceptance runs), one whose PR is ready for a human to merge (a local forge PR opened on a real
  * pushed branch). Written through the real plan gate and registry store, with the lifecycle's own
  * transitions; no agent runs (the e2e tests run agents: test/e2e/budget-retry.test.ts).
  */
-import type { RepoContext } from '../../brain/commands/repo-context.js';
+import type { RepoContext } from '../../brain/registry/repo-context.js';
 import { createLocalForge } from '../../brain/forge/local-forge.js';
 import { decidePlan, proposePlan } from '../../brain/plan/plan-gate.js';
 import { createGoal } from '../../brain/registry/goal-record.js';
 import { planTaskRecord } from '../../brain/process/brain-process.js';
 import { transitionTask } from '../../brain/registry/task-lifecycle.js';
+import { recordChecks } from '../../brain/registry/task-record.js';
 import { budgetReason } from '../../brain/task-tools/turn-budget.js';
 import type { TestRepo } from './git-repo.js';
 
@@ -97,8 +98,18 @@ export async function needsYouState(ctx: RepoContext, repo: TestRepo): Promise<N
         tx.emit('budget.reached', { taskId: t.id, goalId: null, scope: 'task', kind: 'tokens', limit: 2000, spent: 2600, orderId: `order-${t.id}`, workerId: null });
         tx.emit('task.parked', { taskId: t.id, reason, backupRef: null, worktree: t.worktree, budget: true });
       } else if (spec.key === 'mean') {
+        // Three acceptance runs, as run_acceptance records them: every one is kept and shown.
+        const runAt = (n: number) => new Date(Date.parse(at) - (3 - n) * 60_000).toISOString();
+        t.attempts = 1;
+        recordChecks(t, [{ command: 'npm test', exitCode: 1, timedOut: false, durationMs: 1950, output: 'FAIL test/stats.test.js\n  mean is not defined\n' }], runAt(1));
+        t.attempts = 2;
+        recordChecks(t, [{ command: 'npm test', exitCode: null, timedOut: true, durationMs: 120_000, output: 'RUNS test/stats.test.js\n' }], runAt(2));
         t.attempts = 3;
-        t.checks = [{ command: 'npm test', exitCode: 1, timedOut: false, durationMs: 2140, output: 'FAIL test/stats.test.js\n  mean() of [] is NaN, expected 0\n' }];
+        recordChecks(
+          t,
+          [{ command: 'npm test', exitCode: 1, timedOut: false, durationMs: 2140, output: 'FAIL test/stats.test.js\n  mean() of [] is NaN, expected 0\n' }],
+          runAt(3),
+        );
         transitionTask(t, 'failed', {
           reason: `acceptance red after 3 attempts: npm test exited 1 (mean() of [] is NaN, expected 0). Fix: change the code on polly/${t.id}, then polly retry ${t.id}`,
           at,

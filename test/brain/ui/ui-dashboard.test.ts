@@ -29,7 +29,7 @@ import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { proposePlan } from '../../../brain/plan/plan-gate.js';
-import { openRepoContext, type RepoContext } from '../../../brain/commands/repo-context.js';
+import { openRepoContext, type RepoContext } from '../../../brain/registry/repo-context.js';
 import { createRepoUiSource } from '../../../brain/ui/ui-source.js';
 import { createLocalForge } from '../../../brain/forge/local-forge.js';
 import { createUiServer, type UiServer } from '../../../brain/ui/ui-server.js';
@@ -399,7 +399,15 @@ describe.skipIf(!CHROMIUM)(`polly ui in headless Chromium${CHROMIUM ? '' : ' (SK
     for (const a of actions) await hasText(section.locator('tbody'), `${a}: `);
     await hasText(taskPage.locator('#stream li.result'), 'npm test passes');
     await hasText(taskPage.locator('#spent'), formatTotals((await ctx.store.read()).tasks['p2-t1']!.ledger!.totals));
-    await hasCount(taskPage.locator('#checks tbody tr'), reg.tasks['p2-t1']!.checks.length);
+    // Both acceptance runs are kept and shown, newest first (issue 32 item 9); the newest with the whole last output.
+    const checkRuns = reg.tasks['p2-t1']!.checkRuns ?? [];
+    expect(checkRuns.map((r) => [r.attempt, r.green])).toEqual([
+      [1, false],
+      [2, true],
+    ]);
+    await hasCount(taskPage.locator('#checks section.check-run'), 2);
+    expect(await taskPage.locator('#checks section.check-run').evaluateAll((ss) => ss.map((s) => (s as HTMLElement).dataset.green))).toEqual(['true', 'false']);
+    await hasCount(taskPage.locator('#checks section.latest tbody tr'), reg.tasks['p2-t1']!.checks.length);
     expect(await taskPage.evaluate(() => (window as unknown as { marker: number }).marker), 'the task page was not reloaded').toBe(42);
     await shot(taskPage, 'demo-task-done');
 

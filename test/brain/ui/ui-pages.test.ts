@@ -11,20 +11,25 @@
  *   axe-core (npm axe-core, run in the page) finds no WCAG 2.1 A/AA violation (contrast included) and
  *   no best-practice one (landmarks, regions, one h1) on any page. The overview's screenshots at both
  *   sizes go to test-artifacts/ui/ (docs/ui-overview-*.png are copies).
+ * - item 9: every acceptance run of a task is shown, newest first; a PR's body, its reviews and a
+ *   turn's report are rendered Markdown, and hostile Markdown (raw HTML, event handlers,
+ *   `javascript:` links) runs no script and adds no element of its own, with the page's
+ *   Content-Security-Policy bypassed so that only the rendering is what stops it.
  */
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { openRepoContext, type RepoContext } from '../../../brain/commands/repo-context.js';
+import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
+import { openRepoContext, type RepoContext } from '../../../brain/registry/repo-context.js';
 import { createRepoUiSource } from '../../../brain/ui/ui-source.js';
 import { createUiServer, type UiServer } from '../../../brain/ui/ui-server.js';
 import { createTestRepo, gitTestEnv, type TestRepo } from '../../helpers/git-repo.js';
 import { chromiumPath, hasSystemPackage } from '../../helpers/system-packages.js';
 import { launchChromium, VIEWPORTS } from '../../helpers/chromium.js';
 import { needsYouState, type NeedsYouState } from '../../helpers/ui-state.js';
+import { createLocalForge } from '../../../brain/forge/local-forge.js';
 
 const cli = join(process.cwd(), 'dist/brain/cli.js');
 const CHROMIUM = hasSystemPackage('chromium', import.meta.url) ? chromiumPath() : undefined;
@@ -71,19 +76,24 @@ async function until<T>(what: string, probe: () => Promise<T | null | undefined 
 }
 
 /** A fresh repository with {@link needsYouState}, a dashboard over it, and a signed-in page at `viewport`. */
-async function open(browser: Browser, viewport: { width: number; height: number }, cleanups: Array<() => Promise<void>>) {
+async function open(browser: Browser, viewport: { width: number; height: number }, cleanups: Array<() => Promise<void>>, contextOptions: BrowserContextOptions = {}) {
   const repo: TestRepo = createTestRepo();
   execFileSync(process.execPath, [cli, 'init'], { cwd: repo.dir, env: gitTestEnv(), stdio: 'pipe' });
   repo.commitAll('polly init');
   repo.git(['push', '-q', 'origin', 'main']);
   const ctx: RepoContext = await openRepoContext(repo.dir, gitTestEnv());
+  // The parked task's pi (reviewed by codex) ran metered, as a budget stop implies: the plan gate refuses a
+  // budget on a worker Polly cannot meter (brain/plan/budgets.ts `unmeteredBudgets`), the retry's included.
+  // Nothing is called at these URLs: no agent runs here.
+  ctx.config.workers.pi = { ...ctx.config.workers.pi, base_url: 'http://127.0.0.1:9/v1' };
+  ctx.config.workers.codex = { ...ctx.config.workers.codex, provider: { id: 'metered', base_url: 'http://127.0.0.1:9/v1', env_key: 'POLLY_UI_TEST_KEY' } };
   const state: NeedsYouState = await needsYouState(ctx, repo);
   const ui: UiServer = await createUiServer(
     { source: createRepoUiSource({ repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, store: ctx.store, config: ctx.config, log: () => {} }), user: 'human:tester (polly ui)' },
     { pollMs: 100, log: () => {} },
   );
   cleanups.push(() => ui.close());
-  const context = await browser.newContext({ viewport });
+  const context = await browser.newContext({ viewport, ...contextOptions });
   cleanups.push(() => context.close());
   const page: Page = await context.newPage();
   await page.goto(ui.loginUrl);
@@ -189,6 +199,118 @@ describe.skipIf(!CHROMIUM)(`the dashboard's pages at a desktop and a phone${CHRO
       expect(await page.evaluate(() => window.scrollY)).toBe(scrollY);
       // A field nobody edits still follows the state: the other budget field is patched like any element.
       expect(await page.locator('#retry-usd').inputValue()).toBe('');
+    }, 120_000);
+
+    it(`every acceptance run is kept and shown; Markdown is rendered and a hostile body runs nothing (${viewport.name})`, async () => {
+      const { ctx, repo, state, ui, page } = await open(browser, viewport, cleanups, { bypassCSP: true });
+      // The failed task ran its checks three times: the page shows the three runs, newest first.
+      await page.goto(`${ui.url}/tasks/${state.failed}`);
+      const runs = page.locator('#checks section.check-run');
+      expect(await runs.evaluateAll((ss) => ss.map((s) => [s.id, (s as HTMLElement).dataset.green]))).toEqual([
+        ['check-run-3', 'false'],
+        ['check-run-2', 'false'],
+        ['check-run-1', 'false'],
+      ]);
+      expect(await runs.locator('h3').allTextContents()).toEqual([
+        expect.stringMatching(/^red Run 3 of 3 · attempt 3 · \d{4}-/),
+        expect.stringMatching(/^red Run 2 of 3 · attempt 2 · /),
+        expect.stringMatching(/^red Run 1 of 3 · attempt 1 · /),
+      ]);
+      const run2 = page.locator('#check-run-2');
+      expect(await run2.locator('td').nth(1).textContent()).toContain('timed out');
+      await run2.locator('summary').click();
+      expect(await run2.locator('pre').textContent()).toBe('RUNS test/stats.test.js\n');
+      await page.locator('#check-run-1 summary').click();
+      expect(await page.locator('#check-run-1 pre').textContent()).toContain('mean is not defined');
+
+      // A hostile PR body, review and turn report: Markdown renders, HTML and script links do not.
+      const hostile = [
+        '## Changes',
+        '',
+        'Adds **median()** with `tests`; see [the docs](https://example.com/docs).',
+        '',
+        '- one',
+        '- two',
+        '',
+        `<script>window.pwned = 'script'</script>`,
+        `<img src="x" onerror="window.pwned = 'img'">`,
+        `<svg onload="window.pwned = 'svg'"></svg>`,
+        `<iframe src="javascript:window.pwned = 'iframe'"></iframe>`,
+        '',
+        `[click me](javascript:window.pwned='link') and ![pic](javascript:window.pwned='image')`,
+        '',
+        `<a href="javascript:window.pwned = 'raw-a'">raw link</a>`,
+      ].join('\n');
+      const forge = createLocalForge({ repoRoot: ctx.repo.root, store: ctx.store });
+      await forge.updateBody(state.pr, hostile);
+      await forge.addFeedback(state.pr, { event: 'COMMENT', body: hostile });
+      const stateDir = join(repo.dir, '.polly', 'workers', 'w-hostile');
+      mkdirSync(stateDir, { recursive: true });
+      writeFileSync(join(stateDir, 'events.jsonl'), `${JSON.stringify({ type: 'text', text: 'Working.' })}\n${JSON.stringify({ type: 'result', ok: true, text: hostile })}\n`);
+      await ctx.store.update((d) => {
+        const at = new Date().toISOString();
+        d.workers['w-hostile'] = {
+          id: 'w-hostile',
+          taskId: state.ready,
+          harness: 'pi',
+          pid: 1,
+          pgid: 1,
+          sessionId: null,
+          startedAt: at,
+          heartbeatAt: at,
+          supervisor: null,
+          stateDir,
+          state: 'exited',
+          endedAt: at,
+        };
+      });
+      const dialogs: string[] = [];
+      page.on('dialog', (d) => {
+        dialogs.push(d.message());
+        void d.dismiss();
+      });
+      const pwned = () => page.evaluate(() => (window as unknown as { pwned?: string }).pwned ?? null);
+      /** Elements that only raw HTML could have made, or links and images that run script. */
+      const injected = (root: string) =>
+        page
+          .locator(root)
+          .evaluateAll((roots) =>
+            roots.flatMap((r) => [
+              ...[...r.querySelectorAll('script, iframe, svg, object, embed, [onerror], [onload]')].map((x) => x.outerHTML),
+              ...[...r.querySelectorAll('a, img')].filter((x) => /^\s*javascript:/i.test(x.getAttribute('href') ?? x.getAttribute('src') ?? '')).map((x) => x.outerHTML),
+            ]),
+          );
+      await page.goto(`${ui.url}/prs/${state.pr}`);
+      const body = page.locator('#pr-body');
+      expect(await body.locator('h2').textContent()).toBe('Changes');
+      expect(await body.locator('strong').textContent()).toBe('median()');
+      expect(await body.locator('code').textContent()).toBe('tests');
+      expect(await body.locator('li').allTextContents()).toEqual(['one', 'two']);
+      expect(await body.locator('a').evaluateAll((as) => as.map((a) => [a.getAttribute('href'), a.getAttribute('rel')]))).toEqual([
+        ['https://example.com/docs', 'noopener noreferrer nofollow'],
+      ]);
+      // The raw HTML is shown as the text it is.
+      expect(await body.textContent()).toContain(`<script>window.pwned = 'script'</script>`);
+      expect(await body.textContent()).toContain(`<img src="x" onerror="window.pwned = 'img'">`);
+      expect(await page.locator('section.review .markdown h2').first().textContent()).toBe('Changes');
+      expect(await injected('main')).toEqual([]);
+      await page.locator('#pr-body').scrollIntoViewIfNeeded();
+      await page.waitForTimeout(300);
+      expect(await pwned()).toBeNull();
+
+      // The turn's report on the task page's live stream.
+      await page.goto(`${ui.url}/tasks/${state.ready}`);
+      const report = page.locator('#stream li.result .report');
+      await until('the report in the stream', async () => (await report.count()) === 1);
+      expect(await report.locator('h2').textContent()).toBe('Changes');
+      expect(await report.textContent()).toContain(`<script>window.pwned = 'script'</script>`);
+      expect(await page.locator('#stream li.result').textContent()).toMatch(/^\[w-hostile\] turn ended:/);
+      expect(await injected('#stream')).toEqual([]);
+      // Clicking the script link does nothing either (it is not a link).
+      await report.getByText('click me').click();
+      await page.waitForTimeout(300);
+      expect(await pwned()).toBeNull();
+      expect(dialogs).toEqual([]);
     }, 120_000);
 
     it(`every page fits the viewport and axe-core finds no contrast, landmark or other WCAG AA violation (${viewport.name})`, async () => {
