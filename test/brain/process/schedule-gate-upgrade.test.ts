@@ -14,7 +14,7 @@
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openRepoContext } from '../../../brain/commands/repo-context.js';
+import { openRepoContext } from '../../../brain/registry/repo-context.js';
 import { createBrainDeps } from '../../../brain/process/brain-deps.js';
 import { runBrainProcess } from '../../../brain/process/brain-process.js';
 import { preGateApproval } from '../../../brain/process/schedule-gate-upgrade.js';
