@@ -18,6 +18,7 @@ import type { RegistryTx } from '../registry/registry-store.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 import type { RunState } from '../../workflows/run/interpreter.js';
 import { validateTrace } from '../../workflows/run/trace-validation.js';
+import { schedulePreamble } from './schedule-gate-upgrade.js';
 import { FINAL_TASK_STATUSES, type TaskStatus } from '../core/vocabulary.js';
 import { promptMarker, workerTurnRequest } from '../task-tools/dispatch.js';
 import { NO_CHANGE } from '../task-tools/types.js';
@@ -207,11 +208,16 @@ export interface RunConformance {
  * Hold an ended run's journal to the admitted workflow it ran under (workflows/run/trace-validation.ts).
  * A divergence is loud: logged, and journaled as `run.trace_divergence` {run, workflow, journalSeq, step, reason}.
  * A run whose workflow is no longer in the library diverges too (nothing admitted to hold it to).
+ * A plan's schedule run begun before the plan gate was its first step is replayed from the gate's
+ * approval recorded before its journal (brain/process/schedule-gate-upgrade.ts).
  */
 export async function validateEndedRun(deps: Pick<BrainProcessDeps, 'runtime' | 'library' | 'store' | 'log'>, runId: string): Promise<RunConformance> {
   const view = await deps.runtime.state(runId);
   const wf = deps.library.get(view.run.workflow)?.workflow ?? null;
-  const verdict = wf ? validateTrace(wf, view.run, await deps.runtime.journal(runId)) : null;
+  const journal = wf ? await deps.runtime.journal(runId) : [];
+  // A plan's schedule run begun before the plan gate was its first step: the gate passed before its journal.
+  const preamble = wf && typeof view.run.input.plan === 'string' ? schedulePreamble(await deps.store.read(), view.run, journal) : undefined;
+  const verdict = wf ? validateTrace(wf, view.run, journal, { preamble }) : null;
   if (verdict?.conforms) return { conforms: true, reason: null, line: verdict.line };
   const reason = verdict?.divergence?.reason ?? `workflow ${view.run.workflow} is not in the Brain's library: no admitted model to hold run ${runId} to`;
   const line = verdict?.line ?? `DIVERGES: ${runId} (${view.run.workflow}): ${reason}`;

@@ -33,9 +33,14 @@ import type { BrainProcessDeps } from './brain-deps.js';
 import { BRAIN_OWNER, validateEndedRun } from './order-executor.js';
 import { recordPlanAdded } from '../plan/plan-library.js';
 import { endGoal } from '../registry/goal-lifecycle.js';
+import { recordPreGateApproval } from './schedule-gate-upgrade.js';
 
-/** Per plan id: how many tasks had settled when the Brain's last schedule turn ended. */
-export type ScheduleMemory = Map<string, { settledAtTurnEnd: number }>;
+/**
+ * Per plan id: how many tasks had settled when the Brain's last schedule turn ended (null: no turn
+ * ended in this process), and whether this process has looked for a gate passed before the
+ * schedule run's journal (brain/process/schedule-gate-upgrade.ts).
+ */
+export type ScheduleMemory = Map<string, { settledAtTurnEnd: number | null; upgradeChecked?: boolean }>;
 
 type ScheduleTaskState = (typeof SCHEDULE_TASK_STATES)[number];
 const SETTLED: ReadonlySet<string> = new Set<ScheduleTaskState>(['done', 'failed']);
@@ -78,6 +83,16 @@ export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, me
   }
   let run = started.run;
   if (run.status === 'finished') return;
+  // A run begun by a Polly whose schedule had no gate state (it is past the gate without an
+  // APPROVED step): recorded once when the plan was approved before its first step.
+  if (control(run) !== 'gate' && !plan.gatePassedBeforeUpgrade && !memory.get(plan.id)?.upgradeChecked) {
+    if (await recordPreGateApproval(deps.store, plan, run, await deps.runtime.journal(run.id), now)) {
+      log(
+        `[polly] plan ${plan.id}: its schedule run ${run.id} began before the plan gate was a step of the schedule; the approval (${plan.decidedBy ?? 'unknown'}, ${plan.decidedAt}) is held as passed before its journal`,
+      );
+    }
+    memory.set(plan.id, { settledAtTurnEnd: memory.get(plan.id)?.settledAtTurnEnd ?? null, upgradeChecked: true });
+  }
   const signal = async (action: string, data?: Record<string, unknown>): Promise<boolean> => {
     const r = await deps.runtime.signal(run.id, action, data);
     run = r.run;
@@ -130,7 +145,7 @@ export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, me
   const remembered = memory.get(plan.id);
   const view = await deps.runtime.state(run.id);
   const canStart = view.enabled.some((e) => e.action === 'TURN_START');
-  if (control(run) === 'idle' && canStart && (!remembered || settled() > remembered.settledAtTurnEnd)) await signal('TURN_START');
+  if (control(run) === 'idle' && canStart && (remembered?.settledAtTurnEnd == null || settled() > remembered.settledAtTurnEnd)) await signal('TURN_START');
   if (control(run) === 'turn') {
     const wf = deps.library.get(workflow)!.workflow!;
     const dispatchActions = wf.actions.map((a) => a.name).filter((a) => a.startsWith('DISPATCH_BATCH_') || a.startsWith('DISPATCH_'));
@@ -141,7 +156,7 @@ export async function driveSchedule(deps: BrainProcessDeps, plan: PlanRecord, me
     }
     await performDispatchOrders(deps, plan, run.id, log, now);
     run = (await deps.runtime.state(run.id)).run;
-    if (Number(vars(run).dispatched ?? 0) > 0 && (await signal('TURN_END'))) memory.set(plan.id, { settledAtTurnEnd: settled() });
+    if (Number(vars(run).dispatched ?? 0) > 0 && (await signal('TURN_END'))) memory.set(plan.id, { ...memory.get(plan.id), settledAtTurnEnd: settled() });
   }
   // Orders left open by a Brain that stopped mid-turn.
   await performDispatchOrders(deps, plan, run.id, log, now);

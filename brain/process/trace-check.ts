@@ -10,6 +10,7 @@ import { builtinWorkflowDirs, createWorkflowLibrary } from '../../workflows/work
 import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError } from '../core/errors.js';
 import { createPlanLibrary } from '../plan/plan-library.js';
+import { schedulePreamble } from './schedule-gate-upgrade.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import type { Registry } from '../registry/registry-schema.js';
 import type { RunRecord } from '../../workflows/run/run-records.js';
@@ -57,7 +58,8 @@ export function createTraceChecker(reg: Registry, runList: RunRecord[], journal:
           { details: { run: runId, workflow: run.workflow } },
         );
       }
-      return validateTrace(entry.workflow, run, journal);
+      // A schedule run begun before the plan gate was its first step is held to the gate passed before its journal.
+      return validateTrace(entry.workflow, run, journal, { preamble: schedulePreamble(reg, run, journal) });
     },
   };
 }

@@ -169,6 +169,14 @@ export interface PlanRecord {
    * is admitted; `decision` is the decision line last written into it (null while pending).
    */
   issueComment?: { id: number; postedAt: string; decision: string | null };
+  /**
+   * Set once when the plan's schedule run began before the plan gate was a step of the schedule
+   * workflow (a run started by a Polly before commit 634d239) and the plan was approved before its
+   * first step: trace validation replays APPROVED (`by`, `decidedAt`) before the run's journal
+   * (brain/process/schedule-gate-upgrade.ts). `firstStepSeq`: the journal seq of the run's first
+   * step, null when it had none yet. Absent on every other plan.
+   */
+  gatePassedBeforeUpgrade?: { run: string; by: string; decidedAt: string; firstStepSeq: number | null; recordedAt: string };
   askedAt: string | null;
   decidedAt: string | null;
   decidedBy: string | null;

@@ -140,15 +140,29 @@ function toRunState(model: Model, vec: Int32Array): RunState {
   return { state: model.wf.states[vec[0]!]!, vars };
 }
 
+/**
+ * The variables `wf` declares that a stored run state does not hold: declared after the run began
+ * (a run started under an earlier version of its workflow, e.g. one written by an older Polly).
+ * The runtime and trace validation read each as its declared initial value, which is what the run
+ * would hold had the variable been declared when it began and no step set it (a step that sets it
+ * writes it into the state). Pure.
+ */
+export function variablesAddedSince(wf: Workflow, state: Pick<RunState, 'vars'>): Array<{ name: string; initial: Value }> {
+  const vars = state.vars ?? {};
+  return wf.variables.filter((v) => !Object.hasOwn(vars, v.name)).map((v) => ({ name: v.name, initial: v.initial }));
+}
+
 function toVector(model: Model, st: RunState): Int32Array | string {
   const vec = new Int32Array(model.slots.length);
   const c = model.wf.states.indexOf(st.state);
   if (c < 0) return `unknown control state "${st.state}"`;
   vec[0] = c;
+  const vars = st.vars ?? {};
   for (let i = 0; i < model.wf.variables.length; i++) {
     const decl = model.wf.variables[i]!;
-    const x = encodeValue(decl, st.vars[decl.name]);
-    if (x === null) return `variable ${decl.name} = ${JSON.stringify(st.vars[decl.name])} is outside its declared domain`;
+    // A variable declared after the run began holds its initial value (see variablesAddedSince).
+    const x = encodeValue(decl, Object.hasOwn(vars, decl.name) ? vars[decl.name] : decl.initial);
+    if (x === null) return `variable ${decl.name} = ${JSON.stringify(vars[decl.name])} is outside its declared domain`;
     vec[i + 1] = x;
   }
   return vec;

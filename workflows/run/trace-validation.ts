@@ -10,14 +10,22 @@
  *   times as that step emitted it;
  * - each applied `run.reported` must apply a completion its effect declares (`on_ok`,
  *   `on_failure`, `on_exhausted`), and the next step must be that action;
- * - the run record's state (control state and every variable) and outcome must be the replay's.
+ * - the run record's state (control state and every variable) and outcome must be the replay's; a
+ *   variable the record does not hold at all was declared after the run began and counts as its
+ *   initial value, as the runtime reads it (interpreter.ts `variablesAddedSince`; said on the line).
+ *
+ * A caller may name a `preamble`: one step taken before the journal began (a run started under an
+ * earlier version of its workflow, whose first state the current workflow reaches only by that
+ * step). It is applied to the initial state before the replay, is not a journal step, and the
+ * verdict line says so (`why`); nothing else is excused.
  *
  * This is the field's trace-validation idea (check a running system's recorded behaviour against
  * its model) applied to every run. Pure: the caller reads the journal and the record.
  */
 import type { RunJournalEntry } from './run-store.js';
 import type { RunRecord } from './run-records.js';
-import { applyAction, initialState, isTerminal, type RunState } from './interpreter.js';
+import { mapActionData } from './data-mapping.js';
+import { applyAction, initialState, isTerminal, variablesAddedSince, type RunState } from './interpreter.js';
 import type { Workflow } from '../workflow-schema.js';
 
 /** Where and why a journal left the model. */
@@ -56,12 +64,26 @@ function sortedVars(v: Record<string, unknown>): Record<string, unknown> {
   );
 }
 
+/** A step taken before a run's journal began (see the module doc): `action` with `data`, and why, in words. */
+export interface TracePreamble {
+  action: string;
+  data: Record<string, unknown>;
+  /** Said on the verdict line, e.g. `plan gate passed before this run's journal began (…)`. */
+  why: string;
+}
+
 /**
  * Validate `entries` (the run's journal lines, any order, other runs' lines ignored) against `wf`.
  * @param run  the run record as stored (its input starts the replay; its state and outcome end it).
+ * @param options.preamble  a step applied to the initial state before the journal's first (see the module doc).
  * @returns the verdict; never throws for a bad trace (a divergence is data).
  */
-export function validateTrace(wf: Workflow, run: Pick<RunRecord, 'id' | 'workflow' | 'input' | 'state' | 'status' | 'outcome'>, entries: RunJournalEntry[]): TraceVerdict {
+export function validateTrace(
+  wf: Workflow,
+  run: Pick<RunRecord, 'id' | 'workflow' | 'input' | 'state' | 'status' | 'outcome'>,
+  entries: RunJournalEntry[],
+  options: { preamble?: TracePreamble } = {},
+): TraceVerdict {
   const lines = entries.filter((e) => e.data.run === run.id).sort((a, b) => a.seq - b.seq);
   let state: RunState;
   let steps = 0;
@@ -69,6 +91,7 @@ export function validateTrace(wf: Workflow, run: Pick<RunRecord, 'id' | 'workflo
   const emittedBy = new Map<number, string[]>();
   const kindOfOrder = new Map<string, string>();
   let pendingApply: { action: string; order: string; journalSeq: number } | null = null;
+  const notes: string[] = options.preamble ? [options.preamble.why] : [];
   const verdict = (divergence: TraceDivergence | null): TraceVerdict => ({
     run: run.id,
     workflow: run.workflow,
@@ -78,12 +101,25 @@ export function validateTrace(wf: Workflow, run: Pick<RunRecord, 'id' | 'workflo
     divergence,
     line: divergence
       ? `DIVERGES: ${run.id} (${run.workflow}) at journal seq ${divergence.journalSeq}${divergence.step !== null ? `, step ${divergence.step}` : ''}: ${divergence.reason}`
-      : `conforms: ${run.id} (${run.workflow}) — ${steps} steps, ${orders} orders`,
+      : `conforms: ${run.id} (${run.workflow}) — ${steps} steps, ${orders} orders${notes.map((n) => `; ${n}`).join('')}`,
   });
   try {
     state = initialState(wf, run.input);
   } catch (error) {
     return verdict({ journalSeq: 0, step: null, kind: 'run.record', reason: `the run's input does not start workflow ${wf.name}: ${(error as Error).message}` });
+  }
+  if (options.preamble) {
+    // The action's data as the runtime applies it (payload fields kept aside, as on a signal).
+    const decl = wf.actions.find((a) => a.name === options.preamble!.action);
+    const pre = applyAction(wf, state, options.preamble.action, decl ? mapActionData(decl, options.preamble.data).data : options.preamble.data);
+    if ('rejected' in pre)
+      return verdict({
+        journalSeq: 0,
+        step: null,
+        kind: 'run.record',
+        reason: `${options.preamble.why}, but ${options.preamble.action} is not a transition of ${wf.name} from "${state.state}": ${pre.rejected}`,
+      });
+    state = pre.state;
   }
   for (const e of lines) {
     const d = e.data;
@@ -142,13 +178,16 @@ export function validateTrace(wf: Workflow, run: Pick<RunRecord, 'id' | 'workflo
       kind: 'run.reported',
       reason: `the report of order ${pendingApply.order} applied ${pendingApply.action}, but no step followed it`,
     });
-  const recorded = run.state as unknown as RunState;
+  const stored = run.state as unknown as RunState;
+  const added = variablesAddedSince(wf, stored);
+  const recorded: RunState = { state: stored.state, vars: { ...Object.fromEntries(added.map((v) => [v.name, v.initial])), ...(stored.vars ?? {}) } };
+  if (added.length > 0) notes.push(`declared after this run began, read as initial: ${added.map((v) => `${v.name} = ${JSON.stringify(v.initial)}`).join(', ')}`);
   if (recorded.state !== state.state || !same(sortedVars(recorded.vars ?? {}), sortedVars(state.vars))) {
     return verdict({
       journalSeq: 0,
       step: steps,
       kind: 'run.record',
-      reason: `the run record holds ${recorded.state} ${JSON.stringify(sortedVars(recorded.vars ?? {}))}, but its journal replays to ${state.state} ${JSON.stringify(sortedVars(state.vars))}`,
+      reason: `the run record holds ${recorded.state} ${JSON.stringify(sortedVars(stored.vars ?? {}))}${added.length > 0 ? ` (without ${added.map((v) => v.name).join(', ')}: read as initial)` : ''}, but its journal replays to ${state.state} ${JSON.stringify(sortedVars(state.vars))}`,
     });
   }
   if (run.status === 'finished' && (!isTerminal(wf, state) || (run.outcome ?? state.state) !== state.state)) {
