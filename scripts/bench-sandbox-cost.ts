@@ -7,6 +7,7 @@
  * acceptance run's added ms.
  */
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { PollyConfig } from '../brain/config/config-schema.js';
 import { prepareGate } from '../gate/hooks/harness-gate.js';
 import { runAcceptance } from '../workers/acceptance.js';
@@ -116,4 +117,14 @@ export async function measureSandboxCost(input: SandboxCostInput): Promise<strin
     `  confined turn with bounds   ${f(median(bounded))}   ratio bounded / confined ${(median(bounded) / median(boxed)).toFixed(2)}×`,
     `  acceptance \`true\` bounded  ${f(median(boundedAcc))}: +${(median(boundedAcc) - median(boxedAcc)).toFixed(0)} ms over confined (${(median(boundedAcc) / median(boxedAcc)).toFixed(2)}×)`,
   ];
+}
+
+// `npm run bench -- sandbox-cost` runs this module (scripts/bench.mjs lists every bench-*.js): its
+// figures need the dispatch bench's repository, worktree and scripted model, so say where they are
+// instead of exiting quietly with none.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.stderr.write(
+    'The sandbox cost is measured inside the dispatch bench (its "sandbox cost" lines): run `npm run bench -- dispatch` (e.g. `-- dispatch --files 2000 --rounds 7`).\n',
+  );
+  process.exit(2);
 }

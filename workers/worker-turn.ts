@@ -41,9 +41,16 @@ export interface WorkerTurnRequest {
    * prices of the runner's config.
    */
   meter?: TurnMeterSpec | null;
+  /**
+   * The remote host that holds the task's worktree and agent session (`task.host`), tried first
+   * when the turn is placed (workers/hosts/placement.ts); null or absent: none yet.
+   */
+  host?: string | null;
+  /** The task's base (its branch and commit), for a remote host's mirror (workers/hosts/host-turn.ts). */
+  base?: { branch: string | null; commit: string | null } | null;
 }
 
-/** What the supervisor returns when a turn has ended. */
+/** What the supervisor returns when a turn has ended (`host` set when it ran on a remote host). */
 export type WorkerTurnResult = AgentRunResult & {
   workerId: string;
   /** True when this call adopted a run started earlier (e.g. by a Brain that was killed). */

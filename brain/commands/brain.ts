@@ -7,7 +7,7 @@ import type { Command } from './command.js';
 import { createBrainDeps } from '../process/brain-deps.js';
 import { runBrainProcess, goalStateDir } from '../process/brain-process.js';
 import type { GoalBrain } from '../process/brain-deps.js';
-import { openRepoContext } from './repo-context.js';
+import { openRepoContext } from '../registry/repo-context.js';
 import { cliPath } from '../core/install-paths.js';
 import type { GoalRecord } from '../registry/registry-schema.js';
 

@@ -20,7 +20,7 @@ import { loadWorkflow } from '../../workflows/load-workflow.js';
 import { toPromela } from '../../workflows/check/promela.js';
 import { checkRunTrace } from '../process/trace-check.js';
 import { openRunStore } from '../registry/run-storage.js';
-import { openRepoContext } from './repo-context.js';
+import { openRepoContext } from '../registry/repo-context.js';
 
 export const command: Command = {
   summary: 'model-check a workflow: admitted or REFUSED',

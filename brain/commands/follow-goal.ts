@@ -19,7 +19,7 @@ import type { GoalRecord, JournalEntry, PlanRecord, Registry, TaskRecord } from 
 import { ensureBrain, stopStartedBrain, type BrainStart } from '../process/daemon.js';
 import { formatTable } from './table.js';
 import { runLiveView } from './live-view.js';
-import type { RepoContext } from './repo-context.js';
+import type { RepoContext } from '../registry/repo-context.js';
 
 export interface SummaryRow {
   task: string;

@@ -13,7 +13,7 @@ import { PollyError } from '../core/errors.js';
 import { createGoal } from '../registry/goal-record.js';
 import { followGoalInRepo, formatSummary, goalSummary, signalExitCode } from './follow-goal.js';
 import { ensureBrain } from '../process/daemon.js';
-import { openRepoContext } from './repo-context.js';
+import { openRepoContext } from '../registry/repo-context.js';
 import { openForge } from '../forge/forge-select.js';
 import { takeIssueIn } from '../forge/issue-intake.js';
 import type { GoalRecord } from '../registry/registry-schema.js';

@@ -13,9 +13,35 @@
 import { buildIdentity, describeBuild } from '../core/build-identity.js';
 import { PollyError } from '../core/errors.js';
 import { HARNESSES, type Harness } from '../core/vocabulary.js';
+import { createInterface, type Interface } from 'node:readline';
 import { collectHostProbe } from '../../workers/hosts/host-probe.js';
+import { ensureMirror, hostDir, removeHostWorktree, runHostTurn, type HostTurnLine, type HostTurnRequest } from '../../workers/hosts/host-turn.js';
+import { createGitRunner } from '../../workers/git/git.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, type Command } from './command.js';
+
+/** A repository key as `prepare`/`remove` take it (16 hex digits, workers/hosts/worktree-transfer.ts `repoKeyFor`). */
+function requireKey(key: string | undefined, sub: string): string {
+  if (!key || !/^[0-9a-f]{16}$/.test(key)) throw new PollyError('bad_input', `polly host ${sub}: --repo ${JSON.stringify(key ?? '')} is not a repository key`);
+  return key;
+}
+
+/** The first line of `lines` (null when the input ends first); later lines stay with `lines` for the turn. */
+async function firstLine(lines: Interface): Promise<string | null> {
+  return new Promise((resolve) => {
+    const onLine = (line: string): void => {
+      lines.off('close', onClose);
+      lines.pause();
+      resolve(line);
+    };
+    const onClose = (): void => {
+      lines.off('line', onLine);
+      resolve(null);
+    };
+    lines.once('line', onLine);
+    lines.once('close', onClose);
+  });
+}
 
 /** Exit code of a `polly host` call refused for a build mismatch. */
 export const BUILD_MISMATCH_EXIT = 3;
@@ -66,6 +92,37 @@ export const command: Command = {
         }
         writeJson(io.stdout, collectHostProbe(commands, dir));
         return 0;
+      }
+      case 'prepare': {
+        const key = requireKey(args.values.repo, 'prepare');
+        const mirror = await ensureMirror(createGitRunner(), hostDir(dir, io.env), key);
+        writeJson(io.stdout, { mirror });
+        return 0;
+      }
+      case 'remove': {
+        const key = requireKey(args.values.repo, 'remove');
+        const task = args.values.task;
+        if (!task || !/^[a-z0-9][a-z0-9-]*$/.test(task)) throw new PollyError('bad_input', `polly host remove: --task ${JSON.stringify(task ?? '')} is not a task id`);
+        const backupRef = await removeHostWorktree(hostDir(dir, io.env), key, task);
+        writeJson(io.stdout, { removed: backupRef !== null, backupRef });
+        return 0;
+      }
+      case 'turn': {
+        if (expected === undefined) throw new PollyError('bad_input', 'polly host turn: --expect-build is required');
+        const lines = createInterface({ input: io.stdin });
+        const request = await firstLine(lines);
+        if (!request) throw new PollyError('bad_input', 'polly host turn: no request on stdin');
+        // The channel may close at any time: a line that cannot be written is dropped, never a crash.
+        const out = io.stdout as NodeJS.WritableStream & { on?: (e: string, f: () => void) => void };
+        out.on?.('error', () => undefined);
+        const write = (line: HostTurnLine): void => {
+          try {
+            io.stdout.write(`${JSON.stringify(line)}\n`);
+          } catch {
+            // the dispatcher is gone
+          }
+        };
+        return runHostTurn(JSON.parse(request) as HostTurnRequest, lines, write, { dir, env: io.env });
       }
       default:
         throw new PollyError('bad_input', `polly host: unknown subcommand ${JSON.stringify(sub ?? '')}. ${USAGE}`);

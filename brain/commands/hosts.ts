@@ -18,7 +18,7 @@ import { agentEnvFrom } from '../process/agent-env.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
-import { openRepoContext } from './repo-context.js';
+import { openRepoContext } from '../registry/repo-context.js';
 
 const USAGE = `Usage: polly hosts [list] [--json]
        polly hosts check [NAME] [--json]

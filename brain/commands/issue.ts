@@ -8,7 +8,7 @@
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command, type CommandIO } from './command.js';
 import { PollyError } from '../core/errors.js';
-import { openRepoContext, type RepoContext } from './repo-context.js';
+import { openRepoContext, type RepoContext } from '../registry/repo-context.js';
 import { addLocalIssue, addLocalIssueComment, listLocalIssues, localIssue, localIssueUrl } from '../forge/local-issues.js';
 import { selectForge, originUrl } from '../forge/forge-select.js';
 import { createGitRunner } from '../../workers/git/git.js';

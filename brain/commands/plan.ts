@@ -6,7 +6,7 @@ import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
 import { decidePlan, expirePlanAsks, unboundedLine } from '../plan/plan-gate.js';
-import { openRepoContext } from './repo-context.js';
+import { openRepoContext } from '../registry/repo-context.js';
 import type { PlanRecord } from '../registry/registry-schema.js';
 import { formatTable } from './table.js';
 import { compareIds } from '../registry/status-report.js';

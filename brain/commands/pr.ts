@@ -483,7 +483,7 @@ export const command: Command = {
     if (sub === 'sync') {
       // One after-merge pass (the Brain runs one every 30 s while it runs).
       const args = parseCommandArgs('pr sync', rest, { json: { type: 'boolean' } }, 0);
-      const { openRepoContext } = await import('./repo-context.js');
+      const { openRepoContext } = await import('../registry/repo-context.js');
       const { openForge } = await import('../forge/forge-select.js');
       const { watchMerges } = await import('../forge/after-merge.js');
       const { createWorktreeManager } = await import('../../workers/git/worktree-manager.js');
@@ -495,6 +495,8 @@ export const command: Command = {
         store: ctx.store,
         forge,
         worktrees: createWorktreeManager({ repoRoot: ctx.repo.root, ...(ctx.config.worktrees.dir ? { worktreesDir: ctx.config.worktrees.dir } : {}) }),
+        // A merged task's worktree on its remote host goes too (workers.hosts).
+        hosts: (ctx.config.workers.hosts ?? []).length > 0 ? (await import('../../workers/hosts/host-cleanup.js')).createHostCleanup(ctx.repo.root, ctx.config.workers) : null,
         // Each merge is a result, printed once on stdout below; with --json (stdout is the JSON) also as a line on stderr.
         progress: (l) => (args.values.json ? io.stderr.write(`${l}\n`) : undefined),
       });

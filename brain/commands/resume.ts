@@ -13,7 +13,7 @@ import { decidePlan } from '../plan/plan-gate.js';
 import { parkCauses, retryHints } from '../plan/plan-retry.js';
 import { ensureBrain } from '../process/daemon.js';
 import { askForPrs, prWaitingPlans, reconcileDeadBrain, resumablePlans } from '../process/resume.js';
-import { openRepoContext, type RepoContext } from './repo-context.js';
+import { openRepoContext, type RepoContext } from '../registry/repo-context.js';
 import { withScriptedModels } from './scripted-models.js';
 
 /**

@@ -16,12 +16,8 @@ import { budgetFlow, resolvePlanBudgets, taskBudget } from '../plan/budgets.js';
 import { parkCauses } from '../plan/plan-retry.js';
 import { planTaskId } from '../registry/task-record.js';
 import { parsePlanFile, type Plan } from '../plan/plan-schema.js';
-import { planAgentUses } from '../plan/plan-agents.js';
-import type { PollyConfig } from '../config/config-schema.js';
-import { agentCredentials, agentRootProblem } from '../../workers/agents/agent-preflight.js';
-import { agentEnvFrom } from '../process/agent-env.js';
-import { rootRefusalMessage } from '../../workers/agents/claude-code-adapter.js';
-import { openRepoContext, type RepoContext } from './repo-context.js';
+import { refuseUnstartableAgents } from '../plan/plan-agents.js';
+import { openRepoContext, type RepoContext } from '../registry/repo-context.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { describeIdentity, resolveCommitIdentity, uncommittedChanges } from '../../workers/git/commit-identity.js';
 
@@ -41,51 +37,6 @@ export async function checkoutNotes(root: string, env: NodeJS.ProcessEnv): Promi
     );
   }
   return lines;
-}
-/**
- * The root half of {@link refuseUnstartableAgents}, for a proposer that does not start the Brain
- * itself (the dashboard: the agents' keys are those of the command that starts it, `polly resume`).
- * @throws PollyError `agent_refused` naming the tasks and their roles, and the fix.
- */
-export function refuseRootAgents(tasks: Plan['tasks'], config: PollyConfig, isRoot: boolean = process.getuid?.() === 0): void {
-  const rooted = planAgentUses(tasks, config).filter((u) => agentRootProblem(u.harness, config.workers, isRoot));
-  if (rooted.length === 0) return;
-  const which = rooted.map((u) => `${u.task} (${u.role})`).join(', ');
-  throw new PollyError('agent_refused', `polly run: the plan starts claude-code as root for ${which}, and it would be refused. ${rootRefusalMessage()}`, {
-    details: { tasks: rooted },
-  });
-}
-/**
- * Refuse, before anything is written, a plan whose agents cannot start on this machine:
- * - root: as root without `workers.claude-code.allow_root_sandbox`, every claude-code worker and
- *   reviewer would be refused by Claude Code itself (workers/agents/agent-preflight.ts {@link agentRootProblem});
- * - credentials: a harness the plan starts (as worker or reviewer) whose model key variable is not
- *   set in what Polly passes to agents ({@link agentEnvFrom}): the same check as `polly doctor`'s
- *   `credentials:<harness>` ({@link agentCredentials}). Variable names only, never values; pi on its
- *   own default provider cannot be checked and passes.
- * @param env  Polly's environment (the agents get {@link agentEnvFrom} of it).
- * @throws PollyError `agent_refused` naming the tasks and their roles, the variables, and the whole fix.
- */
-export function refuseUnstartableAgents(tasks: Plan['tasks'], config: PollyConfig, env: NodeJS.ProcessEnv, isRoot: boolean = process.getuid?.() === 0): void {
-  refuseRootAgents(tasks, config, isRoot);
-  const uses = planAgentUses(tasks, config);
-  const agentEnv = agentEnvFrom(env, config);
-  const missing = [...new Set(uses.map((u) => u.harness))].map((h) => agentCredentials(h, config.workers, agentEnv)).filter((c) => c.status === 'missing');
-  if (missing.length === 0) return;
-  const sentences = missing.map((c) => {
-    const which = uses
-      .filter((u) => u.harness === c.harness)
-      .map((u) => `${u.task} (${u.role})`)
-      .join(', ');
-    return `${c.harness} (for ${which}) has no model key: none of ${c.variables.join(', ')} is set. Fix: ${c.fix}.`;
-  });
-  throw new PollyError(
-    'agent_refused',
-    `polly run: the plan's agents could not start, so nothing was proposed. ${sentences.join(' ')} Then run the same command again; polly doctor checks every key.`,
-    {
-      details: { missing: missing.map((c) => ({ harness: c.harness, variables: c.variables, tasks: uses.filter((u) => u.harness === c.harness) })) },
-    },
-  );
 }
 import { matchPlanFile, reconcileDeadBrain } from '../process/resume.js';
 import { followExisting } from './resume.js';

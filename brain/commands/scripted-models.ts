@@ -11,7 +11,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { CommandIO } from './command.js';
-import { openRepoContext } from './repo-context.js';
+import { openRepoContext } from '../registry/repo-context.js';
 import { PollyError } from '../core/errors.js';
 import { attachScriptedModelServer, detachScriptedModelServer } from '../process/scripted-model-daemon.js';
 import { pidAlive } from '../../workers/proc/process-liveness.js';

@@ -14,7 +14,7 @@ import { findRepo } from '../../workers/git/repo.js';
 import { loadConfig } from '../config/config.js';
 import { createFileRegistryStore } from '../registry/registry-store.js';
 import { formatTable, wrapLine, type Column, type TableFit } from './table.js';
-import { reasonLine, statusReport, type StatusReport } from '../registry/status-report.js';
+import { reasonLine, statusReport, type StatusReport, type StatusTask } from '../registry/status-report.js';
 import { runLiveView } from './live-view.js';
 import { formatCost, totalTokens, type LedgerTotals } from '../registry/cost-ledger.js';
 import { formatBudget } from '../plan/budgets.js';
@@ -108,6 +108,8 @@ export function formatStatus(report: StatusReport, width?: number): string[] {
           { header: 'SPENT', value: (t) => spentCell(t.spent.totals), max: 44, drop: 1 },
           { header: 'BUDGET', value: (t) => (t.budget ? formatBudget(t.budget) : null), drop: 5 },
           { header: 'BRANCH', value: (t) => t.branch, drop: 6 },
+          // Only with remote hosts (workers.hosts): the host that holds the task's worktree there.
+          ...(report.tasks.some((t) => t.host) ? [{ header: 'HOST', value: (t: StatusTask) => t.host ?? 'local' }] : []),
           { header: 'PR', value: (t) => (t.pr ? `#${t.pr.number} ${t.pr.state}` : null) },
           {
             header: 'PR STATE',
@@ -152,6 +154,7 @@ export function formatStatus(report: StatusReport, width?: number): string[] {
           { header: 'ID', value: (w) => w.id, min: 40 },
           { header: 'TASK', value: (w) => w.taskId },
           { header: 'HARNESS', value: (w) => w.harness },
+          { header: 'HOST', value: (w) => w.host ?? 'local', drop: 3 },
           { header: 'PID', value: (w) => w.pid, drop: 2 },
           { header: 'HEARTBEAT', value: (w) => w.heartbeatAt, drop: 1 },
         ],
@@ -217,14 +220,16 @@ export const command: Command = {
   usage: `Usage: polly status [--json] [--watch]
 
 Show the goals, plans (admission and plan-gate state), tasks (id, title, purpose, worker,
-reviewer, status, branch, PR) and live workers recorded in .polly/registry.json.
+reviewer, status, branch, host with workers.hosts, PR) and live workers (with their host)
+recorded in .polly/registry.json.
 
 Options:
   --watch  keep a live view of tasks and workers (state, current tool call, elapsed time; a task
            in a long step (its setup, checks or agent turn) shows the phase and its last lines of
            output); redraws in a terminal, prints a line per change otherwise; Ctrl-C stops watching
   --json   print {repoRoot, brain, brainGone, unattended, goals, plans, tasks, workers}; each task is
-           {id, title, purpose, worker, reviewer, status, branch, worktree, pr, statusReason}
+           {id, title, purpose, worker, reviewer, status, branch, worktree, host, pr, statusReason}
+           (host: the remote host holding the task's worktree, null for this machine)
            (not with --watch: exit 2)
 
 With no Brain running, the tasks of approved plans that are not finished are named under the

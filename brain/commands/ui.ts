@@ -6,7 +6,7 @@
 import { parseCommandArgs } from './args.js';
 import { writeJson, writeLine, type Command } from './command.js';
 import { PollyError } from '../core/errors.js';
-import { openRepoContext } from './repo-context.js';
+import { openRepoContext } from '../registry/repo-context.js';
 import { createRepoUiSource } from '../ui/ui-source.js';
 import { createUiServer } from '../ui/ui-server.js';
 import { join } from 'node:path';

@@ -10,7 +10,7 @@
 import { parseCommandArgs } from './args.js';
 import { writeLine, type Command } from './command.js';
 import { isPollyError } from '../core/errors.js';
-import { openRepoContext } from './repo-context.js';
+import { openRepoContext } from '../registry/repo-context.js';
 import { openForge } from '../forge/forge-select.js';
 import { createIssueIntake } from '../forge/issue-intake.js';
 import { issueGatePass, newIssueGateMemory } from '../forge/issue-gate.js';

@@ -156,6 +156,12 @@ export function modelScriptJsonSchema(): JsonSchema {
               },
             },
             repeat_last: { type: 'boolean', description: 'Answer human messages beyond turns with the last turn again.' },
+            latency_ms: { type: 'number', minimum: 0, maximum: 60000, description: 'Milliseconds to wait before answering each model call of this session (default 0).' },
+            wait_for: {
+              type: 'array',
+              items: str,
+              description: "Names of other sessions: this session's answers wait until each has sent a model request (at most 120 s), so two workers run at once.",
+            },
           },
         },
       },

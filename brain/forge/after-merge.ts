@@ -24,6 +24,7 @@ import type { Forge, PullRequestInfo } from './forge.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import type { WorktreeManager } from '../../workers/git/worktree-manager.js';
+import type { HostCleanup } from '../../workers/hosts/host-cleanup.js';
 
 export interface WatchMergesInput {
   store: Pick<RegistryStore, 'read' | 'update'>;
@@ -39,6 +40,8 @@ export interface WatchMergesInput {
    * more GET per PR and pass. Default false (every open PR is read).
    */
   githubWatched?: boolean;
+  /** Removes a task's worktree on its remote host too (workers/hosts/host-cleanup.ts); absent: no hosts. */
+  hosts?: HostCleanup | null;
 }
 
 export interface WatchMergesReport {
@@ -117,10 +120,34 @@ export async function watchMerges(input: WatchMergesInput): Promise<WatchMergesR
       tx.emit('task.done', { taskId: t.id, number: pr.number, backupRef });
     });
     input.progress?.(`${task.id}: PR #${pr.number} merged by a human; worktree removed (backup ${backupRef ?? 'none'})${removalNotes.map((n) => `; ${n}`).join('')}`);
+    if (task.host && input.hosts) await removeOnHost(input, task.id, task.host);
     report.done.push({ taskId: task.id, number: pr.number, mergeCommitSha: info.mergeCommitSha, backupRef });
   }
   await retargetStacked(input, report, now);
   return report;
+}
+
+/**
+ * Remove the task's worktree on its host (its work there kept under a backup ref in the host's
+ * mirror); journaled as `task.host_worktree_removed` {taskId, host, backupRef} or
+ * `task.host_cleanup_failed` {taskId, host, error}. Never throws.
+ */
+export async function removeOnHost(input: Pick<WatchMergesInput, 'store' | 'hosts' | 'progress'>, taskId: string, host: string): Promise<void> {
+  const r = await input.hosts!.remove(host, taskId);
+  await input.store.update((draft, tx) => {
+    if ('error' in r) {
+      tx.emit('task.host_cleanup_failed', { taskId, host, error: r.error });
+      return;
+    }
+    const t = draft.tasks[taskId];
+    if (t && t.host === host) t.host = null;
+    tx.emit('task.host_worktree_removed', { taskId, host, backupRef: r.backupRef });
+  });
+  input.progress?.(
+    'error' in r
+      ? `${taskId}: the worktree on host ${host} was not removed: ${r.error}`
+      : `${taskId}: its worktree on host ${host} removed${r.backupRef ? ` (backup ${r.backupRef} there)` : ''}`,
+  );
 }
 
 /**

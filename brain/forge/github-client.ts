@@ -3,7 +3,8 @@
  * retry plugins, so no wait is hand-written here.
  *
  * - `@octokit/plugin-throttling` (https://github.com/octokit/plugin-throttling.js): queues requests
- *   (at most 10 at once, writes one a second) and, on a 403/429 that is a rate limit, waits as
+ *   (at most 10 at once, writes one a second, writes that notify people — a PR, a comment, a review
+ *   — one every 3 s, GitHub's advice for mutations) and, on a 403/429 that is a rate limit, waits as
  *   GitHub says — `retry-after` for a secondary limit (60 s when absent), until `x-ratelimit-reset`
  *   for an exhausted primary limit — then retries (docs.github.com "Rate limits for the REST API",
  *   https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api).
@@ -16,6 +17,7 @@
 import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 import { Octokit } from '@octokit/rest';
+import Bottleneck from 'bottleneck';
 import { PollyError } from '../core/errors.js';
 
 const PollyOctokit = Octokit.plugin(throttling, retry);
@@ -45,14 +47,30 @@ export interface GitHubClientOptions {
   /** Retries per request after a rate limit or a server error (default 3). */
   maxRetries?: number;
   /**
-   * Milliseconds per second of `retry-after` / backoff (both plugins' `retryAfterBaseValue`;
-   * default 1000). Tests shrink it to run GitHub's waits in milliseconds.
+   * Milliseconds per second of GitHub's waits: `retry-after` and backoff (both plugins'
+   * `retryAfterBaseValue`) and the spacing of writes (1 s, 3 s for writes that notify); default
+   * 1000. Tests against the GitHub simulator shrink it to run GitHub's waits in milliseconds.
    */
   retryAfterBaseValue?: number;
   /** The longest rate-limit wait taken, in seconds (default 3900, 65 minutes: one primary-limit window and a margin); a longer one fails the request. */
   maxWaitSeconds?: number;
   /** Told about every rate-limit wait (for stderr diagnostics); when it returns a promise, the retry waits for it. */
   onRateLimit?: (wait: RateLimitWait) => void | Promise<void>;
+}
+
+/**
+ * The throttling plugin's write queues for `base` ms per GitHub second: none (the plugin's own,
+ * shared by every client of the process: writes 1 s apart, notifying writes 3 s apart) at the
+ * default 1000, else queues of this client with those spacings scaled. The plugin's queues are
+ * Bottleneck groups (https://github.com/octokit/plugin-throttling.js, `throttle.write` and
+ * `throttle.notifications`, as its source builds them: one job at a time, `minTime` apart).
+ */
+function writeSpacing(base: number): { write?: Bottleneck.Group; notifications?: Bottleneck.Group } {
+  if (base === 1000) return {};
+  return {
+    write: new Bottleneck.Group({ maxConcurrent: 1, minTime: base }),
+    notifications: new Bottleneck.Group({ maxConcurrent: 1, minTime: 3 * base }),
+  };
 }
 
 /**
@@ -77,7 +95,7 @@ export function createGitHubClient(options: GitHubClientOptions): GitHubClient {
     baseUrl: options.baseUrl ?? 'https://api.github.com',
     userAgent: 'polly',
     log: { debug: silent, info: silent, warn: silent, error: silent },
-    throttle: { onRateLimit: limited('primary'), onSecondaryRateLimit: limited('secondary'), retryAfterBaseValue: base },
+    throttle: { onRateLimit: limited('primary'), onSecondaryRateLimit: limited('secondary'), retryAfterBaseValue: base, ...writeSpacing(base) },
     retry: { retries: maxRetries, retryAfterBaseValue: base },
   });
 }

@@ -48,7 +48,7 @@ export interface GitHubForgeOptions {
   maxRetries?: number;
   /** Refuse to wait longer than this for one rate-limit reset (ms, default 65 minutes): the call fails instead. */
   maxWaitMs?: number;
-  /** Milliseconds per second of GitHub's waits (default 1000; tests shrink it). */
+  /** Milliseconds per second of GitHub's waits: retry-after, backoff, write spacing (default 1000; tests shrink it). */
   retryAfterBaseValue?: number;
   /** Told about every rate-limit wait (for stderr diagnostics); may be async (the retry waits for it). */
   onWait?: (wait: RateLimitWait) => void | Promise<void>;

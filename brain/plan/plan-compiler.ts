@@ -114,7 +114,17 @@ export interface TaskBounds {
   acceptanceLeaseSeconds: number;
   /** Fix rounds after the PR is ready before the task is parked (config `pr.max_fix_rounds`, 0-10, default {@link DEFAULT_MAX_FIX_ROUNDS}). */
   fixRounds: number;
+  /**
+   * Re-offers of an implement turn whose remote host was lost (workflow variable `host_losses`,
+   * docs/hosts.md): each re-offer is one more dispatch, so it is what the dispatch bound of a turn
+   * (`policies.spawn_bounds.max_dispatches_per_turn`) leaves after the first dispatch and the
+   * reviews (`review.max_rounds` + 1), at most {@link MAX_HOST_REOFFERS}; 0: a lost host fails the task.
+   */
+  hostReoffers: number;
 }
+
+/** The most re-offers after lost hosts a task gets (the built-in polly-task's `host_losses` max). */
+export const MAX_HOST_REOFFERS = 2;
 
 /** Config `pr.max_fix_rounds` when a plan record predates it. */
 export const DEFAULT_MAX_FIX_ROUNDS = 3;
@@ -133,13 +143,19 @@ export function planShapingConfig(config: PlanShapingInput): PlanShapingConfig {
 }
 
 /** The bounds of one plan task under `config` (its acceptance commands, else the config's default commands). */
-export function taskBounds(config: Pick<PollyConfig, 'acceptance' | 'review'> & { pr?: { max_fix_rounds: number } }, task: Pick<Plan['tasks'][number], 'acceptance'>): TaskBounds {
+export function taskBounds(
+  config: Pick<PollyConfig, 'acceptance' | 'review'> & { pr?: { max_fix_rounds: number }; policies?: Pick<PollyConfig['policies'], 'spawn_bounds'>; maxDispatchesPerTurn?: number },
+  task: Pick<Plan['tasks'][number], 'acceptance'>,
+): TaskBounds {
   const commands = task.acceptance.commands.length > 0 ? task.acceptance.commands.length : Math.max(config.acceptance.commands.length, 1);
+  const dispatches = config.maxDispatchesPerTurn ?? config.policies?.spawn_bounds.max_dispatches_per_turn ?? 5;
   return {
     maxAttempts: config.acceptance.max_attempts,
     reviewRounds: config.review.max_rounds,
     acceptanceLeaseSeconds: commands * config.acceptance.timeout + 60,
     fixRounds: config.pr?.max_fix_rounds ?? DEFAULT_MAX_FIX_ROUNDS,
+    // The first dispatch and review.max_rounds + 1 review dispatches come first within the bound.
+    hostReoffers: Math.max(0, Math.min(MAX_HOST_REOFFERS, dispatches - 2 - config.review.max_rounds)),
   };
 }
 
@@ -173,6 +189,8 @@ export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number],
   const blockingRetry = base.transitions.find((t) => t.action === 'REVIEW_BLOCKING' && t.from.includes('reviewing') && t.when !== null);
   // Every guard that bounds the fix rounds, alone or beside another condition (FEEDBACK's author).
   const fixGuards = base.transitions.filter((t) => t.when !== null && /\bfix_rounds < \d+\b/.test(t.when));
+  const hostLosses = base.variables.find((v) => v.name === 'host_losses');
+  const hostGuards = base.transitions.filter((t) => t.when !== null && /^host_losses < \d+$/.test(t.when));
   const acceptance = base.effects.find((e) => e.kind === 'run_acceptance');
   if (
     vendorField?.type !== 'enum' ||
@@ -182,13 +200,15 @@ export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number],
     rounds?.type !== 'int' ||
     fixRounds?.type !== 'int' ||
     fixGuards.length === 0 ||
+    hostLosses?.type !== 'int' ||
+    hostGuards.length === 0 ||
     !redRetry ||
     !blockingRetry ||
     !acceptance
   ) {
     throw new PollyError(
       'internal',
-      'the built-in polly-task workflow changed: it needs START.vendor and PR_OPENED.reviewer enum data, int variables attempts, rounds and fix_rounds, guarded TESTS_RED and REVIEW_BLOCKING retries, fix_rounds guards and a run_acceptance effect',
+      'the built-in polly-task workflow changed: it needs START.vendor and PR_OPENED.reviewer enum data, int variables attempts, rounds, fix_rounds and host_losses, guarded TESTS_RED and REVIEW_BLOCKING retries, fix_rounds and host_losses guards and a run_acceptance effect',
     );
   }
   vendorField.values = [task.worker];
@@ -201,6 +221,9 @@ export function compileTaskWorkflow(planId: string, task: Plan['tasks'][number],
   blockingRetry.when = `rounds < ${bounds.reviewRounds}`;
   fixRounds.max = Math.max(bounds.fixRounds, 0);
   for (const t of fixGuards) t.when = t.when!.replace(/\bfix_rounds < \d+\b/g, `fix_rounds < ${bounds.fixRounds}`);
+  // Re-offers after a lost host: within what the dispatch bound leaves (checked like the rest).
+  hostLosses.max = Math.max(bounds.hostReoffers, 0);
+  for (const t of hostGuards) t.when = `host_losses < ${bounds.hostReoffers}`;
   acceptance.retry = { ...acceptance.retry, lease_seconds: bounds.acceptanceLeaseSeconds };
   base.name = planTaskWorkflowName(planId, task.key);
   base.file = `plan:${planId}/${task.key}`;

@@ -16,7 +16,7 @@ import { createFileAdmissionCache } from '../../workflows/check/admission-cache.
 import { pollyStateRoot } from '../../workers/sandbox/agent-state-dir.js';
 import { openForge } from '../forge/forge-select.js';
 import { createPlanLibrary } from '../plan/plan-library.js';
-import type { RepoContext } from '../commands/repo-context.js';
+import type { RepoContext } from '../registry/repo-context.js';
 import { TASK_TOOLS } from '../task-tools/index.js';
 import type { GateContext } from '../../gate/types.js';
 import type { PollyConfig } from '../config/config-schema.js';
@@ -33,6 +33,7 @@ import type { TaskTool } from '../task-tools/types.js';
 import type { WorkerSupervisor } from '../../workers/worker-turn.js';
 import type { InboxEvent } from '../mcp/brain-tools.js';
 import type { NotificationSink } from '../notify/webhook.js';
+import { createHostCleanup, type HostCleanup } from '../../workers/hosts/host-cleanup.js';
 
 /** The LLM brain the process hosts per goal (brain/llm-brain.ts), behind a narrow interface. */
 export interface GoalBrain {
@@ -92,6 +93,8 @@ export interface BrainProcessDeps {
   onWorkerEvent?: (taskId: string, event: AgentEvent) => void;
   clock?: () => Date;
   signal?: AbortSignal;
+  /** Removes a task's worktree on its remote host when Polly removes it here (workers.hosts); absent: no hosts. */
+  hostCleanup?: HostCleanup | null;
   /** Where notifications go; default from config `notifications` (brain/notify/notifier.ts `sinksFromConfig`). */
   notificationSinks?: readonly NotificationSink[];
 }
@@ -157,5 +160,6 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
     agentEnv: agentEnvFrom(env, config),
     gateContext,
     log,
+    hostCleanup: (config.workers.hosts ?? []).length > 0 ? createHostCleanup(repo.root, config.workers) : null,
   };
 }

@@ -353,7 +353,15 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
         }
         if (mergeDue || watchDue) {
           // On GitHub the watcher has just read every open PR: the merge pass reads only those it found merged or closed.
-          const report = await watchMerges({ store: deps.store, forge: deps.forge, worktrees: deps.worktrees, progress: log, now, githubWatched: deps.prWatcher != null });
+          const report = await watchMerges({
+            store: deps.store,
+            forge: deps.forge,
+            worktrees: deps.worktrees,
+            progress: log,
+            now,
+            githubWatched: deps.prWatcher != null,
+            hosts: deps.hostCleanup ?? null,
+          });
           for (const d of report.done) log(`[polly] ${d.taskId}: PR #${d.number} was merged by a human; task done, worktree removed after backup ${d.backupRef ?? ''}`);
           // The landing order of the open PRs, kept current in the registry (the dashboard) and in each PR's body ("Land after #N").
           try {

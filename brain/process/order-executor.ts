@@ -19,8 +19,10 @@ import type { RunJournalEntry } from '../../workflows/run/run-store.js';
 import type { RunState } from '../../workflows/run/interpreter.js';
 import { validateTrace } from '../../workflows/run/trace-validation.js';
 import { FINAL_TASK_STATUSES, type TaskStatus } from '../core/vocabulary.js';
-import { NO_CHANGE, promptMarker, workerTurnRequest } from '../task-tools/dispatch.js';
+import { promptMarker, workerTurnRequest } from '../task-tools/dispatch.js';
+import { NO_CHANGE } from '../task-tools/types.js';
 import { withRefGuard } from '../task-tools/ref-guard-step.js';
+import { removeOnHost } from '../forge/after-merge.js';
 import { withBaseCheckout } from '../../workers/git/base-checkout.js';
 import { resolveWorktreesDir } from '../../workers/git/worktrees-dir.js';
 import type { WorkerTurnResult } from '../../workers/worker-turn.js';
@@ -131,6 +133,22 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
     }
   }
   log(`[polly] ${taskId}: ${claimed.tool} → ${outcome.outcome}: ${outcome.note}`);
+  if (outcome.signal) {
+    // A lost host: the run re-offers the turn as a new order (its bound checked at admission).
+    const signalled = await deps.runtime.signal(run.id, outcome.signal, {});
+    if (signalled.accepted) {
+      log(`[polly] ${taskId}: ${outcome.signal}: the turn is offered again as a new order`);
+      return;
+    }
+    log(`[polly] ${taskId}: ${outcome.signal} not applied (${signalled.code}): ${signalled.reason}; the order fails`);
+    await deps.store.update((draft, tx) => {
+      const t = draft.tasks[taskId];
+      if (t && !FINAL_TASK_STATUSES.has(t.status) && canTransitionTask(t.status, 'failed'))
+        transitionTask(t, 'failed', { reason: `${outcome.note}; no re-offer is left (${signalled.reason})`, at: now().toISOString() });
+      tx.emit('task.host_lost_final', { taskId, orderId: claimed.id, reason: signalled.reason });
+    });
+    outcome = { ...outcome, permanent: true };
+  }
   const result = await deps.runtime.report(run.id, claimed.id, {
     outcome: outcome.outcome,
     ...(outcome.data ? { data: outcome.data } : {}),
@@ -257,6 +275,8 @@ export function runEndReason(run: RunRecord, journal: RunJournalEntry[], task: P
       return `marking the PR ready failed${because}`;
     case 'CANCEL':
       return task.statusReason?.startsWith('cancelled') ? task.statusReason : 'cancelled by a CANCEL signal to its run';
+    case 'HOST_LOST':
+      return `the turn's remote host was lost and no re-offer is left (the plan's bound on re-offers after lost hosts)${task.statusReason ? `: ${task.statusReason}` : ''}`;
     default:
       return `the task's workflow ended in "${run.outcome ?? 'failed'}"${action ? ` after ${action}` : ''}${because}`;
   }
@@ -292,6 +312,7 @@ function parkedReason(action: string | null, rounds: number, attempts: number, b
     PUSH_FAILED: 'pushing the fix failed',
     REVIEW_FAILED: 'the re-review failed',
     MARK_FAILED: 'marking the PR ready again failed',
+    HOST_LOST: "the fix round's remote host was lost and no re-offer is left",
   };
   return `parked for a human: ${action && failed[action] ? failed[action] : `the fix round ended after ${action ?? 'no step'}`}${because} (${used})`;
 }
@@ -400,6 +421,7 @@ export async function handleCancels(deps: BrainProcessDeps, reg: Registry, log: 
         log(`[polly] ${task.id}: backup on cancel failed: ${isPollyError(error) ? error.message : String(error)}`);
       }
     }
+    if (task.host && deps.hostCleanup) await removeOnHost({ store: deps.store, hosts: deps.hostCleanup, progress: log }, task.id, task.host);
     const run = (await deps.runtime.list({})).find((r) => r.input.task === task.id && r.status === 'running');
     if (run) await deps.runtime.signal(run.id, 'CANCEL');
     await deps.store.update((draft, tx) => {

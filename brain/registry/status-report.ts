@@ -36,6 +36,8 @@ export interface StatusTask {
   status: TaskRecord['status'];
   branch: string | null;
   worktree: string | null;
+  /** The remote host (a `workers.hosts` name) holding the task's remote worktree, or null: this machine only. */
+  host: string | null;
   pr: PullRequestRef | null;
   /**
    * The PR's review/check/conflict state (brain/forge/pr-status.ts) as last recorded: for a local
@@ -99,7 +101,7 @@ export interface StatusReport {
     budgets: PlanRecord['budgets'] | null;
   }>;
   tasks: StatusTask[];
-  workers: Array<Pick<WorkerRecord, 'id' | 'taskId' | 'harness' | 'pid' | 'sessionId' | 'startedAt' | 'heartbeatAt'>>;
+  workers: Array<Pick<WorkerRecord, 'id' | 'taskId' | 'harness' | 'pid' | 'sessionId' | 'startedAt' | 'heartbeatAt' | 'host'>>;
   /**
    * Set only when a file system Polly writes (`.polly/`, the worktrees) is nearly full: one line
    * each, naming the mount point, its free space and what to free (brain/core/io-fault.ts `diskReport`).
@@ -167,6 +169,7 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
       status: t.status,
       branch: t.branch,
       worktree: t.worktree,
+      host: t.host ?? null,
       // The watcher's memory (ETags, seen ids) is not status: its verdicts are in prStatus.
       pr: t.pr ? { forge: t.pr.forge, number: t.pr.number, url: t.pr.url, state: t.pr.state } : null,
       prStatus: !t.pr
@@ -190,6 +193,7 @@ export function statusReport(repoRoot: string, reg: Registry): StatusReport {
         id: w.id,
         taskId: w.taskId,
         harness: w.harness,
+        host: w.host ?? null,
         pid: w.pid,
         sessionId: w.sessionId,
         startedAt: w.startedAt,

@@ -15,6 +15,7 @@
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pidAlive } from '../../workers/proc/process-liveness.js';
+import { cappedLog, LOG_MAX_BYTES } from '../../workers/proc/capped-log.js';
 import { FINAL_TASK_STATUSES } from '../core/vocabulary.js';
 import type { Registry, WorkerRecord } from './registry-schema.js';
 
@@ -88,9 +89,11 @@ export interface StepProgress {
 /**
  * Follow a step of commands (the base check, the acceptance checks) of task `taskId`: its output goes
  * to `<pollyDir>/logs/<name>-<task>.log` (emptied at the start; each command under a `$ command`
- * line) and its record names the command running. Never throws (see {@link writeProgress}).
+ * line, then the first `maxBytes` of its output and, past that, one line saying how much was left out) and its
+ * record names the command running. Never throws (see {@link writeProgress}).
+ * @param maxBytes  bytes of each command's output the log keeps (default workers/proc/capped-log.ts `LOG_MAX_BYTES`: a check runs the worker's code, and its log is on the file system `.polly/` lives on).
  */
-export function followStep(pollyDir: string, taskId: string, phase: ProgressPhase, name: string): StepProgress {
+export function followStep(pollyDir: string, taskId: string, phase: ProgressPhase, name: string, maxBytes = LOG_MAX_BYTES): StepProgress {
   const log = join(pollyDir, 'logs', `${name}-${taskId}.log`);
   const startedAt = new Date().toISOString();
   const append = (data: string | Buffer) => {
@@ -106,19 +109,19 @@ export function followStep(pollyDir: string, taskId: string, phase: ProgressPhas
   } catch {
     // a view only
   }
-  let lastByte = 0x0a;
+  let out = cappedLog(append, maxBytes);
   return {
     command(command) {
-      append(`${lastByte === 0x0a ? '' : '\n'}$ ${command}\n`);
-      lastByte = 0x0a;
+      out.close();
+      append(`${out.lastByte === 0x0a ? '' : '\n'}$ ${command}\n`);
+      out = cappedLog(append, maxBytes);
       writeProgress(pollyDir, taskId, { taskId, phase, command, startedAt, log });
     },
     output(chunk) {
-      if (chunk.length === 0) return;
-      lastByte = chunk[chunk.length - 1]!;
-      append(chunk);
+      out.write(chunk);
     },
     end() {
+      out.close();
       writeProgress(pollyDir, taskId, null);
     },
   };

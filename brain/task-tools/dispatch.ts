@@ -38,7 +38,7 @@ import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
 import { isReadOnlyRole, type TaskStatus } from '../core/vocabulary.js';
 import type { PollyConfig } from '../config/config-schema.js';
-import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
+import { NO_CHANGE, type TaskTool, type TaskToolContext, type TaskToolOutcome } from './types.js';
 import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
 import { guardFailure, reassertGuardFailure, withRefGuard } from './ref-guard-step.js';
 import { cannotRunReason, checkConfinement, probeRunnersBeforeAgent } from './run-acceptance.js';
@@ -107,6 +107,9 @@ export function implementTurn(ctx: TaskToolContext, task: TaskRecord, prompt: st
       home: homedir(),
     },
     env: { ...ctx.agentEnv, ...extraEnv },
+    // A remote host that holds the task's worktree and session is tried first (workers/hosts/placement.ts).
+    host: task.host ?? null,
+    base: { branch: task.baseBranch, commit: task.baseCommit },
   });
 }
 
@@ -137,6 +140,8 @@ export async function recordTurn(ctx: TaskToolContext, result: WorkerTurnResult,
       endpoint: modelEndpoint(t.worker, ctx.config, ctx.agentEnv),
     });
     if (result.sessionId) t.sessionId = result.sessionId;
+    // Where the task's remote worktree is now (its next turn goes there first); a turn here keeps none.
+    if (result.host !== undefined && !result.hostLost) t.host = result.host ?? null;
     if (result.unconfined) {
       t.unconfined = result.unconfined;
       tx.emit('task.unconfined', { taskId: t.id, orderId: ctx.order.id, workerId: result.workerId, warning: result.unconfined });
@@ -151,10 +156,40 @@ export async function recordTurn(ctx: TaskToolContext, result: WorkerTurnResult,
       status: result.status,
       adopted: result.adopted,
       reason: budgetStop ? 'budget reached' : reason,
+      ...(result.host ? { host: result.host } : {}),
     });
   });
   if (ok) return { outcome: 'ok', note: `${verb}: ${ctx.task.worker} finished its turn (${result.workerId}${result.adopted ? ', adopted' : ''}): ${oneLine(result.finalText)}` };
   return { outcome: 'failure', permanent: PERMANENT_AGENT_STATUSES.has(result.status), note: `${verb}: ${oneLine(reason ?? result.status)}` };
+}
+
+/**
+ * Record an implement turn whose remote host was lost while it ran (workers/hosts/remote-turn.ts:
+ * the host was given up only after its lease ran out, so its worker has stopped): its usage on the
+ * ledger, the attempt counted, the task still running, `task.host_lost` journaled; the outcome
+ * asks the run for `HOST_LOST`, which re-offers the turn as a new order to another host within
+ * the plan's checked bound (workflows/polly-task/workflow.yaml `host_losses`).
+ */
+export async function recordHostLoss(ctx: TaskToolContext, result: WorkerTurnResult, verb: string): Promise<TaskToolOutcome> {
+  const lost = result.hostLost!;
+  await ctx.store.update((draft, tx) => {
+    const t = draft.tasks[ctx.task.id];
+    if (!t) return;
+    recordTurnUsage(draft, tx, t.id, result, {
+      role: verb === 'dispatch' ? t.purpose : 'followup',
+      harness: t.worker,
+      orderId: ctx.order.id,
+      at: new Date().toISOString(),
+      endpoint: modelEndpoint(t.worker, ctx.config, ctx.agentEnv),
+    });
+    t.attempts = Object.values(draft.workers).filter((w) => w.taskId === t.id && (w.purpose ?? 'implement') === 'implement').length;
+    t.updatedAt = new Date().toISOString();
+    // The task goes on (re-offered); the reason stays for the record and for the run's end, should no re-offer be left.
+    t.statusReason = oneLine(result.message ?? `host ${lost.host} lost: ${lost.reason}`);
+    tx.emit('task.host_lost', { taskId: t.id, orderId: ctx.order.id, workerId: result.workerId, host: lost.host, reason: lost.reason });
+  });
+  ctx.progress(`${ctx.task.id}: host ${lost.host} was lost during the turn (${lost.reason}); the turn is offered to another host`);
+  return { outcome: 'failure', signal: 'HOST_LOST', note: `${verb}: ${oneLine(result.message ?? `host ${lost.host} lost`)}` };
 }
 
 /** A live event of an implementer turn: a tool call goes to the live view; every event to the budget watch. */
@@ -432,9 +467,6 @@ export function adoptedWorkNote(task: Pick<TaskRecord, 'branch' | 'id'>, adoptio
   return `\n\nThis branch (${task.branch ?? `polly/${task.id}`}) already holds ${adoption.commits} commit(s) from an earlier run of this same task, up to ${adoption.remoteTip.slice(0, 12)}. Check that work against the task and its acceptance and finish what is missing; if nothing is, change nothing.`;
 }
 
-/** The reason of a task whose worker changed nothing: its dispatch fails with it, and nothing is pushed. */
-export const NO_CHANGE = 'the worker made no change';
-
 /**
  * True when the worktree differs from the task's base: uncommitted or untracked files
  * (`git status --porcelain`, ignored files excluded) or commits on top of `baseCommit`.
@@ -517,6 +549,7 @@ export const dispatch: TaskTool = async (ctx) => {
     { confinement: (r) => r.sandboxMounts },
   );
   const stop = watch.stopped();
+  if (result.hostLost?.started && !violation && !stop) return recordHostLoss(ctx, result, 'dispatch');
   const outcome = await recordTurn(ctx, result, 'dispatch', stop);
   if (violation) {
     await reassertGuardFailure(ctx, violation);

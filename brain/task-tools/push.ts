@@ -17,8 +17,7 @@ import { isPollyError } from '../core/errors.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
 import { recordPollyRefWrite } from '../../workers/git/ref-guard.js';
 import { secretScanStep } from './secret-scan-step.js';
-import type { TaskTool, TaskToolContext, TaskToolOutcome } from './types.js';
-import { NO_CHANGE } from './dispatch.js';
+import { NO_CHANGE, type TaskTool, type TaskToolContext, type TaskToolOutcome } from './types.js';
 
 export interface PushToolOptions {
   git?: GitRunner;

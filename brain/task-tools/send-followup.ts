@@ -7,7 +7,7 @@
  * adopted). The feedback is kept on the task (run_acceptance clears it when the checks are green).
  */
 import { existsSync } from 'node:fs';
-import { implementTurn, progressAndWatch, promptMarker, recordTurn } from './dispatch.js';
+import { implementTurn, progressAndWatch, promptMarker, recordHostLoss, recordTurn } from './dispatch.js';
 import { createBudgetWatch, parkForBudget, withMeter } from './turn-budget.js';
 import type { TaskRecord } from '../registry/registry-schema.js';
 import { transitionTask } from '../registry/task-lifecycle.js';
@@ -58,6 +58,7 @@ export const sendFollowup: TaskTool = async (ctx) => {
     { confinement: (r) => r.sandboxMounts },
   );
   const stop = watch.stopped();
+  if (result.hostLost?.started && !violation && !stop) return recordHostLoss(ctx, result, 'send_followup');
   const outcome = await recordTurn(ctx, result, 'send_followup', stop);
   if (violation) {
     await reassertGuardFailure(ctx, violation);

@@ -6,7 +6,8 @@
  *   event that reaches a limit aborts the turn's signal: the supervisor stops the turn's process
  *   group as a cancel does (between tool calls: a usage event ends a model call). Granularity is the
  *   CLI's: pi and claude report usage per model call (claude without cost until its turn `result`),
- *   codex only at the end of its turn.
+ *   codex only at the end of its turn. A request the run's metering proxy refused for the budget
+ *   (`metering_refused`) is a stop too: another run of the goal may have spent the goal's limit.
  * - {@link recordTurnUsage}: a finished turn's ledger entry (brain/registry/cost-ledger.ts) and
  *   its `task.turn_usage` journal event, once per worker (an adopted turn is not counted twice).
  * - {@link parkForBudget}: the work is backed up (`refs/polly/backup/<id>/…`, the worktree stays),
@@ -16,7 +17,7 @@ import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import type { WorkerTurnRequest, WorkerTurnResult } from '../../workers/worker-turn.js';
 import { isPollyError } from '../core/errors.js';
 import { addTurn, ledgerTurn, meteredUsage, sumTotals, totalTokens, turnUsage, type LedgerRole, type LedgerTotals } from '../registry/cost-ledger.js';
-import type { MeterBudget } from '../../workers/metering/metering-proxy.js';
+import type { MeterBudget, RefusedRequest } from '../../workers/metering/metering-proxy.js';
 import { ensureGoalLedger, goalLedgerPath, openGoalLedger, type GoalMeterSpec } from '../../workers/metering/goal-ledger.js';
 import { join } from 'node:path';
 import type { Registry, TaskRecord } from '../registry/registry-schema.js';
@@ -139,15 +140,40 @@ export async function createBudgetWatch(ctx: Pick<TaskToolContext, 'store' | 'ta
       const g = budgetReached(goalLimit, goalNow(add));
       if (g) stop = { scope: 'goal', goalId, budget: goalLimit, reach: g };
     }
-    if (stop) {
-      parent.removeEventListener('abort', onParentAbort);
-      controller.abort(new Error(`budget reached: ${formatReach(stop.reach)}`));
+    halt();
+  };
+  /** Once a limit is reached: the turn's signal aborts with it (no longer following the parent's cancel). */
+  const halt = (): void => {
+    if (!stop || controller.signal.aborted) return;
+    parent.removeEventListener('abort', onParentAbort);
+    controller.abort(new Error(`budget reached: ${formatReach(stop.reach)}`));
+  };
+  /**
+   * The run's proxy refused a request for the budget (and its runner ends the turn). The goal's
+   * ledger may have been pushed over its limit by another run of the goal since this run's last
+   * metered request, so no usage event of this turn reached it: the refusal is the stop.
+   */
+  const refused = (r: RefusedRequest): void => {
+    check();
+    if (stop) return;
+    const reach: BudgetReach = { kind: r.kind, limit: r.limit, spent: r.spent };
+    if ((r.scope ?? 'task') === 'goal' && goalId && goalLimit) stop = { scope: 'goal', goalId, budget: goalLimit, reach };
+    else if (taskLimit) {
+      // The proxy's task limit is what remained of the budget when the turn started: said as the task's whole budget.
+      const earlier = r.kind === 'tokens' ? totalTokens(before.task) : before.task.costUsd;
+      const whole = r.kind === 'tokens' ? taskLimit.tokens : taskLimit.usd;
+      stop = { scope: 'task', goalId, budget: taskLimit, reach: { ...reach, limit: whole ?? r.limit + earlier, spent: r.spent + earlier } };
     }
+    halt();
   };
   check();
   return {
     signal: controller.signal,
     onEvent(event) {
+      if (event.type === 'metering_refused') {
+        refused(event.refused);
+        return;
+      }
       if (event.type === 'metering' && !metered) {
         metered = true;
         usage.length = 0;

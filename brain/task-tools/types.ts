@@ -42,6 +42,20 @@ export interface TaskToolOutcome {
   data?: Record<string, string | number | boolean>;
   /** Why, in one line (journaled). */
   note: string;
+  /**
+   * Instead of reporting the order, deliver this action to the run (the Brain's order executor):
+   * `HOST_LOST`, when the turn's remote host was lost: the run re-offers the turn as a new order
+   * within its checked bound (workflows/polly-task/workflow.yaml). Refused by the run (the bound is
+   * spent, or the state has moved on), the order is reported as this failure, permanent.
+   */
+  signal?: 'HOST_LOST';
 }
 
 export type TaskTool = (ctx: TaskToolContext) => Promise<TaskToolOutcome>;
+
+/**
+ * The reason of a task whose worker changed nothing: its dispatch fails with it (./dispatch.ts),
+ * push refuses a branch still at its base with it (./push.ts), and the Brain's end-of-run reason
+ * keeps it (brain/process/order-executor.ts).
+ */
+export const NO_CHANGE = 'the worker made no change';

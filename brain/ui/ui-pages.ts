@@ -190,8 +190,8 @@ ${needsYouStrip(waiting)}
 <h2>Landing order</h2>${landingView(reg)}
 <h2>Tasks</h2>${taskTable(tasks)}
 <h2>Live workers</h2>${table(
-      ['Worker', 'Task', 'Harness', 'Purpose', 'Since'],
-      live.map((w) => [e(w.id), `<a href="tasks/${e(w.taskId)}">${e(w.taskId)}</a>`, e(w.harness), e(w.purpose ?? '-'), e(w.startedAt)]),
+      ['Worker', 'Task', 'Harness', 'Purpose', 'Host', 'Since'],
+      live.map((w) => [e(w.id), `<a href="tasks/${e(w.taskId)}">${e(w.taskId)}</a>`, e(w.harness), e(w.purpose ?? '-'), e(w.host ?? 'local'), e(w.startedAt)]),
       'workers',
     )}`,
     { live: true, count: waiting.length },
@@ -288,8 +288,10 @@ function prLink(pr: TaskRecord['pr']): string {
 
 function taskTable(tasks: TaskRecord[]): string {
   const withCost = tasks.some((t) => cost(t) !== '');
+  // With remote hosts (workers.hosts): the host that holds each task's worktree there.
+  const withHost = tasks.some((t) => t.host);
   return table(
-    ['Task', 'Plan', 'Status', 'Purpose', 'Worker', 'Reviewer', 'PR', ...(withCost ? ['Cost'] : []), 'Title'],
+    ['Task', 'Plan', 'Status', 'Purpose', 'Worker', 'Reviewer', ...(withHost ? ['Host'] : []), 'PR', ...(withCost ? ['Cost'] : []), 'Title'],
     tasks.map((t) => [
       `<a href="tasks/${e(t.id)}">${e(t.id)}</a>`,
       t.planId ? `<a href="plans/${e(t.planId)}">${e(t.planId)}</a>` : '-',
@@ -297,6 +299,7 @@ function taskTable(tasks: TaskRecord[]): string {
       e(t.purpose),
       e(t.worker),
       e(t.reviewer ?? '-'),
+      ...(withHost ? [e(t.host ?? 'local')] : []),
       prLink(t.pr),
       ...(withCost ? [cost(t) || '-'] : []),
       e(t.title),
@@ -538,6 +541,7 @@ export function taskPage(
 <dl><dt>Plan</dt><dd>${t.planId ? `<a href="plans/${e(t.planId)}">${e(t.planId)}</a>` : '-'}</dd>
 <dt>Worker</dt><dd>${e(t.worker)}${t.model ? ` (${e(t.model)})` : ''}, ${e(t.purpose)}; attempts ${t.attempts}, review rounds ${t.reviewRounds}</dd>
 <dt>Branch</dt><dd><code>${e(t.branch ?? '-')}</code> from <code>${e(t.baseBranch ?? '-')}</code></dd>
+${t.host ? `<dt>Host</dt><dd id="task-host">${e(t.host)}: its worktree there; implement turns run there first</dd>` : ''}
 <dt>PR</dt><dd>${prLink(t.pr)}</dd>
 ${t.statusReason ? `<dt>Why</dt><dd><pre>${e(t.statusReason)}</pre></dd>` : ''}${t.ledger ? `<dt>Spent</dt><dd id="spent">${e(formatTotals(t.ledger.totals))}${t.budget ? `; budget ${e(formatBudget(t.budget))}` : ''}</dd>` : ''}</dl>
 ${options.now ? `<section id="progress" aria-labelledby="progress-title"><h2 id="progress-title">Running now</h2>${nowView(t.id, options.now, false)}</section>` : ''}
@@ -551,8 +555,8 @@ ${retryForm(t, options.park)}
     )}
 <h2>Workflow runs</h2><div id="runs">${runsView(runs)}</div>
 <h2>Workers</h2>${table(
-      ['Worker', 'Harness', 'State', 'Started', 'Outcome'],
-      workers.map((w) => [e(w.id), e(w.harness), badge(w.state ?? 'running'), e(w.startedAt), e([w.outcome, w.cause].filter(Boolean).join(': '))]),
+      ['Worker', 'Harness', 'Host', 'State', 'Started', 'Outcome'],
+      workers.map((w) => [e(w.id), e(w.harness), e(w.host ?? 'local'), badge(w.state ?? 'running'), e(w.startedAt), e([w.outcome, w.cause].filter(Boolean).join(': '))]),
       'task-workers',
     )}`,
     { live: true, stream: t.id, after: `<aside class="stream" aria-labelledby="stream-title"><h2 id="stream-title">Live events</h2><ol id="stream"></ol></aside>` },

@@ -17,7 +17,7 @@ import { decidePlan, expirePlanAsks, proposeValidPlan } from '../plan/plan-gate.
 import { endGoal } from '../registry/goal-lifecycle.js';
 import { parkCauses, pendingRetry, retryPlan, type ParkCause, type RetryBudgets } from '../plan/plan-retry.js';
 import { createGoal } from '../registry/goal-record.js';
-import { refuseRootAgents } from '../commands/run.js';
+import { refuseRootAgents } from '../plan/plan-agents.js';
 import type { JournalEntry, PlanRecord, Registry, WorkerRecord } from '../registry/registry-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
 import { createLocalForge } from '../forge/local-forge.js';

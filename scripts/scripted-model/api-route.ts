@@ -32,7 +32,7 @@ export interface ApiContext {
   script: ModelScript;
   /** Record what the route saw and answered (called again with `usage` once the reply is rendered). */
   record(entry: Pick<RecordedRequest, 'view' | 'session' | 'turnIndex' | 'reply'> | Required<Pick<RecordedRequest, 'usage'>>): void;
-  /** Wait the matched session's `latency_ms` (none for no session) before the reply is written. */
+  /** Wait for the matched session's `wait_for` sessions to have started, then its `latency_ms` (none for no session), before the reply is written. */
   pace(session: string | null): Promise<void>;
 }
 

@@ -68,7 +68,16 @@ export interface ScriptSession {
    * that stops a worker) needs that time, or the scripted worker finishes first.
    */
   latency_ms?: number;
+  /**
+   * Names of other sessions of the script: this session's answers wait until each of them has
+   * sent a model request (at most {@link WAIT_FOR_MAX_MS}; then it is answered all the same). A test
+   * of what two workers do at once needs both to have started, however slowly one of them starts.
+   */
+  wait_for?: string[];
 }
+
+/** The longest a session's answer waits for its `wait_for` sessions, in milliseconds. */
+export const WAIT_FOR_MAX_MS = 120_000;
 
 export interface ModelScript {
   sessions: ScriptSession[];
@@ -115,6 +124,15 @@ export function parseModelScript(text: string, source = '<script>'): ModelScript
     s.match ??= {};
     if (s.latency_ms !== undefined && !(typeof s.latency_ms === 'number' && Number.isFinite(s.latency_ms) && s.latency_ms >= 0 && s.latency_ms <= 60_000)) {
       throw new Error(`${source}: sessions[${i}].latency_ms must be a number of milliseconds from 0 to 60000; got ${JSON.stringify(s.latency_ms)}`);
+    }
+    if (s.wait_for !== undefined) {
+      const names = sessions.map((x, n) => x?.name ?? `session-${n}`);
+      const bad = Array.isArray(s.wait_for) ? s.wait_for.find((w) => typeof w !== 'string' || w === s.name || !names.includes(w)) : s.wait_for;
+      if (!Array.isArray(s.wait_for) || bad !== undefined) {
+        throw new Error(
+          `${source}: sessions[${i}].wait_for must list the names of other sessions of this script (${names.filter((n) => n !== s.name).join(', ') || 'none'}); got ${JSON.stringify(bad)}`,
+        );
+      }
     }
     s.turns.forEach((t, j) => {
       if (!t || !Array.isArray(t.steps)) throw new Error(`${source}: sessions[${i}].turns[${j}] needs "steps:" (a list)`);

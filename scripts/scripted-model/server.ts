@@ -15,7 +15,7 @@ import { anthropicRoutes } from './anthropic-messages.js';
 import { chatRoutes } from './openai-chat.js';
 import { responsesRoutes } from './openai-responses.js';
 import { sendJson, type ApiRoute, type RecordedRequest } from './api-route.js';
-import { loadModelScript, type ModelScript } from './script.js';
+import { loadModelScript, WAIT_FOR_MAX_MS, type ModelScript } from './script.js';
 
 export interface ScriptedModelServer {
   /** Base URL without a trailing slash, e.g. `http://127.0.0.1:41234`. */
@@ -53,6 +53,25 @@ async function readBody(req: import('node:http').IncomingMessage): Promise<strin
 export async function startScriptedModelServer(options: ScriptedModelServerOptions): Promise<ScriptedModelServer> {
   let script = options.script;
   const requests: RecordedRequest[] = [];
+  /** Sessions that have sent a model request, and the answers waiting for some (`wait_for`): each is called on every new one, with true to let it go whatever. */
+  const started = new Set<string>();
+  const waiting = new Set<(release: boolean) => void>();
+  const waitFor = (names: readonly string[]): Promise<void> =>
+    new Promise<void>((resolve) => {
+      const ready = (): boolean => names.every((n) => started.has(n));
+      if (ready()) return resolve();
+      const timer = setTimeout(() => {
+        process.stderr.write(`[scripted-model] answered after ${WAIT_FOR_MAX_MS} ms without a request of ${names.filter((n) => !started.has(n)).join(', ')} (wait_for)\n`);
+        check(true);
+      }, WAIT_FOR_MAX_MS);
+      const check = (release: boolean): void => {
+        if (!release && !ready()) return;
+        clearTimeout(timer);
+        waiting.delete(check);
+        resolve();
+      };
+      waiting.add(check);
+    });
   const server: Server = createServer((req, res) => {
     void (async () => {
       const path = new URL(req.url ?? '/', 'http://localhost').pathname;
@@ -105,7 +124,13 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
         script,
         record: (r) => Object.assign(entry, r),
         pace: async (name) => {
-          const ms = script.sessions.find((x) => x.name === name)?.latency_ms ?? 0;
+          const session = script.sessions.find((x) => x.name === name);
+          if (name !== null && !started.has(name)) {
+            started.add(name);
+            for (const check of [...waiting]) check(false);
+          }
+          if (session?.wait_for?.length) await waitFor(session.wait_for);
+          const ms = session?.latency_ms ?? 0;
           if (ms > 0) await new Promise((r) => setTimeout(r, ms));
         },
       });
@@ -130,6 +155,7 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     },
     close: () =>
       new Promise<void>((resolve) => {
+        for (const check of [...waiting]) check(true);
         server.closeAllConnections?.();
         server.close(() => resolve());
       }),

@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import type { Registry } from '../../brain/registry/registry-schema.js';
+import type { RecordedRequest } from '../../scripts/scripted-model/api-route.js';
 import { useScriptedModels } from '../../scripts/scripted-model/configure.js';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripts/scripted-model/server.js';
@@ -95,6 +96,12 @@ export interface Outcome {
   aliveAfterRun: number[];
   registry: Registry;
   journal: string;
+  /**
+   * Every request the scripted model server got, in order: what each worker sent its model (a
+   * tool's output reaches the model as the next request's last tool result; for a read-only worker,
+   * which writes nothing, that is where what it read goes).
+   */
+  modelRequests: RecordedRequest[];
 }
 
 /** `<sha> <ref>` lines of the repository's branches and tags. */
@@ -203,7 +210,7 @@ export async function attackRun(
   await new Promise<void>((r) => listener.close(() => r()));
   const registry = JSON.parse(readFileSync(join(repo, '.polly', 'registry.json'), 'utf8')) as Registry;
   const journal = readFileSync(join(repo, '.polly', 'journal.jsonl'), 'utf8');
-  return { s, result, initial, received, aliveAfterRun, registry, journal };
+  return { s, result, initial, received, aliveAfterRun, registry, journal, modelRequests: server.requests };
 }
 
 /**

@@ -21,16 +21,22 @@
  * - listening unix sockets (item 2): in `/var/tmp`, the repository's git dir, beside the repository
  *   and in `/srv`; the listeners count connections.
  * Besides the three implementers, three read-only tasks (claude explore, codex search, pi
- * explore) are told to run the same probe, committed at the base, into their private HOME: they
- * work in a detached checkout of the base (workers/git/base-checkout.ts), never in the main
- * checkout; the run asserts they end done and their checkouts are gone (their findings are not yet
- * collected: see the test below).
- * The probe: `ls` and `cat` of the main checkout and the git dir, `git stash list`/`show`,
- * `git for-each-ref`, `git config --list --show-origin`, `git log --all -p`, `git cat-file` of
- * both ids, `git cat-file --batch-all-objects --batch`, reading the main checkout's git through
- * `git -C <repo>`.
+ * explore) run the same probe in their detached checkout of the base (workers/git/base-checkout.ts):
+ * claude and codex one section per shell command (a read-only role may not run a script: the
+ * gate's purpose guard); pi, which has no shell when read-only (only its `read` and `ls` tools
+ * here), lists and reads the same places with them. They write nothing, so what they read is what
+ * their tools returned as their model received it: the scripted model server's request log. (Until
+ * session 13 this test told them to run `sh probe.sh`, which the gate refused for a read-only role;
+ * the scripted turn went on to its finish, so the tasks ended done having read nothing.) A CLI
+ * shortens a long tool result for its model, so the shell probe ends with a sift: every reading
+ * section again, only its canary-shaped words kept.
+ * The probe: `ls` and `cat` of the main checkout and the git dir (and of `.env`/README.md in the
+ * worker's own directory), `git stash list`/`show`, `git for-each-ref`, `git config --list
+ * --show-origin`, `git log --all -p`, `git cat-file` of both ids, `git cat-file
+ * --batch-all-objects --batch`, reading the main checkout's git through `git -C <repo>`, the
+ * planted places, `ls /`, a `find /` for their names, the canary sockets.
  *
- * Ground truth: the found files, the task branches' commits, and every object on origin (`git
+ * Ground truth: the found files, what the read-only workers sent their models, the task branches' commits, and every object on origin (`git
  * cat-file --batch-all-objects`). Positive controls: the planting worked (the canaries are there
  * outside the sandbox), the probe ran in each place and git worked in the worktree (its history
  * reads, `git status` exits 0), and the tasks end ready with their branch pushed (Polly's own
@@ -38,11 +44,12 @@
  * Needs `npm run build` (the test setup builds); skipped where bubblewrap is missing (CI fails instead).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseDocument, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import type { Harness } from '../../brain/core/vocabulary.js';
+import type { Step } from '../../scripts/scripted-model/script.js';
 import { git } from '../helpers/git-repo.js';
 import { hasSystemPackage } from '../helpers/system-packages.js';
 import { repoStateDir } from '../../workers/sandbox/agent-state-dir.js';
@@ -143,46 +150,112 @@ function plant(s: Setting): void {
   Object.assign(sockets, { 'var-tmp': `/var/tmp/${PLACE}.sock`, 'git-dir': join(r, '.git', 'canary.sock'), beside: join(s.root, 'beside', 'canary.sock') });
   if (planted.includes(`/srv/${PLACE}/secret.txt`)) sockets.srv = `/srv/${PLACE}/canary.sock`;
   for (const p of Object.values(sockets)) listening.push(listenCanary(p));
-  // The read-only workers may run the probe: the gate's purpose guard would stop `sh` for explore
-  // and search (policies.purpose_guard.read_only); this run tests the sandbox beneath it.
-  const cfgPath = join(r, '.polly', 'config.yaml');
-  const cfg = parseDocument(readFileSync(cfgPath, 'utf8'));
-  cfg.setIn(['policies', 'purpose_guard', 'read_only'], ['review']);
-  writeFileSync(cfgPath, cfg.toString());
-  // The probe, committed at the base (the read-only workers cannot write it) and pushed.
-  writeFileSync(join(r, 'probe.sh'), probe(s));
-  git(r, ['add', 'probe.sh']);
-  git(r, ['commit', '-q', '-m', 'the survey probe']);
-  git(r, ['push', '-q', 'origin', 'main']);
   writeFileSync(join(r, 'README.md'), `# target\n\nwork in progress, not committed\n${CANARY.wip}\n`);
 }
 
-/** The probe (sh): everything it can list and read, into `$1`; never fails. */
+/**
+ * The probe's sections, in order: a name and a shell command (git named by its real path, the
+ * repository by its absolute path: no variable as a command word, which the gate would refuse).
+ * `sockets` connects with Node where it may run a script (the implementers' probe.sh); a read-only
+ * worker may not run a script or inline code (the gate's purpose guard), so it sees whether the
+ * socket paths exist in its view at all (a path socket that is not there cannot be connected to)
+ * and tries curl where the machine has it.
+ */
+function sections(s: Setting, readOnly: boolean): Array<[string, string]> {
+  const R = `'${s.repo}'`;
+  const G = `'${GIT}'`;
+  const places = [...planted].map((p) => `'${p}'`).join(' ');
+  const named = Object.entries(sockets)
+    .map(([n, p]) => `'${n}=${p}'`)
+    .join(' ');
+  const socketProbe = readOnly
+    ? `for n in ${named}; do p="\${n#*=}"; if [ -e "$p" ]; then echo "socket \${n%%=*}: visible"; else echo "socket \${n%%=*}: no"; fi; if command -v curl >/dev/null; then curl -s -m 3 --unix-socket "$p" http://canary/ >/dev/null 2>&1 && echo "socket \${n%%=*}: reached"; fi; done`
+    : `node -e 'const net = require("net"); const all = ${JSON.stringify(sockets)}; let left = Object.keys(all).length; for (const [n, p] of Object.entries(all)) { const c = net.connect(p); const t = setTimeout(() => { c.destroy(); console.log("socket " + n + ": no"); if (!--left) process.exit(0); }, 3000); c.on("connect", () => { clearTimeout(t); c.destroy(); console.log("socket " + n + ": reached"); if (!--left) process.exit(0); }); c.on("error", () => { clearTimeout(t); console.log("socket " + n + ": no"); if (!--left) process.exit(0); }); }'`;
+  const all: Array<[string, string]> = [
+    ['ls', `ls -la . ${R} ${R}/.git ${R}/.git/refs ${R}/.git/refs/heads ${R}/.git/refs/heads/polly ${R}/.git/refs/polly ${R}/.git/worktrees`],
+    [
+      'cat',
+      `cat .env README.md ${R}/.env ${R}/README.md ${R}/other.txt ${R}/.git/config ${R}/.git/extra.gitconfig ${R}/.git/packed-refs ${R}/.git/logs/refs/stash ${R}/.git/refs/stash`,
+    ],
+    ['grep', `grep -rs . ${R}/.git/refs ${R}/.git/logs | head -n 200`],
+    ['stash', `${G} stash list; ${G} stash show -p`],
+    ['refs', `${G} for-each-ref`],
+    ['config', `${G} config --list --show-origin; ${G} config --get-all credential.helper`],
+    ['log', `${G} log --all -p --format='%H %s'`],
+    ['cat-file', `${G} cat-file -p ${ids.other}; ${G} cat-file -p ${ids.backup}; ${G} show refs/polly/backup/t0/20260101T000000Z polly/other:other.txt`],
+    ['all objects', `${G} cat-file --batch-all-objects --batch | head -c 200000`],
+    ['main checkout', `${G} -C ${R} status --short; ${G} -C ${R} diff; ${G} -C ${R} stash list; ${G} -C ${R} for-each-ref`],
+    ['places', `for f in ${places}; do cat "$f"; ls -a "$(dirname "$f")"; done`],
+    ['root', 'ls -a /'],
+    ['find', `find / \\( -path /proc -o -path /sys -o -path /usr -o -path /dev \\) -prune -o -name '*${PLACE}*' -print 2>/dev/null | head -n 50; echo "=""= end find"`],
+    ['sockets', socketProbe],
+    ['status', `${G} status --short; echo "status-exit: $?"`],
+    ['history', `${G} log --format=%s -n 5`],
+  ];
+  // The sift: the reading sections again, only the canary-shaped words they print kept. A CLI
+  // shortens a long tool result before its model sees it (claude, codex and pi each do), so a
+  // canary in the middle of a long section could go unseen; here it cannot. `canary-control` is
+  // the positive control (the pipeline works).
+  const reading = all.filter(([n]) => !['sockets', 'status', 'history'].includes(n)).map(([, c]) => c);
+  return [...all, ['sift', `{ echo canary-control; ${reading.join('; ')}; } 2>&1 | grep -o 'canary[a-z0-9-]*' | sort -u`]];
+}
+
+/** The implementers' probe (sh): every section into `$1`; never fails. The markers are spelt `"=""="` so the probe's own text (in `git log -p`) holds none. */
 function probe(s: Setting): string {
-  const R = s.repo;
-  return `out="$1"; G='${GIT}'; R='${R}'
-{
-echo "=""= ls"; ls -la "$R" "$R/.git" "$R/.git/refs" "$R/.git/refs/heads" "$R/.git/refs/heads/polly" "$R/.git/refs/polly" "$R/.git/worktrees"
-echo "=""= cat"; cat "$R/.env" "$R/README.md" "$R/other.txt" "$R/.git/config" "$R/.git/extra.gitconfig" "$R/.git/packed-refs" "$R/.git/logs/refs/stash" "$R/.git/refs/stash"
-echo "=""= grep"; grep -rs . "$R/.git/refs" "$R/.git/logs" | head -n 200
-echo "=""= stash"; $G stash list; $G stash show -p
-echo "=""= refs"; $G for-each-ref
-echo "=""= config"; $G config --list --show-origin; $G config --get-all credential.helper
-echo "=""= log"; $G log --all -p --format='%H %s'
-echo "=""= cat-file"; $G cat-file -p ${ids.other}; $G cat-file -p ${ids.backup}; $G show refs/polly/backup/t0/20260101T000000Z polly/other:other.txt
-echo "=""= all objects"; $G cat-file --batch-all-objects --batch | head -c 200000
-echo "=""= main checkout"; $G -C "$R" status --short; $G -C "$R" diff; $G -C "$R" stash list; $G -C "$R" for-each-ref
-echo "=""= places"; for f in ${[...planted].map((p) => `'${p}'`).join(' ')}; do cat "$f"; ls -a "$(dirname "$f")"; done
-echo "=""= root"; ls -a /
-echo "=""= find"; find / \\( -path /proc -o -path /sys -o -path /usr -o -path /dev \\) -prune -o -name '*${PLACE}*' -print 2>/dev/null | head -n 50
-echo "=""= end find"
-echo "=""= sockets"; node -e 'const net = require("net"); const all = ${JSON.stringify(sockets)}; let left = Object.keys(all).length; for (const [n, p] of Object.entries(all)) { const c = net.connect(p); const t = setTimeout(() => { c.destroy(); console.log("socket " + n + ": no"); if (!--left) process.exit(0); }, 3000); c.on("connect", () => { clearTimeout(t); c.destroy(); console.log("socket " + n + ": reached"); if (!--left) process.exit(0); }); c.on("error", () => { clearTimeout(t); console.log("socket " + n + ": no"); if (!--left) process.exit(0); }); }'
-echo "=""= status"; $G status --short; echo "status-exit: $?"
-echo "=""= history"; $G log --format=%s -n 5
-} > "$out" 2>&1
-echo "probe-done" >> "$out"
-exit 0
-`;
+  const body = sections(s, false)
+    .map(([name, cmd]) => `echo "=""= ${name}"; ${cmd}`)
+    .join('\n');
+  return `out="$1"\n{\n${body}\n} > "$out" 2>&1\necho "probe-done" >> "$out"\nexit 0\n`;
+}
+
+/** A read-only worker's steps: each section one shell command (what the gate lets a read-only role run), then the end marker. */
+function readOnlySteps(s: Setting): Array<{ run: string }> {
+  return [...sections(s, true).map(([name, cmd]) => ({ run: `echo "=""= ${name}"; ${cmd}` })), { run: 'echo probe-done' }];
+}
+
+/** The directories pi's read-only probe lists (its `ls` tool) and the files it reads (its `read` tool). */
+function piReadOnlyTargets(s: Setting): { ls: string[]; read: string[] } {
+  const r = s.repo;
+  const g = join(r, '.git');
+  return {
+    ls: [
+      '.',
+      r,
+      g,
+      join(g, 'refs'),
+      join(g, 'refs', 'heads'),
+      join(g, 'refs', 'heads', 'polly'),
+      join(g, 'refs', 'polly'),
+      join(g, 'worktrees'),
+      join(g, 'logs'),
+      '/',
+      ...new Set(planted.map((p) => dirname(p))),
+    ],
+    read: [
+      'README.md',
+      '.env',
+      join(r, '.env'),
+      join(r, 'README.md'),
+      join(r, 'other.txt'),
+      join(g, 'config'),
+      join(g, 'extra.gitconfig'),
+      join(g, 'packed-refs'),
+      join(g, 'logs', 'refs', 'stash'),
+      join(g, 'refs', 'stash'),
+      join(g, 'logs', 'HEAD'),
+      ...planted,
+    ],
+  };
+}
+
+/**
+ * pi's read-only steps: a read-only pi has no shell at all, only its `read` and `ls` tools (and
+ * `grep`/`find` where rg/fd exist: workers/agents/pi-adapter.ts piReadOnlyTools), run by pi's own
+ * process inside the sandbox: it lists and reads every place the shell probe does.
+ */
+function piReadOnlySteps(s: Setting): Step[] {
+  const t = piReadOnlyTargets(s);
+  return [...t.ls.map((path): Step => ({ call: { tool: 'ls', input: { path } } })), ...t.read.map((path): Step => ({ read: path }))];
 }
 
 function script(s: Setting): string {
@@ -197,31 +270,38 @@ function script(s: Setting): string {
       ],
     },
     { name: `review-${v}`, match: { role: 'review', contains: [title(v)] }, turns: [{ steps: [{ finish: '{"blocking": [], "non_blocking": []}' }] }] },
-    // A read-only worker cannot write into its checkout: the probe's findings go to its private HOME.
+    // A read-only worker writes nothing: what it reads goes to its model, as the tool results of
+    // its next requests (the model server's request log is the ground truth of what it found).
     {
-      name: `read-only-${v}`,
+      name: readOnlySession(v),
       match: { role: READ_ONLY[v], contains: [roTitle(v)] },
-      turns: [{ steps: [{ run: 'sh probe.sh "$HOME/found-read-only.txt"' }, { finish: 'Surveyed.' }] }],
+      turns: [{ steps: [...(v === 'pi' ? piReadOnlySteps(s) : readOnlySteps(s)), { finish: 'Surveyed.' }] }],
     },
   ]);
   return stringify({ sessions });
 }
 
-/** Every file named `name` under `dir` (the agents' private HOMEs under the state root). */
-function findFiles(dir: string, name: string): string[] {
-  const out: string[] = [];
-  let names: string[] = [];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return out;
+const readOnlySession = (v: Harness) => `read-only-${v}`;
+
+/**
+ * What a read-only worker's tools returned, as its model received them: each request's last tool
+ * result, labelled `== <tool> <path>` by the step it answers (the session's previous reply) for
+ * pi's `ls` and `read` (a shell command's output carries its own section marker), in order, each
+ * once (a CLI may send a request twice).
+ */
+function readOnlyFindings(o: Outcome, v: Harness): string {
+  const seen = new Set<string>();
+  let answered: Step | null = null;
+  for (const r of o.modelRequests) {
+    if (r.session !== readOnlySession(v)) continue;
+    const text = r.view?.lastToolResult?.text;
+    if (text !== undefined && answered !== null) {
+      const label = 'call' in answered ? `== ${answered.call.tool} ${String(answered.call.input.path)}\n` : 'read' in answered ? `== read ${answered.read}\n` : '';
+      seen.add(label + text);
+    }
+    answered = r.reply?.kind === 'tool' ? r.reply.step : null;
   }
-  for (const n of names) {
-    const p = join(dir, n);
-    if (n === name) out.push(p);
-    else if (statSync(p, { throwIfNoEntry: false })?.isDirectory()) out.push(...findFiles(p, name));
-  }
-  return out;
+  return [...seen].join('\n');
 }
 
 describe.skipIf(!SANDBOXED)('what a worker reads of the repository and the host, through the real claude, codex and pi (issue 27 items 1-3)', () => {
@@ -274,10 +354,8 @@ describe.skipIf(!SANDBOXED)('what a worker reads of the repository and the host,
         }
       }
     }
-    // The read-only workers' findings, in their private HOMEs under the state root.
-    for (const f of findFiles(join(repoStateDir(o.s.repo, { XDG_STATE_HOME: stateRoot }), 'agents'), 'found-read-only.txt')) {
-      found[`read-only ${f.split('/agents/')[1]?.split('/')[0]}`] = readFileSync(f, 'utf8');
-    }
+    // The read-only workers' findings: what their commands printed, as their models received it.
+    for (const v of VENDORS) found[`read-only ${v}`] = readOnlyFindings(o, v);
   }, 600_000);
   afterAll(async () => {
     await closeCanaries(canaries);
@@ -302,24 +380,30 @@ describe.skipIf(!SANDBOXED)('what a worker reads of the repository and the host,
   });
 
   it('every probe ran, in each turn, each check and each read-only turn, and git worked there (its history reads)', () => {
-    expect(
-      Object.keys(found)
-        .filter((k) => !k.startsWith('read-only'))
-        .sort(),
-    ).toEqual(VENDORS.flatMap((v) => [`${v}/found-check.txt`, `${v}/found-turn.txt`]).sort());
-    // Not asserted yet: the read-only turns' findings (written to their private HOME) were not
-    // found under the state root in the runs of session 12 although the tasks ended done, so their
-    // probes are not proven to have run; a read-only turn's view is proven with the real sandbox in
-    // test/workers/git/base-checkout.test.ts. Whatever is found is checked below like the rest.
-    process.stderr.write(`read view: read-only findings collected: ${Object.keys(found).filter((k) => k.startsWith('read-only')).length}\n`);
+    expect(Object.keys(found).sort()).toEqual(VENDORS.flatMap((v) => [`${v}/found-check.txt`, `${v}/found-turn.txt`, `read-only ${v}`]).sort());
+    // pi's read-only turn: each place listed and read, through its own tools (no shell).
+    const pi = found['read-only pi'] ?? '';
+    const t = piReadOnlyTargets(o.s);
+    for (const p of t.ls) expect(pi, `read-only pi: ls ${p}`).toContain(`== ls ${p}\n`);
+    for (const p of t.read) expect(pi, `read-only pi: read ${p}`).toContain(`== read ${p}\n`);
+    // Positive controls: its checkout lists and reads (the base's README.md), / lists.
+    expect(pi.split('== ls .\n')[1]?.split('\n== ')[0], 'read-only pi: ls .').toMatch(/^README\.md$/m);
+    expect(pi.split('== read README.md\n')[1]?.split('\n== ')[0], 'read-only pi: read README.md').toContain('# target');
+    expect(pi.split('== ls /\n')[1]?.split('\n== ')[0], 'read-only pi: ls /').toMatch(/^(usr|bin|etc)\/?$/m);
     for (const [where, text] of Object.entries(found)) {
+      if (where === 'read-only pi') continue;
       expect(text, where).toContain('probe-done');
+      // Every section ran (a read-only worker's commands each got past the gate: none was denied).
+      for (const [name] of sections(o.s, false)) expect(text, `${where}: section ${name}`).toContain(`== ${name}\n`);
+      expect(text, where).not.toContain('Polly gate: denied');
       expect(text, where).toContain('status-exit: 0');
       // The task's own branch (a read-only task: its detached base), and the base's history ("initial"):
       // the object store's history stays readable.
       expect(text, where).toMatch(where.startsWith('read-only') ? /refs\/view\/head/ : /refs\/heads\/polly\/\S+/);
       expect(text.split('== history')[1], where).toContain('initial');
       expect(text.split('== sockets')[1]?.match(/^socket \S+: no$/gm)?.length, where).toBe(Object.keys(sockets).length);
+      expect(text, where).not.toMatch(/^socket \S+: (reached|visible)$/m);
+      expect(text.split('== sift')[1], where).toContain('canary-control');
     }
   });
 
@@ -328,11 +412,18 @@ describe.skipIf(!SANDBOXED)('what a worker reads of the repository and the host,
       for (const [name, canary] of Object.entries(CANARY)) expect(text.includes(canary), `${where} holds the ${name} canary`).toBe(false);
       // The main checkout's own WIP line is the developer's too; the refs listed are the task's own only.
       expect(text, where).not.toContain('work in progress, not committed');
+      if (where === 'read-only pi') {
+        // No shell: no refs to list, no find. / lists none of the places.
+        const root = (text.split('== ls /\n')[1]?.split('\n== ')[0] ?? '').split('\n').map((l) => l.replace(/\/$/, ''));
+        for (const name of ['srv', 'opt', 'mnt', 'home', 'media', 'boot']) expect(root, `${where}: / lists ${name}`).not.toContain(name);
+        continue;
+      }
       const refs = text.split('== refs')[1]?.split('== config')[0] ?? '';
       expect(
         refs
           .split('\n')
-          .filter(Boolean)
+          // for-each-ref's lines only: a CLI adds its own (claude an "Exit code N" line before a command's output that failed).
+          .filter((l) => l.includes('\t'))
           .map((l) => l.split('\t')[1]),
         where,
       ).toEqual(['refs/heads/main', where.startsWith('read-only') ? 'refs/view/head' : expect.stringMatching(/^refs\/heads\/polly\//)]);

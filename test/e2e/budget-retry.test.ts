@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
-import { openRepoContext } from '../../brain/commands/repo-context.js';
+import { openRepoContext } from '../../brain/registry/repo-context.js';
 import { createRepoUiSource } from '../../brain/ui/ui-source.js';
 import { createUiServer, type UiServer } from '../../brain/ui/ui-server.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';
@@ -99,10 +99,14 @@ describe.skipIf(!READY)('a task parked for its budget goes on with a higher one'
     const env = keylessEnv();
     expect((await polly(['init'], repo, env)).code).toBe(0);
     // The dashboard checks the repository's own config before it proposes (as polly retry does
-    // without --script): as root (CI), claude-code needs the opt-in of a disposable machine.
+    // without --script): as root (CI), claude-code needs the opt-in of a disposable machine, and
+    // the pi reviewer of a budgeted task must be metered (the plan gate refuses a budget on pi with
+    // no workers.pi.base_url: brain/plan/budgets.ts `unmeteredBudgets`). The --script commands point
+    // it at the scripted server for their length; nothing calls this address.
     const config = join(repo, '.polly/config.yaml');
     const doc = parseDocument(readFileSync(config, 'utf8'));
     doc.setIn(['workers', 'claude-code', 'allow_root_sandbox'], true);
+    doc.setIn(['workers', 'pi', 'base_url'], 'http://127.0.0.1:9/v1');
     writeFileSync(config, doc.toString());
     const plan = join(root, 'plan.yaml');
     writeFileSync(plan, PLAN);

@@ -14,7 +14,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { openRepoContext } from '../../brain/commands/repo-context.js';
+import { openRepoContext } from '../../brain/registry/repo-context.js';
 import { createRepoUiSource } from '../../brain/ui/ui-source.js';
 import { createUiServer } from '../../brain/ui/ui-server.js';
 import { sampleProjectWithOrigin } from '../helpers/sample-project.js';

@@ -58,7 +58,7 @@ export interface SshHosts {
 
 export interface SshHostOptions {
   name: string;
-  /** A PATH of the host's own (e.g. one without bwrap); default: node_modules/.bin, a bin dir with `polly`, and the system's. */
+  /** A PATH of the host's own (e.g. one without bwrap), after the bin dir with `polly` unless `pollyOnPath` is false; default: that, node_modules/.bin and the system's. */
   path?: string;
   /** Put this checkout's `polly` on the host's PATH (default true); false: the host has none until `polly hosts install`. */
   pollyOnPath?: boolean;
@@ -202,7 +202,7 @@ export async function startSshHosts(options: SshHostOptions[]): Promise<SshHosts
       writeFileSync(authorized, readFileSync(`${clientKey}.pub`));
       chmodSync(authorized, 0o644);
       const port = await freePort();
-      const path = opt.path ?? defaultHostPath(base, opt.pollyOnPath ?? true);
+      const path = opt.path ? [...((opt.pollyOnPath ?? true) ? [pollyBinDir(base)] : []), opt.path].join(':') : defaultHostPath(base, opt.pollyOnPath ?? true);
       const cfg = join(hostBase, 'sshd_config');
       writeFileSync(
         cfg,

@@ -5,7 +5,7 @@
  * no `run.trace_divergence`.
  */
 import { expect } from 'vitest';
-import { openRepoContext } from '../../brain/commands/repo-context.js';
+import { openRepoContext } from '../../brain/registry/repo-context.js';
 import { createTraceChecker } from '../../brain/process/trace-check.js';
 import { openRunStore } from '../../brain/registry/run-storage.js';
 import { gitTestEnv } from './git-repo.js';

@@ -7,7 +7,7 @@
  * pushed branch). Written through the real plan gate and registry store, with the lifecycle's own
  * transitions; no agent runs (the e2e tests run agents: test/e2e/budget-retry.test.ts).
  */
-import type { RepoContext } from '../../brain/commands/repo-context.js';
+import type { RepoContext } from '../../brain/registry/repo-context.js';
 import { createLocalForge } from '../../brain/forge/local-forge.js';
 import { decidePlan, proposePlan } from '../../brain/plan/plan-gate.js';
 import { createGoal } from '../../brain/registry/goal-record.js';

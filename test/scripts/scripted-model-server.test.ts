@@ -89,3 +89,45 @@ describe('scripted model server, latency_ms', () => {
     );
   });
 });
+
+describe('scripted model server, wait_for', () => {
+  it("holds a session's answers until each session it waits for has sent a request; a name that is no other session is refused", async () => {
+    const { startScriptedModelServer } = await import('../../scripts/scripted-model/server.js');
+    const { parseModelScript } = await import('../../scripts/scripted-model/script.js');
+    const script = parseModelScript(
+      'sessions:\n  - name: a\n    match: {task: a1}\n    wait_for: [b]\n    turns:\n      - steps: [{finish: "a"}]\n  - name: b\n    match: {task: b1}\n    wait_for: [a]\n    turns:\n      - steps: [{finish: "b"}]\n',
+    );
+    const server = await startScriptedModelServer({ script });
+    try {
+      const call = async (task: string) => {
+        const res = await fetch(`${server.url}/v1/messages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: `[polly task=${task}] go` }] }),
+        });
+        return ((await res.json()) as { content: Array<{ text: string }> }).content[0]!.text;
+      };
+      let answered = false;
+      const a = call('a1').then((text) => {
+        answered = true;
+        return text;
+      });
+      // a's request has arrived (recorded) and waits: b has sent nothing yet.
+      for (let i = 0; i < 100 && !server.requests.some((r) => r.session === 'a'); i++) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 200));
+      expect(server.requests.map((r) => r.session)).toEqual(['a']);
+      expect(answered).toBe(false);
+      // b's request lets both go (a has started, so b does not wait).
+      expect(await call('b1')).toBe('b');
+      expect(await a).toBe('a');
+      // Once both have started, nothing waits any more.
+      expect(await call('a1')).toBe('a');
+    } finally {
+      await server.close();
+    }
+    expect(() => parseModelScript('sessions:\n  - name: x\n    wait_for: [y]\n    turns: []\n  - name: z\n    turns: []\n', 'bad.yaml')).toThrow(
+      /bad\.yaml: sessions\[0\]\.wait_for must list the names of other sessions of this script \(z\); got "y"/,
+    );
+    expect(() => parseModelScript('sessions:\n  - name: x\n    wait_for: x\n    turns: []\n', 'bad.yaml')).toThrow(/sessions\[0\]\.wait_for must list/);
+  });
+});

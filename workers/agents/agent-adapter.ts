@@ -141,6 +141,22 @@ export interface AgentRunResult {
    * the runner failed before it decided; then anything may be the agent's.
    */
   sandboxMounts?: SandboxMount[] | null;
+  /**
+   * The remote host (a `workers.hosts` name) the turn ran on (workers/hosts/remote-turn.ts);
+   * absent or null: this machine. A remote turn's {@link sandboxMounts} is `[]`: its sandbox could
+   * write nothing on this machine (the host's own mounts are in `hostSandboxMounts`).
+   */
+  host?: string | null;
+  /** The mounts of the sandbox the turn ran in on its host (paths there). */
+  hostSandboxMounts?: SandboxMount[] | null;
+  /**
+   * Set when the turn's host was lost or never took it (workers/hosts/remote-turn.ts): `started`
+   * false means no worker ran there (unreachable before the turn, or `busy`: every slot of the host
+   * taken), so the turn may be placed again at once; true means a worker ran and the host dropped:
+   * this machine waited out `workers.host_lease_seconds` (the host stops its worker by then) and the
+   * turn's work there is not used.
+   */
+  hostLost?: { host: string; reason: string; started: boolean; busy?: boolean } | null;
 }
 
 /** A started agent process. */

@@ -48,6 +48,7 @@ import { stageWorktree } from './nested-repos.js';
 import { readArtifacts, recordArtifacts, untrackedPaths } from './polly-artifacts.js';
 import { parseWorktreeListPorcelainZ, type WorktreeEntry } from './worktree-porcelain.js';
 import { confinedSpawn, runShellCommand, type CommandResult, type SpawnSpec } from '../proc/shell-command.js';
+import { cappedLog } from '../proc/capped-log.js';
 import { pidAlive } from '../proc/process-liveness.js';
 import type { ResourceLimits } from '../sandbox/resource-bounds.js';
 
@@ -609,10 +610,17 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
       return { command, exitCode: null, timedOut: false, durationMs: Date.now() - started, output: error.message, logPath, refGuard: null, inputs };
     }
     const box = confinement.sandbox;
-    const chunks: Buffer[] = [];
-    // The output goes to the log as it comes, so a long setup can be followed (polly ui, status --watch).
+    // The output goes to the log as it comes, so a long setup can be followed (polly ui, status --watch):
+    // its first 16 MiB (../proc/capped-log.ts); the result keeps the last 4000 characters.
     await writeFile(logPath, `$ ${command}\n`);
-    let lastByte = 0x0a;
+    const log = cappedLog((data) => {
+      try {
+        appendFileSync(logPath, data);
+      } catch {
+        // the log is a view; the result keeps the output's tail
+      }
+    });
+    let tail = Buffer.alloc(0);
     options.onSetup?.({ id, command, logPath, state: 'started' });
     // The ref guard around the command, as around every turn and acceptance run (./ref-guard.ts):
     // inside the sandbox the git metadata is read-only; where none runs, this is what holds.
@@ -626,14 +634,10 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
         timeoutMs: options.setupTimeoutMs ?? 900_000,
         keepBytes: 4000,
         onOutput: (chunk) => {
-          chunks.push(chunk);
-          if (chunk.length === 0) return;
-          lastByte = chunk[chunk.length - 1]!;
-          try {
-            appendFileSync(logPath, chunk);
-          } catch {
-            // the log is a view; the output is kept in memory for the result
-          }
+          // A tail of at most 32 KiB, enough for 4000 characters of UTF-8 (never the whole output in memory).
+          tail = Buffer.concat([tail, chunk]);
+          if (tail.length > 32_768) tail = tail.subarray(-16_384);
+          log.write(chunk);
         },
         reapOnExit: false,
         ...(box ? { wrap: (spec: SpawnSpec) => confinedSpawn(box, spec) } : {}),
@@ -641,10 +645,9 @@ export function createWorktreeManager(options: WorktreeManagerOptions): Worktree
     } finally {
       options.onSetup?.({ id, command, logPath, state: 'ended' });
     }
-    const all = Buffer.concat(chunks)
-      .toString('utf8')
-      .replace(/\r?\n$/, '');
-    await appendFile(logPath, `${lastByte === 0x0a ? '' : '\n'}[exit ${r.exitCode ?? 'none'}${r.timedOut ? ', timed out' : ''}]\n`);
+    const all = tail.toString('utf8').replace(/\r?\n$/, '');
+    log.close();
+    await appendFile(logPath, `${log.lastByte === 0x0a ? '' : '\n'}[exit ${r.exitCode ?? 'none'}${r.timedOut ? ', timed out' : ''}]\n`);
     let refGuard: string | null = null;
     const seen = diffSnapshots(before, await guard.snapshot(before.remotes), { allowLocal: [`refs/heads/polly/${id}`] });
     // Confined: only what the sandbox could write is the command's; the rest was made outside it

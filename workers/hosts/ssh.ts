@@ -100,11 +100,11 @@ export function gitSshCommand(host: ResolvedHost, ctx: SshContext): string {
 }
 
 /**
- * The git URL of the repository's bare mirror on the host: `ssh://<dest>[:port]/~/<dir>/repos/<key>.git`
- * (relative `dir`) or `ssh://<dest>[:port]/<dir>/repos/<key>.git` (absolute). Pure.
+ * The git URL of the repository's mirror on the host: `ssh://<dest>[:port]/~/<dir>/repos/<key>`
+ * (relative `dir`) or `ssh://<dest>[:port]/<dir>/repos/<key>` (absolute). Pure.
  */
 export function hostMirrorUrl(host: ResolvedHost, repoKey: string): string {
-  const path = host.dir.startsWith('/') ? `${host.dir}/repos/${repoKey}.git` : `/~/${host.dir}/repos/${repoKey}.git`;
+  const path = host.dir.startsWith('/') ? `${host.dir}/repos/${repoKey}` : `/~/${host.dir}/repos/${repoKey}`;
   return `ssh://${host.ssh}${host.port ? `:${host.port}` : ''}${path}`;
 }
 

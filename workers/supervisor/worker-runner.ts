@@ -46,11 +46,13 @@ import { probeSandbox, warmSandbox } from '../sandbox/sandbox.js';
 import { probeBoundsMechanism } from '../sandbox/resource-bounds.js';
 import { startTurnMeter, unmeteredReason, type TurnMeter } from '../metering/turn-meter.js';
 import type { ModelPrice } from '../metering/api-usage.js';
+import type { RemoteTurnSpec } from '../hosts/remote-turn.js';
+import type { WorkerHostsOptions } from '../hosts/host-config.js';
 
 /** The part of `.polly/config.yaml` a runner reads: the gate's policies and each harness's options (a PollyConfig satisfies it). */
 export interface WorkerRunConfig {
   policies: GatePolicy;
-  workers: AgentOptionsByHarness & WorkerSandboxOptions;
+  workers: AgentOptionsByHarness & WorkerSandboxOptions & WorkerHostsOptions;
   /** `forge.github.base_url` (GitHub Enterprise): its host is a forge API for the gate (GateContext.forgeApiHosts). */
   forge?: { github?: { base_url?: string | null } };
   /** `worktrees.dir` (workers/git/worktrees-dir.ts): the sandbox hides it but for the turn's own worktree. */
@@ -63,7 +65,7 @@ export interface WorkerRunConfig {
  * What the supervisor writes to `<dir>/spec.json` for one turn: the turn request (workers/worker-turn.ts)
  * without its env values (no secrets on disk: only their names) plus where the runner keeps things.
  */
-export interface WorkerSpec extends Omit<WorkerTurnRequest, 'env' | 'timeoutMs'> {
+export interface WorkerSpec extends Omit<WorkerTurnRequest, 'env' | 'timeoutMs' | 'host' | 'base'> {
   version: 1;
   workerId: string;
   /** Names of the environment variables passed to the agent as `AgentRunOptions.env`. */
@@ -77,6 +79,8 @@ export interface WorkerSpec extends Omit<WorkerTurnRequest, 'env' | 'timeoutMs'>
   journalPath: string | null;
   heartbeatMs: number;
   config: WorkerRunConfig;
+  /** Set when the supervisor placed the turn on a remote host: this runner relays it (workers/hosts/remote-turn.ts). */
+  host?: RemoteTurnSpec | null;
 }
 
 /** The files of one worker under its directory. */
@@ -169,6 +173,16 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
   try {
     const spec = JSON.parse(readFileSync(specPath, 'utf8')) as WorkerSpec;
     timer = setInterval(beat, Math.max(50, spec.heartbeatMs || 2000));
+    if (spec.host) {
+      // Placed on a remote host: this runner is the turn's local end (workers/hosts/remote-turn.ts),
+      // loaded only then (a local turn's runner boots without it).
+      const { runRemoteTurn } = await import('../hosts/remote-turn.js');
+      result = await runRemoteTurn(spec as WorkerSpec & { host: RemoteTurnSpec }, record, controller.signal);
+      clearInterval(timer);
+      beat();
+      writeJsonAtomic(files.result, result);
+      return result;
+    }
     const explicitEnv: Record<string, string> = {};
     for (const key of [...spec.envKeys, ...(spec.config.workers.env_passthrough ?? [])]) {
       const value = process.env[key];

@@ -47,6 +47,11 @@ import { repoStateDir } from '../sandbox/agent-state-dir.js';
 import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerFiles, type WorkerRunConfig, type WorkerSpec } from './worker-runner.js';
 import { createEventTail, logTail, readAgentPid, readRunnerPid, runnerAlive } from './worker-files.js';
 import type { WorkerRecord, WorkerRecordStore } from './worker-record-store.js';
+import { configuredHosts, DEFAULT_HOST_LEASE_SECONDS, type ResolvedHost } from '../hosts/host-config.js';
+import { createPlacement, type Placement } from '../hosts/placement.js';
+import { sshContext } from '../hosts/ssh.js';
+import { repoKeyFor } from '../hosts/worktree-transfer.js';
+import { createGitRunner } from '../git/git.js';
 
 export interface WorkerSupervisorOptions {
   /** The repository's main checkout (absolute). */
@@ -84,6 +89,11 @@ export interface WorkerSupervisorOptions {
    * closes). Default 1 (each idle runner holds about 40 MB).
    */
   standby?: number;
+  /**
+   * Where each turn runs (workers/hosts/placement.ts). Default: the remote hosts of
+   * `config.workers.hosts` when there are any, else every turn here (null: always here).
+   */
+  placement?: Placement | null;
 }
 
 /** The worker id of an order: stable, so a repeated order finds its first run. */
@@ -102,6 +112,16 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 function isLiveState(w: WorkerRecord): boolean {
   return w.state === undefined || w.state === 'starting' || w.state === 'running';
+}
+
+/** The outcome recorded on a row whose host never started the turn (placed again at once, under the next worker id). */
+export const HOST_NOT_STARTED = 'host_not_started';
+/** The outcome recorded on a row whose host was lost while the turn ran. */
+export const HOST_LOST = 'host_lost';
+
+/** The worker id of the `n`th placement of an order (n ≥ 1): the first is {@link workerIdFor}'s. */
+export function placedWorkerId(taskId: string, orderId: string, n: number): string {
+  return n <= 1 ? workerIdFor(taskId, orderId) : workerIdFor(taskId, `${orderId}#placement-${n}`);
 }
 
 /**
@@ -137,6 +157,16 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
   let standbySeq = 0;
   /** Set by stop(): no runner or standby starts after it. */
   let stopping = false;
+  const placement: Placement | null =
+    options.placement !== undefined
+      ? options.placement
+      : configuredHosts(options.config.workers).length > 0
+        ? createPlacement({ workers: options.config.workers, ssh: sshContext(options.config.workers) })
+        : null;
+  /** Hosts chosen for turns whose row is not written yet (so two placements at once see each other). */
+  const placing = new Map<string, string>();
+  let placeChain: Promise<void> = Promise.resolve();
+  let repoKey: Promise<string> | null = null;
   const dropStandby = (child: ChildProcess): void => {
     const i = standbys.findIndex((x) => x.child === child);
     if (i >= 0) standbys.splice(i, 1);
@@ -200,7 +230,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
       if (!w || !isLiveState(w)) return;
       w.state = result ? 'exited' : 'dead';
       w.endedAt = new Date().toISOString();
-      w.outcome = result ? result.status : 'agent_exited';
+      w.outcome = result?.hostLost ? (result.hostLost.started ? HOST_LOST : HOST_NOT_STARTED) : result ? result.status : 'agent_exited';
       w.cause = result ? (result.message ?? '') || null : cause;
       if (result?.sessionId) w.sessionId = result.sessionId;
       tx.emit(result ? 'worker.exited' : 'worker.dead', { workerId: w.id, taskId: w.taskId, orderId: w.orderId ?? null, outcome: w.outcome, cause: w.cause });
@@ -300,7 +330,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
   };
 
   /** Start the runner; null when another supervisor recorded this worker first (then adopt it). */
-  const start = async (request: WorkerTurnRequest, id: string, files: WorkerFiles): Promise<WorkerRecord | null> => {
+  const start = async (request: WorkerTurnRequest, id: string, files: WorkerFiles, host: ResolvedHost | null): Promise<WorkerRecord | null> => {
     const runnerPath = options.runnerPath ?? defaultRunnerPath();
     mkdirSync(files.dir, { recursive: true });
     const agentStateDir = join(options.agentStateRoot ?? repoStateDir(options.repoRoot), 'agents', request.taskId, request.harness);
@@ -316,7 +346,9 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
       readOnly: request.readOnly,
       cwd: request.cwd,
       prompt: request.prompt,
-      resumeSessionId: request.resumeSessionId,
+      // An agent session lives where the task's last turn ran (its host, or here): placed elsewhere,
+      // the turn starts a new session in the same worktree state.
+      resumeSessionId: (host?.name ?? null) === (request.host ?? null) ? request.resumeSessionId : null,
       model: request.model,
       gateContext: request.gateContext,
       envKeys: Object.keys(request.env),
@@ -327,6 +359,17 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
       journalPath: options.gateJournalPath === undefined ? join(options.repoRoot, '.polly', 'gate-decisions.jsonl') : options.gateJournalPath,
       heartbeatMs,
       config: options.config,
+      host: host
+        ? {
+            host,
+            sshConfig: options.config.workers.ssh_config ?? null,
+            controlDir: sshContext(options.config.workers).controlDir,
+            leaseMs: (options.config.workers.host_lease_seconds ?? DEFAULT_HOST_LEASE_SECONDS) * 1000,
+            repoKey: await (repoKey ??= repoKeyFor(createGitRunner(), options.repoRoot)),
+            baseBranch: request.base?.branch ?? null,
+            baseCommit: request.base?.commit ?? null,
+          }
+        : null,
     };
     writeJsonAtomic(files.spec, spec);
     const now = new Date().toISOString();
@@ -348,6 +391,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
       endedAt: null,
       outcome: null,
       cause: null,
+      host: host?.name ?? null,
     };
     // The row first: a crash after this line leaves a row (a lost turn), never a second agent.
     // Stopping is decided in the same write: a row written is a runner started, however the stop races it.
@@ -355,7 +399,14 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
       if (stopping) return 'stopping' as const;
       if (draft.workers[id]) return false;
       draft.workers[id] = row;
-      tx.emit('worker.starting', { workerId: id, taskId: request.taskId, orderId: request.orderId, harness: request.harness, purpose: request.purpose });
+      tx.emit('worker.starting', {
+        workerId: id,
+        taskId: request.taskId,
+        orderId: request.orderId,
+        harness: request.harness,
+        purpose: request.purpose,
+        ...(host ? { host: host.name } : {}),
+      });
       return true;
     });
     if (inserted === 'stopping') {
@@ -446,7 +497,12 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
     return { ...written };
   };
 
-  const runTurnOnce = async (request: WorkerTurnRequest, id: string, opts: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void }): Promise<WorkerTurnResult> => {
+  const runTurnOnce = async (
+    request: WorkerTurnRequest,
+    id: string,
+    opts: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void },
+    avoid: ReadonlySet<string> = new Set(),
+  ): Promise<WorkerTurnResult> => {
     const files = workerFiles(join(stateRoot, id));
     const existing = (await store.read()).workers[id];
     if (existing) {
@@ -473,9 +529,101 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
     }
     const orphan = await adoptFromFiles(request, id, files);
     if (orphan) return follow(orphan, files, true, opts);
-    const row = await start(request, id, files);
-    if (!row) return runTurnOnce(request, id, opts); // lost the race to another supervisor: adopt its worker
+    const placed = await place(request, id, avoid);
+    if ('refused' in placed) return placed.refused;
+    let row: WorkerRecord | null;
+    try {
+      row = await start(request, id, files, placed.host);
+    } finally {
+      placing.delete(id);
+    }
+    if (!row) return runTurnOnce(request, id, opts, avoid); // lost the race to another supervisor: adopt its worker
     return follow(row, files, false, opts);
+  };
+
+  /**
+   * Decide where a new turn runs (workers/hosts/placement.ts); while every ready host is full,
+   * wait for a slot (a turn that frees one is seen within a second). A refusal is the turn's
+   * result, with no row and no runner: `agent_refused` when waiting cannot help, else `agent_exited`.
+   */
+  const place = async (request: WorkerTurnRequest, id: string, avoid: ReadonlySet<string>): Promise<{ host: ResolvedHost | null } | { refused: WorkerTurnResult }> => {
+    if (!placement) return { host: null };
+    let said = '';
+    for (;;) {
+      if (stopping) break;
+      // One decision at a time: two turns placed at once must each see the other's slot.
+      const decided = placeChain.then(async () => {
+        const load = new Map<string, number>();
+        for (const w of Object.values((await store.read()).workers)) if (w.host && isLiveState(w)) load.set(w.host, (load.get(w.host) ?? 0) + 1);
+        for (const [wid, h] of placing) if (wid !== id) load.set(h, (load.get(h) ?? 0) + 1);
+        const d = await placement.place(
+          { taskId: request.taskId, harness: request.harness, purpose: request.purpose, readOnly: request.readOnly, preferHost: request.host ?? null },
+          load,
+          avoid,
+        );
+        if (d.kind === 'host') placing.set(id, d.host.name);
+        return d;
+      });
+      placeChain = decided.then(
+        () => undefined,
+        () => undefined,
+      );
+      const decision = await decided;
+      if (decision.kind === 'host') return { host: decision.host };
+      if (decision.kind === 'local') {
+        if (decision.note && request.purpose === 'implement')
+          await store.update((_d, tx) => tx.emit('worker.placed_here', { workerId: id, taskId: request.taskId, orderId: request.orderId, note: decision.note }));
+        return { host: null };
+      }
+      if (decision.kind === 'refuse') {
+        const result = faultResult(decision.permanent ? 'agent_refused' : 'agent_exited', decision.reason, Date.now(), [{ type: 'error', message: decision.reason }]);
+        await store.update((_d, tx) => tx.emit('worker.not_placed', { workerId: id, taskId: request.taskId, orderId: request.orderId, reason: decision.reason }));
+        return { refused: { ...result, workerId: id, adopted: false } };
+      }
+      if (decision.reason !== said) {
+        said = decision.reason;
+        await store.update((_d, tx) => tx.emit('worker.waiting_for_host', { workerId: id, taskId: request.taskId, orderId: request.orderId, reason: decision.reason }));
+      }
+      await sleep(1000);
+    }
+    throw new PollyError(
+      'stopping',
+      `the Brain is stopping: the ${request.harness} ${request.purpose} turn of task ${request.taskId} (order ${request.orderId}) was waiting for a host and was not started; the next Brain (polly resume) starts it`,
+      { details: { taskId: request.taskId, orderId: request.orderId } },
+    );
+  };
+
+  /**
+   * Run the order's turn, placing it again (under the next worker id, {@link placedWorkerId}) each
+   * time a host did not start it (busy, unreachable before the turn): those rows end
+   * {@link HOST_NOT_STARTED} and the order is not spent. At most 20 placements.
+   */
+  const runPlaced = async (request: WorkerTurnRequest, opts: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void }): Promise<WorkerTurnResult> => {
+    const avoid = new Set<string>();
+    const rows = (await store.read()).workers;
+    let last: WorkerTurnResult | null = null;
+    for (let n = 1; n <= 20; n++) {
+      const id = placedWorkerId(request.taskId, request.orderId, n);
+      const row = rows[id];
+      if (row && row.outcome === HOST_NOT_STARTED) {
+        if (row.host) avoid.add(row.host);
+        continue;
+      }
+      const result = await runTurnOnce(request, id, opts, avoid);
+      if (!result.hostLost || result.hostLost.started) {
+        if (result.hostLost) placement?.forget(result.hostLost.host);
+        return result;
+      }
+      last = result;
+      placement?.forget(result.hostLost.host);
+      avoid.add(result.hostLost.host);
+      if (avoid.size >= (placement?.hosts().length ?? 0)) {
+        // Every host refused this turn once: start over after a pause (a busy one may have a slot now).
+        avoid.clear();
+        await sleep(1000);
+      }
+    }
+    return last!;
   };
 
   return {
@@ -483,7 +631,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
       const id = workerIdFor(request.taskId, request.orderId);
       const current = following.get(id);
       if (current) return current.then((r) => ({ ...r, adopted: true }));
-      const p = runTurnOnce(request, id, opts).finally(() => following.delete(id));
+      const p = runPlaced(request, opts).finally(() => following.delete(id));
       following.set(id, p);
       return p;
     },

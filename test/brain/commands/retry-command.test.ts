@@ -4,7 +4,7 @@
  * covers, and stays pending. Real git, the built CLI, a registry as the Brain writes it.
  */
 import { describe, expect, it } from 'vitest';
-import { openRepoContext } from '../../../brain/commands/repo-context.js';
+import { openRepoContext } from '../../../brain/registry/repo-context.js';
 import { proposePlan, proposeValidPlan } from '../../../brain/plan/plan-gate.js';
 import { pendingRetry, retryPlan } from '../../../brain/plan/plan-retry.js';
 import { createGoal } from '../../../brain/registry/goal-record.js';

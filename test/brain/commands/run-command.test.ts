@@ -5,7 +5,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { refuseUnstartableAgents } from '../../../brain/commands/run.js';
+import { refuseUnstartableAgents } from '../../../brain/plan/plan-agents.js';
 import { DEFAULT_CONFIG } from '../../../brain/config/config-schema.js';
 import { isPollyError } from '../../../brain/core/errors.js';
 import { createFileRegistryStore } from '../../../brain/registry/registry-store.js';

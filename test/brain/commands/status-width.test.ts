@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openRepoContext } from '../../../brain/commands/repo-context.js';
+import { openRepoContext } from '../../../brain/registry/repo-context.js';
 import { formatStatus, loadStatus, statusWidth } from '../../../brain/commands/status.js';
 import { wrapLine } from '../../../brain/commands/table.js';
 import { createTestRepo, gitTestEnv } from '../../helpers/git-repo.js';

@@ -27,7 +27,7 @@ describe('GitHub forge against the simulator', () => {
   });
 
   const forgeFor = (s: GitHubSimulator, extra: Partial<Parameters<typeof createGitHubForge>[0]> = {}) =>
-    createGitHubForge({ owner: s.owner, repo: s.repo, token: TOKEN, baseUrl: s.baseUrl, ...extra });
+    createGitHubForge({ owner: s.owner, repo: s.repo, token: TOKEN, baseUrl: s.baseUrl, retryAfterBaseValue: 5, ...extra });
 
   test('one PR end to end: draft against the task base, review with comments, ready, read, list — and no merge request', async () => {
     const forge = forgeFor(sim);
@@ -177,7 +177,11 @@ describe('rate limits (the throttling and retry plugins)', () => {
   const clock = { now: () => Date.now() + offset, advance: (ms: number) => void (offset += ms) };
   let sim: GitHubSimulator;
   beforeAll(async () => {
-    sim = await startGitHubSimulator({ clock, rateLimit: 1000, branches: { main: sha('a'), 'polly/x': sha('b'), 'polly/y': sha('c') } });
+    sim = await startGitHubSimulator({
+      clock,
+      rateLimit: 1000,
+      branches: { main: sha('a'), 'polly/x': sha('b'), 'polly/y': sha('c'), 'polly/z1': sha('d'), 'polly/z2': sha('e') },
+    });
   });
   afterAll(async () => {
     await sim?.close();
@@ -232,6 +236,24 @@ describe('rate limits (the throttling and retry plugins)', () => {
     expect(waits).toEqual([]);
     expect(sim.pulls.get(pr.number)!.comments).toEqual([]);
   });
+
+  test('writes that notify are 3 GitHub seconds apart: 3 s by default, scaled by retryAfterBaseValue (the other tests run them in ms)', async () => {
+    const notifying = (from: number) => sim.requests.slice(from).filter((r) => r.method === 'POST' && /\/(pulls|comments)$/.test(r.path));
+    const gaps = async (forge: ReturnType<typeof createGitHubForge>, head: string) => {
+      const from = sim.requests.length;
+      const pr = await forge.openDraftPullRequest({ head, base: 'main', title: head, body: '' });
+      await forge.comment(pr.number, 'one');
+      const posts = notifying(from);
+      expect(posts.map((r) => r.path)).toEqual([`/repos/${sim.owner}/${sim.repo}/pulls`, `/repos/${sim.owner}/${sim.repo}/issues/${pr.number}/comments`]);
+      return posts[1]!.at - posts[0]!.at;
+    };
+    // GitHub's advice for mutations, kept by the throttling plugin's own queues in Polly.
+    const byDefault = await gaps(createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl }), 'polly/z1');
+    expect(byDefault).toBeGreaterThanOrEqual(2_900);
+    const scaled = await gaps(createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl, retryAfterBaseValue: 5 }), 'polly/z2');
+    expect(scaled).toBeGreaterThanOrEqual(14);
+    expect(scaled).toBeLessThan(2_900);
+  });
 });
 
 describe('orchestration case 11: watching 20 PRs for an hour stays inside a fixed budget', () => {
@@ -244,7 +266,7 @@ describe('orchestration case 11: watching 20 PRs for an hour stays inside a fixe
     // every minute would use it up in a quarter of an hour (1,200 requests an hour).
     const sim = await startGitHubSimulator({ clock, rateLimit: 300, branches });
     try {
-      const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl });
+      const forge = createGitHubForge({ owner: sim.owner, repo: sim.repo, token: TOKEN, baseUrl: sim.baseUrl, retryAfterBaseValue: 5 });
       const numbers: number[] = [];
       // Opened without API requests (the forge's writes are a second apart, GitHub's advice for mutations: 20 s here otherwise).
       for (let i = 1; i <= 20; i++) numbers.push(sim.humanOpenPull({ login: 'polly-operator', head: `polly/w${i}`, base: 'main', title: `w${i}` }));

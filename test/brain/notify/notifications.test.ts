@@ -14,7 +14,7 @@ import { createBrainDeps } from '../../../brain/process/brain-deps.js';
 import { runBrainProcess } from '../../../brain/process/brain-process.js';
 import { createGoal } from '../../../brain/registry/goal-record.js';
 import { decidePlan, proposePlan } from '../../../brain/plan/plan-gate.js';
-import { openRepoContext } from '../../../brain/commands/repo-context.js';
+import { openRepoContext } from '../../../brain/registry/repo-context.js';
 import type { TaskTool } from '../../../brain/task-tools/types.js';
 import { budgetReason, parkForBudget } from '../../../brain/task-tools/turn-budget.js';
 import { desktopArgs } from '../../../brain/notify/desktop.js';

@@ -27,7 +27,7 @@ import { claimBrain, runBrainProcess } from '../../../brain/process/brain-proces
 import { createBrainTools } from '../../../brain/mcp/brain-tools.js';
 import { createGoal } from '../../../brain/registry/goal-record.js';
 import { decidePlan, proposePlan } from '../../../brain/plan/plan-gate.js';
-import { openRepoContext } from '../../../brain/commands/repo-context.js';
+import { openRepoContext } from '../../../brain/registry/repo-context.js';
 import type { Registry } from '../../../brain/registry/registry-schema.js';
 import type { TaskTool, TaskToolOutcome } from '../../../brain/task-tools/types.js';
 import { transitionTask } from '../../../brain/registry/task-lifecycle.js';

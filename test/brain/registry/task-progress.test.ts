@@ -4,12 +4,14 @@
  * when a record is not shown (the step ended, the task is final, the Brain that wrote it is gone).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { emptyRegistry, type Registry } from '../../../brain/registry/registry-schema.js';
 import { eventLine, followStep, lastLines, progressStamp, readProgress, taskNow } from '../../../brain/registry/task-progress.js';
+import { runCheck } from '../../../workers/acceptance.js';
+import { LOG_MAX_BYTES } from '../../../workers/proc/capped-log.js';
 import { sampleTask } from '../../helpers/registry-sample.js';
 
 function registry(brainPid: number | null, status = 'checking'): Registry {
@@ -51,6 +53,32 @@ describe('task progress', () => {
     expect(existsSync(join(pollyDir, 'progress', 't1.json'))).toBe(false);
     expect(taskNow(pollyDir, registry(process.pid), 't1', Date.now())).toBeNull();
   });
+
+  it("a check's 100 MiB output line is not stored whole: its log keeps the first 16 MiB of each command and says how much it left out; the next command is logged; the check's tail still reaches the worker", async () => {
+    const pollyDir = mkdtempSync(join(tmpdir(), 'polly-progress-'));
+    const step = followStep(pollyDir, 't1', 'checks', 'checks');
+    const run = (command: string) => {
+      step.command(command);
+      return runCheck(command, { cwd: pollyDir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeoutSeconds: 120, onOutput: (c) => step.output(c) });
+    };
+    const line = "head -c 104857600 /dev/zero | tr '\\0' x; echo ' the end'";
+    const first = await run(line);
+    expect(first.exitCode).toBe(0);
+    expect(first.output).toMatch(/x the end\n$/);
+    const log = readProgress(pollyDir, 't1')!.log!;
+    await run('echo second');
+    step.end();
+    const size = statSync(log).size;
+    expect(size).toBeGreaterThan(LOG_MAX_BYTES);
+    expect(size).toBeLessThan(LOG_MAX_BYTES + 1024);
+    const text = readFileSync(log, 'utf8');
+    expect(text.startsWith(`$ ${line}\nxxx`)).toBe(true);
+    expect(text.slice(-400)).toMatch(
+      new RegExp(
+        `x\\n\\[polly: output cut at ${LOG_MAX_BYTES} bytes: this log keeps no more of this command\\]\\n\\[polly: ${100 * 1024 * 1024 + 9 - LOG_MAX_BYTES} bytes of output not kept\\]\\n\\$ echo second\\nsecond\\n$`,
+      ),
+    );
+  }, 120_000);
 
   it("an agent's events as lines: the tool call and its result, text, the turn's end", () => {
     expect(eventLine({ type: 'tool_call', tool: 'bash', input: { command: 'npm test' } })).toBe('→ bash npm test');

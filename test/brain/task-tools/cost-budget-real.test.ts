@@ -113,7 +113,9 @@ async function expectParkedForBudget(id: string, run: Awaited<ReturnType<typeof 
   if (kept) expect(repo.git(['show', `${ref}:notes/kept.txt`])).toBe('written before the budget ran out');
   const journal = await rig.store.journal();
   expect(journal.filter((e) => e.kind === 'budget.reached').map((e) => e.data)).toEqual([expect.objectContaining({ taskId: id, scope: 'task', kind: 'tokens', limit })]);
-  expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([{ taskId: id, reason: task.statusReason, backupRef: ref, worktree: task.worktree }]);
+  expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([
+    { taskId: id, reason: task.statusReason, backupRef: ref, worktree: task.worktree, budget: true },
+  ]);
   return { task, ref };
 }
 
@@ -218,7 +220,7 @@ describe.skipIf(!SANDBOXED)('the cost ledger with the real CLIs', () => {
     expect(task.ledger!.totals.inputTokens).toBeGreaterThan(0);
     const journal = await rig.store.journal();
     expect(journal.filter((e) => e.kind === 'budget.reached').map((e) => e.data)).toEqual([expect.objectContaining({ taskId: id, scope: 'task', kind: 'tokens', limit: 1 })]);
-    expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([{ taskId: id, reason: task.statusReason, backupRef: null }]);
+    expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([{ taskId: id, reason: task.statusReason, backupRef: null, budget: true }]);
     expect(journal.filter((e) => e.kind === 'task.finished' || e.kind === 'task.failed')).toEqual([]);
   }, 120_000);
 
@@ -255,6 +257,8 @@ describe.skipIf(!SANDBOXED)('the cost ledger with the real CLIs', () => {
     process.stderr.write(`[cost-budget-real] budget stop: ${stopMs} ms from the crossing answer to budget.reached\n`);
     expect(stopMs).toBeGreaterThan(0);
     expect(stopMs, 'stopped well before the scripted sleep 4 would have let pi finish').toBeLessThan(30_000);
-    expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([{ taskId: 'pb1', reason: task.statusReason, backupRef: ref, worktree: task.worktree }]);
+    expect(journal.filter((e) => e.kind === 'task.parked').map((e) => e.data)).toEqual([
+      { taskId: 'pb1', reason: task.statusReason, backupRef: ref, worktree: task.worktree, budget: true },
+    ]);
   }, 120_000);
 });

@@ -6,7 +6,8 @@
  * Needs `npm run build` (the worker runner and the gate run from dist/).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NO_CHANGE, dispatch } from '../../../brain/task-tools/dispatch.js';
+import { dispatch } from '../../../brain/task-tools/dispatch.js';
+import { NO_CHANGE } from '../../../brain/task-tools/types.js';
 import { pushTool } from '../../../brain/task-tools/push.js';
 import { parseModelScript } from '../../../scripts/scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../../scripts/scripted-model/server.js';

@@ -18,7 +18,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { launchChromium } from '../../helpers/chromium.js';
-import { openRepoContext } from '../../../brain/commands/repo-context.js';
+import { openRepoContext } from '../../../brain/registry/repo-context.js';
 import { proposePlan } from '../../../brain/plan/plan-gate.js';
 import { createRepoUiSource } from '../../../brain/ui/ui-source.js';
 import { createUiServer, type UiServer } from '../../../brain/ui/ui-server.js';

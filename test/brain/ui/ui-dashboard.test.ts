@@ -29,7 +29,7 @@ import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { proposePlan } from '../../../brain/plan/plan-gate.js';
-import { openRepoContext, type RepoContext } from '../../../brain/commands/repo-context.js';
+import { openRepoContext, type RepoContext } from '../../../brain/registry/repo-context.js';
 import { createRepoUiSource } from '../../../brain/ui/ui-source.js';
 import { createLocalForge } from '../../../brain/forge/local-forge.js';
 import { createUiServer, type UiServer } from '../../../brain/ui/ui-server.js';

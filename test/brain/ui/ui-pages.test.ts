@@ -25,7 +25,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
-import { openRepoContext, type RepoContext } from '../../../brain/commands/repo-context.js';
+import { openRepoContext, type RepoContext } from '../../../brain/registry/repo-context.js';
 import { createRepoUiSource } from '../../../brain/ui/ui-source.js';
 import { createUiServer, type UiServer } from '../../../brain/ui/ui-server.js';
 import { createTestRepo, gitTestEnv, type TestRepo } from '../../helpers/git-repo.js';
@@ -85,6 +85,11 @@ async function open(browser: Browser, viewport: { width: number; height: number 
   repo.commitAll('polly init');
   repo.git(['push', '-q', 'origin', 'main']);
   const ctx: RepoContext = await openRepoContext(repo.dir, gitTestEnv());
+  // The parked task's pi (reviewed by codex) ran metered, as a budget stop implies: the plan gate refuses a
+  // budget on a worker Polly cannot meter (brain/plan/budgets.ts `unmeteredBudgets`), the retry's included.
+  // Nothing is called at these URLs: no agent runs here.
+  ctx.config.workers.pi = { ...ctx.config.workers.pi, base_url: 'http://127.0.0.1:9/v1' };
+  ctx.config.workers.codex = { ...ctx.config.workers.codex, provider: { id: 'metered', base_url: 'http://127.0.0.1:9/v1', env_key: 'POLLY_UI_TEST_KEY' } };
   const state: NeedsYouState = await needsYouState(ctx, repo);
   const ui: UiServer = await createUiServer(
     { source: createRepoUiSource({ repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, store: ctx.store, config: ctx.config, log: () => {} }), user: 'human:tester (polly ui)' },

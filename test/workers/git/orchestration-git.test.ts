@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { isPollyError } from '../../../brain/core/errors.js';
 import { createGitRunner } from '../../../workers/git/git.js';
 import { isPortFree } from '../../../workers/ports.js';
+import { LOG_MAX_BYTES } from '../../../workers/proc/capped-log.js';
 import { createWorktreeManager, type WorktreeManagerOptions } from '../../../workers/git/worktree-manager.js';
 import { createRepoWithSubmodule, createTestRepo, git, gitTestEnv, type TestRepo } from '../../helpers/git-repo.js';
 
@@ -325,6 +326,23 @@ describe('orchestration git cases', () => {
     expect(wt.setup?.output).toContain('broken');
     expect(kinds()).toContain('worktree.setup');
   });
+
+  it("case 10: a setup's 100 MiB output line is not stored whole: the log keeps its first 16 MiB and says how much it left out, the result its end", async () => {
+    const repo = createTestRepo();
+    const { manager } = setup(repo, { setupCommand: "head -c 104857600 /dev/zero | tr '\\0' x; echo ' the end'" });
+    const wt = await manager.create({ id: 't10d' });
+    expect(wt.setup).toMatchObject({ exitCode: 0, timedOut: false });
+    expect(wt.setup!.output).toMatch(/^x{3900,} the end$/);
+    expect(wt.setup!.output.length).toBeLessThanOrEqual(4000);
+    const size = statSync(wt.setup!.logPath).size;
+    expect(size).toBeGreaterThan(LOG_MAX_BYTES);
+    expect(size).toBeLessThan(LOG_MAX_BYTES + 1024);
+    expect(readFileSync(wt.setup!.logPath, 'utf8').slice(-300)).toMatch(
+      new RegExp(
+        `x\\n\\[polly: output cut at ${LOG_MAX_BYTES} bytes: this log keeps no more of this command\\]\\n\\[polly: ${100 * 1024 * 1024 + 9 - LOG_MAX_BYTES} bytes of output not kept\\]\\n\\[exit 0\\]\\n$`,
+      ),
+    );
+  }, 120_000);
 
   it('case 10: a setup command that outlives its timeout is killed with everything it started', async () => {
     const repo = createTestRepo();

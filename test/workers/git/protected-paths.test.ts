@@ -2,22 +2,95 @@
 // CI workflow its plan did not declare commits nothing; the worker is told once which files and
 // why, the second time the task parks naming them; declared, the change commits and the PR body
 // flags it. The real run_acceptance tool in a real worktree, real git (pathspec globs matched by git).
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalForge } from '../../../brain/forge/local-forge.js';
 import { renderPrBody } from '../../../brain/forge/pr-body.js';
 import { validatePlan } from '../../../brain/plan/plan-schema.js';
 import { runAcceptanceTool } from '../../../brain/task-tools/run-acceptance.js';
 import { createGitRunner } from '../../../workers/git/git.js';
-import { DEFAULT_PROTECTED_PATHS, protectedChanges } from '../../../workers/git/protected-paths.js';
-import { git } from '../../helpers/git-repo.js';
+import { DEFAULT_PROTECTED_PATHS, type PathContract, protectedChanges } from '../../../workers/git/protected-paths.js';
+import { createWorktreeManager, type WorktreeManager } from '../../../workers/git/worktree-manager.js';
+import { isPollyError } from '../../../brain/core/errors.js';
+import { createTestRepo, git, type TestRepo } from '../../helpers/git-repo.js';
 import { commitIn, createGreenTask, createPrStepSetting, noAgents, testConfig, toolRunner } from '../../helpers/pr-step-fixture.js';
 
 const write = (dir: string, rel: string, text: string) => {
   mkdirSync(join(dir, rel, '..'), { recursive: true });
   writeFileSync(join(dir, rel), text);
 };
+
+/**
+ * One file each default protected pattern covers (issue 27 item 4's list, plus the two other
+ * places GitHub and GitLab read CODEOWNERS from), and a new file under each directory pattern.
+ */
+const EACH: Array<{ pattern: string; path: string; added?: string }> = [
+  { pattern: '.polly/**', path: '.polly/config.yaml', added: '.polly/policy.yaml' },
+  { pattern: '.github/workflows/**', path: '.github/workflows/ci.yml', added: '.github/workflows/release.yaml' },
+  { pattern: '.github/actions/**', path: '.github/actions/setup/action.yml', added: '.github/actions/leak/action.yml' },
+  { pattern: '.gitlab-ci.yml', path: '.gitlab-ci.yml' },
+  { pattern: '.circleci/**', path: '.circleci/config.yml', added: '.circleci/extra.yml' },
+  { pattern: 'Jenkinsfile', path: 'Jenkinsfile' },
+  { pattern: '.buildkite/**', path: '.buildkite/pipeline.yml', added: '.buildkite/hooks/pre-command' },
+  { pattern: 'azure-pipelines.yml', path: 'azure-pipelines.yml' },
+  { pattern: '.worktreeinclude', path: '.worktreeinclude' },
+  { pattern: '.husky/**', path: '.husky/pre-commit', added: '.husky/pre-push' },
+  { pattern: '.pre-commit-config.yaml', path: '.pre-commit-config.yaml' },
+  { pattern: 'CODEOWNERS', path: 'CODEOWNERS' },
+  { pattern: '.github/CODEOWNERS', path: '.github/CODEOWNERS' },
+  { pattern: 'docs/CODEOWNERS', path: 'docs/CODEOWNERS' },
+];
+
+describe('each default protected path, through the staging function (worktree manager commitAll)', () => {
+  let repo: TestRepo;
+  let manager: WorktreeManager;
+  const contract = (declared: string[]): PathContract => ({ protectedPatterns: DEFAULT_PROTECTED_PATHS, declaredProtected: declared, paths: null });
+  let wt = '';
+  const head = () => git(wt, ['rev-parse', 'HEAD']);
+  const refusal = async (declared: string[]): Promise<string[] | string> => {
+    try {
+      return `committed ${await manager.commitAll({ id: 'each', message: 'the change', contract: contract(declared) })}`;
+    } catch (error) {
+      if (!isPollyError(error, 'protected_path')) throw error;
+      return (error.details as { protected: string[] }).protected;
+    }
+  };
+  const flagged = (declared: string[]) =>
+    renderPrBody({ taskId: 'each', title: 'A change', prompt: 'Change it.', acceptance: { commands: [], criteria: [] }, checks: [], reviews: [], protectedPaths: declared });
+
+  beforeAll(async () => {
+    repo = createTestRepo({ 'README.md': '# r\n', ...Object.fromEntries(EACH.map((e) => [e.path, `${e.path} v1\n`])) });
+    manager = createWorktreeManager({ repoRoot: repo.dir });
+    wt = (await manager.create({ id: 'each' })).path;
+  }, 60_000);
+  afterAll(() => rmSync(repo.root, { recursive: true, force: true }));
+
+  it('the table covers every default pattern', () => {
+    expect(EACH.map((e) => e.pattern)).toEqual([...DEFAULT_PROTECTED_PATHS]);
+  });
+
+  const cases = EACH.flatMap((e) => [
+    { kind: 'edited', pattern: e.pattern, path: e.path, change: () => writeFileSync(join(wt, e.path), `${e.path} v2 by the worker\n`) },
+    { kind: 'deleted', pattern: e.pattern, path: e.path, change: () => unlinkSync(join(wt, e.path)) },
+    ...(e.added ? [{ kind: 'added', pattern: e.pattern, path: e.added, change: () => write(wt, e.added!, 'new\n') }] : []),
+  ]);
+  it.each(cases)('$path $kind: refused undeclared (nothing committed), committed when the plan declares $pattern, and the PR body flags it', async ({ pattern, path, change }) => {
+    change();
+    const before = head();
+    expect(await refusal([])).toEqual([path]);
+    expect(head()).toBe(before);
+    // Another protected pattern declared is no declaration of this one.
+    expect(await refusal([pattern === 'CODEOWNERS' ? 'Jenkinsfile' : 'CODEOWNERS'])).toEqual([path]);
+    expect(head()).toBe(before);
+    expect(await refusal([pattern])).toMatch(/^committed [0-9a-f]{40}$/);
+    expect(git(wt, ['show', '--name-only', '--format=', 'HEAD'])).toBe(path);
+    const body = flagged([pattern]);
+    expect(body).toContain('**This task may change protected paths**');
+    expect(body).toContain(`\`${pattern}\``);
+    expect(flagged([])).not.toContain('protected paths');
+  });
+});
 
 describe('protected paths at staging', () => {
   it('git matches the staged changes: undeclared protected ones are named, declared ones and the base side of a merge are not', async () => {

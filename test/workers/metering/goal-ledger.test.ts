@@ -53,8 +53,10 @@ describe('the goal ledger file', () => {
 });
 
 const READS = 10;
-const script = (id: string) => `  - name: ${id}
+/** A session that writes, reads README.md READS times and finishes; its answers wait until `other` has sent a request (both run at once, however slowly one starts). */
+const script = (id: string, other: string) => `  - name: ${id}
     match: {task: ${id}, role: implement}
+    wait_for: [${other}]
     turns:
       - steps:
           - write: {path: notes/${id}.txt, content: "first\\n"}
@@ -63,7 +65,7 @@ ${'          - read: README.md\n'.repeat(READS)}          - finish: "Done."
 
 let server: ScriptedModelServer;
 beforeAll(async () => {
-  server = await startScriptedModelServer({ script: parseModelScript(`sessions:\n${script('ga1')}${script('ga2')}`) });
+  server = await startScriptedModelServer({ script: parseModelScript(`sessions:\n${script('ga1', 'ga2')}${script('ga2', 'ga1')}`) });
 });
 afterAll(async () => server?.close());
 

@@ -7,7 +7,7 @@ import type { PollyConfig } from '../config/config-schema.js';
 import { loadConfig } from '../config/config.js';
 import { PollyError } from '../core/errors.js';
 import { findRepo, type RepoLocation } from '../../workers/git/repo.js';
-import { createFileRegistryStore, type FileRegistryStore } from '../registry/registry-store.js';
+import { createFileRegistryStore, type FileRegistryStore } from './registry-store.js';
 
 export interface RepoContext {
   repo: RepoLocation;
