@@ -13,7 +13,7 @@ import { PollyError } from '../core/errors.js';
 import { findRepo } from '../../workers/git/repo.js';
 import { loadConfig } from '../config/config.js';
 import { createFileRegistryStore } from '../registry/registry-store.js';
-import { formatTable } from './table.js';
+import { formatTable, wrapLine, type Column, type TableFit } from './table.js';
 import { reasonLine, statusReport, type StatusReport, type StatusTask } from '../registry/status-report.js';
 import { runLiveView } from './live-view.js';
 import { formatCost, totalTokens, type LedgerTotals } from '../registry/cost-ledger.js';
@@ -34,7 +34,15 @@ export function spentCell(t: LedgerTotals): string | null {
 const REASON_STATUSES: ReadonlySet<string> = new Set(['failed', 'parked', 'cancelled', 'agent_missing', 'agent_exited', 'blocked_on_prompt', 'base_red']);
 
 /** The human-readable status: one table per non-empty section, then why each stopped task stopped (first line of its reason). */
-export function formatStatus(report: StatusReport): string[] {
+export function formatStatus(report: StatusReport, width?: number): string[] {
+  // Fit to `width` (a terminal's columns): tables cut their widest cells, then leave out their
+  // least needed columns (named under the table); other lines wrap.
+  const fitTable = <Row>(columns: Column<Row>[], rows: readonly Row[]): string[] => {
+    if (width === undefined) return formatTable(columns, rows);
+    const fit: TableFit = { width: width - 2 };
+    const lines = formatTable(columns, rows, fit);
+    return fit.hidden?.length ? [...lines, `(left out to fit: ${fit.hidden.join(', ')}; polly status --json has them)`] : lines;
+  };
   // The Brain's health first: whether anything moves at all (brain/registry/brain-health.ts).
   const out: string[] = [`Polly in ${report.repoRoot} · ${report.health.line}`];
   for (const line of report.disk ?? []) out.push(line);
@@ -53,15 +61,15 @@ export function formatStatus(report: StatusReport): string[] {
     'Goals',
     report.goals.length,
     () =>
-      formatTable(
+      fitTable(
         [
-          { header: 'ID', value: (g) => g.id },
+          { header: 'ID', value: (g) => g.id, min: 40 },
           { header: 'STATUS', value: (g) => g.status },
-          { header: 'PLANS', value: (g) => g.planIds.join(',') },
-          { header: 'SPENT', value: (g) => spentCell(g.spent.totals), max: 44 },
+          { header: 'PLANS', value: (g) => g.planIds.join(','), drop: 2 },
+          { header: 'SPENT', value: (g) => spentCell(g.spent.totals), max: 44, drop: 1 },
           // The goal's own LLM session, metered like a worker (brain/llm/brain-meter.ts); part of SPENT.
-          { header: 'BRAIN', value: (g) => (g.brain.totals.turns ? spentCell(g.brain.totals) : null), max: 44 },
-          { header: 'GOAL', value: (g) => g.text, max: 70 },
+          { header: 'BRAIN', value: (g) => (g.brain.totals.turns ? spentCell(g.brain.totals) : null), max: 44, drop: 3 },
+          { header: 'GOAL', value: (g) => g.text, max: 70, min: 12 },
         ],
         report.goals,
       ).concat(report.goals.filter((g) => g.reason).map((g) => `${g.id} failed: ${reasonLine(visibleText(g.reason!))}`)),
@@ -71,15 +79,15 @@ export function formatStatus(report: StatusReport): string[] {
     'Plans',
     report.plans.length,
     () =>
-      formatTable(
+      fitTable(
         [
-          { header: 'ID', value: (p) => p.id },
+          { header: 'ID', value: (p) => p.id, min: 40 },
           { header: 'GOAL', value: (p) => p.goalId },
           { header: 'ADMITTED', value: (p) => (p.admitted === null ? 'unchecked' : p.admitted ? 'yes' : 'REFUSED') },
           { header: 'GATE', value: (p) => p.gate },
           { header: 'TASKS', value: (p) => p.tasks },
-          { header: 'SPENT', value: (p) => spentCell(p.spent.totals), max: 44 },
-          { header: 'BUDGET', value: (p) => (p.budgets ? `task ${formatBudget(p.budgets.perTask)}; goal ${formatBudget(p.budgets.perGoal)}` : null), max: 60 },
+          { header: 'SPENT', value: (p) => spentCell(p.spent.totals), max: 44, drop: 1 },
+          { header: 'BUDGET', value: (p) => (p.budgets ? `task ${formatBudget(p.budgets.perTask)}; goal ${formatBudget(p.budgets.perGoal)}` : null), max: 60, drop: 2 },
         ],
         report.plans,
       ),
@@ -89,17 +97,17 @@ export function formatStatus(report: StatusReport): string[] {
     'Tasks',
     report.tasks.length,
     () =>
-      formatTable(
+      fitTable(
         [
-          { header: 'ID', value: (t) => t.id },
-          { header: 'TITLE', value: (t) => t.title, max: 36 },
-          { header: 'PURPOSE', value: (t) => t.purpose },
+          { header: 'ID', value: (t) => t.id, min: 40 },
+          { header: 'TITLE', value: (t) => t.title, max: 36, min: 12 },
+          { header: 'PURPOSE', value: (t) => t.purpose, drop: 4 },
           { header: 'WORKER', value: (t) => t.worker },
-          { header: 'REVIEWER', value: (t) => t.reviewer },
+          { header: 'REVIEWER', value: (t) => t.reviewer, drop: 3 },
           { header: 'STATUS', value: (t) => t.status },
-          { header: 'SPENT', value: (t) => spentCell(t.spent.totals), max: 44 },
-          { header: 'BUDGET', value: (t) => (t.budget ? formatBudget(t.budget) : null) },
-          { header: 'BRANCH', value: (t) => t.branch },
+          { header: 'SPENT', value: (t) => spentCell(t.spent.totals), max: 44, drop: 1 },
+          { header: 'BUDGET', value: (t) => (t.budget ? formatBudget(t.budget) : null), drop: 5 },
+          { header: 'BRANCH', value: (t) => t.branch, drop: 6 },
           // Only with remote hosts (workers.hosts): the host that holds the task's worktree there.
           ...(report.tasks.some((t) => t.host) ? [{ header: 'HOST', value: (t: StatusTask) => t.host ?? 'local' }] : []),
           { header: 'PR', value: (t) => (t.pr ? `#${t.pr.number} ${t.pr.state}` : null) },
@@ -110,6 +118,7 @@ export function formatStatus(report: StatusReport): string[] {
                 ? `review ${t.reviewText ?? t.prStatus.review}, checks ${t.prStatus.checks}, ${mergeText(t.prStatus)}${t.untrustedFeedback ? `; ${t.untrustedFeedback} from non-collaborators, not acted on` : ''}`
                 : null,
             max: 60,
+            drop: 2,
           },
         ],
         report.tasks,
@@ -140,21 +149,33 @@ export function formatStatus(report: StatusReport): string[] {
     'Workers',
     report.workers.length,
     () =>
-      formatTable(
+      fitTable(
         [
-          { header: 'ID', value: (w) => w.id },
+          { header: 'ID', value: (w) => w.id, min: 40 },
           { header: 'TASK', value: (w) => w.taskId },
           { header: 'HARNESS', value: (w) => w.harness },
-          { header: 'HOST', value: (w) => w.host ?? 'local' },
-          { header: 'PID', value: (w) => w.pid },
-          { header: 'HEARTBEAT', value: (w) => w.heartbeatAt },
+          { header: 'HOST', value: (w) => w.host ?? 'local', drop: 3 },
+          { header: 'PID', value: (w) => w.pid, drop: 2 },
+          { header: 'HEARTBEAT', value: (w) => w.heartbeatAt, drop: 1 },
         ],
         report.workers,
       ),
     'none running',
   );
   // Titles and reasons can hold text a worker wrote: its terminal escapes are shown, never obeyed.
-  return out.map(visibleLine);
+  const shown = out.map(visibleLine);
+  return width === undefined ? shown : shown.flatMap((l) => wrapLine(l, width));
+}
+
+/**
+ * The width `polly status` fits its lines to: the terminal's columns when stdout is one, else
+ * `COLUMNS` when set to a number (POSIX's variable for it), else none (a pipe or file gets whole lines).
+ * Never under 40.
+ */
+export function statusWidth(stdout: { isTTY?: boolean; columns?: number }, env: NodeJS.ProcessEnv): number | undefined {
+  const fromEnv = Number(env.COLUMNS);
+  const cols = stdout.isTTY && stdout.columns ? stdout.columns : Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : undefined;
+  return cols === undefined ? undefined : Math.max(40, cols);
 }
 
 /**
@@ -214,6 +235,9 @@ Options:
 With no Brain running, the tasks of approved plans that are not finished are named under the
 Brain line (--json: unattended) with the command that continues them: polly resume.
 
+Lines fit the terminal's width (or COLUMNS when set; a pipe gets whole lines): long cells are
+cut with …, then the least needed columns are left out (named under the table), other lines wrap.
+
 A task that failed, was parked or cancelled (or whose fix round could not start) is listed under
 "Why" with the first line of its reason and its fix, whole; --json has the whole reason.
 
@@ -241,7 +265,7 @@ Exit codes: 0 ok; 1 not initialised (run "polly init") or a corrupt registry;
       return 0;
     }
     if (args.values.json) writeJson(io.stdout, report);
-    else for (const line of formatStatus(report)) writeLine(io.stdout, line);
+    else for (const line of formatStatus(report, statusWidth(io.stdout as { isTTY?: boolean; columns?: number }, io.env))) writeLine(io.stdout, line);
     return 0;
   },
 };

@@ -9,6 +9,8 @@ import { PollyError } from '../core/errors.js';
 import { openRepoContext } from '../registry/repo-context.js';
 import { createRepoUiSource } from '../ui/ui-source.js';
 import { createUiServer } from '../ui/ui-server.js';
+import { join } from 'node:path';
+import { repoStateDir } from '../../workers/sandbox/agent-state-dir.js';
 
 export const command: Command = {
   summary: 'open a local web dashboard: goals, plans and the plan gate, live workers, PRs, journal',
@@ -25,7 +27,9 @@ address is refused unless --allow-remote. It prints a login URL with a random to
 once: opening it starts a browser session bound to this server (a secret root path and an
 HttpOnly, SameSite=Strict cookie scoped to it, so a server on another port of this machine never
 gets it), which lasts 12 hours. Press Enter here for another login URL (another browser, or after
-the session ended). Every request must name this server in its Host header (DNS rebinding);
+the session ended). A restarted polly ui takes the last one's port when it is free (without
+--port) and its sessions, so an open tab reconnects by itself; it keeps only hashes of them, in
+the repository's state directory (~/.local/state/polly/<repo>/ui/). Every request must name this server in its Host header (DNS rebinding);
 state changes are POSTs that must come from the dashboard's own Origin (CSRF).
 
 Output: the URL to open on stdout, and another on each Enter (--json: {url, loginUrl, port},
@@ -43,7 +47,12 @@ Exit codes: 0 stopped; 2 bad flags, a non-loopback --host without --allow-remote
     const source = createRepoUiSource({ repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, store: ctx.store, config: ctx.config });
     const server = await createUiServer(
       { source, user: `human:${io.env.USER ?? 'unknown'} (polly ui)` },
-      { host: args.values.host ?? '127.0.0.1', port, allowRemote: Boolean(args.values['allow-remote']) },
+      {
+        host: args.values.host ?? '127.0.0.1',
+        ...(args.values.port === undefined ? {} : { port }),
+        allowRemote: Boolean(args.values['allow-remote']),
+        keepDir: join(repoStateDir(ctx.repo.root, io.env), 'ui'),
+      },
     );
     // The login URL carries this session's token: stdout only (it is the user's own capability), never stderr or a file.
     if (args.values.json) writeJson(io.stdout, { url: server.url, loginUrl: server.loginUrl, port: server.port });

@@ -639,7 +639,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f7f8
 header{background:#1d2330}
 nav{color:#fff;padding:.6em 1.2em;display:flex;flex-wrap:wrap;gap:.3em 1.2em;align-items:center;max-width:1200px}
 nav a{color:#d5deee;text-decoration:none}nav a.brand{color:#fff;font-weight:700}nav a:focus-visible{outline:2px solid #fff}
-#live-state{color:#d5deee;font-size:.9em}
+#live-state{color:#d5deee;font-size:.9em}#live-state.signed-out{color:#ffe08a;font-weight:600}
 main,aside.stream{padding:.4em 1.2em;max-width:1200px}
 h1{font-size:1.4em;overflow-wrap:anywhere}h2{font-size:1.1em;margin-top:1.4em;border-bottom:1px solid #d5dbe5}h3{font-size:1em;overflow-wrap:anywhere}
 a{color:#0b57c2}
@@ -719,7 +719,6 @@ export const UI_SCRIPT = `
     });
   };
   if (document.body.dataset.live) {
-    var es = new EventSource('events');
     var busy = false, again = false;
     var reload = function () {
       if (busy) { again = true; return; }
@@ -732,9 +731,43 @@ export const UI_SCRIPT = `
         if (doc.title) document.title = doc.title;
       }).finally(function () { busy = false; if (again) { again = false; reload(); } });
     };
-    es.addEventListener('change', reload);
-    es.onopen = function () { if (state) state.textContent = 'live'; };
-    es.onerror = function () { if (state) state.textContent = 'reconnecting…'; };
+    // The live stream, and its way back after the server went away (a restart, a sleep): while the
+    // server is down the browser retries on its own; when the server answers but not with the
+    // stream (another server on the port, or one that lost the session), the stream is closed for
+    // good, so the page asks the server what it says about this session: signed out is said as
+    // such, anything else is tried again, every 2 s. Once back, the page catches up at once.
+    var es = null, lost = false;
+    var say = function (text, cls) {
+      if (!state) return;
+      state.textContent = text;
+      state.className = cls || '';
+    };
+    var connect = function () {
+      es = new EventSource('events');
+      es.addEventListener('change', reload);
+      es.onopen = function () {
+        say('live');
+        if (lost) { lost = false; reload(); }
+      };
+      es.onerror = function () {
+        lost = true;
+        if (es.readyState !== EventSource.CLOSED) { say('reconnecting…'); return; }
+        es = null;
+        fetch(location.href, { credentials: 'same-origin', cache: 'no-store' }).then(function (r) {
+          if (r.status === 401) {
+            localStorage.removeItem(ROOT_KEY);
+            say('signed out: this dashboard no longer knows this session. Open a new login URL from polly ui (press Enter in its terminal).', 'signed-out');
+            return;
+          }
+          say('reconnecting…');
+          setTimeout(connect, 2000);
+        }, function () {
+          say('reconnecting…');
+          setTimeout(connect, 2000);
+        });
+      };
+    };
+    connect();
   }
   // The time a long step has run, counted on between live updates.
   setInterval(function () {

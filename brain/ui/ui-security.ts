@@ -7,7 +7,8 @@
  * - every request must name this server in its Host header, so a DNS-rebinding page
  *   (`http://attacker.example` resolving to 127.0.0.1) is refused ({@link hostAllowed});
  * - every state change is a POST whose Origin is this server (CSRF, {@link originAllowed});
- * - a session is bound to this server ({@link createSessionBook}): the login token `polly ui`
+ * - a session is bound to this server ({@link createSessionBook}), or to the next one on the same
+ *   repository and port when it is handed over (hashes only, {@link KeptSession}): the login token `polly ui`
  *   prints works once, and exchanges for a session that has its own secret root path
  *   (`/s/<secret>/`, every page lives below it) and a cookie scoped to that path (HttpOnly,
  *   SameSite=Strict). Cookies are not isolated by port (RFC 6265 §8.5): a server on another
@@ -21,7 +22,7 @@
  * Sources: RFC 9110 §7.2 (Host), RFC 6454 §7 (Origin), RFC 6265 §8.5 (cookies ignore the port),
  * RFC 6265bis §4.1.2.7 (SameSite=Strict), §5.1.4 (Path matching).
  */
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import { PollyError } from '../core/errors.js';
 
@@ -44,7 +45,22 @@ export interface UiSession {
 /** What {@link SessionBook.check} found for a request's root and cookie. */
 export type SessionCheck = { ok: true; session: UiSession } | { ok: false; why: 'unknown' | 'expired' };
 
-/** The login tokens and sessions of one dashboard server (in memory: a restart signs everyone out). */
+/**
+ * A session as it may be kept on disk ({@link SessionBook.kept}): the SHA-256 (hex) of its root
+ * secret and of its cookie, never the values, so the file opens no session.
+ */
+export interface KeptSession {
+  secretHash: string;
+  cookieHash: string;
+  /** When it ends, ms since the epoch. */
+  expiresAt: number;
+}
+
+/**
+ * The login tokens and sessions of one dashboard server. Tokens live in memory only; sessions can
+ * be handed over to the next server ({@link SessionBook.kept}, `createSessionBook`'s `kept`), so a
+ * restart need not sign everyone out.
+ */
 export interface SessionBook {
   /** A login token good for one sign-in: a fresh one, or `given` (for tests that must know it in advance). */
   issueToken(given?: string): string;
@@ -52,18 +68,25 @@ export interface SessionBook {
   redeem(token: string): UiSession | 'used' | null;
   /** The session whose root secret is `secret` when `cookie` is its cookie and it has not ended. */
   check(secret: string, cookie: string | undefined): SessionCheck;
+  /** The sessions that have not ended, as hashes (what a restarted server may take over). */
+  kept(): KeptSession[];
 }
+
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 /**
  * The sessions of one dashboard server (see the module doc for why a session is a root path and a
- * cookie). Tokens and secrets are {@link createSecret}s, compared in constant time.
- * @param now   the clock, ms since the epoch (tests move it).
- * @param ttlMs how long a session lasts (default {@link SESSION_TTL_MS}).
+ * cookie). Tokens and secrets are {@link createSecret}s; a session is found by its root secret's
+ * SHA-256 and its cookie compared by hash in constant time.
+ * @param now     the clock, ms since the epoch (tests move it).
+ * @param ttlMs   how long a session lasts (default {@link SESSION_TTL_MS}).
+ * @param kept    sessions a previous server handed over ({@link SessionBook.kept}); ended ones are dropped.
  */
-export function createSessionBook(now: () => number = Date.now, ttlMs: number = SESSION_TTL_MS): SessionBook {
+export function createSessionBook(now: () => number = Date.now, ttlMs: number = SESSION_TTL_MS, kept: readonly KeptSession[] = []): SessionBook {
   const open = new Set<string>();
   const used = new Set<string>();
-  const sessions = new Map<string, UiSession>();
+  const sessions = new Map<string, { cookieHash: string; expiresAt: number }>();
+  for (const k of kept) if (now() < k.expiresAt) sessions.set(k.secretHash, { cookieHash: k.cookieHash, expiresAt: k.expiresAt });
   const find = (set: Iterable<string>, given: string) => [...set].find((t) => secretsEqual(given, t));
   return {
     issueToken(given) {
@@ -78,18 +101,21 @@ export function createSessionBook(now: () => number = Date.now, ttlMs: number = 
       used.add(t);
       const secret = createSecret();
       const session: UiSession = { root: `/s/${secret}/`, cookie: createSecret(), expiresAt: now() + ttlMs };
-      sessions.set(secret, session);
+      sessions.set(sha256(secret), { cookieHash: sha256(session.cookie), expiresAt: session.expiresAt });
       return session;
     },
     check(secret, cookie) {
-      const key = find(sessions.keys(), secret);
-      const session = key === undefined ? undefined : sessions.get(key);
-      if (!session || !secretsEqual(cookie, session.cookie)) return { ok: false, why: 'unknown' };
-      if (now() >= session.expiresAt) {
-        sessions.delete(key!);
+      const key = sha256(secret);
+      const found = sessions.get(key);
+      if (!found || cookie === undefined || !secretsEqual(sha256(cookie), found.cookieHash)) return { ok: false, why: 'unknown' };
+      if (now() >= found.expiresAt) {
+        sessions.delete(key);
         return { ok: false, why: 'expired' };
       }
-      return { ok: true, session };
+      return { ok: true, session: { root: `/s/${secret}/`, cookie, expiresAt: found.expiresAt } };
+    },
+    kept() {
+      return [...sessions].filter(([, v]) => now() < v.expiresAt).map(([secretHash, v]) => ({ secretHash, ...v }));
     },
   };
 }

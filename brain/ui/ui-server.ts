@@ -34,6 +34,7 @@ import { brainHealth } from '../registry/brain-health.js';
 import type { RetryBudgets } from '../plan/plan-retry.js';
 import { budgetSchema } from '../plan/plan-schema.js';
 import { renderMarkdown } from './markdown.js';
+import { readKeptState, writeKeptState } from './ui-kept-state.js';
 
 let morphdomSource: string | null = null;
 /**
@@ -92,6 +93,14 @@ export interface UiServerOptions {
   now?: () => number;
   /** Diagnostics (default stderr). */
   log?: (line: string) => void;
+  /**
+   * Where this server hands its port and sessions to the next one (brain/ui/ui-kept-state.ts;
+   * `polly ui` gives the repository's state directory). With it, a server started without `port`
+   * takes the last server's port when it is free and the same host, and accepts the last server's
+   * sessions that have not ended: an open tab reconnects on its own after a restart. Without it
+   * (default), sessions end with the server.
+   */
+  keepDir?: string;
 }
 
 export interface UiServer {
@@ -129,10 +138,13 @@ async function rebase(res: Response, session: UiSession): Promise<Response> {
 export async function createUiServer(deps: { source: UiSource; user: string }, options: UiServerOptions = {}): Promise<UiServer> {
   const host = options.host ?? '127.0.0.1';
   checkBindHost(host, options.allowRemote ?? false);
-  const book = createSessionBook(options.now);
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const last = options.keepDir ? readKeptState(options.keepDir, log) : null;
+  const book = createSessionBook(options.now, undefined, last?.sessions ?? []);
   const token = book.issueToken(options.token);
   const pollMs = options.pollMs ?? 300;
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  // Hand the sessions on after each sign-in (and the port once bound), so a restart keeps them.
+  let keep = (): void => {};
   let allowed = new Set<string>();
   const { source } = deps;
 
@@ -184,6 +196,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
     const given = c.req.query('token');
     if (given !== undefined && c.req.method === 'GET') {
       const session = book.redeem(given);
+      if (session !== null && session !== 'used') keep();
       if (session === 'used') {
         return html(c, messagePage('Not signed in', 'That login link was already used: each works once. Press Enter in the terminal running "polly ui" for another.'), 401);
       }
@@ -302,7 +315,8 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   app.get('/events', (c) =>
     streamSSE(c, async (stream) => {
       let seen = source.version();
-      await stream.writeSSE({ event: 'hello', data: '{}' });
+      // retry: how soon a browser tries again when the stream ends (a restart), ms (the default is about 3 s).
+      await stream.writeSSE({ event: 'hello', data: '{}', retry: 1000 });
       while (!stream.aborted && !stopping) {
         await stream.sleep(pollMs);
         const now = source.version();
@@ -348,17 +362,29 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   );
 
   let stopping = false;
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch: front.fetch, hostname: host, port: options.port ?? 0 }, () => resolve(s as Server)) as Server;
-    s.once('error', (error: NodeJS.ErrnoException) =>
-      reject(
-        new PollyError('bad_input', `polly ui: cannot listen on ${host}:${options.port ?? 0}: ${error.code ?? error.message}. Pick another --port.`, {
-          cause: error,
-          details: { host, port: options.port ?? 0 },
-        }),
-      ),
-    );
-  });
+  const listen = (port: number) =>
+    new Promise<Server>((resolve, reject) => {
+      const s = serve({ fetch: front.fetch, hostname: host, port }, () => resolve(s as Server)) as Server;
+      s.once('error', (error: NodeJS.ErrnoException) =>
+        reject(
+          new PollyError('bad_input', `polly ui: cannot listen on ${host}:${port}: ${error.code ?? error.message}. Pick another --port.`, {
+            cause: error,
+            details: { host, port },
+          }),
+        ),
+      );
+    });
+  // The last server's port first (an open tab of it reconnects), any free one when it is taken.
+  const lastPort = options.port === undefined && last && last.host === host && last.port > 0 ? last.port : null;
+  let server: Server;
+  if (lastPort !== null) {
+    try {
+      server = await listen(lastPort);
+    } catch {
+      log(`[polly ui] port ${lastPort} of the last dashboard is taken: listening on another (tabs open on the old one must be opened again)`);
+      server = await listen(0);
+    }
+  } else server = await listen(options.port ?? 0);
   // A Brain that dies with work pending is noticed here (its own notifier died with it): once per
   // death, between this server and any other noticer (brain/notify/brain-death.ts).
   let noticing = false;
@@ -373,6 +399,17 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
   watcher.unref();
   const bound = server.address() as AddressInfo;
   const port = bound.port;
+  const keepDir = options.keepDir;
+  if (keepDir) {
+    keep = () => {
+      try {
+        writeKeptState(keepDir, { host, port, sessions: book.kept() });
+      } catch (error) {
+        log(`[polly ui] cannot keep the sessions for a restart in ${keepDir}: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    };
+    keep();
+  }
   allowed = allowedHosts(host, port);
   const shown = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
   const url = `http://${shown}:${port}`;

@@ -14,10 +14,13 @@
  * - item 9: every acceptance run of a task is shown, newest first; a PR's body, its reviews and a
  *   turn's report are rendered Markdown, and hostile Markdown (raw HTML, event handlers,
  *   `javascript:` links) runs no script and adds no element of its own, with the page's
- *   Content-Security-Policy bypassed so that only the rendering is what stops it.
+ *   Content-Security-Policy bypassed so that only the rendering is what stops it; an open tab
+ *   reconnects by itself after `polly ui` restarts (same port, the session handed over) and catches
+ *   up, or says it is signed out when the new server does not know its session.
  */
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -311,6 +314,73 @@ describe.skipIf(!CHROMIUM)(`the dashboard's pages at a desktop and a phone${CHRO
       await page.waitForTimeout(300);
       expect(await pwned()).toBeNull();
       expect(dialogs).toEqual([]);
+    }, 120_000);
+
+    it(`an open tab reconnects by itself after polly ui restarts, catches up, and says so when the new server does not know its session (${viewport.name})`, async () => {
+      const repo: TestRepo = createTestRepo();
+      execFileSync(process.execPath, [cli, 'init'], { cwd: repo.dir, env: gitTestEnv(), stdio: 'pipe' });
+      repo.commitAll('polly init');
+      repo.git(['push', '-q', 'origin', 'main']);
+      const ctx: RepoContext = await openRepoContext(repo.dir, gitTestEnv());
+      const state = await needsYouState(ctx, repo);
+      const keepDir = mkdtempSync(join(tmpdir(), 'polly-ui-keep-'));
+      cleanups.push(async () => rmSync(keepDir, { recursive: true, force: true }));
+      const start = (port?: number) =>
+        createUiServer(
+          {
+            source: createRepoUiSource({ repoRoot: ctx.repo.root, pollyDir: ctx.repo.pollyDir, store: ctx.store, config: ctx.config, log: () => {} }),
+            user: 'human:tester (polly ui)',
+          },
+          { pollMs: 100, log: () => {}, keepDir, ...(port === undefined ? {} : { port }) },
+        );
+      let ui = await start();
+      let closed = false;
+      cleanups.push(async () => {
+        if (!closed) await ui.close();
+      });
+      const context = await browser.newContext({ viewport });
+      cleanups.push(() => context.close());
+      const page = await context.newPage();
+      await page.goto(ui.loginUrl);
+      await page.goto(`${ui.url}/tasks/${state.parked}`);
+      const live = page.locator('#live-state');
+      await until('the live stream', async () => (await live.textContent()) === 'live');
+      await page.evaluate(() => {
+        (window as unknown as { marker: number }).marker = 7;
+      });
+      const firstPort = ui.port;
+
+      // polly ui stops: the tab says it is reconnecting; something happens while no server runs.
+      closed = true;
+      await ui.close();
+      await until('reconnecting…', async () => (await live.textContent()) === 'reconnecting…');
+      const worktree = (await ctx.store.read()).tasks[state.parked]!.worktree!;
+      appendFileSync(
+        join(ctx.repo.root, '.polly', 'gate-decisions.jsonl'),
+        `${JSON.stringify({ at: new Date().toISOString(), kind: 'gate.decision', data: { tool: 'bash', input: 'curl https://example.com/while-down', cwd: worktree, decision: 'deny', rule: 'network.egress', reason: 'no network in a turn' } })}\n`,
+      );
+      await new Promise((r) => setTimeout(r, 1500));
+      // A new polly ui on the repository takes the same port and the session: the tab is live again
+      // without a reload or a new sign-in, and shows what happened while it was away.
+      ui = await start();
+      closed = false;
+      expect(ui.port).toBe(firstPort);
+      const back = Date.now();
+      await until('live again', async () => (await live.textContent()) === 'live', 15_000);
+      await until('the denial made while the server was down', async () => (await page.locator('#denials tbody tr').count()) === 1, 15_000);
+      console.log(`[ui-pages] ${viewport.name}: the tab was live again ${Date.now() - back} ms after the restart`);
+      expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker), 'patched, not reloaded').toBe(7);
+
+      // A server that does not know the session (its handover removed): the tab says it is signed
+      // out and what to do, instead of "reconnecting…" forever.
+      closed = true;
+      await ui.close();
+      rmSync(join(keepDir, 'ui-server.json'));
+      ui = await start(firstPort);
+      closed = false;
+      await until('signed out', async () => (await live.textContent())?.startsWith('signed out') ?? false, 15_000);
+      expect(await live.textContent()).toBe('signed out: this dashboard no longer knows this session. Open a new login URL from polly ui (press Enter in its terminal).');
+      expect((await axeViolations(page)).filter((v) => v.id === 'color-contrast')).toEqual([]);
     }, 120_000);
 
     it(`every page fits the viewport and axe-core finds no contrast, landmark or other WCAG AA violation (${viewport.name})`, async () => {

@@ -43,6 +43,33 @@ describe('the dashboard session book', () => {
     expect(book.check(secretOf(session.root), session.cookie)).toEqual({ ok: false, why: 'unknown' });
   });
 
+  it('hands its sessions to the next book as hashes: the next one lets them in with their root and cookie, not ended ones, and the handover opens nothing alone', () => {
+    let now = 1_000_000;
+    const first = createSessionBook(() => now);
+    const a = first.redeem(first.issueToken());
+    const b = first.redeem(first.issueToken());
+    if (a === null || a === 'used' || b === null || b === 'used') throw new Error('no session');
+    now += SESSION_TTL_MS / 2;
+    const c = first.redeem(first.issueToken());
+    if (c === null || c === 'used') throw new Error('no session');
+    const kept = first.kept();
+    expect(kept).toHaveLength(3);
+    // Hashes only: neither the root secret nor the cookie is in what is handed over.
+    const text = JSON.stringify(kept);
+    for (const x of [a, b, c]) {
+      expect(text).not.toContain(secretOf(x.root));
+      expect(text).not.toContain(x.cookie);
+    }
+    // Past the first two sessions' end: the next book takes only the third.
+    now += SESSION_TTL_MS / 2;
+    const next = createSessionBook(() => now, SESSION_TTL_MS, kept);
+    expect(next.check(secretOf(a.root), a.cookie)).toEqual({ ok: false, why: 'unknown' });
+    expect(next.check(secretOf(c.root), c.cookie)).toEqual({ ok: true, session: c });
+    expect(next.check(secretOf(c.root), a.cookie)).toEqual({ ok: false, why: 'unknown' });
+    expect(next.check(kept[2]!.secretHash, kept[2]!.cookieHash)).toEqual({ ok: false, why: 'unknown' });
+    expect(next.kept()).toEqual([kept[2]]);
+  });
+
   it('secrets compare equal only when present and byte for byte the same', () => {
     const s = createSecret();
     expect(secretsEqual(s, s)).toBe(true);
