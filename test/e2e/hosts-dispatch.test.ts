@@ -1,7 +1,7 @@
 // Remote worker hosts end to end: two real sshd hosts on loopback (test/helpers/ssh-hosts.ts), each
 // its own user, and a plan of four tasks run by the real claude, codex and pi CLIs against the
 // scripted model, which the hosts reach through ports forwarded over the SSH connection. Two tasks
-// run on each host; Polly's own checks, commit, push, PRs and the cross-reviews stay here; four PRs.
+// run on the two hosts (where each goes is placement's choice); Polly's own checks, commit, push, PRs and the cross-reviews stay here; four PRs.
 // After a human merges one PR, polly pr sync removes its worktree here AND on its host.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -46,20 +46,26 @@ describe.skipIf(!hasSystemPackage('openssh-server', import.meta.url) || !hasSyst
 
   const registry = (): Registry => JSON.parse(readFileSync(join(project.repo, '.polly/registry.json'), 'utf8'));
 
-  it('runs two tasks on each host and ends with four ready PRs', async () => {
+  it('runs the four tasks on the two hosts and ends with four ready PRs', async () => {
     expect(out.admitted, stderr).toBe(true);
     expect(
       out.tasks.map((t) => t.status),
       stderr.slice(-4000),
     ).toEqual(['ready', 'ready', 'ready', 'ready']);
     const reg = registry();
+    // Both hosts took tasks (capacity 2 each for four tasks; which host takes which depends on when
+    // each turn asks: the least loaded ready host, a task's own host first for its later turns).
     const byHost = Object.values(reg.tasks).map((t) => t.host);
-    expect(byHost.filter((h) => h === 'a')).toHaveLength(2);
-    expect(byHost.filter((h) => h === 'b')).toHaveLength(2);
-    // Every implement turn ran on the task's host; reviews ran here.
+    expect(byHost.every((h) => h === 'a' || h === 'b'), String(byHost)).toBe(true);
+    expect(new Set(byHost).size).toBe(2);
+    // Every implement turn ran on a host, the task's last one on the task's host; reviews ran here.
     for (const w of Object.values(reg.workers)) {
       if (w.purpose === 'review') expect(w.host ?? null).toBeNull();
-      else expect(w.host).toBe(reg.tasks[w.taskId]!.host);
+      else expect(['a', 'b']).toContain(w.host);
+    }
+    for (const t of Object.values(reg.tasks)) {
+      const implement = Object.values(reg.workers).filter((w) => w.taskId === t.id && w.purpose !== 'review');
+      expect(implement.at(-1)!.host).toBe(t.host);
     }
     const prs = JSON.parse((await polly(['pr', 'list', '--json'], project.repo, env)).stdout) as Array<{ number: number; state: string }>;
     expect(prs.map((p) => p.state)).toEqual(['ready', 'ready', 'ready', 'ready']);
@@ -67,7 +73,7 @@ describe.skipIf(!hasSystemPackage('openssh-server', import.meta.url) || !hasSyst
     expect(git(project.origin, ['log', '--oneline', 'main'])).toHaveLength(git(project.repo, ['log', '--oneline', 'main']).length);
   });
 
-  it('the agents worked in their host worktrees, reached the model through forwarded ports, and left nothing running', () => {
+  it('the agents worked in their host worktrees, reached the model through forwarded ports, and left nothing running', async () => {
     const reg = registry();
     for (const t of Object.values(reg.tasks)) {
       const host = hosts.hosts.find((h) => h.name === t.host)!;
@@ -80,11 +86,12 @@ describe.skipIf(!hasSystemPackage('openssh-server', import.meta.url) || !hasSyst
       // The turn's spec on the host names the model through a port of the host's own loopback,
       // forwarded here over SSH (not the scripted model's port on this machine).
       const implement = Object.values(reg.workers).find((w) => w.taskId === t.id && w.purpose !== 'review')!;
-      const spec = JSON.parse(readFileSync(join(host.dir, 'workers', implement.id, 'spec.json'), 'utf8')) as {
+      const turnHost = hosts.hosts.find((h) => h.name === implement.host)!;
+      const spec = JSON.parse(readFileSync(join(turnHost.dir, 'workers', implement.id, 'spec.json'), 'utf8')) as {
         cwd: string;
         config: { workers: { pi: { base_url: string | null }; codex: { provider: { base_url: string } | null } } };
       };
-      expect(spec.cwd).toBe(join(worktrees, key!, t.id));
+      expect(spec.cwd).toBe(join(turnHost.dir, 'worktrees', key!, t.id));
       const here = JSON.parse(readFileSync(join(project.repo, '.polly/workers', implement.id, 'spec.json'), 'utf8')) as typeof spec;
       const urls = (s: typeof spec): string[] => [s.config.workers.pi.base_url, s.config.workers.codex.provider?.base_url].filter((u): u is string => !!u);
       expect(urls(spec)).toHaveLength(urls(here).length);
@@ -94,16 +101,21 @@ describe.skipIf(!hasSystemPackage('openssh-server', import.meta.url) || !hasSyst
         expect(new URL(u).port).not.toBe(new URL(urls(here)[i]!).port);
       });
     }
-    for (const h of hosts.hosts) expect(h.leftovers(), `processes left on host ${h.name}`).toEqual([]);
+    // An SSH session's own processes take a moment to exit after its client closed: wait for them
+    // a little, then name what is still there.
+    for (const quiet = Date.now() + 10_000; hosts.hosts.some((h) => h.leftovers().length > 0) && Date.now() < quiet; ) await new Promise((r) => setTimeout(r, 250));
+    const described = (pids: number[]): string[] => pids.map((p) => `${p}: ${readProcCmdline(p)}`);
+    for (const h of hosts.hosts) expect(described(h.leftovers()), `processes left on host ${h.name}`).toEqual([]);
   });
 
   it('polly status and polly hosts name the host of each task', async () => {
     const status = JSON.parse((await polly(['status', '--json'], project.repo, env)).stdout) as { tasks: Array<{ id: string; host: string | null }> };
-    expect(status.tasks.map((t) => t.host).sort()).toEqual(['a', 'a', 'b', 'b']);
+    const reg = registry();
+    expect(Object.fromEntries(status.tasks.map((t) => [t.id, t.host]))).toEqual(Object.fromEntries(Object.values(reg.tasks).map((t) => [t.id, t.host])));
     const text = (await polly(['status'], project.repo, env)).stdout;
     expect(text).toMatch(/HOST/);
     const listed = JSON.parse((await polly(['hosts', '--json'], project.repo, env)).stdout) as { hosts: Array<{ name: string; tasks: Array<{ id: string }> }> };
-    expect(listed.hosts.map((h) => h.tasks.length)).toEqual([2, 2]);
+    expect(listed.hosts.map((h) => h.tasks.length)).toEqual(['a', 'b'].map((n) => Object.values(reg.tasks).filter((t) => t.host === n).length));
   });
 
   it('after a human merge, polly pr sync removes the task worktree here and on its host, keeping it in a backup ref there', async () => {
@@ -125,3 +137,12 @@ describe.skipIf(!hasSystemPackage('openssh-server', import.meta.url) || !hasSyst
     expect(refs).toMatch(new RegExp(`^refs/polly/backup/${task.id}/`));
   }, 120_000);
 });
+
+/** A process's command line, or '(gone)'. */
+function readProcCmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+  } catch {
+    return '(gone)';
+  }
+}

@@ -44,7 +44,7 @@ export interface SshHost {
   path: string;
   /** SIGKILL the host's sshd and every sshd process it forked (the sessions), as a host that drops off the network. */
   kill(): void;
-  /** Pids of processes on this host still running (its uid in root mode; else those whose cwd or command line is under {@link dir}). */
+  /** Pids of processes on this host still running (its uid in root mode, sshd's own session processes left out; else those whose cwd or command line is under {@link dir}). */
   leftovers(): number[];
 }
 
@@ -274,7 +274,9 @@ export async function startSshHosts(options: SshHostOptions[]): Promise<SshHosts
               if (ownUsers) {
                 const status = readFileSync(`/proc/${e}/status`, 'utf8');
                 const realUid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1] ?? -1);
-                if (realUid === uid) out.push(pid);
+                // The SSH server's own session process of a connection Polly keeps open (its shared
+                // connection, ControlPersist: port forwards ride on it) is not work left on the host.
+                if (realUid === uid && !readFileSync(`/proc/${e}/cmdline`, 'utf8').startsWith('sshd:')) out.push(pid);
                 continue;
               }
               const cmd = readFileSync(`/proc/${e}/cmdline`, 'utf8');

@@ -8,7 +8,8 @@
  *   task's base branch is set to its base commit (the read view of the worker's sandbox takes the
  *   base from it, as on the dispatching machine);
  * - `worktrees/<key>/<task>/`: the task's worktree there, on `polly/<task>`;
- * - `workers/<worker>/`: the turn's runner files (spec, events, result, gate decisions), as the
+ * - `workers/<worker>/`: the turn's runner files (spec, events, result, gate decisions, the goal's
+ *   ledger as this turn charges it), as the
  *   supervisor keeps them on the dispatching machine (workers/supervisor/worker-runner.ts);
  * - `agents/<key>/<task>/<harness>/`: the agent's own state (its sessions, so a follow-up on the
  *   same host resumes them); `state/`: Polly's state root there (`XDG_STATE_HOME` of the runner);
@@ -41,6 +42,7 @@ import { pidAlive } from '../proc/process-liveness.js';
 import { createEventTail, readAgentPid } from '../supervisor/worker-files.js';
 import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerSpec } from '../supervisor/worker-runner.js';
 import { worktreeStateCommit } from './worktree-transfer.js';
+import { ensureGoalLedger } from '../metering/goal-ledger.js';
 
 /** What the dispatching machine sends as the first line. */
 export interface HostTurnRequest {
@@ -63,6 +65,12 @@ export interface HostTurnRequest {
   spec: WorkerSpec;
   /** The values of `spec.envKeys` and of the model variables (keys, rewritten base URLs): into the runner's environment only, never to disk. */
   env: Record<string, string>;
+  /**
+   * The goal's total on the dispatching machine when the turn was sent (its ledger is a file
+   * there): the host's proxy charges a ledger of its own, seeded with it, and the dispatcher charges
+   * its own from the streamed `metered` events. Null: the turn has no goal ledger.
+   */
+  goalCarried?: { tokens: number; usd: number } | null;
 }
 
 /** A line this side writes. */
@@ -247,8 +255,18 @@ async function turnHere(request: HostTurnRequest, rl: Interface, write: (line: H
     const agentStateDir = join(root, 'agents', request.repoKey, request.taskId, request.spec.harness);
     mkdirSync(agentStateDir, { recursive: true });
     const home = env.HOME || homedir();
+    // The goal's ledger named in the spec is a path on the dispatching machine: this turn charges
+    // one of its own here, seeded with the goal's total there (see HostTurnRequest.goalCarried).
+    const goal = request.spec.meter?.goal ?? null;
+    let meter = request.spec.meter;
+    if (meter && goal) {
+      const ledger = join(dir, 'goal-ledger.jsonl');
+      ensureGoalLedger(ledger, request.goalCarried ?? { tokens: 0, usd: 0 });
+      meter = { ...meter, goal: { ...goal, ledger } };
+    }
     const spec: WorkerSpec = {
       ...request.spec,
+      meter,
       cwd: worktree,
       gateContext: { ...request.spec.gateContext, repoRoot: mirror, worktree, home },
       agentStateDir,

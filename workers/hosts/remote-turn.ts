@@ -31,6 +31,7 @@ import { createInterface } from 'node:readline';
 import { buildIdentity, describeBuild } from '../../brain/core/build-identity.js';
 import { isPollyError } from '../../brain/core/errors.js';
 import type { AgentEvent, AgentRunResult } from '../agents/agent-adapter.js';
+import { openGoalLedger, type GoalLedger } from '../metering/goal-ledger.js';
 import { createGitRunner } from '../git/git.js';
 import type { WorkerSpec } from '../supervisor/worker-runner.js';
 import type { ResolvedHost } from './host-config.js';
@@ -162,6 +163,21 @@ export async function runRemoteTurn(spec: WorkerSpec & { host: RemoteTurnSpec },
   }
   // 3. The turn there.
   const heartbeatMs = Math.max(200, Math.min(2000, Math.floor(remote.leaseMs / 6)));
+  // The goal's shared ledger is a file on this machine: the host's proxy gets its own ledger there,
+  // seeded with the goal's total now, and each request it meters (a `metered` event) is charged
+  // here as it streams in, so this machine's ledger stays the goal's one record.
+  const goal = spec.meter?.goal ?? null;
+  let goalLedger: GoalLedger | null = null;
+  let goalCarried: HostTurnRequest['goalCarried'] = null;
+  if (goal) {
+    try {
+      goalLedger = openGoalLedger(goal.ledger);
+      const total = goalLedger.total();
+      goalCarried = { tokens: total.tokens, usd: total.usd };
+    } catch (error) {
+      return lostResult(spec, host, `could not read goal ${goal.goalId}'s ledger ${goal.ledger}: ${(error as Error).message}`, false, began, events);
+    }
+  }
   const request: HostTurnRequest = {
     build: build.build,
     repoKey: remote.repoKey,
@@ -176,6 +192,7 @@ export async function runRemoteTurn(spec: WorkerSpec & { host: RemoteTurnSpec },
     heartbeatMs,
     spec: { ...spec, host: undefined, config } as WorkerSpec,
     env,
+    goalCarried,
   };
   const child = spawn('ssh', sshArgv(host, ctx, remotePollyCommand(host, ['turn', '--dir', host.dir, '--expect-build', build.build])), {
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -216,6 +233,14 @@ export async function runRemoteTurn(spec: WorkerSpec & { host: RemoteTurnSpec },
         break;
       case 'event':
         keep(line.e);
+        if (goalLedger && line.e.type === 'metered') {
+          const r = line.e.request;
+          try {
+            goalLedger.charge({ at: r.at, by: spec.workerId, task: spec.taskId, tokens: Math.max(0, r.inputTokens) + Math.max(0, r.outputTokens), usd: r.costUsd });
+          } catch (error) {
+            process.stderr.write(`[polly] remote turn: could not charge goal ${goal?.goalId}'s ledger: ${(error as Error).message}\n`);
+          }
+        }
         break;
       case 'gate':
         if (journal)
