@@ -179,11 +179,11 @@ export async function recordHostLoss(ctx: TaskToolContext, result: WorkerTurnRes
       role: verb === 'dispatch' ? t.purpose : 'followup',
       harness: t.worker,
       orderId: ctx.order.id,
-      at: new Date().toISOString(),
+      at: ctx.clock().toISOString(),
       endpoint: modelEndpoint(t.worker, ctx.config, ctx.agentEnv),
     });
     t.attempts = Object.values(draft.workers).filter((w) => w.taskId === t.id && (w.purpose ?? 'implement') === 'implement').length;
-    t.updatedAt = new Date().toISOString();
+    t.updatedAt = ctx.clock().toISOString();
     // The task goes on (re-offered); the reason stays for the record and for the run's end, should no re-offer be left.
     t.statusReason = oneLine(result.message ?? `host ${lost.host} lost: ${lost.reason}`);
     tx.emit('task.host_lost', { taskId: t.id, orderId: ctx.order.id, workerId: result.workerId, host: lost.host, reason: lost.reason });
