@@ -56,7 +56,10 @@ describe.skipIf(!hasSystemPackage('openssh-server', import.meta.url) || !hasSyst
     // Both hosts took tasks (capacity 2 each for four tasks; which host takes which depends on when
     // each turn asks: the least loaded ready host, a task's own host first for its later turns).
     const byHost = Object.values(reg.tasks).map((t) => t.host);
-    expect(byHost.every((h) => h === 'a' || h === 'b'), String(byHost)).toBe(true);
+    expect(
+      byHost.every((h) => h === 'a' || h === 'b'),
+      String(byHost),
+    ).toBe(true);
     expect(new Set(byHost).size).toBe(2);
     // Every implement turn ran on a host, the task's last one on the task's host; reviews ran here.
     for (const w of Object.values(reg.workers)) {

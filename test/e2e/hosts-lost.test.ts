@@ -84,7 +84,11 @@ describe.skipIf(!hasSystemPackage('openssh-server', import.meta.url) || !hasSyst
     // Host a stopped its worker when its channel closed: nothing of it runs; host b is idle too.
     const quiet = Date.now() + 20_000;
     while (hosts.hosts.some((h) => h.leftovers().length > 0) && Date.now() < quiet) await sleep(250);
-    for (const h of hosts.hosts) expect(h.leftovers().map((p) => `${p}: ${procCmdline(p)}`), `processes left on host ${h.name}`).toEqual([]);
+    for (const h of hosts.hosts)
+      expect(
+        h.leftovers().map((p) => `${p}: ${procCmdline(p)}`),
+        `processes left on host ${h.name}`,
+      ).toEqual([]);
   }, 600_000);
 
   it('a host without bubblewrap is refused for dispatch with the fix, and nothing runs here instead', async () => {
