@@ -6,8 +6,9 @@
  * date, workers/sandbox/git-read-view.ts) to its end. Prints the turn ratio (target ≤ 1.10×) and the
  * acceptance run's added ms.
  */
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { PollyConfig } from '../brain/config/config-schema.js';
 import { prepareGate } from '../gate/hooks/harness-gate.js';
 import { runAcceptance } from '../workers/acceptance.js';
@@ -119,12 +120,14 @@ export async function measureSandboxCost(input: SandboxCostInput): Promise<strin
   ];
 }
 
-// `npm run bench -- sandbox-cost` runs this module (scripts/bench.mjs lists every bench-*.js): its
-// figures need the dispatch bench's repository, worktree and scripted model, so say where they are
-// instead of exiting quietly with none.
+// `npm run bench -- sandbox-cost [dispatch bench flags]` runs this module (scripts/bench.mjs lists
+// every bench-*.js): its figures need the dispatch bench's repository, worktree and scripted model,
+// so it runs the dispatch bench (same process tree, same flags; 2,000 files unless --files says
+// otherwise), whose "sandbox cost" lines are these figures, and exits with its status.
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  process.stderr.write(
-    'The sandbox cost is measured inside the dispatch bench (its "sandbox cost" lines): run `npm run bench -- dispatch` (e.g. `-- dispatch --files 2000 --rounds 7`).\n',
-  );
-  process.exit(2);
+  const rest = process.argv.slice(2);
+  const args = rest.includes('--files') ? rest : ['--files', '2000', ...rest];
+  process.stderr.write(`sandbox-cost: measured by the dispatch bench (its "sandbox cost" lines): npm run bench -- dispatch ${args.join(' ')}\n`);
+  const r = spawnSync(process.execPath, ['--expose-gc', join(dirname(fileURLToPath(import.meta.url)), 'bench-dispatch.js'), ...args], { stdio: 'inherit' });
+  process.exit(r.status ?? 1);
 }
