@@ -6,6 +6,7 @@
  * the scripted model server, with no key.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseModelScript } from '../../scripts/scripted-model/script.js';
@@ -18,54 +19,8 @@ import { readJournalFile, readRegistryFile } from '../helpers/polly-state.js';
 
 const cli = join(process.cwd(), 'dist/brain/cli.js');
 
-const SCRIPT = `sessions:
-  - name: brain
-    match: {role: brain}
-    repeat_last: true
-    turns:
-      - steps:
-          - call:
-              tool: mcp__polly__plan_propose
-              input:
-                tasks:
-                  - key: t1
-                    title: Add median()
-                    purpose: implement
-                    worker: claude-code
-                    reviewer: pi
-                    prompt: Add median(xs) in src/median.js with a test in test/median.test.js.
-                    paths: [src/median.js, test/median.test.js]
-                    acceptance: {commands: [node --test test/median.test.js], criteria: ["median() is tested"]}
-          - call: {tool: mcp__polly__sys_read_inbox, input: {wait_s: 120}}
-          - finish: The plan waits at the gate.
-      - steps:
-          - finish: Noted.
-  - name: implement-median
-    match: {role: implement, contains: ["Add median()"]}
-    turns:
-      - steps:
-          - write:
-              path: src/median.js
-              content: |
-                export function median(xs) {
-                  const s = [...xs].sort((a, b) => a - b);
-                  return s[Math.floor(s.length / 2)];
-                }
-          - write:
-              path: test/median.test.js
-              content: |
-                import { test } from 'node:test';
-                import assert from 'node:assert/strict';
-                import { median } from '../src/median.js';
-                test('median', () => assert.equal(median([3, 1, 2]), 2));
-          - finish: "Added median() with a test."
-  - name: review-median
-    match: {role: review}
-    repeat_last: true
-    turns:
-      - steps:
-          - finish: '{"blocking": [], "non_blocking": []}'
-`;
+/** The scripted model both issue-intake e2e tests run against. */
+const SCRIPT = readFileSync(join(process.cwd(), 'test/fixtures/issue-intake/script.yaml'), 'utf8');
 
 let server: ScriptedModelServer | null = null;
 afterAll(async () => {
