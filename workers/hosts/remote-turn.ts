@@ -267,7 +267,11 @@ export async function runRemoteTurn(spec: WorkerSpec & { host: RemoteTurnSpec },
     }
   });
   const exited = new Promise<number | null>((resolve) => {
-    child.on('close', (code) => resolve(code));
+    child.on('close', (code) => {
+      // stdout has ended: no `metered` line is left to charge
+      goalLedger?.close();
+      resolve(code);
+    });
     child.on('error', () => resolve(255));
   });
   let exitCode: number | null | undefined;
