@@ -91,7 +91,8 @@ const SCHEMA_NOTE = `the schema is ${basename(CONFIG_SCHEMA_RELATIVE_PATH)} besi
  * README's "Your own repository in five minutes" block (test/brain/commands/init-command.test.ts holds them equal).
  */
 export const FIRST_STEPS: readonly string[] = [
-  'git add .polly && git commit -m "Polly config"   # after reviewing .polly/config.yaml (acceptance.commands: the checks Polly runs); a clone needs it, worktrees do not',
+  'git add .polly && git commit -m "Polly config"   # add too any file init said it changed (e.g. package.json); review .polly/config.yaml',
+  '                                     # first (acceptance.commands: the checks Polly runs); a clone needs it, worktrees do not',
   "git push origin HEAD                 # tasks start from origin's branch: an unpushed commit would ride along in every PR (Polly warns)",
   'polly doctor                         # config, agent CLIs, model keys, root, sandbox, git identity, branch, test runner, .polly/ in git, uncommitted work',
   'polly goal "add a --json flag to the export command"',
