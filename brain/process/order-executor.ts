@@ -432,7 +432,7 @@ export async function handleCancels(deps: BrainProcessDeps, reg: Registry, log: 
     if (run) await deps.runtime.signal(run.id, 'CANCEL');
     await deps.store.update((draft, tx) => {
       const t = draft.tasks[task.id]!;
-      transitionTask(t, 'cancelled', { reason: 'cancelled by sys_cancel_task', at: now().toISOString(), finished: true });
+      transitionTask(t, 'cancelled', { reason: t.workClaim?.lost ?? 'cancelled by sys_cancel_task', at: now().toISOString(), finished: true });
       if (backupRef) t.backupRefs = [...t.backupRefs, backupRef];
       tx.emit('task.cancelled', { taskId: t.id, workersStopped: stopped.cancelled, backupRef });
     });
