@@ -253,7 +253,7 @@ function push(m: Map<string, number[]>, k: string, v: number) {
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   if (args.host) {
-    process.stdout.write(`${(await runHostBench(args)).join('\n')}\n`);
+    await runHostBench(args);
     return;
   }
   const root = realpathSync(mkdtempSync(join(args.dir, 'polly-bench-dispatch-')));

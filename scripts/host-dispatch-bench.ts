@@ -102,7 +102,7 @@ async function dispatchTurn(repo: string, manager: WorktreeManager, supervisor: 
   return { ms, host: result.host ?? null };
 }
 
-/** Run the host bench (see the module doc) and return its report lines. */
+/** Run the host bench (see the module doc): prints its report lines on stdout and returns them. */
 export async function runHostBench(args: HostBenchArgs): Promise<string[]> {
   const root = realpathSync(mkdtempSync(join(args.dir, 'polly-bench-host-')));
   let model: ScriptedModelServer | null = null;
@@ -151,7 +151,7 @@ export async function runHostBench(args: HostBenchArgs): Promise<string[]> {
     const f = (ms: number) => `${ms.toFixed(0).padStart(6)} ms`;
     const ratio1 = median(single.remote) / median(single.local);
     const ratioC = median(many.remote) / median(many.local);
-    return [
+    const lines = [
       `bench dispatch --host — ${args.files} files, 2 loopback sshd hosts (capacity ${perHost} each), ${cpus().length} cores`,
       'dispatch = WorktreeManager.create() + a pi turn to its result (supervisor, runner, gate, sandbox, scripted model)',
       '',
@@ -169,7 +169,13 @@ export async function runHostBench(args: HostBenchArgs): Promise<string[]> {
       '',
       `load average (1 min) at start / end: ${load0.toFixed(1)} / ${load1.toFixed(1)} on ${cpus().length} cores`,
     ];
+    // Printed before the hosts are stopped: removing their users and files takes minutes on a loaded disk.
+    process.stdout.write(`${lines.join('\n')}\n`);
+    local.stop?.();
+    onHosts.stop?.();
+    return lines;
   } finally {
+    process.stderr.write('stopping the hosts (removing their users and files) …\n');
     await model?.close();
     await hosts?.stop();
     rmSync(root, { recursive: true, force: true });
