@@ -14,6 +14,9 @@
  *   other Polly's task ended `ready`, `merged` or `done` (its PR is that Polly's to carry), `failed`
  *   otherwise; so this Polly's schedule, dependants and goal go on. A followed claim whose lease
  *   lapsed (the other Brain died and did not come back) is taken over: the task starts here.
+ * - **Fenced steps** ({@link holdsWorkClaim}): before a push, a draft PR or marking it ready, the
+ *   holder renews its claim on the store; if it no longer holds it (its lease lapsed and another
+ *   Polly took the task over), the step is not done and the task is cancelled here.
  */
 import { DEPENDENCY_MET_STATUSES, FINAL_TASK_STATUSES } from '../core/vocabulary.js';
 import { isPollyError } from '../core/errors.js';
@@ -91,6 +94,38 @@ export async function syncWorkQueue(
   }
 }
 
+/**
+ * Whether this Polly may do `step` (a push, a draft PR, marking it ready) for `task`: true without
+ * a shared store, for a task without a claim of its own, or when renewing its claim on the store
+ * succeeded. False when another Polly holds it now: the task is then marked lost and its cancel
+ * requested, so the step is never done. @throws PollyError `registry_corrupt` when the store cannot
+ * be asked (the step waits for a later pass).
+ */
+export async function holdsWorkClaim(deps: BrainProcessDeps, task: TaskRecord, step: string, log: (l: string) => void): Promise<boolean> {
+  const claims = deps.claims;
+  const wc = task.workClaim;
+  if (!claims || !wc?.mine || wc.settled) return true;
+  if (wc.lost) return false;
+  if (await claims.store.renew(wc.key, claims.polly.id, lease(claims))) return true;
+  await markLost(deps, claims, task, `${step} was not done`, log);
+  return false;
+}
+
+/** Record that another Polly took `task`'s claim over, and request its cancel here. */
+async function markLost(deps: BrainProcessDeps, claims: Claims, task: TaskRecord, what: string, log: (l: string) => void): Promise<void> {
+  const wc = task.workClaim!;
+  const now = await claims.store.get(wc.key);
+  const lost = `cancelled: this Polly's claim on the task lapsed and ${now?.label ?? 'another Polly'} took it over on the shared run store, so it runs there (one PR per task); ${what}`;
+  log(`[polly] ${task.id}: ${lost}`);
+  await deps.store.update((draft, tx) => {
+    const t = draft.tasks[task.id];
+    if (!t?.workClaim || FINAL_TASK_STATUSES.has(t.status)) return;
+    t.workClaim.lost = lost;
+    t.cancelRequested = true;
+    tx.emit('task.claim_lost', { taskId: task.id, key: wc.key, holder: now?.label ?? null });
+  });
+}
+
 async function keepOwn(deps: BrainProcessDeps, claims: Claims, task: TaskRecord, memory: WorkQueueMemory, log: (l: string) => void, t0: number): Promise<void> {
   const wc = task.workClaim!;
   if (FINAL_TASK_STATUSES.has(task.status)) {
@@ -110,16 +145,7 @@ async function keepOwn(deps: BrainProcessDeps, claims: Claims, task: TaskRecord,
     memory.set(task.id, t0);
     return;
   }
-  const now = await claims.store.get(wc.key);
-  const lost = `cancelled: this Polly's claim on the task lapsed and ${now?.label ?? 'another Polly'} took it over on the shared run store, so it runs there (one PR per task)`;
-  log(`[polly] ${task.id}: ${lost}`);
-  await deps.store.update((draft, tx) => {
-    const t = draft.tasks[task.id];
-    if (!t?.workClaim || FINAL_TASK_STATUSES.has(t.status)) return;
-    t.workClaim.lost = lost;
-    t.cancelRequested = true;
-    tx.emit('task.claim_lost', { taskId: task.id, key: wc.key, holder: now?.label ?? null });
-  });
+  await markLost(deps, claims, task, 'noticed on renewal', log);
 }
 
 async function follow(

@@ -1,14 +1,14 @@
 // The Brain's side of the shared work claims (brain/process/work-queue.ts) with two Pollys' real
 // registries (file stores in temp dirs) on one real PostgreSQL server (a temporary cluster): the
 // task goes to one; the other follows it to its outcome; a holder whose lease lapsed loses the task
-// to the other, which starts it, and the old holder cancels its copy. Without Debian's postgresql
+// to the other, which starts it, and the old holder cancels its copy and may not push or open a PR. Without Debian's postgresql
 // it is skipped and listed (a failure under CI=true).
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrainProcessDeps } from '../../../brain/process/brain-deps.js';
-import { claimPlanTask, syncWorkQueue, type WorkQueueMemory } from '../../../brain/process/work-queue.js';
+import { claimPlanTask, holdsWorkClaim, syncWorkQueue, type WorkQueueMemory } from '../../../brain/process/work-queue.js';
 import type { PlanRecord } from '../../../brain/registry/registry-schema.js';
 import { createFileRegistryStore, type RegistryStore } from '../../../brain/registry/registry-store.js';
 import { transitionTask } from '../../../brain/registry/task-lifecycle.js';
@@ -114,10 +114,28 @@ describe.skipIf(!PG)('the work queue of two Pollys on one store', () => {
     await sync(b);
     expect(b.started).toEqual(['t2']);
     expect((await task(b, 'p1-t2')).workClaim).toMatchObject({ mine: true, holder: 'b:/clone' });
-    // a comes back: its renewal fails, so its copy is cancelled (handleCancels backs up and stops it).
-    await sync(a);
+    // The new holder may open the PR; the old one, back at its PR step, may not: its copy is cancelled
+    // (handleCancels backs it up and stops it).
+    expect(await holdsWorkClaim(b.deps, await task(b, 'p1-t2'), 'open_draft_pr', (l) => b.logs.push(l))).toBe(true);
+    expect(await holdsWorkClaim(a.deps, await task(a, 'p1-t2'), 'open_draft_pr', (l) => a.logs.push(l))).toBe(false);
     const lost = await task(a, 'p1-t2');
     expect(lost.cancelRequested).toBe(true);
-    expect(lost.workClaim?.lost).toMatch(/b:\/clone took it over/);
+    expect(lost.workClaim?.lost).toMatch(/b:\/clone took it over .*open_draft_pr was not done/);
+    // And stays refused.
+    expect(await holdsWorkClaim(a.deps, lost, 'push', () => {})).toBe(false);
+  });
+
+  it('an old holder that comes back between steps notices on its next pass and cancels its copy', async () => {
+    const a = await polly('a', 'wq_renewal', 1);
+    const b = await polly('b', 'wq_renewal', 60);
+    expect(await claimPlanTask(a.deps, plan, 't1', now)).toBe('mine');
+    expect(await claimPlanTask(b.deps, plan, 't1', now)).not.toBe('mine');
+    await new Promise((r) => setTimeout(r, 1500));
+    await sync(b);
+    expect(b.started).toEqual(['t1']);
+    await sync(a);
+    const lost = await task(a, 'p1-t1');
+    expect(lost.cancelRequested).toBe(true);
+    expect(lost.workClaim?.lost).toMatch(/b:\/clone took it over .*noticed on renewal/);
   });
 });
