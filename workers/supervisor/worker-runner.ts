@@ -42,7 +42,7 @@ import { claudeCodeSandboxSettings } from '../agents/claude-code-sandbox.js';
 import { resolveWorktreesDir } from '../git/worktrees-dir.js';
 import { agentTurnSandbox } from '../sandbox/agent-turn-sandbox.js';
 import { appliedMounts, type WorkerSandboxOptions } from '../sandbox/sandbox-spec.js';
-import { probeSandbox, warmSandbox } from '../sandbox/sandbox.js';
+import { probeSandbox, warmSandbox, type WarmedSandbox } from '../sandbox/sandbox.js';
 import { probeBoundsMechanism } from '../sandbox/resource-bounds.js';
 import { startTurnMeter, unmeteredReason, type TurnMeter } from '../metering/turn-meter.js';
 import type { ModelPrice } from '../metering/api-usage.js';
@@ -338,11 +338,20 @@ const isMain = process.argv[1] !== undefined && existsSync(process.argv[1]) && r
  * it then sets `env` in its own environment (never on disk) and runs that turn. EOF without a claim
  * (the supervisor exited, or died: the kernel closes the pipe) ends it at once: nothing idles on.
  */
+/** One line of what a standby runner's probes answered (its log, `<stateRoot>/standby.log`). Pure. */
+export function describeWarmed(warmed: WarmedSandbox | null): string {
+  if (!warmed) return 'a sandbox probe failed; it is retried when the turn starts';
+  const sandbox = warmed.sandbox.ok ? `sandbox ${warmed.sandbox.bwrap}` : `no sandbox (${warmed.sandbox.reason})`;
+  const shells = warmed.toolShells.ok ? `tool shells on (Landlock ABI ${warmed.toolShells.abi})` : `tool shells off (${warmed.toolShells.why})`;
+  return `${sandbox}; ${shells}; bounds ${warmed.bounds.kind}`;
+}
+
 async function standby(): Promise<void> {
   // The sandbox's one-time probes (bubblewrap, bounds, seccomp) are paid while waiting, not by the
   // dispatch that claims this runner; a turn whose PATH differs is probed again below.
   const probedPath = process.env.PATH;
-  warmSandbox();
+  const warmed = warmSandbox();
+  process.stderr.write(`[polly] standby ${process.argv[3] ?? ''} (pid ${process.pid}) ready: ${describeWarmed(warmed)}\n`);
   let buffer = '';
   const claim = await new Promise<{ specPath: string; env: Record<string, string> } | null>((resolve) => {
     process.stdin.setEncoding('utf8');
