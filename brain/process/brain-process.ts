@@ -39,7 +39,7 @@ import { taskBudget } from '../plan/budgets.js';
 import { driveSchedules, type ScheduleMemory } from './plan-schedule.js';
 import { WATCHING_STATE, executeOrder, finishTasksOfEndedRuns, handleCancels, runControlState, runReadOnlyTask } from './order-executor.js';
 import { newPrRouteMemory, routePrEvents } from './pr-events.js';
-import { toInboxEvents } from '../mcp/brain-tools.js';
+import { toInboxEvents } from '../mcp/inbox-events.js';
 import type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
 import { brainTurn, failGoal, reapPreviousGoalBrains } from './goal-brains.js';
 import { acquireBrainLock } from './brain-lock.js';

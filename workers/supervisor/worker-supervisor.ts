@@ -46,8 +46,19 @@ import type { AgentEvent, AgentRunResult } from '../agents/agent-adapter.js';
 import { scrubbedProcessEnv } from '../agents/agent-process.js';
 import { killTree, signalPid } from '../proc/kill.js';
 import { repoStateDir } from '../sandbox/agent-state-dir.js';
-import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerFiles, type WorkerRunConfig, type WorkerSpec } from './worker-runner.js';
-import { createEventTail, logTail, readAgentPid, readRunnerPid, runnerAlive } from './worker-files.js';
+import type { WorkerRunConfig, WorkerSpec } from './worker-runner.js';
+import {
+  createEventTail,
+  faultResult,
+  logTail,
+  readAgentPid,
+  readRunnerPid,
+  readWorkerResult,
+  runnerAlive,
+  workerFiles,
+  writeJsonAtomic,
+  type WorkerFiles,
+} from './worker-files.js';
 import type { WorkerRecord, WorkerRecordStore } from './worker-record-store.js';
 import { configuredHosts, DEFAULT_HOST_LEASE_SECONDS, type ResolvedHost } from '../hosts/host-config.js';
 import { createPlacement, type Placement } from '../hosts/placement.js';
