@@ -290,7 +290,7 @@ export async function createUiServer(deps: { source: UiSource; user: string }, o
         ? `A retry of ${id} was already proposed: plan ${r.planId}. Decide it here.`
         : r.admitted
           ? `Retry plan ${r.planId} proposed for ${id}. Approve it below to continue the task in its worktree; a Brain runs it (polly resume ${r.planId} starts one when none runs).`
-          : `The retry of ${id} was refused by the checker: ${r.line}`;
+          : `The retry of ${id} was refused by the checker: ${r.line}, it would violate ${r.violated.join(', ') || 'an invariant'}. The shortest counterexamples are below.`;
       return c.redirect(`/plans/${encodeURIComponent(r.planId)}?notice=${encodeURIComponent(notice)}`, 303);
     } catch (error) {
       if (error instanceof PollyError && ['conflict', 'not_found', 'agent_refused', 'bad_input'].includes(error.code)) {

@@ -97,7 +97,7 @@ export interface UiSource {
    * @throws PollyError `not_found` / `conflict` as `polly retry`; `agent_refused` for claude-code as
    *   root without the opt-in (the agents' keys are checked by the command that starts the Brain).
    */
-  retryTask(taskId: string, budgets: RetryBudgets): Promise<{ planId: string; admitted: boolean; line: string; existing: boolean }>;
+  retryTask(taskId: string, budgets: RetryBudgets): Promise<{ planId: string; admitted: boolean; line: string; violated: string[]; existing: boolean }>;
   /**
    * After an approval: the Brain that runs the plan — one already running, one started now (config
    * `brain.start_on_approve`), or none (brain/process/daemon.ts `brainAfterApproval`).
@@ -263,7 +263,7 @@ export function createRepoUiSource(deps: {
     async retryTask(taskId, budgets) {
       const reg = await deps.store.read();
       const pending = pendingRetry(reg, [taskId])?.follow;
-      if (pending) return { planId: pending.id, admitted: true, line: pending.admission?.line ?? '', existing: true };
+      if (pending) return { planId: pending.id, admitted: true, line: pending.admission?.line ?? '', violated: [], existing: true };
       const retry = retryPlan(reg, [taskId], { ...budgets, parks: parkCauses(await deps.store.journal()) });
       // As root, claude-code needs the opt-in (config); the agents' keys are those of the command that starts the Brain.
       refuseRootAgents(retry.plan.tasks, deps.config);
@@ -274,7 +274,8 @@ export function createRepoUiSource(deps: {
           endGoal(draft.goals[goal.id]!, 'failed', tx, { reason: 'plan refused' });
         });
       }
-      return { planId: proposed.planId, admitted: proposed.admitted, line: proposed.line, existing: false };
+      const violated = [...new Set(proposed.admission.violations.map((v) => v.invariant))];
+      return { planId: proposed.planId, admitted: proposed.admitted, line: proposed.line, violated, existing: false };
     },
     brainAfterApproval: () => brainAfterApproval(deps.store, deps.config, deps.repoRoot, deps.pollyDir, deps.env ?? process.env),
     async noticeBrainDeath() {
