@@ -78,4 +78,10 @@ export interface WorkerSupervisor {
    * Brain. Idempotent. Optional: a supervisor without standby runners may leave it out.
    */
   stop?(): void;
+  /**
+   * A turn is coming (a dispatch has begun; its worktree and checks run first): boot the runners
+   * kept ahead of need now, so that the turn does not wait on node's start and the sandbox probes.
+   * No-op when they are up, when none are kept, or after `stop()`. Optional, like `stop`.
+   */
+  prewarm?(): void;
 }

@@ -40,7 +40,7 @@ printed; workers keep running, polly resume adopts them after the restore), or a
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
     let startGoalBrain: ((goal: GoalRecord, resume: string | null) => Promise<GoalBrain>) | null = null;
-    let messages: { first(goal: GoalRecord): string; wake(events: import('../mcp/brain-tools.js').InboxEvent[]): string } | undefined;
+    let messages: { first(goal: GoalRecord): string; wake(events: import('../mcp/inbox-events.js').InboxEvent[]): string } | undefined;
     if (!values['no-llm']) {
       const llm = await import('../llm/llm-brain.js');
       const { startBrainMeter } = await import('../llm/brain-meter.js');

@@ -25,7 +25,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { InboxEvent } from '../mcp/brain-tools.js';
+import type { InboxEvent } from '../mcp/inbox-events.js';
 import { brainSystemPrompt, loadBrainSkills } from './brain-prompt.js';
 import type { PollyConfig } from '../config/config-schema.js';
 import { PollyError } from '../core/errors.js';

@@ -16,57 +16,12 @@ import { defineTool, READ_ONLY, type PollyToolDefinition } from './mcp-server.js
 import { proposePlan } from '../plan/plan-gate.js';
 import { planSchema, planTaskSchema } from '../plan/plan-schema.js';
 import type { RegistryStore } from '../registry/registry-store.js';
-import type { JournalEntry, TaskRecord } from '../registry/registry-schema.js';
+import type { TaskRecord } from '../registry/registry-schema.js';
 import { statusReport } from '../registry/status-report.js';
 import { newTaskRecord } from '../registry/task-record.js';
 import { resolvePlanBudgets } from '../plan/budgets.js';
 import { HARNESSES } from '../core/vocabulary.js';
-
-/** Journal kinds the Brain's inbox carries (everything a worker, the gate or a human did that the Brain must know). */
-export const INBOX_KINDS: ReadonlySet<string> = new Set([
-  'task.started',
-  'task.finished',
-  'task.failed',
-  'task.cancelled',
-  // Stopped with its work kept (issue 20: a budget reached; issue 16: fix rounds exhausted).
-  'task.parked',
-  'budget.reached',
-  'plan.proposed',
-  'plan.refused',
-  'plan.approved',
-  'plan.rejected',
-  'plan.expired',
-  'pr.opened',
-  'pr.ready',
-  'pr.merged',
-  'pr.closed',
-  'pr.review',
-  // The PR's life after "ready" (issue 16): a human's feedback, a PR that stopped merging, and back.
-  'pr.feedback',
-  'pr.conflicts',
-  'pr.conflicts_resolved',
-  // A stacked task's PR now targets its merged parent's base (brain/forge/after-merge.ts).
-  'pr.retargeted',
-  // A check run or commit status failed on the PR's head (GitHub: github-watch.ts).
-  'pr.checks_failed',
-  // Fix rounds (brain/process/pr-events.ts): one started, one answered on the PR (task.parked above).
-  'task.fix_round',
-  'task.pr_reply',
-  'goal.done',
-]);
-
-/** An inbox event: a journal entry the Brain cares about, flattened. */
-export interface InboxEvent {
-  seq: number;
-  at: string;
-  kind: string;
-  [field: string]: unknown;
-}
-
-/** Journal entries → inbox events (only {@link INBOX_KINDS}). */
-export function toInboxEvents(entries: readonly JournalEntry[]): InboxEvent[] {
-  return entries.filter((e) => INBOX_KINDS.has(e.kind)).map((e) => ({ ...e.data, seq: e.seq, at: e.at, kind: e.kind }));
-}
+import { toInboxEvents, type InboxEvent } from './inbox-events.js';
 
 export interface BrainToolsDeps {
   store: RegistryStore;

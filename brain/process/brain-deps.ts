@@ -33,7 +33,7 @@ import type { RegistryStore } from '../registry/registry-store.js';
 import type { GoalRecord } from '../registry/registry-schema.js';
 import type { TaskTool } from '../task-tools/types.js';
 import type { WorkerSupervisor } from '../../workers/worker-turn.js';
-import type { InboxEvent } from '../mcp/brain-tools.js';
+import type { InboxEvent } from '../mcp/inbox-events.js';
 import type { NotificationSink } from '../notify/webhook.js';
 import { createHostCleanup, type HostCleanup } from '../../workers/hosts/host-cleanup.js';
 

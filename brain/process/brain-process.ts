@@ -40,7 +40,7 @@ import { driveSchedules, startPlanTask, type ScheduleMemory } from './plan-sched
 import { syncWorkQueue, type WorkQueueMemory } from './work-queue.js';
 import { WATCHING_STATE, executeOrder, finishTasksOfEndedRuns, handleCancels, runControlState, runReadOnlyTask } from './order-executor.js';
 import { newPrRouteMemory, routePrEvents } from './pr-events.js';
-import { toInboxEvents } from '../mcp/brain-tools.js';
+import { toInboxEvents } from '../mcp/inbox-events.js';
 import type { BrainProcessDeps, GoalBrain } from './brain-deps.js';
 import { brainTurn, failGoal, reapPreviousGoalBrains } from './goal-brains.js';
 import { acquireBrainLock } from './brain-lock.js';

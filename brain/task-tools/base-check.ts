@@ -18,7 +18,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeJsonAtomic } from '../../workers/supervisor/worker-runner.js';
+import { writeJsonAtomic } from '../../workers/supervisor/worker-files.js';
 import type { CommandResult } from '../../workers/proc/shell-command.js';
 
 /** One cached base-check result: the command, how it ended on `baseCommit`, and its output tail. */

@@ -492,6 +492,8 @@ export const dispatch: TaskTool = async (ctx) => {
   // instead of after a worktree and its setup.
   const rootProblem = agentRootProblem(ctx.task.worker, ctx.config.workers);
   if (rootProblem) return failBeforeAgent(ctx, 'task.agent_refused', `agent_refused: ${rootProblem.message}`);
+  // The turn's runner boots (node, sandbox probes) while the worktree, its setup and the base check run.
+  ctx.supervisor.prewarm?.();
   let prepared: Awaited<ReturnType<typeof ensureWorktree>>;
   try {
     prepared = await ensureWorktree(ctx);

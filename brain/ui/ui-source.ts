@@ -22,7 +22,7 @@ import type { JournalEntry, PlanRecord, Registry, WorkerRecord } from '../regist
 import type { RegistryStore } from '../registry/registry-store.js';
 import { createLocalForge } from '../forge/local-forge.js';
 import { createEventTail } from '../../workers/supervisor/worker-files.js';
-import { workerFiles } from '../../workers/supervisor/worker-runner.js';
+import { workerFiles } from '../../workers/supervisor/worker-files.js';
 import type { AgentEvent } from '../../workers/agents/agent-adapter.js';
 import { GATE_DECISIONS_FILE } from '../../gate/decision-log.js';
 import type { RunStore } from '../../workflows/run/run-store.js';

@@ -40,7 +40,8 @@ import { createGitRunner, firstLine, type GitRunner } from '../git/git.js';
 import { killTree, signalPid } from '../proc/kill.js';
 import { pidAlive } from '../proc/process-liveness.js';
 import { createEventTail, readAgentPid } from '../supervisor/worker-files.js';
-import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerSpec } from '../supervisor/worker-runner.js';
+import type { WorkerSpec } from '../supervisor/worker-runner.js';
+import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic } from '../supervisor/worker-files.js';
 import { worktreeStateCommit } from './worktree-transfer.js';
 import { ensureGoalLedger } from '../metering/goal-ledger.js';
 

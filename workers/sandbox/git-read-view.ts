@@ -187,7 +187,7 @@ async function fetchInto(git: GitRunner, dir: string, commonDir: string, sha: st
  * Cost: a few file reads and a `stat`, no git call, when nothing moved (tip, merge heads, index,
  * the repository's config); one local `git fetch` of the new commits when the task's tip moved;
  * the first time a base is seen, one fetch of its history (docs/read-view.md has the figures); a
- * fresh task on a base already seen: `init`, `rev-list`, `config` and `diff-index`, nothing fetched.
+ * fresh task on a base already seen: `init`, `rev-list`, `config` and `diff-index`, run at once, nothing fetched.
  * Needs git ≥ 2.29 (`fetch --no-write-fetch-head`, `init --object-format`); Polly needs 2.38.
  * @throws PollyError `sandbox_unavailable` when a fetch fails (the message names the command and git's words).
  */
@@ -241,7 +241,6 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
   }
   const format = objectFormat(readText(join(commonDir, 'config')) ?? '');
   const shallow = existsSync(join(commonDir, 'shallow'));
-  await ensureStore(git, baseDir, format);
   // A tip that does not descend from what the view holds (the branch was reset or rewritten, or a
   // new task reuses the name): a fresh view, so the earlier commits (kept by Polly under a backup
   // ref, or gone) are not readable by id from it.
@@ -250,27 +249,36 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
     const a = await git.run(['merge-base', '--is-ancestor', held, tip], { ...wt, okExitCodes: [1, 128] });
     if (a.exitCode !== 0) rmSync(viewDir, { recursive: true, force: true });
   }
-  await ensureStore(git, viewDir, format);
+  const tips = [...(tip && refValue(viewDir, ref) !== tip ? [tip] : []), ...specials];
+  // The calls below read the repository and write nothing the others read: they run at once (a
+  // fresh task's view went from four git calls in a row to the longest of them, issue 33 item 6).
+  const [, , bases, configList, staged] = await Promise.all([
+    ensureStore(git, baseDir, format),
+    ensureStore(git, viewDir, format),
+    // The bases: the task's commits' nearest ancestors on a ref that is not Polly's (not
+    // `polly/*` branches, their remote-tracking twins, the stash or `refs/polly/*`), or the tip
+    // itself when it is on such a ref already.
+    Promise.all(
+      tips.map(async (t) => {
+        const rl = await git.run(['rev-list', '--boundary', t, '--not', '--exclude=polly/*', '--branches', '--exclude=*/polly/*', '--remotes', '--tags'], wt);
+        const lines = rl.stdout.split('\n').filter(Boolean);
+        return lines.length === 0 ? [t] : lines.filter((l) => l.startsWith('-')).map((l) => l.slice(1));
+      }),
+    ),
+    // The repository's config (it may have changed since the last turn). `git config --file` never follows `include`.
+    git.run(['config', '--file', join(commonDir, 'config'), '--null', '--list'], { ...wt, okExitCodes: [1] }),
+    stagedBlobIds(git, input.worktree),
+  ]);
   if (shallow) {
     copyFileSync(join(commonDir, 'shallow'), join(baseDir, 'shallow'));
     copyFileSync(join(commonDir, 'shallow'), join(viewDir, 'shallow'));
   }
-  const tips = [...(tip && refValue(viewDir, ref) !== tip ? [tip] : []), ...specials];
-  for (const t of tips) {
-    // The bases: the task's commits' nearest ancestors on a ref that is not Polly's (not
-    // `polly/*` branches, their remote-tracking twins, the stash or `refs/polly/*`), or the tip
-    // itself when it is on such a ref already.
-    const rl = await git.run(['rev-list', '--boundary', t, '--not', '--exclude=polly/*', '--branches', '--exclude=*/polly/*', '--remotes', '--tags'], wt);
-    const lines = rl.stdout.split('\n').filter(Boolean);
-    const bases = lines.length === 0 ? [t] : lines.filter((l) => l.startsWith('-')).map((l) => l.slice(1));
-    for (const sha of bases) {
-      if (refValue(baseDir, `refs/bases/${sha}`) === sha) continue;
-      await fetchInto(git, baseDir, commonDir, sha, `refs/bases/${sha}`, shallow);
-    }
+  for (const sha of new Set(bases.flat())) {
+    if (refValue(baseDir, `refs/bases/${sha}`) === sha) continue;
+    await fetchInto(git, baseDir, commonDir, sha, `refs/bases/${sha}`, shallow);
   }
-  // Config, alternates, info/exclude and the admin dir's mount point (cheap; the repository's
-  // config may have changed since the last turn). `git config --file` never follows `include`.
-  const entries = (await git.run(['config', '--file', join(commonDir, 'config'), '--null', '--list'], { ...wt, okExitCodes: [1] })).stdout
+  // Config, alternates, info/exclude and the admin dir's mount point (cheap).
+  const entries = configList.stdout
     .split('\0')
     .filter(Boolean)
     .map((e) => {
@@ -291,7 +299,7 @@ export async function prepareGitReadView(input: GitReadViewInput): Promise<GitRe
   }
   await writeDefaultBranch(git, input.worktree, commonDir, viewDir, tip, ref);
   writeFileSync(join(viewDir, 'HEAD'), headLine(branch, tip, head));
-  await copyStagedBlobs(git, input.worktree, commonDir, viewDir);
+  await copyStagedBlobs(git, staged, commonDir, viewDir);
   // Last: the fast path above trusts the view only once everything else is written.
   writeFileSync(sourceCopy, seenText);
   return result();
@@ -353,8 +361,8 @@ async function writeDefaultBranch(git: GitRunner, worktree: string, commonDir: s
 const SPECIAL_HEADS = ['MERGE_HEAD', 'CHERRY_PICK_HEAD', 'REVERT_HEAD', 'REBASE_HEAD'] as const;
 
 /**
- * Copy into the view every blob the worktree's index names that the view lacks (a merge result
- * staged by Polly, a conflict's stages). The index's entries that differ from HEAD come from one
+ * The blobs of the worktree's index the view may lack (a merge result staged by Polly, a
+ * conflict's stages), which {@link copyStagedBlobs} copies in. The index's entries that differ from HEAD come from one
  * `git diff-index --cached --raw` (its blobs in the index column); HEAD's own blobs are in the view
  * with its tip, so an index equal to HEAD (a fresh worktree: no other git call) needs nothing. With
  * an unmerged entry or no HEAD, every staged entry is checked (`git ls-files --stage`). Then one
@@ -362,7 +370,7 @@ const SPECIAL_HEADS = ['MERGE_HEAD', 'CHERRY_PICK_HEAD', 'REVERT_HEAD', 'REBASE_
  * those into the view's pack dir. Gitlinks (mode 160000) are left out: they name another
  * repository's commits. Formats: git-diff-index(1) "RAW OUTPUT FORMAT", git-ls-files(1) `--stage`.
  */
-async function copyStagedBlobs(git: GitRunner, worktree: string, commonDir: string, viewDir: string): Promise<void> {
+async function stagedBlobIds(git: GitRunner, worktree: string): Promise<Set<string>> {
   const ids = new Set<string>();
   const diff = await git.run(['diff-index', '--cached', '--raw', '-z', '--no-renames', 'HEAD', '--'], { cwd: worktree, okExitCodes: [128] });
   // `:<src mode> <dst mode> <src id> <dst id> <status>` NUL `<path>` NUL per changed entry, read
@@ -382,12 +390,17 @@ async function copyStagedBlobs(git: GitRunner, worktree: string, commonDir: stri
     }
   } else {
     const ls = await git.run(['ls-files', '--stage', '-z'], { cwd: worktree, okExitCodes: [128] });
-    if (ls.exitCode !== 0) return;
+    if (ls.exitCode !== 0) return ids;
     for (const entry of ls.stdout.split('\0')) {
       const m = /^(\d+) ([0-9a-f]+) \d\t/.exec(entry);
       if (m && m[1] !== '160000') ids.add(m[2]!);
     }
   }
+  return ids;
+}
+
+/** Copy the blobs of `ids` (from {@link stagedBlobIds}) that the view lacks: see there. */
+async function copyStagedBlobs(git: GitRunner, ids: ReadonlySet<string>, commonDir: string, viewDir: string): Promise<void> {
   if (ids.size === 0) return;
   const check = await git.run(['--git-dir', viewDir, 'cat-file', '--batch-check'], { cwd: viewDir, input: `${[...ids].join('\n')}\n` });
   const missing = check.stdout

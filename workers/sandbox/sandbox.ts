@@ -26,8 +26,9 @@ import { openNetBridge } from './net-bridge.js';
 import { outboundCommand } from './outbound-network.js';
 import { resolveSandboxExecutable } from './sandbox-executable.js';
 import { systemView } from './system-view.js';
+import { toolShellSupport, type ToolShellSupport } from './tool-shell.js';
 import { bwrapArgs, type BwrapHardening, type SandboxSpec } from './sandbox-spec.js';
-import { boundHit, createRunCgroup, exitBoundHits, insideBoundsArgv, probeBoundsMechanism, type BoundHit, type RunCgroup } from './resource-bounds.js';
+import { boundHit, createRunCgroup, exitBoundHits, insideBoundsArgv, probeBoundsMechanism, type BoundHit, type BoundsMechanism, type RunCgroup } from './resource-bounds.js';
 
 /** The outcome of probing: a working bwrap, or why not and how to fix it. */
 export type SandboxProbe = { ok: true; bwrap: string } | { ok: false; reason: string; fix: string };
@@ -135,23 +136,36 @@ export function bwrapHardening(bwrap: string): BwrapHardening {
   return hardening;
 }
 
+/** What {@link warmSandbox} found: each probe's answer, as the turn that follows will use it. */
+export interface WarmedSandbox {
+  sandbox: SandboxProbe;
+  /** The Landlock tool shells (./tool-shell.ts `toolShellSupport`). */
+  toolShells: ToolShellSupport;
+  /** The resource bounds mechanism (./resource-bounds.ts `probeBoundsMechanism`). */
+  bounds: BoundsMechanism;
+}
+
 /**
  * Pay this process's one-time sandbox probes now rather than at its first sandbox: bubblewrap
- * ({@link probeSandbox}), its hardening ({@link bwrapHardening}), the resource bounds mechanism
+ * ({@link probeSandbox}), its hardening ({@link bwrapHardening}), the Landlock tool shells
+ * (./tool-shell.ts `toolShellSupport`, a perl process), the resource bounds mechanism
  * (./resource-bounds.ts `probeBoundsMechanism`) and the seccomp filter file
  * (./seccomp-filter.ts `seccompProgramFile`). A standby worker runner calls it while it waits for
  * its turn (workers/supervisor/worker-runner.ts), so the dispatch that claims it does not wait on
  * them. Each result is cached as at first use (a failed probe too: the turn then fails closed as it
  * would have); never throws.
+ * @returns what the probes answered, or null when one threw (it is then retried at first use, where its error is reported).
  */
-export function warmSandbox(): void {
+export function warmSandbox(): WarmedSandbox | null {
   try {
-    const probe = probeSandbox();
-    if (probe.ok) bwrapHardening(probe.bwrap);
-    probeBoundsMechanism();
+    const sandbox = probeSandbox();
+    if (sandbox.ok) bwrapHardening(sandbox.bwrap);
+    const toolShells = toolShellSupport();
+    const bounds = probeBoundsMechanism();
     seccompProgramFile();
+    return { sandbox, toolShells, bounds };
   } catch {
-    // a probe that throws is retried at first use, where its error is reported
+    return null;
   }
 }
 

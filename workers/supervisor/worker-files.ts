@@ -1,13 +1,70 @@
 /**
- * Reading one worker's files (the layout is {@link workerFiles} in worker-runner.ts, described in
- * worker-supervisor.ts's module doc): the runner's liveness by its command line, the agent and
- * runner pids, the runner log's tail, and an incremental tail of `events.jsonl`. Readers never
- * throw for a file that is missing or half-written: a worker's files appear over time.
+ * One worker's files (the layout is {@link workerFiles}, described in worker-supervisor.ts's module
+ * doc), written by the runner (./worker-runner.ts) and read by the supervisor: the result, the
+ * runner's liveness by its command line, the agent and runner pids, the runner log's tail, and an
+ * incremental tail of `events.jsonl`. Readers never throw for a file that is missing or
+ * half-written: a worker's files appear over time. A module apart from the runner, so that the
+ * Brain does not load the runner's gate, adapters and sandbox to read them (issue 33 item 6).
  */
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { AgentEvent } from '../agents/agent-adapter.js';
-import type { WorkerFiles } from './worker-runner.js';
+import type { AgentEvent, AgentRunResult, AgentRunStatus } from '../agents/agent-adapter.js';
+
+/** The files of one worker under its directory. */
+export interface WorkerFiles {
+  dir: string;
+  spec: string;
+  events: string;
+  heartbeat: string;
+  result: string;
+  /** The runner's stdout+stderr. */
+  log: string;
+  runnerPid: string;
+  /** `{pid, startedAt}` of the agent CLI (its process group leader). */
+  agent: string;
+}
+
+/** Paths of the worker files in `dir`. */
+export function workerFiles(dir: string): WorkerFiles {
+  return {
+    dir,
+    spec: join(dir, 'spec.json'),
+    events: join(dir, 'events.jsonl'),
+    heartbeat: join(dir, 'heartbeat'),
+    result: join(dir, 'result.json'),
+    log: join(dir, 'runner.log'),
+    runnerPid: join(dir, 'runner.pid'),
+    agent: join(dir, 'agent.json'),
+  };
+}
+
+/** Write JSON to `path` atomically: `<path>.<pid>.tmp`, fsync, rename. */
+export function writeJsonAtomic(path: string, value: unknown): void {
+  const tmp = `${path}.${process.pid}.tmp`;
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    writeSync(fd, `${JSON.stringify(value, null, 2)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+}
+
+/** The result in `result.json`, or null when there is none (yet) or it is unreadable. */
+export function readWorkerResult(files: WorkerFiles): AgentRunResult | null {
+  if (!existsSync(files.result)) return null;
+  try {
+    return JSON.parse(readFileSync(files.result, 'utf8')) as AgentRunResult;
+  } catch {
+    return null;
+  }
+}
+
+/** A result for a turn that ended before (or without) the agent: a runner fault or a refusal. */
+export function faultResult(status: AgentRunStatus, message: string, started: number, events: AgentEvent[] = [], stderr = ''): AgentRunResult {
+  return { status, message, exitCode: null, signal: null, sessionId: null, finalText: '', events, stderr, durationMs: Date.now() - started, command: [] };
+}
 
 /**
  * Whether the runner of `specPath` is alive as `pid` (see the module doc): its command line names

@@ -26,7 +26,7 @@
  * `result.json` whose status says so (`agent_refused` for configuration, `agent_exited` otherwise).
  */
 import { isReadOnlyRole } from '../../brain/core/vocabulary.js';
-import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isPollyError } from '../../brain/core/errors.js';
@@ -42,9 +42,10 @@ import { claudeCodeSandboxSettings } from '../agents/claude-code-sandbox.js';
 import { resolveWorktreesDir } from '../git/worktrees-dir.js';
 import { agentTurnSandbox } from '../sandbox/agent-turn-sandbox.js';
 import { appliedMounts, type WorkerSandboxOptions } from '../sandbox/sandbox-spec.js';
-import { probeSandbox, warmSandbox } from '../sandbox/sandbox.js';
+import { probeSandbox, warmSandbox, type WarmedSandbox } from '../sandbox/sandbox.js';
 import { probeBoundsMechanism } from '../sandbox/resource-bounds.js';
 import { startTurnMeter, unmeteredReason, type TurnMeter } from '../metering/turn-meter.js';
+import { faultResult, workerFiles, writeJsonAtomic } from './worker-files.js';
 import type { ModelPrice } from '../metering/api-usage.js';
 import type { RemoteTurnSpec } from '../hosts/remote-turn.js';
 import type { WorkerHostsOptions } from '../hosts/host-config.js';
@@ -81,62 +82,6 @@ export interface WorkerSpec extends Omit<WorkerTurnRequest, 'env' | 'timeoutMs' 
   config: WorkerRunConfig;
   /** Set when the supervisor placed the turn on a remote host: this runner relays it (workers/hosts/remote-turn.ts). */
   host?: RemoteTurnSpec | null;
-}
-
-/** The files of one worker under its directory. */
-export interface WorkerFiles {
-  dir: string;
-  spec: string;
-  events: string;
-  heartbeat: string;
-  result: string;
-  /** The runner's stdout+stderr. */
-  log: string;
-  runnerPid: string;
-  /** `{pid, startedAt}` of the agent CLI (its process group leader). */
-  agent: string;
-}
-
-/** Paths of the worker files in `dir`. */
-export function workerFiles(dir: string): WorkerFiles {
-  return {
-    dir,
-    spec: join(dir, 'spec.json'),
-    events: join(dir, 'events.jsonl'),
-    heartbeat: join(dir, 'heartbeat'),
-    result: join(dir, 'result.json'),
-    log: join(dir, 'runner.log'),
-    runnerPid: join(dir, 'runner.pid'),
-    agent: join(dir, 'agent.json'),
-  };
-}
-
-/** Write JSON to `path` atomically: `<path>.<pid>.tmp`, fsync, rename. */
-export function writeJsonAtomic(path: string, value: unknown): void {
-  const tmp = `${path}.${process.pid}.tmp`;
-  const fd = openSync(tmp, 'w', 0o600);
-  try {
-    writeSync(fd, `${JSON.stringify(value, null, 2)}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
-}
-
-/** The result in `result.json`, or null when there is none (yet) or it is unreadable. */
-export function readWorkerResult(files: WorkerFiles): AgentRunResult | null {
-  if (!existsSync(files.result)) return null;
-  try {
-    return JSON.parse(readFileSync(files.result, 'utf8')) as AgentRunResult;
-  } catch {
-    return null;
-  }
-}
-
-/** A result for a turn that ended before (or without) the agent: a runner fault or a refusal. */
-export function faultResult(status: AgentRunStatus, message: string, started: number, events: AgentEvent[] = [], stderr = ''): AgentRunResult {
-  return { status, message, exitCode: null, signal: null, sessionId: null, finalText: '', events, stderr, durationMs: Date.now() - started, command: [] };
 }
 
 /** Run the turn described by `specPath` (see the module doc). Never throws; resolves with the result written. */
@@ -338,11 +283,20 @@ const isMain = process.argv[1] !== undefined && existsSync(process.argv[1]) && r
  * it then sets `env` in its own environment (never on disk) and runs that turn. EOF without a claim
  * (the supervisor exited, or died: the kernel closes the pipe) ends it at once: nothing idles on.
  */
+/** One line of what a standby runner's probes answered (its log, `<stateRoot>/standby.log`). Pure. */
+export function describeWarmed(warmed: WarmedSandbox | null): string {
+  if (!warmed) return 'a sandbox probe failed; it is retried when the turn starts';
+  const sandbox = warmed.sandbox.ok ? `sandbox ${warmed.sandbox.bwrap}` : `no sandbox (${warmed.sandbox.reason})`;
+  const shells = warmed.toolShells.ok ? `tool shells on (Landlock ABI ${warmed.toolShells.abi})` : `tool shells off (${warmed.toolShells.why})`;
+  return `${sandbox}; ${shells}; bounds ${warmed.bounds.kind}`;
+}
+
 async function standby(): Promise<void> {
   // The sandbox's one-time probes (bubblewrap, bounds, seccomp) are paid while waiting, not by the
   // dispatch that claims this runner; a turn whose PATH differs is probed again below.
   const probedPath = process.env.PATH;
-  warmSandbox();
+  const warmed = warmSandbox();
+  process.stderr.write(`[polly] standby ${process.argv[3] ?? ''} (pid ${process.pid}) ready: ${describeWarmed(warmed)}\n`);
   let buffer = '';
   const claim = await new Promise<{ specPath: string; env: Record<string, string> } | null>((resolve) => {
     process.stdin.setEncoding('utf8');

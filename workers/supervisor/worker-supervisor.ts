@@ -22,9 +22,11 @@
  * runner it was handed to (`runner.tag`), so a reused pid or a zombie is not mistaken for it; where
  * there is no /proc, when `kill(pid, 0)` succeeds.
  *
- * Standby: after its first turn the supervisor keeps `standby` runners (default 1) booted ahead of need
- * (`worker-runner.js --standby <tag>`, waiting on a stdin pipe); the next turn hands it the spec and
- * env in one line instead of waiting ~0.1-0.3 s for node to start. It dies with the supervisor.
+ * Standby: from `prewarm()` (a dispatch has begun: its worktree and checks come first) or its first
+ * turn on, the supervisor keeps `standby` runners (default 1) booted ahead of need
+ * (`worker-runner.js --standby <tag>`, waiting on a stdin pipe, its sandbox probed); the next turn
+ * hands it the spec and env in one line instead of waiting for node to start and the probes to run
+ * (about 1-2.5 s on a loaded 2-core machine, issue 33 item 6). It dies with the supervisor.
  *
  * Stopping: `stop()` (the Brain got SIGTERM/SIGINT) ends the standby runners at once and starts no
  * worker process after it: a turn whose order has no row yet rejects with PollyError `stopping`
@@ -44,8 +46,19 @@ import type { AgentEvent, AgentRunResult } from '../agents/agent-adapter.js';
 import { scrubbedProcessEnv } from '../agents/agent-process.js';
 import { killTree, signalPid } from '../proc/kill.js';
 import { repoStateDir } from '../sandbox/agent-state-dir.js';
-import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic, type WorkerFiles, type WorkerRunConfig, type WorkerSpec } from './worker-runner.js';
-import { createEventTail, logTail, readAgentPid, readRunnerPid, runnerAlive } from './worker-files.js';
+import type { WorkerRunConfig, WorkerSpec } from './worker-runner.js';
+import {
+  createEventTail,
+  faultResult,
+  logTail,
+  readAgentPid,
+  readRunnerPid,
+  readWorkerResult,
+  runnerAlive,
+  workerFiles,
+  writeJsonAtomic,
+  type WorkerFiles,
+} from './worker-files.js';
 import type { WorkerRecord, WorkerRecordStore } from './worker-record-store.js';
 import { configuredHosts, DEFAULT_HOST_LEASE_SECONDS, type ResolvedHost } from '../hosts/host-config.js';
 import { createPlacement, type Placement } from '../hosts/placement.js';
@@ -677,6 +690,10 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
         reaped.push(row.id);
       }
       return { adopted, reaped };
+    },
+
+    prewarm() {
+      spawnStandby(options.runnerPath ?? defaultRunnerPath());
     },
 
     stop() {

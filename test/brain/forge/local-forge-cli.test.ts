@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { createLocalForge } from '../../../brain/forge/local-forge.js';
-import { toInboxEvents } from '../../../brain/mcp/brain-tools.js';
+import { toInboxEvents } from '../../../brain/mcp/inbox-events.js';
 import { actionablePrEvents } from '../../../brain/process/pr-events.js';
 import { createFileRegistryStore } from '../../../brain/registry/registry-store.js';
 import { newTaskRecord } from '../../../brain/registry/task-record.js';

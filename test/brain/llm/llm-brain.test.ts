@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { toInboxEvents } from '../../../brain/mcp/brain-tools.js';
+import { toInboxEvents } from '../../../brain/mcp/inbox-events.js';
 import { BRAIN_SKILLS, brainSystemPrompt, loadBrainSkills } from '../../../brain/llm/brain-prompt.js';
 import { loadConfig } from '../../../brain/config/config.js';
 import { DEFAULT_CONFIG } from '../../../brain/config/config-schema.js';

@@ -130,17 +130,25 @@ describe('commandSandboxSpec', () => {
   });
 });
 
-/** A git runner that counts its calls. */
-function countingGit(): { git: GitRunner; calls: string[] } {
+/** A git runner that counts its calls, and the most of them it had running at once (`peak`). */
+function countingGit(): { git: GitRunner; calls: string[]; peak: () => number } {
   const real = createGitRunner();
   const calls: string[] = [];
+  let running = 0;
+  let peak = 0;
   return {
     calls,
+    peak: () => peak,
     git: {
       env: real.env,
-      run(args, options) {
+      async run(args, options) {
         calls.push(args.join(' '));
-        return real.run(args, options);
+        peak = Math.max(peak, ++running);
+        try {
+          return await real.run(args, options);
+        } finally {
+          running--;
+        }
       },
     },
   };
@@ -269,7 +277,7 @@ describe('prepareGitReadView on a real repository', () => {
     expect(existsSync(v)).toBe(true);
   });
 
-  it('a fresh task on a base already seen costs four git calls: no fetch, no listing of the index, nothing copied', async () => {
+  it('a fresh task on a base already seen costs four git calls, all at once: no fetch, no listing of the index, nothing copied', async () => {
     // The dispatch bench's case (issue 33 item 6): the index equals HEAD's tree and the tip is a base
     // the shared store holds, so the view needs no object of its own.
     const w = join(repo, '.worktrees', 't5');
@@ -278,6 +286,8 @@ describe('prepareGitReadView on a real repository', () => {
     const counted = countingGit();
     const view = await prepareGitReadView({ repoRoot: repo, worktree: w, stateDir: state, git: counted.git });
     expect(counted.calls.map((c) => c.split(' ').find((x) => !x.startsWith('-') && !x.startsWith('/')))).toEqual(['init', 'rev-list', 'config', 'diff-index']);
+    // None waits for another: they read the repository and write nothing the others read.
+    expect(counted.peak()).toBe(4);
     expect(git(root, ['--git-dir', view!.viewDir, 'log', '-1', '--format=%s', 'refs/heads/polly/t5'])).toBe(git(repo, ['log', '-1', '--format=%s', 'main']));
     git(root, ['--git-dir', view!.viewDir, 'cat-file', '-e', git(repo, ['rev-parse', 'main:a.txt'])]);
     git(repo, ['worktree', 'remove', '--force', w]);

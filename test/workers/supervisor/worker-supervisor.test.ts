@@ -37,6 +37,18 @@ sessions:
       - steps:
           - run: "sleep 2.5"
           - finish: "Done after the row was lost."
+  - name: warm
+    match: {task: sv-warm, role: implement}
+    turns:
+      - steps:
+          - write: {path: warm.txt, content: "warm\\n"}
+          - finish: "Wrote warm.txt."
+  - name: warm-dispatch
+    match: {task: sv-prewarm, role: implement}
+    turns:
+      - steps:
+          - write: {path: sum.js, content: "module.exports = (a, b) => a + b;\\n"}
+          - finish: "sum adds."
   - name: long
     match: {task: sv-cancel, role: implement}
     turns:
@@ -190,6 +202,43 @@ describe.skipIf(!SANDBOXED)('worker supervisor (real pi, detached runner)', () =
     expect(readFileSync(join(repo.dir, '.polly', 'workers', r2.workerId, 'runner.tag'), 'utf8')).toMatch(new RegExp(`^polly-standby-${process.pid}-`));
     expect(processWith('sleep 41.5')).toEqual([]);
     expect(await supervisor.live()).toEqual([]);
+  }, 60_000);
+
+  it('prewarm() boots the standby runner before any turn: the first turn of a fresh supervisor runs in it', async () => {
+    const repo = createTestRepo();
+    const store = createFileRegistryStore(join(repo.dir, '.polly'));
+    const supervisor = createWorkerSupervisor({ repoRoot: repo.dir, store, config: scriptedConfig(server.url) });
+    supervisor.prewarm?.();
+    supervisor.prewarm?.(); // idempotent: still one runner kept ahead of need
+    const r = await supervisor.runTurn(request(repo, 'sv-warm', 'order-w'));
+    expect(r.status, r.message).toBe('ok');
+    // Without prewarm the first turn starts a runner cold (no runner.tag: see worker-files.ts).
+    const tag = join(repo.dir, '.polly', 'workers', r.workerId, 'runner.tag');
+    expect(existsSync(tag), 'the first turn did not run in a prewarmed standby runner').toBe(true);
+    expect(readFileSync(tag, 'utf8')).toMatch(new RegExp(`^polly-standby-${process.pid}-`));
+    supervisor.stop?.();
+  }, 30_000);
+
+  it('the dispatch tool prewarms: the first turn of a fresh Brain (supervisor) runs in a standby runner booted while its worktree was made', async () => {
+    const repo = createTestRepo(NPM_TEST_PROJECT);
+    const store = createFileRegistryStore(join(repo.dir, '.polly'));
+    const config = scriptedConfig(server.url);
+    const rig = {
+      repoRoot: repo.dir,
+      store,
+      config,
+      worktrees: createWorktreeManager({ repoRoot: repo.dir }),
+      supervisor: createWorkerSupervisor({ repoRoot: repo.dir, store, config }),
+      agentEnv: scriptedAgentEnv(server.url),
+    };
+    await store.update((d) => {
+      d.tasks['sv-prewarm'] = makeTask('sv-prewarm', 'pi');
+    });
+    await runTool(rig, dispatch, 'sv-prewarm', 'sv-prewarm:dispatch');
+    const row = Object.values((await store.read()).workers).find((w) => w.taskId === 'sv-prewarm');
+    expect(row, 'no worker was started').toBeDefined();
+    expect(readFileSync(join(row!.stateDir!, 'runner.tag'), 'utf8')).toMatch(new RegExp(`^polly-standby-${process.pid}-`));
+    rig.supervisor.stop?.();
   }, 60_000);
 
   it.skipIf(process.getuid?.() !== 0)(
