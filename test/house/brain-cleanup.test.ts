@@ -49,5 +49,5 @@ describe('brain cleanup for tests', () => {
     expect(pidAlive(worker)).toBe(false);
     expect(pidAlive(elsewhere)).toBe(true);
     expect(await stopRepoBrain(repo)).toEqual([]);
-  }, 30_000);
+  });
 });

@@ -73,7 +73,7 @@ describe('review sandbox', () => {
     const inRepo = await createReviewSandbox({ task, diff: diff.diff, repoRoot: s.repo.dir, stateRoot: join(s.repo.dir, '.polly') }).catch((e: unknown) => e);
     expect(isPollyError(inRepo) && inRepo.code).toBe('bad_input');
     expect((inRepo as Error).message).toMatch(/inside the repository/);
-  }, 30_000);
+  });
 
   test('the real Claude Code as reviewer: its requests never name the worktree; Bash and Write attempts into the scratch dir and the worktree are denied and leave no trace, and its Write calls (a tool the review role lacks) fail the task by name', async () => {
     const s = createPrStepSetting({ 'README.md': '# x\n', 'src/add.js': 'export const add = 0;\n' });

@@ -313,7 +313,7 @@ describe('polly doctor', () => {
     expect(broken.fix).toBe(
       'git rm -r --cached --quiet .polly/registry.json && git commit -m "Stop tracking Polly state"; run polly init (it writes .polly/.gitignore, which ignores them); git add .polly/config.yaml && git commit -m "Polly config"',
     );
-  }, 30_000);
+  });
 
   it("acceptance-runner: each command's runner is probed in the checks' sandbox; a missing program or python module is a problem with its fix", async () => {
     // An interpreter that answers as python does without pytest (the machine's python may have it or not).
@@ -356,7 +356,7 @@ describe('polly doctor', () => {
       status: 'problem',
       detail: expect.stringContaining('".venv/bin/python -m pytest" cannot run'),
     });
-  }, 30_000);
+  });
 
   it("doctor's sandbox line is the sandbox's own probe: no bwrap on PATH, and a bwrap that cannot start the runner's sandbox, are problems", () => {
     expect(doctorSandboxProbe({ PATH: '/nonexistent' })).toMatchObject({ ok: false, reason: expect.stringContaining('bubblewrap is not installed') });

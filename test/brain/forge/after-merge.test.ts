@@ -155,5 +155,5 @@ describe('after merge (watchMerges, one pass)', () => {
     expect(existsSync(task.worktree!)).toBe(false);
     expect(s.repo.git(['rev-parse', report.done[0]!.backupRef!])).toMatch(/^[0-9a-f]{40}$/);
     expect(sim.mergeRequests()).toEqual([]);
-  }, 30_000);
+  });
 });

@@ -164,7 +164,7 @@ describe('the LLM brain host (real claude, scripted model, polly mcp --brain)', 
       ['p1', 'refused', 'g1'],
       ['p2', 'pending', 'g1'],
     ]);
-  }, 40_000);
+  });
 
   it('its own writes pass the gate with the brain role: src/x.js denied, docs/notes.md written; polly MCP calls allowed by allow.polly_mcp', () => {
     const results = events.filter((e): e is Extract<AgentEvent, { type: 'tool_result' }> => e.type === 'tool_result');
@@ -218,7 +218,7 @@ describe('the LLM brain host (real claude, scripted model, polly mcp --brain)', 
       ['plan.proposed', 'p2'],
     ]);
     expect((await store.read()).inboxCursor).toBe(inbox.at(-1)!.seq);
-  }, 30_000);
+  });
 
   it('close() ends claude, its MCP server and its hooks: nothing is left behind', async () => {
     const pid = brain.pid;
@@ -234,7 +234,7 @@ describe('the LLM brain host (real claude, scripted model, polly mcp --brain)', 
     const late = await brain.turn('hello?');
     expect(late.ok).toBe(false);
     expect(late.text).toMatch(/has exited.*resumeSessionId/);
-  }, 20_000);
+  });
 });
 
 describe('after a Brain restart', () => {
@@ -264,7 +264,7 @@ describe('after a Brain restart', () => {
       await again.close();
     }
     expect(processesMentioning(repo.dir)).toEqual([]);
-  }, 30_000);
+  });
 });
 
 describe('LLM brain pieces', () => {

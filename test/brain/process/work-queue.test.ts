@@ -28,7 +28,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of opened) await c.close().catch(() => undefined);
   await server?.stop();
-}, 30_000);
+});
 
 const APPROVED = '2026-12-01T00:00:00.000Z';
 const plan = {

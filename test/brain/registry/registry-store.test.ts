@@ -432,5 +432,5 @@ describe('file registry store', () => {
     children.push(child);
     const got = await waiting;
     expect(got.map((e) => e.kind)).toEqual(['test.increment']);
-  }, 40_000);
+  });
 });

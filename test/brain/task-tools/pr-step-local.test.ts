@@ -236,7 +236,7 @@ describe('PR step on the local forge (real git, real pi reviewer)', () => {
     expect(reg.pullRequests['1']!.reviews).toMatchObject([{ event: 'REQUEST_CHANGES', comments: [{ file: 'src/add.js', line: 2 }] }]);
     expect((reg.tasks.l6!.reviews as PollyReviewRecord[])[0]!.forgeReviewId).toBe(1);
     expect(reg.tasks.l6!.feedback).toContain('src/add.js:2 — subtracts');
-  }, 30_000);
+  });
 
   test("a non-fast-forward push is a permanent failure with git's reason, never forced; the remote keeps its commit", async () => {
     const { s, runner } = setup();
@@ -251,7 +251,7 @@ describe('PR step on the local forge (real git, real pi reviewer)', () => {
     expect(r.note).toMatch(/rejected/);
     expect(r.note).toMatch(/never force-pushes/);
     expect(s.repo.git(['ls-remote', 'origin', 'refs/heads/polly/l3'])).toBe(`${other}\trefs/heads/polly/l3`);
-  }, 30_000);
+  });
 
   test("a reviewer of the worker's own vendor is refused before any PR is opened", async () => {
     const { s, config, forge } = setup();
@@ -271,5 +271,5 @@ describe('PR step on the local forge (real git, real pi reviewer)', () => {
     });
     bad.review.pairs.codex = [];
     expect(chooseReviewer({ id: 't', worker: 'codex', reviewer: null }, bad)).toEqual({ error: expect.stringMatching(/is empty/) });
-  }, 30_000);
+  });
 });

@@ -129,7 +129,7 @@ describe('Claude Code adapter (real claude)', () => {
     const req = server.requests.filter((q) => q.session === 'readonly').at(-1);
     expect(req?.view?.tools).not.toContain('Write');
     expect(req?.view?.tools).toContain('Read');
-  }, 30_000);
+  });
 
   it('talks to MCP servers given with mcpConfig; `call` steps name the tool verbatim', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'polly-claude-mcp-'));
@@ -156,7 +156,7 @@ describe('Claude Code adapter (real claude)', () => {
     expect(r.events.find((e) => e.type === 'tool_result')).toMatchObject({ isError: false, output: 'echo: ping from the script' });
     const first = server.requests.find((q) => q.session === 'mcp');
     expect(first?.view?.tools).toContain('mcp__fixture__echo');
-  }, 30_000);
+  });
 
   it('orchestration case 1: a missing CLI is agent_missing, a CLI that exits at once is agent_exited with stderr', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'polly-claude-c1-'));
@@ -178,7 +178,7 @@ describe('Claude Code adapter (real claude)', () => {
     const gone = await createClaudeCodeAdapter({ command: 'claude', binary: wrapper, model: null, allow_root_sandbox: true }).start(baseOptions(dir, 'hi')).result;
     expect(gone.status).toBe('agent_missing');
     expect(Date.now() - t0).toBeLessThan(15_000);
-  }, 30_000);
+  });
 
   it('no credentials at all: agent_refused saying to set ANTHROPIC_API_KEY', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'polly-claude-nokey-'));

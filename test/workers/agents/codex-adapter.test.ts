@@ -165,7 +165,7 @@ describe('codex adapter with the real codex CLI', () => {
     expect(ofType(r.events, 'tool_call').map((c) => c.tool)).toEqual(['shell', 'shell']);
     // codex says it has no metadata for the model: a notice, not a failure.
     expect(ofType(r.events, 'error').some((e) => e.message.includes('scripted-model'))).toBe(true);
-  }, 30_000);
+  });
 
   it('orchestration case 8: in a linked worktree git commit fails in the sandbox, the run is ok, the files stay', async () => {
     const repo = createTestRepo();
@@ -179,7 +179,7 @@ describe('codex adapter with the real codex CLI', () => {
     expect(readFileSync(join(wt, 'feature.txt'), 'utf8')).toBe('feature\n');
     expect(repo.git(['rev-parse', 'polly/case8'])).toBe(head);
     expect(repo.git(['-C', wt, 'status', '--porcelain'])).toContain('feature.txt');
-  }, 30_000);
+  });
 
   it('read-only purposes run in the read-only sandbox: writes fail, nothing lands on disk', async () => {
     const repo = createTestRepo();
@@ -193,7 +193,7 @@ describe('codex adapter with the real codex CLI', () => {
     expect(JSON.parse(sent.client_metadata['x-codex-turn-metadata']!).sandbox_mode).toBe('read-only');
     expect(toolOutputsSent('readonly', before).join('\n')).toMatch(/Read-only file system/);
     expect(existsSync(join(repo.dir, 'nope.txt'))).toBe(false);
-  }, 30_000);
+  });
 
   it('cancel stops codex and the sandboxed command it started in its own session: nothing outlives the run', async () => {
     const repo = createTestRepo();
@@ -212,7 +212,7 @@ describe('codex adapter with the real codex CLI', () => {
     expect(r.status).toBe('cancelled');
     for (let i = 0; i < 30 && sleeping().length > 0; i++) await new Promise((r) => setTimeout(r, 100));
     expect(sleeping()).toEqual([]);
-  }, 30_000);
+  });
 
   it('orchestration case 1: a missing binary ends agent_missing, an instant exit agent_exited with stderr, within seconds', async () => {
     const repo = createTestRepo();
@@ -227,7 +227,7 @@ describe('codex adapter with the real codex CLI', () => {
     expect(bad.stderr).toContain('--no-such-flag');
     expect(bad.message).toContain('--no-such-flag');
     expect(Date.now() - t0).toBeLessThan(10_000);
-  }, 30_000);
+  });
 
   it('an unreachable model endpoint ends agent_exited within seconds; missing credentials end agent_refused before starting', async () => {
     const repo = createTestRepo();
@@ -248,7 +248,7 @@ describe('codex adapter with the real codex CLI', () => {
     const noAuth = await createCodexAdapter(config({ provider: null })).start(runOptions(repo.dir, repo.root, { env })).result;
     expect(noAuth.status).toBe('agent_refused');
     expect(noAuth.message).toMatch(/codex has no credentials.*codex login/);
-  }, 30_000);
+  });
 
   it('refuses a provider codex cannot take, naming the field', () => {
     expect(() => createCodexAdapter(config({ provider: { id: 'bad id', base_url: 'http://x/v1', env_key: 'K' } }))).toThrow(PollyError);

@@ -142,7 +142,7 @@ describe.skipIf(!SANDBOXED)('case 1: a worker that never starts gets a named tas
       expect(task.statusReason).toMatch(c.reason);
       expect(processWith('sleep 53.5')).toEqual([]);
       expect(await rig.supervisor.live()).toEqual([]);
-    }, 20_000);
+    });
   }
 });
 
@@ -241,7 +241,7 @@ describe.skipIf(!SANDBOXED)('case 6: a SIGKILLed Brain leaves no row running for
     } finally {
       await stopAll(rig);
     }
-  }, 30_000);
+  });
 
   it('runner killed too: reconcile marks the row dead with the cause, kills the agent, and the re-offered order fails with it', async () => {
     const repo = createTestRepo(NPM_TEST_PROJECT);
@@ -282,7 +282,7 @@ describe.skipIf(!SANDBOXED)('case 6: a SIGKILLed Brain leaves no row running for
     } finally {
       await stopAll(rig);
     }
-  }, 30_000);
+  });
 });
 
 describe.skipIf(!SANDBOXED)('case 8: Polly commits after the agent, so the result is clean either way', () => {
@@ -308,7 +308,7 @@ describe.skipIf(!SANDBOXED)('case 8: Polly commits after the agent, so the resul
     } finally {
       await stopAll(rig);
     }
-  }, 30_000);
+  });
 
   it("pi's own commit is refused by the sandbox (git metadata is Polly's); Polly commits everything it left in one commit, tree clean", async () => {
     const repo = createTestRepo(NPM_TEST_PROJECT);
@@ -330,5 +330,5 @@ describe.skipIf(!SANDBOXED)('case 8: Polly commits after the agent, so the resul
     } finally {
       await stopAll(rig);
     }
-  }, 30_000);
+  });
 });

@@ -141,7 +141,7 @@ describe.skipIf(!SANDBOXED)('worker supervisor (real pi, detached runner)', () =
     await expect(supervisor.runTurn(request(repo, 'sv-basic', 'order-2'))).rejects.toMatchObject({ code: 'stopping' });
     expect((await store.read()).workers[workerIdFor('sv-basic', 'order-2')]).toBeUndefined();
     expect(await supervisor.runTurn(request(repo, 'sv-basic', 'order-1'))).toMatchObject({ status: 'ok', adopted: true, workerId: r.workerId });
-  }, 30_000);
+  });
 
   it('a row lost while its runner runs (a registry restored from its backup) is written again from the worker files and adopted: the order starts no second agent', async () => {
     const repo = createTestRepo();
@@ -168,7 +168,7 @@ describe.skipIf(!SANDBOXED)('worker supervisor (real pi, detached runner)', () =
     // The adopted turn asked the model nothing more than the one agent did.
     expect(server.requests.filter((r) => r.session === 'lost').length).toBeLessThanOrEqual(requestsBefore + 2);
     expect((await store.read()).workers[id]).toMatchObject({ state: 'exited', outcome: 'ok' });
-  }, 40_000);
+  });
 
   it('cancelTask stops the runner, the agent and its command; the turn ends cancelled and nothing is left', async () => {
     const repo = createTestRepo();
@@ -217,7 +217,7 @@ describe.skipIf(!SANDBOXED)('worker supervisor (real pi, detached runner)', () =
     expect(existsSync(tag), 'the first turn did not run in a prewarmed standby runner').toBe(true);
     expect(readFileSync(tag, 'utf8')).toMatch(new RegExp(`^polly-standby-${process.pid}-`));
     supervisor.stop?.();
-  }, 30_000);
+  });
 
   it('the dispatch tool prewarms: the first turn of a fresh Brain (supervisor) runs in a standby runner booted while its worktree was made', async () => {
     const repo = createTestRepo(NPM_TEST_PROJECT);

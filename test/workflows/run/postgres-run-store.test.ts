@@ -34,7 +34,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const s of opened.splice(0)) await s.close().catch(() => undefined);
   await server?.stop();
-}, 30_000);
+});
 
 /** A store in a fresh schema of the test server. */
 function fresh(options: { maxUpdatesPerCommit?: number } = {}): PostgresRunStore {

@@ -22,7 +22,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of opened.splice(0)) await c.close().catch(() => undefined);
   await server?.stop();
-}, 30_000);
+});
 
 /** `n` independent claim stores (each its own connection pool, as separate Polly processes) on one fresh schema. */
 function pollys(n: number): WorkClaims[] {
