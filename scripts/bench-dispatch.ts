@@ -1,5 +1,8 @@
 /**
- * `npm run bench -- dispatch [--files N] [--rounds R] [--concurrency C] [--dir PATH] [--no-worker] [--standby N]`
+ * `npm run bench -- dispatch [--files N] [--rounds R] [--concurrency C] [--dir PATH] [--no-worker] [--standby N] [--host]`
+ *
+ * `--host`: a remote dispatch on two loopback SSH hosts against a local one instead
+ * (scripts/host-dispatch-bench.ts; 2 000 files unless `--files` says otherwise).
  *
  * Time from "dispatch" to a ready worker, against a bare `git worktree add` of the same repository
  * in the same run (target ≤ 1.2×), one at a time and C (default 8) at once. Runs on a generated
@@ -27,6 +30,7 @@ import { createGitRunner, type GitRunner } from '../workers/git/git.js';
 import { createWorkerSupervisor, workerIdFor } from '../workers/supervisor/worker-supervisor.js';
 import { createWorktreeManager, type CreatedWorktree, type WorktreeManager } from '../workers/git/worktree-manager.js';
 import { measureSandboxCost } from './bench-sandbox-cost.js';
+import { runHostBench } from './host-dispatch-bench.js';
 import { parseModelScript } from './scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from './scripted-model/server.js';
 
@@ -109,18 +113,23 @@ interface Args {
   worker: boolean;
   /** Standby runners the supervisor keeps booted (its default: 1). */
   standby: number;
+  /** `--host`: remote dispatch vs local (scripts/host-dispatch-bench.ts). */
+  host: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
   // tmpfs by default: on a shared VM disk, writeback from other work swung a bare add of 20 000
   // files between 6 and 19 s within one run; on tmpfs the git work is faster, so Polly's fixed
   // overhead weighs more in the ratio (a stricter test). `--dir /tmp` measures on disk.
-  const args: Args = { files: 20_000, rounds: 7, concurrency: 8, dir: existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), worker: true, standby: 1 };
+  const args: Args = { files: 20_000, rounds: 7, concurrency: 8, dir: existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), worker: true, standby: 1, host: false };
+  let filesGiven = false;
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = Number(argv[i + 1]);
     if (flag === '--no-worker') {
       args.worker = false;
+    } else if (flag === '--host') {
+      args.host = true;
     } else if (flag === '--dir') {
       args.dir = argv[i + 1] ?? '';
       i++;
@@ -131,11 +140,13 @@ function parseArgs(argv: string[]): Args {
     } else if (flag === '--files' || flag === '--rounds' || flag === '--concurrency') {
       if (!Number.isInteger(value) || value < 1) throw new Error(`${flag} needs a positive integer, got "${argv[i + 1]}"`);
       args[flag.slice(2) as 'files' | 'rounds' | 'concurrency'] = value;
+      if (flag === '--files') filesGiven = true;
       i++;
     } else {
-      throw new Error(`unknown flag "${flag}"; use --files N, --rounds R, --concurrency C, --dir PATH, --no-worker, --standby N`);
+      throw new Error(`unknown flag "${flag}"; use --files N, --rounds R, --concurrency C, --dir PATH, --no-worker, --standby N, --host`);
     }
   }
+  if (args.host && !filesGiven) args.files = 2_000;
   return args;
 }
 
@@ -241,6 +252,10 @@ function push(m: Map<string, number[]>, k: string, v: number) {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
+  if (args.host) {
+    await runHostBench(args);
+    return;
+  }
   const root = realpathSync(mkdtempSync(join(args.dir, 'polly-bench-dispatch-')));
   let model: ScriptedModelServer | null = null;
   try {

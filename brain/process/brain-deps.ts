@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import { createWorkerSupervisor } from '../../workers/supervisor/worker-supervisor.js';
 import { createWorktreeManager } from '../../workers/git/worktree-manager.js';
 import { createRuntime } from '../../workflows/run/runtime.js';
-import { openRunStore } from '../registry/run-storage.js';
+import { brainInstanceArea, openRunStore, openWorkClaims, pollyIdentity } from '../registry/run-storage.js';
+import { repoIdentity, type WorkClaims } from '../../workflows/run/work-claims.js';
+import { execFileSync } from 'node:child_process';
 import { builtinWorkflowDirs, createWorkflowLibrary } from '../../workflows/workflow-library.js';
 import { createFileAdmissionCache } from '../../workflows/check/admission-cache.js';
 import { pollyStateRoot } from '../../workers/sandbox/agent-state-dir.js';
@@ -76,6 +78,12 @@ export interface BrainProcessDeps {
   startGoalBrain?: ((goal: GoalRecord, resumeSessionId: string | null) => GoalBrain | Promise<GoalBrain>) | null;
   /** First message for a goal's brain and the wake-up digest of inbox events. */
   messages?: { first(goal: GoalRecord): string; wake(events: InboxEvent[]): string };
+  /**
+   * With `runs.store: postgres`: the shared work claims through which several Pollys on the store
+   * hand each plan task to exactly one of them (brain/process/work-queue.ts), this Polly's identity
+   * and the repository's. Null or absent: this Brain is alone on its store.
+   */
+  claims?: { store: WorkClaims; polly: { id: string; label: string }; repo: string; leaseSeconds?: number } | null;
   /** Exit once nothing is open (no open goal, no pending or running work). */
   exitWhenIdle?: boolean;
   /**
@@ -102,9 +110,19 @@ export interface BrainProcessDeps {
 import { readRepoBranchContext } from '../../workers/git/repo.js';
 import { agentEnvFrom } from './agent-env.js';
 
-/** The agent area and instance area of the Brain's own runs (polly-task instances). */
+/** The agent area and instance area of the Brain's own runs (polly-task instances); on Postgres the instance area is `brainInstanceArea`'s. */
 export const BRAIN_AGENT_AREA = 'polly';
 export const BRAIN_INSTANCE_AREA = 'brain';
+
+/** The repository's identity across clones (`repoIdentity` of origin's URL), or the root's path without an origin. */
+function repoIdentityOf(root: string, env: NodeJS.ProcessEnv): string {
+  try {
+    const url = execFileSync('git', ['remote', 'get-url', 'origin'], { cwd: root, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return url ? repoIdentity(url) : root;
+  } catch {
+    return root;
+  }
+}
 
 /**
  * Build everything the Brain process needs except the LLM brain factory.
@@ -120,7 +138,8 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
   const library = createPlanLibrary(base, config);
   const runs = await openRunStore(repo.pollyDir, store, config.runs, env);
   if (runs.moved > 0) log(`[polly] moved ${runs.moved} workflow runs from registry.json into ${runs.where}`);
-  const runtime = createRuntime({ store: runs.store, library, agentArea: BRAIN_AGENT_AREA, instanceArea: BRAIN_INSTANCE_AREA });
+  const runtime = createRuntime({ store: runs.store, library, agentArea: BRAIN_AGENT_AREA, instanceArea: brainInstanceArea(config.runs, repo.root) });
+  const claims = openWorkClaims(config.runs, env);
   const supervisor = createWorkerSupervisor({ repoRoot: repo.root, store, config });
   const worktrees = createWorktreeManager({
     repoRoot: repo.root,
@@ -160,6 +179,7 @@ export async function createBrainDeps(ctx: RepoContext, env: NodeJS.ProcessEnv, 
     agentEnv: agentEnvFrom(env, config),
     gateContext,
     log,
+    claims: claims ? { store: claims, polly: pollyIdentity(repo.root), repo: repoIdentityOf(repo.root, env) } : null,
     hostCleanup: (config.workers.hosts ?? []).length > 0 ? createHostCleanup(repo.root, config.workers) : null,
   };
 }

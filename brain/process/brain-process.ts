@@ -36,7 +36,8 @@ import { FINAL_TASK_STATUSES, isGoalFinal } from '../core/vocabulary.js';
 import { newTaskRecord, planTaskId } from '../registry/task-record.js';
 import { TAKEOVER_STATUSES, takeOverForRetry } from '../plan/plan-retry.js';
 import { taskBudget } from '../plan/budgets.js';
-import { driveSchedules, type ScheduleMemory } from './plan-schedule.js';
+import { driveSchedules, startPlanTask, type ScheduleMemory } from './plan-schedule.js';
+import { syncWorkQueue, type WorkQueueMemory } from './work-queue.js';
 import { WATCHING_STATE, executeOrder, finishTasksOfEndedRuns, handleCancels, runControlState, runReadOnlyTask } from './order-executor.js';
 import { newPrRouteMemory, routePrEvents } from './pr-events.js';
 import { toInboxEvents } from '../mcp/inbox-events.js';
@@ -176,6 +177,7 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
   const inflight = new Map<string, Promise<void>>();
   const goalBrains = new Map<string, { brain: GoalBrain; busy: boolean; cursor: number }>();
   const scheduleMemory: ScheduleMemory = new Map();
+  const workQueueMemory: WorkQueueMemory = new Map();
   const prMemory = newPrRouteMemory();
   /** The goals this Brain runs for: open while it runs, or asked for (`actOnPrs`); their PR events are acted on. */
   const ownGoals = new Set<string>();
@@ -259,13 +261,17 @@ async function runLocked(deps: BrainProcessDeps, now: () => Date): Promise<void>
         // Only this Brain's goals' PRs are acted on (issue 35 item 6); the others' events wait, shown.
         await claimOwnGoals(deps, ownGoals);
         await routePrEvents(deps, prMemory, log, now, (goalId) => deps.allPrs === true || goalId === null || ownGoals.has(goalId));
+        // Several Pollys on one store: claims renewed or settled, followed claims' outcomes taken over here.
+        await syncWorkQueue(deps, workQueueMemory, log, now, async (plan, key) => {
+          await startPlanTask(deps, plan, key, log, now);
+        });
         // The plans' schedules: task ends reported, dependants skipped, the next turn's dispatches.
         await driveSchedules(deps, scheduleMemory, log, now);
 
         // Read-only ad-hoc tasks (explore, search, review dispatched by sys_session_send).
         reg = await deps.store.read();
         for (const task of Object.values(reg.tasks)) {
-          if (task.purpose === 'implement' || task.cancelRequested) continue;
+          if (task.purpose === 'implement' || task.cancelRequested || task.workClaim?.mine === false) continue;
           // A plan's read-only task waits for its schedule to dispatch it; an ad-hoc one starts at once.
           const startable = task.status === 'dispatched' || task.status === 'running' || (task.status === 'queued' && !task.planId);
           if (startable) spawnWork(`adhoc:${task.id}`, () => runReadOnlyTask(deps, task.id, log, now));

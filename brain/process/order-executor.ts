@@ -23,6 +23,7 @@ import { FINAL_TASK_STATUSES, type TaskStatus } from '../core/vocabulary.js';
 import { promptMarker, workerTurnRequest } from '../task-tools/dispatch.js';
 import { NO_CHANGE } from '../task-tools/types.js';
 import { withRefGuard } from '../task-tools/ref-guard-step.js';
+import { holdsWorkClaim } from './work-queue.js';
 import { removeOnHost } from '../forge/after-merge.js';
 import { withBaseCheckout } from '../../workers/git/base-checkout.js';
 import { resolveWorktreesDir } from '../../workers/git/worktrees-dir.js';
@@ -46,6 +47,9 @@ const STATUS_FOR_TOOL: Record<string, TaskStatus> = {
   integrate_base: 'fixing',
   reply_pr: 'reviewing',
 };
+
+/** The tools whose effect leaves this machine: run only while this Polly holds the task's work claim. */
+const CLAIM_FENCED_TOOLS: ReadonlySet<string> = new Set(['push', 'open_draft_pr', 'mark_ready']);
 
 /** The control state of a task run whose PR is ready and watched (workflows/polly-task/workflow.yaml). */
 export const WATCHING_STATE = 'watching';
@@ -84,6 +88,9 @@ export async function executeOrder(deps: BrainProcessDeps, run: RunRecord, order
     await deps.runtime.report(run.id, claimed.id, { outcome: 'failure', permanent: true, note: `no task ${taskId} in the registry`, attempt: claimed.attempt });
     return;
   }
+  // Several Pollys on one store: what leaves this machine (a push, a PR, marking it ready) is done
+  // only while this Polly still holds the task's work claim (brain/process/work-queue.ts).
+  if (CLAIM_FENCED_TOOLS.has(claimed.tool) && !(await holdsWorkClaim(deps, task, claimed.tool, log))) return;
   const tool = deps.tools[claimed.tool];
   const status = STATUS_FOR_TOOL[claimed.tool];
   if (status && task.status !== status) {
@@ -432,7 +439,7 @@ export async function handleCancels(deps: BrainProcessDeps, reg: Registry, log: 
     if (run) await deps.runtime.signal(run.id, 'CANCEL');
     await deps.store.update((draft, tx) => {
       const t = draft.tasks[task.id]!;
-      transitionTask(t, 'cancelled', { reason: 'cancelled by sys_cancel_task', at: now().toISOString(), finished: true });
+      transitionTask(t, 'cancelled', { reason: t.workClaim?.lost ?? 'cancelled by sys_cancel_task', at: now().toISOString(), finished: true });
       if (backupRef) t.backupRefs = [...t.backupRefs, backupRef];
       tx.emit('task.cancelled', { taskId: t.id, workersStopped: stopped.cancelled, backupRef });
     });

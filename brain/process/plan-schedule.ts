@@ -34,6 +34,8 @@ import { BRAIN_OWNER, validateEndedRun } from './order-executor.js';
 import { recordPlanAdded } from '../plan/plan-library.js';
 import { endGoal } from '../registry/goal-lifecycle.js';
 import { recordPreGateApproval } from './schedule-gate-upgrade.js';
+import { claimPlanTask } from './work-queue.js';
+import { isPollyError } from '../core/errors.js';
 
 /**
  * Per plan id: how many tasks had settled when the Brain's last schedule turn ended (null: no turn
@@ -206,6 +208,38 @@ async function dispatchTask(deps: BrainProcessDeps, plan: PlanRecord, key: strin
   if (task.planId !== plan.id) return { ok: false, note: `${id} was handed to retry plan ${task.planId} before it was dispatched` };
   if (task.cancelRequested || task.status === 'cancelled') return { ok: false, note: `${id} was cancelled before it was dispatched` };
   if (task.status !== 'queued') return { ok: true, note: `${id} already started (${task.status})` };
+  // Several Pollys on one shared run store: the task runs where its work claim was granted (brain/process/work-queue.ts).
+  if (deps.claims) {
+    let claimed: Awaited<ReturnType<typeof claimPlanTask>>;
+    try {
+      claimed = await claimPlanTask(deps, plan, key, now);
+    } catch (error) {
+      // Unclaimed work is never run: the store decides who runs it, and it could not be asked.
+      const reason = `the shared work claim could not be taken: ${isPollyError(error) ? error.message : String(error)}`;
+      await deps.store.update((draft, tx) => {
+        const t = draft.tasks[id]!;
+        transitionTask(t, 'failed', { reason, at: now().toISOString(), finished: true });
+        tx.emit('task.failed', { taskId: id, status: 'failed', reason });
+      });
+      return { ok: false, note: reason };
+    }
+    if (claimed !== 'mine') {
+      log(`[polly] ${id} (${task.title}) is run by another Polly on the shared run store: ${claimed.label}`);
+      return { ok: true, note: `${id}: run by ${claimed.label}` };
+    }
+  }
+  return startPlanTask(deps, plan, key, log, now);
+}
+
+/**
+ * Start plan task `key` here (its status `queued`, or `dispatched` when taken over from another
+ * Polly): an implement task's own run of its admitted task workflow; any other purpose is marked
+ * `dispatched` for the read-only runner.
+ */
+export async function startPlanTask(deps: BrainProcessDeps, plan: PlanRecord, key: string, log: (l: string) => void, now: () => Date): Promise<{ ok: boolean; note: string }> {
+  const id = planTaskId(plan, key);
+  const task = (await deps.store.read()).tasks[id];
+  if (!task) return { ok: false, note: `no task ${id} in the registry` };
   const mark = async (status: TaskStatus, reason: string | null, event: string, data: Record<string, unknown>) =>
     deps.store.update((draft, tx) => {
       const t = draft.tasks[id]!;

@@ -339,6 +339,20 @@ export interface TaskRecord extends Omit<PlanTaskSpec, 'key'> {
    * implement turns run; null or absent: this machine only (workers/hosts/).
    */
   host?: string | null;
+  /**
+   * With a shared run store (`runs.store: postgres`): the task's work claim (brain/process/work-queue.ts).
+   * `mine`: this Polly holds it and runs the task; otherwise `holder` (another Polly's label) runs it
+   * and this record follows the claim's outcome. Absent: no shared store, or not dispatched yet.
+   */
+  workClaim?: {
+    key: string;
+    holder: string;
+    mine: boolean;
+    /** This Polly settled its claim (its task ended), so the others may follow. */
+    settled?: boolean;
+    /** Why this Polly's claim was lost (another Polly took it over after it lapsed): the task is cancelled with it. */
+    lost?: string;
+  } | null;
   /** Base branch name and the commit the worktree was created from. */
   baseBranch: string | null;
   baseCommit: string | null;

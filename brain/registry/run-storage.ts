@@ -17,6 +17,10 @@ import type { PollyConfig } from '../config/config-schema.js';
 import { createLmdbRunStore } from '../../workflows/run/lmdb-run-store.js';
 import { createPostgresRunStore } from '../../workflows/run/postgres-run-store.js';
 import type { RunStore } from '../../workflows/run/run-store.js';
+import { createPostgresWorkClaims } from '../../workflows/run/postgres-work-claims.js';
+import type { WorkClaims } from '../../workflows/run/work-claims.js';
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { RegistryStore } from './registry-store.js';
 
 /** The run store directory inside a `.polly` directory. */
@@ -76,4 +80,40 @@ export async function openRunStore(
     tx.emit('runs.moved', { count: present.length, to: where });
   });
   return { store, where, moved: ids.length };
+}
+
+/**
+ * The shared work claims of the run store `runs` selects: with `postgres`, the `work_claims` table
+ * in the same schema (workflows/run/postgres-work-claims.ts), through which several Pollys hand
+ * each task to exactly one of them; with LMDB, null (one Brain per store: nothing to share).
+ * @throws PollyError `config_invalid` for `postgres` without the URL's variable set.
+ */
+export function openWorkClaims(runs: PollyConfig['runs'] = undefined, env: NodeJS.ProcessEnv = process.env): WorkClaims | null {
+  if (runs?.store !== 'postgres') return null;
+  const url = env[runs.url_env];
+  if (!url)
+    throw new PollyError('config_invalid', `runs.store is postgres, but the environment variable ${runs.url_env} (runs.url_env) that holds its connection URL is not set.`, {
+      details: { key: 'runs.url_env', env: runs.url_env },
+    });
+  return createPostgresWorkClaims({ connectionString: url, schema: runs.schema });
+}
+
+/**
+ * Who this Polly is on a shared run store: `label` = `<hostname>:<repository root>` (for people),
+ * `id` = the first 16 hex digits of its sha256 (the owner of its work claims, and part of its runs'
+ * instance area). Stable across the Brain's restarts and a lost registry; two clones differ by path
+ * or machine. Pure but for the hostname.
+ */
+export function pollyIdentity(repoRoot: string, host: string = hostname()): { id: string; label: string } {
+  const label = `${host}:${repoRoot}`;
+  return { id: createHash('sha256').update(label).digest('hex').slice(0, 16), label };
+}
+
+/**
+ * The instance area of the Brain's runs: `brain` on LMDB (one Brain per store), `brain:<polly id>`
+ * on Postgres, so that two clones' plans (each numbered p1, p2, … by its own registry) never share
+ * a run id in one database.
+ */
+export function brainInstanceArea(runs: PollyConfig['runs'], repoRoot: string): string {
+  return runs?.store === 'postgres' ? `brain:${pollyIdentity(repoRoot).id}` : 'brain';
 }

@@ -28,7 +28,7 @@ import { GATE_DECISIONS_FILE } from '../../gate/decision-log.js';
 import type { RunStore } from '../../workflows/run/run-store.js';
 import type { RunRecord } from '../../workflows/run/run-records.js';
 import type { RunJournalEntry } from '../../workflows/run/run-store.js';
-import { createConfiguredRunStore, runStoreDir } from '../registry/run-storage.js';
+import { brainInstanceArea, createConfiguredRunStore, runStoreDir } from '../registry/run-storage.js';
 import { brainAfterApproval, type BrainAfterApproval } from '../process/daemon.js';
 import { noticeBrainDeath } from '../notify/brain-death.js';
 import { progressStamp, taskNow, type TaskNow } from '../registry/task-progress.js';
@@ -247,7 +247,11 @@ export function createRepoUiSource(deps: {
     async taskRuns(taskId, limit) {
       if (!onPostgres && !existsSync(runsPath)) return [];
       const store = runStore();
-      const mine = (await store.listRuns()).filter((r) => r.input.task === taskId).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+      // On a shared Postgres store, only this clone's runs: another clone's plan numbers its tasks alike (docs/hosts.md).
+      const area = onPostgres ? brainInstanceArea(deps.config.runs, deps.repoRoot) : null;
+      const mine = (await store.listRuns())
+        .filter((r) => r.input.task === taskId && (area === null || r.instanceArea === area))
+        .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
       return Promise.all(mine.map(async (run) => ({ run, journal: (await store.journal(0, { run: run.id })).slice(-limit) })));
     },
     pullRequestDiff: (number) => forge.diff(number),

@@ -88,7 +88,8 @@ describe.skipIf(!hasSystemPackage('openssh-server', import.meta.url) || !hasSyst
       expect(git(project.repo, ['show', `polly/${t.id}:src/${name}.js`])).toContain(`export function ${name}`);
       // The turn's spec on the host names the model through a port of the host's own loopback,
       // forwarded here over SSH (not the scripted model's port on this machine).
-      const implement = Object.values(reg.workers).find((w) => w.taskId === t.id && w.purpose !== 'review')!;
+      // The first turn a host took (a host whose slots were all taken left no spec: placed again elsewhere).
+      const implement = Object.values(reg.workers).find((w) => w.taskId === t.id && w.purpose !== 'review' && w.outcome !== 'host_not_started')!;
       const turnHost = hosts.hosts.find((h) => h.name === implement.host)!;
       const spec = JSON.parse(readFileSync(join(turnHost.dir, 'workers', implement.id, 'spec.json'), 'utf8')) as {
         cwd: string;

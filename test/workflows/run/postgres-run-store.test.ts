@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parseConfig } from '../../../brain/config/config.js';
 import { isPollyError } from '../../../brain/core/errors.js';
 import { createFileRegistryStore } from '../../../brain/registry/registry-store.js';
-import { openRunStore } from '../../../brain/registry/run-storage.js';
+import { brainInstanceArea, openRunStore } from '../../../brain/registry/run-storage.js';
 import { createRepoUiSource } from '../../../brain/ui/ui-source.js';
 import { createPostgresRunStore, type PostgresRunStore } from '../../../workflows/run/postgres-run-store.js';
 import { startPostgres, type PostgresServer } from '../../helpers/postgres-server.js';
@@ -84,9 +84,11 @@ describe.skipIf(!PG)('config runs.store: postgres', () => {
     await opened.store.close();
     const direct = createPostgresRunStore({ connectionString: server.url, schema: `cfg_${process.pid}` });
     expect((await direct.getRun('r1'))?.id).toBe('r1');
-    await direct.updateRun('r2', (d) => void (d.run = { ...record('r2'), input: { task: 't7' } }));
+    await direct.updateRun('r2', (d) => void (d.run = { ...record('r2'), instanceArea: brainInstanceArea(config.runs, pollyDir), input: { task: 't7' } }));
+    // Another clone's Brain on the same store: its plan numbers its tasks alike, but its runs are not this clone's.
+    await direct.updateRun('r3', (d) => void (d.run = { ...record('r3'), instanceArea: brainInstanceArea(config.runs, '/elsewhere/clone'), input: { task: 't7' } }));
     await direct.close();
-    // The dashboard reads a task's runs from the same store, not from an empty .polly/runs/.
+    // The dashboard reads a task's runs from the same store, not from an empty .polly/runs/, and only this clone's.
     process.env.POLLY_TEST_RUNS_URL = server.url;
     const ui = createRepoUiSource({ repoRoot: pollyDir, pollyDir, store: registry, config });
     try {
