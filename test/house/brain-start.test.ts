@@ -4,7 +4,8 @@
  * server, agent adapters, sandbox) and the MCP server's (the SDK, ajv) among them, for a few helpers.
  * The static import closure of the compiled `brain` command (dist/, where TypeScript has dropped
  * type-only imports) must not reach the worker runner, the MCP server or the gate's decider: the
- * runner is its own process, the MCP server is `polly mcp`'s, and the gate decides in the runner.
+ * runner is its own process, the MCP server is `polly mcp`'s, and the gate decides in the runner;
+ * nor load the Postgres client (`pg`) for the default LMDB run store.
  * The same scan run on the runner must reach the gate (so it cannot pass by scanning nothing).
  * Needs the build (the test setup builds a stale dist/).
  */
@@ -15,17 +16,24 @@ import { distPath } from '../../brain/core/install-paths.js';
 
 const DIST = distPath();
 
-/** Repo-relative (dist-relative) paths of the compiled files `entry` loads through static imports. */
-function staticClosure(entry: string): Set<string> {
-  const re = /^\s*(?:import|export)\s[^;]*?\sfrom\s*(['"])(\.{1,2}\/[^'"]+)\1|^\s*import\s*(['"])(\.{1,2}\/[^'"]+)\3/gm;
-  const seen = new Set<string>();
+/**
+ * The compiled files `entry` loads through static imports (dist-relative paths), and the packages
+ * they import statically (`pg`, `@modelcontextprotocol/sdk/server/mcp.js`, …).
+ */
+function staticClosure(entry: string): Set<string> & { packages: Set<string> } {
+  const re = /^\s*(?:import|export)\s[^;]*?\sfrom\s*(['"])([^'"]+)\1|^\s*import\s*(['"])([^'"]+)\3/gm;
+  const seen = Object.assign(new Set<string>(), { packages: new Set<string>() });
   const queue = [resolve(entry)];
   while (queue.length > 0) {
     const file = queue.pop() as string;
     const rel = relative(DIST, file);
     if (seen.has(rel) || !existsSync(file)) continue;
     seen.add(rel);
-    for (const m of readFileSync(file, 'utf8').matchAll(re)) queue.push(resolve(dirname(file), (m[2] ?? m[4]) as string));
+    for (const m of readFileSync(file, 'utf8').matchAll(re)) {
+      const spec = (m[2] ?? m[4]) as string;
+      if (spec.startsWith('.')) queue.push(resolve(dirname(file), spec));
+      else if (!spec.startsWith('node:')) seen.packages.add(spec);
+    }
   }
   return seen;
 }
@@ -38,6 +46,10 @@ describe('the house: what the Brain process loads', () => {
     expect(closure.has('brain/process/brain-process.js')).toBe(true);
     expect(closure.has('workers/supervisor/worker-supervisor.js')).toBe(true);
     expect(NOT_IN_THE_BRAIN.filter((f) => closure.has(f))).toEqual([]);
+    // The Postgres client loads only for a Postgres run store (workflows/run/postgres-run-store.ts).
+    expect(closure.has('workflows/run/postgres-run-store.js')).toBe(true);
+    expect(closure.packages.has('yaml')).toBe(true);
+    expect(closure.packages.has('pg')).toBe(false);
   });
 
   it('the scan bites: from the worker runner it reaches the gate', () => {

@@ -29,7 +29,8 @@
  * The connection string is a secret (it may carry a password): it is never logged or put into an
  * error message.
  */
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
 import { PollyError } from '../../brain/core/errors.js';
 import type { RunRecord } from './run-records.js';
 import type { RunDraft, RunJournalEntry, RunListFilter, RunStore, RunStoreTx } from './run-store.js';
@@ -93,7 +94,10 @@ export function createPostgresRunStore(options: PostgresRunStoreOptions): Postgr
     throw new PollyError('bad_input', `maxUpdatesPerCommit must be an integer ≥ 1, got ${JSON.stringify(maxUpdatesPerCommit)}; leave it unset for the default 64.`);
   const now = options.now ?? (() => new Date());
   const s = `"${schema}"`;
-  const pool = new pg.Pool({
+  // `pg` is loaded here, not at import: a Brain on the default LMDB run store never needs its ~40
+  // modules (brain/registry/run-storage.ts imports this file; issue 33 item 6, the Brain's start).
+  const { Pool } = createRequire(import.meta.url)('pg') as typeof pg;
+  const pool = new Pool({
     connectionString: options.connectionString,
     max: options.poolSize ?? 4,
     options: `-c synchronous_commit=on -c search_path=${schema}`,

@@ -13,7 +13,8 @@
  *
  * The connection string is a secret: never logged or put into an error message.
  */
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
 import { PollyError } from '../../brain/core/errors.js';
 import type { ClaimResult, WorkClaim, WorkClaims } from './work-claims.js';
 
@@ -66,7 +67,9 @@ export function createPostgresWorkClaims(options: { connectionString: string; sc
   if (!SCHEMA_NAME.test(schema))
     throw new PollyError('bad_input', `the Postgres work claims' schema must be a lower-case SQL identifier (${SCHEMA_NAME.source}), got ${JSON.stringify(schema)}.`);
   const t = `"${schema}".work_claims`;
-  const pool = new pg.Pool({ connectionString: options.connectionString, max: 2, options: '-c synchronous_commit=on' });
+  // `pg` is loaded here, not at import, as in ./postgres-run-store.ts: a Brain on LMDB never needs it.
+  const { Pool } = createRequire(import.meta.url)('pg') as typeof pg;
+  const pool = new Pool({ connectionString: options.connectionString, max: 2, options: '-c synchronous_commit=on' });
   pool.on('error', () => {
     // an idle client lost its connection: the next call reconnects
   });
