@@ -41,6 +41,9 @@ describe.skipIf(!hasSystemPackage('openssh-server', import.meta.url))('polly hos
   });
 
   it('checks each host: a is ready; b has no Polly, and says to install it', async () => {
+    // Host b's PATH ends with the system's directories: a polly installed there (a global `npm link`) is found by b.
+    const systemPolly = ['/usr/local/bin', '/usr/bin', '/bin'].map((d) => join(d, 'polly')).filter((f) => existsSync(f));
+    expect(systemPolly, 'a polly on the system PATH gives host b one: remove it (npm unlink -g polly) to run this test').toEqual([]);
     const r = await polly(['hosts', 'check', '--json'], repo.dir, env);
     const out = JSON.parse(r.stdout) as { ok: boolean; hosts: Array<{ host: string; checks: Check[] }> };
     expect(r.code, r.stderr).toBe(1);
