@@ -19,8 +19,7 @@
  * With the worker: the OS sandbox's cost too (scripts/bench-sandbox-cost.ts): a full turn confined
  * vs unconfined as a ratio (target ≤ 1.10×), and an acceptance command's added ms.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { cpus, homedir, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CONFIG, type PollyConfig } from '../brain/config/config-schema.js';
@@ -31,6 +30,7 @@ import { createWorkerSupervisor, workerIdFor } from '../workers/supervisor/worke
 import { createWorktreeManager, type CreatedWorktree, type WorktreeManager } from '../workers/git/worktree-manager.js';
 import { measureSandboxCost } from './bench-sandbox-cost.js';
 import { runHostBench } from './host-dispatch-bench.js';
+import { BENCH_GIT_ENV, generateBenchRepo } from './bench-repo.js';
 import { parseModelScript } from './scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from './scripted-model/server.js';
 
@@ -150,32 +150,6 @@ function parseArgs(argv: string[]): Args {
   return args;
 }
 
-const ISOLATED = { GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' };
-
-/** A repository with `files` small files in 100-file directories, one commit on main. */
-function generateRepo(root: string, files: number): string {
-  const dir = join(root, 'repo');
-  mkdirSync(dir);
-  const env = {
-    ...process.env,
-    ...ISOLATED,
-    GIT_AUTHOR_NAME: 'Bench',
-    GIT_AUTHOR_EMAIL: 'bench@example.invalid',
-    GIT_COMMITTER_NAME: 'Bench',
-    GIT_COMMITTER_EMAIL: 'bench@example.invalid',
-  };
-  const git = (args: string[]) => execFileSync('git', args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 28 });
-  git(['init', '-q', '-b', 'main']);
-  for (let i = 0; i < files; i++) {
-    const d = join(dir, 'src', `m${Math.floor(i / 1000)}`, `d${Math.floor(i / 100) % 10}`);
-    if (i % 100 === 0) mkdirSync(d, { recursive: true });
-    writeFileSync(join(d, `f${i}.ts`), `export const value${i} = ${i};\n// ${'x'.repeat(i % 200)}\n`);
-  }
-  git(['add', '-A']);
-  git(['commit', '-q', '-m', 'generated']);
-  return dir;
-}
-
 /**
  * CPU ms used so far by this process plus its reaped descendants (git and the gits it waited for):
  * `process.cpuUsage()` + cutime/cstime of /proc/self/stat (Linux; fields 16-17, clock ticks of
@@ -260,9 +234,9 @@ async function main(): Promise<void> {
   let model: ScriptedModelServer | null = null;
   try {
     process.stderr.write(`generating a repository of ${args.files} files in ${root} …\n`);
-    const gen = await timed(async () => generateRepo(root, args.files));
+    const gen = await timed(async () => generateBenchRepo(root, args.files));
     const repo = gen.value;
-    const git = createGitRunner({ env: ISOLATED, timeoutMs: 600_000 });
+    const git = createGitRunner({ env: BENCH_GIT_ENV, timeoutMs: 600_000 });
     const commit = (await git.run(['rev-parse', 'main'], { cwd: repo })).stdout.trim();
     const manager = createWorktreeManager({ repoRoot: repo, git });
     const version = (await git.run(['version'], { cwd: repo })).stdout.trim();

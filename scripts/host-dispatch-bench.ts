@@ -17,8 +17,7 @@
  * Loopback hosts share this machine's cores: the C-concurrent figure says what the transport and
  * the host's Polly cost under load, not what separate machines would gain.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { cpus, homedir, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CONFIG, type PollyConfig } from '../brain/config/config-schema.js';
@@ -28,13 +27,12 @@ import { createWorktreeManager, type WorktreeManager } from '../workers/git/work
 import { createWorkerSupervisor } from '../workers/supervisor/worker-supervisor.js';
 import type { WorkerSupervisor } from '../workers/worker-turn.js';
 import { startSshHosts, type SshHosts } from './loopback-ssh-hosts.js';
+import { BENCH_GIT_ENV, generateBenchRepo } from './bench-repo.js';
 import { parseModelScript } from './scripted-model/script.js';
 import { startScriptedModelServer, type ScriptedModelServer } from './scripted-model/server.js';
 
 const BENCH_SCRIPT = 'sessions:\n  - name: bench\n    match: {role: implement}\n    turns:\n      - steps:\n          - finish: "Nothing to do."\n';
 const BENCH_KEY_ENV = 'POLLY_BENCH_MODEL_KEY';
-const ISOLATED = { GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' };
-
 export interface HostBenchArgs {
   files: number;
   rounds: number;
@@ -47,34 +45,6 @@ const median = (xs: number[]): number => {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
-
-/** A repository of `files` small files with a bare origin (the hosts' mirror key is origin's URL). */
-function generateRepo(root: string, files: number): string {
-  const dir = join(root, 'repo');
-  const origin = join(root, 'origin.git');
-  mkdirSync(dir);
-  const env = {
-    ...process.env,
-    ...ISOLATED,
-    GIT_AUTHOR_NAME: 'Bench',
-    GIT_AUTHOR_EMAIL: 'bench@example.invalid',
-    GIT_COMMITTER_NAME: 'Bench',
-    GIT_COMMITTER_EMAIL: 'bench@example.invalid',
-  };
-  const git = (args: string[], cwd = dir) => execFileSync('git', args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 28 });
-  git(['init', '-q', '-b', 'main']);
-  for (let i = 0; i < files; i++) {
-    const d = join(dir, 'src', `m${Math.floor(i / 1000)}`, `d${Math.floor(i / 100) % 10}`);
-    if (i % 100 === 0) mkdirSync(d, { recursive: true });
-    writeFileSync(join(d, `f${i}.ts`), `export const value${i} = ${i};\n`);
-  }
-  git(['add', '-A']);
-  git(['commit', '-q', '-m', 'generated']);
-  git(['init', '-q', '--bare', '-b', 'main', origin], root);
-  git(['remote', 'add', 'origin', origin]);
-  git(['push', '-q', 'origin', 'main']);
-  return dir;
-}
 
 let seq = 0;
 
@@ -109,10 +79,10 @@ export async function runHostBench(args: HostBenchArgs): Promise<string[]> {
   let hosts: SshHosts | null = null;
   try {
     process.stderr.write(`generating a repository of ${args.files} files and starting two loopback sshd hosts …\n`);
-    const repo = generateRepo(root, args.files);
+    const repo = generateBenchRepo(root, args.files, { origin: true });
     hosts = await startSshHosts([{ name: 'a' }, { name: 'b' }]);
     model = await startScriptedModelServer({ script: parseModelScript(BENCH_SCRIPT) });
-    const git = createGitRunner({ env: ISOLATED, timeoutMs: 600_000 });
+    const git = createGitRunner({ env: BENCH_GIT_ENV, timeoutMs: 600_000 });
     const manager = createWorktreeManager({ repoRoot: repo, git });
     const base: PollyConfig = structuredClone(DEFAULT_CONFIG);
     base.workers.pi = { command: 'pi', model: 'scripted', provider: null, base_url: `${model.url}/v1`, api: 'openai-completions', api_key_env: BENCH_KEY_ENV };
