@@ -276,13 +276,7 @@ export async function runWorker(specPath: string): Promise<AgentRunResult> {
 }
 
 const isMain = process.argv[1] !== undefined && existsSync(process.argv[1]) && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
-/**
- * Standby mode (`worker-runner.js --standby <tag>`): a runner started ahead of need, with its
- * modules loaded and the sandbox probed (workers/sandbox/sandbox.ts `warmSandbox`), that waits on
- * stdin for ONE claim line `{"specPath", "env"}` from its supervisor;
- * it then sets `env` in its own environment (never on disk) and runs that turn. EOF without a claim
- * (the supervisor exited, or died: the kernel closes the pipe) ends it at once: nothing idles on.
- */
+
 /** One line of what a standby runner's probes answered (its log, `<stateRoot>/standby.log`). Pure. */
 export function describeWarmed(warmed: WarmedSandbox | null): string {
   if (!warmed) return 'a sandbox probe failed; it is retried when the turn starts';
@@ -291,6 +285,13 @@ export function describeWarmed(warmed: WarmedSandbox | null): string {
   return `${sandbox}; ${shells}; bounds ${warmed.bounds.kind}`;
 }
 
+/**
+ * Standby mode (`worker-runner.js --standby <tag>`): a runner started ahead of need, with its
+ * modules loaded and the sandbox probed (workers/sandbox/sandbox.ts `warmSandbox`), that waits on
+ * stdin for ONE claim line `{"specPath", "env"}` from its supervisor;
+ * it then sets `env` in its own environment (never on disk) and runs that turn. EOF without a claim
+ * (the supervisor exited, or died: the kernel closes the pipe) ends it at once: nothing idles on.
+ */
 async function standby(): Promise<void> {
   // The sandbox's one-time probes (bubblewrap, bounds, seccomp) are paid while waiting, not by the
   // dispatch that claims this runner; a turn whose PATH differs is probed again below.
