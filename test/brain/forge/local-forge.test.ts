@@ -128,7 +128,13 @@ describe('local forge', () => {
     const s = setup();
     const calls: string[][] = [];
     const inner = testGit();
-    const counted = { ...inner, run: (args: readonly string[], o: Parameters<typeof inner.run>[1]) => (calls.push([...args]), inner.run(args, o)) };
+    const counted = {
+      ...inner,
+      run: (args: readonly string[], o: Parameters<typeof inner.run>[1]) => {
+        calls.push([...args]);
+        return inner.run(args, o);
+      },
+    };
     const forge = createLocalForge({ repoRoot: s.repo.dir, store: s.store, remote: 'origin', git: counted });
     s.task('memo', { 'src/memo.txt': 'memo\n' });
     await forge.openDraftPullRequest({ head: 'polly/memo', base: 'main', title: 'memo', body: '' });
