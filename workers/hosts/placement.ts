@@ -76,12 +76,35 @@ export function createPlacement(options: PlacementOptions): Placement {
   const hosts = configuredHosts(options.workers);
   const now = options.now ?? Date.now;
   const probe = options.probe ?? ((h: ResolvedHost) => probeHost(h, options.ssh, options.workers));
+  const readyTtl = options.readyTtlMs ?? 30_000;
   const cache = new Map<string, { at: number; outcome: Promise<HostProbeOutcome> }>();
+  /** Hosts whose ready probe is being renewed in the background, with the generation it was started in. */
+  const renewing = new Map<string, number>();
+  /** Bumped by forget(): a renewal started before it is not kept. */
+  let generation = 0;
   const probed = async (h: ResolvedHost): Promise<HostProbeOutcome> => {
     const hit = cache.get(h.name);
     if (hit) {
       const outcome = await hit.outcome;
-      if (now() - hit.at < (outcome.ok ? (options.readyTtlMs ?? 30_000) : (options.failedTtlMs ?? 5_000))) return outcome;
+      const age = now() - hit.at;
+      if (outcome.ok && age < readyTtl) {
+        // Past half its life a ready host's probe is renewed in the background: turns placed at a
+        // steady pace never wait for a probe, and none is placed on a probe older than the TTL.
+        if (age >= readyTtl / 2 && !renewing.has(h.name)) {
+          const started = { at: now(), generation };
+          renewing.set(h.name, generation);
+          void probe(h)
+            .then((fresh) => {
+              if (generation === started.generation) cache.set(h.name, { at: started.at, outcome: Promise.resolve(fresh) });
+            })
+            .catch(() => undefined)
+            .finally(() => {
+              if (renewing.get(h.name) === started.generation) renewing.delete(h.name);
+            });
+        }
+        return outcome;
+      }
+      if (!outcome.ok && age < (options.failedTtlMs ?? 5_000)) return outcome;
     }
     const fresh = { at: now(), outcome: probe(h) };
     cache.set(h.name, fresh);
@@ -89,7 +112,11 @@ export function createPlacement(options: PlacementOptions): Placement {
   };
   return {
     hosts: () => hosts,
-    forget: (name) => void cache.delete(name),
+    forget: (name) => {
+      generation++;
+      cache.delete(name);
+      renewing.delete(name);
+    },
     async place(request, load, avoid = new Set()) {
       if (hosts.length === 0) return { kind: 'local', note: null };
       if (request.purpose !== 'implement' || request.readOnly)
@@ -107,10 +134,13 @@ export function createPlacement(options: PlacementOptions): Placement {
         if (b.name === request.preferHost) return 1;
         return ratio(a) - ratio(b) || offering.indexOf(a) - offering.indexOf(b);
       });
-      const outcomes = await Promise.all(ordered.map(async (h) => ({ h, outcome: await probed(h) })));
+      // Every host's probe starts now; the first host in order that is ready and has room is
+      // taken as soon as its own probe answered, without waiting for the others'.
+      const outcomes = ordered.map((h) => ({ h, pending: probed(h) }));
       const refusals: Array<{ reason: string; fix: string }> = [];
       let full = false;
-      for (const { h, outcome } of outcomes) {
+      for (const { h, pending } of outcomes) {
+        const outcome = await pending;
         const refused = hostRefusal(outcome, h, request.harness, options.workers);
         if (refused) {
           refusals.push(refused);

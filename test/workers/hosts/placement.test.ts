@@ -104,4 +104,95 @@ describe.skipIf(!hasSystemPackage('bubblewrap', import.meta.url))('placement ove
     await p.place(implement(), new Map());
     expect(probes.get('a')).toBe(2);
   });
+
+  /** A placement whose probes answer only when the test says so; `clock` is its time. */
+  const gated = (hosts: HostConfig[]) => {
+    const clock = { ms: 0 };
+    const calls: Array<{ host: string; answer: (ok: boolean) => void }> = [];
+    const p = createPlacement({
+      workers: { ...DEFAULT_CONFIG.workers, hosts, local_fallback: false },
+      ssh: { sshConfig: null, controlDir: '/nonexistent' },
+      now: () => clock.ms,
+      probe: (h) =>
+        new Promise<HostProbeOutcome>((resolve) =>
+          calls.push({
+            host: h.name,
+            answer: (ok) =>
+              resolve(
+                ok
+                  ? { ok: true, host: h.name, report: { ...report, time: Date.now() }, rttMs: 3, skewMs: 0 }
+                  : { ok: false, host: h.name, rttMs: 3, reason: `cannot reach ${h.ssh}: Connection refused`, fix: 'check ssh' },
+              ),
+          }),
+        ),
+    });
+    const answer = async (host: string, ok: boolean): Promise<void> => {
+      const call = calls.find((c) => c.host === host && !(c as { done?: boolean }).done);
+      if (!call) throw new Error(`no probe of ${host} is waiting`);
+      (call as { done?: boolean }).done = true;
+      call.answer(ok);
+      await new Promise((r) => setTimeout(r, 0));
+    };
+    const settled = async <T>(promise: Promise<T>): Promise<T | 'pending'> => Promise.race([promise, new Promise<'pending'>((r) => setTimeout(() => r('pending'), 50))]);
+    return { p, clock, calls, answer, settled };
+  };
+
+  it('a ready probe past half its 30 s is renewed in the background: the placement does not wait for it; past 30 s it does', async () => {
+    const { p, clock, calls, answer, settled } = gated([two[0]!]);
+    const first = p.place(implement(), new Map());
+    expect(await settled(first)).toBe('pending'); // the first placement waits for the probe
+    await answer('a', true);
+    expect((await first).kind).toBe('host');
+    clock.ms = 10_000;
+    expect((await settled(p.place(implement(), new Map()))) as { kind: string }).toMatchObject({ kind: 'host' });
+    expect(calls).toHaveLength(1);
+    clock.ms = 16_000; // past half the TTL: answered from the cache at once, a renewal starts
+    expect((await settled(p.place(implement(), new Map()))) as { kind: string }).toMatchObject({ kind: 'host' });
+    expect(calls).toHaveLength(2);
+    clock.ms = 17_000; // one renewal at a time
+    await p.place(implement(), new Map());
+    expect(calls).toHaveLength(2);
+    await answer('a', false); // the renewal found the host down: the next placement knows it
+    clock.ms = 18_000;
+    expect((await p.place(implement(), new Map())).kind).toBe('refuse');
+    clock.ms = 30_000; // the failed probe is trusted 5 s: probed afresh, and waited for
+    const after = p.place(implement(), new Map());
+    expect(await settled(after)).toBe('pending');
+    await answer('a', true);
+    expect((await after).kind).toBe('host');
+    clock.ms = 61_000; // a ready probe older than 30 s is never used: waited for
+    const stale = p.place(implement(), new Map());
+    expect(await settled(stale)).toBe('pending');
+    await answer('a', true);
+    expect((await stale).kind).toBe('host');
+  });
+
+  it('a renewal that answers after forget() (the host was lost) is not kept: the next placement probes afresh', async () => {
+    const { p, clock, calls, answer, settled } = gated([two[0]!]);
+    const first = p.place(implement(), new Map());
+    await answer('a', true);
+    await first;
+    clock.ms = 20_000;
+    await p.place(implement(), new Map()); // starts a renewal
+    expect(calls).toHaveLength(2);
+    p.forget('a');
+    await answer('a', true); // the renewal started before the loss
+    const next = p.place(implement(), new Map());
+    expect(await settled(next)).toBe('pending');
+    expect(calls).toHaveLength(3);
+    await answer('a', true);
+    expect((await next).kind).toBe('host');
+  });
+
+  it('the first host in order that is ready and has room is taken without waiting for the other hosts’ probes', async () => {
+    const { p, answer, settled } = gated(two);
+    const placed = p.place(implement(), new Map());
+    await answer('a', true);
+    expect((await settled(placed)) as { kind: string; host: { name: string } }).toMatchObject({ kind: 'host', host: { name: 'a' } });
+    // a full: b's answer is needed, and b down makes it a wait for a's slot
+    const waiting = p.place(implement(), new Map([['a', 2]]));
+    expect(await settled(waiting)).toBe('pending');
+    await answer('b', false);
+    expect((await waiting).kind).toBe('wait');
+  });
 });
