@@ -6,7 +6,8 @@
  *
  * - `probe --json --dir DIR [--command H=CMD]…`: what this host offers (workers/hosts/host-probe.ts).
  * - `prepare --dir DIR --repo KEY`: make sure the repository's bare mirror exists; prints `{mirror}`.
- * - `turn --dir DIR`: run one turn; its request is the first line of stdin (workers/hosts/host-turn.ts).
+ * - `turn --dir DIR --repo KEY`: run one turn: says `{"t":"ready"}` once the mirror exists and a
+ *   worker runner boots, then takes its request as the first line of stdin (workers/hosts/host-turn.ts).
  * - `remove --dir DIR --repo KEY --clone KEY --task ID`: remove that clone's worktree of the task
  *   there, its work kept under a backup ref first (workers/hosts/host-turn.ts `removeHostWorktree`).
  */
@@ -15,6 +16,7 @@ import { PollyError } from '../core/errors.js';
 import { HARNESSES, type Harness } from '../core/vocabulary.js';
 import { createInterface, type Interface } from 'node:readline';
 import { collectHostProbe } from '../../workers/hosts/host-probe.js';
+import { startHostStandby } from '../../workers/hosts/host-runner.js';
 import { ensureMirror, hostDir, removeHostWorktree, runHostTurn, type HostTurnLine, type HostTurnRequest } from '../../workers/hosts/host-turn.js';
 import { createGitRunner } from '../../workers/git/git.js';
 import { parseCommandArgs } from './args.js';
@@ -52,7 +54,7 @@ export const BUILD_MISMATCH_EXIT = 3;
 
 const USAGE = `Usage: polly host probe --json --dir DIR [--command HARNESS=COMMAND]...
        polly host prepare --dir DIR --repo KEY --expect-build SHA
-       polly host turn --dir DIR --expect-build SHA        (the request on stdin)
+       polly host turn --dir DIR --repo KEY --expect-build SHA   (the request on stdin)
        polly host remove --dir DIR --repo KEY --clone KEY --task ID --expect-build SHA
 
 The host side of remote workers (docs/hosts.md): another machine's Polly runs these over SSH.
@@ -115,9 +117,8 @@ export const command: Command = {
       }
       case 'turn': {
         if (expected === undefined) throw new PollyError('bad_input', 'polly host turn: --expect-build is required');
-        const lines = createInterface({ input: io.stdin });
-        const request = await firstLine(lines);
-        if (!request) throw new PollyError('bad_input', 'polly host turn: no request on stdin');
+        const key = requireKey(args.values.repo, 'turn');
+        const root = hostDir(dir, io.env);
         // The channel may close at any time: a line that cannot be written is dropped, never a crash.
         const out = io.stdout as NodeJS.WritableStream & { on?: (e: string, f: () => void) => void };
         out.on?.('error', () => undefined);
@@ -128,7 +129,19 @@ export const command: Command = {
             // the dispatcher is gone
           }
         };
-        return runHostTurn(JSON.parse(request) as HostTurnRequest, lines, write, { dir, env: io.env });
+        // Before the request: the worker runner boots (its Node start and sandbox probes overlap
+        // the push and the worktree), the mirror is made sure of, and the dispatcher is told to go on.
+        const standby = startHostStandby(root, io.env);
+        try {
+          await ensureMirror(createGitRunner(), root, key);
+          write({ t: 'ready' });
+          const lines = createInterface({ input: io.stdin });
+          const request = await firstLine(lines);
+          if (!request) throw new PollyError('bad_input', 'polly host turn: no request on stdin');
+          return await runHostTurn(JSON.parse(request) as HostTurnRequest, lines, write, { dir, env: io.env, standby });
+        } finally {
+          standby?.discard();
+        }
       }
       default:
         throw new PollyError('bad_input', `polly host: unknown subcommand ${JSON.stringify(sub ?? '')}. ${USAGE}`);

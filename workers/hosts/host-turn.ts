@@ -29,9 +29,11 @@
  * there gets a new worktree from the state its dispatcher sends (which holds all of its work) and
  * a new agent session. {@link removeHostWorktree} removes such a directory (see there).
  *
- * Protocol (one JSON object per line): the request ({@link HostTurnRequest}) is the first line of
- * stdin; after it stdin carries `{"t":"beat"}` (the dispatcher is alive) and `{"t":"cancel"}`.
- * stdout carries `{"t":"started"}`, `{"t":"event","e"}` (each agent event, as the runner records
+ * Protocol (one JSON object per line): stdout first carries `{"t":"ready"}` once the host's Polly
+ * is up, the mirror exists and a worker runner is booting (brain/commands/host.ts; the dispatcher
+ * pushes the state meanwhile and sends the request after it). The request ({@link HostTurnRequest})
+ * is the first line of stdin; after it stdin carries `{"t":"beat"}` (the dispatcher is alive) and
+ * `{"t":"cancel"}`. stdout then carries `{"t":"started"}`, `{"t":"event","e"}` (each agent event, as the runner records
  * it), `{"t":"gate","line"}` (each gate decision), `{"t":"beat"}`, and last `{"t":"result",
  * "result","out"}` (the turn's result and the worktree's state commit, `refs/polly/out/<worker>` of
  * the clone's repository),
@@ -57,6 +59,7 @@ import type { WorkerSpec } from '../supervisor/worker-runner.js';
 import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic } from '../supervisor/worker-files.js';
 import { worktreeStateCommit } from './worktree-transfer.js';
 import { ensureGoalLedger } from '../metering/goal-ledger.js';
+import type { HostStandbyRunner } from './host-runner.js';
 
 /** What the dispatching machine sends as the first line. */
 export interface HostTurnRequest {
@@ -91,6 +94,7 @@ export interface HostTurnRequest {
 
 /** A line this side writes. */
 export type HostTurnLine =
+  | { t: 'ready' }
   | { t: 'started'; worktree: string }
   | { t: 'event'; e: AgentEvent }
   | { t: 'gate'; line: string }
@@ -249,7 +253,7 @@ export async function runHostTurn(
   request: HostTurnRequest,
   rl: Interface,
   write: (line: HostTurnLine) => void,
-  options: { dir: string; env?: NodeJS.ProcessEnv } = { dir: '.polly-host' },
+  options: { dir: string; env?: NodeJS.ProcessEnv; standby?: HostStandbyRunner | null } = { dir: '.polly-host' },
 ): Promise<number> {
   const env = options.env ?? process.env;
   const root = hostDir(options.dir, env);
@@ -259,14 +263,22 @@ export async function runHostTurn(
   write({ t: 'beat' });
   const beat = setInterval(() => write({ t: 'beat' }), Math.max(100, request.heartbeatMs));
   try {
-    return await turnHere(request, rl, write, root, git, env);
+    return await turnHere(request, rl, write, root, git, env, options.standby ?? null);
   } finally {
     clearInterval(beat);
   }
 }
 
 /** {@link runHostTurn} once its heartbeat runs. */
-async function turnHere(request: HostTurnRequest, rl: Interface, write: (line: HostTurnLine) => void, root: string, git: GitRunner, env: NodeJS.ProcessEnv): Promise<number> {
+async function turnHere(
+  request: HostTurnRequest,
+  rl: Interface,
+  write: (line: HostTurnLine) => void,
+  root: string,
+  git: GitRunner,
+  env: NodeJS.ProcessEnv,
+  standby: HostStandbyRunner | null,
+): Promise<number> {
   const releaseSlot = takeSlot(join(root, 'slots'), Math.max(1, request.capacity));
   if (!releaseSlot) {
     write({ t: 'busy', reason: `all ${request.capacity} slots of this host are taken` });
@@ -355,16 +367,20 @@ async function turnHere(request: HostTurnRequest, rl: Interface, write: (line: H
       write({ t: 'fenced', reason: 'the dispatching Polly went away before the turn started' });
       return 4;
     }
-    const log = openSync(files.log, 'a', 0o600);
-    try {
-      runner = spawn(process.execPath, [workerRunnerPath(), files.spec], {
-        cwd: dir,
-        env: { ...env, ...request.env, XDG_STATE_HOME: join(root, 'state') },
-        detached: true,
-        stdio: ['ignore', log, log],
-      });
-    } finally {
-      closeSync(log);
+    // The runner booted while the worktree was prepared (./host-runner.ts), else one started now.
+    runner = standby?.claim(files.spec, files.log, request.env) ?? null;
+    if (!runner) {
+      const log = openSync(files.log, 'a', 0o600);
+      try {
+        runner = spawn(process.execPath, [workerRunnerPath(), files.spec], {
+          cwd: dir,
+          env: { ...env, ...request.env, XDG_STATE_HOME: join(root, 'state') },
+          detached: true,
+          stdio: ['ignore', log, log],
+        });
+      } finally {
+        closeSync(log);
+      }
     }
     runner.on('error', () => undefined);
     write({ t: 'started', worktree });

@@ -4,14 +4,16 @@
  * It is still the detached runner of this machine, so the supervisor follows, adopts, cancels and
  * reaps it exactly as a local one (its files, its registry row, its heartbeat).
  *
- * 1. The local worktree's state is made one commit (./worktree-transfer.ts) and pushed with git
- *    over the shared SSH connection to the repository's mirror on the host
- *    (`refs/polly/in/<clone>/<worker>`), after `polly host prepare` made sure the mirror exists (and that
- *    the host runs the same Polly build: exit 3 otherwise).
+ * 1. `polly host turn` is started on the host over the shared SSH connection first: it refuses
+ *    another Polly build (exit 3) or says `ready` once the mirror exists and its worker runner is
+ *    booting. Meanwhile the local worktree's state is made one commit (./worktree-transfer.ts) and
+ *    pushed with git to the repository's mirror on the host (`refs/polly/in/<clone>/<worker>`);
+ *    a push that found no mirror (the repository's first turn there) is sent again after `ready`.
+ *    Nothing of the turn starts on the host before the request, which is sent after the push.
  * 2. Model endpoints only this machine reaches (a `*_BASE_URL` or configured base URL on
  *    loopback) get a port on the host's loopback forwarded here (`ssh -O forward -R 0:…`); the
  *    turn's env and config name the host's port.
- * 3. `polly host turn` runs the turn there (./host-turn.ts): each agent event comes back as a line
+ * 3. The request goes over the channel and the turn runs there (./host-turn.ts): each agent event comes back as a line
  *    and is recorded here (events.jsonl, as a local runner does), each gate decision is appended to
  *    this repository's gate log, and a heartbeat goes both ways.
  * 4. At the end the host's worktree state is fetched back (`refs/polly/out/<worker>` of this clone's
@@ -37,8 +39,8 @@ import { createGitRunner } from '../git/git.js';
 import type { WorkerSpec } from '../supervisor/worker-runner.js';
 import type { ResolvedHost } from './host-config.js';
 import type { HostTurnLine, HostTurnRequest } from './host-turn.js';
-import { forwardToHost, gitSshCommand, hostCloneUrl, hostMirrorUrl, remotePollyCommand, runOnHost, sshArgv, sshEnv, sshFailure, type SshContext } from './ssh.js';
-import { applyStateDiff, worktreeStateCommit } from './worktree-transfer.js';
+import { forwardToHost, gitSshCommand, hostCloneUrl, hostMirrorUrl, remotePollyCommand, sshArgv, sshEnv, sshFailure, type SshContext } from './ssh.js';
+import { applyStateDiff, checkState, worktreeStateCommit } from './worktree-transfer.js';
 
 /** What the supervisor puts in a remote turn's spec (`WorkerSpec.host`). */
 export interface RemoteTurnSpec {
@@ -114,32 +116,76 @@ export async function runRemoteTurn(spec: WorkerSpec & { host: RemoteTurnSpec },
   };
   const build = buildIdentity();
   const url = hostMirrorUrl(host, remote.repoKey);
-  // 1. The local worktree's state, into the host's mirror.
+  // 1. The turn's channel first: while the host's Polly starts, makes sure of the mirror and boots
+  // its worker runner (then says `ready`), the local worktree's state is made and pushed.
+  const child = spawn('ssh', sshArgv(host, ctx, remotePollyCommand(host, ['turn', '--dir', host.dir, '--repo', remote.repoKey, '--expect-build', build.build])), {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: sshEnv(),
+  });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-8000)));
+  child.stdin.on('error', () => undefined);
+  const exited = new Promise<number | null>((resolve) => {
+    child.on('close', (code) => resolve(code));
+    child.on('error', () => resolve(255));
+  });
+  let exitCode: number | null | undefined;
+  void exited.then((c) => {
+    exitCode = c;
+  });
+  const rl = createInterface({ input: child.stdout });
+  let onLine: (text: string) => void = () => undefined;
+  let ready!: () => void;
+  const readied = new Promise<void>((resolve) => (ready = resolve));
+  rl.on('line', (text) => onLine(text));
+  onLine = (text) => {
+    if (text.startsWith('{"t":"ready"')) ready();
+  };
+  /** Ends the channel before the request: the host's Polly exits and its runner with it. */
+  const abandon = (): void => {
+    child.stdin.end();
+    setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+  };
+  /** `git push` of the state commit; never rejects (a failure is a nonzero exit code and its stderr). */
+  const pushState = (commit: string): Promise<{ exitCode: number; stderr: string }> =>
+    git
+      .run(['push', '-q', '--no-verify', url, `${commit}:refs/polly/in/${remote.clone}/${spec.workerId}`], {
+        cwd: spec.cwd,
+        env: { GIT_SSH_COMMAND: gitSshCommand(host, ctx) },
+        okExitCodes: [1, 128],
+        timeoutMs: 600_000,
+      })
+      .catch((error: Error) => ({ exitCode: -1, stderr: error.message }));
   let state: Awaited<ReturnType<typeof worktreeStateCommit>>;
   try {
     state = await worktreeStateCommit(git, spec.cwd, `task ${spec.taskId} for host ${host.name}`);
   } catch (error) {
+    abandon();
     return { ...lostResult(spec, host, `its worktree here could not be read: ${(error as Error).message}`, false, began, events), hostLost: null, status: 'agent_refused' };
   }
-  const prepared = await runOnHost(host, ctx, remotePollyCommand(host, ['prepare', '--dir', host.dir, '--repo', remote.repoKey, '--expect-build', build.build]), {
-    timeoutMs: 60_000,
-  });
-  if (prepared.code === 3 || prepared.code === 127) {
-    const said = prepared.stderr.trim().split('\n').at(-1) ?? '';
-    const message = `host ${host.name} cannot run this turn: ${said || `it does not run Polly ${describeBuild(build)}`}`;
-    keep({ type: 'error', message });
-    return { ...lostResult(spec, host, said, false, began, events), status: 'agent_refused', message };
+  // Pushed at once: the mirror exists but on the first turn of this repository on the host, and
+  // a push that found none is sent again once the host said it made it.
+  const pushing = pushState(state.commit);
+  let readyTimer: NodeJS.Timeout | undefined;
+  const answer = await Promise.race([
+    readied.then(() => 'ready' as const),
+    exited.then(() => 'exited' as const),
+    new Promise<'silent'>((resolve) => (readyTimer = setTimeout(() => resolve('silent'), FIRST_WORD_MS))),
+  ]);
+  clearTimeout(readyTimer);
+  if (answer !== 'ready') {
+    abandon();
+    if (answer === 'silent') return lostResult(spec, host, `its Polly did not answer within ${FIRST_WORD_MS / 1000} s`, false, began, events);
+    if (exitCode === 3 || exitCode === 127) {
+      const said = stderr.trim().split('\n').at(-1) ?? '';
+      const message = `host ${host.name} cannot run this turn: ${said || `it does not run Polly ${describeBuild(build)}`}`;
+      keep({ type: 'error', message });
+      return { ...lostResult(spec, host, said, false, began, events), status: 'agent_refused', message };
+    }
+    return lostResult(spec, host, `polly host turn ended before the turn: ${sshFailure({ code: exitCode ?? null, stderr, timedOut: false })}`, false, began, events);
   }
-  if (prepared.code !== 0) return lostResult(spec, host, `polly host prepare failed: ${sshFailure(prepared)}`, false, began, events);
-  const push = await git.run(['push', '-q', '--no-verify', url, `${state.commit}:refs/polly/in/${remote.clone}/${spec.workerId}`], {
-    cwd: spec.cwd,
-    env: { GIT_SSH_COMMAND: gitSshCommand(host, ctx) },
-    okExitCodes: [1, 128],
-    timeoutMs: 600_000,
-  });
-  if (push.exitCode !== 0)
-    return lostResult(spec, host, `git push to its mirror failed: ${push.stderr.trim().split('\n').filter(Boolean).slice(0, 2).join(' | ')}`, false, began, events);
-  // 2. The turn's environment, with loopback model endpoints forwarded to the host.
+  // 2. The turn's environment, with loopback model endpoints forwarded to the host (over the
+  // connection the channel opened), while the push ends.
   const env: Record<string, string> = {};
   for (const key of [...spec.envKeys, ...(spec.config.workers.env_passthrough ?? [])]) {
     const value = process.env[key];
@@ -157,12 +203,22 @@ export async function runRemoteTurn(spec: WorkerSpec & { host: RemoteTurnSpec },
     }
     return withPort(value, there);
   };
-  try {
+  const forwarding = (async (): Promise<string | null> => {
     for (const [k, v] of Object.entries(env)) if (/_BASE_URL$/.test(k)) env[k] = await forward(v);
     if (config.workers.codex.provider?.base_url) config.workers.codex.provider.base_url = await forward(config.workers.codex.provider.base_url);
     if (config.workers.pi.base_url) config.workers.pi.base_url = await forward(config.workers.pi.base_url);
-  } catch (error) {
-    return lostResult(spec, host, isPollyError(error) ? error.message : String(error), false, began, events);
+    return null;
+  })().catch((error: unknown) => (isPollyError(error) ? error.message : String(error)));
+  let push = await pushing;
+  if (push.exitCode !== 0) push = await pushState(state.commit);
+  const notForwarded = await forwarding;
+  if (push.exitCode !== 0) {
+    abandon();
+    return lostResult(spec, host, `git push to its mirror failed: ${push.stderr.trim().split('\n').filter(Boolean).slice(0, 2).join(' | ')}`, false, began, events);
+  }
+  if (notForwarded) {
+    abandon();
+    return lostResult(spec, host, notForwarded, false, began, events);
   }
   // 3. The turn there.
   const heartbeatMs = Math.max(200, Math.min(2000, Math.floor(remote.leaseMs / 6)));
@@ -178,6 +234,7 @@ export async function runRemoteTurn(spec: WorkerSpec & { host: RemoteTurnSpec },
       const total = goalLedger.total();
       goalCarried = { tokens: total.tokens, usd: total.usd };
     } catch (error) {
+      abandon();
       return lostResult(spec, host, `could not read goal ${goal.goalId}'s ledger ${goal.ledger}: ${(error as Error).message}`, false, began, events);
     }
   }
@@ -198,13 +255,6 @@ export async function runRemoteTurn(spec: WorkerSpec & { host: RemoteTurnSpec },
     env,
     goalCarried,
   };
-  const child = spawn('ssh', sshArgv(host, ctx, remotePollyCommand(host, ['turn', '--dir', host.dir, '--expect-build', build.build])), {
-    stdio: ['pipe', 'pipe', 'pipe'],
-    env: sshEnv(),
-  });
-  let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-8000)));
-  child.stdin.on('error', () => undefined);
   const send = (line: object): void => {
     try {
       child.stdin.write(`${JSON.stringify(line)}\n`);
@@ -221,8 +271,7 @@ export async function runRemoteTurn(spec: WorkerSpec & { host: RemoteTurnSpec },
   let fencedThere: string | null = null;
   const journal = spec.journalPath;
   if (journal) mkdirSync(dirname(journal), { recursive: true });
-  const rl = createInterface({ input: child.stdout });
-  rl.on('line', (text) => {
+  onLine = (text) => {
     lastHeard = Date.now();
     heardAny = true;
     let line: HostTurnLine;
@@ -269,19 +318,9 @@ export async function runRemoteTurn(spec: WorkerSpec & { host: RemoteTurnSpec },
       default:
         break;
     }
-  });
-  const exited = new Promise<number | null>((resolve) => {
-    child.on('close', (code) => {
-      // stdout has ended: no `metered` line is left to charge
-      goalLedger?.close();
-      resolve(code);
-    });
-    child.on('error', () => resolve(255));
-  });
-  let exitCode: number | null | undefined;
-  void exited.then((c) => {
-    exitCode = c;
-  });
+  };
+  // stdout has ended: no `metered` line is left to charge
+  void exited.then(() => goalLedger?.close());
   let cancelledAt = 0;
   let lostReason: string | null = null;
   const beat = setInterval(() => send({ t: 'beat' }), heartbeatMs);
@@ -341,13 +380,16 @@ export async function runRemoteTurn(spec: WorkerSpec & { host: RemoteTurnSpec },
   const back: AgentRunResult = { ...result, events, host: host.name, sandboxMounts: [], hostSandboxMounts: result.sandboxMounts ?? null };
   if (!out) return back;
   try {
-    const fetched = await git.run(['fetch', '-q', '--no-tags', '--no-write-fetch-head', hostCloneUrl(host, remote.repoKey, remote.clone), `refs/polly/out/${spec.workerId}`], {
-      cwd: spec.cwd,
-      env: { GIT_SSH_COMMAND: gitSshCommand(host, ctx) },
-      timeoutMs: 600_000,
-    });
-    void fetched;
-    await applyStateDiff(git, spec.cwd, state, out);
+    // The check that nothing here changed the worktree meanwhile is made while the state comes over.
+    const [, current] = await Promise.all([
+      git.run(['fetch', '-q', '--no-tags', '--no-write-fetch-head', hostCloneUrl(host, remote.repoKey, remote.clone), `refs/polly/out/${spec.workerId}`], {
+        cwd: spec.cwd,
+        env: { GIT_SSH_COMMAND: gitSshCommand(host, ctx) },
+        timeoutMs: 600_000,
+      }),
+      checkState(git, spec.cwd),
+    ]);
+    await applyStateDiff(git, spec.cwd, state, out, current);
   } catch (error) {
     const message = `the turn ended ${result.status} on host ${host.name}, but its changes could not be brought back: ${(error as Error).message}`;
     keep({ type: 'error', message });

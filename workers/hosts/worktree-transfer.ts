@@ -72,11 +72,13 @@ export async function worktreeStateCommit(git: GitRunner, cwd: string, label: st
  * Apply the difference between state commits `from` and `to` to the files of the worktree at `cwd`
  * (binary-safe; modes, renames, deletions; the index is left alone). First checks that the
  * worktree still holds `from`'s tree: nothing else may have changed it meanwhile.
+ * @param current  the worktree's state taken for that check by the caller ({@link checkState}),
+ *   e.g. while `to` was being fetched; made here when absent.
  * @returns the paths changed (empty when the states are equal).
  * @throws PollyError `conflict` when the worktree moved away from `from`; `git_failed` when the patch does not apply.
  */
-export async function applyStateDiff(git: GitRunner, cwd: string, from: WorktreeState, to: string): Promise<string[]> {
-  const now = await worktreeStateCommit(git, cwd, 'check before applying a host turn');
+export async function applyStateDiff(git: GitRunner, cwd: string, from: WorktreeState, to: string, current?: WorktreeState): Promise<string[]> {
+  const now = current ?? (await checkState(git, cwd));
   if (now.tree !== from.tree || now.head !== from.head)
     throw new PollyError(
       'conflict',
@@ -92,6 +94,11 @@ export async function applyStateDiff(git: GitRunner, cwd: string, from: Worktree
       details: { command: applied.command, stderr: applied.stderr },
     });
   return paths;
+}
+
+/** The worktree's state now, for {@link applyStateDiff}'s check that nothing changed it while its turn ran on a host. */
+export function checkState(git: GitRunner, cwd: string): Promise<WorktreeState> {
+  return worktreeStateCommit(git, cwd, 'check before applying a host turn');
 }
 
 /**
