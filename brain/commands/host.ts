@@ -15,10 +15,10 @@ import { buildIdentity, describeBuild } from '../core/build-identity.js';
 import { PollyError } from '../core/errors.js';
 import { HARNESSES, type Harness } from '../core/vocabulary.js';
 import { createInterface, type Interface } from 'node:readline';
-import { collectHostProbe } from '../../workers/hosts/host-probe.js';
-import { startHostStandby } from '../../workers/hosts/host-runner.js';
-import { ensureMirror, hostDir, removeHostWorktree, runHostTurn, type HostTurnLine, type HostTurnRequest } from '../../workers/hosts/host-turn.js';
-import { createGitRunner } from '../../workers/git/git.js';
+// Each subcommand imports what it uses when it runs: `turn` starts its worker runner before it loads
+// git and the turn's modules, and `probe` alone loads the sandbox's.
+import { hostDir, startHostStandby } from '../../workers/hosts/host-runner.js';
+import type { HostTurnLine, HostTurnRequest } from '../../workers/hosts/host-turn.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, type Command } from './command.js';
 
@@ -97,11 +97,13 @@ export const command: Command = {
             throw new PollyError('bad_input', `polly host probe: --command ${JSON.stringify(pair)} is not HARNESS=COMMAND`);
           commands[h as Harness] = cmd.join('=');
         }
+        const { collectHostProbe } = await import('../../workers/hosts/host-probe.js');
         writeJson(io.stdout, collectHostProbe(commands, dir));
         return 0;
       }
       case 'prepare': {
         const key = requireKey(args.values.repo, 'prepare');
+        const [{ ensureMirror }, { createGitRunner }] = await Promise.all([import('../../workers/hosts/host-turn.js'), import('../../workers/git/git.js')]);
         const mirror = await ensureMirror(createGitRunner(), hostDir(dir, io.env), key);
         writeJson(io.stdout, { mirror });
         return 0;
@@ -111,6 +113,7 @@ export const command: Command = {
         const clone = requireKey(args.values.clone, 'remove', 'clone');
         const task = args.values.task;
         if (!task || !/^[a-z0-9][a-z0-9-]*$/.test(task)) throw new PollyError('bad_input', `polly host remove: --task ${JSON.stringify(task ?? '')} is not a task id`);
+        const { removeHostWorktree } = await import('../../workers/hosts/host-turn.js');
         const removal = await removeHostWorktree(hostDir(dir, io.env), key, clone, task);
         writeJson(io.stdout, { removed: removal.backupRef !== null, ...removal });
         return 0;
@@ -133,6 +136,7 @@ export const command: Command = {
         // the push and the worktree), the mirror is made sure of, and the dispatcher is told to go on.
         const standby = startHostStandby(root, io.env);
         try {
+          const [{ ensureMirror, runHostTurn }, { createGitRunner }] = await Promise.all([import('../../workers/hosts/host-turn.js'), import('../../workers/git/git.js')]);
           await ensureMirror(createGitRunner(), root, key);
           write({ t: 'ready' });
           const lines = createInterface({ input: io.stdin });

@@ -7,12 +7,19 @@
  * keeps (workers/supervisor/worker-runner.ts `--standby`): it waits on a stdin pipe for one claim
  * line `{"specPath","env"}`, sets `env` in its own environment (never on disk) and runs that turn;
  * its stdin ending without a claim (the turn did not start, or `polly host turn` died: the kernel
- * closes the pipe) ends it at once, so nothing idles on the host.
+ * closes the pipe) ends it at once, so nothing idles on the host. This module loads little
+ * (no git, no sandbox), so the runner starts before `polly host turn` loads the rest.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
 import { workerRunnerPath } from '../../brain/core/install-paths.js';
+
+/** Polly's directory on this host, absolute (`dir` relative to HOME when not absolute). */
+export function hostDir(dir: string, env: NodeJS.ProcessEnv = process.env): string {
+  return isAbsolute(dir) ? dir : join(env.HOME || homedir(), dir);
+}
 
 /** A runner in standby on this host, for the turn about to come. */
 export interface HostStandbyRunner {

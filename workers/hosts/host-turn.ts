@@ -47,7 +47,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, isAbsolute, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Interface } from 'node:readline';
 import { workerRunnerPath } from '../../brain/core/install-paths.js';
 import type { AgentEvent, AgentRunResult } from '../agents/agent-adapter.js';
@@ -59,7 +59,7 @@ import type { WorkerSpec } from '../supervisor/worker-runner.js';
 import { faultResult, readWorkerResult, workerFiles, writeJsonAtomic } from '../supervisor/worker-files.js';
 import { worktreeStateCommit } from './worktree-transfer.js';
 import { ensureGoalLedger } from '../metering/goal-ledger.js';
-import type { HostStandbyRunner } from './host-runner.js';
+import { hostDir, type HostStandbyRunner } from './host-runner.js';
 
 /** What the dispatching machine sends as the first line. */
 export interface HostTurnRequest {
@@ -104,10 +104,7 @@ export type HostTurnLine =
   | { t: 'result'; result: AgentRunResult; out: string | null }
   | { t: 'fenced'; reason: string };
 
-/** Polly's directory on this host, absolute (`dir` relative to HOME when not absolute). */
-export function hostDir(dir: string, env: NodeJS.ProcessEnv = process.env): string {
-  return isAbsolute(dir) ? dir : join(env.HOME || homedir(), dir);
-}
+export { hostDir };
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
