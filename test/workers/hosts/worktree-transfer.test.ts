@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isPollyError } from '../../../brain/core/errors.js';
 import { createGitRunner } from '../../../workers/git/git.js';
-import { applyStateDiff, repoKeyFor, worktreeStateCommit } from '../../../workers/hosts/worktree-transfer.js';
+import { applyStateDiff, checkState, repoKeyFor, worktreeStateCommit } from '../../../workers/hosts/worktree-transfer.js';
 import { createTestRepo, git } from '../../helpers/git-repo.js';
 
 const BINARY = Buffer.from([0, 1, 2, 255, 254, 0, 10, 13, 0x89, 0x50, 0x4e, 0x47]);
@@ -108,6 +108,33 @@ describe('worktree transfer over git', () => {
     expect(isPollyError(error, 'conflict'), String(error)).toBe(true);
     expect((error as Error).message).toContain(repo.dir);
     expect(readFileSync(join(repo.dir, 'src/a.js'), 'utf8')).toBe('changed here meanwhile\n');
+  });
+
+  it('the check taken while the state came back (checkState) decides: the same state applies, a change made before it refuses', async () => {
+    const { repo, mirror } = arrange();
+    const sent = await worktreeStateCommit(g, repo.dir, 'task t1');
+    git(repo.dir, ['push', '-q', mirror, `${sent.commit}:refs/polly/in/w1`]);
+    const hostWt = join(repo.root, 'host', 'wt');
+    git(mirror, ['worktree', 'add', '-q', '--detach', hostWt, 'refs/polly/in/w1']);
+    writeFileSync(join(hostWt, 'src/a.js'), 'from the host\n');
+    const back = await worktreeStateCommit(g, hostWt, 'host');
+    git(mirror, ['update-ref', 'refs/polly/out/w1', back.commit]);
+    const [, current] = await Promise.all([Promise.resolve(git(repo.dir, ['fetch', '-q', mirror, 'refs/polly/out/w1'])), checkState(g, repo.dir)]);
+    expect({ tree: current.tree, head: current.head }).toEqual({ tree: sent.tree, head: sent.head });
+    expect(await applyStateDiff(g, repo.dir, sent, back.commit, current)).toEqual(['src/a.js']);
+    expect(readFileSync(join(repo.dir, 'src/a.js'), 'utf8')).toBe('from the host\n');
+    // A second worktree state, changed here before its check: refused with what it holds kept.
+    const again = await worktreeStateCommit(g, repo.dir, 'task t1 again');
+    repo.write('src/new.js', 'changed here meanwhile\n');
+    const changed = await checkState(g, repo.dir);
+    let error: unknown;
+    try {
+      await applyStateDiff(g, repo.dir, again, sent.commit, changed);
+    } catch (e) {
+      error = e;
+    }
+    expect(isPollyError(error, 'conflict'), String(error)).toBe(true);
+    expect(readFileSync(join(repo.dir, 'src/new.js'), 'utf8')).toBe('changed here meanwhile\n');
   });
 
   it('one mirror key for the clones of one origin, whatever credentials the URL carries; a repository without origin is keyed by its path', async () => {
