@@ -6,9 +6,20 @@
 // mirror, unless a turn still holds its old lock.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createGitRunner } from '../../../workers/git/git.js';
-import { ensureCloneRepo, ensureMirror, hostTaskPaths, prepareHostWorktree, removeHostWorktree } from '../../../workers/hosts/host-turn.js';
+import {
+  ensureCloneRepo,
+  ensureMirror,
+  hostTaskPaths,
+  prepareHostWorktree,
+  removeHostWorktree,
+  runHostTurn,
+  type HostTurnLine,
+  type HostTurnRequest,
+} from '../../../workers/hosts/host-turn.js';
 import { worktreeStateCommit } from '../../../workers/hosts/worktree-transfer.js';
 import { createTestRepo, git, type TestRepo } from '../../helpers/git-repo.js';
 
@@ -112,5 +123,16 @@ describe("the host's layout by clone", () => {
     expect(git(mirror, ['show', `${removed.legacyBackupRef}:work-0.txt`])).toBe("clone 0's work");
     expect(existsSync(legacy)).toBe(false);
     expect(existsSync(join(root, 'agents', KEY, TASK))).toBe(false);
+  });
+
+  it('a turn whose request names no clone key (a dispatcher of another build) is refused, and nothing is made on the host', async () => {
+    const { root } = arrange();
+    const lines: HostTurnLine[] = [];
+    const request = { build: 'x', repoKey: KEY, taskId: TASK, workerId: 'w1', capacity: 1, leaseMs: 10_000, heartbeatMs: 1000 } as unknown as HostTurnRequest;
+    const code = await runHostTurn(request, createInterface({ input: Readable.from([]) }), (l) => lines.push(l), { dir: root });
+    expect(code).toBe(2);
+    expect(lines.at(-1)).toMatchObject({ t: 'refused', message: expect.stringContaining('clone null') });
+    expect(existsSync(join(root, 'worktrees'))).toBe(false);
+    expect(existsSync(join(root, 'slots'))).toBe(false);
   });
 });
