@@ -7,7 +7,7 @@
  * types and out-of-range values are `config_invalid` (exit 2); a missing key takes its default.
  */
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { Document, isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Node, type Pair, type Scalar } from 'yaml';
 import { DEFAULT_CONFIG, type PollyConfig } from './config-schema.js';
 import { PollyError } from '../core/errors.js';
@@ -445,6 +445,16 @@ export function parseConfig(text: string, file: string): PollyConfig {
   if (hostProblem) {
     const node = doc.getIn(['workers', 'hosts', hostProblem.index, hostProblem.key], true) as Node | undefined;
     throw invalid(where, node ?? contents, `workers.hosts[${hostProblem.index}].${hostProblem.key}`, hostProblem.problem);
+  }
+  for (const harness of HARNESSES) {
+    const command = merged.workers[harness].command;
+    // A relative path would run from the worker runner's own directory, which differs between a
+    // warm runner and a cold one: two tasks of one plan would start different programs, or none.
+    if (command.includes('/') && !isAbsolute(command)) {
+      const node = doc.getIn(['workers', harness, 'command'], true) as Node | undefined;
+      const suggestion = resolve(dirname(dirname(resolve(file))), command);
+      throw invalid(where, node ?? contents, `workers.${harness}.command`, `${JSON.stringify(command)} is a relative path; use a name on PATH or an absolute path (from the repository root that is ${JSON.stringify(suggestion)})`);
+    }
   }
   const dash = merged.notifications.dashboard_url;
   if (dash !== null && !/^https?:\/\/[^\s]+$/.test(dash)) {

@@ -16,7 +16,7 @@
  */
 import { PollyError } from '../core/errors.js';
 import type { Forge, ListPullRequestsOptions, NoMergeKeys, OpenPullRequestInput, OpenedPullRequest, PullRequestInfo, ReviewInput } from './forge.js';
-import { detectMerge } from './merge-detection.js';
+import { detectMerge, NOT_MERGED } from './merge-detection.js';
 import { checkMergeability, type Mergeability } from './pr-mergeability.js';
 import type { LocalCheckRun, LocalPullRequest, Registry } from '../registry/registry-schema.js';
 import { createGitRunner, firstLine, type GitRunner } from '../../workers/git/git.js';
@@ -123,6 +123,28 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
     return out;
   };
 
+  /**
+   * The commit (or object) each of `refs` names, in one `git for-each-ref` (exact names: a
+   * pattern without a wildcard matches that ref only); a missing ref is absent from the map.
+   */
+  const refTips = async (refs: readonly string[]): Promise<Map<string, string>> => {
+    const out = new Map<string, string>();
+    if (refs.length === 0) return out;
+    const r = await git.run(['for-each-ref', '--format=%(objectname) %(refname)', ...new Set(refs)], { cwd });
+    for (const line of r.stdout.split('\n')) {
+      const [oid, ref] = line.trim().split(' ');
+      if (oid && ref) out.set(ref, oid);
+    }
+    return out;
+  };
+
+  /**
+   * Open PRs found not merged, by number: the head and base tips they were checked at. detectMerge's
+   * answer depends only on those commits (objects never change), so while none of them moved a
+   * refresh skips its 10–20 git calls per PR. In memory: a Brain's forge lives as long as the Brain.
+   */
+  const notMergedAt = new Map<number, string>();
+
   /** Update the remote-tracking refs of `remote` (a plain fetch; only refs/remotes/<remote>/* move). */
   const fetch = async () => {
     await git.run(['fetch', '--quiet', '--no-tags', remote, `+refs/heads/*:refs/remotes/${remote}/*`], { cwd });
@@ -144,11 +166,16 @@ export function createLocalForge(options: LocalForgeOptions): LocalForge {
     if (open.length === 0) return;
     await fetch();
     const heads = await remoteHeads();
+    const baseRefs = (pr: LocalPullRequest) => [`refs/remotes/${remote}/${pr.base}`, `refs/heads/${pr.base}`];
+    const tips = await refTips(open.flatMap(baseRefs));
     const changes: Array<{ number: number; headCommit?: string; merged?: { commit: string | null; how: string }; closed?: boolean; mergeability?: Mergeability }> = [];
     for (const pr of open) {
       const pushed = heads.get(pr.head) ?? null;
       const head = pushed ?? pr.headCommit;
-      const m = await detectMerge(git, cwd, { head, baseRefs: [`refs/remotes/${remote}/${pr.base}`, `refs/heads/${pr.base}`] });
+      const checkedAt = [head, ...baseRefs(pr).map((ref) => tips.get(ref) ?? '-')].join(' ');
+      const m = notMergedAt.get(pr.number) === checkedAt ? NOT_MERGED : await detectMerge(git, cwd, { head, baseRefs: baseRefs(pr) });
+      if (m.merged) notMergedAt.delete(pr.number);
+      else notMergedAt.set(pr.number, checkedAt);
       // As on GitHub: deleting an unmerged PR's head branch closes the PR.
       const closed = !m.merged && pushed === null;
       // Still open: does it merge into the base's current tip? (Re-checked only when either moved.)

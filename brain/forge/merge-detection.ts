@@ -31,7 +31,8 @@ export interface MergeDetection {
   mergeCommitSha: string | null;
 }
 
-const NOT_MERGED: MergeDetection = { merged: false, how: null, baseRef: null, mergeCommitSha: null };
+/** The answer for work not (yet) merged. */
+export const NOT_MERGED: MergeDetection = Object.freeze({ merged: false, how: null, baseRef: null, mergeCommitSha: null });
 
 async function resolve(git: GitRunner, cwd: string, ref: string): Promise<string | null> {
   const r = await git.run(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], { cwd, okExitCodes: [1, 128] });

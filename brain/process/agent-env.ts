@@ -4,8 +4,13 @@
  */
 import type { PollyConfig } from '../config/config-schema.js';
 
-/** Environment variables passed on to agent processes (model endpoints and keys; nothing else of the caller's env). */
-export const AGENT_ENV_KEYS = /^(ANTHROPIC_BASE_URL|ANTHROPIC_API_KEY|ANTHROPIC_AUTH_TOKEN|OPENAI_API_KEY|OPENAI_BASE_URL|POLLY_MODEL_[A-Z0-9_]+)$/;
+/**
+ * Environment variables passed on to agent processes (model endpoints and keys; nothing else of the
+ * caller's env). Every key the plan gate counts as making a worker meterable
+ * (workers/metering/turn-meter.ts `unmeteredReason`: OPENAI_API_KEY, CODEX_API_KEY) is here, so a
+ * budget the gate admits runs on the key it was admitted for.
+ */
+export const AGENT_ENV_KEYS = /^(ANTHROPIC_BASE_URL|ANTHROPIC_API_KEY|ANTHROPIC_AUTH_TOKEN|OPENAI_API_KEY|OPENAI_BASE_URL|CODEX_API_KEY|POLLY_MODEL_[A-Z0-9_]+)$/;
 
 /**
  * The subset of `env` agents get: {@link AGENT_ENV_KEYS} plus the key variables the config names

@@ -329,12 +329,25 @@ export function localRemotePath(url: string, repoRoot: string): string | null {
   return isAbsolute(url) ? url : resolve(repoRoot, url);
 }
 
+/**
+ * The common git dir of each repository root a guard was made for in this process: a guard is made
+ * per step (brain/task-tools/ref-guard-step.ts), and where a repository keeps its git dir does not
+ * change while Polly runs in it. Only answers are kept: a failed call is asked again.
+ */
+const commonDirs = new Map<string, Promise<string>>();
+
 /** Create the ref guard of one repository. */
 export function createRefGuard(options: RefGuardOptions): RefGuard {
   const { git, repoRoot } = options;
   const clock = options.clock ?? { now: () => new Date() };
-  let commonDirPromise: Promise<string> | null = null;
-  const commonDir = () => (commonDirPromise ??= git.run(['rev-parse', '--path-format=absolute', '--git-common-dir'], { cwd: repoRoot }).then((r) => firstLine(r)));
+  const commonDir = async (): Promise<string> => {
+    const known = await commonDirs.get(repoRoot)?.catch(() => null);
+    if (known && existsSync(known)) return known; // (a repository re-made at the same path is asked again)
+    const asked = git.run(['rev-parse', '--path-format=absolute', '--git-common-dir'], { cwd: repoRoot }).then((r) => firstLine(r));
+    commonDirs.set(repoRoot, asked);
+    asked.catch(() => commonDirs.delete(repoRoot));
+    return asked;
+  };
 
   async function listRefs(cwd: string): Promise<Record<string, string>> {
     const r = await git.run(['for-each-ref', '--format=%(objectname) %(refname)'], { cwd });

@@ -93,14 +93,22 @@ export interface RepoBranchContext {
   defaultBranch: string;
 }
 
-function gitLine(cwd: string, args: string[], env: NodeJS.ProcessEnv): string | null {
+/** The lines `git <args>` prints in `cwd` (empty lines dropped), or null when it fails. */
+function gitLines(cwd: string, args: string[], env: NodeJS.ProcessEnv): string[] | null {
   try {
-    const out = execFileSync('git', [...SAFE_GIT_CONFIG_ARGS, ...args], { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    return out === '' ? null : (out.split('\n')[0] ?? null);
+    const out = execFileSync('git', [...SAFE_GIT_CONFIG_ARGS, ...args], { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    return out.split('\n').filter((l) => l.trim() !== '');
   } catch {
     return null;
   }
 }
+
+function gitLine(cwd: string, args: string[], env: NodeJS.ProcessEnv): string | null {
+  return gitLines(cwd, args, env)?.[0]?.trim() ?? null;
+}
+
+/** The conventional default branch names, in the order rule 3 of {@link readRepoBranchContext} tries them. */
+const CONVENTIONAL_DEFAULTS = ['main', 'master', 'trunk'];
 
 /**
  * The one answer to "which repository, worktree, branch and default branch am I in" (synchronous:
@@ -115,32 +123,37 @@ function gitLine(cwd: string, args: string[], env: NodeJS.ProcessEnv): string | 
  * @returns null when `cwd` is not inside a git working tree (or git cannot run).
  */
 export function readRepoBranchContext(cwd: string, env: NodeJS.ProcessEnv = process.env): RepoBranchContext | null {
-  const top = gitLine(cwd, ['rev-parse', '--show-toplevel'], env);
-  if (top === null) return null;
+  // Synchronous calls block the caller's event loop (the Brain's, during a dispatch): as few as the
+  // rule allows, 3 when origin/HEAD is set. One for where (the worktree's top, the common git dir)…
+  const where = gitLines(cwd, ['rev-parse', '--show-toplevel', '--path-format=absolute', '--git-common-dir'], env);
+  const top = where?.[0];
+  if (!top) return null;
   const worktree = resolve(top);
-  const common = gitLine(cwd, ['rev-parse', '--path-format=absolute', '--git-common-dir'], env);
+  const common = where?.[1] ?? null;
   let repoRoot = worktree;
   if (common && basename(common) === '.git') repoRoot = dirname(common);
   else {
-    const list = (() => {
-      try {
-        return execFileSync('git', [...SAFE_GIT_CONFIG_ARGS, 'worktree', 'list', '--porcelain'], { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-      } catch {
-        return '';
-      }
-    })();
-    const first = /^worktree (.+)$/m.exec(list)?.[1];
+    const list = gitLines(cwd, ['worktree', 'list', '--porcelain'], env) ?? [];
+    const first = list.map((l) => /^worktree (.+)$/.exec(l)?.[1]).find((p) => p !== undefined);
     if (first && existsSync(first)) repoRoot = resolve(first);
   }
   const branch = gitLine(cwd, ['symbolic-ref', '--short', '-q', 'HEAD'], env) ?? 'HEAD';
-  const hasLocal = (name: string): boolean => gitLine(cwd, ['rev-parse', '--verify', '--quiet', `refs/heads/${name}`], env) !== null;
-  const originHead = gitLine(cwd, ['symbolic-ref', '--short', '-q', 'refs/remotes/origin/HEAD'], env);
-  let defaultBranch: string | null = originHead ? originHead.replace(/^origin\//, '') : null;
+  // …and one for the candidates: origin/HEAD (a symbolic ref: its target) and the conventional
+  // names (`for-each-ref` with exact names lists those refs only; a missing one is not listed).
+  const listed = new Map<string, string>();
+  for (const line of gitLines(cwd, ['for-each-ref', '--format=%(refname) %(symref)', 'refs/remotes/origin/HEAD', ...CONVENTIONAL_DEFAULTS.map((n) => `refs/heads/${n}`)], env) ?? []) {
+    const [ref, target = ''] = line.trim().split(' ');
+    if (ref) listed.set(ref, target);
+  }
+  const hasLocal = (name: string): boolean =>
+    CONVENTIONAL_DEFAULTS.includes(name) ? listed.has(`refs/heads/${name}`) : gitLine(cwd, ['rev-parse', '--verify', '--quiet', `refs/heads/${name}`], env) !== null;
+  const originHead = listed.get('refs/remotes/origin/HEAD') || null;
+  let defaultBranch: string | null = originHead ? originHead.replace(/^refs\/remotes\/origin\//, '').replace(/^refs\/(heads|remotes)\//, '') : null;
   if (defaultBranch === null) {
     const configured = gitLine(cwd, ['config', '--get', 'init.defaultBranch'], env);
     if (configured && hasLocal(configured)) defaultBranch = configured;
   }
-  defaultBranch ??= ['main', 'master', 'trunk'].find(hasLocal) ?? null;
+  defaultBranch ??= CONVENTIONAL_DEFAULTS.find(hasLocal) ?? null;
   defaultBranch ??= gitLine(repoRoot, ['symbolic-ref', '--short', '-q', 'HEAD'], env) ?? 'main';
   return { repoRoot, worktree, branch, defaultBranch };
 }

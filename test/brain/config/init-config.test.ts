@@ -103,6 +103,17 @@ describe('parseConfig', () => {
   });
 });
 
+describe('worker commands', () => {
+  it('a name on PATH and an absolute path are taken; a relative path is config_invalid at its line, with the absolute path to write', () => {
+    expect(parseConfig('workers:\n  pi:\n    command: pi-nightly\n', '/r/.polly/config.yaml').workers.pi.command).toBe('pi-nightly');
+    expect(parseConfig('workers:\n  codex:\n    command: /opt/codex/bin/codex\n', '/r/.polly/config.yaml').workers.codex.command).toBe('/opt/codex/bin/codex');
+    const err = configError('workers:\n  claude-code:\n    command: ./tools/claude\n', '/r/.polly/config.yaml');
+    expect(err.code).toBe('config_invalid');
+    expect(err.message).toContain('/r/.polly/config.yaml:3:14: workers.claude-code.command: "./tools/claude" is a relative path');
+    expect(err.message).toContain('"/r/tools/claude"');
+  });
+});
+
 describe('loadConfig', () => {
   it('gives the defaults without a file and names the real file in errors', async () => {
     const root = mkdtempSync(join(tmpdir(), 'polly-cfg-'));

@@ -124,6 +124,41 @@ describe('local forge', () => {
     expect(await s.forge.getPullRequest(1)).toMatchObject({ state: 'merged', merged: true, mergeCommitSha: squash });
   });
 
+  test('an open PR whose head and base did not move is not examined again; its squash merge afterwards is still found', async () => {
+    const s = setup();
+    const calls: string[][] = [];
+    const inner = testGit();
+    const counted = {
+      ...inner,
+      run: (args: readonly string[], o: Parameters<typeof inner.run>[1]) => {
+        calls.push([...args]);
+        return inner.run(args, o);
+      },
+    };
+    const forge = createLocalForge({ repoRoot: s.repo.dir, store: s.store, remote: 'origin', git: counted });
+    s.task('memo', { 'src/memo.txt': 'memo\n' });
+    await forge.openDraftPullRequest({ head: 'polly/memo', base: 'main', title: 'memo', body: '' });
+    const detection = () => calls.filter((a) => ['merge-base', 'merge-tree', 'cherry', 'rev-list'].includes(a[0]!)).length;
+
+    expect((await forge.getPullRequest(1)).state).toBe('draft');
+    const first = detection();
+    expect(first).toBeGreaterThan(0); // examined once
+    await forge.listPullRequests();
+    expect((await forge.getPullRequest(1)).state).toBe('draft');
+    expect(detection()).toBe(first); // nothing moved: not examined again
+
+    // The base moves (unrelated work): examined again, still open.
+    s.repo.write('README.md', '# demo, moved on\n');
+    s.repo.commitAll('unrelated');
+    s.repo.git(['push', '-q', 'origin', 'main']);
+    expect((await forge.getPullRequest(1)).state).toBe('draft');
+    expect(detection()).toBeGreaterThan(first);
+
+    // The human squashes it: the next refresh finds it, as a forge without the memo would.
+    const squash = humanMerge(s.repo, 'polly/memo', 'squash', { push: true });
+    expect(await forge.getPullRequest(1)).toMatchObject({ state: 'merged', merged: true, mergeCommitSha: squash });
+  });
+
   test('a rebase merge is recognised patch by patch; an unmerged branch stays open until its branch is deleted (closed)', async () => {
     const s = setup();
     s.task('rb', { 'src/rb.txt': 'rb\n' });

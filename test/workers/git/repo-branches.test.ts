@@ -27,6 +27,21 @@ describe('readRepoBranchContext: one default-branch rule for the Brain, the gate
     expect(readRepoBranchContext(repo.dir, gitTestEnv())).toMatchObject({ branch: 'feature', defaultBranch: 'master' });
   });
 
+  it('without origin/HEAD: init.defaultBranch names the default when that branch exists, before main, master or trunk', () => {
+    const repo = createTestRepo();
+    repo.git(['branch', 'develop']);
+    repo.git(['branch', '-m', 'master']);
+    repo.git(['config', 'init.defaultBranch', 'develop']);
+    repo.git(['checkout', '-q', '-b', 'feature']);
+    expect(readRepoBranchContext(repo.dir, gitTestEnv())).toMatchObject({ branch: 'feature', defaultBranch: 'develop' });
+    // Configured but missing: the conventional names next.
+    repo.git(['config', 'init.defaultBranch', 'gone']);
+    expect(readRepoBranchContext(repo.dir, gitTestEnv())).toMatchObject({ defaultBranch: 'master' });
+    // None of them: the main worktree's branch.
+    repo.git(['branch', '-m', 'master', 'stable']);
+    expect(readRepoBranchContext(repo.dir, gitTestEnv())).toMatchObject({ defaultBranch: 'feature' });
+  });
+
   it('from a linked worktree: the repository root is the main worktree, and the worktree branch is not the default', () => {
     const repo = createTestRepo();
     repo.git(['branch', '-m', 'work']);
