@@ -7,8 +7,8 @@
  * - `probe --json --dir DIR [--command H=CMD]…`: what this host offers (workers/hosts/host-probe.ts).
  * - `prepare --dir DIR --repo KEY`: make sure the repository's bare mirror exists; prints `{mirror}`.
  * - `turn --dir DIR`: run one turn; its request is the first line of stdin (workers/hosts/host-turn.ts).
- * - `remove --dir DIR --repo KEY --task ID`: remove the task's worktree there, its work kept under a
- *   backup ref in the mirror first.
+ * - `remove --dir DIR --repo KEY --clone KEY --task ID`: remove that clone's worktree of the task
+ *   there, its work kept under a backup ref first (workers/hosts/host-turn.ts `removeHostWorktree`).
  */
 import { buildIdentity, describeBuild } from '../core/build-identity.js';
 import { PollyError } from '../core/errors.js';
@@ -20,9 +20,13 @@ import { createGitRunner } from '../../workers/git/git.js';
 import { parseCommandArgs } from './args.js';
 import { writeJson, type Command } from './command.js';
 
-/** A repository key as `prepare`/`remove` take it (16 hex digits, workers/hosts/worktree-transfer.ts `repoKeyFor`). */
-function requireKey(key: string | undefined, sub: string): string {
-  if (!key || !/^[0-9a-f]{16}$/.test(key)) throw new PollyError('bad_input', `polly host ${sub}: --repo ${JSON.stringify(key ?? '')} is not a repository key`);
+/**
+ * A key as `prepare`/`remove` take it (16 hex digits): `--repo`, a repository's
+ * (workers/hosts/worktree-transfer.ts `repoKeyFor`), or `--clone`, a clone's (brain/core/polly-identity.ts).
+ */
+function requireKey(key: string | undefined, sub: string, flag: 'repo' | 'clone' = 'repo'): string {
+  if (!key || !/^[0-9a-f]{16}$/.test(key))
+    throw new PollyError('bad_input', `polly host ${sub}: --${flag} ${JSON.stringify(key ?? '')} is not a ${flag === 'repo' ? 'repository' : 'clone'} key (16 hex digits)`);
   return key;
 }
 
@@ -49,7 +53,7 @@ export const BUILD_MISMATCH_EXIT = 3;
 const USAGE = `Usage: polly host probe --json --dir DIR [--command HARNESS=COMMAND]...
        polly host prepare --dir DIR --repo KEY --expect-build SHA
        polly host turn --dir DIR --expect-build SHA        (the request on stdin)
-       polly host remove --dir DIR --repo KEY --task ID --expect-build SHA
+       polly host remove --dir DIR --repo KEY --clone KEY --task ID --expect-build SHA
 
 The host side of remote workers (docs/hosts.md): another machine's Polly runs these over SSH.
 Not for people: use "polly hosts" on the machine that dispatches.`;
@@ -66,6 +70,7 @@ export const command: Command = {
         json: { type: 'boolean' },
         dir: { type: 'string' },
         repo: { type: 'string' },
+        clone: { type: 'string' },
         task: { type: 'string' },
         'expect-build': { type: 'string' },
         command: { type: 'string', multiple: true },
@@ -101,10 +106,11 @@ export const command: Command = {
       }
       case 'remove': {
         const key = requireKey(args.values.repo, 'remove');
+        const clone = requireKey(args.values.clone, 'remove', 'clone');
         const task = args.values.task;
         if (!task || !/^[a-z0-9][a-z0-9-]*$/.test(task)) throw new PollyError('bad_input', `polly host remove: --task ${JSON.stringify(task ?? '')} is not a task id`);
-        const backupRef = await removeHostWorktree(hostDir(dir, io.env), key, task);
-        writeJson(io.stdout, { removed: backupRef !== null, backupRef });
+        const removal = await removeHostWorktree(hostDir(dir, io.env), key, clone, task);
+        writeJson(io.stdout, { removed: removal.backupRef !== null, ...removal });
         return 0;
       }
       case 'turn': {

@@ -128,9 +128,12 @@ export async function watchMerges(input: WatchMergesInput): Promise<WatchMergesR
 }
 
 /**
- * Remove the task's worktree on its host (its work there kept under a backup ref in the host's
- * mirror); journaled as `task.host_worktree_removed` {taskId, host, backupRef} or
- * `task.host_cleanup_failed` {taskId, host, error}. Never throws.
+ * Remove this clone's worktree of the task on its host (its work there kept under a backup ref in
+ * the clone's repository on the host; another clone's task of the same id is left alone);
+ * journaled as `task.host_worktree_removed` {taskId, host, backupRef, legacyBackupRef?,
+ * legacyKept?} (the last two about the task's worktree of the host's layout before clones were
+ * keyed: workers/hosts/host-turn.ts `removeHostWorktree`) or `task.host_cleanup_failed` {taskId,
+ * host, error}. Never throws.
  */
 export async function removeOnHost(input: Pick<WatchMergesInput, 'store' | 'hosts' | 'progress'>, taskId: string, host: string): Promise<void> {
   const r = await input.hosts!.remove(host, taskId);
@@ -141,12 +144,20 @@ export async function removeOnHost(input: Pick<WatchMergesInput, 'store' | 'host
     }
     const t = draft.tasks[taskId];
     if (t && t.host === host) t.host = null;
-    tx.emit('task.host_worktree_removed', { taskId, host, backupRef: r.backupRef });
+    tx.emit('task.host_worktree_removed', {
+      taskId,
+      host,
+      backupRef: r.backupRef,
+      ...(r.legacyBackupRef ? { legacyBackupRef: r.legacyBackupRef } : {}),
+      ...(r.legacyKept ? { legacyKept: r.legacyKept } : {}),
+    });
   });
   input.progress?.(
     'error' in r
       ? `${taskId}: the worktree on host ${host} was not removed: ${r.error}`
-      : `${taskId}: its worktree on host ${host} removed${r.backupRef ? ` (backup ${r.backupRef} there)` : ''}`,
+      : `${taskId}: its worktree on host ${host} removed${r.backupRef ? ` (backup ${r.backupRef} there)` : ''}${
+          r.legacyBackupRef ? `; its worktree of the old host layout too (backup ${r.legacyBackupRef} in the host's mirror)` : ''
+        }${r.legacyKept ? `; its worktree of the old host layout kept: ${r.legacyKept}` : ''}`,
   );
 }
 

@@ -19,8 +19,7 @@ import { createPostgresRunStore } from '../../workflows/run/postgres-run-store.j
 import type { RunStore } from '../../workflows/run/run-store.js';
 import { createPostgresWorkClaims } from '../../workflows/run/postgres-work-claims.js';
 import type { WorkClaims } from '../../workflows/run/work-claims.js';
-import { createHash } from 'node:crypto';
-import { hostname } from 'node:os';
+import { pollyIdentity } from '../core/polly-identity.js';
 import type { RegistryStore } from './registry-store.js';
 
 /** The run store directory inside a `.polly` directory. */
@@ -96,17 +95,6 @@ export function openWorkClaims(runs: PollyConfig['runs'] = undefined, env: NodeJ
       details: { key: 'runs.url_env', env: runs.url_env },
     });
   return createPostgresWorkClaims({ connectionString: url, schema: runs.schema });
-}
-
-/**
- * Who this Polly is on a shared run store: `label` = `<hostname>:<repository root>` (for people),
- * `id` = the first 16 hex digits of its sha256 (the owner of its work claims, and part of its runs'
- * instance area). Stable across the Brain's restarts and a lost registry; two clones differ by path
- * or machine. Pure but for the hostname.
- */
-export function pollyIdentity(repoRoot: string, host: string = hostname()): { id: string; label: string } {
-  const label = `${host}:${repoRoot}`;
-  return { id: createHash('sha256').update(label).digest('hex').slice(0, 16), label };
 }
 
 /**

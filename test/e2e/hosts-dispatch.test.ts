@@ -6,6 +6,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pollyIdentity } from '../../brain/core/polly-identity.js';
 import { git } from '../helpers/git-repo.js';
 import { humanMerge } from '../helpers/human-merge.js';
 import { keylessEnv, polly } from '../helpers/keyless-cli.js';
@@ -31,6 +32,7 @@ describe.skipIf(!hasSystemPackage('openssh-server', import.meta.url) || !hasSyst
   beforeAll(async () => {
     hosts = await startSshHosts([{ name: 'a' }, { name: 'b' }]);
     project = sampleProjectWithOrigin('polly-hosts-');
+    clone = pollyIdentity(project.repo).id;
     await polly(['init'], project.repo, env);
     writeHostsConfig(project.repo, hosts, { capacity: 2 });
     const plan = join(project.root, 'plan.yaml');
@@ -44,6 +46,8 @@ describe.skipIf(!hasSystemPackage('openssh-server', import.meta.url) || !hasSyst
     await hosts?.stop();
   });
 
+  /** This clone's key on the hosts (brain/core/polly-identity.ts). */
+  let clone = '';
   const registry = (): Registry => JSON.parse(readFileSync(join(project.repo, '.polly/registry.json'), 'utf8'));
 
   it('runs the four tasks on the two hosts and ends with four ready PRs', async () => {
@@ -81,21 +85,22 @@ describe.skipIf(!hasSystemPackage('openssh-server', import.meta.url) || !hasSyst
     for (const t of Object.values(reg.tasks)) {
       const host = hosts.hosts.find((h) => h.name === t.host)!;
       const name = /Add (\w+)\(\)/.exec(t.title)![1]!;
+      // On the host, this clone's worktrees are under worktrees/<repository key>/<clone key>.
       const worktrees = join(host.dir, 'worktrees');
       const [key] = readdirSync(worktrees);
       // The function the agent wrote is in the task's worktree on its host, and on the PR branch here.
-      expect(readFileSync(join(worktrees, key!, t.id, 'src', `${name}.js`), 'utf8')).toContain(`export function ${name}`);
+      expect(readFileSync(join(worktrees, key!, clone, t.id, 'src', `${name}.js`), 'utf8')).toContain(`export function ${name}`);
       expect(git(project.repo, ['show', `polly/${t.id}:src/${name}.js`])).toContain(`export function ${name}`);
       // The turn's spec on the host names the model through a port of the host's own loopback,
       // forwarded here over SSH (not the scripted model's port on this machine).
       // The first turn a host took (a host whose slots were all taken left no spec: placed again elsewhere).
       const implement = Object.values(reg.workers).find((w) => w.taskId === t.id && w.purpose !== 'review' && w.outcome !== 'host_not_started')!;
       const turnHost = hosts.hosts.find((h) => h.name === implement.host)!;
-      const spec = JSON.parse(readFileSync(join(turnHost.dir, 'workers', implement.id, 'spec.json'), 'utf8')) as {
+      const spec = JSON.parse(readFileSync(join(turnHost.dir, 'workers', clone, implement.id, 'spec.json'), 'utf8')) as {
         cwd: string;
         config: { workers: { pi: { base_url: string | null }; codex: { provider: { base_url: string } | null } } };
       };
-      expect(spec.cwd).toBe(join(turnHost.dir, 'worktrees', key!, t.id));
+      expect(spec.cwd).toBe(join(turnHost.dir, 'worktrees', key!, clone, t.id));
       const here = JSON.parse(readFileSync(join(project.repo, '.polly/workers', implement.id, 'spec.json'), 'utf8')) as typeof spec;
       const urls = (s: typeof spec): string[] => [s.config.workers.pi.base_url, s.config.workers.codex.provider?.base_url].filter((u): u is string => !!u);
       expect(urls(spec)).toHaveLength(urls(here).length);
@@ -134,10 +139,11 @@ describe.skipIf(!hasSystemPackage('openssh-server', import.meta.url) || !hasSyst
     expect(after.status).toBe('done');
     expect(after.host ?? null).toBeNull();
     const [key] = readdirSync(join(host.dir, 'worktrees'));
-    expect(existsSync(join(host.dir, 'worktrees', key!, task.id))).toBe(false);
-    const mirror = join(host.dir, 'repos', key!);
-    // The mirror belongs to the host's own user: this reader (root) says it trusts it.
-    const refs = git(mirror, ['-c', 'safe.directory=*', 'for-each-ref', '--format=%(refname)', `refs/polly/backup/${task.id}/`]);
+    expect(existsSync(join(host.dir, 'worktrees', key!, clone, task.id))).toBe(false);
+    // The backup is in this clone's repository on the host (its refs; the objects are the mirror's).
+    const cloneRepo = join(host.dir, 'clones', key!, clone);
+    // It belongs to the host's own user: this reader (root) says it trusts it.
+    const refs = git(cloneRepo, ['-c', 'safe.directory=*', 'for-each-ref', '--format=%(refname)', `refs/polly/backup/${task.id}/`]);
     expect(refs).toMatch(new RegExp(`^refs/polly/backup/${task.id}/`));
   }, 120_000);
 });

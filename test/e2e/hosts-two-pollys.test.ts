@@ -98,8 +98,9 @@ describe.skipIf(!ready)('two Pollys on one Postgres run store and two SSH hosts'
     // Every implement turn that ran on a host left its worker directory there, with its spec.
     const turns: Array<{ host: string; task: string; start: number; end: number }> = [];
     for (const h of hosts.hosts) {
+      // workers/<clone key>/<worker>: each Polly's turns under its own clone's key.
       const dir = join(h.dir, 'workers');
-      for (const w of readdirSync(dir)) {
+      for (const w of readdirSync(dir).flatMap((c) => readdirSync(join(dir, c)).map((x) => join(c, x)))) {
         const spec = JSON.parse(readFileSync(join(dir, w, 'spec.json'), 'utf8')) as { cwd: string };
         const files = readdirSync(join(dir, w)).map((f) => statSync(join(dir, w, f)).mtimeMs);
         turns.push({ host: h.name, task: spec.cwd.split('/').at(-1)!, start: statSync(join(dir, w, 'spec.json')).mtimeMs, end: Math.max(...files) });

@@ -6,7 +6,7 @@
  *
  * 1. The local worktree's state is made one commit (./worktree-transfer.ts) and pushed with git
  *    over the shared SSH connection to the repository's mirror on the host
- *    (`refs/polly/in/<worker>`), after `polly host prepare` made sure the mirror exists (and that
+ *    (`refs/polly/in/<clone>/<worker>`), after `polly host prepare` made sure the mirror exists (and that
  *    the host runs the same Polly build: exit 3 otherwise).
  * 2. Model endpoints only this machine reaches (a `*_BASE_URL` or configured base URL on
  *    loopback) get a port on the host's loopback forwarded here (`ssh -O forward -R 0:…`); the
@@ -14,7 +14,8 @@
  * 3. `polly host turn` runs the turn there (./host-turn.ts): each agent event comes back as a line
  *    and is recorded here (events.jsonl, as a local runner does), each gate decision is appended to
  *    this repository's gate log, and a heartbeat goes both ways.
- * 4. At the end the host's worktree state is fetched back (`refs/polly/out/<worker>`) and applied
+ * 4. At the end the host's worktree state is fetched back (`refs/polly/out/<worker>` of this clone's
+ *    repository on the host) and applied
  *    to the local worktree's files; the result is the host's, with `host` set and `sandboxMounts`
  *    `[]`: the host's sandbox could write nothing here.
  *
@@ -36,7 +37,7 @@ import { createGitRunner } from '../git/git.js';
 import type { WorkerSpec } from '../supervisor/worker-runner.js';
 import type { ResolvedHost } from './host-config.js';
 import type { HostTurnLine, HostTurnRequest } from './host-turn.js';
-import { forwardToHost, gitSshCommand, hostMirrorUrl, remotePollyCommand, runOnHost, sshArgv, sshEnv, sshFailure, type SshContext } from './ssh.js';
+import { forwardToHost, gitSshCommand, hostCloneUrl, hostMirrorUrl, remotePollyCommand, runOnHost, sshArgv, sshEnv, sshFailure, type SshContext } from './ssh.js';
 import { applyStateDiff, worktreeStateCommit } from './worktree-transfer.js';
 
 /** What the supervisor puts in a remote turn's spec (`WorkerSpec.host`). */
@@ -50,6 +51,8 @@ export interface RemoteTurnSpec {
   leaseMs: number;
   /** The repository's mirror key (./worktree-transfer.ts `repoKeyFor`). */
   repoKey: string;
+  /** This clone's key on the host (brain/core/polly-identity.ts `pollyIdentity(repoRoot).id`): its worktrees, agent state and locks there. */
+  clone: string;
   baseBranch: string | null;
   baseCommit: string | null;
 }
@@ -128,7 +131,7 @@ export async function runRemoteTurn(spec: WorkerSpec & { host: RemoteTurnSpec },
     return { ...lostResult(spec, host, said, false, began, events), status: 'agent_refused', message };
   }
   if (prepared.code !== 0) return lostResult(spec, host, `polly host prepare failed: ${sshFailure(prepared)}`, false, began, events);
-  const push = await git.run(['push', '-q', '--no-verify', url, `${state.commit}:refs/polly/in/${spec.workerId}`], {
+  const push = await git.run(['push', '-q', '--no-verify', url, `${state.commit}:refs/polly/in/${remote.clone}/${spec.workerId}`], {
     cwd: spec.cwd,
     env: { GIT_SSH_COMMAND: gitSshCommand(host, ctx) },
     okExitCodes: [1, 128],
@@ -181,6 +184,7 @@ export async function runRemoteTurn(spec: WorkerSpec & { host: RemoteTurnSpec },
   const request: HostTurnRequest = {
     build: build.build,
     repoKey: remote.repoKey,
+    clone: remote.clone,
     workerId: spec.workerId,
     taskId: spec.taskId,
     branch: spec.gateContext.branch,
@@ -337,7 +341,7 @@ export async function runRemoteTurn(spec: WorkerSpec & { host: RemoteTurnSpec },
   const back: AgentRunResult = { ...result, events, host: host.name, sandboxMounts: [], hostSandboxMounts: result.sandboxMounts ?? null };
   if (!out) return back;
   try {
-    const fetched = await git.run(['fetch', '-q', '--no-tags', '--no-write-fetch-head', url, `refs/polly/out/${spec.workerId}`], {
+    const fetched = await git.run(['fetch', '-q', '--no-tags', '--no-write-fetch-head', hostCloneUrl(host, remote.repoKey, remote.clone), `refs/polly/out/${spec.workerId}`], {
       cwd: spec.cwd,
       env: { GIT_SSH_COMMAND: gitSshCommand(host, ctx) },
       timeoutMs: 600_000,

@@ -104,7 +104,20 @@ export function gitSshCommand(host: ResolvedHost, ctx: SshContext): string {
  * (relative `dir`) or `ssh://<dest>[:port]/<dir>/repos/<key>` (absolute). Pure.
  */
 export function hostMirrorUrl(host: ResolvedHost, repoKey: string): string {
-  const path = host.dir.startsWith('/') ? `${host.dir}/repos/${repoKey}` : `/~/${host.dir}/repos/${repoKey}`;
+  return hostUrl(host, `repos/${repoKey}`);
+}
+
+/**
+ * The git URL of one clone's repository on the host (`<dir>/clones/<key>/<clone>`, the refs of that
+ * clone's tasks: workers/hosts/host-turn.ts), spelled as {@link hostMirrorUrl}. Pure.
+ */
+export function hostCloneUrl(host: ResolvedHost, repoKey: string, clone: string): string {
+  return hostUrl(host, `clones/${repoKey}/${clone}`);
+}
+
+/** `ssh://` URL of `rel` under the host's Polly directory. Pure. */
+function hostUrl(host: ResolvedHost, rel: string): string {
+  const path = host.dir.startsWith('/') ? `${host.dir}/${rel}` : `/~/${host.dir}/${rel}`;
   return `ssh://${host.ssh}${host.port ? `:${host.port}` : ''}${path}`;
 }
 

@@ -64,6 +64,7 @@ import { configuredHosts, DEFAULT_HOST_LEASE_SECONDS, type ResolvedHost } from '
 import { createPlacement, type Placement } from '../hosts/placement.js';
 import { sshContext } from '../hosts/ssh.js';
 import { repoKeyFor } from '../hosts/worktree-transfer.js';
+import { pollyIdentity } from '../../brain/core/polly-identity.js';
 import { createGitRunner } from '../git/git.js';
 
 export interface WorkerSupervisorOptions {
@@ -379,6 +380,7 @@ export function createWorkerSupervisor(options: WorkerSupervisorOptions): Worker
             controlDir: sshContext(options.config.workers).controlDir,
             leaseMs: (options.config.workers.host_lease_seconds ?? DEFAULT_HOST_LEASE_SECONDS) * 1000,
             repoKey: await (repoKey ??= repoKeyFor(createGitRunner(), options.repoRoot)),
+            clone: pollyIdentity(options.repoRoot).id,
             baseBranch: request.base?.branch ?? null,
             baseCommit: request.base?.commit ?? null,
           }
