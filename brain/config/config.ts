@@ -453,7 +453,12 @@ export function parseConfig(text: string, file: string): PollyConfig {
     if (command.includes('/') && !isAbsolute(command)) {
       const node = doc.getIn(['workers', harness, 'command'], true) as Node | undefined;
       const suggestion = resolve(dirname(dirname(resolve(file))), command);
-      throw invalid(where, node ?? contents, `workers.${harness}.command`, `${JSON.stringify(command)} is a relative path; use a name on PATH or an absolute path (from the repository root that is ${JSON.stringify(suggestion)})`);
+      throw invalid(
+        where,
+        node ?? contents,
+        `workers.${harness}.command`,
+        `${JSON.stringify(command)} is a relative path; use a name on PATH or an absolute path (from the repository root that is ${JSON.stringify(suggestion)})`,
+      );
     }
   }
   const dash = merged.notifications.dashboard_url;

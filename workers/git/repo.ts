@@ -141,7 +141,8 @@ export function readRepoBranchContext(cwd: string, env: NodeJS.ProcessEnv = proc
   // …and one for the candidates: origin/HEAD (a symbolic ref: its target) and the conventional
   // names (`for-each-ref` with exact names lists those refs only; a missing one is not listed).
   const listed = new Map<string, string>();
-  for (const line of gitLines(cwd, ['for-each-ref', '--format=%(refname) %(symref)', 'refs/remotes/origin/HEAD', ...CONVENTIONAL_DEFAULTS.map((n) => `refs/heads/${n}`)], env) ?? []) {
+  for (const line of gitLines(cwd, ['for-each-ref', '--format=%(refname) %(symref)', 'refs/remotes/origin/HEAD', ...CONVENTIONAL_DEFAULTS.map((n) => `refs/heads/${n}`)], env) ??
+    []) {
     const [ref, target = ''] = line.trim().split(' ');
     if (ref) listed.set(ref, target);
   }

@@ -276,6 +276,19 @@ async function turnHere(
   env: NodeJS.ProcessEnv,
   standby: HostStandbyRunner | null,
 ): Promise<number> {
+  // The keys name directories here: anything but 16 hex digits is a dispatcher of another build, or no Polly at all.
+  for (const [name, value] of [
+    ['repoKey', request.repoKey],
+    ['clone', request.clone],
+  ] as const) {
+    if (typeof value !== 'string' || !/^[0-9a-f]{16}$/.test(value)) {
+      write({
+        t: 'refused',
+        message: `the turn's request has ${name} ${JSON.stringify(value ?? null)}, not a key of 16 hex digits: the dispatching Polly is not this build (run "polly hosts install" for this host there)`,
+      });
+      return 2;
+    }
+  }
   const releaseSlot = takeSlot(join(root, 'slots'), Math.max(1, request.capacity));
   if (!releaseSlot) {
     write({ t: 'busy', reason: `all ${request.capacity} slots of this host are taken` });

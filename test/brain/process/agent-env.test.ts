@@ -22,7 +22,14 @@ describe('agentEnvFrom', () => {
       AWS_SECRET_ACCESS_KEY: 's',
       HOME: '/home/dev',
     };
-    expect(agentEnvFrom(env, config)).toEqual({ ANTHROPIC_API_KEY: 'a', OPENAI_API_KEY: 'o', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', CODEX_API_KEY: 'c', MY_PI_KEY: 'p', POLLY_MODEL_X: 'x' });
+    expect(agentEnvFrom(env, config)).toEqual({
+      ANTHROPIC_API_KEY: 'a',
+      OPENAI_API_KEY: 'o',
+      OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+      CODEX_API_KEY: 'c',
+      MY_PI_KEY: 'p',
+      POLLY_MODEL_X: 'x',
+    });
   });
 
   it('the plan gate and the worker agree: a codex worker the gate counts as metered by a key gets that key', () => {
