@@ -8,7 +8,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, unlinkSync, w
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isPollyError } from '../../../brain/core/errors.js';
-import { createGitRunner } from '../../../workers/git/git.js';
+import { createGitRunner, type GitRunner } from '../../../workers/git/git.js';
 import { applyStateDiff, checkState, repoKeyFor, worktreeStateCommit } from '../../../workers/hosts/worktree-transfer.js';
 import { createTestRepo, git } from '../../helpers/git-repo.js';
 
@@ -27,6 +27,21 @@ function arrange() {
   mkdirSync(join(repo.root, 'host'), { recursive: true });
   git(repo.root, ['init', '-q', '--bare', mirror]);
   return { repo, mirror };
+}
+
+/**
+ * A turn's round trip up to the fetch: the worktree's state is sent to the mirror, the "host"
+ * changes src/a.js in its own worktree of it, and its state commit waits at refs/polly/out/w1.
+ */
+async function hostChangedA(g: GitRunner, repo: { dir: string; root: string }, mirror: string) {
+  const sent = await worktreeStateCommit(g, repo.dir, 'task t1');
+  git(repo.dir, ['push', '-q', mirror, `${sent.commit}:refs/polly/in/w1`]);
+  const hostWt = join(repo.root, 'host', 'wt');
+  git(mirror, ['worktree', 'add', '-q', '--detach', hostWt, 'refs/polly/in/w1']);
+  writeFileSync(join(hostWt, 'src/a.js'), 'from the host\n');
+  const back = await worktreeStateCommit(g, hostWt, 'host');
+  git(mirror, ['update-ref', 'refs/polly/out/w1', back.commit]);
+  return { sent, back };
 }
 
 describe('worktree transfer over git', () => {
@@ -90,13 +105,7 @@ describe('worktree transfer over git', () => {
 
   it('a worktree changed here while the turn ran refuses the host result (conflict) and keeps its files', async () => {
     const { repo, mirror } = arrange();
-    const sent = await worktreeStateCommit(g, repo.dir, 'task t1');
-    git(repo.dir, ['push', '-q', mirror, `${sent.commit}:refs/polly/in/w1`]);
-    const hostWt = join(repo.root, 'host', 'wt');
-    git(mirror, ['worktree', 'add', '-q', '--detach', hostWt, 'refs/polly/in/w1']);
-    writeFileSync(join(hostWt, 'src/a.js'), 'from the host\n');
-    const back = await worktreeStateCommit(g, hostWt, 'host');
-    git(mirror, ['update-ref', 'refs/polly/out/w1', back.commit]);
+    const { sent, back } = await hostChangedA(g, repo, mirror);
     git(repo.dir, ['fetch', '-q', mirror, 'refs/polly/out/w1']);
     repo.write('src/a.js', 'changed here meanwhile\n');
     let error: unknown;
@@ -112,13 +121,7 @@ describe('worktree transfer over git', () => {
 
   it('the check taken while the state came back (checkState) decides: the same state applies, a change made before it refuses', async () => {
     const { repo, mirror } = arrange();
-    const sent = await worktreeStateCommit(g, repo.dir, 'task t1');
-    git(repo.dir, ['push', '-q', mirror, `${sent.commit}:refs/polly/in/w1`]);
-    const hostWt = join(repo.root, 'host', 'wt');
-    git(mirror, ['worktree', 'add', '-q', '--detach', hostWt, 'refs/polly/in/w1']);
-    writeFileSync(join(hostWt, 'src/a.js'), 'from the host\n');
-    const back = await worktreeStateCommit(g, hostWt, 'host');
-    git(mirror, ['update-ref', 'refs/polly/out/w1', back.commit]);
+    const { sent, back } = await hostChangedA(g, repo, mirror);
     const [, current] = await Promise.all([Promise.resolve(git(repo.dir, ['fetch', '-q', mirror, 'refs/polly/out/w1'])), checkState(g, repo.dir)]);
     expect({ tree: current.tree, head: current.head }).toEqual({ tree: sent.tree, head: sent.head });
     expect(await applyStateDiff(g, repo.dir, sent, back.commit, current)).toEqual(['src/a.js']);
